@@ -1,0 +1,186 @@
+//! The command line of design.md: one grammar for every feature.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "swarmtop",
+    version,
+    about = "The htop of agent swarms: watch live sub-agent trees, their output, tokens and cost",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Recordings to replay (files, directories, .gz); "-" or a piped stdin is a live source.
+    pub inputs: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+
+    #[command(flatten)]
+    pub global: GlobalOpts,
+}
+
+#[derive(Debug, Clone, Args, Default)]
+pub struct GlobalOpts {
+    /// Price table (TOML) that overrides or extends the built-in one.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub pricing: Option<PathBuf>,
+    /// Write diagnostics logs to this file (never to the terminal).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MonitorOpts {
+    /// Replay speed: 1, 2, 10 or max.
+    #[arg(long, default_value = "1", value_parser = parse_speed)]
+    pub speed: Speed,
+    /// Longest idle gap replayed as it was (e.g. 2s, 500ms); longer gaps are shortened to it.
+    #[arg(long, default_value = "2s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub max_gap: u64,
+    /// Keep reading files that are still growing.
+    #[arg(long)]
+    pub follow: bool,
+    /// Most frames drawn per second.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=240))]
+    pub fps: u32,
+    /// Quiet time after which a running agent is shown as stalled (e.g. 60s).
+    #[arg(long, default_value = "60s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub stall: u64,
+    /// Record what a live source receives into this bundle.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Colour theme.
+    #[arg(long, value_enum, default_value_t = Theme::Dark)]
+    pub theme: Theme,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Theme {
+    Dark,
+    Light,
+}
+
+/// Replay pacing: a multiple of recorded time, or as fast as ingest allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speed {
+    Times(u32),
+    Max,
+}
+
+fn parse_speed(s: &str) -> Result<Speed, String> {
+    match s {
+        "max" => Ok(Speed::Max),
+        _ => match s.trim_end_matches('x').parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(Speed::Times(n)),
+            _ => Err(format!("speed must be 1, 2, 10 (any whole multiple) or max, not {s:?}")),
+        },
+    }
+}
+
+/// Durations as `500ms`, `2s`, `1m`; a bare number is seconds.
+pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (digits, unit) = s.find(|c: char| !c.is_ascii_digit()).map_or((s, ""), |i| s.split_at(i));
+    let n: u64 = digits.parse().map_err(|_| format!("not a duration: {s:?} (try 500ms, 2s, 1m)"))?;
+    let factor = match unit {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(format!("unknown unit in {s:?} (use ms, s, m or h)")),
+    };
+    Ok(n.saturating_mul(factor))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Play the built-in demo recording.
+    Demo(DemoArgs),
+    /// Print the routing figures and the tree (routing.md §7).
+    Stats(StatsArgs),
+    /// Print the routed stream as NDJSON.
+    Route(RouteArgs),
+    /// Print the spawn tree as indented text.
+    Tree(TreeArgs),
+    /// Run CMD as a transparent stdio proxy: record, forward, and publish to monitors.
+    Tee(TeeArgs),
+    /// Monitor a running tee through its socket.
+    Attach(AttachArgs),
+    /// Accept producers that push NDJSON lines into a socket, and monitor them.
+    Listen(ListenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// One JSON object instead of a table and a tree.
+    #[arg(long)]
+    pub json: bool,
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RouteArgs {
+    /// Also print suppressed, global, control and malformed lines.
+    #[arg(long)]
+    pub all: bool,
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TeeArgs {
+    /// Socket path for monitors (default: $XDG_RUNTIME_DIR/swarmtop/tee-<pid>.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Recording file (default: $XDG_STATE_HOME/swarmtop/recordings/<time>-tee-<pid>.ndjson).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_record")]
+    pub record: Option<PathBuf>,
+    /// Do not write a recording.
+    #[arg(long)]
+    pub no_record: bool,
+    /// The command to proxy, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The tee's socket; without it, running tees are listed (newest first).
+    pub socket: Option<PathBuf>,
+    /// No screen: print `stats --json` when the stream ends or on Ctrl-C.
+    #[arg(long)]
+    pub headless: bool,
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Socket path to bind (default: $XDG_RUNTIME_DIR/swarmtop/listen-<pid>.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// No screen: print `stats --json` on Ctrl-C.
+    #[arg(long)]
+    pub headless: bool,
+    #[command(flatten)]
+    pub monitor: MonitorOpts,
+}

@@ -1,0 +1,14 @@
+//! swarmtop: the `htop` of agent swarms.
+//!
+//! The data flows one way through the stages, each a folder with a small public face:
+//! `source` (bytes + arrival time) → `wire` (decode) → `router` (routing.md reducer) → `model`
+//! (threads, items, tokens, cost) → `ui` (ratatui). `pipeline` joins wire, router and model for
+//! every consumer; `commands` are the thin edges (CLI, headless output, the monitor loop).
+
+pub mod source;
+pub mod wire;
+pub mod router;
+pub mod model;
+pub mod pipeline;
+pub mod ui;
+pub mod commands;

@@ -1,0 +1,729 @@
+//! One record (a line without its `\n`) to a [`Line`]: a Codex message, possibly inside a
+//! recording envelope (recording.md). Strings borrow from the record unless they hold escapes.
+//!
+//! The reducer needs a handful of fields; only those are typed, and a wrong type there makes the
+//! line malformed (routing.md §3). Everything else is skipped without being built. Fields whose
+//! shape differs between methods (`status`, `error`, item contents) stay raw JSON until a consumer
+//! that knows the method asks for them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+pub type Str<'a> = Cow<'a, str>;
+
+/// Deserializes a string borrowed from the record when it holds no escapes. (serde's own
+/// `Cow<str>` impl always allocates outside a derive's bare `#[serde(borrow)]` field.)
+pub(crate) struct BStr<'a>(pub Str<'a>);
+
+impl<'de> Deserialize<'de> for BStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<BStr<'de>, E> {
+                Ok(BStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<BStr<'de>, E> {
+                Ok(BStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<BStr<'de>, E> {
+                Ok(BStr(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+fn opt_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str<'de>>, D::Error> {
+    Ok(Option::<BStr<'de>>::deserialize(d)?.map(|b| b.0))
+}
+
+fn req_str<'de, D: Deserializer<'de>>(d: D) -> Result<Str<'de>, D::Error> {
+    Ok(BStr::deserialize(d)?.0)
+}
+
+fn opt_vec_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Str<'de>>>, D::Error> {
+    Ok(Option::<Vec<BStr<'de>>>::deserialize(d)?.map(|v| v.into_iter().map(|b| b.0).collect()))
+}
+
+/// Which side sent a line, from its recording envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    ServerToClient,
+    ClientToServer,
+    /// A one-way source (stdin, listen): the side is told by the method name.
+    In,
+    /// No envelope at all: likewise.
+    Bare,
+}
+
+/// What kind of non-Codex record a malformed line looked like (for `input.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    CodexRollout,
+    ClaudeTranscript,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Malformed {
+    NotUtf8,
+    NotJson(String),
+    /// A JSON object, but neither a Codex message, an envelope nor a swarmtop marker.
+    NotAMessage(Shape),
+    /// An envelope that kept bytes which were not JSON (`rawB64`).
+    RawBytes,
+    TooLong(usize),
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotUtf8 => f.write_str("not UTF-8"),
+            Self::NotJson(e) => write!(f, "not JSON: {e}"),
+            Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
+            Self::NotAMessage(Shape::ClaudeTranscript) => f.write_str("a Claude Code transcript line, not an app-server message"),
+            Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
+            Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
+            Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),
+        }
+    }
+}
+
+pub enum Decoded<'a> {
+    Line(Line<'a>),
+    Malformed(Malformed),
+}
+
+/// A decoded record: the message and where it came from.
+#[derive(Debug)]
+pub struct Line<'a> {
+    pub dir: Dir,
+    /// The envelope's receive time, unix ms.
+    pub ts: Option<i64>,
+    pub msg: Message<'a>,
+    /// The message's own text, verbatim (inside the envelope when there is one).
+    pub raw: &'a str,
+}
+
+impl Line<'_> {
+    /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`.
+    pub fn time(&self) -> Option<i64> {
+        self.ts.or(self.msg.emitted_at_ms)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Message<'a> {
+    pub method: Option<Str<'a>>,
+    pub has_id: bool,
+    pub params: Params<'a>,
+    /// Only responses whose result is an object; other results carry nothing the reducer needs.
+    pub result: Option<ResultBody<'a>>,
+    pub has_result_or_error: bool,
+    pub emitted_at_ms: Option<i64>,
+    /// `{"swarmtop": "recording" | "live" | "lagged" | "end", …}`: a header or socket marker.
+    pub swarmtop: Option<Str<'a>>,
+}
+
+impl Message<'_> {
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    /// The thread a line belongs to: `params.threadId`, or `params.thread.id` for `thread/started`.
+    pub fn thread_id(&self) -> Option<&str> {
+        self.params.thread_id.as_deref().or_else(|| self.params.thread.as_ref().map(|t| &*t.id))
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Params<'a> {
+    pub thread_id: Option<Str<'a>>,
+    pub turn_id: Option<Str<'a>>,
+    pub item_id: Option<Str<'a>>,
+    pub delta: Option<Str<'a>>,
+    pub summary_index: Option<i64>,
+    pub content_index: Option<i64>,
+    pub thread: Option<ThreadInfo<'a>>,
+    pub turn: Option<TurnInfo<'a>>,
+    pub item: Option<Item<'a>>,
+    pub token_usage: Option<TokenUsage>,
+    /// `thread/status/changed` has an object here; other methods use the key for strings.
+    pub status: Option<&'a RawValue>,
+    pub will_retry: Option<bool>,
+    pub error: Option<&'a RawValue>,
+    pub to_model: Option<Str<'a>>,
+    pub settings_model: Option<Str<'a>>,
+    pub message: Option<&'a RawValue>,
+    pub name: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadInfo<'a> {
+    #[serde(borrow, deserialize_with = "req_str")]
+    pub id: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub parent_thread_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub source: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub model: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_nickname: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_role: Option<Str<'a>>,
+}
+
+/// `thread.source.subAgent.thread_spawn` (snake_case inside `source`, wire.md §3).
+#[derive(Debug, Default, Deserialize)]
+pub struct ThreadSpawn<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub parent_thread_id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_path: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_nickname: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_role: Option<Str<'a>>,
+}
+
+impl<'a> ThreadInfo<'a> {
+    /// The spawn facts inside `source`, when `source` is the object form (it is a plain string
+    /// such as `"vscode"` for root threads).
+    pub fn spawn(&self) -> Option<ThreadSpawn<'a>> {
+        #[derive(Deserialize)]
+        struct Source<'a> {
+            #[serde(rename = "subAgent", borrow)]
+            sub_agent: Option<SubAgent<'a>>,
+        }
+        #[derive(Deserialize)]
+        struct SubAgent<'a> {
+            #[serde(borrow)]
+            thread_spawn: Option<ThreadSpawn<'a>>,
+        }
+        let raw = self.source?.get();
+        if !raw.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str::<Source<'a>>(raw).ok()?.sub_agent?.thread_spawn
+    }
+
+    /// The parent named by `parentThreadId`, else by `source.subAgent.thread_spawn`.
+    pub fn parent(&self) -> Option<Cow<'a, str>> {
+        match &self.parent_thread_id {
+            Some(p) if !p.is_empty() => Some(p.clone()),
+            _ => self.spawn()?.parent_thread_id.filter(|p| !p.is_empty()),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnInfo<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub root_turn_id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+}
+
+/// A thread item. The router reads the registration fields; display fields stay raw.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Item<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub tool: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "opt_vec_str")]
+    pub receiver_thread_ids: Option<Vec<Str<'a>>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub model: Option<Str<'a>>,
+    /// `subAgentActivity`: `started`, `interacted`, `interrupted`, `completed`.
+    #[serde(rename = "kind", borrow, default, deserialize_with = "opt_str")]
+    pub activity: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_thread_id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_path: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub prompt: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub summary: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub command: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub aggregated_output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub exit_code: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub changes: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub server: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub query: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub agents_states: Option<&'a RawValue>,
+}
+
+impl Item<'_> {
+    pub fn kind(&self) -> &str {
+        self.kind.as_deref().unwrap_or("")
+    }
+
+    /// `tool` is a string for collab calls; other item types may use the key otherwise.
+    pub fn tool(&self) -> Option<Str<'_>> {
+        parse_raw(self.tool)
+    }
+}
+
+/// Parses an optional raw field as `T`; `None` when absent, null or of another shape.
+pub fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
+    serde_json::from_str(raw?.get()).ok()
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    #[serde(default)]
+    pub total: Option<Breakdown>,
+    #[serde(default)]
+    pub last: Option<Breakdown>,
+    #[serde(default)]
+    pub model_context_window: Option<u64>,
+}
+
+/// One token breakdown. OpenAI semantics: input includes cached and cache-written input, output
+/// includes reasoning (wire.md §4).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Breakdown {
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_write_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub reasoning_output_tokens: Option<u64>,
+}
+
+/// `result` of a response, when it is an object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultBody<'a> {
+    #[serde(borrow, default)]
+    pub thread: Option<ThreadInfo<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub model: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub model_provider: Option<Str<'a>>,
+}
+
+/// Decodes one record. Never panics; every failure is a [`Malformed`] reason.
+pub fn decode(record: &[u8]) -> Decoded<'_> {
+    let Ok(text) = std::str::from_utf8(record) else {
+        return Decoded::Malformed(Malformed::NotUtf8);
+    };
+    let top = match serde_json::from_str::<Top<'_>>(text) {
+        Ok(top) => top,
+        Err(e) => return Decoded::Malformed(Malformed::NotJson(e.to_string())),
+    };
+    if top.raw_b64 {
+        return Decoded::Malformed(Malformed::RawBytes);
+    }
+    if let Some(inner) = top.envelope_msg {
+        let dir = match top.dir.as_deref() {
+            Some("s2c") => Dir::ServerToClient,
+            Some("c2s") => Dir::ClientToServer,
+            _ => Dir::In,
+        };
+        return match decode_message(inner.get()) {
+            Ok(msg) => Decoded::Line(Line { dir, ts: top.ts, msg, raw: inner.get() }),
+            Err(e) => Decoded::Malformed(e),
+        };
+    }
+    finish(top.msg, text).map_or_else(Decoded::Malformed, |msg| Decoded::Line(Line { dir: Dir::Bare, ts: None, msg, raw: text }))
+}
+
+/// Decodes a bare Codex message (no envelope).
+pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
+    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string()))?;
+    finish(top.msg, text)
+}
+
+fn finish<'a>(mut msg: MessageParts<'a>, _text: &'a str) -> Result<Message<'a>, Malformed> {
+    if let Some(raw) = msg.late_params.take() {
+        let full = msg.message.method.as_deref().is_some_and(wants_full_params);
+        msg.message.params = ParamsSeed { full }
+            .deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
+            .map_err(|e| Malformed::NotJson(e.to_string()))?;
+    }
+    if let Some(raw) = msg.result {
+        if raw.get().starts_with('{') {
+            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?);
+        }
+    }
+    let m = &msg.message;
+    if m.method.is_none() && !m.has_id && m.swarmtop.is_none() {
+        return Err(Malformed::NotAMessage(msg.shape));
+    }
+    Ok(msg.message)
+}
+
+/// The methods whose params the reducer or the model read beyond `threadId`. For any other method
+/// only `threadId` is typed, so an unfamiliar method reusing a key for another shape is still
+/// routed (wire.md §1: unknown methods must be tolerated).
+fn wants_full_params(method: &str) -> bool {
+    method.starts_with("item/")
+        || method.starts_with("turn/")
+        || matches!(
+            method,
+            "thread/started"
+                | "thread/status/changed"
+                | "thread/tokenUsage/updated"
+                | "thread/settings/updated"
+                | "thread/closed"
+                | "thread/name/updated"
+                | "error"
+                | "warning"
+                | "model/rerouted"
+                | "serverRequest/resolved"
+                | "configWarning"
+                | "deprecationNotice"
+                | "guardianWarning"
+        )
+}
+
+#[derive(Default)]
+struct MessageParts<'a> {
+    message: Message<'a>,
+    late_params: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    shape: Shape,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Self::Other
+    }
+}
+
+/// The top level of a record: the message's own members, or an envelope's.
+#[derive(Default)]
+struct Top<'a> {
+    msg: MessageParts<'a>,
+    ts: Option<i64>,
+    dir: Option<Str<'a>>,
+    envelope_msg: Option<&'a RawValue>,
+    raw_b64: bool,
+}
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+        let mut top = Top::default();
+        let (mut saw_payload, mut saw_type, mut saw_uuid) = (false, false, false);
+        while let Some(BStr(key)) = map.next_key::<BStr<'de>>()? {
+            let parts = &mut top.msg;
+            match &*key {
+                "method" => parts.message.method = Some(map.next_value::<BStr<'de>>()?.0),
+                "params" => match parts.message.method.as_deref() {
+                    Some(method) => {
+                        let full = wants_full_params(method);
+                        parts.message.params = map.next_value_seed(ParamsSeed { full })?;
+                    }
+                    None => parts.late_params = Some(map.next_value()?),
+                },
+                "id" => {
+                    map.next_value::<IgnoredAny>()?;
+                    parts.message.has_id = true;
+                }
+                "result" => {
+                    parts.result = Some(map.next_value()?);
+                    parts.message.has_result_or_error = true;
+                }
+                "error" => {
+                    map.next_value::<IgnoredAny>()?;
+                    parts.message.has_result_or_error = true;
+                }
+                "emittedAtMs" => parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0),
+                "swarmtop" => parts.message.swarmtop = Some(map.next_value::<MarkerKind<'de>>()?.0),
+                "ts" => top.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
+                "dir" => top.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "msg" => top.envelope_msg = Some(map.next_value()?),
+                "rawB64" => {
+                    map.next_value::<IgnoredAny>()?;
+                    top.raw_b64 = true;
+                }
+                other => {
+                    match other {
+                        "payload" => saw_payload = true,
+                        "type" => saw_type = true,
+                        "uuid" | "sessionId" => saw_uuid = true,
+                        _ => {}
+                    }
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        top.msg.shape = match (saw_type, saw_payload, saw_uuid) {
+            (true, true, _) => Shape::CodexRollout,
+            (true, _, true) => Shape::ClaudeTranscript,
+            _ => Shape::Other,
+        };
+        Ok(top)
+    }
+}
+
+/// A unix-ms time: whole numbers, and floats rounded down (lenient: it only orders windows).
+struct Millis(i64);
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Millis;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a time in unix milliseconds")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Millis, E> {
+                Ok(Millis(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Millis, E> {
+                Ok(Millis(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Millis, E> {
+                if v.is_finite() { Ok(Millis(v as i64)) } else { Err(E::custom("time is not finite")) }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The value of a `swarmtop` member: a marker kind string; any other value still marks the line.
+struct MarkerKind<'a>(Str<'a>);
+
+impl<'de> Deserialize<'de> for MarkerKind<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Any<'a> {
+            #[serde(borrow)]
+            Text(BStr<'a>),
+            Other(IgnoredAny),
+        }
+        Ok(match Any::deserialize(d)? {
+            Any::Text(t) => MarkerKind(t.0),
+            Any::Other(_) => MarkerKind(Cow::Borrowed("")),
+        })
+    }
+}
+
+struct ParamsSeed {
+    full: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for ParamsSeed {
+    type Value = Params<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Params<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ParamsSeed {
+    type Value = Params<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("params")
+    }
+
+    // Params that are not an object carry no thread: the line is then global or control.
+    fn visit_unit<E: de::Error>(self) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Params<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Params::default())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
+        let mut p = Params::default();
+        while let Some(BStr(key)) = map.next_key::<BStr<'de>>()? {
+            if !self.full {
+                if key == "threadId" {
+                    p.thread_id = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                continue;
+            }
+            match &*key {
+                "threadId" => p.thread_id = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "turnId" => p.turn_id = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "itemId" => p.item_id = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "delta" => p.delta = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "summaryIndex" => p.summary_index = map.next_value()?,
+                "contentIndex" => p.content_index = map.next_value()?,
+                "thread" => p.thread = map.next_value()?,
+                "turn" => p.turn = map.next_value()?,
+                "item" => p.item = map.next_value()?,
+                "tokenUsage" => p.token_usage = map.next_value()?,
+                "status" => p.status = Some(map.next_value()?),
+                "willRetry" => p.will_retry = map.next_value()?,
+                "error" => p.error = Some(map.next_value()?),
+                "toModel" => p.to_model = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "threadSettings" => {
+                    #[derive(Deserialize)]
+                    struct Settings<'a> {
+                        #[serde(borrow, default, deserialize_with = "opt_str")]
+                        model: Option<Str<'a>>,
+                    }
+                    p.settings_model = map.next_value::<Option<Settings<'de>>>()?.and_then(|s| s.model);
+                }
+                "message" => p.message = Some(map.next_value()?),
+                "name" => p.name = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(s: &str) -> Line<'_> {
+        match decode(s.as_bytes()) {
+            Decoded::Line(l) => l,
+            Decoded::Malformed(m) => panic!("malformed: {m}"),
+        }
+    }
+
+    fn malformed(s: &[u8]) -> Malformed {
+        match decode(s) {
+            Decoded::Line(l) => panic!("decoded: {l:?}"),
+            Decoded::Malformed(m) => m,
+        }
+    }
+
+    #[test]
+    fn notification_borrows_its_strings() {
+        let l = line(r#"{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"u","itemId":"m","delta":"hi"},"emittedAtMs":5}"#);
+        assert_eq!(l.msg.method(), Some("item/agentMessage/delta"));
+        assert_eq!(l.msg.thread_id(), Some("t1"));
+        assert!(matches!(l.msg.params.delta, Some(Cow::Borrowed("hi"))));
+        assert_eq!(l.time(), Some(5));
+        assert_eq!(l.dir, Dir::Bare);
+    }
+
+    #[test]
+    fn params_before_method_are_still_read() {
+        let l = line(r#"{"params":{"threadId":"t1","willRetry":true},"method":"error"}"#);
+        assert_eq!(l.msg.thread_id(), Some("t1"));
+        assert_eq!(l.msg.params.will_retry, Some(true));
+    }
+
+    #[test]
+    fn envelope_unwraps_verbatim() {
+        let inner = r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1","rootTurnId":"u1"}}}"#;
+        let rec = format!(r#"{{"ts":42,"dir":"s2c","msg":{inner}}}"#);
+        let l = line(&rec);
+        assert_eq!(l.dir, Dir::ServerToClient);
+        assert_eq!(l.ts, Some(42));
+        assert_eq!(l.raw, inner);
+        assert_eq!(l.msg.params.turn.unwrap().root_turn_id.as_deref(), Some("u1"));
+    }
+
+    #[test]
+    fn unknown_method_reusing_a_key_is_not_malformed() {
+        let l = line(r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#);
+        assert_eq!(l.msg.thread_id(), Some("t"));
+    }
+
+    #[test]
+    fn string_status_on_other_methods_is_fine() {
+        line(r#"{"method":"remoteControl/status/changed","params":{"status":"disabled"}}"#);
+    }
+
+    #[test]
+    fn wrong_types_where_needed_are_malformed() {
+        malformed(br#"{"method":"error","params":{"threadId":"t","willRetry":"yes"}}"#);
+        malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#);
+        malformed(br#"{"method":"item/completed","params":{"threadId":"t","item":{"type":"collabAgentToolCall","receiverThreadIds":"c"}}}"#);
+    }
+
+    #[test]
+    fn malformed_kinds() {
+        assert_eq!(malformed(b"\xff\xfe"), Malformed::NotUtf8);
+        assert!(matches!(malformed(b"{\"method\":"), Malformed::NotJson(_)));
+        assert!(matches!(malformed(b"[1,2]"), Malformed::NotJson(_)));
+        assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
+        assert_eq!(malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#), Malformed::NotAMessage(Shape::CodexRollout));
+        assert_eq!(malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#), Malformed::RawBytes);
+    }
+
+    #[test]
+    fn responses_and_markers() {
+        let l = line(r#"{"id":2,"result":{"thread":{"id":"t","parentThreadId":null},"model":"gpt-5.5","modelProvider":"openai"}}"#);
+        let r = l.msg.result.unwrap();
+        assert_eq!(r.thread.unwrap().id, "t");
+        assert_eq!(r.model_provider.as_deref(), Some("openai"));
+        let l = line(r#"{"swarmtop":"recording","version":1}"#);
+        assert_eq!(l.msg.swarmtop.as_deref(), Some("recording"));
+        let l = line(r#"{"id":3,"result":[]}"#);
+        assert!(l.msg.result.is_none() && l.msg.has_id);
+    }
+
+    #[test]
+    fn spawn_source_gives_the_parent() {
+        let l = line(r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#);
+        let t = l.msg.params.thread.unwrap();
+        assert_eq!(t.parent().as_deref(), Some("p"));
+        assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));
+    }
+}

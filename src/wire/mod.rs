@@ -1,0 +1,12 @@
+//! Bytes to typed lines. Decoding borrows from the input buffer; unknown shapes are data, not
+//! errors (wire.md §1). Text that may reach a screen leaves this stage only through [`Clean`].
+
+mod decode;
+pub mod methods;
+mod sanitize;
+
+pub use decode::{
+    Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ResultBody, Shape, Str,
+    ThreadInfo, TokenUsage, TurnInfo, decode, decode_message, parse_raw,
+};
+pub use sanitize::{Clean, sanitize};

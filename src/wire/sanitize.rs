@@ -1,0 +1,213 @@
+//! Untrusted text (model output, command output, file names) made safe for a terminal, once, where
+//! it enters the model. Only [`Clean`] reaches a widget, so raw text cannot get there by accident.
+
+use std::fmt;
+
+/// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides and no
+/// zero-width controls. Build it with [`sanitize`] or [`Clean::push`].
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Clean(String);
+
+impl Clean {
+    pub fn new() -> Self {
+        Self(String::new())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Appends `raw`, sanitised. A sequence split across two pushes (a stream delta ending in
+    /// `ESC`) loses its introducer here and shows its tail as plain text: harmless on screen.
+    pub fn push(&mut self, raw: &str) {
+        push_sanitized(&mut self.0, raw);
+    }
+
+    pub fn push_clean(&mut self, clean: &Clean) {
+        self.0.push_str(&clean.0);
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Keeps the last `keep` bytes (on a char boundary): bounded scrollback keeps what is newest.
+    pub fn keep_tail(&mut self, keep: usize) -> usize {
+        if self.0.len() <= keep {
+            return 0;
+        }
+        let mut cut = self.0.len() - keep;
+        while !self.0.is_char_boundary(cut) {
+            cut += 1;
+        }
+        self.0.drain(..cut);
+        cut
+    }
+}
+
+impl fmt::Debug for Clean {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Clean {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub fn sanitize(raw: &str) -> Clean {
+    let mut out = String::with_capacity(raw.len());
+    push_sanitized(&mut out, raw);
+    Clean(out)
+}
+
+const ESC: char = '\u{1b}';
+const BEL: char = '\u{07}';
+/// Longest string body (OSC, DCS, …) swallowed when its terminator never comes: an unterminated
+/// sequence must not hide the rest of a long output.
+const MAX_STRING_BODY: usize = 4096;
+
+fn is_plain_ascii(b: u8) -> bool {
+    (0x20..0x7f).contains(&b) || b == b'\n' || b == b'\t'
+}
+
+/// Format characters that reorder or hide text: bidi embeddings, overrides and isolates, and the
+/// zero-width controls (Trojan Source, CVE-2021-42574).
+fn is_invisible_control(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+fn push_sanitized(out: &mut String, raw: &str) {
+    if raw.bytes().all(is_plain_ascii) {
+        out.push_str(raw);
+        return;
+    }
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            ESC => match chars.next() {
+                Some('[') => skip_csi(&mut chars),
+                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
+                // Two-character escapes (ESC 7, ESC c, ESC ( B …): the intermediate bytes and
+                // the final byte go together.
+                Some(' '..='/') => {
+                    while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() => {}
+            c if is_invisible_control(c) => {}
+            c => out.push(c),
+        }
+    }
+}
+
+/// CSI: parameter and intermediate bytes, then one final byte in `@`..=`~`.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) || c.is_control() && c != '\u{7f}' {
+            return;
+        }
+    }
+}
+
+/// OSC, DCS, SOS, PM, APC: a body ended by BEL, ST (`ESC \`) or the 8-bit ST.
+fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    let mut taken = 0;
+    while let Some(&c) = chars.peek() {
+        if taken >= MAX_STRING_BODY {
+            return;
+        }
+        chars.next();
+        taken += 1;
+        match c {
+            BEL | '\u{9c}' => return,
+            ESC => {
+                chars.next_if_eq(&'\\');
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn has_unsafe(s: &str) -> bool {
+        s.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || is_invisible_control(c))
+    }
+
+    #[test]
+    fn strips_sequences_and_controls() {
+        assert_eq!(sanitize("\x1b[31mred\x1b[0m").as_str(), "red");
+        assert_eq!(sanitize("a\x1b]0;title\x07b").as_str(), "ab");
+        assert_eq!(sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b").as_str(), "alinkb");
+        assert_eq!(sanitize("a\x1bP1;2|xyz\x1b\\b").as_str(), "ab");
+        assert_eq!(sanitize("a\u{9b}2Jb").as_str(), "ab");
+        assert_eq!(sanitize("a\u{9d}0;t\u{9c}b").as_str(), "ab");
+        assert_eq!(sanitize("line\r\nnext\x08\x00").as_str(), "line\nnext");
+        assert_eq!(sanitize("abc\u{202e}fed\u{2066}x\u{200b}y").as_str(), "abcfedxy");
+        assert_eq!(sanitize("tab\there\x7f").as_str(), "tab\there");
+        assert_eq!(sanitize("\x1b(Bplain").as_str(), "plain");
+    }
+
+    #[test]
+    fn plain_and_unicode_text_is_unchanged() {
+        for s in ["hello", "naïve café — ✓ ● ▸", "日本語\nx\ty", "emoji 🦀"] {
+            assert_eq!(sanitize(s).as_str(), s);
+        }
+    }
+
+    #[test]
+    fn unterminated_string_does_not_hide_everything() {
+        let long = format!("\x1b]0;{}", "x".repeat(MAX_STRING_BODY + 10));
+        assert_eq!(sanitize(&long).len(), 12, "the body is swallowed up to its bound, then text shows again");
+    }
+
+    proptest! {
+        #[test]
+        fn no_control_chars_out(s in any::<String>()) {
+            prop_assert!(!has_unsafe(sanitize(&s).as_str()));
+        }
+
+        #[test]
+        fn idempotent(s in any::<String>()) {
+            let once = sanitize(&s);
+            prop_assert_eq!(sanitize(once.as_str()), once);
+        }
+
+        #[test]
+        fn plain_text_unchanged(s in "[ -~\n\t\u{a0}-\u{2000}]*") {
+            let clean = sanitize(&s);
+            prop_assert_eq!(clean.as_str(), s.as_str());
+        }
+
+        #[test]
+        fn escape_heavy_text_is_safe(parts in proptest::collection::vec(
+            prop_oneof![Just("\x1b"), Just("["), Just("]"), Just("\x07"), Just("\u{9b}"), Just("m"),
+                        Just("\\"), Just("P"), Just("a"), Just("\u{202e}"), Just("\r")], 0..40)) {
+            let s: String = parts.concat();
+            prop_assert!(!has_unsafe(sanitize(&s).as_str()));
+        }
+    }
+}
