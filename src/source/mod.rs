@@ -1,6 +1,8 @@
-//! Sources: bytes in, records out, with the time they arrived. The first stage: it knows the
-//! recording format (`recording.md`) but nothing of what the lines mean.
+//! Where bytes come from: files, directories, `.gz`, stdin, live sockets and the tee proxy.
+//! Sources split bytes into records and know nothing of what the records mean; they know the
+//! recording format (`recording.md`) only to write and unwrap its framing.
 //!
+//! - [`files`]: recorded inputs.
 //! - [`recording`]: the recording writer (header, envelopes, files).
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
@@ -8,6 +10,7 @@
 //! - [`socket`]: where the live sockets are, and which of them are running.
 
 pub mod attach;
+pub mod files;
 pub mod hub;
 pub mod inbound;
 pub mod live;
