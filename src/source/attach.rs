@@ -15,19 +15,85 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use super::live::{End, Event, Records, ResetReason};
+use super::recording::Recorder;
 use super::socket::{self, Found};
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 const READ_BYTES: usize = 256 << 10;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Options {
     pub path: PathBuf,
     /// Reconnect after the connection breaks or cannot be made (a screen waiting for a tee to
     /// come back). Without it, the first failure or close ends the stream (headless use).
     /// A `lagged` drop is always followed by a reconnect: it is how the protocol resyncs.
     pub reconnect: bool,
+    /// Copy what arrives into this recording (its own header is written already).
+    pub record: Option<Recorder>,
+}
+
+/// `attach --record`: the tee's records, each once. After a reconnect the tee sends its history
+/// again; records already copied are skipped, unless the history is another session's (a new
+/// tee on the same socket path: its header differs), which is copied in full after the first.
+struct Copy {
+    recorder: Recorder,
+    /// The header of the session being copied.
+    header: Option<Vec<u8>>,
+    /// Records of that session copied so far (its header included).
+    copied: u64,
+    /// Records of the current connection still to skip.
+    skip: u64,
+    /// The next record is the first of a connection (the tee's header).
+    first: bool,
+}
+
+impl Copy {
+    fn connected(&mut self) {
+        self.skip = self.copied;
+        self.first = true;
+    }
+
+    fn records(&mut self, records: &Records) -> io::Result<()> {
+        let mut out = Vec::new();
+        for line in records.iter() {
+            if std::mem::take(&mut self.first) && self.header.as_deref() != Some(line) {
+                self.header = Some(line.to_vec());
+                self.copied = 0;
+                self.skip = 0;
+            }
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            out.extend_from_slice(line);
+            out.push(b'\n');
+            self.copied += 1;
+        }
+        if !out.is_empty() {
+            self.recorder.append(&out)?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies (when recording), then hands on: the recording is never behind what was shown.
+async fn deliver(
+    tx: &mpsc::Sender<Event>,
+    copy: &mut Option<Copy>,
+    records: Records,
+) -> Result<(), Outcome> {
+    if let Some(c) = copy {
+        if let Err(e) = c.records(&records) {
+            // The live view goes on; only the copy stops, and the user is told once.
+            eprintln!(
+                "swarmtop: cannot write the recording {}: {e}; going on without it",
+                c.recorder.path().display()
+            );
+            *copy = None;
+        }
+    }
+    send(tx, Event::Records(records)).await
 }
 
 /// Where `swarmtop attach` without a path should look, and what it found there.
@@ -58,6 +124,13 @@ enum Outcome {
 
 /// Runs until the stream ends for good or the consumer drops its receiver.
 pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
+    let mut copy = opts.record.map(|recorder| Copy {
+        recorder,
+        header: None,
+        copied: 0,
+        skip: 0,
+        first: true,
+    });
     let mut backoff = BACKOFF_FIRST;
     let mut reset: Option<ResetReason> = None;
     let mut ever_connected = false;
@@ -69,11 +142,20 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                         return;
                     }
                 }
-                if tx.send(Event::Connected { path: opts.path.clone() }).await.is_err() {
+                if tx
+                    .send(Event::Connected {
+                        path: opts.path.clone(),
+                    })
+                    .await
+                    .is_err()
+                {
                     return;
                 }
                 ever_connected = true;
-                match read_stream(stream, &tx, &mut backoff).await {
+                if let Some(c) = &mut copy {
+                    c.connected();
+                }
+                match read_stream(stream, &tx, &mut backoff, &mut copy).await {
                     Outcome::End(code) => {
                         let _ = tx.send(Event::Ended(End::Exited(code))).await;
                         return;
@@ -107,7 +189,11 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
             }
         };
         let retry_in = backoff;
-        if tx.send(Event::Disconnected { retry_in, reason }).await.is_err() {
+        if tx
+            .send(Event::Disconnected { retry_in, reason })
+            .await
+            .is_err()
+        {
             return;
         }
         tokio::time::sleep(retry_in).await;
@@ -139,14 +225,21 @@ fn control(line: &[u8]) -> Option<Control> {
         "live" => Some(Control::Live),
         "lagged" => Some(Control::Lagged(m.dropped_from_ms.unwrap_or(0))),
         "end" => Some(Control::End(
-            m.exit_code.and_then(|c| i32::try_from(c).ok()).unwrap_or(-1),
+            m.exit_code
+                .and_then(|c| i32::try_from(c).ok())
+                .unwrap_or(-1),
         )),
         // The recording header and markers this version does not know are records.
         _ => None,
     }
 }
 
-async fn read_stream(mut stream: UnixStream, tx: &mpsc::Sender<Event>, backoff: &mut Duration) -> Outcome {
+async fn read_stream(
+    mut stream: UnixStream,
+    tx: &mpsc::Sender<Event>,
+    backoff: &mut Duration,
+    copy: &mut Option<Copy>,
+) -> Outcome {
     let mut buf: Vec<u8> = Vec::with_capacity(READ_BYTES);
     loop {
         if buf.capacity() - buf.len() < READ_BYTES / 4 {
@@ -158,10 +251,12 @@ async fn read_stream(mut stream: UnixStream, tx: &mpsc::Sender<Event>, backoff: 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Outcome::Closed(e.to_string()),
         }
-        let Some(last) = memchr::memrchr(b'\n', &buf) else { continue };
+        let Some(last) = memchr::memrchr(b'\n', &buf) else {
+            continue;
+        };
         let rest = buf.split_off(last + 1);
         let complete = std::mem::replace(&mut buf, rest);
-        match split(complete, tx, backoff).await {
+        match split(complete, tx, backoff, copy).await {
             Ok(()) => {}
             Err(outcome) => return outcome,
         }
@@ -169,14 +264,19 @@ async fn read_stream(mut stream: UnixStream, tx: &mpsc::Sender<Event>, backoff: 
 }
 
 /// Passes records on and acts on markers; `Err` ends this connection.
-async fn split(complete: Vec<u8>, tx: &mpsc::Sender<Event>, backoff: &mut Duration) -> Result<(), Outcome> {
+async fn split(
+    complete: Vec<u8>,
+    tx: &mpsc::Sender<Event>,
+    backoff: &mut Duration,
+    copy: &mut Option<Copy>,
+) -> Result<(), Outcome> {
     let mut from = 0;
     let mut pos = 0;
     while pos < complete.len() {
         let end = memchr::memchr(b'\n', &complete[pos..]).map_or(complete.len(), |i| pos + i);
         if let Some(c) = control(&complete[pos..end]) {
             if from < pos {
-                send(tx, Event::Records(Records::new(complete[from..pos].to_vec()))).await?;
+                deliver(tx, copy, Records::new(complete[from..pos].to_vec())).await?;
             }
             from = end + 1;
             match c {
@@ -191,9 +291,9 @@ async fn split(complete: Vec<u8>, tx: &mpsc::Sender<Event>, backoff: &mut Durati
         pos = end + 1;
     }
     if from == 0 {
-        send(tx, Event::Records(Records::new(complete))).await?;
+        deliver(tx, copy, Records::new(complete)).await?;
     } else if from < complete.len() {
-        send(tx, Event::Records(Records::new(complete[from..].to_vec()))).await?;
+        deliver(tx, copy, Records::new(complete[from..].to_vec())).await?;
     }
     Ok(())
 }
@@ -204,7 +304,10 @@ async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Outcome> {
 
 /// A label for a socket in the picker: its path and how long ago it appeared.
 pub fn describe(found: &Found) -> String {
-    let age = found.modified.elapsed().map_or_else(|_| "just now".to_owned(), |d| format_age(d.as_secs()));
+    let age = found
+        .modified
+        .elapsed()
+        .map_or_else(|_| "just now".to_owned(), |d| format_age(d.as_secs()));
     format!("{}  (started {age})", found.path.display())
 }
 
@@ -268,13 +371,22 @@ mod tests {
                 .expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false }, tx));
+        tokio::spawn(run(
+            Options {
+                path: path.clone(),
+                reconnect: false,
+                record: None,
+            },
+            tx,
+        ));
         let events = collect(&mut rx).await;
         server.await.expect("server");
         let header = "{\"swarmtop\":\"recording\",\"version\":1}\n";
         let expected = vec![
             Event::Connected { path: path.clone() },
-            records(&format!("{header}{{\"ts\":1,\"dir\":\"s2c\",\"msg\":{{}}}}\n")),
+            records(&format!(
+                "{header}{{\"ts\":1,\"dir\":\"s2c\",\"msg\":{{}}}}\n"
+            )),
             Event::Live,
             records("{\"ts\":2,\"dir\":\"s2c\",\"msg\":[]}\n"),
             Event::Reset(ResetReason::Lagged { dropped_from_ms: 3 }),
@@ -308,19 +420,45 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("none.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false }, tx));
+        tokio::spawn(run(
+            Options {
+                path: path.clone(),
+                reconnect: false,
+                record: None,
+            },
+            tx,
+        ));
         let events = collect(&mut rx).await;
-        assert!(matches!(events.as_slice(), [Event::Ended(End::Failed(_))]), "{events:?}");
+        assert!(
+            matches!(events.as_slice(), [Event::Ended(End::Failed(_))]),
+            "{events:?}"
+        );
 
         let listener = UnixListener::bind(&path).expect("bind");
         tokio::spawn(async move {
             let (mut a, _) = listener.accept().await.expect("accept");
-            a.write_all(b"{\"swarmtop\":\"live\"}\n").await.expect("write");
+            a.write_all(b"{\"swarmtop\":\"live\"}\n")
+                .await
+                .expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false }, tx));
+        tokio::spawn(run(
+            Options {
+                path: path.clone(),
+                reconnect: false,
+                record: None,
+            },
+            tx,
+        ));
         let events = collect(&mut rx).await;
-        assert_eq!(events, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Closed)]);
+        assert_eq!(
+            events,
+            vec![
+                Event::Connected { path },
+                Event::Live,
+                Event::Ended(End::Closed)
+            ]
+        );
     }
 
     #[tokio::test]
@@ -328,16 +466,38 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("later.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: true }, tx));
+        tokio::spawn(run(
+            Options {
+                path: path.clone(),
+                reconnect: true,
+                record: None,
+            },
+            tx,
+        ));
         let first = rx.recv().await.expect("event");
-        assert!(matches!(first, Event::Disconnected { retry_in, .. } if retry_in == BACKOFF_FIRST), "{first:?}");
+        assert!(
+            matches!(first, Event::Disconnected { retry_in, .. } if retry_in == BACKOFF_FIRST),
+            "{first:?}"
+        );
         let listener = UnixListener::bind(&path).expect("bind");
         tokio::spawn(async move {
             let (mut a, _) = listener.accept().await.expect("accept");
-            a.write_all(b"{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":0}\n").await.expect("write");
+            a.write_all(b"{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":0}\n")
+                .await
+                .expect("write");
         });
         let events = collect(&mut rx).await;
-        let tail: Vec<_> = events.into_iter().filter(|e| !matches!(e, Event::Disconnected { .. })).collect();
-        assert_eq!(tail, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Exited(0))]);
+        let tail: Vec<_> = events
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Disconnected { .. }))
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                Event::Connected { path },
+                Event::Live,
+                Event::Ended(End::Exited(0))
+            ]
+        );
     }
 }

@@ -50,8 +50,15 @@ pub struct Batch {
 }
 
 enum Store {
-    File { recorder: Recorder, reader: Arc<File> },
-    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Batch>, bytes: usize },
+    File {
+        recorder: Recorder,
+        reader: Arc<File>,
+    },
+    Memory {
+        header: Arc<Vec<u8>>,
+        batches: VecDeque<Batch>,
+        bytes: usize,
+    },
 }
 
 enum Out {
@@ -88,7 +95,11 @@ pub struct Hub {
 /// What a monitor does next while catching up.
 enum Step {
     Send(Vec<Arc<Vec<u8>>>, u64),
-    Read { file: Arc<File>, offset: u64, len: usize },
+    Read {
+        file: Arc<File>,
+        offset: u64,
+        len: usize,
+    },
     Live(Subscription),
 }
 
@@ -110,7 +121,11 @@ impl Hub {
     pub fn in_memory(header: Vec<u8>) -> Self {
         let header = Arc::new(header);
         let len = header.len() as u64;
-        let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
+        let store = Store::Memory {
+            header: header.clone(),
+            batches: VecDeque::new(),
+            bytes: 0,
+        };
         Self::new(store, header.to_vec(), len)
     }
 
@@ -122,7 +137,10 @@ impl Hub {
             subscribers: Vec::new(),
             ended: None,
         };
-        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES }
+        Self {
+            inner: Mutex::new(inner),
+            queue_bytes: SUBSCRIBER_QUEUE_BYTES,
+        }
     }
 
     /// Overrides the per-monitor queue bound (tests and benchmarks exercise lagging with it).
@@ -140,7 +158,11 @@ impl Hub {
     /// Appends whole records (the "record" step of the tee's ordering guarantee). If the recording
     /// cannot be written (disk full), the session must go on: the log continues in memory and the
     /// error is returned once so that the caller can say so.
-    pub fn append(&self, data: Vec<u8>, ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
+    pub fn append(
+        &self,
+        data: Vec<u8>,
+        ts: i64,
+    ) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
         let mut inner = self.lock();
         let start = inner.len;
         let data = Arc::new(data);
@@ -156,7 +178,11 @@ impl Hub {
         }
         if failed.is_some() {
             let header = inner.header.clone();
-            inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
+            inner.store = Store::Memory {
+                header,
+                batches: VecDeque::new(),
+                bytes: 0,
+            };
         }
         if let Store::Memory { batches, bytes, .. } = &mut inner.store {
             *bytes += batch.data.len();
@@ -210,9 +236,15 @@ impl Hub {
             match &inner.store {
                 Store::File { reader, .. } => {
                     let len = (inner.len - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
-                    return Step::Read { file: reader.clone(), offset, len };
+                    return Step::Read {
+                        file: reader.clone(),
+                        offset,
+                        len,
+                    };
                 }
-                Store::Memory { header, batches, .. } => {
+                Store::Memory {
+                    header, batches, ..
+                } => {
                     if offset < header.len() as u64 {
                         return Step::Send(vec![header.clone()], header.len() as u64);
                     }
@@ -236,12 +268,20 @@ impl Hub {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let lag = Arc::new(Lag { notify: Notify::new(), dropped_from_ms: AtomicI64::new(0) });
+        let lag = Arc::new(Lag {
+            notify: Notify::new(),
+            dropped_from_ms: AtomicI64::new(0),
+        });
         if let Some(code) = inner.ended {
             let _ = tx.send(Out::End(code));
         } else {
             let start = inner.len;
-            inner.subscribers.push(Subscriber { start, tx, queued: queued.clone(), lag: lag.clone() });
+            inner.subscribers.push(Subscriber {
+                start,
+                tx,
+                queued: queued.clone(),
+                lag: lag.clone(),
+            });
         }
         Step::Live(Subscription { rx, queued, lag })
     }
@@ -270,7 +310,11 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                 }
                 offset = next;
             }
-            Step::Read { file, offset: at, len } => {
+            Step::Read {
+                file,
+                offset: at,
+                len,
+            } => {
                 let buf = tokio::task::spawn_blocking(move || read_at(&file, at, len))
                     .await
                     .map_err(io::Error::other)??;
@@ -281,7 +325,11 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
         }
     };
     stream.write_all(LIVE_MARKER).await?;
-    let Subscription { mut rx, queued, lag } = sub;
+    let Subscription {
+        mut rx,
+        queued,
+        lag,
+    } = sub;
     loop {
         let out = tokio::select! {
             biased;

@@ -24,7 +24,8 @@ impl Records {
     /// Each record without its `\n`.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let body = self.0.strip_suffix(b"\n").unwrap_or(&self.0);
-        body.split(|&b| b == b'\n').filter(move |_| !self.0.is_empty())
+        body.split(|&b| b == b'\n')
+            .filter(move |_| !self.0.is_empty())
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -63,7 +64,9 @@ pub enum End {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     /// Connected to a tee; its history (from the header on) follows.
-    Connected { path: PathBuf },
+    Connected {
+        path: PathBuf,
+    },
     /// Drop every record received so far: the stream starts again from its header, on a new
     /// connection (a `Connected` follows). The router is deterministic, so rebuilding from the
     /// history gives the same model.
@@ -72,7 +75,10 @@ pub enum Event {
     /// History is over; what follows happens now.
     Live,
     /// The connection is down; the next attempt is in `retry_in`.
-    Disconnected { retry_in: Duration, reason: String },
+    Disconnected {
+        retry_in: Duration,
+        reason: String,
+    },
     /// The stream is over for good; no event follows.
     Ended(End),
 }

@@ -82,7 +82,10 @@ pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64
         "source": source.as_str(),
     });
     if let Some(command) = command {
-        header["command"] = command.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        header["command"] = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
     }
     header["host"] = host.into();
     let mut line = header.to_string().into_bytes();
@@ -90,9 +93,10 @@ pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64
     line
 }
 
-/// Whether `line` can be embedded verbatim as the value of `msg`.
+/// Whether `line` can be embedded verbatim as the value of `msg`. UTF-8 is checked on its own:
+/// serde_json skips the bytes of strings it is told to ignore without validating them.
 pub fn is_json(line: &[u8]) -> bool {
-    serde_json::from_slice::<IgnoredAny>(line).is_ok()
+    std::str::from_utf8(line).is_ok_and(|s| serde_json::from_str::<IgnoredAny>(s).is_ok())
 }
 
 /// Appends one envelope (with its `\n`) for `line` (without its `\n`) to `out`.
@@ -145,7 +149,12 @@ pub struct Encoder {
 
 impl Encoder {
     pub fn new(dir: Dir, wrap: Wrap) -> Self {
-        Self { dir, wrap, carry: Vec::new(), finished: false }
+        Self {
+            dir,
+            wrap,
+            carry: Vec::new(),
+            finished: false,
+        }
     }
 
     /// Encodes the complete lines of `chunk` (plus what was carried) into `out`.
@@ -155,21 +164,18 @@ impl Encoder {
         }
         let mut rest = chunk;
         if !self.carry.is_empty() {
-            match memchr::memchr(b'\n', rest) {
-                Some(i) => {
-                    self.carry.extend_from_slice(&rest[..i]);
-                    let line = std::mem::take(&mut self.carry);
-                    self.line(out, ts, &line, false);
-                    self.carry = line;
-                    self.carry.clear();
-                    rest = &rest[i + 1..];
-                }
-                None => {
-                    self.carry.extend_from_slice(rest);
-                    self.bound_carry(ts, out);
-                    return;
-                }
-            }
+            let Some(i) = memchr::memchr(b'\n', rest) else {
+                self.carry.extend_from_slice(rest);
+                self.bound_carry(ts, out);
+                return;
+            };
+            self.carry.extend_from_slice(&rest[..i]);
+            let line = std::mem::take(&mut self.carry);
+            self.line(out, ts, &line, false);
+            // Keep the allocation for the next line that spans reads.
+            self.carry = line;
+            self.carry.clear();
+            rest = &rest[i + 1..];
         }
         while let Some(i) = memchr::memchr(b'\n', rest) {
             self.line(out, ts, &rest[..i], false);
@@ -238,7 +244,10 @@ fn probe(line: &[u8]) -> Probe {
         #[serde(rename = "rawB64")]
         raw_b64: Option<IgnoredAny>,
     }
-    match serde_json::from_slice::<Top>(line) {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Probe::NotJson;
+    };
+    match serde_json::from_str::<Top>(text) {
         Ok(t) if t.ts.is_some() && t.dir.is_some() && (t.msg.is_some() || t.raw_b64.is_some()) => {
             Probe::Envelope
         }
@@ -261,13 +270,24 @@ impl Recorder {
     /// An existing file is never reused: recordings are append-only and start with their header.
     pub fn create(path: &Path, header: &[u8]) -> io::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
         }
-        let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
         // The umask can only remove bits from 0600, but a recording holds the whole session:
         // make the mode exact whatever the umask.
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        let mut rec = Self { file, path: path.to_owned(), len: 0 };
+        let mut rec = Self {
+            file,
+            path: path.to_owned(),
+            len: 0,
+        };
         rec.append(header)?;
         Ok(rec)
     }
@@ -311,12 +331,20 @@ pub fn default_dir() -> io::Result<PathBuf> {
 
 /// `YYYYMMDDTHHMMSSZ-<source>-<pid>.ndjson`: names sort by time.
 pub fn default_file_name(source: Source, started_ms: i64, pid: u32) -> String {
-    format!("{}-{}-{pid}.ndjson", utc_stamp(started_ms.div_euclid(1000)), source.as_str())
+    format!(
+        "{}-{}-{pid}.ndjson",
+        utc_stamp(started_ms.div_euclid(1000)),
+        source.as_str()
+    )
 }
 
 /// Where to record when the user gave `--record FILE`, or nothing: an existing directory gets
 /// a default-named file inside it.
-pub fn resolve_path(explicit: Option<&Path>, source: Source, started_ms: i64) -> io::Result<PathBuf> {
+pub fn resolve_path(
+    explicit: Option<&Path>,
+    source: Source,
+    started_ms: i64,
+) -> io::Result<PathBuf> {
     let name = default_file_name(source, started_ms, std::process::id());
     match explicit {
         Some(p) if p.is_dir() => Ok(p.join(name)),
@@ -330,7 +358,12 @@ fn utc_stamp(unix_secs: i64) -> String {
     let days = unix_secs.div_euclid(86_400);
     let secs = unix_secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// Proleptic Gregorian date of a day count, computed in 400-year eras (146 097 days each) with
@@ -367,7 +400,10 @@ mod tests {
         let line = br#"{"b": 1.50,  "a":[1e3]}"#;
         let mut out = Vec::new();
         encode_record(&mut out, 12, Dir::ServerToClient, line, false);
-        assert_eq!(out, b"{\"ts\":12,\"dir\":\"s2c\",\"msg\":{\"b\": 1.50,  \"a\":[1e3]}}\n");
+        assert_eq!(
+            out,
+            b"{\"ts\":12,\"dir\":\"s2c\",\"msg\":{\"b\": 1.50,  \"a\":[1e3]}}\n"
+        );
         let v: serde_json::Value = serde_json::from_slice(&out).expect("record is JSON");
         assert_eq!(v["msg"]["a"][0], 1000.0);
     }
@@ -378,11 +414,13 @@ mod tests {
         encode_record(&mut out, 1, Dir::ClientToServer, b"hello {", false);
         encode_record(&mut out, 1, Dir::ClientToServer, b"\"\xff\"", false);
         encode_record(&mut out, 1, Dir::ClientToServer, b"", false);
+        encode_record(&mut out, 1, Dir::ClientToServer, b"\"a\tb\"", false);
         let text = String::from_utf8(out).expect("records are UTF-8");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], r#"{"ts":1,"dir":"c2s","rawB64":"aGVsbG8gew=="}"#);
         assert_eq!(lines[1], r#"{"ts":1,"dir":"c2s","rawB64":"Iv8i"}"#);
         assert_eq!(lines[2], r#"{"ts":1,"dir":"c2s","rawB64":""}"#);
+        assert_eq!(lines[3], r#"{"ts":1,"dir":"c2s","rawB64":"ImEJYiI="}"#);
     }
 
     #[test]
@@ -409,7 +447,10 @@ mod tests {
     #[test]
     fn listen_keeps_envelopes_and_wraps_everything_else() {
         let env = r#"{"ts":5,"dir":"s2c","msg":{"method":"x"}}"#;
-        let text = encode_all(&[format!("{env}\n{{\"method\":\"y\"}}\n{{\"ts\":1}}\nnope\n").as_bytes()], Wrap::KeepEnvelopes);
+        let text = encode_all(
+            &[format!("{env}\n{{\"method\":\"y\"}}\n{{\"ts\":1}}\nnope\n").as_bytes()],
+            Wrap::KeepEnvelopes,
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], env);
         assert_eq!(lines[1], r#"{"ts":7,"dir":"in","msg":{"method":"y"}}"#);
@@ -419,7 +460,11 @@ mod tests {
 
     #[test]
     fn header_names_source_command_and_host() {
-        let line = header_line(Source::Tee, Some(&["codex".into(), "app-server".into()]), 42);
+        let line = header_line(
+            Source::Tee,
+            Some(&["codex".into(), "app-server".into()]),
+            42,
+        );
         assert_eq!(line.last(), Some(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&line).expect("header is JSON");
         assert_eq!(v["swarmtop"], "recording");
@@ -449,7 +494,10 @@ mod tests {
 
     #[test]
     fn default_names_sort_by_time() {
-        assert_eq!(default_file_name(Source::Tee, 0, 9), "19700101T000000Z-tee-9.ndjson");
+        assert_eq!(
+            default_file_name(Source::Tee, 0, 9),
+            "19700101T000000Z-tee-9.ndjson"
+        );
         // 2026-11-29T08:57:49Z, and a leap day.
         assert_eq!(utc_stamp(1_795_942_669), "20261129T085749Z");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");

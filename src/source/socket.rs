@@ -42,10 +42,16 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     }
     let meta = fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
-        return Err(io::Error::other(format!("{} is not a directory", dir.display())));
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     if meta.uid() != nix::unistd::getuid().as_raw() {
-        return Err(io::Error::other(format!("{} belongs to another user", dir.display())));
+        return Err(io::Error::other(format!(
+            "{} belongs to another user",
+            dir.display()
+        )));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
@@ -78,7 +84,10 @@ pub fn probe(path: &Path) -> Probe {
 pub fn bind(path: &Path) -> io::Result<UnixListener> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
-            DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
         }
     }
     match probe(path) {
@@ -126,7 +135,9 @@ pub struct Found {
 /// The live tee sockets in `dir`, newest first; stale ones are removed on the way. `listen`
 /// sockets are skipped: they accept producers and never send anything to a monitor.
 pub fn list(dir: &Path) -> Vec<Found> {
-    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
@@ -135,7 +146,9 @@ pub fn list(dir: &Path) -> Vec<Found> {
         if !name.ends_with(".sock") || name.starts_with("listen-") {
             continue;
         }
-        let Ok(meta) = fs::symlink_metadata(&path) else { continue };
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
         if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
             continue;
         }
@@ -150,6 +163,10 @@ pub fn list(dir: &Path) -> Vec<Found> {
             Probe::Missing | Probe::Unusable(_) => {}
         }
     }
-    found.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
+    found.sort_by(|a, b| {
+        b.modified
+            .cmp(&a.modified)
+            .then_with(|| a.path.cmp(&b.path))
+    });
     found
 }

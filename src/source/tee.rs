@@ -87,10 +87,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
             };
             let path = recording::resolve_path(explicit, Source::Tee, started)
                 .map_err(|e| Failure::Setup(format!("finding the recordings directory: {e}")))?;
-            let recorder = Recorder::create(&path, &header)
-                .map_err(|e| Failure::Setup(format!("creating the recording {}: {e}", path.display())))?;
-            let hub = Hub::recorded(recorder, header)
-                .map_err(|e| Failure::Setup(format!("reopening the recording {}: {e}", path.display())))?;
+            let recorder = Recorder::create(&path, &header).map_err(|e| {
+                Failure::Setup(format!("creating the recording {}: {e}", path.display()))
+            })?;
+            let hub = Hub::recorded(recorder, header).map_err(|e| {
+                Failure::Setup(format!("reopening the recording {}: {e}", path.display()))
+            })?;
             (hub, Some(path))
         }
     };
@@ -104,18 +106,27 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         }
     };
 
-    let socket_path = match opts.socket.clone().map_or_else(|| socket::default_path("tee"), Ok) {
+    let socket_path = match opts
+        .socket
+        .clone()
+        .map_or_else(|| socket::default_path("tee"), Ok)
+    {
         Ok(p) => p,
         Err(e) => {
             discard_recording();
-            return Err(Failure::Setup(format!("creating the socket directory: {e}")));
+            return Err(Failure::Setup(format!(
+                "creating the socket directory: {e}"
+            )));
         }
     };
     let listener = match socket::bind(&socket_path) {
         Ok(l) => l,
         Err(e) => {
             discard_recording();
-            return Err(Failure::Setup(format!("binding {}: {e}", socket_path.display())));
+            return Err(Failure::Setup(format!(
+                "binding {}: {e}",
+                socket_path.display()
+            )));
         }
     };
     let socket_file = SocketFile::new(socket_path);
@@ -131,14 +142,24 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         Ok(c) => c,
         Err(e) => {
             discard_recording();
-            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
+            let code = if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
             let message = format!("cannot run {}: {e}", program.to_string_lossy());
             return Err(Failure::Spawn { message, code });
         }
     };
-    let pid = child.id().cast_signed();
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return Err(Failure::Setup(
+            "the command's process id is out of range".into(),
+        ));
+    };
     let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
+        return Err(Failure::Setup(
+            "the command's stdio pipes are missing".into(),
+        ));
     };
     let (our_in, our_out) = match (dup(&io::stdin()), dup(&io::stdout())) {
         (Ok(i), Ok(o)) => (i, o),
@@ -148,8 +169,24 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
     let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
     let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
-    spawn_pump("tee-c2s", our_in, child_in, Forward::KeepReading, c2s.clone(), hub.clone(), None);
-    spawn_pump("tee-s2c", child_out, our_out, Forward::StopReading, s2c.clone(), hub.clone(), Some(s2c_done_tx));
+    spawn_pump(
+        "tee-c2s",
+        our_in,
+        child_in,
+        Forward::KeepReading,
+        c2s.clone(),
+        hub.clone(),
+        None,
+    );
+    spawn_pump(
+        "tee-s2c",
+        child_out,
+        our_out,
+        Forward::StopReading,
+        s2c.clone(),
+        hub.clone(),
+        Some(s2c_done_tx),
+    );
 
     let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
     std::thread::Builder::new()
@@ -251,12 +288,14 @@ fn spawn_pump<R, W>(
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
-        pump(from, to, on_forward_error, &encoder, &hub);
-        if let Some(done) = done {
-            let _ = done.send(());
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            pump(from, to, on_forward_error, &encoder, &hub);
+            if let Some(done) = done {
+                let _ = done.send(());
+            }
+        });
     if let Err(e) = spawned {
         eprintln!("swarmtop tee: starting the {name} thread: {e}");
     }
