@@ -6,9 +6,11 @@
 //! kept in memory, bounded by [`MEMORY_HISTORY_BYTES`]: a monitor attaching late to such a tee
 //! gets the header and the newest records only.
 //!
-//! Offsets are byte positions in the log. A monitor first reads history up to the end of the log
-//! and registers for live records in the same critical section, at that offset: no record is sent
-//! twice or missed across the switch, whatever the order in which the two pumps offer theirs.
+//! Offsets are byte positions in the log. Monitors get batches in log order, each only once its
+//! pump has forwarded it: a batch offered before an earlier one (the other pump is still
+//! forwarding that) is held until the earlier one is offered. A monitor first reads history up to
+//! the published offset and registers for live batches in the same critical section, at that
+//! offset: no record is sent twice or missed across the switch.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -16,7 +18,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
@@ -31,6 +33,13 @@ pub const SUBSCRIBER_QUEUE_BYTES: usize = 8 << 20;
 
 /// History kept in memory when the tee does not record (`--no-record`).
 pub const MEMORY_HISTORY_BYTES: usize = 64 << 20;
+
+/// How long, and how many bytes, a batch may be held behind an earlier batch that its pump is
+/// still forwarding (a peer that stopped reading). Past either bound the earlier batch is
+/// published unforwarded: it is in the recording already, and the other direction must not stall
+/// the monitors or grow memory without bound.
+const HOLD_TIME: Duration = Duration::from_millis(100);
+const HOLD_BYTES: usize = 4 << 20;
 
 /// History is read from the recording in slices of this size.
 const HISTORY_SLICE_BYTES: usize = 256 << 10;
@@ -79,10 +88,22 @@ struct Subscriber {
     lag: Arc<Lag>,
 }
 
+/// A batch in the log that monitors do not have yet.
+struct Held {
+    batch: Batch,
+    offered: bool,
+    since: Instant,
+}
+
 struct Inner {
     store: Store,
     header: Arc<Vec<u8>>,
+    /// End of the log.
     len: u64,
+    /// End of what monitors have been given (history ends here for a new monitor).
+    published: u64,
+    held: VecDeque<Held>,
+    held_bytes: usize,
     subscribers: Vec<Subscriber>,
     ended: Option<i32>,
 }
@@ -134,6 +155,9 @@ impl Hub {
             store,
             header: Arc::new(header),
             len,
+            published: len,
+            held: VecDeque::new(),
+            held_bytes: 0,
             subscribers: Vec::new(),
             ended: None,
         };
@@ -194,20 +218,53 @@ impl Hub {
             }
         }
         inner.len += batch.data.len() as u64;
+        inner.held_bytes += batch.data.len();
+        inner.held.push_back(Held {
+            batch: batch.clone(),
+            offered: false,
+            since: Instant::now(),
+        });
+        self.publish(&mut inner);
         (batch, failed)
     }
 
-    /// Offers a batch to the live monitors (the last step of the ordering guarantee). Never
-    /// blocks: a monitor whose queue is full is dropped as lagging.
+    /// Offers a forwarded batch to the live monitors (the last step of the ordering guarantee).
+    /// Never blocks: a monitor whose queue is full is dropped as lagging.
     pub fn offer(&self, batch: &Batch) {
         let mut inner = self.lock();
+        if let Some(h) = inner.held.iter_mut().find(|h| h.batch.start == batch.start) {
+            h.offered = true;
+        }
+        self.publish(&mut inner);
+    }
+
+    /// Hands the batches at the head of the log that may go to the monitors.
+    fn publish(&self, inner: &mut Inner) {
+        while let Some(front) = inner.held.front() {
+            let due =
+                front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
+            if !due {
+                break;
+            }
+            let Some(Held { batch, .. }) = inner.held.pop_front() else {
+                break;
+            };
+            inner.held_bytes -= batch.data.len();
+            inner.published = batch.start + batch.data.len() as u64;
+            self.deliver(inner, &batch);
+        }
+    }
+
+    fn deliver(&self, inner: &mut Inner, batch: &Batch) {
         let bound = self.queue_bytes;
         let n = batch.data.len();
         inner.subscribers.retain(|sub| {
             if batch.start < sub.start {
                 return true;
             }
-            if sub.queued.load(Ordering::Acquire) + n > bound {
+            let queued = sub.queued.load(Ordering::Acquire);
+            // A monitor with nothing queued is keeping up, however large this batch is.
+            if queued > 0 && queued + n > bound {
                 sub.lag.dropped_from_ms.store(batch.ts, Ordering::Release);
                 sub.lag.notify.notify_one();
                 return false;
@@ -220,6 +277,10 @@ impl Hub {
     /// The proxied command exited: every monitor gets the end marker after what it has queued.
     pub fn end(&self, exit_code: i32) {
         let mut inner = self.lock();
+        for h in &mut inner.held {
+            h.offered = true;
+        }
+        self.publish(&mut inner);
         inner.ended = Some(exit_code);
         for sub in inner.subscribers.drain(..) {
             let _ = sub.tx.send(Out::End(exit_code));
@@ -232,10 +293,11 @@ impl Hub {
 
     fn step(&self, offset: u64) -> Step {
         let mut inner = self.lock();
-        if offset < inner.len {
+        if offset < inner.published {
+            let published = inner.published;
             match &inner.store {
                 Store::File { reader, .. } => {
-                    let len = (inner.len - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
+                    let len = (published - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
                     return Step::Read {
                         file: reader.clone(),
                         offset,
@@ -253,7 +315,7 @@ impl Hub {
                     let mut next = offset;
                     let mut bytes = 0;
                     for b in batches.range(first..) {
-                        if bytes >= HISTORY_SLICE_BYTES {
+                        if bytes >= HISTORY_SLICE_BYTES || b.start >= published {
                             break;
                         }
                         bytes += b.data.len();
@@ -275,7 +337,7 @@ impl Hub {
         if let Some(code) = inner.ended {
             let _ = tx.send(Out::End(code));
         } else {
-            let start = inner.len;
+            let start = inner.published;
             inner.subscribers.push(Subscriber {
                 start,
                 tx,

@@ -70,31 +70,30 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// The header line (with its `\n`).
+/// The header line (with its `\n`), members in the order `recording.md` shows them.
 pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64) -> Vec<u8> {
     let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut header = serde_json::json!({
-        "swarmtop": "recording",
-        "version": FORMAT_VERSION,
-        "startedMs": started_ms,
-        "source": source.as_str(),
-    });
+    let json = |s: &str| serde_json::Value::from(s).to_string();
+    let mut line = format!(
+        "{{\"swarmtop\":\"recording\",\"version\":{FORMAT_VERSION},\"startedMs\":{started_ms},\"source\":\"{}\"",
+        source.as_str()
+    );
     if let Some(command) = command {
-        header["command"] = command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = command.iter().map(|a| json(&a.to_string_lossy())).collect();
+        line.push_str(",\"command\":[");
+        line.push_str(&args.join(","));
+        line.push(']');
     }
-    header["host"] = host.into();
-    let mut line = header.to_string().into_bytes();
-    line.push(b'\n');
-    line
+    line.push_str(",\"host\":");
+    line.push_str(&json(&host));
+    line.push_str("}\n");
+    line.into_bytes()
 }
 
 /// Whether `line` can be embedded verbatim as the value of `msg`. UTF-8 is checked on its own:
-/// serde_json skips the bytes of strings it is told to ignore without validating them.
+/// `serde_json` skips the bytes of strings it is told to ignore without validating them.
 pub fn is_json(line: &[u8]) -> bool {
     std::str::from_utf8(line).is_ok_and(|s| serde_json::from_str::<IgnoredAny>(s).is_ok())
 }
@@ -465,6 +464,7 @@ mod tests {
             Some(&["codex".into(), "app-server".into()]),
             42,
         );
+        assert!(line.starts_with(br#"{"swarmtop":"recording","version":1,"startedMs":42,"source":"tee","command":["codex","app-server"],"host":"#));
         assert_eq!(line.last(), Some(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&line).expect("header is JSON");
         assert_eq!(v["swarmtop"], "recording");
