@@ -161,27 +161,30 @@ impl Encoder {
         if self.finished {
             return;
         }
+        // Every line of one read shares its time: the prefix is formatted once.
+        let mut prefix = Vec::with_capacity(48);
+        encode_prefix(&mut prefix, ts, self.dir);
         let mut rest = chunk;
         if !self.carry.is_empty() {
             let Some(i) = memchr::memchr(b'\n', rest) else {
                 self.carry.extend_from_slice(rest);
-                self.bound_carry(ts, out);
+                self.bound_carry(&prefix, out);
                 return;
             };
             self.carry.extend_from_slice(&rest[..i]);
             let line = std::mem::take(&mut self.carry);
-            self.line(out, ts, &line, false);
+            self.line(out, &prefix, &line, false);
             // Keep the allocation for the next line that spans reads.
             self.carry = line;
             self.carry.clear();
             rest = &rest[i + 1..];
         }
         while let Some(i) = memchr::memchr(b'\n', rest) {
-            self.line(out, ts, &rest[..i], false);
+            self.line(out, &prefix, &rest[..i], false);
             rest = &rest[i + 1..];
         }
         self.carry.extend_from_slice(rest);
-        self.bound_carry(ts, out);
+        self.bound_carry(&prefix, out);
     }
 
     /// The stream ended: a pending line without newline becomes a `partial` record. Later
@@ -193,37 +196,36 @@ impl Encoder {
         }
         self.finished = true;
         if !self.carry.is_empty() {
+            let mut prefix = Vec::with_capacity(48);
+            encode_prefix(&mut prefix, ts, self.dir);
             let line = std::mem::take(&mut self.carry);
-            self.line(out, ts, &line, true);
+            self.line(out, &prefix, &line, true);
         }
     }
 
-    fn bound_carry(&mut self, ts: i64, out: &mut Vec<u8>) {
+    fn bound_carry(&mut self, prefix: &[u8], out: &mut Vec<u8>) {
         if self.carry.len() >= MAX_LINE_BYTES {
             let piece = std::mem::take(&mut self.carry);
-            encode_prefix(out, ts, self.dir);
+            out.extend_from_slice(prefix);
             encode_body(out, &piece, false, true);
         }
     }
 
-    fn line(&self, out: &mut Vec<u8>, ts: i64, line: &[u8], partial: bool) {
-        match self.wrap {
-            Wrap::Always => encode_record(out, ts, self.dir, line, partial),
+    fn line(&self, out: &mut Vec<u8>, prefix: &[u8], line: &[u8], partial: bool) {
+        let json = match self.wrap {
+            Wrap::Always => is_json(line),
             Wrap::KeepEnvelopes => match probe(line) {
                 Probe::Envelope if !partial => {
                     out.extend_from_slice(line);
                     out.push(b'\n');
+                    return;
                 }
-                Probe::Envelope | Probe::Json => {
-                    encode_prefix(out, ts, self.dir);
-                    encode_body(out, line, true, partial);
-                }
-                Probe::NotJson => {
-                    encode_prefix(out, ts, self.dir);
-                    encode_body(out, line, false, partial);
-                }
+                Probe::Envelope | Probe::Json => true,
+                Probe::NotJson => false,
             },
-        }
+        };
+        out.extend_from_slice(prefix);
+        encode_body(out, line, json, partial);
     }
 }
 
