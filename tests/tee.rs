@@ -540,7 +540,7 @@ fn a_burst_with_two_monitors_attached_loses_nothing() {
 #[test]
 fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     let env = Env::new();
-    let mut tee = env.tee(&["--monitor-queue-bytes", "65536"], &["cat"]);
+    let mut tee = env.tee(&["--monitor-queue-bytes", "1048576"], &["cat"]);
     let sock = env.wait_socket();
     let mut slow = BufReader::new(UnixStream::connect(&sock).expect("connect"));
     slow.get_ref()
@@ -565,7 +565,8 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
         "{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n",
         "w".repeat(300)
     );
-    let burst = line.repeat((4 << 20) / line.len());
+    // Eight times the queue bound, far more than the monitor reads meanwhile.
+    let burst = line.repeat((8 << 20) / line.len());
     let expect_back = burst.len();
     let writer = std::thread::spawn(move || {
         stdin.write_all(burst.as_bytes()).expect("write");

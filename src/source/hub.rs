@@ -287,10 +287,6 @@ impl Hub {
         }
     }
 
-    pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers.len()
-    }
-
     fn step(&self, offset: u64) -> Step {
         let mut inner = self.lock();
         if offset < inner.published {

@@ -69,67 +69,77 @@ pub fn run(opts: Options) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Setup(format!("starting the runtime: {e}")))?;
-    runtime.block_on(run_async(opts))
+    let result = runtime.block_on(run_async(opts));
+    // A monitor's history read may still be in flight; the session is over, do not wait for it.
+    runtime.shutdown_background();
+    result
+}
+
+/// Removes a recording that never got past its header, when the command could not be run.
+struct Discard(Option<PathBuf>);
+
+impl Drop for Discard {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn setup<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, Failure> {
+    r.map_err(|e| Failure::Setup(format!("{what}: {e}")))
 }
 
 async fn run_async(opts: Options) -> Result<u8, Failure> {
     let Some(program) = opts.command.first() else {
         return Err(Failure::Setup("no command to run".into()));
     };
+    // Handlers first: from here on a Ctrl-C is the command's to act on, not ours to die of.
+    let mut int = setup(
+        "installing signal handlers",
+        signal(SignalKind::interrupt()),
+    )?;
+    let mut term = setup(
+        "installing signal handlers",
+        signal(SignalKind::terminate()),
+    )?;
+    let mut hup = setup("installing signal handlers", signal(SignalKind::hangup()))?;
+    let our_in = setup("taking over stdin", dup(&io::stdin()))?;
+    let our_out = setup("taking over stdout", dup(&io::stdout()))?;
+
+    let socket_path = match opts.socket.clone() {
+        Some(p) => p,
+        None => setup("creating the socket directory", socket::default_path("tee"))?,
+    };
+    let listener = setup(
+        &format!("binding {}", socket_path.display()),
+        socket::bind(&socket_path),
+    )?;
+    let socket_file = SocketFile::new(socket_path);
+
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Tee, Some(&opts.command), started);
-    let (hub, recording_path) = match &opts.record {
-        RecordTo::Off => (Hub::in_memory(header), None),
+    let (hub, mut discard) = match &opts.record {
+        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
         RecordTo::Default | RecordTo::Path(_) => {
             let explicit = match &opts.record {
                 RecordTo::Path(p) => Some(p.as_path()),
                 _ => None,
             };
-            let path = recording::resolve_path(explicit, Source::Tee, started)
-                .map_err(|e| Failure::Setup(format!("finding the recordings directory: {e}")))?;
-            let recorder = Recorder::create(&path, &header).map_err(|e| {
-                Failure::Setup(format!("creating the recording {}: {e}", path.display()))
-            })?;
-            let hub = Hub::recorded(recorder, header).map_err(|e| {
-                Failure::Setup(format!("reopening the recording {}: {e}", path.display()))
-            })?;
-            (hub, Some(path))
+            let path = setup(
+                "finding the recordings directory",
+                recording::resolve_path(explicit, Source::Tee, started),
+            )?;
+            let what = format!("creating the recording {}", path.display());
+            let recorder = setup(&what, Recorder::create(&path, &header))?;
+            let discard = Discard(Some(path));
+            (setup(&what, Hub::recorded(recorder, header))?, discard)
         }
     };
     let hub = Arc::new(match opts.queue_bytes {
         Some(n) => hub.with_queue_bytes(n),
         None => hub,
     });
-    let discard_recording = || {
-        if let Some(p) = &recording_path {
-            let _ = std::fs::remove_file(p);
-        }
-    };
-
-    let socket_path = match opts
-        .socket
-        .clone()
-        .map_or_else(|| socket::default_path("tee"), Ok)
-    {
-        Ok(p) => p,
-        Err(e) => {
-            discard_recording();
-            return Err(Failure::Setup(format!(
-                "creating the socket directory: {e}"
-            )));
-        }
-    };
-    let listener = match socket::bind(&socket_path) {
-        Ok(l) => l,
-        Err(e) => {
-            discard_recording();
-            return Err(Failure::Setup(format!(
-                "binding {}: {e}",
-                socket_path.display()
-            )));
-        }
-    };
-    let socket_file = SocketFile::new(socket_path);
 
     let mut child = match Command::new(program)
         .args(&opts.command[1..])
@@ -141,7 +151,6 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     {
         Ok(c) => c,
         Err(e) => {
-            discard_recording();
             let code = if e.kind() == io::ErrorKind::NotFound {
                 127
             } else {
@@ -151,19 +160,17 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
             return Err(Failure::Spawn { message, code });
         }
     };
-    let Ok(pid) = i32::try_from(child.id()) else {
-        return Err(Failure::Setup(
-            "the command's process id is out of range".into(),
-        ));
-    };
-    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+    discard.0 = None;
+    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
+    let (Some(child_in), Some(child_out), Ok(pid)) = (
+        child.stdin.take(),
+        child.stdout.take(),
+        i32::try_from(child.id()),
+    ) else {
+        let _ = child.kill();
         return Err(Failure::Setup(
             "the command's stdio pipes are missing".into(),
         ));
-    };
-    let (our_in, our_out) = match (dup(&io::stdin()), dup(&io::stdout())) {
-        (Ok(i), Ok(o)) => (i, o),
-        (Err(e), _) | (_, Err(e)) => return Err(Failure::Setup(format!("taking over stdio: {e}"))),
     };
 
     let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
@@ -189,27 +196,16 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     );
 
     let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
-    std::thread::Builder::new()
+    let waiter = std::thread::Builder::new()
         .name("tee-wait".into())
         .spawn(move || {
             let _ = status_tx.send(child.wait());
-        })
-        .map_err(|e| Failure::Setup(format!("starting a thread: {e}")))?;
-
-    let mut signals = Vec::new();
-    for (kind, sig) in [
-        (SignalKind::interrupt(), Signal::SIGINT),
-        (SignalKind::terminate(), Signal::SIGTERM),
-        (SignalKind::hangup(), Signal::SIGHUP),
-    ] {
-        match signal(kind) {
-            Ok(s) => signals.push((s, sig)),
-            Err(e) => return Err(Failure::Setup(format!("installing signal handlers: {e}"))),
-        }
+        });
+    if let Err(e) = waiter {
+        // Without a waiter the command's exit would go unnoticed; stop it rather than hang.
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        return Err(Failure::Setup(format!("starting a thread: {e}")));
     }
-    let [(int, _), (term, _), (hup, _)] = &mut signals[..] else {
-        return Err(Failure::Setup("installing signal handlers".into()));
-    };
 
     let mut monitors = JoinSet::new();
     let status = loop {
