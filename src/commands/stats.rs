@@ -148,6 +148,19 @@ fn money(cost: Option<Pico>) -> Option<Box<RawValue>> {
 
 /// What `stats --json` prints: one JSON object and a newline.
 pub fn render_json(pipeline: &Pipeline) -> String {
+    let mut out = serde_json::to_string(&stats_json(pipeline)).expect("stats serialise");
+    out.push('\n');
+    out
+}
+
+/// The same object, indented (for reading and for snapshots); numbers are as exact as above.
+pub fn render_json_pretty(pipeline: &Pipeline) -> String {
+    let mut out = serde_json::to_string_pretty(&stats_json(pipeline)).expect("stats serialise");
+    out.push('\n');
+    out
+}
+
+fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
     let model = &pipeline.model;
     let counters = pipeline.counters();
     let threads = model
@@ -157,7 +170,7 @@ pub fn render_json(pipeline: &Pipeline) -> String {
         .map(|(i, _)| thread_json(model, ThreadIdx(i as u32)))
         .collect();
     let totals = model.totals();
-    let stats = StatsJson {
+    StatsJson {
         input: InputJson {
             lines: counters.lines,
             bytes: pipeline.bytes,
@@ -171,10 +184,7 @@ pub fn render_json(pipeline: &Pipeline) -> String {
             cost_usd: money(totals.cost_usd()),
             unpriced_threads: model.unpriced_threads(),
         },
-    };
-    let mut out = serde_json::to_string(&stats).expect("stats serialise");
-    out.push('\n');
-    out
+    }
 }
 
 fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {

@@ -28,8 +28,9 @@ pub(super) fn side<'l>(line: &'l Line<'_>) -> Side<'l> {
         Dir::In | Dir::Bare => match methods::sender(method) {
             Sender::ServerNotification | Sender::ServerRequest => true,
             Sender::ClientRequest | Sender::ClientNotification => false,
-            // New server methods must surface, not vanish (routing.md §3).
-            Sender::Unknown => thread.is_some(),
+            // New server methods must surface, not vanish (routing.md §3): with a thread they are
+            // that thread's notifications, without one they are global.
+            Sender::Unknown => true,
         },
     };
     match (from_server, thread) {
