@@ -84,7 +84,7 @@ fn run(lines: &[String]) -> Run {
 
 // ---- line builders: the shapes of wire.md §2, trimmed to what matters ----
 
-fn note(method: &str, params: Value, ms: Option<i64>) -> String {
+fn note(method: &str, params: &Value, ms: Option<i64>) -> String {
     let mut v = json!({"method": method, "params": params});
     if let Some(ms) = ms {
         v["emittedAtMs"] = json!(ms);
@@ -93,29 +93,41 @@ fn note(method: &str, params: Value, ms: Option<i64>) -> String {
 }
 
 fn root_started(t: &str) -> String {
-    note("thread/started", json!({"thread": {"id": t, "parentThreadId": null, "source": "vscode", "model": "gpt-5.5"}}), None)
+    note(
+        "thread/started",
+        &json!({"thread": {"id": t, "parentThreadId": null, "source": "vscode", "model": "gpt-5.5"}}),
+        None,
+    )
 }
 
 fn status(t: &str, kind: &str) -> String {
-    note("thread/status/changed", json!({"threadId": t, "status": {"type": kind, "activeFlags": []}}), None)
+    note("thread/status/changed", &json!({"threadId": t, "status": {"type": kind, "activeFlags": []}}), None)
 }
 
 fn waiting(t: &str) -> String {
-    note("thread/status/changed", json!({"threadId": t, "status": {"type": "active", "activeFlags": ["waitingOnApproval"]}}), None)
+    note(
+        "thread/status/changed",
+        &json!({"threadId": t, "status": {"type": "active", "activeFlags": ["waitingOnApproval"]}}),
+        None,
+    )
 }
 
 fn turn_started(t: &str, turn: &str, root_turn: &str) -> String {
-    note("turn/started", json!({"threadId": t, "turn": {"id": turn, "rootTurnId": root_turn, "status": "inProgress"}}), None)
+    note(
+        "turn/started",
+        &json!({"threadId": t, "turn": {"id": turn, "rootTurnId": root_turn, "status": "inProgress"}}),
+        None,
+    )
 }
 
 fn turn_completed(t: &str, turn: &str, status: &str) -> String {
-    note("turn/completed", json!({"threadId": t, "turn": {"id": turn, "rootTurnId": turn, "status": status}}), None)
+    note("turn/completed", &json!({"threadId": t, "turn": {"id": turn, "rootTurnId": turn, "status": status}}), None)
 }
 
 fn collab(event: &str, parent: &str, item: &str, tool: &str, status: &str, receivers: &[&str], model: &str) -> String {
     note(
         event,
-        json!({"threadId": parent, "turnId": "pt", "item": {"type": "collabAgentToolCall", "id": item, "tool": tool,
+        &json!({"threadId": parent, "turnId": "pt", "item": {"type": "collabAgentToolCall", "id": item, "tool": tool,
                "status": status, "senderThreadId": parent, "receiverThreadIds": receivers, "model": model, "agentsStates": {}}}),
         None,
     )
@@ -131,7 +143,7 @@ fn spawn(parent: &str, item: &str, child: &str) -> Vec<String> {
 fn activity(parent: &str, item: &str, kind: &str, child: &str, path: &str) -> String {
     note(
         "item/completed",
-        json!({"threadId": parent, "turnId": "pt", "item": {"type": "subAgentActivity", "id": item, "kind": kind,
+        &json!({"threadId": parent, "turnId": "pt", "item": {"type": "subAgentActivity", "id": item, "kind": kind,
                "agentThreadId": child, "agentPath": path, "model": "gpt-5.5"}}),
         None,
     )
@@ -139,19 +151,23 @@ fn activity(parent: &str, item: &str, kind: &str, child: &str, path: &str) -> St
 
 fn message(t: &str, item: &str, text: &str) -> Vec<String> {
     vec![
-        note("item/started", json!({"threadId": t, "turnId": "u", "item": {"type": "agentMessage", "id": item, "text": ""}}), None),
-        note("item/agentMessage/delta", json!({"threadId": t, "turnId": "u", "itemId": item, "delta": text}), None),
+        note(
+            "item/started",
+            &json!({"threadId": t, "turnId": "u", "item": {"type": "agentMessage", "id": item, "text": ""}}),
+            None,
+        ),
+        note("item/agentMessage/delta", &json!({"threadId": t, "turnId": "u", "itemId": item, "delta": text}), None),
     ]
 }
 
-fn error(t: &str, will_retry: Value) -> String {
-    note("error", json!({"threadId": t, "turnId": "u", "willRetry": will_retry, "error": {"message": "boom"}}), None)
+fn error(t: &str, will_retry: &Value) -> String {
+    note("error", &json!({"threadId": t, "turnId": "u", "willRetry": will_retry, "error": {"message": "boom"}}), None)
 }
 
 fn tokens(t: &str, input: u64, cached: u64, output: u64) -> String {
     note(
         "thread/tokenUsage/updated",
-        json!({"threadId": t, "turnId": "u", "tokenUsage": {
+        &json!({"threadId": t, "turnId": "u", "tokenUsage": {
             "total": {"totalTokens": input + output, "inputTokens": input, "cachedInputTokens": cached, "outputTokens": output, "reasoningOutputTokens": 0},
             "last": {"totalTokens": 100, "inputTokens": 90, "cachedInputTokens": 0, "outputTokens": 10, "reasoningOutputTokens": 0},
             "modelContextWindow": 1000}}),
@@ -208,7 +224,7 @@ fn child_traffic_before_registration_is_replayed_exactly_once_in_order() {
 fn thread_started_with_parent_replays_before_its_own_line() {
     let started = note(
         "thread/started",
-        json!({"thread": {"id": "C", "source": {"subAgent": {"thread_spawn": {"parent_thread_id": "P", "depth": 1, "agent_nickname": "Kant"}}}}}),
+        &json!({"thread": {"id": "C", "source": {"subAgent": {"thread_spawn": {"parent_thread_id": "P", "depth": 1, "agent_nickname": "Kant"}}}}}),
         None,
     );
     let r = run(&[root_started("P"), status("C", "idle"), started]);
@@ -332,10 +348,10 @@ fn eviction_keeps_the_terminal_line() {
 #[test]
 fn window_closes_by_stream_time_into_an_orphan() {
     let input = vec![
-        note("thread/status/changed", json!({"threadId": "X", "status": {"type": "idle"}}), Some(1_000)),
-        note("warning", json!({"threadId": "X", "message": "hm"}), Some(2_000)),
-        note("configWarning", json!({"message": "late"}), Some(31_001)),
-        note("item/agentMessage/delta", json!({"threadId": "X", "itemId": "m", "delta": "after"}), Some(31_002)),
+        note("thread/status/changed", &json!({"threadId": "X", "status": {"type": "idle"}}), Some(1_000)),
+        note("warning", &json!({"threadId": "X", "message": "hm"}), Some(2_000)),
+        note("configWarning", &json!({"message": "late"}), Some(31_001)),
+        note("item/agentMessage/delta", &json!({"threadId": "X", "itemId": "m", "delta": "after"}), Some(31_002)),
     ];
     let r = run_with(&input, router::Limits::default(), false);
     assert_eq!(r.thread("X").role, Role::Orphan, "30 s after its first line, unregistered");
@@ -349,7 +365,8 @@ fn window_closes_by_stream_time_into_an_orphan() {
 #[test]
 fn window_by_line_count_when_no_time_is_known() {
     let limits = router::Limits { window_lines: 3, ..router::Limits::default() };
-    let input = vec![status("X", "idle"), root_started("P"), status("P", "idle"), status("P", "idle"), status("P", "idle")];
+    let input =
+        vec![status("X", "idle"), root_started("P"), status("P", "idle"), status("P", "idle"), status("P", "idle")];
     let r = run_with(&input, limits, false);
     assert_eq!(r.thread("X").role, Role::Orphan);
     assert_eq!(r.counters().pending_at_end, 0);
@@ -368,7 +385,12 @@ fn a_pending_thread_with_children_becomes_a_root() {
 
 #[test]
 fn a_turn_that_is_its_own_root_marks_a_root() {
-    let r = run(&[status("R", "active"), turn_started("R", "u1", "u1"), status("K", "active"), turn_started("K", "u2", "u1")]);
+    let r = run(&[
+        status("R", "active"),
+        turn_started("R", "u1", "u1"),
+        status("K", "active"),
+        turn_started("K", "u2", "u1"),
+    ]);
     assert_eq!(r.thread("R").role, Role::Root);
     assert_eq!(r.thread("K").role, Role::Orphan, "a child turn carries its parent's rootTurnId");
 }
@@ -376,11 +398,19 @@ fn a_turn_that_is_its_own_root_marks_a_root() {
 #[test]
 fn orphan_that_registers_later_moves_with_its_history() {
     let mut input = vec![
-        note("thread/status/changed", json!({"threadId": "C", "status": {"type": "idle"}}), Some(1_000)),
-        note("item/agentMessage/delta", json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "hello "}), Some(1_001)),
-        note("thread/started", json!({"thread": {"id": "P", "source": "vscode"}}), Some(40_000)),
+        note("thread/status/changed", &json!({"threadId": "C", "status": {"type": "idle"}}), Some(1_000)),
+        note(
+            "item/agentMessage/delta",
+            &json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "hello "}),
+            Some(1_001),
+        ),
+        note("thread/started", &json!({"thread": {"id": "P", "source": "vscode"}}), Some(40_000)),
     ];
-    input.push(note("item/agentMessage/delta", json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "world"}), Some(40_001)));
+    input.push(note(
+        "item/agentMessage/delta",
+        &json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "world"}),
+        Some(40_001),
+    ));
     input.extend(spawn("P", "s1", "C"));
     let r = run(&input);
     assert_eq!(r.parent("C").as_deref(), Some("P"));
@@ -407,9 +437,12 @@ fn child_lines_are_suppressed_terminal_or_rehomed() {
     let input = lines(&[
         vec![root_started("P")],
         spawn("P", "s1", "C"),
-        vec![turn_started("C", "ct", "pt"), note("item/plan/delta", json!({"threadId": "C", "itemId": "p", "delta": "x"}), None)],
+        vec![
+            turn_started("C", "ct", "pt"),
+            note("item/plan/delta", &json!({"threadId": "C", "itemId": "p", "delta": "x"}), None),
+        ],
         message("C", "m", "hi"),
-        vec![error("C", json!(true)), turn_completed("C", "ct", "completed")],
+        vec![error("C", &json!(true)), turn_completed("C", "ct", "completed")],
     ]);
     let r = run(&input);
     let classes: Vec<Class> = r.lines_of("C").iter().map(|o| o.class).collect();
@@ -422,14 +455,14 @@ fn child_lines_are_suppressed_terminal_or_rehomed() {
 #[test]
 fn lines_without_a_thread_are_global_and_client_lines_control() {
     let input = vec![
-        note("account/rateLimits/updated", json!({"rateLimits": {}}), None),
-        note("mcpServer/startupStatus/updated", json!({"name": "x"}), None),
+        note("account/rateLimits/updated", &json!({"rateLimits": {}}), None),
+        note("mcpServer/startupStatus/updated", &json!({"name": "x"}), None),
         json!({"method": "initialize", "id": 1, "params": {}}).to_string(),
         json!({"method": "initialized"}).to_string(),
         json!({"id": 1, "result": {"userAgent": "x"}}).to_string(),
         json!({"swarmtop": "recording", "version": 1}).to_string(),
-        note("thread/teleported", json!({"threadId": "T"}), None),
-        note("brand/new", json!({"x": 1}), None),
+        note("thread/teleported", &json!({"threadId": "T"}), None),
+        note("brand/new", &json!({"x": 1}), None),
     ];
     let r = run(&input);
     let c = r.counters();
@@ -445,7 +478,7 @@ fn malformed_lines_are_counted_and_skipped() {
         "{\"method\":\"item/agentMessage/delta\",\"params\":{\"thr".to_owned(),
         String::from_utf8_lossy(b"\xff").into_owned(),
         json!({"hello": "world"}).to_string(),
-        error("T", json!("nope")),
+        error("T", &json!("nope")),
         root_started("P"),
     ];
     let mut p = Pipeline::default();
@@ -465,7 +498,10 @@ fn recording_envelopes_route_by_direction_and_time() {
     let inner = status("C", "idle");
     let input = vec![
         json!({"swarmtop": "recording", "version": 1, "startedMs": 1, "source": "tee"}).to_string(),
-        format!(r#"{{"ts":5,"dir":"c2s","msg":{}}}"#, json!({"method": "turn/start", "id": 3, "params": {"threadId": "R"}})),
+        format!(
+            r#"{{"ts":5,"dir":"c2s","msg":{}}}"#,
+            json!({"method": "turn/start", "id": 3, "params": {"threadId": "R"}})
+        ),
         format!(r#"{{"ts":6,"dir":"s2c","msg":{inner}}}"#),
         format!(r#"{{"ts":7,"dir":"in","rawB64":"AAE="}}"#),
     ];
@@ -481,16 +517,16 @@ fn recording_envelopes_route_by_direction_and_time() {
 #[test]
 fn will_retry_true_is_transient_false_is_failure() {
     let input = lines(&[
-        vec![root_started("P"), turn_started("P", "u", "u"), error("P", json!(true))],
+        vec![root_started("P"), turn_started("P", "u", "u"), error("P", &json!(true))],
         message("P", "m", "ok"),
     ]);
     let r = run(&input);
     assert_eq!(r.thread("P").status, Status::Running, "the next line restores the status before the retry");
 
-    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", json!(true))]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", &json!(true))]);
     assert_eq!(r.thread("P").status, Status::Retrying);
 
-    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", json!(false))]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", &json!(false))]);
     assert_eq!(r.thread("P").status, Status::Failed);
 }
 
@@ -499,7 +535,7 @@ fn a_childs_failure_fails_only_its_lane() {
     let input = lines(&[
         vec![root_started("P"), turn_started("P", "u", "u")],
         spawn("P", "s1", "C"),
-        vec![turn_started("C", "cu", "u"), error("C", json!(false)), turn_completed("C", "cu", "failed")],
+        vec![turn_started("C", "cu", "u"), error("C", &json!(false)), turn_completed("C", "cu", "failed")],
     ]);
     let r = run(&input);
     assert_eq!(r.thread("C").status, Status::Failed);
@@ -512,11 +548,7 @@ fn interrupted_turns_close_their_dangling_items() {
     let input = lines(&[
         vec![root_started("P"), turn_started("P", "u", "u")],
         vec![collab("item/started", "P", "w1", "wait", "inProgress", &[], "")],
-        vec![note(
-            "turn/completed",
-            json!({"threadId": "P", "turn": {"id": "u", "status": "interrupted"}}),
-            None,
-        )],
+        vec![note("turn/completed", &json!({"threadId": "P", "turn": {"id": "u", "status": "interrupted"}}), None)],
     ]);
     let input: Vec<String> = input.into_iter().map(|l| l.replace("\"turnId\":\"pt\"", "\"turnId\":\"u\"")).collect();
     let r = run(&input);
@@ -537,13 +569,18 @@ fn status_transitions_follow_the_table() {
     assert_eq!(r.thread("P").status, Status::Idle);
     let r = run(&[root_started("P"), status("P", "notLoaded")]);
     assert_eq!(r.thread("P").status, Status::Closed);
-    let r = run(&[root_started("P"), turn_started("P", "u", "u"), note("thread/status/changed", json!({"threadId": "P", "status": {"type": "systemError"}}), None)]);
+    let r = run(&[
+        root_started("P"),
+        turn_started("P", "u", "u"),
+        note("thread/status/changed", &json!({"threadId": "P", "status": {"type": "systemError"}}), None),
+    ]);
     assert_eq!(r.thread("P").status, Status::Running, "systemError alone changes nothing");
 }
 
 #[test]
 fn tokens_merge_by_max_and_cost_is_exact() {
-    let r = run(&[root_started("P"), tokens("P", 1000, 200, 50), tokens("P", 3000, 1000, 40), tokens("P", 1000, 200, 50)]);
+    let r =
+        run(&[root_started("P"), tokens("P", 1000, 200, 50), tokens("P", 3000, 1000, 40), tokens("P", 1000, 200, 50)]);
     let p = r.thread("P");
     assert_eq!((p.tokens.input, p.tokens.cached_input, p.tokens.output), (3000, 1000, 50));
     // gpt-5.5: (3000-1000)*5 + 1000*0.5 + 50*30 = 12000 USD per million tokens.
