@@ -2,8 +2,10 @@
 //! human pace, run through the real `codex app-server` against the scripted mock model, written as a
 //! recording bundle (recording.md). Run it through `demo/record.sh`, which documents the options.
 //!
+//! ```text
 //! usage: record_demo --codex PATH --out FILE [--speed N]
 //!   --speed N   N times faster than the shipped demo (default 1: about two minutes)
+//! ```
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -29,7 +31,10 @@ fn parse_args() -> Result<Args, String> {
     let mut speed = 1.0;
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()))
+        };
         match arg.to_str() {
             Some("--codex") => codex = Some(PathBuf::from(value()?)),
             Some("--out") => out = Some(PathBuf::from(value()?)),
@@ -55,7 +60,10 @@ fn parse_args() -> Result<Args, String> {
 /// `/home/dev/acme-auth` and `CODEX_HOME` `/home/dev/.codex`. Paths are plain JSON string content, so the
 /// lines stay valid JSON.
 fn neutral_paths(transcript: &mut [Captured], root: &str) {
-    let replacements = [(format!("{root}/codex-home"), "/home/dev/.codex"), (root.to_owned(), "/home/dev")];
+    let replacements = [
+        (format!("{root}/codex-home"), "/home/dev/.codex"),
+        (root.to_owned(), "/home/dev"),
+    ];
     for c in transcript {
         let mut text = String::from_utf8_lossy(&c.line).into_owned();
         for (from, to) in &replacements {
@@ -74,7 +82,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let pacing = Pacing { scale: Pacing::DEMO.scale / args.speed };
+    let pacing = Pacing {
+        scale: Pacing::DEMO.scale / args.speed,
+    };
     let codex = args.codex.clone();
     let run = run_scenario(
         Box::new(move |_| (codex.into_os_string(), vec!["app-server".into()])),
