@@ -55,15 +55,25 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
-/// The demo ships in the repository, so the temporary folders of the machine that recorded it are
-/// replaced by neutral paths (the shared fixtures were treated the same way): the workspace becomes
-/// `/home/dev/acme-auth` and `CODEX_HOME` `/home/dev/.codex`. Paths are plain JSON string content, so the
-/// lines stay valid JSON.
+/// The demo ships in the repository, so what identifies the recording machine is replaced by neutral
+/// values (the shared fixtures were treated the same way): the temporary workspace becomes
+/// `/home/dev/acme-auth`, `CODEX_HOME` `/home/dev/.codex`, and the host name codex reports in
+/// `remoteControl/status/changed` becomes `devbox`. These are plain JSON string contents, so every line
+/// stays valid JSON.
 fn neutral_paths(transcript: &mut [Captured], root: &str) {
-    let replacements = [
-        (format!("{root}/codex-home"), "/home/dev/.codex"),
-        (root.to_owned(), "/home/dev"),
+    let host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut replacements = vec![
+        (format!("{root}/codex-home"), "/home/dev/.codex".to_owned()),
+        (root.to_owned(), "/home/dev".to_owned()),
     ];
+    if !host.is_empty() {
+        replacements.push((
+            format!("\"serverName\":\"{host}\""),
+            "\"serverName\":\"devbox\"".to_owned(),
+        ));
+    }
     for c in transcript {
         let mut text = String::from_utf8_lossy(&c.line).into_owned();
         for (from, to) in &replacements {

@@ -6,7 +6,8 @@
 //! served, and — once they land — `swarmtop stats --json` on the recording and a monitor attached mid-run.
 //!
 //! Needs the codex binary: `scripts/setup-codex.sh` installs it (npm) into the git-ignored `.cache/`. The
-//! test skips, loudly, only when npm is missing; with `CI` set even that fails.
+//! test skips, loudly, only when npm is missing; with `CI` set even that fails. `SWARMTOP_CODEX_BIN`
+//! overrides the binary; `SWARMTOP_E2E_KEEP=DIR` keeps the recording and the server's stderr.
 
 mod support;
 
@@ -73,6 +74,17 @@ async fn real_codex_multi_agent_session_through_the_pipe() {
         let header = recording::header(run.session.started_ms, &["codex", "app-server"], "e2e");
         recording::write_bundle(&rec_path, &header, &run.session.transcript)
             .expect("writing the recording");
+    }
+
+    if let Some(keep) = std::env::var_os("SWARMTOP_E2E_KEEP") {
+        // For looking at a failure (or a CI run) afterwards: the recording and the server's stderr.
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).expect("creating SWARMTOP_E2E_KEEP");
+        std::fs::copy(&rec_path, keep.join("recording.ndjson")).expect("keeping the recording");
+        let _ = std::fs::copy(
+            run.world.root.path().join("server.stderr"),
+            keep.join("server.stderr"),
+        );
     }
 
     check_pipe_and_recording(&run.session, &rec_path);
@@ -375,15 +387,16 @@ fn check_streaming_and_parallelism(run: &Run, threads: &HashMap<&'static str, St
         );
     }
 
-    // Parallel: every child of the lead started its turn before any of them completed one.
+    // Parallel: how many of the lead's children had a turn open at the same time. All four normally;
+    // at least three even on a slow machine where one is over before the last one starts.
     let lead_children: Vec<&String> = AGENTS
         .iter()
         .filter(|a| a.parent == Some("lead"))
         .map(|a| &threads[a.tag])
         .collect();
-    let (mut last_start, mut first_end, mut waits) =
-        (0, usize::MAX, HashMap::<String, usize>::new());
-    for (i, msg) in s2c_messages(&run.session).enumerate() {
+    let (mut running, mut most_at_once) = (0usize, 0usize);
+    let mut waits = HashMap::<String, usize>::new();
+    for msg in s2c_messages(&run.session) {
         let thread = msg
             .pointer("/params/threadId")
             .and_then(Value::as_str)
@@ -391,10 +404,11 @@ fn check_streaming_and_parallelism(run: &Run, threads: &HashMap<&'static str, St
             .to_owned();
         match msg.get("method").and_then(Value::as_str) {
             Some("turn/started") if lead_children.contains(&&thread) => {
-                last_start = last_start.max(i);
+                running += 1;
+                most_at_once = most_at_once.max(running);
             }
             Some("turn/completed") if lead_children.contains(&&thread) => {
-                first_end = first_end.min(i);
+                running = running.saturating_sub(1);
             }
             Some("item/completed")
                 if msg.pointer("/params/item/type").and_then(Value::as_str)
@@ -407,8 +421,8 @@ fn check_streaming_and_parallelism(run: &Run, threads: &HashMap<&'static str, St
         }
     }
     assert!(
-        last_start < first_end,
-        "the lead's children ran in parallel"
+        most_at_once >= 3,
+        "the lead's children ran in parallel (at most {most_at_once} at once)"
     );
     for parent in ["lead", "planner"] {
         assert!(

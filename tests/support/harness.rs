@@ -153,8 +153,15 @@ stream_max_retries = 0
 max_depth = 2
 max_threads = 8
 
+# Hermetic: with these on, codex 0.171.0 tries github.com and chatgpt.com at startup (plugin sync);
+# with them off, strace shows connections to the loopback mock only.
 [analytics]
 enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
 "#
     )
 }
