@@ -403,3 +403,71 @@ pub fn message_text(item: &Value) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    struct Echo;
+    impl Script for Echo {
+        fn reply(&self, req: &ModelRequest<'_>) -> Reply {
+            let text = format!("hello {}", req.agent.as_deref().unwrap_or("?"));
+            Reply::Stream {
+                events: vec![json!({"type": "response.output_text.delta", "delta": text})],
+                usage: Usage {
+                    input: 10,
+                    cached_input: 2,
+                    output: 3,
+                    reasoning_output: 1,
+                },
+                pre_delay: Duration::ZERO,
+                delta_delay: Duration::ZERO,
+            }
+        }
+    }
+
+    async fn exchange(addr: &str, request: String) -> String {
+        let mut s = TcpStream::connect(addr).await.expect("connect");
+        s.write_all(request.as_bytes()).await.expect("write");
+        s.shutdown().await.expect("shutdown");
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.expect("read");
+        out
+    }
+
+    #[tokio::test]
+    async fn streams_scripted_events_and_refuses_unknown_paths() {
+        let mock = MockModel::start(Echo).await.expect("mock");
+        let addr = mock
+            .base_url()
+            .trim_start_matches("http://")
+            .trim_end_matches("/v1")
+            .to_owned();
+        let body = r#"{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"[task:alpha] hi"}]}]}"#;
+        let post = format!(
+            "POST /v1/responses HTTP/1.1\r\nhost: x\r\nthread-id: T1\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let sse = exchange(&addr, post).await;
+        assert!(sse.starts_with("HTTP/1.1 200 OK\r\n"), "{sse}");
+        assert!(sse.contains("event: response.created\n"));
+        assert!(sse.contains(r#""delta":"hello alpha""#));
+        assert!(
+            sse.contains("event: response.completed\n") && sse.contains(r#""total_tokens":13"#)
+        );
+        let get = exchange(
+            &addr,
+            "GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n".to_owned(),
+        )
+        .await;
+        assert!(get.starts_with("HTTP/1.1 404 Not Found\r\n"), "{get}");
+        let served = mock.served();
+        assert_eq!(served.len(), 2);
+        assert_eq!(
+            (served[0].agent.as_deref(), served[0].thread_id.as_deref()),
+            (Some("alpha"), Some("T1"))
+        );
+        assert_eq!(served[1].status, 404);
+    }
+}

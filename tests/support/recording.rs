@@ -142,3 +142,53 @@ pub fn read_bundle(path: &Path) -> Result<Bundle, String> {
     }
     Ok(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::codex_driver::Dir;
+
+    fn captured(dir: Dir, line: &[u8], partial: bool) -> Captured {
+        Captured {
+            ts_ms: 1_796_000_000_000,
+            dir,
+            line: line.to_vec(),
+            partial,
+        }
+    }
+
+    #[test]
+    fn envelopes_keep_the_line_verbatim_and_read_back_to_the_same_bytes() {
+        let lines = [
+            captured(Dir::C2s, br#"{"method":"initialize","id":1}"#, false),
+            // Spacing and number spelling survive (recording.md: never re-serialised).
+            captured(Dir::S2c, br#"{ "id":1, "result":{"x":1.0e3} }"#, false),
+            captured(Dir::S2c, b"not json \xff", false),
+            captured(Dir::S2c, br#"{"method":"cut"#, true),
+        ];
+        assert_eq!(
+            envelope(&lines[1]),
+            br#"{"ts":1796000000000,"dir":"s2c","msg":{ "id":1, "result":{"x":1.0e3} }}"#
+                .iter()
+                .chain(b"\n")
+                .copied()
+                .collect::<Vec<u8>>()
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("r.ndjson");
+        write_bundle(&path, &header(1, &["codex", "app-server"], "h"), &lines).expect("write");
+        let b = read_bundle(&path).expect("read");
+        assert_eq!(b.header["command"][1], "app-server");
+        assert_eq!(b.records, 4);
+        assert_eq!(b.c2s, b"{\"method\":\"initialize\",\"id\":1}\n");
+        assert_eq!(
+            b.s2c,
+            b"{ \"id\":1, \"result\":{\"x\":1.0e3} }\nnot json \xff\n{\"method\":\"cut"
+        );
+        assert_eq!(
+            b.malformed.len(),
+            2,
+            "the raw line and the partial one are malformed input"
+        );
+    }
+}

@@ -321,4 +321,31 @@ mod tests {
         assert_eq!(parts.concat(), text);
         assert!(parts.iter().all(|p| (1..=9).contains(&p.chars().count())));
     }
+
+    #[test]
+    fn history_reads_the_step_the_children_and_who_finished() {
+        let body = serde_json::json!({"input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "[task:lead] go"}]},
+            {"type": "function_call", "name": "spawn_agent", "call_id": "call_lead_0_0", "arguments": "{}"},
+            {"type": "function_call", "name": "spawn_agent", "call_id": "call_lead_0_1", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_lead_0_0", "output": "{\"agent_id\":\"A\",\"nickname\":\"Kant\"}"},
+            {"type": "function_call_output", "call_id": "call_lead_0_1", "output": "{\"agent_id\":\"B\",\"nickname\":\"Hume\"}"},
+            {"type": "function_call", "name": "wait_agent", "call_id": "call_lead_1_0", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_lead_1_0",
+             "output": "{\"status\":{\"A\":{\"completed\":\"done\"}},\"timed_out\":false}"},
+            // A call of another agent whose tag shares a prefix must not count.
+            {"type": "function_call", "name": "wait_agent", "call_id": "call_leader_7_0", "arguments": "{}"},
+        ]});
+        let h = History::read("lead", &body);
+        assert_eq!(h.step, 2);
+        assert_eq!(h.spawned, ["A", "B"]);
+        assert_eq!(h.pending(), ["B"]);
+        let note = serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text",
+            "text": "<subagent_notification>\n{\"agent_path\":\"B\",\"status\":{\"errored\":\"boom\"}}\n</subagent_notification>"}]});
+        let mut body = body;
+        body["input"].as_array_mut().expect("array").push(note);
+        let h = History::read("lead", &body);
+        assert!(h.pending().is_empty());
+        assert_eq!(h.finished[1], ("B".to_owned(), "errored".to_owned()));
+    }
 }
