@@ -5,10 +5,10 @@
 //! (threads, items, tokens, cost) → `ui` (ratatui). `pipeline` joins wire, router and model for
 //! every consumer; `commands` are the thin edges (CLI, headless output, the monitor loop).
 
-pub mod source;
-pub mod wire;
-pub mod router;
+pub mod commands;
 pub mod model;
 pub mod pipeline;
+pub mod router;
+pub mod source;
 pub mod ui;
-pub mod commands;
+pub mod wire;

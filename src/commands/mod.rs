@@ -1,2 +1,94 @@
+//! The thin edges: parse the command line, run the shared pipeline, print or draw.
+
 pub mod cli;
-pub fn main() -> std::process::ExitCode { std::process::ExitCode::SUCCESS }
+mod ingest;
+pub mod route;
+pub mod stats;
+pub mod tree;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use color_eyre::eyre::{Result, WrapErr};
+
+pub use self::cli::{Cli, Command};
+pub use self::ingest::{config, ingest};
+
+/// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let _log_guard = init_logging(cli.global.log.as_deref());
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:?}");
+            eprintln!("swarmtop: {}", one_line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The error and its causes on one line: `reading x.ndjson: No such file or directory`.
+fn one_line(e: &color_eyre::Report) -> String {
+    e.chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// Logs go to a file, never to the terminal (the screen owns it).
+fn init_logging(
+    path: Option<&std::path::Path>,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let path = path?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SWARMTOP_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let config = config(&cli.global).wrap_err("loading the price table")?;
+    match cli.command {
+        Some(Command::Stats(args)) => stats::run(&args, config),
+        Some(Command::Route(args)) => route::run(&args, config),
+        Some(Command::Tree(args)) => tree::run(&args, config),
+        Some(other) => Err(color_eyre::eyre::eyre!(
+            "`{}` is not available in this build yet",
+            command_name(&other)
+        )),
+        None => Err(color_eyre::eyre::eyre!(
+            "the monitor screen is not available in this build yet; try `swarmtop stats INPUT`"
+        )),
+    }
+}
+
+fn command_name(c: &Command) -> &'static str {
+    match c {
+        Command::Demo(_) => "demo",
+        Command::Stats(_) => "stats",
+        Command::Route(_) => "route",
+        Command::Tree(_) => "tree",
+        Command::Tee(_) => "tee",
+        Command::Attach(_) => "attach",
+        Command::Listen(_) => "listen",
+    }
+}

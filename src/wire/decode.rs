@@ -88,8 +88,12 @@ impl fmt::Display for Malformed {
         match self {
             Self::NotUtf8 => f.write_str("not UTF-8"),
             Self::NotJson(e) => write!(f, "not JSON: {e}"),
-            Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
-            Self::NotAMessage(Shape::ClaudeTranscript) => f.write_str("a Claude Code transcript line, not an app-server message"),
+            Self::NotAMessage(Shape::CodexRollout) => {
+                f.write_str("a Codex rollout line, not an app-server message")
+            }
+            Self::NotAMessage(Shape::ClaudeTranscript) => {
+                f.write_str("a Claude Code transcript line, not an app-server message")
+            }
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
             Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),
@@ -140,7 +144,10 @@ impl Message<'_> {
 
     /// The thread a line belongs to: `params.threadId`, or `params.thread.id` for `thread/started`.
     pub fn thread_id(&self) -> Option<&str> {
-        self.params.thread_id.as_deref().or_else(|| self.params.thread.as_ref().map(|t| &*t.id))
+        self.params
+            .thread_id
+            .as_deref()
+            .or_else(|| self.params.thread.as_ref().map(|t| &*t.id))
     }
 }
 
@@ -214,7 +221,10 @@ impl<'a> ThreadInfo<'a> {
         if !raw.starts_with('{') {
             return None;
         }
-        serde_json::from_str::<Source<'a>>(raw).ok()?.sub_agent?.thread_spawn
+        serde_json::from_str::<Source<'a>>(raw)
+            .ok()?
+            .sub_agent?
+            .thread_spawn
     }
 
     /// The parent named by `parentThreadId`, else by `source.subAgent.thread_spawn`.
@@ -365,16 +375,29 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
             _ => Dir::In,
         };
         return match decode_message(inner.get()) {
-            Ok(msg) => Decoded::Line(Line { dir, ts: top.ts, msg, raw: inner.get() }),
+            Ok(msg) => Decoded::Line(Line {
+                dir,
+                ts: top.ts,
+                msg,
+                raw: inner.get(),
+            }),
             Err(e) => Decoded::Malformed(e),
         };
     }
-    finish(top.msg, text).map_or_else(Decoded::Malformed, |msg| Decoded::Line(Line { dir: Dir::Bare, ts: None, msg, raw: text }))
+    finish(top.msg, text).map_or_else(Decoded::Malformed, |msg| {
+        Decoded::Line(Line {
+            dir: Dir::Bare,
+            ts: None,
+            msg,
+            raw: text,
+        })
+    })
 }
 
 /// Decodes a bare Codex message (no envelope).
 pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
-    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string()))?;
+    let top =
+        serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string()))?;
     finish(top.msg, text)
 }
 
@@ -387,7 +410,9 @@ fn finish<'a>(mut msg: MessageParts<'a>, _text: &'a str) -> Result<Message<'a>, 
     }
     if let Some(raw) = msg.result {
         if raw.get().starts_with('{') {
-            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?);
+            msg.message.result = Some(
+                serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?,
+            );
         }
     }
     let m = &msg.message;
@@ -486,7 +511,9 @@ impl<'de> Visitor<'de> for TopVisitor {
                     map.next_value::<IgnoredAny>()?;
                     parts.message.has_result_or_error = true;
                 }
-                "emittedAtMs" => parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0),
+                "emittedAtMs" => {
+                    parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0)
+                }
                 "swarmtop" => parts.message.swarmtop = Some(map.next_value::<MarkerKind<'de>>()?.0),
                 "ts" => top.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
                 "dir" => top.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
@@ -533,7 +560,11 @@ impl<'de> Deserialize<'de> for Millis {
                 Ok(Millis(i64::try_from(v).unwrap_or(i64::MAX)))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Millis, E> {
-                if v.is_finite() { Ok(Millis(v as i64)) } else { Err(E::custom("time is not finite")) }
+                if v.is_finite() {
+                    Ok(Millis(v as i64))
+                } else {
+                    Err(E::custom("time is not finite"))
+                }
             }
         }
         d.deserialize_any(V)
@@ -620,7 +651,9 @@ impl<'de> Visitor<'de> for ParamsSeed {
                         #[serde(borrow, default, deserialize_with = "opt_str")]
                         model: Option<Str<'a>>,
                     }
-                    p.settings_model = map.next_value::<Option<Settings<'de>>>()?.and_then(|s| s.model);
+                    p.settings_model = map
+                        .next_value::<Option<Settings<'de>>>()?
+                        .and_then(|s| s.model);
                 }
                 "message" => p.message = Some(map.next_value()?),
                 "name" => p.name = Some(map.next_value()?),
@@ -653,7 +686,9 @@ mod tests {
 
     #[test]
     fn notification_borrows_its_strings() {
-        let l = line(r#"{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"u","itemId":"m","delta":"hi"},"emittedAtMs":5}"#);
+        let l = line(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"u","itemId":"m","delta":"hi"},"emittedAtMs":5}"#,
+        );
         assert_eq!(l.msg.method(), Some("item/agentMessage/delta"));
         assert_eq!(l.msg.thread_id(), Some("t1"));
         assert!(matches!(l.msg.params.delta, Some(Cow::Borrowed("hi"))));
@@ -676,12 +711,17 @@ mod tests {
         assert_eq!(l.dir, Dir::ServerToClient);
         assert_eq!(l.ts, Some(42));
         assert_eq!(l.raw, inner);
-        assert_eq!(l.msg.params.turn.unwrap().root_turn_id.as_deref(), Some("u1"));
+        assert_eq!(
+            l.msg.params.turn.unwrap().root_turn_id.as_deref(),
+            Some("u1")
+        );
     }
 
     #[test]
     fn unknown_method_reusing_a_key_is_not_malformed() {
-        let l = line(r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#);
+        let l = line(
+            r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#,
+        );
         assert_eq!(l.msg.thread_id(), Some("t"));
     }
 
@@ -702,14 +742,25 @@ mod tests {
         assert_eq!(malformed(b"\xff\xfe"), Malformed::NotUtf8);
         assert!(matches!(malformed(b"{\"method\":"), Malformed::NotJson(_)));
         assert!(matches!(malformed(b"[1,2]"), Malformed::NotJson(_)));
-        assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
-        assert_eq!(malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#), Malformed::NotAMessage(Shape::CodexRollout));
-        assert_eq!(malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#), Malformed::RawBytes);
+        assert_eq!(
+            malformed(br#"{"foo":1}"#),
+            Malformed::NotAMessage(Shape::Other)
+        );
+        assert_eq!(
+            malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#),
+            Malformed::NotAMessage(Shape::CodexRollout)
+        );
+        assert_eq!(
+            malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#),
+            Malformed::RawBytes
+        );
     }
 
     #[test]
     fn responses_and_markers() {
-        let l = line(r#"{"id":2,"result":{"thread":{"id":"t","parentThreadId":null},"model":"gpt-5.5","modelProvider":"openai"}}"#);
+        let l = line(
+            r#"{"id":2,"result":{"thread":{"id":"t","parentThreadId":null},"model":"gpt-5.5","modelProvider":"openai"}}"#,
+        );
         let r = l.msg.result.unwrap();
         assert_eq!(r.thread.unwrap().id, "t");
         assert_eq!(r.model_provider.as_deref(), Some("openai"));
@@ -721,7 +772,9 @@ mod tests {
 
     #[test]
     fn spawn_source_gives_the_parent() {
-        let l = line(r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#);
+        let l = line(
+            r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#,
+        );
         let t = l.msg.params.thread.unwrap();
         assert_eq!(t.parent().as_deref(), Some("p"));
         assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));

@@ -1,0 +1,330 @@
+//! `swarmtop stats [--json]`: the figures of routing.md §7, as one JSON object or as a table and
+//! a tree for people.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+use color_eyre::eyre::Result;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::cli::StatsArgs;
+use super::ingest::{ingest, nothing};
+use super::tree::render_tree;
+use crate::model::prices::Pico;
+use crate::model::{Model, Tokens, format_usd};
+use crate::pipeline::{Config, Pipeline};
+use crate::router::{Counters, Role, ThreadIdx};
+
+pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
+    let pipeline = ingest(&args.inputs, config, &mut nothing())?;
+    let out = if args.json {
+        render_json(&pipeline)
+    } else {
+        render_text(&pipeline)
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatsJson<'a> {
+    input: InputJson,
+    routing: RoutingJson,
+    threads: Vec<ThreadJson<'a>>,
+    totals: TotalsJson,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InputJson {
+    lines: u64,
+    bytes: u64,
+    format: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RoutingJson {
+    root: u64,
+    rehomed: u64,
+    suppressed: u64,
+    global: u64,
+    control: u64,
+    malformed: u64,
+    early: u64,
+    replayed: u64,
+    evicted: u64,
+    pending_at_end: u64,
+    orphan_threads: u64,
+    depth_limited: u64,
+}
+
+impl From<Counters> for RoutingJson {
+    fn from(c: Counters) -> Self {
+        Self {
+            root: c.root,
+            rehomed: c.rehomed,
+            suppressed: c.suppressed,
+            global: c.global,
+            control: c.control,
+            malformed: c.malformed,
+            early: c.early,
+            replayed: c.replayed,
+            evicted: c.evicted,
+            pending_at_end: c.pending_at_end,
+            orphan_threads: c.orphan_threads,
+            depth_limited: c.depth_limited,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TokensJson {
+    input: u64,
+    cached_input: u64,
+    output: u64,
+    reasoning_output: u64,
+    total: u64,
+}
+
+impl From<&Tokens> for TokensJson {
+    fn from(t: &Tokens) -> Self {
+        Self {
+            input: t.input,
+            cached_input: t.cached_input,
+            output: t.output,
+            reasoning_output: t.reasoning_output,
+            total: t.total,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ThreadJson<'a> {
+    id: &'a str,
+    parent: Option<&'a str>,
+    root: Option<&'a str>,
+    depth: u32,
+    via: Option<&'static str>,
+    card: Option<&'a str>,
+    name: String,
+    model: Option<&'a str>,
+    status: &'static str,
+    turns: usize,
+    items: usize,
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+    subtree: SubtreeJson,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SubtreeJson {
+    threads: u32,
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TotalsJson {
+    threads: u32,
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+    unpriced_threads: usize,
+}
+
+/// Money as an exact JSON number (12 decimal places at most), never through binary floats.
+fn money(cost: Option<Pico>) -> Option<Box<RawValue>> {
+    cost.map(|c| RawValue::from_string(c.to_string()).expect("a decimal is a JSON number"))
+}
+
+/// What `stats --json` prints: one JSON object and a newline.
+pub fn render_json(pipeline: &Pipeline) -> String {
+    let mut out = serde_json::to_string(&stats_json(pipeline)).expect("stats serialise");
+    out.push('\n');
+    out
+}
+
+/// The same object, indented (for reading and for snapshots); numbers are as exact as above.
+pub fn render_json_pretty(pipeline: &Pipeline) -> String {
+    let mut out = serde_json::to_string_pretty(&stats_json(pipeline)).expect("stats serialise");
+    out.push('\n');
+    out
+}
+
+fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
+    let model = &pipeline.model;
+    let counters = pipeline.counters();
+    let threads = model
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, _)| thread_json(model, ThreadIdx(i as u32)))
+        .collect();
+    let totals = model.totals();
+    StatsJson {
+        input: InputJson {
+            lines: counters.lines,
+            bytes: pipeline.bytes,
+            format: pipeline.format(),
+        },
+        routing: counters.into(),
+        threads,
+        totals: TotalsJson {
+            threads: totals.threads,
+            tokens: (&totals.tokens).into(),
+            cost_usd: money(totals.cost_usd()),
+            unpriced_threads: model.unpriced_threads(),
+        },
+    }
+}
+
+fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
+    let t = model.thread(idx);
+    let id_of = |i: ThreadIdx| &*model.thread(i).id;
+    let (parent, root, depth, via, card) = match t.role {
+        Role::Root => (None, Some(&*t.id), 0, None, None),
+        Role::Child => (
+            t.parent.map(id_of),
+            model.root_of(idx).map(id_of),
+            t.depth,
+            t.via.map(|v| v.as_str()),
+            t.card.as_deref(),
+        ),
+        Role::Orphan => (None, None, 0, Some("orphan"), None),
+        Role::Pending => (None, None, 0, None, None),
+    };
+    ThreadJson {
+        id: &t.id,
+        parent,
+        root,
+        depth,
+        via,
+        card,
+        name: t.name(),
+        model: t.model.as_ref().map(|m| m.as_str()),
+        status: t.status.as_str(),
+        turns: t.turns.len(),
+        items: t.items.len(),
+        tokens: (&t.tokens).into(),
+        cost_usd: money(t.cost),
+        subtree: SubtreeJson {
+            threads: t.subtree.threads,
+            tokens: (&t.subtree.tokens).into(),
+            cost_usd: money(t.subtree.cost_usd()),
+        },
+    }
+}
+
+/// The same figures for people: a summary, a table of threads, then the tree.
+pub fn render_text(pipeline: &Pipeline) -> String {
+    let model = &pipeline.model;
+    let c = pipeline.counters();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "input    {} lines, {} bytes, {}",
+        c.lines,
+        pipeline.bytes,
+        pipeline.format()
+    );
+    let _ = writeln!(
+        out,
+        "routing  root {} · rehomed {} · suppressed {} · global {} · control {} · malformed {}",
+        c.root, c.rehomed, c.suppressed, c.global, c.control, c.malformed
+    );
+    let _ = writeln!(
+        out,
+        "pending  early {} · replayed {} · evicted {} · pending at end {} · orphans {} · depth-limited {}",
+        c.early, c.replayed, c.evicted, c.pending_at_end, c.orphan_threads, c.depth_limited
+    );
+    let totals = model.totals();
+    let unpriced = model.unpriced_threads();
+    let _ = writeln!(
+        out,
+        "totals   {} threads · {} tokens · {}{}",
+        totals.threads,
+        group(totals.tokens.total),
+        format_usd(totals.cost_usd()),
+        if unpriced > 0 {
+            format!(" ({unpriced} unpriced)")
+        } else {
+            String::new()
+        }
+    );
+    out.push('\n');
+    let rows: Vec<[String; 9]> = model
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let idx = ThreadIdx(i as u32);
+            [
+                t.name(),
+                t.model.as_ref().map_or("?".to_owned(), ToString::to_string),
+                t.status.as_str().to_owned(),
+                match t.role {
+                    Role::Orphan => "orphan".to_owned(),
+                    Role::Pending => "pending".to_owned(),
+                    _ => t.depth.to_string(),
+                },
+                t.turns.len().to_string(),
+                t.items.len().to_string(),
+                group(t.tokens.total),
+                format_usd(t.cost),
+                format_usd(model.thread(idx).subtree.cost_usd()),
+            ]
+        })
+        .collect();
+    let header = [
+        "agent", "model", "status", "depth", "turns", "items", "tokens", "cost", "subtree",
+    ];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let mut l = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = w - cell.chars().count();
+            // Names and words align left, figures right.
+            if i < 3 {
+                let _ = write!(l, "{cell}{}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(l, "{}{cell}  ", " ".repeat(pad));
+            }
+        }
+        l.trim_end().to_owned()
+    };
+    let _ = writeln!(out, "{}", line(&header));
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "{}", line(&cells));
+    }
+    out.push('\n');
+    out.push_str(&render_tree(model));
+    out
+}
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}

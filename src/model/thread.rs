@@ -1,0 +1,192 @@
+//! One thread (root or child) as the screen and `stats` see it.
+
+use rustc_hash::FxHashMap;
+
+use super::item::Item;
+use super::prices::Pico;
+use super::tokens::{Rollup, Tokens};
+use crate::router::{Role, ThreadIdx, Via};
+use crate::wire::Clean;
+
+/// Thread status, the last transition wins (routing.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Pending,
+    Running,
+    Waiting,
+    Retrying,
+    Idle,
+    Failed,
+    Interrupted,
+    Closed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Waiting => "waiting",
+            Self::Retrying => "retrying",
+            Self::Idle => "idle",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::Closed => "closed",
+        }
+    }
+
+    /// Still doing work (or about to).
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::Waiting | Self::Retrying)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnStatus {
+    InProgress,
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+#[derive(Debug, Clone)]
+pub struct Turn {
+    pub id: Box<str>,
+    pub status: TurnStatus,
+    pub started_ms: Option<i64>,
+    pub completed_ms: Option<i64>,
+    /// Items of this turn, in first-seen order (indices into the thread's items).
+    pub items: Vec<usize>,
+    pub error: Option<Clean>,
+}
+
+/// How full the context window is, from the latest model response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFill {
+    pub used: u64,
+    pub window: u64,
+}
+
+impl ContextFill {
+    pub fn ratio(self) -> f64 {
+        if self.window == 0 {
+            0.0
+        } else {
+            (self.used as f64 / self.window as f64).min(1.0)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Thread {
+    pub id: Box<str>,
+    pub role: Role,
+    pub parent: Option<ThreadIdx>,
+    pub depth: u32,
+    pub via: Option<Via>,
+    /// Id of the parent's item that announced this thread.
+    pub card: Option<Box<str>>,
+    /// Registered children, append-only, in registration order: the parent's catalog.
+    pub children: Vec<ThreadIdx>,
+    pub nickname: Option<Clean>,
+    pub agent_path: Option<Clean>,
+    pub agent_role: Option<Clean>,
+    pub model: Option<Clean>,
+    pub status: Status,
+    /// The status a retrying thread returns to on its next line.
+    pub(super) before_retry: Option<Status>,
+    pub turns: Vec<Turn>,
+    pub(super) turn_index: FxHashMap<Box<str>, usize>,
+    pub items: Vec<Item>,
+    pub(super) item_index: FxHashMap<Box<str>, usize>,
+    pub tokens: Tokens,
+    pub context: Option<ContextFill>,
+    /// `None` while the model is unknown or not in the price table: unpriced, never $0.
+    pub cost: Option<Pico>,
+    /// This thread plus all its descendants.
+    pub subtree: Rollup,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
+    pub lines: u64,
+    pub last_error: Option<Clean>,
+    /// Bytes of item text held, for the scrollback bound.
+    pub(super) text_bytes: usize,
+    /// Items before this index have had their text dropped by the scrollback bound.
+    pub(super) text_floor: usize,
+}
+
+impl Thread {
+    pub(super) fn new(id: &str) -> Self {
+        Self {
+            id: id.into(),
+            role: Role::Pending,
+            parent: None,
+            depth: 0,
+            via: None,
+            card: None,
+            children: Vec::new(),
+            nickname: None,
+            agent_path: None,
+            agent_role: None,
+            model: None,
+            status: Status::Pending,
+            before_retry: None,
+            turns: Vec::new(),
+            turn_index: FxHashMap::default(),
+            items: Vec::new(),
+            item_index: FxHashMap::default(),
+            tokens: Tokens::default(),
+            context: None,
+            cost: None,
+            subtree: Rollup {
+                threads: 1,
+                ..Rollup::default()
+            },
+            first_ms: None,
+            last_ms: None,
+            lines: 0,
+            last_error: None,
+            text_bytes: 0,
+            text_floor: 0,
+        }
+    }
+
+    /// The best label known (routing.md §8): nickname, else the last segment of the agent path,
+    /// else the last 8 hex digits of the id (UUIDv7 ids of one session share their first digits).
+    pub fn name(&self) -> String {
+        if let Some(n) = self.nickname.as_ref().filter(|n| !n.is_empty()) {
+            return n.to_string();
+        }
+        if let Some(seg) = self
+            .agent_path
+            .as_ref()
+            .and_then(|p| p.as_str().rsplit('/').find(|s| !s.is_empty()))
+        {
+            return seg.to_owned();
+        }
+        short_id(&self.id)
+    }
+
+    pub fn item(&self, id: &str) -> Option<&Item> {
+        self.item_index.get(id).map(|&i| &self.items[i])
+    }
+
+    /// The item doing something right now: the newest one still in progress.
+    pub fn current_item(&self) -> Option<&Item> {
+        self.items
+            .iter()
+            .rev()
+            .take(64)
+            .find(|i| i.status == super::ItemStatus::InProgress)
+    }
+}
+
+/// The last 8 hex digits of an id.
+pub fn short_id(id: &str) -> String {
+    let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
+    if hex.len() >= 8 {
+        hex[hex.len() - 8..].iter().collect()
+    } else {
+        crate::wire::sanitize(id).to_string()
+    }
+}

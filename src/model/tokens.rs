@@ -1,0 +1,155 @@
+//! Token figures of a thread and of a subtree, and what they cost.
+
+use super::prices::{Pico, Price};
+use crate::wire::Breakdown;
+
+/// Cumulative usage of one thread (`tokenUsage.total`), OpenAI semantics: input includes cached
+/// and cache-written input, output includes reasoning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub cached_input: u64,
+    pub cache_write: u64,
+    pub output: u64,
+    pub reasoning_output: u64,
+    pub total: u64,
+}
+
+impl Tokens {
+    /// Field-wise max: idempotent under duplicated and late frames (wire.md §4). Never add up.
+    pub fn merge_max(&mut self, b: &Breakdown) {
+        let m = |field: &mut u64, v: Option<u64>| *field = (*field).max(v.unwrap_or(0));
+        m(&mut self.input, b.input_tokens);
+        m(&mut self.cached_input, b.cached_input_tokens);
+        m(&mut self.cache_write, b.cache_write_input_tokens);
+        m(&mut self.output, b.output_tokens);
+        m(&mut self.reasoning_output, b.reasoning_output_tokens);
+        m(&mut self.total, b.total_tokens);
+    }
+
+    /// routing.md §6: uncached input at the input price, cached and cache-written input at their
+    /// own, output (reasoning included) at the output price.
+    pub fn cost(&self, price: &Price) -> Pico {
+        let t = |v: u64| i128::from(v);
+        let uncached = t(self.input) - t(self.cached_input) - t(self.cache_write);
+        Pico(
+            uncached * price.input
+                + t(self.cached_input) * price.cached_input
+                + t(self.cache_write) * price.cache_write
+                + t(self.output) * price.output,
+        )
+    }
+
+    pub fn add(&mut self, o: &Self) {
+        self.input += o.input;
+        self.cached_input += o.cached_input;
+        self.cache_write += o.cache_write;
+        self.output += o.output;
+        self.reasoning_output += o.reasoning_output;
+        self.total += o.total;
+    }
+
+    /// `self - o`, field-wise; used for roll-up deltas, where `o` never exceeds `self`.
+    pub fn minus(&self, o: &Self) -> Self {
+        Self {
+            input: self.input.saturating_sub(o.input),
+            cached_input: self.cached_input.saturating_sub(o.cached_input),
+            cache_write: self.cache_write.saturating_sub(o.cache_write),
+            output: self.output.saturating_sub(o.output),
+            reasoning_output: self.reasoning_output.saturating_sub(o.reasoning_output),
+            total: self.total.saturating_sub(o.total),
+        }
+    }
+}
+
+/// Figures of a thread plus all its descendants, kept up to date incrementally as figures change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rollup {
+    pub threads: u32,
+    pub tokens: Tokens,
+    /// Sum over the priced threads.
+    pub cost: Pico,
+    pub priced: u32,
+}
+
+impl Rollup {
+    /// `None` when no thread in the set is priced: a sum of nothing known is not $0.
+    pub fn cost_usd(&self) -> Option<Pico> {
+        (self.priced > 0).then_some(self.cost)
+    }
+}
+
+/// A change to a subtree's figures, applied to every ancestor.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Delta {
+    pub threads: i64,
+    pub tokens: Tokens,
+    pub cost: Pico,
+    pub priced: i64,
+}
+
+impl Rollup {
+    pub(super) fn apply(&mut self, d: &Delta) {
+        self.threads = (i64::from(self.threads) + d.threads).max(0) as u32;
+        self.tokens.add(&d.tokens);
+        self.cost += d.cost;
+        self.priced = (i64::from(self.priced) + d.priced).max(0) as u32;
+    }
+
+    pub(super) fn as_delta(&self) -> Delta {
+        Delta {
+            threads: i64::from(self.threads),
+            tokens: self.tokens,
+            cost: self.cost,
+            priced: i64::from(self.priced),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_merge_is_idempotent_and_order_free() {
+        let a = Breakdown {
+            input_tokens: Some(100),
+            output_tokens: Some(10),
+            ..Breakdown::default()
+        };
+        let b = Breakdown {
+            input_tokens: Some(50),
+            output_tokens: Some(20),
+            ..Breakdown::default()
+        };
+        let mut x = Tokens::default();
+        x.merge_max(&a);
+        x.merge_max(&b);
+        x.merge_max(&a);
+        let mut y = Tokens::default();
+        y.merge_max(&b);
+        y.merge_max(&a);
+        assert_eq!(x, y);
+        assert_eq!((x.input, x.output), (100, 20));
+    }
+
+    #[test]
+    fn cost_follows_the_formula() {
+        let t = Tokens {
+            input: 3300,
+            cached_input: 1024,
+            cache_write: 0,
+            output: 100,
+            reasoning_output: 32,
+            total: 3400,
+        };
+        let gpt55 = Price {
+            input: 5_000_000,
+            cached_input: 500_000,
+            cache_write: 5_000_000,
+            output: 30_000_000,
+        };
+        // (3300-1024)*5 + 1024*0.5 + 100*30 = 11380 + 512 + 3000 = 14892 USD per million tokens.
+        assert_eq!(t.cost(&gpt55).to_string(), "0.014892");
+    }
+}

@@ -1,0 +1,76 @@
+//! Which side sent a line and what a child's line becomes (routing.md §3).
+
+use crate::wire::methods::{self, Sender};
+use crate::wire::{Dir, Line};
+
+/// Where a decoded line goes before any thread state is consulted.
+pub(super) enum Side<'l> {
+    /// Client requests and notifications, every response, headers and socket markers.
+    Control,
+    /// Server traffic that names no thread (`account/*`, `configWarning`, …).
+    Global,
+    /// Server traffic of one thread.
+    Thread(&'l str),
+}
+
+pub(super) fn side<'l>(line: &'l Line<'_>) -> Side<'l> {
+    let msg = &line.msg;
+    if msg.swarmtop.is_some() {
+        return Side::Control;
+    }
+    let Some(method) = msg.method() else {
+        return Side::Control;
+    };
+    let thread = msg.thread_id().filter(|t| !t.is_empty());
+    let from_server = match line.dir {
+        Dir::ServerToClient => true,
+        Dir::ClientToServer => false,
+        Dir::In | Dir::Bare => match methods::sender(method) {
+            Sender::ServerNotification | Sender::ServerRequest => true,
+            Sender::ClientRequest | Sender::ClientNotification => false,
+            // New server methods must surface, not vanish (routing.md §3): with a thread they are
+            // that thread's notifications, without one they are global.
+            Sender::Unknown => true,
+        },
+    };
+    match (from_server, thread) {
+        (false, _) => Side::Control,
+        (true, None) => Side::Global,
+        (true, Some(t)) => Side::Thread(t),
+    }
+}
+
+/// How a line of a child (or orphan) thread is routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ChildClass {
+    /// Lifecycle noise that drives the lane's state but never reaches the parent's stream.
+    Suppressed,
+    /// Suppressed, and it closes the lane's current turn.
+    Terminal,
+    /// Substantive output, re-homed onto the root's session under its owner's id.
+    Rehomed,
+}
+
+pub(super) fn child_class(line: &Line<'_>) -> ChildClass {
+    let method = line.msg.method().unwrap_or("");
+    if method == "turn/completed" {
+        return ChildClass::Terminal;
+    }
+    if method == "error" {
+        // `willRetry` absent counts as final, as it does for status (routing.md §6).
+        return if line.msg.params.will_retry == Some(true) {
+            ChildClass::Rehomed
+        } else {
+            ChildClass::Terminal
+        };
+    }
+    if method.starts_with("thread/")
+        || method.starts_with("turn/")
+        || method.starts_with("model/")
+        || method == "item/plan/delta"
+    {
+        ChildClass::Suppressed
+    } else {
+        ChildClass::Rehomed
+    }
+}

@@ -1,0 +1,240 @@
+//! Recorded inputs: files, `.gz` files, directories of them, and `-` for stdin, read in the order
+//! given as one stream of records (routing.md §7).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+
+/// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
+pub const MAX_LINE: usize = 16 << 20;
+/// Bytes of an oversized record kept for its diagnostics sample.
+const HEAD: usize = 200;
+const READ_BUFFER: usize = 1 << 20;
+
+/// One input of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+impl Input {
+    pub fn name(&self) -> String {
+        match self {
+            Self::Stdin => "stdin".to_owned(),
+            Self::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// A record: a line without its `\n`, or the fact of a line too long to keep.
+#[derive(Debug)]
+pub enum Record<'a> {
+    Line(&'a [u8]),
+    TooLong { len: usize, head: &'a [u8] },
+}
+
+/// Expands the command line's inputs: a directory gives its `*.ndjson` / `*.jsonl` files (also
+/// `.gz`), recursively, in name order.
+pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.as_os_str() == "-" {
+            out.push(Input::Stdin);
+        } else if p.is_dir() {
+            let mut files = Vec::new();
+            collect_dir(p, &mut files).map_err(|e| with_path(e, p))?;
+            files.sort();
+            out.extend(files.into_iter().map(Input::File));
+        } else {
+            out.push(Input::File(p.clone()));
+        }
+    }
+    Ok(out)
+}
+
+fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect_dir(&path, out)?;
+        } else if is_recording_name(&path) {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn is_recording_name(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    name.ends_with(".ndjson") || name.ends_with(".jsonl")
+}
+
+fn with_path(e: io::Error, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
+pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
+    let raw: Box<dyn Read + Send> = match input {
+        Input::Stdin => Box::new(io::stdin()),
+        Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(e, p))?),
+    };
+    let mut reader = BufReader::with_capacity(READ_BUFFER, raw);
+    let gz = reader.fill_buf().map(|b| b.starts_with(&[0x1f, 0x8b]))?;
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            READ_BUFFER,
+            MultiGzDecoder::new(reader),
+        ))
+    } else {
+        Box::new(reader)
+    })
+}
+
+/// Splits a reader into records, calling `each` for every one; returns the bytes read.
+///
+/// A record that is empty or only ASCII whitespace is not a record (routing.md §8). Lines are
+/// handed out straight from the read buffer when they fit in it, copied only when they span reads.
+pub fn read_records(
+    mut reader: impl BufRead,
+    max_line: usize,
+    mut each: impl FnMut(Record<'_>),
+) -> io::Result<u64> {
+    let mut bytes = 0u64;
+    let mut partial: Vec<u8> = Vec::new();
+    let mut overflow: Option<usize> = None;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        let len = chunk.len();
+        let mut start = 0;
+        while let Some(i) = memchr::memchr(b'\n', &chunk[start..]) {
+            let end = start + i;
+            if partial.is_empty() && overflow.is_none() {
+                emit(&chunk[start..end], max_line, &mut each);
+            } else {
+                append(&mut partial, &mut overflow, &chunk[start..end], max_line);
+                finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+            }
+            start = end + 1;
+        }
+        append(&mut partial, &mut overflow, &chunk[start..], max_line);
+        bytes += len as u64;
+        reader.consume(len);
+    }
+    finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+    Ok(bytes)
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+fn emit(line: &[u8], max_line: usize, each: &mut impl FnMut(Record<'_>)) {
+    if is_blank(line) {
+        return;
+    }
+    if line.len() > max_line {
+        each(Record::TooLong {
+            len: line.len(),
+            head: &line[..HEAD.min(line.len())],
+        });
+    } else {
+        each(Record::Line(line));
+    }
+}
+
+/// Buffers part of a line that spans reads; past the bound only its length and head are kept.
+fn append(partial: &mut Vec<u8>, overflow: &mut Option<usize>, piece: &[u8], max_line: usize) {
+    if let Some(n) = overflow {
+        *n += piece.len();
+    } else if partial.len() + piece.len() > max_line {
+        *overflow = Some(partial.len() + piece.len());
+        let room = HEAD.saturating_sub(partial.len());
+        partial.extend_from_slice(&piece[..room.min(piece.len())]);
+        partial.truncate(HEAD);
+        partial.shrink_to(HEAD);
+    } else {
+        partial.extend_from_slice(piece);
+    }
+}
+
+fn finish_partial(
+    partial: &mut Vec<u8>,
+    overflow: &mut Option<usize>,
+    max_line: usize,
+    each: &mut impl FnMut(Record<'_>),
+) {
+    match overflow.take() {
+        Some(len) => each(Record::TooLong { len, head: partial }),
+        None if !partial.is_empty() => emit(partial, max_line, each),
+        None => {}
+    }
+    partial.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(data: &[u8], cap: usize, max: usize) -> (Vec<String>, u64) {
+        let mut out = Vec::new();
+        let reader = BufReader::with_capacity(cap, data);
+        let bytes = read_records(reader, max, |r| {
+            out.push(match r {
+                Record::Line(l) => String::from_utf8_lossy(l).into_owned(),
+                Record::TooLong { len, head } => {
+                    format!("TOO LONG {len} {}", String::from_utf8_lossy(head).len())
+                }
+            });
+        })
+        .unwrap();
+        (out, bytes)
+    }
+
+    #[test]
+    fn splits_on_newlines_and_skips_blank_records() {
+        let data = b"a\n\n  \t\r\nbb\r\nccc";
+        for cap in [1, 2, 3, 64] {
+            let (r, bytes) = records(data, cap, 100);
+            assert_eq!(r, ["a", "bb\r", "ccc"], "buffer {cap}");
+            assert_eq!(bytes, data.len() as u64);
+        }
+    }
+
+    #[test]
+    fn oversized_lines_are_reported_not_kept() {
+        let mut data = vec![b'x'; 1000];
+        data.extend_from_slice(b"\nok\n");
+        for cap in [7, 4096] {
+            let (r, _) = records(&data, cap, 500);
+            assert_eq!(r, ["TOO LONG 1000 200", "ok"], "buffer {cap}");
+        }
+    }
+
+    #[test]
+    fn gzip_is_detected_by_magic() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.data");
+        let mut enc = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        enc.write_all(b"{\"id\":1}\n").unwrap();
+        enc.finish().unwrap();
+        let (mut n, reader) = (0, open(&Input::File(path)).unwrap());
+        let bytes = read_records(reader, MAX_LINE, |_| n += 1).unwrap();
+        assert_eq!((n, bytes), (1, 9));
+    }
+}
