@@ -3,7 +3,8 @@
 //! One run of the refactoring scenario (`support/scenario.rs`: a lead with four parallel children, one of
 //! which has two children of its own and one of which fails) is checked from every side we can see:
 //! the bytes on the pipe, the recording, the tree and token figures on the wire against what the mock
-//! served, and — once they land — `swarmtop stats --json` on the recording and a monitor attached mid-run.
+//! served, `swarmtop stats --json` on the recording against both, and — once the tee lands — a monitor
+//! attached mid-run.
 //!
 //! Needs the codex binary: `scripts/setup-codex.sh` installs it (npm) into the git-ignored `.cache/`. The
 //! test skips, loudly, only when npm is missing; with `CI` set even that fails. `SWARMTOP_CODEX_BIN`
@@ -27,8 +28,8 @@ use support::traffic::Tokens;
 /// `swarmtop tee --socket S --record R -- codex app-server` instead of codex itself, and every assertion
 /// below checks the tee's recording instead of the one the client writes for itself.
 const THROUGH_TEE: bool = false;
-/// INTEGRATION(stats): set to `true` once `swarmtop stats --json` lands (on `main`).
-const STATS_READY: bool = false;
+/// `swarmtop stats --json` is on `main` (merged): checked against the wire, the mock and prices.md.
+const STATS_READY: bool = true;
 /// INTEGRATION(attach): set to `true` once `swarmtop attach --headless` lands (needs `THROUGH_TEE`).
 const ATTACH_READY: bool = false;
 
