@@ -24,14 +24,12 @@ use support::recording::{self, Bundle};
 use support::scenario::{AGENTS, Pacing, ROOT_MODEL, depth};
 use support::traffic::Tokens;
 
-/// INTEGRATION(tee): set to `true` once `swarmtop tee` lands (branch `attach`). The client then talks to
-/// `swarmtop tee --socket S --record R -- codex app-server` instead of codex itself, and every assertion
-/// below checks the tee's recording instead of the one the client writes for itself.
-const THROUGH_TEE: bool = false;
-/// `swarmtop stats --json` is on `main` (merged): checked against the wire, the mock and prices.md.
-const STATS_READY: bool = true;
-/// INTEGRATION(attach): set to `true` once `swarmtop attach --headless` lands (needs `THROUGH_TEE`).
-const ATTACH_READY: bool = false;
+/// INTEGRATION(tee): `true` once `swarmtop tee` and `swarmtop attach` (branch `attach`) are merged. The
+/// client then talks to `swarmtop tee --socket S --record R -- codex app-server` instead of codex itself,
+/// every check below reads the tee's recording instead of the one the client writes for itself, and a
+/// monitor (`swarmtop attach --headless S`) is attached mid-run. Verified with a trial merge of `attach`
+/// at 73d59c1: the whole test passes through the tee.
+const TEE_LANDED: bool = false;
 
 const SWARMTOP: &str = env!("CARGO_BIN_EXE_swarmtop");
 
@@ -69,7 +67,7 @@ async fn real_codex_multi_agent_session_through_the_pipe() {
     .await
     .unwrap_or_else(|e| panic!("the scripted session did not complete: {e}"));
 
-    if !THROUGH_TEE {
+    if !TEE_LANDED {
         // Until the tee exists the client records for itself, in the same format (recording.md), so
         // that everything downstream (stats, attach, the demo) already works on a real bundle.
         let header = recording::header(run.session.started_ms, &["codex", "app-server"], "e2e");
@@ -93,27 +91,25 @@ async fn real_codex_multi_agent_session_through_the_pipe() {
     check_tokens_against_the_mock(&run, &threads);
     check_streaming_and_parallelism(&run, &threads);
 
-    if STATS_READY {
-        let stats = stats_json(&rec_path);
-        check_stats(&stats, &run, &threads);
-        if ATTACH_READY {
-            let attached = attach
-                .await
-                .expect("attach task")
-                .expect("attach --headless printed nothing");
-            assert_eq!(
-                figures(&attached),
-                figures(&stats),
-                "a monitor attached mid-run must end with the same figures as stats on the recording"
-            );
-        }
+    let stats = stats_json(&rec_path);
+    check_stats(&stats, &run, &threads);
+    if TEE_LANDED {
+        let attached = attach
+            .await
+            .expect("attach task")
+            .expect("attach --headless printed nothing");
+        assert_eq!(
+            figures(&attached),
+            figures(&stats),
+            "a monitor attached mid-run must end with the same figures as stats on the recording"
+        );
     }
     drop(artefacts);
 }
 
 /// The command line the client launches.
 fn server_command(codex: &Path, rec_path: &Path, socket: &Path) -> (OsString, Vec<OsString>) {
-    if THROUGH_TEE {
+    if TEE_LANDED {
         let args = ["tee", "--socket"]
             .into_iter()
             .map(OsString::from)
@@ -138,7 +134,7 @@ async fn attach_mid_run(
     socket: PathBuf,
     first_child: tokio::sync::oneshot::Receiver<()>,
 ) -> Option<Value> {
-    if !(ATTACH_READY && THROUGH_TEE) || first_child.await.is_err() {
+    if !TEE_LANDED || first_child.await.is_err() {
         return None;
     }
     let out = tokio::process::Command::new(SWARMTOP)
