@@ -23,10 +23,7 @@ fn main() {
         data.extend_from_slice(LINES);
     }
     let lines = memchr::memchr_iter(b'\n', &data).count();
-    println!(
-        "tee throughput: {} MiB, {lines} lines per run, {rounds} rounds",
-        data.len() >> 20
-    );
+    println!("tee throughput: {} MiB, {lines} lines per run, {rounds} rounds", data.len() >> 20);
 
     let mut ratios = Vec::new();
     for round in 1..=rounds {
@@ -47,10 +44,7 @@ fn main() {
 
     // What a client feels at a real session's pace: one line out, its echo back.
     // A line of a typical size (streamed deltas are a few hundred bytes).
-    let line = LINES
-        .split_inclusive(|&b| b == b'\n')
-        .min_by_key(|l| l.len().abs_diff(400))
-        .unwrap_or(b"{}\n");
+    let line = LINES.split_inclusive(|&b| b == b'\n').min_by_key(|l| l.len().abs_diff(400)).unwrap_or(b"{}\n");
     let plain = round_trips(&mut Command::new("cat"), line, None);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut tee = Command::new(env!("CARGO_BIN_EXE_swarmtop"));
@@ -70,11 +64,7 @@ fn main() {
 
 /// Median and 99th percentile of the time for one line to go through and come back.
 fn round_trips(cmd: &mut Command, line: &[u8], tee_dir: Option<&Path>) -> (Duration, Duration) {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
     let monitors: Vec<_> = match tee_dir {
         Some(dir) => {
             let sock = dir.join(format!("run/swarmtop/tee-{}.sock", child.id()));
@@ -131,11 +121,7 @@ fn pump(child: &mut Child, data: &[u8]) -> Duration {
 }
 
 fn run_plain(data: &[u8]) -> Duration {
-    let mut cat = Command::new("cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("cat");
+    let mut cat = Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("cat");
     let took = pump(&mut cat, data);
     cat.wait().expect("cat exits");
     took
@@ -147,22 +133,13 @@ fn run_tee(data: &[u8], monitors: usize) -> (Duration, bool) {
         .env("XDG_RUNTIME_DIR", dir.path().join("run"))
         .env("XDG_STATE_HOME", dir.path().join("state"))
         .arg("tee")
-        .args(
-            std::env::var("TEE_BENCH_FLAGS")
-                .ok()
-                .as_deref()
-                .map(str::split_whitespace)
-                .into_iter()
-                .flatten(),
-        )
+        .args(std::env::var("TEE_BENCH_FLAGS").ok().as_deref().map(str::split_whitespace).into_iter().flatten())
         .args(["--", "cat"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("swarmtop tee");
-    let sock = dir
-        .path()
-        .join(format!("run/swarmtop/tee-{}.sock", tee.id()));
+    let sock = dir.path().join(format!("run/swarmtop/tee-{}.sock", tee.id()));
     wait_for(&sock);
     let monitors: Vec<_> = (0..monitors).map(|_| monitor(&sock)).collect();
     let took = pump(&mut tee, data);

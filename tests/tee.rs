@@ -26,9 +26,7 @@ struct Env {
 
 impl Env {
     fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
+        Self { dir: tempfile::tempdir().expect("tempdir") }
     }
 
     fn run_dir(&self) -> PathBuf {
@@ -49,8 +47,7 @@ impl Env {
 
     fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_swarmtop"));
-        c.env("XDG_RUNTIME_DIR", self.run_dir())
-            .env("XDG_STATE_HOME", self.state_dir());
+        c.env("XDG_RUNTIME_DIR", self.run_dir()).env("XDG_STATE_HOME", self.state_dir());
         c
     }
 
@@ -69,11 +66,7 @@ impl Env {
             .expect("spawn tee");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
-        Tee {
-            child,
-            stdin,
-            stdout,
-        }
+        Tee { child, stdin, stdout }
     }
 
     /// The socket of the one tee running in this environment.
@@ -89,13 +82,7 @@ impl Env {
 
     /// The one recording in the default directory.
     fn recording(&self) -> PathBuf {
-        wait_for("the recording", || {
-            fs::read_dir(self.recordings_dir())
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .next()
-        })
+        wait_for("the recording", || fs::read_dir(self.recordings_dir()).ok()?.flatten().map(|e| e.path()).next())
     }
 }
 
@@ -118,11 +105,7 @@ impl Tee {
             let _ = stdin.write_all(&input);
         });
         let mut out = Vec::new();
-        self.stdout
-            .take()
-            .expect("stdout")
-            .read_to_end(&mut out)
-            .expect("read stdout");
+        self.stdout.take().expect("stdout").read_to_end(&mut out).expect("read stdout");
         writer.join().expect("writer");
         out
     }
@@ -160,9 +143,7 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 /// A monitor reading everything from a tee's socket, on its own thread.
 fn monitor(path: &Path) -> JoinHandle<Vec<u8>> {
     let mut stream = UnixStream::connect(path).expect("connect monitor");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
     std::thread::spawn(move || {
         let mut got = Vec::new();
         let _ = stream.read_to_end(&mut got);
@@ -195,15 +176,10 @@ struct Rebuilt {
 fn rebuild(recording: &[u8]) -> Rebuilt {
     let mut out = Rebuilt::default();
     for line in recording.split_inclusive(|&b| b == b'\n') {
-        let line = line
-            .strip_suffix(b"\n")
-            .expect("every record ends in a newline");
+        let line = line.strip_suffix(b"\n").expect("every record ends in a newline");
         let value: serde_json::Value = serde_json::from_slice(line).expect("every record is JSON");
         if out.header.is_none() {
-            assert_eq!(
-                value["swarmtop"], "recording",
-                "the first line is the header"
-            );
+            assert_eq!(value["swarmtop"], "recording", "the first line is the header");
             out.header = Some(value);
             continue;
         }
@@ -211,10 +187,7 @@ fn rebuild(recording: &[u8]) -> Rebuilt {
         let dir = value["dir"].as_str().expect("dir");
         let partial = value.get("partial").is_some();
         let prefix = format!("{{\"ts\":{},\"dir\":\"{dir}\",", value["ts"]);
-        assert!(
-            line.starts_with(prefix.as_bytes()),
-            "record starts with ts and dir"
-        );
+        assert!(line.starts_with(prefix.as_bytes()), "record starts with ts and dir");
         let mut bytes = if let Some(raw) = value.get("rawB64") {
             base64::engine::general_purpose::STANDARD
                 .decode(raw.as_str().expect("rawB64 is a string"))
@@ -223,9 +196,7 @@ fn rebuild(recording: &[u8]) -> Rebuilt {
             let body = &line[prefix.len()..];
             let body = body.strip_prefix(b"\"msg\":").expect("msg follows");
             let suffix: &[u8] = if partial { b",\"partial\":true}" } else { b"}" };
-            body.strip_suffix(suffix)
-                .expect("record ends after msg")
-                .to_vec()
+            body.strip_suffix(suffix).expect("record ends after msg").to_vec()
         };
         if !partial {
             bytes.push(b'\n');
@@ -249,10 +220,8 @@ fn awkward_input() -> Vec<u8> {
     input.extend_from_slice(b"{\"crlf\":true}\r\n");
     input.extend_from_slice(b"  {\"spaced\" : [1, 2.50, 1e3]}  \n");
     input.extend_from_slice(b"{\"tab\":\"a\tb\"}\n");
-    let long = format!(
-        "{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n",
-        "x".repeat(1 << 20)
-    );
+    let long =
+        format!("{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n", "x".repeat(1 << 20));
     input.extend_from_slice(long.as_bytes());
     input.extend_from_slice(CLIENT);
     input.extend_from_slice(b"{\"final\":\"no newline\"}");
@@ -269,24 +238,13 @@ fn forwarding_is_byte_exact_both_ways_and_equals_the_recording() {
     assert_eq!(tee.wait(), 0);
     assert!(output == input, "stdout differs from what the server wrote");
     let rebuilt = rebuild(&fs::read(&rec).expect("recording"));
-    assert!(
-        rebuilt.c2s == input,
-        "the recording's c2s differs from what the client wrote"
-    );
-    assert!(
-        rebuilt.s2c == input,
-        "the recording's s2c differs from what the server wrote"
-    );
+    assert!(rebuilt.c2s == input, "the recording's c2s differs from what the client wrote");
+    assert!(rebuilt.s2c == input, "the recording's s2c differs from what the server wrote");
     let header = rebuilt.header.expect("header");
     assert_eq!(header["source"], "tee");
     assert_eq!(header["version"], 1);
     assert_eq!(header["command"], serde_json::json!(["cat"]));
-    assert!(
-        !env.sock_dir()
-            .join(format!("tee-{}.sock", tee.child.id()))
-            .exists(),
-        "socket removed at exit"
-    );
+    assert!(!env.sock_dir().join(format!("tee-{}.sock", tee.child.id())).exists(), "socket removed at exit");
 }
 
 #[test]
@@ -303,18 +261,10 @@ fn exit_status_spawn_failures_and_signals_pass_through() {
     assert_eq!(t.wait(), 127);
 
     // The child is told of the tee's SIGTERM, and its own exit status is the tee's.
-    let mut t = env.tee(
-        &["--no-record"],
-        &[
-            "sh",
-            "-c",
-            "trap 'exit 7' TERM; echo ready; while :; do sleep 0.02; done",
-        ],
-    );
+    let mut t =
+        env.tee(&["--no-record"], &["sh", "-c", "trap 'exit 7' TERM; echo ready; while :; do sleep 0.02; done"]);
     let mut line = String::new();
-    BufReader::new(t.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
+    BufReader::new(t.stdout.take().expect("stdout")).read_line(&mut line).expect("read");
     assert_eq!(line, "ready\n");
     kill(t.pid(), Signal::SIGTERM).expect("kill");
     assert_eq!(t.wait(), 7);
@@ -336,19 +286,9 @@ fn socket_and_recording_are_private_and_cleaned_up() {
     assert_eq!(mode(&env.sock_dir()), 0o700, "socket directory");
     assert_eq!(mode(&rec), 0o600, "recording");
     assert_eq!(mode(&env.recordings_dir()), 0o700, "recordings directory");
-    let name = rec
-        .file_name()
-        .expect("name")
-        .to_string_lossy()
-        .into_owned();
-    assert!(
-        name.ends_with(&format!("Z-tee-{}.ndjson", tee.child.id())),
-        "{name}"
-    );
-    assert_eq!(
-        name.len(),
-        "YYYYMMDDTHHMMSSZ".len() + format!("-tee-{}.ndjson", tee.child.id()).len()
-    );
+    let name = rec.file_name().expect("name").to_string_lossy().into_owned();
+    assert!(name.ends_with(&format!("Z-tee-{}.ndjson", tee.child.id())), "{name}");
+    assert_eq!(name.len(), "YYYYMMDDTHHMMSSZ".len() + format!("-tee-{}.ndjson", tee.child.id()).len());
     tee.exchange(b"{}\n".to_vec());
     assert_eq!(tee.wait(), 0);
     assert!(!sock.exists(), "socket removed at exit");
@@ -375,9 +315,7 @@ fn a_late_monitor_gets_history_then_live_then_the_end() {
     echo(early);
 
     let mut mon = BufReader::new(UnixStream::connect(&sock).expect("connect"));
-    mon.get_ref()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    mon.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let history = read_until_line(&mut mon, LIVE);
     let so_far = fs::read(&rec).expect("recording");
     assert!(history == so_far, "history is the recording so far");
@@ -391,10 +329,7 @@ fn a_late_monitor_gets_history_then_live_then_the_end() {
     let all = fs::read(&rec).expect("recording");
     let mut expected = all[so_far.len()..].to_vec();
     expected.extend_from_slice(b"{\"swarmtop\":\"end\",\"exitCode\":0}\n");
-    assert!(
-        live == expected,
-        "live records are the rest of the recording, then the end marker"
-    );
+    assert!(live == expected, "live records are the rest of the recording, then the end marker");
 }
 
 #[test]
@@ -411,10 +346,7 @@ fn stuck_and_killed_monitors_do_not_slow_the_proxy() {
 
     // 48 MiB is six times the per-monitor queue and far beyond any socket buffer: without the
     // bounded queue the stuck monitor would block the proxy for good.
-    let line = format!(
-        "{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n",
-        "y".repeat(500)
-    );
+    let line = format!("{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n", "y".repeat(500));
     let input = line.repeat((48 << 20) / line.len()).into_bytes();
     let started = Instant::now();
     let output = tee.exchange(input.clone());
@@ -423,22 +355,12 @@ fn stuck_and_killed_monitors_do_not_slow_the_proxy() {
     assert!(output == input, "every byte forwarded");
     assert!(took < Duration::from_secs(60), "48 MiB took {took:?}");
     // The stuck monitor was dropped: its stream ends (the tee closed it) instead of waiting.
-    stuck
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    stuck.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let mut rest = Vec::new();
-    (&stuck)
-        .read_to_end(&mut rest)
-        .expect("the stuck monitor's stream ends");
-    assert!(
-        !rest.ends_with(b"{\"swarmtop\":\"end\",\"exitCode\":0}\n"),
-        "a dropped monitor gets no end"
-    );
+    (&stuck).read_to_end(&mut rest).expect("the stuck monitor's stream ends");
+    assert!(!rest.ends_with(b"{\"swarmtop\":\"end\",\"exitCode\":0}\n"), "a dropped monitor gets no end");
     let rebuilt = rebuild(&fs::read(env.recording()).expect("recording"));
-    assert!(
-        rebuilt.s2c == input && rebuilt.c2s == input,
-        "the recording is complete"
-    );
+    assert!(rebuilt.s2c == input && rebuilt.c2s == input, "the recording is complete");
 }
 
 #[test]
@@ -477,10 +399,7 @@ fn sigkill_leaves_the_recording_complete_up_to_the_last_forwarded_line() {
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     bytes.truncate(complete);
     let rebuilt = rebuild(&bytes);
-    let forwarded_lines = received
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
+    let forwarded_lines = received.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     assert!(forwarded_lines > 0);
     assert!(
         rebuilt.s2c.starts_with(&received[..forwarded_lines]),
@@ -488,10 +407,7 @@ fn sigkill_leaves_the_recording_complete_up_to_the_last_forwarded_line() {
         forwarded_lines,
         rebuilt.s2c.len()
     );
-    assert!(
-        rebuilt.c2s.starts_with(&rebuilt.s2c),
-        "the server never sent what was not recorded as sent to it"
-    );
+    assert!(rebuilt.c2s.starts_with(&rebuilt.s2c), "the server never sent what was not recorded as sent to it");
 }
 
 #[test]
@@ -512,28 +428,19 @@ fn a_burst_with_two_monitors_attached_loses_nothing() {
     assert!(output == input);
     let recorded = fs::read(env.recording()).expect("recording");
     let rebuilt = rebuild(&recorded);
-    assert!(
-        rebuilt.s2c == input && rebuilt.c2s == input,
-        "the recording lost nothing"
-    );
+    assert!(rebuilt.s2c == input && rebuilt.c2s == input, "the recording lost nothing");
     for m in monitors {
         let got = m.join().expect("monitor");
         if got.windows(20).any(|w| w == b"{\"swarmtop\":\"lagged\"") {
             continue;
         }
         // History then live, split anywhere at a record boundary: the same bytes as the file.
-        let pos = got
-            .windows(LIVE.len())
-            .position(|w| w == LIVE)
-            .expect("live marker");
+        let pos = got.windows(LIVE.len()).position(|w| w == LIVE).expect("live marker");
         let mut seen = got[..pos].to_vec();
         seen.extend_from_slice(&got[pos + LIVE.len()..]);
         let mut expected = recorded.clone();
         expected.extend_from_slice(b"{\"swarmtop\":\"end\",\"exitCode\":0}\n");
-        assert!(
-            seen == expected,
-            "a monitor that kept up saw exactly the recording"
-        );
+        assert!(seen == expected, "a monitor that kept up saw exactly the recording");
     }
 }
 
@@ -543,9 +450,7 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     let mut tee = env.tee(&["--monitor-queue-bytes", "1048576"], &["cat"]);
     let sock = env.wait_socket();
     let mut slow = BufReader::new(UnixStream::connect(&sock).expect("connect"));
-    slow.get_ref()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    slow.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     read_until_line(&mut slow, LIVE);
     // A monitor that keeps reading, far slower than the proxy moves lines.
     let slow = std::thread::spawn(move || {
@@ -561,10 +466,7 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     });
     let mut stdin = tee.stdin.take().expect("stdin");
     let mut stdout = tee.stdout.take().expect("stdout");
-    let line = format!(
-        "{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n",
-        "w".repeat(300)
-    );
+    let line = format!("{{\"method\":\"item/agentMessage/delta\",\"params\":{{\"delta\":\"{}\"}}}}\n", "w".repeat(300));
     // Eight times the queue bound, far more than the monitor reads meanwhile.
     let burst = line.repeat((8 << 20) / line.len());
     let expect_back = burst.len();
@@ -577,41 +479,23 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     let mut stdin = writer.join().expect("writer");
 
     let got = slow.join().expect("slow monitor");
-    let last = got[..got.len() - 1]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let marker: serde_json::Value =
-        serde_json::from_slice(&got[last..]).expect("the stream ends in a marker");
+    let last = got[..got.len() - 1].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let marker: serde_json::Value = serde_json::from_slice(&got[last..]).expect("the stream ends in a marker");
     assert_eq!(marker["swarmtop"], "lagged");
     assert!(marker["droppedFromMs"].as_i64().expect("droppedFromMs") > 0);
-    assert!(
-        memchr::memchr_iter(b'\n', &got[..last]).count() > 0,
-        "whole records before the marker"
-    );
+    assert!(memchr::memchr_iter(b'\n', &got[..last]).count() > 0, "whole records before the marker");
 
     // Reconnecting gives the whole history again, then live records.
     let mut again = BufReader::new(UnixStream::connect(&sock).expect("reconnect"));
-    again
-        .get_ref()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    again.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let history = read_until_line(&mut again, LIVE);
-    assert!(
-        history == fs::read(env.recording()).expect("recording"),
-        "history is the recording"
-    );
+    assert!(history == fs::read(env.recording()).expect("recording"), "history is the recording");
     stdin.write_all(b"{\"after\":1}\n").expect("write");
     let mut echo = String::new();
-    BufReader::new(&mut stdout)
-        .read_line(&mut echo)
-        .expect("echo");
+    BufReader::new(&mut stdout).read_line(&mut echo).expect("echo");
     let mut next = String::new();
     again.read_line(&mut next).expect("live record");
-    assert!(
-        next.contains("\"dir\":\"c2s\",\"msg\":{\"after\":1}"),
-        "{next}"
-    );
+    assert!(next.contains("\"dir\":\"c2s\",\"msg\":{\"after\":1}"), "{next}");
     drop(stdin);
     assert_eq!(tee.wait(), 0);
 }
@@ -633,52 +517,27 @@ fn attach_headless_mid_run_prints_the_stats_of_the_recording() {
     }
     let copy = env.dir.path().join("attach.ndjson");
     // No SOCKET: the only running tee is found.
-    let attach = env
-        .cmd()
-        .args(["attach", "--headless", "--record"])
-        .arg(&copy)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("attach");
-    wait_for("attach to connect", || {
-        (fs::metadata(&copy).ok()?.len() > 0).then_some(())
-    });
-    stdin
-        .write_all(b"{\"id\":1,\"method\":\"go\"}\n")
-        .expect("write");
+    let attach =
+        env.cmd().args(["attach", "--headless", "--record"]).arg(&copy).stdout(Stdio::piped()).spawn().expect("attach");
+    wait_for("attach to connect", || (fs::metadata(&copy).ok()?.len() > 0).then_some(()));
+    stdin.write_all(b"{\"id\":1,\"method\":\"go\"}\n").expect("write");
     drop(stdin);
     let mut rest = Vec::new();
     stdout.read_to_end(&mut rest).expect("read the rest");
     assert_eq!(tee.wait(), 0);
     let attach = wait_output(attach);
-    assert!(
-        attach.status.success(),
-        "attach failed: {}",
-        String::from_utf8_lossy(&attach.stderr)
-    );
+    assert!(attach.status.success(), "attach failed: {}", String::from_utf8_lossy(&attach.stderr));
     let rec = env.recording();
-    let stats = env
-        .cmd()
-        .args(["stats", "--json"])
-        .arg(&rec)
-        .output()
-        .expect("stats");
+    let stats = env.cmd().args(["stats", "--json"]).arg(&rec).output().expect("stats");
     assert!(stats.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&attach.stdout),
-        String::from_utf8_lossy(&stats.stdout)
-    );
+    assert_eq!(String::from_utf8_lossy(&attach.stdout), String::from_utf8_lossy(&stats.stdout));
     let v: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats JSON");
     assert_eq!(v["routing"]["malformed"], 0);
-    assert!(
-        v["threads"].as_array().expect("threads").len() >= 4,
-        "the fixture's spawn tree"
-    );
+    assert!(v["threads"].as_array().expect("threads").len() >= 4, "the fixture's spawn tree");
     // The attach's own recording: its header, then the tee's records, each once.
     let copied = fs::read(&copy).expect("attach recording");
     let first_newline = copied.iter().position(|&b| b == b'\n').expect("header");
-    let header: serde_json::Value =
-        serde_json::from_slice(&copied[..first_newline]).expect("header");
+    let header: serde_json::Value = serde_json::from_slice(&copied[..first_newline]).expect("header");
     assert_eq!(header["source"], "attach");
     assert!(copied[first_newline + 1..] == fs::read(&rec).expect("recording")[..]);
 }
@@ -688,20 +547,13 @@ fn wait_output(child: Child) -> Output {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    rx.recv_timeout(Duration::from_secs(30))
-        .expect("exits in time")
-        .expect("output")
+    rx.recv_timeout(Duration::from_secs(30)).expect("exits in time").expect("output")
 }
 
 #[test]
 fn attach_lists_running_tees_and_removes_stale_sockets() {
     let env = Env::new();
-    let none = env
-        .cmd()
-        .args(["attach", "--headless"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("attach");
+    let none = env.cmd().args(["attach", "--headless"]).stdin(Stdio::null()).output().expect("attach");
     assert_eq!(none.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&none.stderr).contains("no running"));
 
@@ -716,18 +568,10 @@ fn attach_lists_running_tees_and_removes_stale_sockets() {
         let p = env.sock_dir().join(format!("tee-{}.sock", b.child.id()));
         p.exists().then_some(p)
     });
-    let listed = env
-        .cmd()
-        .args(["attach", "--headless"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("attach");
+    let listed = env.cmd().args(["attach", "--headless"]).stdin(Stdio::null()).output().expect("attach");
     assert_eq!(listed.status.code(), Some(2));
     let text = String::from_utf8_lossy(&listed.stderr);
-    let (pa, pb) = (
-        text.find(&*first.to_string_lossy()),
-        text.find(&*second.to_string_lossy()),
-    );
+    let (pa, pb) = (text.find(&*first.to_string_lossy()), text.find(&*second.to_string_lossy()));
     assert!(pa.is_some() && pb.is_some(), "{text}");
     assert!(pb < pa, "newest first: {text}");
     assert!(!stale.exists(), "the stale socket was removed");
@@ -754,8 +598,7 @@ fn listen_records_each_producer_as_its_own_stream() {
     wait_for("the listen socket", || sock.exists().then_some(()));
     let mut a = UnixStream::connect(&sock).expect("a");
     let mut b = UnixStream::connect(&sock).expect("b");
-    let envelope =
-        b"{\"ts\":5,\"dir\":\"s2c\",\"msg\":{\"method\":\"thread/started\",\"params\":{}}}\n";
+    let envelope = b"{\"ts\":5,\"dir\":\"s2c\",\"msg\":{\"method\":\"thread/started\",\"params\":{}}}\n";
     a.write_all(b"{\"method\":\"a\",").expect("a");
     a.flush().expect("flush");
     std::thread::sleep(Duration::from_millis(50));
@@ -770,42 +613,18 @@ fn listen_records_each_producer_as_its_own_stream() {
         let text = fs::read(&rec).ok()?;
         (memchr::memchr_iter(b'\n', &text).count() == 5).then_some(text)
     });
-    kill(
-        Pid::from_raw(i32::try_from(listen.id()).expect("pid")),
-        Signal::SIGINT,
-    )
-    .expect("kill");
+    kill(Pid::from_raw(i32::try_from(listen.id()).expect("pid")), Signal::SIGINT).expect("kill");
     let mut out = Vec::new();
-    listen
-        .stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut out)
-        .expect("stats");
+    listen.stdout.take().expect("stdout").read_to_end(&mut out).expect("stats");
     assert!(listen.wait().expect("wait").success());
     let stats: serde_json::Value = serde_json::from_slice(&out).expect("stats JSON on SIGINT");
     assert_eq!(stats["input"]["lines"], 5);
-    let records: Vec<&[u8]> = lines
-        .split(|&c| c == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
+    let records: Vec<&[u8]> = lines.split(|&c| c == b'\n').filter(|l| !l.is_empty()).collect();
     let header: serde_json::Value = serde_json::from_slice(records[0]).expect("header");
     assert_eq!(header["source"], "listen");
-    let tail = |r: &[u8]| {
-        String::from_utf8_lossy(&r[r.iter().position(|&c| c == b',').expect("ts")..]).into_owned()
-    };
+    let tail = |r: &[u8]| String::from_utf8_lossy(&r[r.iter().position(|&c| c == b',').expect("ts")..]).into_owned();
     assert_eq!(tail(records[1]), r#","dir":"in","msg":{"method":"b"}}"#);
-    assert_eq!(
-        tail(records[2]),
-        r#","dir":"in","msg":{"method":"a","params":{}}}"#
-    );
-    assert_eq!(
-        records[3],
-        &envelope[..envelope.len() - 1],
-        "a producer's envelope is kept as it is"
-    );
-    assert_eq!(
-        tail(records[4]),
-        r#","dir":"in","rawB64":"Y3V0IHNob3J0","partial":true}"#
-    );
+    assert_eq!(tail(records[2]), r#","dir":"in","msg":{"method":"a","params":{}}}"#);
+    assert_eq!(records[3], &envelope[..envelope.len() - 1], "a producer's envelope is kept as it is");
+    assert_eq!(tail(records[4]), r#","dir":"in","rawB64":"Y3V0IHNob3J0","partial":true}"#);
 }

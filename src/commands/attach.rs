@@ -16,9 +16,7 @@ use crate::source::recording::{self, Recorder, Source};
 
 pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     if !args.headless {
-        bail!(
-            "the monitor screen is not available in this build yet; use `swarmtop attach --headless`"
-        );
+        bail!("the monitor screen is not available in this build yet; use `swarmtop attach --headless`");
     }
     let path = match &args.socket {
         Some(p) => p.clone(),
@@ -39,20 +37,11 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
         }
         None => None,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         // Headless runs end with the stream; a screen would pass `reconnect: true`.
-        tokio::spawn(attach::run(
-            Options {
-                path,
-                reconnect: false,
-                record,
-            },
-            tx,
-        ));
+        tokio::spawn(attach::run(Options { path, reconnect: false, record }, tx));
         headless(rx, config).await
     })
 }
@@ -71,10 +60,7 @@ fn pick() -> Result<Option<PathBuf>> {
         writeln!(err, "  {}) {}", i + 1, attach::describe(f))?;
     }
     if !std::io::stdin().is_terminal() {
-        writeln!(
-            err,
-            "swarmtop: several tees are running; name one: swarmtop attach SOCKET"
-        )?;
+        writeln!(err, "swarmtop: several tees are running; name one: swarmtop attach SOCKET")?;
         return Ok(None);
     }
     loop {

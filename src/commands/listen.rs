@@ -16,9 +16,7 @@ use crate::source::socket::{self, SocketFile};
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     if !args.headless {
-        bail!(
-            "the monitor screen is not available in this build yet; use `swarmtop listen --headless`"
-        );
+        bail!("the monitor screen is not available in this build yet; use `swarmtop listen --headless`");
     }
     let path = match &args.socket {
         Some(p) => p.clone(),
@@ -36,12 +34,9 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
         }
         None => None,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let listener =
-            socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
+        let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
         let _socket = SocketFile::new(path.clone());
         eprintln!("swarmtop listen: accepting producers on {}", path.display());
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);

@@ -78,18 +78,11 @@ impl Copy {
 }
 
 /// Copies (when recording), then hands on: the recording is never behind what was shown.
-async fn deliver(
-    tx: &mpsc::Sender<Event>,
-    copy: &mut Option<Copy>,
-    records: Records,
-) -> Result<(), Outcome> {
+async fn deliver(tx: &mpsc::Sender<Event>, copy: &mut Option<Copy>, records: Records) -> Result<(), Outcome> {
     if let Some(c) = copy {
         if let Err(e) = c.records(&records) {
             // The live view goes on; only the copy stops, and the user is told once.
-            eprintln!(
-                "swarmtop: cannot write the recording {}: {e}; going on without it",
-                c.recorder.path().display()
-            );
+            eprintln!("swarmtop: cannot write the recording {}: {e}; going on without it", c.recorder.path().display());
             *copy = None;
         }
     }
@@ -124,13 +117,7 @@ enum Outcome {
 
 /// Runs until the stream ends for good or the consumer drops its receiver.
 pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
-    let mut copy = opts.record.map(|recorder| Copy {
-        recorder,
-        header: None,
-        copied: 0,
-        skip: 0,
-        first: true,
-    });
+    let mut copy = opts.record.map(|recorder| Copy { recorder, header: None, copied: 0, skip: 0, first: true });
     let mut backoff = BACKOFF_FIRST;
     let mut reset: Option<ResetReason> = None;
     let mut ever_connected = false;
@@ -142,13 +129,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                         return;
                     }
                 }
-                if tx
-                    .send(Event::Connected {
-                        path: opts.path.clone(),
-                    })
-                    .await
-                    .is_err()
-                {
+                if tx.send(Event::Connected { path: opts.path.clone() }).await.is_err() {
                     return;
                 }
                 ever_connected = true;
@@ -189,11 +170,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
             }
         };
         let retry_in = backoff;
-        if tx
-            .send(Event::Disconnected { retry_in, reason })
-            .await
-            .is_err()
-        {
+        if tx.send(Event::Disconnected { retry_in, reason }).await.is_err() {
             return;
         }
         tokio::time::sleep(retry_in).await;
@@ -224,11 +201,7 @@ fn control(line: &[u8]) -> Option<Control> {
     match m.swarmtop.as_str() {
         "live" => Some(Control::Live),
         "lagged" => Some(Control::Lagged(m.dropped_from_ms.unwrap_or(0))),
-        "end" => Some(Control::End(
-            m.exit_code
-                .and_then(|c| i32::try_from(c).ok())
-                .unwrap_or(-1),
-        )),
+        "end" => Some(Control::End(m.exit_code.and_then(|c| i32::try_from(c).ok()).unwrap_or(-1))),
         // The recording header and markers this version does not know are records.
         _ => None,
     }
@@ -304,10 +277,7 @@ async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Outcome> {
 
 /// A label for a socket in the picker: its path and how long ago it appeared.
 pub fn describe(found: &Found) -> String {
-    let age = found
-        .modified
-        .elapsed()
-        .map_or_else(|_| "just now".to_owned(), |d| format_age(d.as_secs()));
+    let age = found.modified.elapsed().map_or_else(|_| "just now".to_owned(), |d| format_age(d.as_secs()));
     format!("{}  (started {age})", found.path.display())
 }
 
@@ -328,9 +298,8 @@ mod tests {
 
     async fn collect(rx: &mut mpsc::Receiver<Event>) -> Vec<Event> {
         let mut events = Vec::new();
-        while let Some(e) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .expect("events arrive in time")
+        while let Some(e) =
+            tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("events arrive in time")
         {
             let done = matches!(e, Event::Ended(_));
             events.push(e);
@@ -361,9 +330,7 @@ mod tests {
             drop(a);
             let (mut b, _) = listener.accept().await.expect("accept");
             // Split inside a line: the reader joins it.
-            b.write_all(b"{\"swarmtop\":\"recording\",\"version\":1}\n{\"ts\":1,\"dir\":")
-                .await
-                .expect("write");
+            b.write_all(b"{\"swarmtop\":\"recording\",\"version\":1}\n{\"ts\":1,\"dir\":").await.expect("write");
             b.flush().await.expect("flush");
             tokio::time::sleep(Duration::from_millis(20)).await;
             b.write_all(b"\"s2c\",\"msg\":{}}\n{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":3}\n")
@@ -371,22 +338,13 @@ mod tests {
                 .expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(
-            Options {
-                path: path.clone(),
-                reconnect: false,
-                record: None,
-            },
-            tx,
-        ));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
         let events = collect(&mut rx).await;
         server.await.expect("server");
         let header = "{\"swarmtop\":\"recording\",\"version\":1}\n";
         let expected = vec![
             Event::Connected { path: path.clone() },
-            records(&format!(
-                "{header}{{\"ts\":1,\"dir\":\"s2c\",\"msg\":{{}}}}\n"
-            )),
+            records(&format!("{header}{{\"ts\":1,\"dir\":\"s2c\",\"msg\":{{}}}}\n")),
             Event::Live,
             records("{\"ts\":2,\"dir\":\"s2c\",\"msg\":[]}\n"),
             Event::Reset(ResetReason::Lagged { dropped_from_ms: 3 }),
@@ -420,45 +378,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("none.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(
-            Options {
-                path: path.clone(),
-                reconnect: false,
-                record: None,
-            },
-            tx,
-        ));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
         let events = collect(&mut rx).await;
-        assert!(
-            matches!(events.as_slice(), [Event::Ended(End::Failed(_))]),
-            "{events:?}"
-        );
+        assert!(matches!(events.as_slice(), [Event::Ended(End::Failed(_))]), "{events:?}");
 
         let listener = UnixListener::bind(&path).expect("bind");
         tokio::spawn(async move {
             let (mut a, _) = listener.accept().await.expect("accept");
-            a.write_all(b"{\"swarmtop\":\"live\"}\n")
-                .await
-                .expect("write");
+            a.write_all(b"{\"swarmtop\":\"live\"}\n").await.expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(
-            Options {
-                path: path.clone(),
-                reconnect: false,
-                record: None,
-            },
-            tx,
-        ));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
         let events = collect(&mut rx).await;
-        assert_eq!(
-            events,
-            vec![
-                Event::Connected { path },
-                Event::Live,
-                Event::Ended(End::Closed)
-            ]
-        );
+        assert_eq!(events, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Closed)]);
     }
 
     #[tokio::test]
@@ -466,38 +398,16 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("later.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(
-            Options {
-                path: path.clone(),
-                reconnect: true,
-                record: None,
-            },
-            tx,
-        ));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: true, record: None }, tx));
         let first = rx.recv().await.expect("event");
-        assert!(
-            matches!(first, Event::Disconnected { retry_in, .. } if retry_in == BACKOFF_FIRST),
-            "{first:?}"
-        );
+        assert!(matches!(first, Event::Disconnected { retry_in, .. } if retry_in == BACKOFF_FIRST), "{first:?}");
         let listener = UnixListener::bind(&path).expect("bind");
         tokio::spawn(async move {
             let (mut a, _) = listener.accept().await.expect("accept");
-            a.write_all(b"{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":0}\n")
-                .await
-                .expect("write");
+            a.write_all(b"{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":0}\n").await.expect("write");
         });
         let events = collect(&mut rx).await;
-        let tail: Vec<_> = events
-            .into_iter()
-            .filter(|e| !matches!(e, Event::Disconnected { .. }))
-            .collect();
-        assert_eq!(
-            tail,
-            vec![
-                Event::Connected { path },
-                Event::Live,
-                Event::Ended(End::Exited(0))
-            ]
-        );
+        let tail: Vec<_> = events.into_iter().filter(|e| !matches!(e, Event::Disconnected { .. })).collect();
+        assert_eq!(tail, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Exited(0))]);
     }
 }

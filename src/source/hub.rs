@@ -59,15 +59,8 @@ pub struct Batch {
 }
 
 enum Store {
-    File {
-        recorder: Recorder,
-        reader: Arc<File>,
-    },
-    Memory {
-        header: Arc<Vec<u8>>,
-        batches: VecDeque<Batch>,
-        bytes: usize,
-    },
+    File { recorder: Recorder, reader: Arc<File> },
+    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Batch>, bytes: usize },
 }
 
 enum Out {
@@ -116,11 +109,7 @@ pub struct Hub {
 /// What a monitor does next while catching up.
 enum Step {
     Send(Vec<Arc<Vec<u8>>>, u64),
-    Read {
-        file: Arc<File>,
-        offset: u64,
-        len: usize,
-    },
+    Read { file: Arc<File>, offset: u64, len: usize },
     Live(Subscription),
 }
 
@@ -142,11 +131,7 @@ impl Hub {
     pub fn in_memory(header: Vec<u8>) -> Self {
         let header = Arc::new(header);
         let len = header.len() as u64;
-        let store = Store::Memory {
-            header: header.clone(),
-            batches: VecDeque::new(),
-            bytes: 0,
-        };
+        let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
         Self::new(store, header.to_vec(), len)
     }
 
@@ -161,10 +146,7 @@ impl Hub {
             subscribers: Vec::new(),
             ended: None,
         };
-        Self {
-            inner: Mutex::new(inner),
-            queue_bytes: SUBSCRIBER_QUEUE_BYTES,
-        }
+        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES }
     }
 
     /// Overrides the per-monitor queue bound (tests and benchmarks exercise lagging with it).
@@ -182,11 +164,7 @@ impl Hub {
     /// Appends whole records (the "record" step of the tee's ordering guarantee). If the recording
     /// cannot be written (disk full), the session must go on: the log continues in memory and the
     /// error is returned once so that the caller can say so.
-    pub fn append(
-        &self,
-        data: Vec<u8>,
-        ts: i64,
-    ) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
+    pub fn append(&self, data: Vec<u8>, ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
         let mut inner = self.lock();
         let start = inner.len;
         let data = Arc::new(data);
@@ -202,11 +180,7 @@ impl Hub {
         }
         if failed.is_some() {
             let header = inner.header.clone();
-            inner.store = Store::Memory {
-                header,
-                batches: VecDeque::new(),
-                bytes: 0,
-            };
+            inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
         }
         if let Store::Memory { batches, bytes, .. } = &mut inner.store {
             *bytes += batch.data.len();
@@ -219,11 +193,7 @@ impl Hub {
         }
         inner.len += batch.data.len() as u64;
         inner.held_bytes += batch.data.len();
-        inner.held.push_back(Held {
-            batch: batch.clone(),
-            offered: false,
-            since: Instant::now(),
-        });
+        inner.held.push_back(Held { batch: batch.clone(), offered: false, since: Instant::now() });
         self.publish(&mut inner);
         (batch, failed)
     }
@@ -241,8 +211,7 @@ impl Hub {
     /// Hands the batches at the head of the log that may go to the monitors.
     fn publish(&self, inner: &mut Inner) {
         while let Some(front) = inner.held.front() {
-            let due =
-                front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
+            let due = front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
             if !due {
                 break;
             }
@@ -294,15 +263,9 @@ impl Hub {
             match &inner.store {
                 Store::File { reader, .. } => {
                     let len = (published - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
-                    return Step::Read {
-                        file: reader.clone(),
-                        offset,
-                        len,
-                    };
+                    return Step::Read { file: reader.clone(), offset, len };
                 }
-                Store::Memory {
-                    header, batches, ..
-                } => {
+                Store::Memory { header, batches, .. } => {
                     if offset < header.len() as u64 {
                         return Step::Send(vec![header.clone()], header.len() as u64);
                     }
@@ -326,20 +289,12 @@ impl Hub {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let lag = Arc::new(Lag {
-            notify: Notify::new(),
-            dropped_from_ms: AtomicI64::new(0),
-        });
+        let lag = Arc::new(Lag { notify: Notify::new(), dropped_from_ms: AtomicI64::new(0) });
         if let Some(code) = inner.ended {
             let _ = tx.send(Out::End(code));
         } else {
             let start = inner.published;
-            inner.subscribers.push(Subscriber {
-                start,
-                tx,
-                queued: queued.clone(),
-                lag: lag.clone(),
-            });
+            inner.subscribers.push(Subscriber { start, tx, queued: queued.clone(), lag: lag.clone() });
         }
         Step::Live(Subscription { rx, queued, lag })
     }
@@ -368,14 +323,9 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                 }
                 offset = next;
             }
-            Step::Read {
-                file,
-                offset: at,
-                len,
-            } => {
-                let buf = tokio::task::spawn_blocking(move || read_at(&file, at, len))
-                    .await
-                    .map_err(io::Error::other)??;
+            Step::Read { file, offset: at, len } => {
+                let buf =
+                    tokio::task::spawn_blocking(move || read_at(&file, at, len)).await.map_err(io::Error::other)??;
                 stream.write_all(&buf).await?;
                 offset = at + len as u64;
             }
@@ -383,11 +333,7 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
         }
     };
     stream.write_all(LIVE_MARKER).await?;
-    let Subscription {
-        mut rx,
-        queued,
-        lag,
-    } = sub;
+    let Subscription { mut rx, queued, lag } = sub;
     loop {
         let out = tokio::select! {
             biased;
@@ -427,11 +373,7 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
     }
 }
 
-async fn send_lagged(
-    stream: &mut UnixStream,
-    lag: &Lag,
-    deadline: Option<tokio::time::Instant>,
-) -> io::Result<()> {
+async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio::time::Instant>) -> io::Result<()> {
     let ts = lag.dropped_from_ms.load(Ordering::Acquire);
     let marker = format!("{{\"swarmtop\":\"lagged\",\"droppedFromMs\":{ts}}}\n");
     let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);

@@ -28,10 +28,7 @@ impl Journal {
             return Ok(());
         }
         self.record(&records);
-        self.tx
-            .send(Event::Records(Records::new(records)))
-            .await
-            .map_err(|_| ())
+        self.tx.send(Event::Records(Records::new(records))).await.map_err(|_| ())
     }
 
     fn write_blocking(&mut self, records: Vec<u8>) -> Result<(), ()> {
@@ -39,19 +36,14 @@ impl Journal {
             return Ok(());
         }
         self.record(&records);
-        self.tx
-            .blocking_send(Event::Records(Records::new(records)))
-            .map_err(|_| ())
+        self.tx.blocking_send(Event::Records(Records::new(records))).map_err(|_| ())
     }
 
     fn record(&mut self, records: &[u8]) {
         if let Some(rec) = &mut self.recorder {
             if let Err(e) = rec.append(records) {
                 // The live view goes on; only the recording stops, and the user is told once.
-                eprintln!(
-                    "swarmtop: cannot write the recording {}: {e}; going on without it",
-                    rec.path().display()
-                );
+                eprintln!("swarmtop: cannot write the recording {}: {e}; going on without it", rec.path().display());
                 self.recorder = None;
             }
         }
@@ -61,19 +53,9 @@ impl Journal {
 /// Accepts producers on `listener` until the consumer goes away. `header` is the header line the
 /// recorder (if any) was created with; it is also the first record the consumer gets. Each
 /// connection has its own line splitting, so lines of two producers never mix.
-pub async fn listen(
-    listener: UnixListener,
-    header: Vec<u8>,
-    recorder: Option<Recorder>,
-    tx: mpsc::Sender<Event>,
-) {
+pub async fn listen(listener: UnixListener, header: Vec<u8>, recorder: Option<Recorder>, tx: mpsc::Sender<Event>) {
     let mut journal = Journal { recorder, tx };
-    if journal
-        .tx
-        .send(Event::Records(Records::new(header)))
-        .await
-        .is_err()
-    {
+    if journal.tx.send(Event::Records(Records::new(header))).await.is_err() {
         return;
     }
     let (batch_tx, mut batches) = mpsc::channel::<Vec<u8>>(CHANNEL_EVENTS);
@@ -130,38 +112,32 @@ pub fn spawn_reader<R: Read + Send + 'static>(
     recorder: Option<Recorder>,
     tx: mpsc::Sender<Event>,
 ) -> io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("source-stdin".into())
-        .spawn(move || {
-            let mut journal = Journal { recorder, tx };
-            if journal
-                .tx
-                .blocking_send(Event::Records(Records::new(header)))
-                .is_err()
-            {
-                return;
-            }
-            let mut encoder = Encoder::new(Dir::In, Wrap::KeepEnvelopes);
-            let mut buf = vec![0u8; READ_BYTES];
-            let end = loop {
-                let n = match input.read(&mut buf) {
-                    Ok(0) => break End::Closed,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => break End::Failed(format!("reading: {e}")),
-                };
-                let mut out = Vec::new();
-                encoder.encode(recording::unix_ms(), &buf[..n], &mut out);
-                if journal.write_blocking(out).is_err() {
-                    return;
-                }
+    std::thread::Builder::new().name("source-stdin".into()).spawn(move || {
+        let mut journal = Journal { recorder, tx };
+        if journal.tx.blocking_send(Event::Records(Records::new(header))).is_err() {
+            return;
+        }
+        let mut encoder = Encoder::new(Dir::In, Wrap::KeepEnvelopes);
+        let mut buf = vec![0u8; READ_BYTES];
+        let end = loop {
+            let n = match input.read(&mut buf) {
+                Ok(0) => break End::Closed,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break End::Failed(format!("reading: {e}")),
             };
             let mut out = Vec::new();
-            encoder.finish(recording::unix_ms(), &mut out);
-            if journal.write_blocking(out).is_ok() {
-                let _ = journal.tx.blocking_send(Event::Ended(end));
+            encoder.encode(recording::unix_ms(), &buf[..n], &mut out);
+            if journal.write_blocking(out).is_err() {
+                return;
             }
-        })
+        };
+        let mut out = Vec::new();
+        encoder.finish(recording::unix_ms(), &mut out);
+        if journal.write_blocking(out).is_ok() {
+            let _ = journal.tx.blocking_send(Event::Ended(end));
+        }
+    })
 }
 
 #[cfg(test)]

@@ -24,8 +24,7 @@ impl Records {
     /// Each record without its `\n`.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         let body = self.0.strip_suffix(b"\n").unwrap_or(&self.0);
-        body.split(|&b| b == b'\n')
-            .filter(move |_| !self.0.is_empty())
+        body.split(|&b| b == b'\n').filter(move |_| !self.0.is_empty())
     }
 
     pub fn as_bytes(&self) -> &[u8] {

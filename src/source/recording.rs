@@ -65,16 +65,12 @@ impl Source {
 
 /// Unix time in milliseconds; a clock before 1970 reads as 0 rather than failing a recording.
 pub fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The header line (with its `\n`), members in the order `recording.md` shows them.
 pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64) -> Vec<u8> {
-    let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
     let json = |s: &str| serde_json::Value::from(s).to_string();
     let mut line = format!(
         "{{\"swarmtop\":\"recording\",\"version\":{FORMAT_VERSION},\"startedMs\":{started_ms},\"source\":\"{}\"",
@@ -148,12 +144,7 @@ pub struct Encoder {
 
 impl Encoder {
     pub fn new(dir: Dir, wrap: Wrap) -> Self {
-        Self {
-            dir,
-            wrap,
-            carry: Vec::new(),
-            finished: false,
-        }
+        Self { dir, wrap, carry: Vec::new(), finished: false }
     }
 
     /// Encodes the complete lines of `chunk` (plus what was carried) into `out`.
@@ -249,9 +240,7 @@ fn probe(line: &[u8]) -> Probe {
         return Probe::NotJson;
     };
     match serde_json::from_str::<Top>(text) {
-        Ok(t) if t.ts.is_some() && t.dir.is_some() && (t.msg.is_some() || t.raw_b64.is_some()) => {
-            Probe::Envelope
-        }
+        Ok(t) if t.ts.is_some() && t.dir.is_some() && (t.msg.is_some() || t.raw_b64.is_some()) => Probe::Envelope,
         Ok(_) => Probe::Json,
         Err(_) if is_json(line) => Probe::Json,
         Err(_) => Probe::NotJson,
@@ -271,24 +260,13 @@ impl Recorder {
     /// An existing file is never reused: recordings are append-only and start with their header.
     pub fn create(path: &Path, header: &[u8]) -> io::Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)?;
+            DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         }
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
+        let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
         // The umask can only remove bits from 0600, but a recording holds the whole session:
         // make the mode exact whatever the umask.
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        let mut rec = Self {
-            file,
-            path: path.to_owned(),
-            len: 0,
-        };
+        let mut rec = Self { file, path: path.to_owned(), len: 0 };
         rec.append(header)?;
         Ok(rec)
     }
@@ -321,10 +299,7 @@ pub fn default_dir() -> io::Result<PathBuf> {
         // The XDG spec says relative values are invalid and must be ignored.
         .filter(|p| p.is_absolute())
         .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|h| h.join(".local/state"))
+            std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute()).map(|h| h.join(".local/state"))
         })
         .ok_or_else(|| io::Error::other("neither XDG_STATE_HOME nor HOME is set"))?;
     Ok(state.join("swarmtop").join("recordings"))
@@ -332,20 +307,12 @@ pub fn default_dir() -> io::Result<PathBuf> {
 
 /// `YYYYMMDDTHHMMSSZ-<source>-<pid>.ndjson`: names sort by time.
 pub fn default_file_name(source: Source, started_ms: i64, pid: u32) -> String {
-    format!(
-        "{}-{}-{pid}.ndjson",
-        utc_stamp(started_ms.div_euclid(1000)),
-        source.as_str()
-    )
+    format!("{}-{}-{pid}.ndjson", utc_stamp(started_ms.div_euclid(1000)), source.as_str())
 }
 
 /// Where to record when the user gave `--record FILE`, or nothing: an existing directory gets
 /// a default-named file inside it.
-pub fn resolve_path(
-    explicit: Option<&Path>,
-    source: Source,
-    started_ms: i64,
-) -> io::Result<PathBuf> {
+pub fn resolve_path(explicit: Option<&Path>, source: Source, started_ms: i64) -> io::Result<PathBuf> {
     let name = default_file_name(source, started_ms, std::process::id());
     match explicit {
         Some(p) if p.is_dir() => Ok(p.join(name)),
@@ -359,12 +326,7 @@ fn utc_stamp(unix_secs: i64) -> String {
     let days = unix_secs.div_euclid(86_400);
     let secs = unix_secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 /// Proleptic Gregorian date of a day count, computed in 400-year eras (146 097 days each) with
@@ -401,10 +363,7 @@ mod tests {
         let line = br#"{"b": 1.50,  "a":[1e3]}"#;
         let mut out = Vec::new();
         encode_record(&mut out, 12, Dir::ServerToClient, line, false);
-        assert_eq!(
-            out,
-            b"{\"ts\":12,\"dir\":\"s2c\",\"msg\":{\"b\": 1.50,  \"a\":[1e3]}}\n"
-        );
+        assert_eq!(out, b"{\"ts\":12,\"dir\":\"s2c\",\"msg\":{\"b\": 1.50,  \"a\":[1e3]}}\n");
         let v: serde_json::Value = serde_json::from_slice(&out).expect("record is JSON");
         assert_eq!(v["msg"]["a"][0], 1000.0);
     }
@@ -448,10 +407,8 @@ mod tests {
     #[test]
     fn listen_keeps_envelopes_and_wraps_everything_else() {
         let env = r#"{"ts":5,"dir":"s2c","msg":{"method":"x"}}"#;
-        let text = encode_all(
-            &[format!("{env}\n{{\"method\":\"y\"}}\n{{\"ts\":1}}\nnope\n").as_bytes()],
-            Wrap::KeepEnvelopes,
-        );
+        let text =
+            encode_all(&[format!("{env}\n{{\"method\":\"y\"}}\n{{\"ts\":1}}\nnope\n").as_bytes()], Wrap::KeepEnvelopes);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], env);
         assert_eq!(lines[1], r#"{"ts":7,"dir":"in","msg":{"method":"y"}}"#);
@@ -461,11 +418,7 @@ mod tests {
 
     #[test]
     fn header_names_source_command_and_host() {
-        let line = header_line(
-            Source::Tee,
-            Some(&["codex".into(), "app-server".into()]),
-            42,
-        );
+        let line = header_line(Source::Tee, Some(&["codex".into(), "app-server".into()]), 42);
         assert!(line.starts_with(br#"{"swarmtop":"recording","version":1,"startedMs":42,"source":"tee","command":["codex","app-server"],"host":"#));
         assert_eq!(line.last(), Some(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&line).expect("header is JSON");
@@ -496,10 +449,7 @@ mod tests {
 
     #[test]
     fn default_names_sort_by_time() {
-        assert_eq!(
-            default_file_name(Source::Tee, 0, 9),
-            "19700101T000000Z-tee-9.ndjson"
-        );
+        assert_eq!(default_file_name(Source::Tee, 0, 9), "19700101T000000Z-tee-9.ndjson");
         // 2026-11-29T08:57:49Z, and a leap day.
         assert_eq!(utc_stamp(1_795_942_669), "20261129T085749Z");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");

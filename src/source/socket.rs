@@ -21,10 +21,7 @@ pub fn lookup_dir() -> PathBuf {
     std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .map_or_else(
-            || PathBuf::from(format!("/tmp/swarmtop-{}", nix::unistd::getuid())),
-            |p| p.join("swarmtop"),
-        )
+        .map_or_else(|| PathBuf::from(format!("/tmp/swarmtop-{}", nix::unistd::getuid())), |p| p.join("swarmtop"))
 }
 
 /// `<dir>/<kind>-<pid>.sock`.
@@ -42,16 +39,10 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     }
     let meta = fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
-        return Err(io::Error::other(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
+        return Err(io::Error::other(format!("{} is not a directory", dir.display())));
     }
     if meta.uid() != nix::unistd::getuid().as_raw() {
-        return Err(io::Error::other(format!(
-            "{} belongs to another user",
-            dir.display()
-        )));
+        return Err(io::Error::other(format!("{} belongs to another user", dir.display())));
     }
     if meta.permissions().mode() & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
@@ -84,10 +75,7 @@ pub fn probe(path: &Path) -> Probe {
 pub fn bind(path: &Path) -> io::Result<UnixListener> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.exists() {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)?;
+            DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         }
     }
     match probe(path) {
@@ -153,20 +141,13 @@ pub fn list(dir: &Path) -> Vec<Found> {
             continue;
         }
         match probe(&path) {
-            Probe::Live => found.push(Found {
-                path,
-                modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            }),
+            Probe::Live => found.push(Found { path, modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) }),
             Probe::Stale => {
                 let _ = fs::remove_file(&path);
             }
             Probe::Missing | Probe::Unusable(_) => {}
         }
     }
-    found.sort_by(|a, b| {
-        b.modified
-            .cmp(&a.modified)
-            .then_with(|| a.path.cmp(&b.path))
-    });
+    found.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
     found
 }

@@ -95,14 +95,8 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         return Err(Failure::Setup("no command to run".into()));
     };
     // Handlers first: from here on a Ctrl-C is the command's to act on, not ours to die of.
-    let mut int = setup(
-        "installing signal handlers",
-        signal(SignalKind::interrupt()),
-    )?;
-    let mut term = setup(
-        "installing signal handlers",
-        signal(SignalKind::terminate()),
-    )?;
+    let mut int = setup("installing signal handlers", signal(SignalKind::interrupt()))?;
+    let mut term = setup("installing signal handlers", signal(SignalKind::terminate()))?;
     let mut hup = setup("installing signal handlers", signal(SignalKind::hangup()))?;
     let our_in = setup("taking over stdin", dup(&io::stdin()))?;
     let our_out = setup("taking over stdout", dup(&io::stdout()))?;
@@ -111,10 +105,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         Some(p) => p,
         None => setup("creating the socket directory", socket::default_path("tee"))?,
     };
-    let listener = setup(
-        &format!("binding {}", socket_path.display()),
-        socket::bind(&socket_path),
-    )?;
+    let listener = setup(&format!("binding {}", socket_path.display()), socket::bind(&socket_path))?;
     let socket_file = SocketFile::new(socket_path);
 
     let started = recording::unix_ms();
@@ -126,10 +117,8 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
                 RecordTo::Path(p) => Some(p.as_path()),
                 _ => None,
             };
-            let path = setup(
-                "finding the recordings directory",
-                recording::resolve_path(explicit, Source::Tee, started),
-            )?;
+            let path =
+                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
             let what = format!("creating the recording {}", path.display());
             let recorder = setup(&what, Recorder::create(&path, &header))?;
             let discard = Discard(Some(path));
@@ -151,56 +140,30 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            };
+            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
             let message = format!("cannot run {}: {e}", program.to_string_lossy());
             return Err(Failure::Spawn { message, code });
         }
     };
     discard.0 = None;
     // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
-    let (Some(child_in), Some(child_out), Ok(pid)) = (
-        child.stdin.take(),
-        child.stdout.take(),
-        i32::try_from(child.id()),
-    ) else {
+    let (Some(child_in), Some(child_out), Ok(pid)) =
+        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
+    else {
         let _ = child.kill();
-        return Err(Failure::Setup(
-            "the command's stdio pipes are missing".into(),
-        ));
+        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
     };
 
     let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
     let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
     let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
-    spawn_pump(
-        "tee-c2s",
-        our_in,
-        child_in,
-        Forward::KeepReading,
-        c2s.clone(),
-        hub.clone(),
-        None,
-    );
-    spawn_pump(
-        "tee-s2c",
-        child_out,
-        our_out,
-        Forward::StopReading,
-        s2c.clone(),
-        hub.clone(),
-        Some(s2c_done_tx),
-    );
+    spawn_pump("tee-c2s", our_in, child_in, Forward::KeepReading, c2s.clone(), hub.clone(), None);
+    spawn_pump("tee-s2c", child_out, our_out, Forward::StopReading, s2c.clone(), hub.clone(), Some(s2c_done_tx));
 
     let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
-    let waiter = std::thread::Builder::new()
-        .name("tee-wait".into())
-        .spawn(move || {
-            let _ = status_tx.send(child.wait());
-        });
+    let waiter = std::thread::Builder::new().name("tee-wait".into()).spawn(move || {
+        let _ = status_tx.send(child.wait());
+    });
     if let Err(e) = waiter {
         // Without a waiter the command's exit would go unnoticed; stop it rather than hang.
         let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
@@ -284,27 +247,19 @@ fn spawn_pump<R, W>(
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    let spawned = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            pump(from, to, on_forward_error, &encoder, &hub);
-            if let Some(done) = done {
-                let _ = done.send(());
-            }
-        });
+    let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
+        pump(from, to, on_forward_error, &encoder, &hub);
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    });
     if let Err(e) = spawned {
         eprintln!("swarmtop tee: starting the {name} thread: {e}");
     }
 }
 
 /// Record, then forward, then offer: in that order for every `read`.
-fn pump<R: Read, W: Write>(
-    mut from: R,
-    to: W,
-    on_forward_error: Forward,
-    encoder: &Mutex<Encoder>,
-    hub: &Hub,
-) {
+fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encoder: &Mutex<Encoder>, hub: &Hub) {
     let mut to = Some(to);
     let mut buf = vec![0u8; READ_BYTES];
     loop {
@@ -339,11 +294,7 @@ fn pump<R: Read, W: Write>(
 
 /// Encodes and appends under the encoder's lock, so that the final `finish` cannot slip a
 /// partial line in between a pump's encode and its append.
-fn record(
-    encoder: &Mutex<Encoder>,
-    hub: &Hub,
-    encode: impl FnOnce(&mut Encoder, i64, &mut Vec<u8>),
-) -> Option<Batch> {
+fn record(encoder: &Mutex<Encoder>, hub: &Hub, encode: impl FnOnce(&mut Encoder, i64, &mut Vec<u8>)) -> Option<Batch> {
     let mut enc = encoder.lock().unwrap_or_else(PoisonError::into_inner);
     let ts = recording::unix_ms();
     let mut out = Vec::new();
@@ -353,10 +304,7 @@ fn record(
     }
     let (batch, failed) = hub.append(out, ts);
     if let Some((path, e)) = failed {
-        eprintln!(
-            "swarmtop tee: cannot write the recording {}: {e}; going on without it",
-            path.display()
-        );
+        eprintln!("swarmtop tee: cannot write the recording {}: {e}; going on without it", path.display());
     }
     Some(batch)
 }
