@@ -2,7 +2,11 @@
 //! pipe moving the same lines in the same run (target: at least 0.8). Realistic lines: the
 //! fixture capture of a multi-agent Codex session, repeated.
 //!
-//! `cargo bench --bench tee [-- MIB ROUNDS MONITORS]` (defaults: 64 MiB, 5 rounds, 2 monitors)
+//! Also measured: the server-to-client direction alone (a real session's shape), and the round trip
+//! of one line at a real session's pace.
+//!
+//! `cargo bench --bench tee [-- MIB ROUNDS MONITORS]` (defaults: 64 MiB, 5 rounds, 2 monitors);
+//! `TEE_BENCH_FLAGS="--no-record"` passes flags to the tee of the first measurement.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -41,6 +45,26 @@ fn main() {
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
     println!("median ratio tee/cat: {median:.2} (target >= 0.80)");
+
+    // A real session's shape: the server talks, the client says little. The server writes a file
+    // once told to start; the same server runs bare and behind the tee.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("server.ndjson");
+    std::fs::write(&file, &data).expect("write the server's output");
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let plain = run_server(&file, data.len(), None);
+        let teed = run_server(&file, data.len(), Some(monitors));
+        let ratio = plain.as_secs_f64() / teed.as_secs_f64();
+        println!(
+            "  round {round}: server alone {:>7.1} MiB/s   behind tee+{monitors} monitors {:>7.1} MiB/s   ratio {ratio:.2}",
+            mib_per_s(data.len(), plain),
+            mib_per_s(data.len(), teed),
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("median ratio, server to client only: {:.2}", ratios[ratios.len() / 2]);
 
     // What a client feels at a real session's pace: one line out, its echo back.
     // A line of a typical size (streamed deltas are a few hundred bytes).
@@ -146,6 +170,50 @@ fn run_tee(data: &[u8], monitors: usize) -> (Duration, bool) {
     assert!(tee.wait().expect("tee exits").success());
     let lagged = monitors.into_iter().any(|m| m.join().expect("monitor"));
     (took, lagged)
+}
+
+/// `sh -c 'read go; cat FILE'`, bare or behind the tee: the time from "go" to the last byte read.
+fn run_server(file: &Path, len: usize, tee_monitors: Option<usize>) -> Duration {
+    let script = "read go; exec cat \"$0\"";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = if tee_monitors.is_some() {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_swarmtop"));
+        c.env("XDG_RUNTIME_DIR", dir.path().join("run"))
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .args(["tee", "--", "sh", "-c", script]);
+        c
+    } else {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    };
+    let mut child = cmd.arg(file).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("server");
+    let monitors: Vec<_> = match tee_monitors {
+        Some(n) => {
+            let sock = dir.path().join(format!("run/swarmtop/tee-{}.sock", child.id()));
+            wait_for(&sock);
+            (0..n).map(|_| monitor(&sock)).collect()
+        }
+        None => Vec::new(),
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let started = Instant::now();
+    stdin.write_all(b"go\n").expect("go");
+    let mut buf = vec![0u8; 128 << 10];
+    let mut got = 0;
+    while got < len {
+        let n = stdout.read(&mut buf).expect("read");
+        assert!(n > 0, "stream ended early");
+        got += n;
+    }
+    let took = started.elapsed();
+    drop(stdin);
+    child.wait().expect("server exits");
+    for m in monitors {
+        m.join().expect("monitor");
+    }
+    took
 }
 
 fn wait_for(sock: &Path) {
