@@ -628,3 +628,28 @@ fn listen_records_each_producer_as_its_own_stream() {
     assert_eq!(records[3], &envelope[..envelope.len() - 1], "a producer's envelope is kept as it is");
     assert_eq!(tail(records[4]), r#","dir":"in","rawB64":"Y3V0IHNob3J0","partial":true}"#);
 }
+
+#[test]
+fn without_a_recording_a_late_monitor_gets_history_from_memory() {
+    let env = Env::new();
+    let mut tee = env.tee(&["--no-record"], &["cat"]);
+    let sock = env.wait_socket();
+    let mut stdin = tee.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(tee.stdout.take().expect("stdout"));
+    for line in SERVER.split_inclusive(|&b| b == b'\n') {
+        stdin.write_all(line).expect("write");
+        let mut back = Vec::new();
+        stdout.read_until(b'\n', &mut back).expect("read");
+    }
+    let mut mon = BufReader::new(UnixStream::connect(&sock).expect("connect"));
+    mon.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let history = read_until_line(&mut mon, LIVE);
+    let rebuilt = rebuild(&history);
+    assert!(rebuilt.s2c == SERVER && rebuilt.c2s == SERVER, "history holds the session so far");
+    drop(stdin);
+    let mut rest = Vec::new();
+    mon.read_to_end(&mut rest).expect("read");
+    assert_eq!(rest, b"{\"swarmtop\":\"end\",\"exitCode\":0}\n");
+    assert_eq!(tee.wait(), 0);
+    assert!(!env.recordings_dir().exists(), "nothing written to disk");
+}

@@ -381,3 +381,123 @@ async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio:
         .await
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscribe(hub: &Hub) -> (Vec<u8>, Subscription) {
+        let mut history = Vec::new();
+        let mut offset = 0;
+        loop {
+            match hub.step(offset) {
+                Step::Send(parts, next) => {
+                    for p in parts {
+                        history.extend_from_slice(&p);
+                    }
+                    offset = next;
+                }
+                Step::Read { file, offset: at, len } => {
+                    history.extend_from_slice(&read_at(&file, at, len).expect("read"));
+                    offset = at + len as u64;
+                }
+                Step::Live(sub) => return (history, sub),
+            }
+        }
+    }
+
+    fn drain(sub: &mut Subscription) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Ok(Out::Records(r)) = sub.rx.try_recv() {
+            out.extend_from_slice(&r);
+        }
+        out
+    }
+
+    fn append(hub: &Hub, data: &[u8], ts: i64) -> Batch {
+        hub.append(data.to_vec(), ts).0
+    }
+
+    #[test]
+    fn monitors_get_batches_in_log_order_once_forwarded() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (history, mut sub) = subscribe(&hub);
+        assert_eq!(history, b"H\n");
+        let a = append(&hub, b"A\n", 1);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        assert_eq!(drain(&mut sub), b"", "B waits for A, still being forwarded");
+        hub.offer(&a);
+        assert_eq!(drain(&mut sub), b"A\nB\n");
+    }
+
+    #[test]
+    fn a_batch_stuck_in_its_forward_is_published_after_the_hold_time() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (_, mut sub) = subscribe(&hub);
+        append(&hub, b"A\n", 1);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        std::thread::sleep(HOLD_TIME + Duration::from_millis(20));
+        append(&hub, b"C\n", 3);
+        assert_eq!(drain(&mut sub), b"A\nB\n", "C is not forwarded yet");
+    }
+
+    #[test]
+    fn history_ends_where_publishing_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.ndjson");
+        let recorder = Recorder::create(&path, b"H\n").expect("create");
+        let hub = Hub::recorded(recorder, b"H\n".to_vec()).expect("hub");
+        let a = append(&hub, b"A\n", 1);
+        hub.offer(&a);
+        let b = append(&hub, b"B\n", 2);
+        let (history, mut sub) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n", "B is recorded but not forwarded yet");
+        hub.offer(&b);
+        assert_eq!(drain(&mut sub), b"B\n");
+        assert_eq!(std::fs::read(&path).expect("read"), b"H\nA\nB\n");
+    }
+
+    #[test]
+    fn a_monitor_whose_queue_is_full_is_dropped_as_lagging() {
+        let hub = Hub::in_memory(b"H\n".to_vec()).with_queue_bytes(4);
+        let (_, mut sub) = subscribe(&hub);
+        // An empty queue takes a batch of any size.
+        let a = append(&hub, b"AAAAAA\n", 1);
+        hub.offer(&a);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        assert_eq!(sub.lag.dropped_from_ms.load(Ordering::Acquire), 2);
+        assert_eq!(drain(&mut sub), b"AAAAAA\n");
+        assert!(hub.lock().subscribers.is_empty());
+    }
+
+    #[test]
+    fn memory_history_keeps_the_header_and_the_newest_batches() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let mut piece = vec![b'x'; (1 << 20) - 1];
+        piece.push(b'\n');
+        let n = MEMORY_HISTORY_BYTES / piece.len() + 8;
+        for i in 0..n {
+            let b = append(&hub, &piece, i as i64);
+            hub.offer(&b);
+        }
+        let (history, _) = subscribe(&hub);
+        assert!(history.starts_with(b"H\nxxx"));
+        assert_eq!(history.len(), 2 + MEMORY_HISTORY_BYTES);
+    }
+
+    #[test]
+    fn the_end_reaches_monitors_after_what_they_have_queued() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (_, mut sub) = subscribe(&hub);
+        append(&hub, b"A\n", 1);
+        hub.end(3);
+        assert!(matches!(sub.rx.try_recv(), Ok(Out::Records(r)) if r.as_slice() == b"A\n"));
+        assert!(matches!(sub.rx.try_recv(), Ok(Out::End(3))));
+        let (history, mut late) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n");
+        assert!(matches!(late.rx.try_recv(), Ok(Out::End(3))));
+    }
+}
