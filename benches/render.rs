@@ -30,13 +30,7 @@ fn id(n: usize) -> String {
 }
 
 /// One thread's lines: its turn, the spawns of its `kids`, its items, its token usage.
-fn thread(
-    out: &mut Vec<String>,
-    me: usize,
-    items: usize,
-    kids: &[usize],
-    now: &mut dyn FnMut() -> i64,
-) {
+fn thread(out: &mut Vec<String>, me: usize, items: usize, kids: &[usize], now: &mut dyn FnMut() -> i64) {
     let tid = id(me);
     let turn = format!("turn-{me}");
     out.push(format!(
@@ -137,8 +131,7 @@ fn screen(p: &mut Pipeline, live: bool) -> Duration {
     let mut view = View::with_theme(Theme::dark());
     let f = feed(p);
     let counters = p.counters();
-    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view))
-        .expect("draw");
+    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view)).expect("draw");
     for a in [Action::MoveDown, Action::MoveDown] {
         ui::update(&mut view, &p.model, a);
     }
@@ -152,8 +145,7 @@ fn screen(p: &mut Pipeline, live: bool) -> Duration {
             p.push(tick.as_bytes());
         }
         let start = Instant::now();
-        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view))
-            .expect("draw");
+        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view)).expect("draw");
         times.push(start.elapsed());
         black_box(term.backend());
     }
@@ -165,11 +157,7 @@ fn paragraph() -> Duration {
     let mut term = Terminal::new(TestBackend::new(W, H)).expect("terminal");
     let mut text = String::new();
     for row in 0..H {
-        let _ = writeln!(
-            text,
-            "{}",
-            format!("{row:>3} the quick brown fox jumps over the lazy dog ").repeat(5)
-        );
+        let _ = writeln!(text, "{}", format!("{row:>3} the quick brown fox jumps over the lazy dog ").repeat(5));
     }
     let mut times = Vec::with_capacity(FRAMES);
     for _ in 0..FRAMES {
@@ -196,15 +184,9 @@ fn main() {
     let small_t = screen(&mut small, false);
     let big_t = screen(&mut big, false);
     let big_live = screen(&mut big, true);
-    println!(
-        "render 200x60: {} threads, {items} items, all expanded",
-        big.model.threads.len()
-    );
+    println!("render 200x60: {} threads, {items} items, all expanded", big.model.threads.len());
     println!("  paragraph floor       {floor:>10.1?}");
-    println!(
-        "  10 threads            {small_t:>10.1?}  {:.2}x paragraph",
-        ratio(small_t, floor)
-    );
+    println!("  10 threads            {small_t:>10.1?}  {:.2}x paragraph", ratio(small_t, floor));
     println!(
         "  1,000 threads         {big_t:>10.1?}  {:.2}x paragraph (target <= 5)  {:.2}x 10 threads (target <= 1.5)",
         ratio(big_t, floor),

@@ -14,11 +14,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self {
-            prices: Prices::builtin(),
-            router: router::Limits::default(),
-            model: model::Limits::default(),
-        }
+        Self { prices: Prices::builtin(), router: router::Limits::default(), model: model::Limits::default() }
     }
 }
 
@@ -49,17 +45,11 @@ struct Tap<'a, S: Sink + ?Sized> {
 impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
-            Event::Line(r) if !r.replayed && r.line.msg.swarmtop.is_none() => {
-                self.formats.app_server = true
+            Event::Line(r) if !r.replayed && r.line.msg.swarmtop.is_none() => self.formats.app_server = true,
+            Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
+            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
+                self.formats.claude = true;
             }
-            Event::Malformed {
-                reason: Malformed::NotAMessage(Shape::CodexRollout),
-                ..
-            } => self.formats.rollout = true,
-            Event::Malformed {
-                reason: Malformed::NotAMessage(Shape::ClaudeTranscript),
-                ..
-            } => self.formats.claude = true,
             _ => {}
         }
         self.model.event(event);
@@ -90,21 +80,13 @@ impl Pipeline {
 
     /// Routes one record, showing every event to `also` after the model has applied it.
     pub fn push_with(&mut self, record: &[u8], also: &mut (impl Sink + ?Sized)) {
-        let mut tap = Tap {
-            model: &mut self.model,
-            formats: &mut self.formats,
-            also,
-        };
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.router.push(record, &mut tap);
     }
 
     /// Counts a record over the length bound (it is malformed, and never held whole).
     pub fn push_oversized(&mut self, len: usize, head: &[u8], also: &mut (impl Sink + ?Sized)) {
-        let mut tap = Tap {
-            model: &mut self.model,
-            formats: &mut self.formats,
-            also,
-        };
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.router.push_oversized(len, head, &mut tap);
     }
 
@@ -118,11 +100,7 @@ impl Pipeline {
     }
 
     pub fn finish_with(&mut self, also: &mut (impl Sink + ?Sized)) {
-        let mut tap = Tap {
-            model: &mut self.model,
-            formats: &mut self.formats,
-            also,
-        };
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.router.finish(&mut tap);
     }
 

@@ -6,19 +6,14 @@ use std::path::PathBuf;
 use swarmtop::commands::{self, stats};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/codex-0.171.0")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0").join(name)
 }
 
 fn stats_of(files: &[&str]) -> String {
     let paths: Vec<PathBuf> = files.iter().map(|f| fixture(f)).collect();
-    let pipeline = commands::ingest(
-        &paths,
-        swarmtop::pipeline::Config::default(),
-        &mut |_: &swarmtop::router::Event<'_, '_>| {},
-    )
-    .expect("fixture reads");
+    let pipeline =
+        commands::ingest(&paths, swarmtop::pipeline::Config::default(), &mut |_: &swarmtop::router::Event<'_, '_>| {})
+            .expect("fixture reads");
     let c = pipeline.counters();
     assert!(c.conserved(), "{c:?}");
     assert_eq!(c.malformed, 0);
@@ -54,16 +49,9 @@ fn collab_v2() {
 /// control count.
 #[test]
 fn collab_v1_with_client_lines() {
-    let both: serde_json::Value = serde_json::from_str(&stats_of(&[
-        "collab_v1.server.ndjson",
-        "collab_v1.client.ndjson",
-    ]))
-    .unwrap();
-    let server: serde_json::Value =
-        serde_json::from_str(&stats_of(&["collab_v1.server.ndjson"])).unwrap();
+    let both: serde_json::Value =
+        serde_json::from_str(&stats_of(&["collab_v1.server.ndjson", "collab_v1.client.ndjson"])).unwrap();
+    let server: serde_json::Value = serde_json::from_str(&stats_of(&["collab_v1.server.ndjson"])).unwrap();
     assert_eq!(both["threads"], server["threads"]);
-    assert_eq!(
-        both["routing"]["control"].as_u64().unwrap(),
-        server["routing"]["control"].as_u64().unwrap() + 8
-    );
+    assert_eq!(both["routing"]["control"].as_u64().unwrap(), server["routing"]["control"].as_u64().unwrap() + 8);
 }

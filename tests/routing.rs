@@ -24,25 +24,16 @@ struct Run {
 
 impl Run {
     fn thread(&self, id: &str) -> &swarmtop::model::Thread {
-        let idx = self
-            .p
-            .model
-            .find(id)
-            .unwrap_or_else(|| panic!("no thread {id}"));
+        let idx = self.p.model.find(id).unwrap_or_else(|| panic!("no thread {id}"));
         self.p.model.thread(idx)
     }
 
     fn parent(&self, id: &str) -> Option<String> {
-        self.thread(id)
-            .parent
-            .map(|p| self.p.model.thread(p).id.to_string())
+        self.thread(id).parent.map(|p| self.p.model.thread(p).id.to_string())
     }
 
     fn lines_of(&self, id: &str) -> Vec<&Out> {
-        self.out
-            .iter()
-            .filter(|o| o.thread.as_deref() == Some(id))
-            .collect()
+        self.out.iter().filter(|o| o.thread.as_deref() == Some(id)).collect()
     }
 
     fn counters(&self) -> router::Counters {
@@ -51,10 +42,7 @@ impl Run {
 }
 
 fn run_with(lines: &[String], limits: router::Limits, finish: bool) -> Run {
-    let mut p = Pipeline::new(Config {
-        router: limits,
-        ..Config::default()
-    });
+    let mut p = Pipeline::new(Config { router: limits, ..Config::default() });
     let mut ids: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut sink = |e: &Event<'_, '_>| match e {
@@ -86,11 +74,7 @@ fn run_with(lines: &[String], limits: router::Limits, finish: bool) -> Run {
     let run = Run { p, out };
     let c = run.counters();
     assert!(c.conserved(), "conservation broken: {c:?}");
-    assert_eq!(
-        c.early,
-        c.replayed + c.evicted + c.pending_at_end,
-        "early == replayed + evicted + pendingAtEnd: {c:?}"
-    );
+    assert_eq!(c.early, c.replayed + c.evicted + c.pending_at_end, "early == replayed + evicted + pendingAtEnd: {c:?}");
     run
 }
 
@@ -100,7 +84,7 @@ fn run(lines: &[String]) -> Run {
 
 // ---- line builders: the shapes of wire.md §2, trimmed to what matters ----
 
-fn note(method: &str, params: Value, ms: Option<i64>) -> String {
+fn note(method: &str, params: &Value, ms: Option<i64>) -> String {
     let mut v = json!({"method": method, "params": params});
     if let Some(ms) = ms {
         v["emittedAtMs"] = json!(ms);
@@ -111,23 +95,19 @@ fn note(method: &str, params: Value, ms: Option<i64>) -> String {
 fn root_started(t: &str) -> String {
     note(
         "thread/started",
-        json!({"thread": {"id": t, "parentThreadId": null, "source": "vscode", "model": "gpt-5.5"}}),
+        &json!({"thread": {"id": t, "parentThreadId": null, "source": "vscode", "model": "gpt-5.5"}}),
         None,
     )
 }
 
 fn status(t: &str, kind: &str) -> String {
-    note(
-        "thread/status/changed",
-        json!({"threadId": t, "status": {"type": kind, "activeFlags": []}}),
-        None,
-    )
+    note("thread/status/changed", &json!({"threadId": t, "status": {"type": kind, "activeFlags": []}}), None)
 }
 
 fn waiting(t: &str) -> String {
     note(
         "thread/status/changed",
-        json!({"threadId": t, "status": {"type": "active", "activeFlags": ["waitingOnApproval"]}}),
+        &json!({"threadId": t, "status": {"type": "active", "activeFlags": ["waitingOnApproval"]}}),
         None,
     )
 }
@@ -135,31 +115,19 @@ fn waiting(t: &str) -> String {
 fn turn_started(t: &str, turn: &str, root_turn: &str) -> String {
     note(
         "turn/started",
-        json!({"threadId": t, "turn": {"id": turn, "rootTurnId": root_turn, "status": "inProgress"}}),
+        &json!({"threadId": t, "turn": {"id": turn, "rootTurnId": root_turn, "status": "inProgress"}}),
         None,
     )
 }
 
 fn turn_completed(t: &str, turn: &str, status: &str) -> String {
-    note(
-        "turn/completed",
-        json!({"threadId": t, "turn": {"id": turn, "rootTurnId": turn, "status": status}}),
-        None,
-    )
+    note("turn/completed", &json!({"threadId": t, "turn": {"id": turn, "rootTurnId": turn, "status": status}}), None)
 }
 
-fn collab(
-    event: &str,
-    parent: &str,
-    item: &str,
-    tool: &str,
-    status: &str,
-    receivers: &[&str],
-    model: &str,
-) -> String {
+fn collab(event: &str, parent: &str, item: &str, tool: &str, status: &str, receivers: &[&str], model: &str) -> String {
     note(
         event,
-        json!({"threadId": parent, "turnId": "pt", "item": {"type": "collabAgentToolCall", "id": item, "tool": tool,
+        &json!({"threadId": parent, "turnId": "pt", "item": {"type": "collabAgentToolCall", "id": item, "tool": tool,
                "status": status, "senderThreadId": parent, "receiverThreadIds": receivers, "model": model, "agentsStates": {}}}),
         None,
     )
@@ -167,31 +135,15 @@ fn collab(
 
 fn spawn(parent: &str, item: &str, child: &str) -> Vec<String> {
     vec![
-        collab(
-            "item/started",
-            parent,
-            item,
-            "spawnAgent",
-            "inProgress",
-            &[],
-            "",
-        ),
-        collab(
-            "item/completed",
-            parent,
-            item,
-            "spawnAgent",
-            "completed",
-            &[child],
-            "gpt-5.6-luna",
-        ),
+        collab("item/started", parent, item, "spawnAgent", "inProgress", &[], ""),
+        collab("item/completed", parent, item, "spawnAgent", "completed", &[child], "gpt-5.6-luna"),
     ]
 }
 
 fn activity(parent: &str, item: &str, kind: &str, child: &str, path: &str) -> String {
     note(
         "item/completed",
-        json!({"threadId": parent, "turnId": "pt", "item": {"type": "subAgentActivity", "id": item, "kind": kind,
+        &json!({"threadId": parent, "turnId": "pt", "item": {"type": "subAgentActivity", "id": item, "kind": kind,
                "agentThreadId": child, "agentPath": path, "model": "gpt-5.5"}}),
         None,
     )
@@ -201,29 +153,21 @@ fn message(t: &str, item: &str, text: &str) -> Vec<String> {
     vec![
         note(
             "item/started",
-            json!({"threadId": t, "turnId": "u", "item": {"type": "agentMessage", "id": item, "text": ""}}),
+            &json!({"threadId": t, "turnId": "u", "item": {"type": "agentMessage", "id": item, "text": ""}}),
             None,
         ),
-        note(
-            "item/agentMessage/delta",
-            json!({"threadId": t, "turnId": "u", "itemId": item, "delta": text}),
-            None,
-        ),
+        note("item/agentMessage/delta", &json!({"threadId": t, "turnId": "u", "itemId": item, "delta": text}), None),
     ]
 }
 
-fn error(t: &str, will_retry: Value) -> String {
-    note(
-        "error",
-        json!({"threadId": t, "turnId": "u", "willRetry": will_retry, "error": {"message": "boom"}}),
-        None,
-    )
+fn error(t: &str, will_retry: &Value) -> String {
+    note("error", &json!({"threadId": t, "turnId": "u", "willRetry": will_retry, "error": {"message": "boom"}}), None)
 }
 
 fn tokens(t: &str, input: u64, cached: u64, output: u64) -> String {
     note(
         "thread/tokenUsage/updated",
-        json!({"threadId": t, "turnId": "u", "tokenUsage": {
+        &json!({"threadId": t, "turnId": "u", "tokenUsage": {
             "total": {"totalTokens": input + output, "inputTokens": input, "cachedInputTokens": cached, "outputTokens": output, "reasoningOutputTokens": 0},
             "last": {"totalTokens": 100, "inputTokens": 90, "cachedInputTokens": 0, "outputTokens": 10, "reasoningOutputTokens": 0},
             "modelContextWindow": 1000}}),
@@ -239,20 +183,13 @@ fn lines(parts: &[Vec<String>]) -> Vec<String> {
 
 #[test]
 fn spawn_receivers_register_on_item_completed_only() {
-    let r = run(&lines(&[
-        vec![root_started("P")],
-        spawn("P", "s1", "C"),
-        vec![status("C", "idle")],
-    ]));
+    let r = run(&lines(&[vec![root_started("P")], spawn("P", "s1", "C"), vec![status("C", "idle")]]));
     assert_eq!(r.parent("C").as_deref(), Some("P"));
     let c = r.thread("C");
     assert_eq!(c.via, Some(router::Via::CollabAgentToolCall));
     assert_eq!(c.card.as_deref(), Some("s1"));
     // The spawn's resolved model (item/completed) is the child's model; item/started's "" never is.
-    assert_eq!(
-        c.model.as_ref().map(|m| m.as_str().to_owned()).as_deref(),
-        Some("gpt-5.6-luna")
-    );
+    assert_eq!(c.model.as_ref().map(|m| m.as_str().to_owned()).as_deref(), Some("gpt-5.6-luna"));
     let p = r.thread("P");
     assert_eq!(p.item("s1").unwrap().lanes.len(), 1);
 }
@@ -260,11 +197,7 @@ fn spawn_receivers_register_on_item_completed_only() {
 #[test]
 fn child_traffic_before_registration_is_replayed_exactly_once_in_order() {
     let input = lines(&[
-        vec![
-            root_started("P"),
-            status("C", "idle"),
-            turn_started("C", "ct", "pt"),
-        ],
+        vec![root_started("P"), status("C", "idle"), turn_started("C", "ct", "pt")],
         message("C", "m1", "early"),
         spawn("P", "s1", "C"),
         message("C", "m2", "late"),
@@ -273,17 +206,8 @@ fn child_traffic_before_registration_is_replayed_exactly_once_in_order() {
     let c = r.counters();
     assert_eq!((c.early, c.replayed, c.evicted), (4, 4, 0));
     let child_lines: Vec<u64> = r.lines_of("C").iter().map(|o| o.line).collect();
-    assert_eq!(
-        child_lines,
-        [2, 3, 4, 5, 8, 9],
-        "each child line once, in arrival order"
-    );
-    let replayed: Vec<u64> = r
-        .lines_of("C")
-        .iter()
-        .filter(|o| o.replayed)
-        .map(|o| o.line)
-        .collect();
+    assert_eq!(child_lines, [2, 3, 4, 5, 8, 9], "each child line once, in arrival order");
+    let replayed: Vec<u64> = r.lines_of("C").iter().filter(|o| o.replayed).map(|o| o.line).collect();
     assert_eq!(replayed, [2, 3, 4, 5]);
     // The replay comes right after the spawn's item/completed (line 7), which is routed first.
     let pos_spawn = r.out.iter().position(|o| o.line == 7).unwrap();
@@ -300,7 +224,7 @@ fn child_traffic_before_registration_is_replayed_exactly_once_in_order() {
 fn thread_started_with_parent_replays_before_its_own_line() {
     let started = note(
         "thread/started",
-        json!({"thread": {"id": "C", "source": {"subAgent": {"thread_spawn": {"parent_thread_id": "P", "depth": 1, "agent_nickname": "Kant"}}}}}),
+        &json!({"thread": {"id": "C", "source": {"subAgent": {"thread_spawn": {"parent_thread_id": "P", "depth": 1, "agent_nickname": "Kant"}}}}}),
         None,
     );
     let r = run(&[root_started("P"), status("C", "idle"), started]);
@@ -324,11 +248,7 @@ fn thread_read_response_registers_and_names() {
 
 #[test]
 fn sub_agent_activity_started_registers_with_its_path() {
-    let r = run(&[
-        root_started("P"),
-        activity("P", "a1", "started", "C", "/root/alpha"),
-        status("C", "idle"),
-    ]);
+    let r = run(&[root_started("P"), activity("P", "a1", "started", "C", "/root/alpha"), status("C", "idle")]);
     let c = r.thread("C");
     assert_eq!(c.via, Some(router::Via::SubAgentActivity));
     assert_eq!(c.name(), "alpha");
@@ -338,16 +258,9 @@ fn sub_agent_activity_started_registers_with_its_path() {
 #[test]
 fn interacted_about_root_from_a_child_changes_nothing() {
     let input = lines(&[
-        vec![
-            root_started("P"),
-            activity("P", "a1", "started", "C", "/root/c"),
-            turn_started("C", "ct", "pt"),
-        ],
+        vec![root_started("P"), activity("P", "a1", "started", "C", "/root/c"), turn_started("C", "ct", "pt")],
         // Sent from the child about its root (seen with 0.145.0): a known bug elsewhere.
-        vec![
-            activity("C", "a2", "interacted", "P", "/root"),
-            activity("C", "a3", "started", "P", "/root"),
-        ],
+        vec![activity("C", "a2", "interacted", "P", "/root"), activity("C", "a3", "started", "P", "/root")],
     ]);
     let r = run(&input);
     assert_eq!(r.thread("P").role, Role::Root);
@@ -360,24 +273,8 @@ fn wait_receivers_never_reparent_a_known_child() {
     let input = lines(&[
         vec![root_started("P"), root_started("Q")],
         spawn("P", "s1", "C"),
-        vec![collab(
-            "item/started",
-            "Q",
-            "w1",
-            "wait",
-            "inProgress",
-            &["C"],
-            "",
-        )],
-        vec![collab(
-            "item/completed",
-            "Q",
-            "w1",
-            "wait",
-            "completed",
-            &["C"],
-            "",
-        )],
+        vec![collab("item/started", "Q", "w1", "wait", "inProgress", &["C"], "")],
+        vec![collab("item/completed", "Q", "w1", "wait", "completed", &["C"], "")],
     ]);
     let r = run(&input);
     assert_eq!(r.parent("C").as_deref(), Some("P"));
@@ -388,15 +285,7 @@ fn wait_receivers_never_reparent_a_known_child() {
 fn failed_spawns_register_nothing() {
     let input = vec![
         root_started("P"),
-        collab(
-            "item/completed",
-            "P",
-            "s1",
-            "spawnAgent",
-            "failed",
-            &["C"],
-            "gpt-5.5",
-        ),
+        collab("item/completed", "P", "s1", "spawnAgent", "failed", &["C"], "gpt-5.5"),
         status("C", "idle"),
     ];
     let r = run(&input);
@@ -426,21 +315,13 @@ fn never_register_a_root_or_an_ancestor() {
 fn depth_33_chain_stops_at_the_guard() {
     let mut input = vec![root_started("t0")];
     for d in 1..=34 {
-        input.extend(spawn(
-            &format!("t{}", d - 1),
-            &format!("s{d}"),
-            &format!("t{d}"),
-        ));
+        input.extend(spawn(&format!("t{}", d - 1), &format!("s{d}"), &format!("t{d}")));
         input.push(status(&format!("t{d}"), "idle"));
     }
     let r = run(&input);
     assert_eq!(r.thread("t32").depth, 32);
     assert_eq!(r.thread("t32").role, Role::Child);
-    assert_eq!(
-        r.thread("t33").role,
-        Role::Orphan,
-        "depth 33 is over the default guard of 32"
-    );
+    assert_eq!(r.thread("t33").role, Role::Orphan, "depth 33 is over the default guard of 32");
     // Depth keeps counting through the orphan: its child is refused too.
     assert_eq!(r.thread("t34").role, Role::Orphan);
     assert_eq!(r.counters().depth_limited, 2);
@@ -451,10 +332,7 @@ fn depth_33_chain_stops_at_the_guard() {
 
 #[test]
 fn eviction_keeps_the_terminal_line() {
-    let limits = router::Limits {
-        pending_lines_per_thread: 3,
-        ..router::Limits::default()
-    };
+    let limits = router::Limits { pending_lines_per_thread: 3, ..router::Limits::default() };
     let mut input = vec![root_started("P"), turn_started("C", "ct", "pt")];
     input.extend(message("C", "m1", "a"));
     input.push(turn_completed("C", "ct", "completed"));
@@ -464,62 +342,31 @@ fn eviction_keeps_the_terminal_line() {
     let c = r.counters();
     assert_eq!((c.early, c.evicted, c.replayed), (6, 3, 3));
     let kept: Vec<u64> = r.lines_of("C").iter().map(|o| o.line).collect();
-    assert_eq!(
-        kept,
-        [5, 6, 7],
-        "the terminal turn/completed (line 5) survives, the oldest others go"
-    );
+    assert_eq!(kept, [5, 6, 7], "the terminal turn/completed (line 5) survives, the oldest others go");
 }
 
 #[test]
 fn window_closes_by_stream_time_into_an_orphan() {
     let input = vec![
-        note(
-            "thread/status/changed",
-            json!({"threadId": "X", "status": {"type": "idle"}}),
-            Some(1_000),
-        ),
-        note(
-            "warning",
-            json!({"threadId": "X", "message": "hm"}),
-            Some(2_000),
-        ),
-        note("configWarning", json!({"message": "late"}), Some(31_001)),
-        note(
-            "item/agentMessage/delta",
-            json!({"threadId": "X", "itemId": "m", "delta": "after"}),
-            Some(31_002),
-        ),
+        note("thread/status/changed", &json!({"threadId": "X", "status": {"type": "idle"}}), Some(1_000)),
+        note("warning", &json!({"threadId": "X", "message": "hm"}), Some(2_000)),
+        note("configWarning", &json!({"message": "late"}), Some(31_001)),
+        note("item/agentMessage/delta", &json!({"threadId": "X", "itemId": "m", "delta": "after"}), Some(31_002)),
     ];
     let r = run_with(&input, router::Limits::default(), false);
-    assert_eq!(
-        r.thread("X").role,
-        Role::Orphan,
-        "30 s after its first line, unregistered"
-    );
+    assert_eq!(r.thread("X").role, Role::Orphan, "30 s after its first line, unregistered");
     let c = r.counters();
     assert_eq!((c.early, c.replayed, c.pending_at_end), (2, 2, 0));
     // After the window, its lines are applied directly, as a child's with no session.
     let last = r.out.last().unwrap();
-    assert_eq!(
-        (last.line, last.class, last.session.clone(), last.replayed),
-        (4, Class::Rehomed, None, false)
-    );
+    assert_eq!((last.line, last.class, last.session.clone(), last.replayed), (4, Class::Rehomed, None, false));
 }
 
 #[test]
 fn window_by_line_count_when_no_time_is_known() {
-    let limits = router::Limits {
-        window_lines: 3,
-        ..router::Limits::default()
-    };
-    let input = vec![
-        status("X", "idle"),
-        root_started("P"),
-        status("P", "idle"),
-        status("P", "idle"),
-        status("P", "idle"),
-    ];
+    let limits = router::Limits { window_lines: 3, ..router::Limits::default() };
+    let input =
+        vec![status("X", "idle"), root_started("P"), status("P", "idle"), status("P", "idle"), status("P", "idle")];
     let r = run_with(&input, limits, false);
     assert_eq!(r.thread("X").role, Role::Orphan);
     assert_eq!(r.counters().pending_at_end, 0);
@@ -528,11 +375,7 @@ fn window_by_line_count_when_no_time_is_known() {
 #[test]
 fn a_pending_thread_with_children_becomes_a_root() {
     // Attached mid-session: the root's own announcement was missed.
-    let input = lines(&[
-        vec![status("P", "active")],
-        spawn("P", "s1", "C"),
-        vec![status("C", "idle")],
-    ]);
+    let input = lines(&[vec![status("P", "active")], spawn("P", "s1", "C"), vec![status("C", "idle")]]);
     let r = run(&input);
     assert_eq!(r.thread("P").role, Role::Root);
     assert_eq!(r.parent("C").as_deref(), Some("P"));
@@ -549,35 +392,23 @@ fn a_turn_that_is_its_own_root_marks_a_root() {
         turn_started("K", "u2", "u1"),
     ]);
     assert_eq!(r.thread("R").role, Role::Root);
-    assert_eq!(
-        r.thread("K").role,
-        Role::Orphan,
-        "a child turn carries its parent's rootTurnId"
-    );
+    assert_eq!(r.thread("K").role, Role::Orphan, "a child turn carries its parent's rootTurnId");
 }
 
 #[test]
 fn orphan_that_registers_later_moves_with_its_history() {
     let mut input = vec![
-        note(
-            "thread/status/changed",
-            json!({"threadId": "C", "status": {"type": "idle"}}),
-            Some(1_000),
-        ),
+        note("thread/status/changed", &json!({"threadId": "C", "status": {"type": "idle"}}), Some(1_000)),
         note(
             "item/agentMessage/delta",
-            json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "hello "}),
+            &json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "hello "}),
             Some(1_001),
         ),
-        note(
-            "thread/started",
-            json!({"thread": {"id": "P", "source": "vscode"}}),
-            Some(40_000),
-        ),
+        note("thread/started", &json!({"thread": {"id": "P", "source": "vscode"}}), Some(40_000)),
     ];
     input.push(note(
         "item/agentMessage/delta",
-        json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "world"}),
+        &json!({"threadId": "C", "turnId": "u", "itemId": "m", "delta": "world"}),
         Some(40_001),
     ));
     input.extend(spawn("P", "s1", "C"));
@@ -585,29 +416,15 @@ fn orphan_that_registers_later_moves_with_its_history() {
     assert_eq!(r.parent("C").as_deref(), Some("P"));
     assert_eq!(r.thread("C").role, Role::Child);
     assert!(r.p.model.unattributed.is_empty());
-    assert_eq!(
-        r.thread("C").item("m").unwrap().text.as_str(),
-        "hello world"
-    );
+    assert_eq!(r.thread("C").item("m").unwrap().text.as_str(), "hello world");
     assert_eq!(r.counters().orphan_threads, 0);
     assert_eq!(r.thread("P").subtree.threads, 2);
 }
 
 #[test]
 fn pending_thread_cap_closes_the_oldest_window() {
-    let limits = router::Limits {
-        pending_threads: 2,
-        ..router::Limits::default()
-    };
-    let r = run_with(
-        &[
-            status("A", "idle"),
-            status("B", "idle"),
-            status("C", "idle"),
-        ],
-        limits,
-        false,
-    );
+    let limits = router::Limits { pending_threads: 2, ..router::Limits::default() };
+    let r = run_with(&[status("A", "idle"), status("B", "idle"), status("C", "idle")], limits, false);
     assert_eq!(r.thread("A").role, Role::Orphan);
     assert_eq!(r.thread("B").role, Role::Pending);
     assert_eq!(r.counters().pending_at_end, 2);
@@ -622,27 +439,15 @@ fn child_lines_are_suppressed_terminal_or_rehomed() {
         spawn("P", "s1", "C"),
         vec![
             turn_started("C", "ct", "pt"),
-            note(
-                "item/plan/delta",
-                json!({"threadId": "C", "itemId": "p", "delta": "x"}),
-                None,
-            ),
+            note("item/plan/delta", &json!({"threadId": "C", "itemId": "p", "delta": "x"}), None),
         ],
         message("C", "m", "hi"),
-        vec![
-            error("C", json!(true)),
-            turn_completed("C", "ct", "completed"),
-        ],
+        vec![error("C", &json!(true)), turn_completed("C", "ct", "completed")],
     ]);
     let r = run(&input);
     let classes: Vec<Class> = r.lines_of("C").iter().map(|o| o.class).collect();
     use Class::*;
-    assert_eq!(
-        classes,
-        [
-            Suppressed, Suppressed, Rehomed, Rehomed, Rehomed, Suppressed
-        ]
-    );
+    assert_eq!(classes, [Suppressed, Suppressed, Rehomed, Rehomed, Rehomed, Suppressed]);
     let c = r.counters();
     assert_eq!((c.root, c.rehomed, c.suppressed), (3, 3, 3));
 }
@@ -650,22 +455,14 @@ fn child_lines_are_suppressed_terminal_or_rehomed() {
 #[test]
 fn lines_without_a_thread_are_global_and_client_lines_control() {
     let input = vec![
-        note(
-            "account/rateLimits/updated",
-            json!({"rateLimits": {}}),
-            None,
-        ),
-        note(
-            "mcpServer/startupStatus/updated",
-            json!({"name": "x"}),
-            None,
-        ),
+        note("account/rateLimits/updated", &json!({"rateLimits": {}}), None),
+        note("mcpServer/startupStatus/updated", &json!({"name": "x"}), None),
         json!({"method": "initialize", "id": 1, "params": {}}).to_string(),
         json!({"method": "initialized"}).to_string(),
         json!({"id": 1, "result": {"userAgent": "x"}}).to_string(),
         json!({"swarmtop": "recording", "version": 1}).to_string(),
-        note("thread/teleported", json!({"threadId": "T"}), None),
-        note("brand/new", json!({"x": 1}), None),
+        note("thread/teleported", &json!({"threadId": "T"}), None),
+        note("brand/new", &json!({"x": 1}), None),
     ];
     let r = run(&input);
     let c = r.counters();
@@ -681,7 +478,7 @@ fn malformed_lines_are_counted_and_skipped() {
         "{\"method\":\"item/agentMessage/delta\",\"params\":{\"thr".to_owned(),
         String::from_utf8_lossy(b"\xff").into_owned(),
         json!({"hello": "world"}).to_string(),
-        error("T", json!("nope")),
+        error("T", &json!("nope")),
         root_started("P"),
     ];
     let mut p = Pipeline::default();
@@ -711,11 +508,7 @@ fn recording_envelopes_route_by_direction_and_time() {
     let r = run(&input);
     let c = r.counters();
     assert_eq!((c.control, c.malformed), (2, 1));
-    assert_eq!(
-        r.thread("R").role,
-        Role::Root,
-        "a recorded turn/start request marks a root"
-    );
+    assert_eq!(r.thread("R").role, Role::Root, "a recorded turn/start request marks a root");
     assert_eq!(r.p.model.stream_ms, Some(6));
 }
 
@@ -724,32 +517,16 @@ fn recording_envelopes_route_by_direction_and_time() {
 #[test]
 fn will_retry_true_is_transient_false_is_failure() {
     let input = lines(&[
-        vec![
-            root_started("P"),
-            turn_started("P", "u", "u"),
-            error("P", json!(true)),
-        ],
+        vec![root_started("P"), turn_started("P", "u", "u"), error("P", &json!(true))],
         message("P", "m", "ok"),
     ]);
     let r = run(&input);
-    assert_eq!(
-        r.thread("P").status,
-        Status::Running,
-        "the next line restores the status before the retry"
-    );
+    assert_eq!(r.thread("P").status, Status::Running, "the next line restores the status before the retry");
 
-    let r = run(&[
-        root_started("P"),
-        turn_started("P", "u", "u"),
-        error("P", json!(true)),
-    ]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", &json!(true))]);
     assert_eq!(r.thread("P").status, Status::Retrying);
 
-    let r = run(&[
-        root_started("P"),
-        turn_started("P", "u", "u"),
-        error("P", json!(false)),
-    ]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), error("P", &json!(false))]);
     assert_eq!(r.thread("P").status, Status::Failed);
 }
 
@@ -758,11 +535,7 @@ fn a_childs_failure_fails_only_its_lane() {
     let input = lines(&[
         vec![root_started("P"), turn_started("P", "u", "u")],
         spawn("P", "s1", "C"),
-        vec![
-            turn_started("C", "cu", "u"),
-            error("C", json!(false)),
-            turn_completed("C", "cu", "failed"),
-        ],
+        vec![turn_started("C", "cu", "u"), error("C", &json!(false)), turn_completed("C", "cu", "failed")],
     ]);
     let r = run(&input);
     assert_eq!(r.thread("C").status, Status::Failed);
@@ -774,25 +547,10 @@ fn a_childs_failure_fails_only_its_lane() {
 fn interrupted_turns_close_their_dangling_items() {
     let input = lines(&[
         vec![root_started("P"), turn_started("P", "u", "u")],
-        vec![collab(
-            "item/started",
-            "P",
-            "w1",
-            "wait",
-            "inProgress",
-            &[],
-            "",
-        )],
-        vec![note(
-            "turn/completed",
-            json!({"threadId": "P", "turn": {"id": "u", "status": "interrupted"}}),
-            None,
-        )],
+        vec![collab("item/started", "P", "w1", "wait", "inProgress", &[], "")],
+        vec![note("turn/completed", &json!({"threadId": "P", "turn": {"id": "u", "status": "interrupted"}}), None)],
     ]);
-    let input: Vec<String> = input
-        .into_iter()
-        .map(|l| l.replace("\"turnId\":\"pt\"", "\"turnId\":\"u\""))
-        .collect();
+    let input: Vec<String> = input.into_iter().map(|l| l.replace("\"turnId\":\"pt\"", "\"turnId\":\"u\"")).collect();
     let r = run(&input);
     let p = r.thread("P");
     assert_eq!(p.item("w1").unwrap().status, ItemStatus::Interrupted);
@@ -802,57 +560,29 @@ fn interrupted_turns_close_their_dangling_items() {
 #[test]
 fn status_transitions_follow_the_table() {
     let r = run(&[root_started("P"), status("P", "idle")]);
-    assert_eq!(
-        r.thread("P").status,
-        Status::Pending,
-        "idle only from running, waiting or retrying"
-    );
+    assert_eq!(r.thread("P").status, Status::Pending, "idle only from running, waiting or retrying");
     let r = run(&[root_started("P"), turn_started("P", "u", "u"), waiting("P")]);
     assert_eq!(r.thread("P").status, Status::Waiting);
-    let r = run(&[
-        root_started("P"),
-        turn_started("P", "u", "u"),
-        waiting("P"),
-        status("P", "active"),
-    ]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), waiting("P"), status("P", "active")]);
     assert_eq!(r.thread("P").status, Status::Running);
-    let r = run(&[
-        root_started("P"),
-        turn_started("P", "u", "u"),
-        status("P", "idle"),
-    ]);
+    let r = run(&[root_started("P"), turn_started("P", "u", "u"), status("P", "idle")]);
     assert_eq!(r.thread("P").status, Status::Idle);
     let r = run(&[root_started("P"), status("P", "notLoaded")]);
     assert_eq!(r.thread("P").status, Status::Closed);
     let r = run(&[
         root_started("P"),
         turn_started("P", "u", "u"),
-        note(
-            "thread/status/changed",
-            json!({"threadId": "P", "status": {"type": "systemError"}}),
-            None,
-        ),
+        note("thread/status/changed", &json!({"threadId": "P", "status": {"type": "systemError"}}), None),
     ]);
-    assert_eq!(
-        r.thread("P").status,
-        Status::Running,
-        "systemError alone changes nothing"
-    );
+    assert_eq!(r.thread("P").status, Status::Running, "systemError alone changes nothing");
 }
 
 #[test]
 fn tokens_merge_by_max_and_cost_is_exact() {
-    let r = run(&[
-        root_started("P"),
-        tokens("P", 1000, 200, 50),
-        tokens("P", 3000, 1000, 40),
-        tokens("P", 1000, 200, 50),
-    ]);
+    let r =
+        run(&[root_started("P"), tokens("P", 1000, 200, 50), tokens("P", 3000, 1000, 40), tokens("P", 1000, 200, 50)]);
     let p = r.thread("P");
-    assert_eq!(
-        (p.tokens.input, p.tokens.cached_input, p.tokens.output),
-        (3000, 1000, 50)
-    );
+    assert_eq!((p.tokens.input, p.tokens.cached_input, p.tokens.output), (3000, 1000, 50));
     // gpt-5.5: (3000-1000)*5 + 1000*0.5 + 50*30 = 12000 USD per million tokens.
     assert_eq!(p.cost.unwrap().to_string(), "0.012");
     assert_eq!(p.context.unwrap().ratio(), 0.1);
@@ -862,25 +592,14 @@ fn tokens_merge_by_max_and_cost_is_exact() {
 fn unknown_models_are_unpriced_never_zero() {
     let input = lines(&[
         vec![root_started("P")],
-        vec![collab(
-            "item/completed",
-            "P",
-            "s1",
-            "spawnAgent",
-            "completed",
-            &["C"],
-            "acme-1",
-        )],
+        vec![collab("item/completed", "P", "s1", "spawnAgent", "completed", &["C"], "acme-1")],
         vec![tokens("C", 100, 0, 10)],
     ]);
     let r = run(&input);
     assert!(r.thread("C").cost.is_none());
     assert_eq!(r.p.model.unpriced_threads(), 1);
     assert_eq!(r.thread("C").subtree.cost_usd(), None);
-    assert!(
-        r.thread("P").subtree.cost_usd().is_some(),
-        "a sum over a set with a priced thread is priced"
-    );
+    assert!(r.thread("P").subtree.cost_usd().is_some(), "a sum over a set with a priced thread is priced");
 }
 
 #[test]

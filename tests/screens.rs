@@ -13,8 +13,7 @@ use swarmtop::ui::{self, Action, Effect, Feed, NodeId, Overlay, Pane, Sort, Them
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 60)];
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/fixtures/codex-0.171.0/{name}.server.ndjson"))
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/codex-0.171.0/{name}.server.ndjson"))
 }
 
 /// A capture's lines through the pipeline: the first `lines` of them, frozen mid-run, or all of
@@ -47,8 +46,7 @@ fn feed(name: &str, p: &Pipeline, total: u64) -> Feed {
 fn render(p: &Pipeline, feed: &Feed, view: &mut View, (w, h): (u16, u16)) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view))
-        .expect("draw");
+    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view)).expect("draw");
     format!("{}", term.backend())
 }
 
@@ -57,10 +55,7 @@ fn view() -> View {
 }
 
 fn act(view: &mut View, p: &Pipeline, actions: &[Action]) -> Vec<Effect> {
-    actions
-        .iter()
-        .map(|&a| ui::update(view, &p.model, a))
-        .collect()
+    actions.iter().map(|&a| ui::update(view, &p.model, a)).collect()
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -84,11 +79,7 @@ fn chars(s: &str) -> Vec<KeyEvent> {
 /// Selects the first card of the first session (session ▸ turn ▸ card).
 fn select_card(view: &mut View, p: &Pipeline) {
     act(view, p, &[Action::MoveDown, Action::MoveDown]);
-    assert!(
-        matches!(view.selected, Some(NodeId::Group(..))),
-        "{:?}",
-        view.selected
-    );
+    assert!(matches!(view.selected, Some(NodeId::Group(..))), "{:?}", view.selected);
 }
 
 fn snap_sizes(name: &str, p: &Pipeline, f: &Feed, setup: impl Fn(&mut View, &Pipeline)) {
@@ -209,11 +200,7 @@ fn help_overlay_is_generated_from_the_keymap() {
         let screen = render(&p, &f, &mut v, size);
         insta::assert_snapshot!(format!("help_{}x{}", size.0, size.1), screen);
         for b in ui::BINDINGS {
-            assert!(
-                screen.contains(b.help) || size.1 < 40,
-                "help lacks {:?}",
-                b.help
-            );
+            assert!(screen.contains(b.help) || size.1 < 40, "help lacks {:?}", b.help);
         }
     }
 }
@@ -296,13 +283,7 @@ fn draw_never_panics_on_empty_unicode_or_huge_models() {
     for size in SIZES {
         let mut v = view();
         render(&empty, &f, &mut v, size);
-        for a in [
-            Action::MoveDown,
-            Action::Fold,
-            Action::Open,
-            Action::Top,
-            Action::Bottom,
-        ] {
+        for a in [Action::MoveDown, Action::Fold, Action::Open, Action::Top, Action::Bottom] {
             ui::update(&mut v, &empty.model, a);
         }
         render(&empty, &f, &mut v, size);
@@ -313,13 +294,13 @@ fn draw_never_panics_on_empty_unicode_or_huge_models() {
         r#"{{"method":"thread/started","params":{{"thread":{{"id":"{id}","agentNickname":"名前が長いエージェント🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀"}}}},"emittedAtMs":1}}"#
     );
     p.push(start.as_bytes());
-    p.push(format!(r#"{{"method":"turn/started","params":{{"threadId":"{id}","turn":{{"id":"t1"}}}},"emittedAtMs":2}}"#).as_bytes());
+    p.push(
+        format!(r#"{{"method":"turn/started","params":{{"threadId":"{id}","turn":{{"id":"t1"}}}},"emittedAtMs":2}}"#)
+            .as_bytes(),
+    );
     let huge = "x".repeat(300_000);
     let wide = "全角文字と\tタブ\u{202e}bidi\u{200b}".repeat(2000);
-    for (i, text) in [huge.as_str(), wide.as_str(), "", "\n\n\n"]
-        .iter()
-        .enumerate()
-    {
+    for (i, text) in [huge.as_str(), wide.as_str(), "", "\n\n\n"].iter().enumerate() {
         let body = serde_json::json!({
             "method": "item/completed",
             "params": {"threadId": id, "turnId": "t1",
@@ -328,10 +309,7 @@ fn draw_never_panics_on_empty_unicode_or_huge_models() {
         });
         p.push(body.to_string().as_bytes());
     }
-    let f = Feed {
-        now_ms: p.model.stream_ms,
-        ..Feed::default()
-    };
+    let f = Feed { now_ms: p.model.stream_ms, ..Feed::default() };
     for size in [(60, 16), (80, 24), (200, 60), (61, 17)] {
         let mut v = view();
         let screen = render(&p, &f, &mut v, size);
@@ -350,14 +328,9 @@ fn no_color_keeps_glyphs_and_drops_colours() {
     let mut v = View::with_theme(Theme::no_color());
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     let counters = p.counters();
-    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v))
-        .expect("draw");
+    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
     let buf = term.backend().buffer();
-    assert!(
-        buf.content()
-            .iter()
-            .all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset)
-    );
+    assert!(buf.content().iter().all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset));
     let text = format!("{}", term.backend());
     assert!(text.contains("✓ Feynman"));
 }
@@ -373,23 +346,14 @@ fn arrows_and_vim_keys_move_and_fold() {
     press(&mut v, &p, &chars("jj"));
     assert!(matches!(v.selected, Some(NodeId::Group(..))));
     press(&mut v, &p, &[key(KeyCode::Left)]);
-    assert!(
-        v.folded.contains(&v.selected.unwrap()),
-        "← folds an open node"
-    );
+    assert!(v.folded.contains(&v.selected.unwrap()), "← folds an open node");
     let rows_folded = v.rows().len();
     press(&mut v, &p, &chars("l"));
     assert!(v.rows().len() > rows_folded, "→ unfolds");
     press(&mut v, &p, &chars("l"));
-    assert!(
-        matches!(v.selected, Some(NodeId::Thread(_))),
-        "→ on an open node goes to its first child"
-    );
+    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "→ on an open node goes to its first child");
     press(&mut v, &p, &chars("h"));
-    assert!(
-        matches!(v.selected, Some(NodeId::Group(..))),
-        "← on a leaf goes to the parent"
-    );
+    assert!(matches!(v.selected, Some(NodeId::Group(..))), "← on a leaf goes to the parent");
     press(&mut v, &p, &chars("G"));
     assert_eq!(v.selected_row(), Some(v.rows().len() - 1));
     press(&mut v, &p, &chars("g"));
@@ -422,11 +386,7 @@ fn enter_opens_the_lane_and_esc_closes_innermost_first() {
     press(&mut v, &p, &[key(KeyCode::Enter)]);
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
     assert!(v.filter.is_empty(), "then the filter");
-    assert_eq!(
-        press(&mut v, &p, &[key(KeyCode::Esc)]),
-        [Effect::Quit],
-        "then quits"
-    );
+    assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::Quit], "then quits");
 }
 
 #[test]
@@ -437,21 +397,13 @@ fn filter_typing_takes_every_character_and_esc_clears_it() {
     assert!(v.typing);
     assert_eq!(v.filter, "q?jd", "keys are text while typing");
     assert_eq!(v.overlay, None);
-    press(
-        &mut v,
-        &p,
-        &[key(KeyCode::Backspace), key(KeyCode::Backspace)],
-    );
+    press(&mut v, &p, &[key(KeyCode::Backspace), key(KeyCode::Backspace)]);
     assert_eq!(v.filter, "q?");
     press(&mut v, &p, &[key(KeyCode::Esc)]);
     assert!(!v.typing && v.filter.is_empty());
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
     press(&mut v, &p, &chars("/x"));
-    assert_eq!(
-        press(&mut v, &p, &[ctrl_c]),
-        [Effect::Quit],
-        "Ctrl-C quits even while typing"
-    );
+    assert_eq!(press(&mut v, &p, &[ctrl_c]), [Effect::Quit], "Ctrl-C quits even while typing");
 }
 
 #[test]
@@ -470,18 +422,8 @@ fn filter_by_status_and_model() {
     assert_eq!(names, ["18037869", "Kant"], "the match and its ancestors");
     press(&mut v, &p, &[key(KeyCode::Esc)]);
     press(&mut v, &p, &chars("/luna"));
-    assert!(
-        v.rows()
-            .iter()
-            .any(|r| matches!(r.id, NodeId::Thread(t) if p.model.thread(t).name() == "Feynman"))
-    );
-    assert_eq!(
-        v.rows()
-            .iter()
-            .filter(|r| matches!(r.id, NodeId::Thread(_)))
-            .count(),
-        2
-    );
+    assert!(v.rows().iter().any(|r| matches!(r.id, NodeId::Thread(t) if p.model.thread(t).name() == "Feynman")));
+    assert_eq!(v.rows().iter().filter(|r| matches!(r.id, NodeId::Thread(_))).count(), 2);
 }
 
 #[test]
@@ -495,9 +437,7 @@ fn follow_keeps_the_newest_active_lane_selected() {
         p.push(l.as_bytes());
     }
     v.refresh(&p.model);
-    let Some(NodeId::Group(_, _)) = v.selected else {
-        panic!("follow selects the card: {:?}", v.selected)
-    };
+    let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
     let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap());
     let followed = lanes[v.lane];
     assert!(p.model.thread(followed).status.is_active());
@@ -535,11 +475,7 @@ fn sort_tab_overlays_and_replay_effects() {
     press(&mut v, &p, &chars("d"));
     assert_eq!(v.overlay, Some(Overlay::Diagnostics));
     press(&mut v, &p, &chars("?"));
-    assert_eq!(
-        v.overlay,
-        Some(Overlay::Diagnostics),
-        "? is not a key of the diagnostics view"
-    );
+    assert_eq!(v.overlay, Some(Overlay::Diagnostics), "? is not a key of the diagnostics view");
     press(&mut v, &p, &chars("q"));
     assert_eq!(v.overlay, None, "q closes an overlay");
     assert_eq!(press(&mut v, &p, &chars("q")), [Effect::Quit]);
@@ -570,14 +506,7 @@ fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
     assert_eq!(v.rows().len(), rows, "a third unfolds");
     render(&p, &f, &mut v, (120, 40));
     let (header, lane) = v.layout.lane_headers[2];
-    ui::update(
-        &mut v,
-        &p.model,
-        Action::Click {
-            column: header.x + 3,
-            row: header.y,
-        },
-    );
+    ui::update(&mut v, &p.model, Action::Click { column: header.x + 3, row: header.y });
     assert_eq!((v.focus, v.lane), (Pane::Lanes, lane));
     let wheel = MouseEvent {
         kind: MouseEventKind::ScrollDown,

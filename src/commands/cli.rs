@@ -78,9 +78,7 @@ fn parse_speed(s: &str) -> Result<Speed, String> {
         "max" => Ok(Speed::Max),
         _ => match s.trim_end_matches('x').parse::<u32>() {
             Ok(n) if n >= 1 => Ok(Speed::Times(n)),
-            _ => Err(format!(
-                "speed must be 1, 2, 10 (any whole multiple) or max, not {s:?}"
-            )),
+            _ => Err(format!("speed must be 1, 2, 10 (any whole multiple) or max, not {s:?}")),
         },
     }
 }
@@ -88,12 +86,8 @@ fn parse_speed(s: &str) -> Result<Speed, String> {
 /// Durations as `500ms`, `2s`, `1m`; a bare number is seconds.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     let s = s.trim();
-    let (digits, unit) = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((s, ""), |i| s.split_at(i));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("not a duration: {s:?} (try 500ms, 2s, 1m)"))?;
+    let (digits, unit) = s.find(|c: char| !c.is_ascii_digit()).map_or((s, ""), |i| s.split_at(i));
+    let n: u64 = digits.parse().map_err(|_| format!("not a duration: {s:?} (try 500ms, 2s, 1m)"))?;
     let factor = match unit {
         "ms" => 1,
         "" | "s" => 1_000,

@@ -14,24 +14,14 @@ use crate::source::files::{self, Record};
 pub fn config(global: &GlobalOpts) -> Result<Config> {
     let mut prices = Prices::builtin();
     if let Some(path) = &global.pricing {
-        let text = std::fs::read_to_string(path)
-            .wrap_err_with(|| format!("reading {}", path.display()))?;
-        prices
-            .merge_toml(&text)
-            .wrap_err_with(|| format!("in {}", path.display()))?;
+        let text = std::fs::read_to_string(path).wrap_err_with(|| format!("reading {}", path.display()))?;
+        prices.merge_toml(&text).wrap_err_with(|| format!("in {}", path.display()))?;
     }
-    Ok(Config {
-        prices,
-        ..Config::default()
-    })
+    Ok(Config { prices, ..Config::default() })
 }
 
 /// Reads every input, in order, as one stream through a new pipeline, then ends the stream.
-pub fn ingest(
-    paths: &[PathBuf],
-    config: Config,
-    also: &mut (impl Sink + ?Sized),
-) -> Result<Pipeline> {
+pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
     for input in &inputs {

@@ -36,30 +36,18 @@ pub fn main() -> ExitCode {
 
 /// The error and its causes on one line: `reading x.ndjson: No such file or directory`.
 fn one_line(e: &color_eyre::Report) -> String {
-    e.chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
+    e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
 }
 
 /// Logs go to a file, never to the terminal (the screen owns it).
-fn init_logging(
-    path: Option<&std::path::Path>,
-) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+fn init_logging(path: Option<&std::path::Path>) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let path = path?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .ok()?;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok()?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     tracing_subscriber::fmt()
         .with_writer(writer)
         .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SWARMTOP_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SWARMTOP_LOG").unwrap_or_else(|_| "info".into()))
         .try_init()
         .ok()?;
     Some(guard)
@@ -71,10 +59,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Stats(args)) => stats::run(&args, config),
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
-        Some(other) => Err(color_eyre::eyre::eyre!(
-            "`{}` is not available in this build yet",
-            command_name(&other)
-        )),
+        Some(other) => Err(color_eyre::eyre::eyre!("`{}` is not available in this build yet", command_name(&other))),
         None => Err(color_eyre::eyre::eyre!(
             "the monitor screen is not available in this build yet; try `swarmtop stats INPUT`"
         )),

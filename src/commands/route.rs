@@ -14,12 +14,7 @@ use crate::router::{Class, Event, Sink, ThreadIdx};
 
 pub fn run(args: &RouteArgs, config: Config) -> Result<ExitCode> {
     let stdout = std::io::stdout().lock();
-    let mut writer = RouteWriter {
-        all: args.all,
-        ids: Vec::new(),
-        out: BufWriter::new(stdout),
-        error: None,
-    };
+    let mut writer = RouteWriter { all: args.all, ids: Vec::new(), out: BufWriter::new(stdout), error: None };
     ingest(&args.inputs, config, &mut writer)?;
     if let Some(e) = writer.error {
         return Err(e.into());
@@ -38,12 +33,7 @@ pub struct RouteWriter<W: Write> {
 
 impl<W: Write> RouteWriter<W> {
     pub fn new(out: W, all: bool) -> Self {
-        Self {
-            all,
-            ids: Vec::new(),
-            out,
-            error: None,
-        }
+        Self { all, ids: Vec::new(), out, error: None }
     }
 }
 
@@ -88,9 +78,7 @@ impl<W: Write> Sink for RouteWriter<W> {
                     raw: None,
                 }
             }
-            Event::Malformed {
-                line_no, record, ..
-            } if self.all => RouteLine {
+            Event::Malformed { line_no, record, .. } if self.all => RouteLine {
                 line: *line_no,
                 class: Class::Malformed.as_str(),
                 session_thread_id: None,

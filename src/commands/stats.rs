@@ -19,11 +19,7 @@ use crate::router::{Counters, Role, ThreadIdx};
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     let pipeline = ingest(&args.inputs, config, &mut nothing())?;
-    let out = if args.json {
-        render_json(&pipeline)
-    } else {
-        render_text(&pipeline)
-    };
+    let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(out.as_bytes())?;
     stdout.flush()?;
@@ -163,19 +159,10 @@ pub fn render_json_pretty(pipeline: &Pipeline) -> String {
 fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
     let model = &pipeline.model;
     let counters = pipeline.counters();
-    let threads = model
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, _)| thread_json(model, ThreadIdx(i as u32)))
-        .collect();
+    let threads = model.threads.iter().enumerate().map(|(i, _)| thread_json(model, ThreadIdx(i as u32))).collect();
     let totals = model.totals();
     StatsJson {
-        input: InputJson {
-            lines: counters.lines,
-            bytes: pipeline.bytes,
-            format: pipeline.format(),
-        },
+        input: InputJson { lines: counters.lines, bytes: pipeline.bytes, format: pipeline.format() },
         routing: counters.into(),
         threads,
         totals: TotalsJson {
@@ -196,7 +183,7 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
             t.parent.map(id_of),
             model.root_of(idx).map(id_of),
             t.depth,
-            t.via.map(|v| v.as_str()),
+            t.via.map(crate::router::Via::as_str),
             t.card.as_deref(),
         ),
         Role::Orphan => (None, None, 0, Some("orphan"), None),
@@ -210,7 +197,7 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         via,
         card,
         name: t.name(),
-        model: t.model.as_ref().map(|m| m.as_str()),
+        model: t.model.as_ref().map(crate::wire::Clean::as_str),
         status: t.status.as_str(),
         turns: t.turns.len(),
         items: t.items.len(),
@@ -229,13 +216,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
     let model = &pipeline.model;
     let c = pipeline.counters();
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "input    {} lines, {} bytes, {}",
-        c.lines,
-        pipeline.bytes,
-        pipeline.format()
-    );
+    let _ = writeln!(out, "input    {} lines, {} bytes, {}", c.lines, pipeline.bytes, pipeline.format());
     let _ = writeln!(
         out,
         "routing  root {} · rehomed {} · suppressed {} · global {} · control {} · malformed {}",
@@ -254,11 +235,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         totals.threads,
         group(totals.tokens.total),
         format_usd(totals.cost_usd()),
-        if unpriced > 0 {
-            format!(" ({unpriced} unpriced)")
-        } else {
-            String::new()
-        }
+        if unpriced > 0 { format!(" ({unpriced} unpriced)") } else { String::new() }
     );
     out.push('\n');
     let rows: Vec<[String; 9]> = model
@@ -284,9 +261,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
             ]
         })
         .collect();
-    let header = [
-        "agent", "model", "status", "depth", "turns", "items", "tokens", "cost", "subtree",
-    ];
+    let header = ["agent", "model", "status", "depth", "turns", "items", "tokens", "cost", "subtree"];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -46,30 +46,12 @@ pub fn render_tree(model: &Model) -> String {
         let n = model.unattributed.len();
         for (i, &orphan) in model.unattributed.iter().enumerate() {
             let last = i + 1 == n;
-            node(
-                model,
-                orphan,
-                if last { "└─ " } else { "├─ " },
-                if last { "   " } else { "│  " },
-                &mut out,
-            );
+            node(model, orphan, if last { "└─ " } else { "├─ " }, if last { "   " } else { "│  " }, &mut out);
         }
     }
-    let pending: Vec<_> = model
-        .threads
-        .iter()
-        .filter(|t| t.role == crate::router::Role::Pending)
-        .collect();
+    let pending: Vec<_> = model.threads.iter().filter(|t| t.role == crate::router::Role::Pending).collect();
     if !pending.is_empty() {
-        let _ = writeln!(
-            out,
-            "pending: {}",
-            pending
-                .iter()
-                .map(|t| t.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(out, "pending: {}", pending.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "));
     }
     if out.is_empty() {
         out.push_str("(no threads)\n");
@@ -92,12 +74,7 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
         format_usd(t.cost),
     );
     if !t.children.is_empty() {
-        let _ = write!(
-            out,
-            "  (subtree {} threads, {})",
-            t.subtree.threads,
-            format_usd(t.subtree.cost_usd())
-        );
+        let _ = write!(out, "  (subtree {} threads, {})", t.subtree.threads, format_usd(t.subtree.cost_usd()));
     }
     out.push('\n');
     let n = t.children.len();

@@ -35,11 +35,8 @@ pub struct Diagnostics {
 impl Diagnostics {
     pub(super) fn malformed(&mut self, line_no: u64, reason: &Malformed, record: &[u8]) {
         let head = &record[..record.len().min(SAMPLE_BYTES)];
-        let sample = MalformedSample {
-            line_no,
-            reason: reason.to_string(),
-            head: sanitize(&String::from_utf8_lossy(head)),
-        };
+        let sample =
+            MalformedSample { line_no, reason: reason.to_string(), head: sanitize(&String::from_utf8_lossy(head)) };
         push_bounded(&mut self.malformed, sample);
     }
 
@@ -49,18 +46,12 @@ impl Diagnostics {
         let message = line
             .msg
             .params
+            .rest()
             .message
             .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
             .map(|m| sanitize(&m))
             .unwrap_or_default();
-        push_bounded(
-            &mut self.globals,
-            LogEntry {
-                line_no,
-                method,
-                message,
-            },
-        );
+        push_bounded(&mut self.globals, LogEntry { line_no, method, message });
     }
 }
 

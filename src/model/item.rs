@@ -219,11 +219,7 @@ impl Item {
             }
             ItemKind::Reasoning => {
                 let summary: Vec<Str<'_>> = parse_raw(item.summary).unwrap_or_default();
-                let parts = if summary.is_empty() {
-                    parse_raw(item.content).unwrap_or_default()
-                } else {
-                    summary
-                };
+                let parts = if summary.is_empty() { parse_raw(item.content).unwrap_or_default() } else { summary };
                 if parts.is_empty() {
                     return None;
                 }
@@ -258,10 +254,7 @@ impl Item {
 
     /// Appends a streamed delta; a new reasoning summary part starts a new paragraph.
     pub(super) fn push_delta(&mut self, delta: &str, summary_index: Option<i64>) {
-        if summary_index.is_some()
-            && self.last_summary_index.is_some()
-            && summary_index != self.last_summary_index
-        {
+        if summary_index.is_some() && self.last_summary_index.is_some() && summary_index != self.last_summary_index {
             self.text.push("\n\n");
         }
         if summary_index.is_some() {

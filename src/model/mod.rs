@@ -31,10 +31,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            item_text: 256 << 10,
-            thread_text: 4 << 20,
-        }
+        Self { item_text: 256 << 10, thread_text: 1 << 20 }
     }
 }
 
@@ -57,11 +54,7 @@ pub struct Model {
 
 impl Model {
     pub fn new(prices: Prices, limits: Limits) -> Self {
-        Self {
-            prices,
-            limits,
-            ..Self::default()
-        }
+        Self { prices, limits, ..Self::default() }
     }
 
     pub fn thread(&self, idx: ThreadIdx) -> &Thread {
@@ -160,10 +153,7 @@ impl Model {
     /// Recomputes a thread's own cost after its tokens or model changed, and rolls the change up.
     fn reprice(&mut self, idx: ThreadIdx, old_tokens: Tokens) {
         let t = &self.threads[idx.index()];
-        let price = t
-            .model
-            .as_ref()
-            .and_then(|m| self.prices.lookup(m.as_str()));
+        let price = t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str()));
         let new_cost = price.map(|p| t.tokens.cost(&p));
         let old_cost = t.cost;
         let delta = Delta {
@@ -223,26 +213,16 @@ impl Model {
     fn learn_thread_info(&mut self, idx: ThreadIdx, info: &crate::wire::ThreadInfo<'_>) {
         let spawn = info.spawn();
         let t = &mut self.threads[idx.index()];
-        let nickname = info
-            .agent_nickname
-            .as_deref()
-            .or(spawn.as_ref().and_then(|s| s.agent_nickname.as_deref()));
+        let nickname = info.agent_nickname.as_deref().or(spawn.as_ref().and_then(|s| s.agent_nickname.as_deref()));
         if t.nickname.is_none() {
             t.nickname = nickname.filter(|n| !n.is_empty()).map(sanitize);
         }
         if t.agent_role.is_none() {
-            let role = info
-                .agent_role
-                .as_deref()
-                .or(spawn.as_ref().and_then(|s| s.agent_role.as_deref()));
+            let role = info.agent_role.as_deref().or(spawn.as_ref().and_then(|s| s.agent_role.as_deref()));
             t.agent_role = role.filter(|r| !r.is_empty()).map(sanitize);
         }
         if t.agent_path.is_none() {
-            t.agent_path = spawn
-                .as_ref()
-                .and_then(|s| s.agent_path.as_deref())
-                .filter(|p| !p.is_empty())
-                .map(sanitize);
+            t.agent_path = spawn.as_ref().and_then(|s| s.agent_path.as_deref()).filter(|p| !p.is_empty()).map(sanitize);
         }
         if let Some(model) = info.model.as_deref() {
             self.set_model(idx, model);
@@ -266,7 +246,7 @@ impl Model {
             }
         }
         let method = line.msg.method().unwrap_or("");
-        let p = &line.msg.params;
+        let p = line.msg.params.rest();
         match method {
             "thread/started" => {
                 if let Some(info) = &p.thread {
@@ -282,10 +262,9 @@ impl Model {
                     if let Some(total) = &usage.total {
                         t.tokens.merge_max(total);
                     }
-                    if let (Some(last), Some(window)) = (
-                        usage.last.and_then(|l| l.total_tokens),
-                        usage.model_context_window,
-                    ) {
+                    if let (Some(last), Some(window)) =
+                        (usage.last.and_then(|l| l.total_tokens), usage.model_context_window)
+                    {
                         t.context = Some(ContextFill { used: last, window });
                     }
                     if t.tokens != old {
@@ -312,9 +291,7 @@ impl Model {
             }
             "turn/completed" => self.turn_completed(idx, line),
             "error" => {
-                let message = parse_raw::<ErrorBody<'_>>(p.error)
-                    .and_then(|e| e.message)
-                    .map(|m| sanitize(&m));
+                let message = parse_raw::<ErrorBody<'_>>(p.error).and_then(|e| e.message).map(|m| sanitize(&m));
                 let t = &mut self.threads[idx.index()];
                 if message.is_some() {
                     t.last_error = message;
@@ -328,9 +305,7 @@ impl Model {
                     t.status = Status::Failed;
                 }
             }
-            "item/started" | "item/completed" => {
-                self.item_line(idx, line, method == "item/completed")
-            }
+            "item/started" | "item/completed" => self.item_line(idx, line, method == "item/completed"),
             _ if method.starts_with("item/") => self.item_delta(idx, line),
             _ => {}
         }
@@ -353,19 +328,12 @@ impl Model {
         let from = t.status;
         t.status = match body.kind.as_deref() {
             Some("active")
-                if body
-                    .active_flags
-                    .iter()
-                    .any(|f| f == "waitingOnApproval" || f == "waitingOnUserInput") =>
+                if body.active_flags.iter().any(|f| f == "waitingOnApproval" || f == "waitingOnUserInput") =>
             {
                 Status::Waiting
             }
             Some("active") if matches!(from, Status::Waiting | Status::Retrying) => Status::Running,
-            Some("idle")
-                if matches!(from, Status::Running | Status::Waiting | Status::Retrying) =>
-            {
-                Status::Idle
-            }
+            Some("idle") if matches!(from, Status::Running | Status::Waiting | Status::Retrying) => Status::Idle,
             Some("notLoaded") => Status::Closed,
             _ => from,
         };
@@ -373,7 +341,7 @@ impl Model {
 
     /// The turn a line names (creating it), as an index into the thread's turns.
     fn turn(&mut self, idx: ThreadIdx, line: &Line<'_>) -> Option<usize> {
-        let turn = line.msg.params.turn.as_ref()?;
+        let turn = line.msg.params.rest().turn.as_ref()?;
         let id = turn.id.as_deref()?;
         let t = &mut self.threads[idx.index()];
         Some(*t.turn_index.entry(id.into()).or_insert_with(|| {
@@ -390,30 +358,17 @@ impl Model {
     }
 
     fn turn_completed(&mut self, idx: ThreadIdx, line: &Line<'_>) {
-        let turn_status = line
-            .msg
-            .params
-            .turn
-            .as_ref()
-            .and_then(|t| t.status.as_deref())
-            .unwrap_or("");
+        let turn_status = line.msg.params.rest().turn.as_ref().and_then(|t| t.status.as_deref()).unwrap_or("");
         let (turn_state, item_state, status) = match turn_status {
-            "completed" => (
-                TurnStatus::Completed,
-                ItemStatus::Completed,
-                Some(Status::Idle),
-            ),
+            "completed" => (TurnStatus::Completed, ItemStatus::Completed, Some(Status::Idle)),
             "failed" => (TurnStatus::Failed, ItemStatus::Failed, Some(Status::Failed)),
-            "interrupted" => (
-                TurnStatus::Interrupted,
-                ItemStatus::Interrupted,
-                Some(Status::Interrupted),
-            ),
+            "interrupted" => (TurnStatus::Interrupted, ItemStatus::Interrupted, Some(Status::Interrupted)),
             _ => (TurnStatus::Completed, ItemStatus::Completed, None),
         };
         let error = line
             .msg
             .params
+            .rest()
             .turn
             .as_ref()
             .and_then(|t| parse_raw::<ErrorBody<'_>>(t.error))
@@ -466,7 +421,7 @@ impl Model {
     }
 
     fn item_line(&mut self, idx: ThreadIdx, line: &Line<'_>, completed: bool) {
-        let Some(wire_item) = &line.msg.params.item else {
+        let Some(wire_item) = &line.msg.params.rest().item else {
             return;
         };
         let Some(id) = wire_item.id.as_deref() else {
@@ -512,10 +467,7 @@ impl Model {
                         }
                     }
                 }
-                if completed
-                    && tool == "closeAgent"
-                    && wire_item.status.as_deref() == Some("completed")
-                {
+                if completed && tool == "closeAgent" && wire_item.status.as_deref() == Some("completed") {
                     for &r in &receivers {
                         self.threads[r.index()].status = Status::Closed;
                     }
@@ -523,11 +475,7 @@ impl Model {
                 self.attach_known_lanes(idx, slot);
             }
             "subAgentActivity" => {
-                if let Some(child) = wire_item
-                    .agent_thread_id
-                    .as_deref()
-                    .and_then(|c| self.find(c))
-                {
+                if let Some(child) = wire_item.agent_thread_id.as_deref().and_then(|c| self.find(c)) {
                     if let Some(model) = wire_item.model.as_deref() {
                         self.set_model(child, model);
                     }
@@ -548,12 +496,8 @@ impl Model {
     fn attach_known_lanes(&mut self, parent: ThreadIdx, slot: usize) {
         let p = &self.threads[parent.index()];
         let id = &p.items[slot].id;
-        let lanes: Vec<ThreadIdx> = p
-            .children
-            .iter()
-            .copied()
-            .filter(|c| self.threads[c.index()].card.as_deref() == Some(&**id))
-            .collect();
+        let lanes: Vec<ThreadIdx> =
+            p.children.iter().copied().filter(|c| self.threads[c.index()].card.as_deref() == Some(&**id)).collect();
         let item = &mut self.threads[parent.index()].items[slot];
         for c in lanes {
             if !item.lanes.contains(&c) {
@@ -612,13 +556,9 @@ impl Sink for Model {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Seen { thread, id } => self.seen(*thread, id),
-            Event::Registered {
-                child,
-                parent,
-                via,
-                card,
-                depth,
-            } => self.registered(*child, *parent, *via, *card, *depth),
+            Event::Registered { child, parent, via, card, depth } => {
+                self.registered(*child, *parent, *via, *card, *depth);
+            }
             Event::CardKnown { child, card } => {
                 self.threads[child.index()].card = Some((*card).into());
                 if let Some(parent) = self.threads[child.index()].parent {
@@ -638,11 +578,7 @@ impl Sink for Model {
                 }
             }
             Event::Line(routed) => self.apply(routed),
-            Event::Malformed {
-                line_no,
-                reason,
-                record,
-            } => self.diagnostics.malformed(*line_no, reason, record),
+            Event::Malformed { line_no, reason, record } => self.diagnostics.malformed(*line_no, reason, record),
         }
         self.generation += 1;
     }

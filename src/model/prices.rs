@@ -56,9 +56,7 @@ struct Entry {
 
 fn micro(usd_per_million: f64, model: &str) -> Result<i128, PriceError> {
     if !usd_per_million.is_finite() || usd_per_million < 0.0 {
-        return Err(PriceError(format!(
-            "price of {model:?} must be a non-negative number"
-        )));
+        return Err(PriceError(format!("price of {model:?} must be a non-negative number")));
     }
     Ok((usd_per_million * 1e6).round() as i128)
 }
@@ -68,21 +66,10 @@ impl Entry {
         let input = micro(self.input, model)?;
         // Codex reports cache reads and writes inside input (wire.md §4); an Anthropic entry maps
         // its cache read and 5-minute write onto those roles.
-        let cached = self
-            .cached_input
-            .or(self.cache_read)
-            .map_or(Ok(input), |p| micro(p, model))?;
-        let write = self
-            .cache_write
-            .or(self.cache_write_5m)
-            .map_or(Ok(input), |p| micro(p, model))?;
+        let cached = self.cached_input.or(self.cache_read).map_or(Ok(input), |p| micro(p, model))?;
+        let write = self.cache_write.or(self.cache_write_5m).map_or(Ok(input), |p| micro(p, model))?;
         let _ = self.cache_write_1h.map(|p| micro(p, model)).transpose()?;
-        Ok(Price {
-            input,
-            cached_input: cached,
-            cache_write: write,
-            output: micro(self.output, model)?,
-        })
+        Ok(Price { input, cached_input: cached, cache_write: write, output: micro(self.output, model)? })
     }
 }
 
@@ -90,16 +77,13 @@ impl Prices {
     /// The table shipped in `assets/prices.toml`.
     pub fn builtin() -> Self {
         let mut prices = Self::default();
-        prices
-            .merge_toml(include_str!("../../assets/prices.toml"))
-            .expect("the embedded price table is valid");
+        prices.merge_toml(include_str!("../../assets/prices.toml")).expect("the embedded price table is valid");
         prices
     }
 
     /// Adds or replaces whole model entries from a price file's text.
     pub fn merge_toml(&mut self, text: &str) -> Result<(), PriceError> {
-        let file: File =
-            toml::from_str(text).map_err(|e| PriceError(format!("price table: {e}")))?;
+        let file: File = toml::from_str(text).map_err(|e| PriceError(format!("price table: {e}")))?;
         for (name, entry) in file.models {
             let price = entry.price(&name)?;
             self.models.insert(name, price);
@@ -109,10 +93,7 @@ impl Prices {
 
     /// Exact name, else the name without a trailing date (`-2025-09-29`, `-20250929`).
     pub fn lookup(&self, model: &str) -> Option<Price> {
-        self.models
-            .get(model)
-            .or_else(|| self.models.get(strip_date(model)?))
-            .copied()
+        self.models.get(model).or_else(|| self.models.get(strip_date(model)?)).copied()
     }
 }
 
@@ -178,11 +159,7 @@ impl fmt::Display for Pico {
         let whole = abs / 1_000_000_000_000;
         let frac = format!("{:012}", abs % 1_000_000_000_000);
         let frac = frac.trim_end_matches('0');
-        write!(
-            f,
-            "{sign}{whole}.{}",
-            if frac.is_empty() { "0" } else { frac }
-        )
+        write!(f, "{sign}{whole}.{}", if frac.is_empty() { "0" } else { frac })
     }
 }
 
@@ -194,15 +171,7 @@ mod tests {
     fn builtin_has_the_table() {
         let p = Prices::builtin();
         let luna = p.lookup("gpt-5.6-luna").unwrap();
-        assert_eq!(
-            luna,
-            Price {
-                input: 200_000,
-                cached_input: 20_000,
-                cache_write: 250_000,
-                output: 1_200_000
-            }
-        );
+        assert_eq!(luna, Price { input: 200_000, cached_input: 20_000, cache_write: 250_000, output: 1_200_000 });
         let mini = p.lookup("gpt-5.4-mini").unwrap();
         assert_eq!(mini.cached_input, 75_000);
         // No cache-write price: it defaults to input.
@@ -223,25 +192,17 @@ mod tests {
     #[test]
     fn user_entries_replace_whole_models() {
         let mut p = Prices::builtin();
-        p.merge_toml("[models.\"gpt-5.5\"]\ninput = 1.0\noutput = 2.0\n[models.\"acme-1\"]\ninput = 0.1\noutput = 0.2\n").unwrap();
+        p.merge_toml(
+            "[models.\"gpt-5.5\"]\ninput = 1.0\noutput = 2.0\n[models.\"acme-1\"]\ninput = 0.1\noutput = 0.2\n",
+        )
+        .unwrap();
         assert_eq!(
             p.lookup("gpt-5.5").unwrap(),
-            Price {
-                input: 1_000_000,
-                cached_input: 1_000_000,
-                cache_write: 1_000_000,
-                output: 2_000_000
-            }
+            Price { input: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, output: 2_000_000 }
         );
         assert!(p.lookup("acme-1").is_some());
-        assert!(
-            p.merge_toml("[models.x]\ninput = -1.0\noutput = 1.0")
-                .is_err()
-        );
-        assert!(
-            p.merge_toml("[models.x]\ninptu = 1.0\noutput = 1.0")
-                .is_err()
-        );
+        assert!(p.merge_toml("[models.x]\ninput = -1.0\noutput = 1.0").is_err());
+        assert!(p.merge_toml("[models.x]\ninptu = 1.0\noutput = 1.0").is_err());
     }
 
     #[test]

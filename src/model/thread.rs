@@ -69,11 +69,7 @@ pub struct ContextFill {
 
 impl ContextFill {
     pub fn ratio(self) -> f64 {
-        if self.window == 0 {
-            0.0
-        } else {
-            (self.used as f64 / self.window as f64).min(1.0)
-        }
+        if self.window == 0 { 0.0 } else { (self.used as f64 / self.window as f64).min(1.0) }
     }
 }
 
@@ -138,10 +134,7 @@ impl Thread {
             tokens: Tokens::default(),
             context: None,
             cost: None,
-            subtree: Rollup {
-                threads: 1,
-                ..Rollup::default()
-            },
+            subtree: Rollup { threads: 1, ..Rollup::default() },
             first_ms: None,
             last_ms: None,
             lines: 0,
@@ -157,11 +150,7 @@ impl Thread {
         if let Some(n) = self.nickname.as_ref().filter(|n| !n.is_empty()) {
             return n.to_string();
         }
-        if let Some(seg) = self
-            .agent_path
-            .as_ref()
-            .and_then(|p| p.as_str().rsplit('/').find(|s| !s.is_empty()))
-        {
+        if let Some(seg) = self.agent_path.as_ref().and_then(|p| p.as_str().rsplit('/').find(|s| !s.is_empty())) {
             return seg.to_owned();
         }
         short_id(&self.id)
@@ -173,20 +162,12 @@ impl Thread {
 
     /// The item doing something right now: the newest one still in progress.
     pub fn current_item(&self) -> Option<&Item> {
-        self.items
-            .iter()
-            .rev()
-            .take(64)
-            .find(|i| i.status == super::ItemStatus::InProgress)
+        self.items.iter().rev().take(64).find(|i| i.status == super::ItemStatus::InProgress)
     }
 }
 
 /// The last 8 hex digits of an id.
 pub fn short_id(id: &str) -> String {
     let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
-    if hex.len() >= 8 {
-        hex[hex.len() - 8..].iter().collect()
-    } else {
-        crate::wire::sanitize(id).to_string()
-    }
+    if hex.len() >= 8 { hex[hex.len() - 8..].iter().collect() } else { crate::wire::sanitize(id).to_string() }
 }

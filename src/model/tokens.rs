@@ -50,6 +50,7 @@ impl Tokens {
     }
 
     /// `self - o`, field-wise; used for roll-up deltas, where `o` never exceeds `self`.
+    #[must_use]
     pub fn minus(&self, o: &Self) -> Self {
         Self {
             input: self.input.saturating_sub(o.input),
@@ -97,12 +98,7 @@ impl Rollup {
     }
 
     pub(super) fn as_delta(&self) -> Delta {
-        Delta {
-            threads: i64::from(self.threads),
-            tokens: self.tokens,
-            cost: self.cost,
-            priced: i64::from(self.priced),
-        }
+        Delta { threads: i64::from(self.threads), tokens: self.tokens, cost: self.cost, priced: i64::from(self.priced) }
     }
 }
 
@@ -112,16 +108,8 @@ mod tests {
 
     #[test]
     fn max_merge_is_idempotent_and_order_free() {
-        let a = Breakdown {
-            input_tokens: Some(100),
-            output_tokens: Some(10),
-            ..Breakdown::default()
-        };
-        let b = Breakdown {
-            input_tokens: Some(50),
-            output_tokens: Some(20),
-            ..Breakdown::default()
-        };
+        let a = Breakdown { input_tokens: Some(100), output_tokens: Some(10), ..Breakdown::default() };
+        let b = Breakdown { input_tokens: Some(50), output_tokens: Some(20), ..Breakdown::default() };
         let mut x = Tokens::default();
         x.merge_max(&a);
         x.merge_max(&b);
@@ -135,20 +123,9 @@ mod tests {
 
     #[test]
     fn cost_follows_the_formula() {
-        let t = Tokens {
-            input: 3300,
-            cached_input: 1024,
-            cache_write: 0,
-            output: 100,
-            reasoning_output: 32,
-            total: 3400,
-        };
-        let gpt55 = Price {
-            input: 5_000_000,
-            cached_input: 500_000,
-            cache_write: 5_000_000,
-            output: 30_000_000,
-        };
+        let t =
+            Tokens { input: 3300, cached_input: 1024, cache_write: 0, output: 100, reasoning_output: 32, total: 3400 };
+        let gpt55 = Price { input: 5_000_000, cached_input: 500_000, cache_write: 5_000_000, output: 30_000_000 };
         // (3300-1024)*5 + 1024*0.5 + 100*30 = 11380 + 512 + 3000 = 14892 USD per million tokens.
         assert_eq!(t.cost(&gpt55).to_string(), "0.014892");
     }

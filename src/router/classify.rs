@@ -23,15 +23,11 @@ pub(super) fn side<'l>(line: &'l Line<'_>) -> Side<'l> {
     };
     let thread = msg.thread_id().filter(|t| !t.is_empty());
     let from_server = match line.dir {
-        Dir::ServerToClient => true,
         Dir::ClientToServer => false,
-        Dir::In | Dir::Bare => match methods::sender(method) {
-            Sender::ServerNotification | Sender::ServerRequest => true,
-            Sender::ClientRequest | Sender::ClientNotification => false,
-            // New server methods must surface, not vanish (routing.md §3): with a thread they are
-            // that thread's notifications, without one they are global.
-            Sender::Unknown => true,
-        },
+        Dir::ServerToClient => true,
+        // A method in none of the lists counts as the server's: new server methods must surface,
+        // not vanish (routing.md §3). With a thread it is that thread's, without one global.
+        Dir::In | Dir::Bare => !matches!(methods::sender(method), Sender::ClientRequest | Sender::ClientNotification),
     };
     match (from_server, thread) {
         (false, _) => Side::Control,
@@ -58,7 +54,7 @@ pub(super) fn child_class(line: &Line<'_>) -> ChildClass {
     }
     if method == "error" {
         // `willRetry` absent counts as final, as it does for status (routing.md §6).
-        return if line.msg.params.will_retry == Some(true) {
+        return if line.msg.params.rest().will_retry == Some(true) {
             ChildClass::Rehomed
         } else {
             ChildClass::Terminal

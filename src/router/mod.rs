@@ -251,25 +251,13 @@ struct Claim<'l> {
 
 impl Router {
     pub fn new(limits: Limits) -> Self {
-        Self {
-            limits,
-            ..Self::default()
-        }
+        Self { limits, ..Self::default() }
     }
 
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;
-        c.pending_at_end = self
-            .threads
-            .iter()
-            .filter_map(|t| t.buffer.as_ref())
-            .map(|b| b.len() as u64)
-            .sum();
-        c.orphan_threads = self
-            .threads
-            .iter()
-            .filter(|t| t.role == Role::Orphan)
-            .count() as u64;
+        c.pending_at_end = self.threads.iter().filter_map(|t| t.buffer.as_ref()).map(|b| b.len() as u64).sum();
+        c.orphan_threads = self.threads.iter().filter(|t| t.role == Role::Orphan).count() as u64;
         c
     }
 
@@ -311,11 +299,7 @@ impl Router {
             Decoded::Malformed(reason) => {
                 self.close_windows(None, line_no, sink);
                 self.counters.malformed += 1;
-                sink.event(&Event::Malformed {
-                    line_no,
-                    reason: &reason,
-                    record,
-                });
+                sink.event(&Event::Malformed { line_no, reason: &reason, record });
             }
             Decoded::Line(line) => {
                 self.close_windows(line.time(), line_no, sink);
@@ -330,11 +314,7 @@ impl Router {
         let line_no = self.counters.lines;
         self.close_windows(None, line_no, sink);
         self.counters.malformed += 1;
-        sink.event(&Event::Malformed {
-            line_no,
-            reason: &Malformed::TooLong(len),
-            record: head,
-        });
+        sink.event(&Event::Malformed { line_no, reason: &Malformed::TooLong(len), record: head });
     }
 
     /// End of input: every pending thread is settled (routing.md §4), oldest window first.
@@ -389,18 +369,10 @@ impl Router {
             let result = msg.result.as_ref().expect("checked above");
             match thread.parent() {
                 Some(parent) => {
-                    let claim = Claim {
-                        child: &thread.id,
-                        parent: &parent,
-                        via: Via::ThreadRead,
-                        card: None,
-                    };
+                    let claim = Claim { child: &thread.id, parent: &parent, via: Via::ThreadRead, card: None };
                     subject = Some(self.register(&claim, sink));
                 }
-                None if result.model.is_some()
-                    && result.model_provider.is_some()
-                    && !thread.id.is_empty() =>
-                {
+                None if result.model.is_some() && result.model_provider.is_some() && !thread.id.is_empty() => {
                     let t = self.see(&thread.id, sink);
                     self.mark_root(t, sink);
                     subject = Some(t);
@@ -427,28 +399,16 @@ impl Router {
         }));
     }
 
-    fn thread_line(
-        &mut self,
-        id: &str,
-        line: &Line<'_>,
-        record: &[u8],
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn thread_line(&mut self, id: &str, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         let thread = self.see(id, sink);
         let method = line.msg.method().unwrap_or("");
 
         // A thread that announces itself is settled before its own line (and its buffer first).
         if method == "thread/started" {
-            if let Some(info) = &line.msg.params.thread {
+            if let Some(info) = &line.msg.params.rest().thread {
                 match info.parent() {
                     Some(parent) => {
-                        let claim = Claim {
-                            child: id,
-                            parent: &parent,
-                            via: Via::ThreadStarted,
-                            card: None,
-                        };
+                        let claim = Claim { child: id, parent: &parent, via: Via::ThreadStarted, card: None };
                         self.register(&claim, sink);
                     }
                     None => self.mark_root(thread, sink),
@@ -473,14 +433,7 @@ impl Router {
         }
     }
 
-    fn emit(
-        &mut self,
-        thread: ThreadIdx,
-        line: &Line<'_>,
-        line_no: u64,
-        replayed: bool,
-        sink: &mut impl Sink,
-    ) {
+    fn emit(&mut self, thread: ThreadIdx, line: &Line<'_>, line_no: u64, replayed: bool, sink: &mut impl Sink) {
         let facts = &self.threads[thread.index()];
         let (class, terminal, owner) = match facts.role {
             Role::Root => (Class::Root, false, None),
@@ -511,18 +464,11 @@ impl Router {
         }));
     }
 
-    fn buffer(
-        &mut self,
-        thread: ThreadIdx,
-        line: &Line<'_>,
-        record: &[u8],
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn buffer(&mut self, thread: ThreadIdx, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         self.counters.early += 1;
         let facts = &mut self.threads[thread.index()];
         if line.msg.method() == Some("turn/started") {
-            if let Some(turn) = &line.msg.params.turn {
+            if let Some(turn) = &line.msg.params.rest().turn {
                 if turn.id.is_some() && turn.id == turn.root_turn_id {
                     facts.own_root_turn = true;
                 }
@@ -540,18 +486,11 @@ impl Router {
         }
         let facts = &mut self.threads[thread.index()];
         let buffer = facts.buffer.get_or_insert_with(PendingBuffer::default);
-        self.counters.evicted += buffer.push(
-            pending,
-            self.limits.pending_lines_per_thread,
-            self.limits.pending_bytes_per_thread,
-        );
+        self.counters.evicted +=
+            buffer.push(pending, self.limits.pending_lines_per_thread, self.limits.pending_bytes_per_thread);
         if opens_window {
             self.open_windows += 1;
-            let window = Window {
-                thread,
-                first_line: line_no,
-                opened_ms: self.stream_ms.unwrap_or(0),
-            };
+            let window = Window { thread, first_line: line_no, opened_ms: self.stream_ms.unwrap_or(0) };
             if self.stream_ms.is_some() {
                 self.timed_windows.push_back(window);
             } else {
@@ -566,9 +505,7 @@ impl Router {
             self.stream_ms = Some(self.stream_ms.map_or(t, |s| s.max(t)));
         }
         while let Some(w) = self.timed_windows.front().copied() {
-            let expired = self
-                .stream_ms
-                .is_some_and(|now| now - w.opened_ms > self.limits.window_ms);
+            let expired = self.stream_ms.is_some_and(|now| now - w.opened_ms > self.limits.window_ms);
             if self.is_open(w) && !expired {
                 break;
             }
@@ -594,18 +531,10 @@ impl Router {
 
     /// Makes room for one more pending thread by closing the window whose first line is oldest.
     fn close_oldest_window(&mut self, sink: &mut impl Sink) {
-        while self
-            .timed_windows
-            .front()
-            .is_some_and(|w| !self.is_open(*w))
-        {
+        while self.timed_windows.front().is_some_and(|w| !self.is_open(*w)) {
             self.timed_windows.pop_front();
         }
-        while self
-            .counted_windows
-            .front()
-            .is_some_and(|w| !self.is_open(*w))
-        {
+        while self.counted_windows.front().is_some_and(|w| !self.is_open(*w)) {
             self.counted_windows.pop_front();
         }
         let oldest = match (self.timed_windows.front(), self.counted_windows.front()) {
@@ -654,10 +583,7 @@ impl Router {
         }
         facts.role = Role::Orphan;
         facts.parent = None;
-        sink.event(&Event::Orphaned {
-            thread,
-            depth_limited,
-        });
+        sink.event(&Event::Orphaned { thread, depth_limited });
         self.drain(thread, sink);
     }
 
@@ -733,13 +659,7 @@ impl Router {
         facts.depth = depth;
         facts.via = Some(claim.via);
         facts.card = claim.card.map(Into::into);
-        sink.event(&Event::Registered {
-            child,
-            parent,
-            via: claim.via,
-            card: claim.card,
-            depth,
-        });
+        sink.event(&Event::Registered { child, parent, via: claim.via, card: claim.card, depth });
         self.drain(child, sink);
         child
     }
@@ -766,7 +686,7 @@ fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
     if method != "item/started" && method != "item/completed" {
         return Vec::new();
     }
-    let Some(item) = &line.msg.params.item else {
+    let Some(item) = &line.msg.params.rest().item else {
         return Vec::new();
     };
     let card = item.id.as_deref();
@@ -776,23 +696,13 @@ fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
             .iter()
             .flatten()
             .filter(|c| !c.is_empty())
-            .map(|child| Claim {
-                child,
-                parent: thread,
-                via: Via::CollabAgentToolCall,
-                card,
-            })
+            .map(|child| Claim { child, parent: thread, via: Via::CollabAgentToolCall, card })
             .collect(),
         "subAgentActivity" if item.activity.as_deref() == Some("started") => item
             .agent_thread_id
             .as_deref()
             .filter(|c| !c.is_empty())
-            .map(|child| Claim {
-                child,
-                parent: thread,
-                via: Via::SubAgentActivity,
-                card,
-            })
+            .map(|child| Claim { child, parent: thread, via: Via::SubAgentActivity, card })
             .into_iter()
             .collect(),
         _ => Vec::new(),

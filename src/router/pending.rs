@@ -50,12 +50,11 @@ impl PendingBuffer {
     /// Evicts the oldest non-terminal line, else the oldest terminal line that is not the newest.
     fn evict_one(&mut self) -> bool {
         let newest_terminal = self.lines.iter().rposition(|l| l.terminal);
-        let victim = self.lines.iter().position(|l| !l.terminal).or_else(|| {
-            self.lines
-                .iter()
-                .enumerate()
-                .position(|(i, l)| l.terminal && Some(i) != newest_terminal)
-        });
+        let victim = self
+            .lines
+            .iter()
+            .position(|l| !l.terminal)
+            .or_else(|| self.lines.iter().enumerate().position(|(i, l)| l.terminal && Some(i) != newest_terminal));
         let Some(i) = victim else { return false };
         if let Some(line) = self.lines.remove(i) {
             self.bytes -= line.size;
@@ -78,12 +77,7 @@ mod tests {
     use super::*;
 
     fn line(n: u64, terminal: bool, size: usize) -> PendingLine {
-        PendingLine {
-            record: Box::default(),
-            line_no: n,
-            terminal,
-            size,
-        }
+        PendingLine { record: Box::default(), line_no: n, terminal, size }
     }
 
     fn numbers(b: &mut PendingBuffer) -> Vec<u64> {

@@ -45,7 +45,7 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
             out.push(Input::Stdin);
         } else if p.is_dir() {
             let mut files = Vec::new();
-            collect_dir(p, &mut files).map_err(|e| with_path(e, p))?;
+            collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
             files.sort();
             out.extend(files.into_iter().map(Input::File));
         } else {
@@ -68,12 +68,12 @@ fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 }
 
 fn is_recording_name(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let name = name.strip_suffix(".gz").unwrap_or(name);
-    name.ends_with(".ndjson") || name.ends_with(".jsonl")
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext))
 }
 
-fn with_path(e: io::Error, path: &Path) -> io::Error {
+fn with_path(e: &io::Error, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
@@ -81,29 +81,18 @@ fn with_path(e: io::Error, path: &Path) -> io::Error {
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
-        Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(e, p))?),
+        Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(&e, p))?),
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER, raw);
     let gz = reader.fill_buf().map(|b| b.starts_with(&[0x1f, 0x8b]))?;
-    Ok(if gz {
-        Box::new(BufReader::with_capacity(
-            READ_BUFFER,
-            MultiGzDecoder::new(reader),
-        ))
-    } else {
-        Box::new(reader)
-    })
+    Ok(if gz { Box::new(BufReader::with_capacity(READ_BUFFER, MultiGzDecoder::new(reader))) } else { Box::new(reader) })
 }
 
 /// Splits a reader into records, calling `each` for every one; returns the bytes read.
 ///
 /// A record that is empty or only ASCII whitespace is not a record (routing.md §8). Lines are
 /// handed out straight from the read buffer when they fit in it, copied only when they span reads.
-pub fn read_records(
-    mut reader: impl BufRead,
-    max_line: usize,
-    mut each: impl FnMut(Record<'_>),
-) -> io::Result<u64> {
+pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
     let mut bytes = 0u64;
     let mut partial: Vec<u8> = Vec::new();
     let mut overflow: Option<usize> = None;
@@ -145,10 +134,7 @@ fn emit(line: &[u8], max_line: usize, each: &mut impl FnMut(Record<'_>)) {
         return;
     }
     if line.len() > max_line {
-        each(Record::TooLong {
-            len: line.len(),
-            head: &line[..HEAD.min(line.len())],
-        });
+        each(Record::TooLong { len: line.len(), head: &line[..HEAD.min(line.len())] });
     } else {
         each(Record::Line(line));
     }
@@ -227,10 +213,7 @@ mod tests {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.data");
-        let mut enc = flate2::write::GzEncoder::new(
-            File::create(&path).unwrap(),
-            flate2::Compression::fast(),
-        );
+        let mut enc = flate2::write::GzEncoder::new(File::create(&path).unwrap(), flate2::Compression::fast());
         enc.write_all(b"{\"id\":1}\n").unwrap();
         enc.finish().unwrap();
         let (mut n, reader) = (0, open(&Input::File(path)).unwrap());

@@ -2,3 +2,4 @@
 //! the tee proxy). Sources split bytes into records and know nothing of what the records mean.
 
 pub mod files;
+pub mod replay;

@@ -14,12 +14,8 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View) {
     let theme = &view.theme;
     let mut entries = footer_entries(view);
     let w = area.width as usize;
-    let cost = |e: &[(String, &str, u8)]| -> usize {
-        e.iter()
-            .map(|(k, h, _)| width(k) + width(h) + 3)
-            .sum::<usize>()
-            + 1
-    };
+    let cost =
+        |e: &[(String, &str, u8)]| -> usize { e.iter().map(|(k, h, _)| width(k) + width(h) + 3).sum::<usize>() + 1 };
     while cost(&entries) > w {
         let Some(worst) = entries.iter().map(|e| e.2).max() else {
             break;

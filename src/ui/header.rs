@@ -12,14 +12,7 @@ use super::theme::Theme;
 use crate::model::{Model, format_usd};
 use crate::router::Counters;
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    counters: &Counters,
-    feed: &Feed,
-    theme: &Theme,
-) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, theme: &Theme) {
     let w = area.width as usize;
     let sep = || Span::styled(" │ ", theme.dim);
     let state = if feed.paused {
@@ -45,25 +38,12 @@ pub fn draw(
             2,
         ),
         (Span::styled(format_usd(totals.cost_usd()), theme.cost), 3),
-        (
-            Span::raw(format!(
-                "{} ev/s",
-                grouped(feed.events_per_sec.max(0.0).round() as u64)
-            )),
-            4,
-        ),
+        (Span::raw(format!("{} ev/s", grouped(feed.events_per_sec.max(0.0).round() as u64))), 4),
     ];
-    let clock_text = feed
-        .now_ms
-        .map(|ms| format!("{} UTC ", clock(ms)))
-        .unwrap_or_default();
+    let clock_text = feed.now_ms.map(|ms| format!("{} UTC ", clock(ms))).unwrap_or_default();
     let brand = Span::styled(" swarmtop", theme.brand);
     let used = |parts: &[(Span<'_>, u8)]| {
-        width(&brand.content)
-            + parts
-                .iter()
-                .map(|(s, _)| width(&s.content) + 3)
-                .sum::<usize>()
+        width(&brand.content) + parts.iter().map(|(s, _)| width(&s.content) + 3).sum::<usize>()
     };
     while parts.len() > 1 && used(&parts) + width(&clock_text) + 1 > w {
         let Some(worst) = parts.iter().map(|p| p.1).max() else {
@@ -82,10 +62,7 @@ pub fn draw(
     let pad = w.saturating_sub(line_width(&left) + width(&clock_text));
     left.push(Span::raw(" ".repeat(pad)));
     left.push(Span::styled(clock_text, theme.dim));
-    frame.render_widget(
-        Paragraph::new(Line::from(left)).style(theme.header),
-        Rect { height: 1, ..area },
-    );
+    frame.render_widget(Paragraph::new(Line::from(left)).style(theme.header), Rect { height: 1, ..area });
 
     if area.height < 2 {
         return;
@@ -98,31 +75,20 @@ pub fn draw(
         let figures = format!(" {} / {} lines", grouped(done), grouped(total));
         let bar_w = room.saturating_sub(width(&figures)).min(60);
         if bar_w >= 8 {
-            let filled = if total == 0 {
-                0
-            } else {
-                ((done.min(total) as f64 / total as f64) * bar_w as f64).round() as usize
-            };
+            let filled =
+                if total == 0 { 0 } else { ((done.min(total) as f64 / total as f64) * bar_w as f64).round() as usize };
             second.push(Span::styled("━".repeat(filled), theme.gauge));
             second.push(Span::styled("─".repeat(bar_w - filled), theme.dim));
         }
         second.push(Span::styled(figures, theme.dim));
     } else if let Some(conn) = &feed.connection {
-        let style = if conn.starts_with("connected") {
-            theme.running
-        } else {
-            theme.warn
-        };
+        let style = if conn.starts_with("connected") { theme.running } else { theme.warn };
         second.push(Span::styled(conn.clone(), style));
     }
     let pad = w.saturating_sub(line_width(&second) + counters_w + 1);
     second.push(Span::raw(" ".repeat(pad)));
     second.extend(counter_spans);
-    let rest = Rect {
-        y: area.y + 1,
-        height: 1,
-        ..area
-    };
+    let rest = Rect { y: area.y + 1, height: 1, ..area };
     frame.render_widget(Paragraph::new(Line::from(second)), rest);
 }
 
@@ -144,11 +110,7 @@ fn counter_spans(c: &Counters, theme: &Theme) -> Vec<Span<'static>> {
         if i > 0 {
             out.push(Span::styled(" · ", theme.dim));
         }
-        let style = if problem && n > 0 {
-            theme.warn
-        } else {
-            theme.dim
-        };
+        let style = if problem && n > 0 { theme.warn } else { theme.dim };
         out.push(Span::styled(format!("{name} {}", grouped(n)), style));
     }
     out.push(Span::raw(" "));

@@ -21,11 +21,7 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
         }
         seen.push(b.help);
         let keys: Vec<String> = b.keys.iter().map(key_name).collect();
-        let style = if b.replay && !view.replay {
-            theme.dim
-        } else {
-            theme.key
-        };
+        let style = if b.replay && !view.replay { theme.dim } else { theme.key };
         lines.push(Line::from(vec![
             Span::styled(format!("  {}", fit(&keys.join(" "), 10)), style),
             Span::raw(fit(b.help, col_w.saturating_sub(12))),
@@ -40,20 +36,13 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
     let col_w: usize = if two { 50 } else { 58 };
     let left_sections = [Section::Move, Section::Panes];
     let right_sections = [Section::Filter, Section::Replay, Section::App];
-    let left: Vec<Line<'static>> = left_sections
-        .iter()
-        .flat_map(|&s| section_lines(s, view, col_w))
-        .collect();
-    let right: Vec<Line<'static>> = right_sections
-        .iter()
-        .flat_map(|&s| section_lines(s, view, col_w))
-        .collect();
+    let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
+    let right: Vec<Line<'static>> = right_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
     let mut lines: Vec<Line<'static>> = if two {
         let n = left.len().max(right.len());
         (0..n)
             .map(|i| {
-                let mut spans: Vec<Span<'static>> =
-                    left.get(i).map(|l| l.spans.clone()).unwrap_or_default();
+                let mut spans: Vec<Span<'static>> = left.get(i).map(|l| l.spans.clone()).unwrap_or_default();
                 let used: usize = spans.iter().map(|s| width(&s.content)).sum();
                 spans.push(Span::raw(" ".repeat(col_w.saturating_sub(used))));
                 spans.extend(right.get(i).map(|l| l.spans.clone()).unwrap_or_default());
@@ -79,22 +68,12 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
         .title(Span::styled(" keys ", theme.title))
         .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
     frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .scroll((view.overlay_scroll as u16, 0)),
-        rect,
-    );
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
     view.layout.overlay = rect;
 }
 
 pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
-    Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    }
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }

@@ -1,9 +1,7 @@
 //! Input to [`Action`]s through one table. The footer and the `?` overlay are generated from the
 //! same table, so what the screen says a key does is what it does.
 
-use crossterm::event::{
-    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
-};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::view::{Overlay, Pane, View};
 
@@ -107,10 +105,7 @@ pub struct Key {
 }
 
 const fn key(code: KeyCode) -> Key {
-    Key {
-        code,
-        mods: KeyModifiers::NONE,
-    }
+    Key { code, mods: KeyModifiers::NONE }
 }
 
 const fn ch(c: char) -> Key {
@@ -118,10 +113,7 @@ const fn ch(c: char) -> Key {
 }
 
 const fn ctrl(c: char) -> Key {
-    Key {
-        code: KeyCode::Char(c),
-        mods: KeyModifiers::CONTROL,
-    }
+    Key { code: KeyCode::Char(c), mods: KeyModifiers::CONTROL }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -148,16 +140,7 @@ const fn b(
     when: When,
     section: Section,
 ) -> Binding {
-    Binding {
-        keys,
-        action,
-        help,
-        hint,
-        prio,
-        when,
-        replay: false,
-        section,
-    }
+    Binding { keys, action, help, hint, prio, when, replay: false, section }
 }
 
 const fn replay(mut binding: Binding) -> Binding {
@@ -226,9 +209,7 @@ pub fn context(view: &View) -> When {
 /// The bindings that apply right now.
 pub fn active(view: &View) -> impl Iterator<Item = &'static Binding> + '_ {
     let ctx = context(view);
-    BINDINGS
-        .iter()
-        .filter(move |b| b.when.has(ctx) && (!b.replay || view.replay))
+    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.replay))
 }
 
 pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
@@ -249,9 +230,7 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
         KeyCode::Tab if ev.modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
         c => c,
     };
-    active(view)
-        .find(|b| b.keys.iter().any(|k| k.code == code && k.mods == mods))
-        .map(|b| b.action)
+    active(view).find(|b| b.keys.iter().any(|k| k.code == code && k.mods == mods)).map(|b| b.action)
 }
 
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
@@ -261,16 +240,8 @@ pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
     let (column, row) = (ev.column, ev.row);
     match ev.kind {
         MouseEventKind::Down(MouseButton::Left) => Some(Action::Click { column, row }),
-        MouseEventKind::ScrollUp => Some(Action::Scroll {
-            column,
-            row,
-            delta: -3,
-        }),
-        MouseEventKind::ScrollDown => Some(Action::Scroll {
-            column,
-            row,
-            delta: 3,
-        }),
+        MouseEventKind::ScrollUp => Some(Action::Scroll { column, row, delta: -3 }),
+        MouseEventKind::ScrollDown => Some(Action::Scroll { column, row, delta: 3 }),
         _ => None,
     }
 }
@@ -295,11 +266,7 @@ pub fn key_name(k: &Key) -> String {
         K::Char(c) => c.to_string(),
         other => format!("{other:?}"),
     };
-    if k.mods.contains(KeyModifiers::CONTROL) {
-        format!("^{}", base.to_uppercase())
-    } else {
-        base
-    }
+    if k.mods.contains(KeyModifiers::CONTROL) { format!("^{}", base.to_uppercase()) } else { base }
 }
 
 /// Footer entries valid right now: (keys, hint, priority), merged by hint.
@@ -317,11 +284,7 @@ pub fn footer_entries(view: &View) -> Vec<(String, &'static str, u8)> {
         let name = key_name(first);
         match out.last_mut() {
             Some(entry) if last_hint == Some(hint) => {
-                let glue = if matches!(first.code, K::Char(_)) {
-                    "/"
-                } else {
-                    ""
-                };
+                let glue = if matches!(first.code, K::Char(_)) { "/" } else { "" };
                 entry.0.push_str(glue);
                 entry.0.push_str(&name);
             }

@@ -10,9 +10,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::{self, NodeId};
-use super::text::{
-    Shown, duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail,
-};
+use super::text::{Shown, duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
 use super::view::{Pane, View};
 use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_usd};
@@ -32,11 +30,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let theme = &view.theme;
     let title = title(model, view, &lanes);
     let block = Block::bordered()
-        .border_style(if focused {
-            theme.border_focus
-        } else {
-            theme.border
-        })
+        .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -65,24 +59,12 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
         (None, Some(NodeId::Group(t, first))) => {
             let (gs, _) = outline::groups(model, model.thread(t));
             let g = gs.iter().find(|g| g.first == first);
-            let turn = g
-                .and_then(|g| g.turn)
-                .map(|k| format!(" · turn {}", k + 1))
-                .unwrap_or_default();
+            let turn = g.and_then(|g| g.turn).map(|k| format!(" · turn {}", k + 1)).unwrap_or_default();
             let label = g.map_or("spawn", |g| g.label);
-            format!(
-                " ⑂ {label} ×{}{turn} · {} ",
-                lanes.len(),
-                model.thread(t).name()
-            )
+            format!(" ⑂ {label} ×{}{turn} · {} ", lanes.len(), model.thread(t).name())
         }
         (None, Some(NodeId::Turn(t, k))) => {
-            format!(
-                " turn {} · {} · {} lanes ",
-                k + 1,
-                model.thread(t).name(),
-                lanes.len()
-            )
+            format!(" turn {} · {} · {} lanes ", k + 1, model.thread(t).name(), lanes.len())
         }
         (None, Some(NodeId::Unattributed)) => format!(" unattributed · {} ", lanes.len()),
         (None, Some(NodeId::Pending)) => format!(" pending · {} ", lanes.len()),
@@ -96,14 +78,7 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
 }
 
 /// One lane alone: header, then as much of the transcript as fits, `view.scroll` rows back.
-fn full(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    feed: &Feed,
-    view: &mut View,
-    lane: ThreadIdx,
-) {
+fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View, lane: ThreadIdx) {
     let theme = &view.theme;
     let t = model.thread(lane);
     let header = lane_header(t, feed, theme, area.width as usize, true);
@@ -119,9 +94,7 @@ fn full(
     let mut out = Vec::with_capacity(rows + 1);
     out.push(header);
     out.extend(lines.drain(start..).map(indent));
-    view.layout
-        .lane_headers
-        .push((Rect { height: 1, ..area }, 0));
+    view.layout.lane_headers.push((Rect { height: 1, ..area }, 0));
     frame.render_widget(Paragraph::new(out), area);
 }
 
@@ -177,9 +150,7 @@ fn stacked(
     let headers = shown.len();
     let mut alloc: Vec<usize> = vec![0; shown.len()];
     let mut left = h.saturating_sub(headers);
-    let mut open: Vec<usize> = (0..shown.len())
-        .filter(|&k| !view.collapsed.contains(&lanes[shown[k]]))
-        .collect();
+    let mut open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
     while left > 0 && !open.is_empty() {
         let share = (left / open.len()).max(1);
         let mut next = Vec::new();
@@ -202,21 +173,10 @@ fn stacked(
         let t = model.thread(lanes[i]);
         let mut header = lane_header(t, feed, theme, w, !view.collapsed.contains(&lanes[i]));
         if i == sel {
-            header = header.patch_style(if focused {
-                theme.selected
-            } else {
-                theme.selected_idle
-            });
+            header = header.patch_style(if focused { theme.selected } else { theme.selected_idle });
         }
         let y = area.y + out.len() as u16;
-        view.layout.lane_headers.push((
-            Rect {
-                y,
-                height: 1,
-                ..area
-            },
-            i,
-        ));
+        view.layout.lane_headers.push((Rect { y, height: 1, ..area }, i));
         out.push(header);
         let start = lines.len().saturating_sub(alloc[k]);
         out.extend(lines.drain(start..).map(indent));
@@ -257,38 +217,20 @@ fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> 
         Span::styled(t.name(), theme.bold),
     ];
     if let Some(m) = &t.model {
-        left.push(Span::styled(
-            format!("  {}", short_model(m.as_str())),
-            theme.model,
-        ));
+        left.push(Span::styled(format!("  {}", short_model(m.as_str())), theme.model));
     }
-    let when = elapsed(t, feed.now_ms)
-        .map(|e| format!(" {}", duration(e)))
-        .unwrap_or_default();
-    left.push(Span::styled(
-        format!("  {}{when}", shown.word()),
-        status_style,
-    ));
+    let when = elapsed(t, feed.now_ms).map(|e| format!(" {}", duration(e))).unwrap_or_default();
+    left.push(Span::styled(format!("  {}{when}", shown.word()), status_style));
     // (part, priority): when the row is short the highest number goes first, the cost last.
     let mut right: Vec<(Span<'static>, u8)> = Vec::new();
     if let (true, Some(now), Some(last)) = (t.status.is_active(), feed.now_ms, t.last_ms) {
         if now - last >= 1000 {
-            right.push((
-                Span::styled(format!("  quiet {}", quiet(now - last)), theme.warn),
-                3,
-            ));
+            right.push((Span::styled(format!("  quiet {}", quiet(now - last)), theme.warn), 3));
         }
     }
     right.push((Span::raw(format!("  {}", tokens(t.tokens.total))), 2));
-    let cost_style = if t.cost.is_some() {
-        theme.cost
-    } else {
-        theme.dim
-    };
-    right.push((
-        Span::styled(format!("  {} ", format_usd(t.cost)), cost_style),
-        1,
-    ));
+    let cost_style = if t.cost.is_some() { theme.cost } else { theme.dim };
+    right.push((Span::styled(format!("  {} ", format_usd(t.cost)), cost_style), 1));
     let used = |s: &[Span<'_>]| s.iter().map(|x| width(&x.content)).sum::<usize>();
     let used_right = |r: &[(Span<'_>, u8)]| r.iter().map(|(x, _)| width(&x.content)).sum::<usize>();
     while !right.is_empty() && used(&left) + used_right(&right) > w {
@@ -301,10 +243,7 @@ fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> 
     if let Some((what, bad)) = activity(t) {
         let room = w.saturating_sub(used(&left) + used(&right) + 4);
         if room >= 12 {
-            left.push(Span::styled(
-                format!("  {}", truncate(&what, room)),
-                if bad { theme.error } else { theme.dim },
-            ));
+            left.push(Span::styled(format!("  {}", truncate(&what, room)), if bad { theme.error } else { theme.dim }));
         }
     }
     let fill = w.saturating_sub(used(&left) + used(&right) + 1);
@@ -317,23 +256,13 @@ fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> 
 
 /// The last `rows` display rows of a thread's stream, and how many rows it has (up to `rows`).
 /// Items are walked from the newest back; each renders only its own tail.
-pub fn tail(
-    model: &Model,
-    t: &Thread,
-    width: usize,
-    rows: usize,
-    theme: &Theme,
-) -> (Vec<Line<'static>>, usize) {
+pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme) -> (Vec<Line<'static>>, usize) {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
     // A failure ends the stream with its reason (the error line carries no item).
     if matches!(t.status, Status::Failed | Status::Retrying) && rows > 0 {
         if let Some(err) = &t.last_error {
-            let lead = if t.status == Status::Failed {
-                "✗ "
-            } else {
-                "↻ "
-            };
+            let lead = if t.status == Status::Failed { "✗ " } else { "↻ " };
             let (wrapped, more) = wrap_tail(err.as_str(), width.saturating_sub(2).max(1), rows);
             let lines: Vec<Line<'static>> = wrapped
                 .into_iter()
@@ -377,13 +306,7 @@ fn part<'a>(
     text: impl Into<std::borrow::Cow<'a, str>>,
     style: Style,
 ) -> Part<'a> {
-    Part {
-        lead,
-        lead_style,
-        text: text.into(),
-        style,
-        diff: false,
-    }
+    Part { lead, lead_style, text: text.into(), style, diff: false }
 }
 
 fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
@@ -395,24 +318,14 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
         ItemKind::AgentMessage => out.push(part("", theme.base, text, theme.base)),
         ItemKind::Reasoning => out.push(part("", theme.reasoning, text, theme.reasoning)),
         ItemKind::Command => {
-            out.push(part(
-                "$ ",
-                theme.command,
-                short_command(title),
-                theme.command,
-            ));
+            out.push(part("$ ", theme.command, short_command(title), theme.command));
             out.push(part("", theme.output, text, theme.output));
             match (item.exit_code, item.status) {
                 (Some(code), _) if code != 0 => {
                     out.push(part("", theme.error, format!("exit {code}"), theme.error));
                 }
                 (_, ItemStatus::Failed | ItemStatus::Declined | ItemStatus::Interrupted) => {
-                    out.push(part(
-                        "",
-                        theme.error,
-                        format!("{:?}", item.status).to_lowercase(),
-                        theme.error,
-                    ));
+                    out.push(part("", theme.error, format!("{:?}", item.status).to_lowercase(), theme.error));
                 }
                 _ => {}
             }
@@ -436,11 +349,7 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
                 .map(|&r| model.thread(r).name())
                 .collect();
             let tool = item.tool.as_deref().unwrap_or("agent");
-            let what = if names.is_empty() {
-                tool.to_owned()
-            } else {
-                format!("{tool} → {}", names.join(", "))
-            };
+            let what = if names.is_empty() { tool.to_owned() } else { format!("{tool} → {}", names.join(", ")) };
             out.push(part("⑂ ", theme.tool, what, theme.tool));
             out.push(part("", theme.dim, title, theme.dim));
         }
@@ -464,13 +373,7 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
 }
 
 /// The last `max` rows of one item.
-fn item_lines(
-    model: &Model,
-    item: &Item,
-    width: usize,
-    max: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
+fn item_lines(model: &Model, item: &Item, width: usize, max: usize, theme: &Theme) -> Vec<Line<'static>> {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
     for p in parts(model, item, theme).iter().rev() {
@@ -483,20 +386,9 @@ fn item_lines(
         let mut lines = Vec::with_capacity(n);
         for (k, row) in rows.into_iter().enumerate() {
             let first = k == 0 && !more;
-            let lead = if first {
-                p.lead.to_owned()
-            } else {
-                " ".repeat(lead_w)
-            };
-            let style = if p.diff {
-                diff_style(&row, theme, p.style)
-            } else {
-                p.style
-            };
-            lines.push(Line::from(vec![
-                Span::styled(lead, p.lead_style),
-                Span::styled(row, style),
-            ]));
+            let lead = if first { p.lead.to_owned() } else { " ".repeat(lead_w) };
+            let style = if p.diff { diff_style(&row, theme, p.style) } else { p.style };
+            lines.push(Line::from(vec![Span::styled(lead, p.lead_style), Span::styled(row, style)]));
         }
         if n == 0 && !p.lead.is_empty() {
             lines.push(Line::from(Span::styled(p.lead.to_owned(), p.lead_style)));

@@ -95,16 +95,8 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         return;
     }
     let header = Rect { height: 2, ..area };
-    let footer = Rect {
-        y: area.bottom() - 1,
-        height: 1,
-        ..area
-    };
-    let body = Rect {
-        y: area.y + 2,
-        height: area.height - 3,
-        ..area
-    };
+    let footer = Rect { y: area.bottom() - 1, height: 1, ..area };
+    let body = Rect { y: area.y + 2, height: area.height - 3, ..area };
     header::draw(frame, header, model, counters, feed, &view.theme);
     let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
         let side = if area.width >= 180 { 40 } else { 32 };
@@ -112,28 +104,14 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     } else {
         (((area.width * 4) / 10).clamp(28, 44), 0)
     };
-    let tree_rect = Rect {
-        width: tree_w,
-        ..body
-    };
-    let right_rect = Rect {
-        x: body.x + tree_w,
-        width: body.width - tree_w,
-        ..body
-    };
+    let tree_rect = Rect { width: tree_w, ..body };
+    let right_rect = Rect { x: body.x + tree_w, width: body.width - tree_w, ..body };
     tree::draw(frame, tree_rect, model, feed, view);
     view.layout.cost = Rect::default();
     view.layout.lanes = Rect::default();
     if side_w > 0 {
-        let lanes_rect = Rect {
-            width: right_rect.width - side_w,
-            ..right_rect
-        };
-        let side_rect = Rect {
-            x: lanes_rect.right(),
-            width: side_w,
-            ..right_rect
-        };
+        let lanes_rect = Rect { width: right_rect.width - side_w, ..right_rect };
+        let side_rect = Rect { x: lanes_rect.right(), width: side_w, ..right_rect };
         lanes::draw(frame, lanes_rect, model, feed, view);
         sidebar::draw(frame, side_rect, model, view);
     } else if view.focus == Pane::Cost {
@@ -152,20 +130,10 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
 fn too_small(frame: &mut Frame, area: Rect, view: &View) {
     let msg = [
         Line::from(Span::styled("swarmtop", view.theme.brand)),
-        Line::from(format!(
-            "needs {MIN_WIDTH}×{MIN_HEIGHT}, has {}×{}",
-            area.width, area.height
-        )),
-        Line::from(Span::styled(
-            "enlarge the terminal · q quits",
-            view.theme.dim,
-        )),
+        Line::from(format!("needs {MIN_WIDTH}×{MIN_HEIGHT}, has {}×{}", area.width, area.height)),
+        Line::from(Span::styled("enlarge the terminal · q quits", view.theme.dim)),
     ];
     let h = (msg.len() as u16).min(area.height);
-    let rect = Rect {
-        y: area.y + (area.height - h) / 2,
-        height: h,
-        ..area
-    };
+    let rect = Rect { y: area.y + (area.height - h) / 2, height: h, ..area };
     frame.render_widget(Paragraph::new(msg.to_vec()).centered(), rect);
 }

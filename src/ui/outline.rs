@@ -75,17 +75,9 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
             continue;
         };
         let label = label_of(t, card);
-        match groups
-            .iter_mut()
-            .find(|g| g.turn == item.turn && g.label == label)
-        {
+        match groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
             Some(g) => g.lanes.push(c),
-            None => groups.push(Group {
-                first: c,
-                turn: item.turn,
-                label,
-                lanes: vec![c],
-            }),
+            None => groups.push(Group { first: c, turn: item.turn, label, lanes: vec![c] }),
         }
     }
     (groups, loose)
@@ -100,23 +92,13 @@ pub fn lanes_of(model: &Model, id: NodeId) -> Vec<ThreadIdx> {
             let Some(th) = model.threads.get(t.index()) else {
                 return Vec::new();
             };
-            groups(model, th)
-                .0
-                .into_iter()
-                .filter(|g| g.turn == Some(turn as usize))
-                .flat_map(|g| g.lanes)
-                .collect()
+            groups(model, th).0.into_iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes).collect()
         }
         NodeId::Group(t, first) => {
             let Some(th) = model.threads.get(t.index()) else {
                 return Vec::new();
             };
-            groups(model, th)
-                .0
-                .into_iter()
-                .find(|g| g.first == first)
-                .map(|g| g.lanes)
-                .unwrap_or_default()
+            groups(model, th).0.into_iter().find(|g| g.first == first).map(|g| g.lanes).unwrap_or_default()
         }
         NodeId::Unattributed => model.unattributed.clone(),
         NodeId::Pending => pending(model),
@@ -140,9 +122,7 @@ pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
     for (i, t) in model.threads.iter().enumerate() {
         let hit = t.name().to_lowercase().contains(&q)
             || t.status.as_str().contains(&q)
-            || t.model
-                .as_ref()
-                .is_some_and(|m| m.as_str().to_lowercase().contains(&q))
+            || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(&q))
             || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some());
         if hit && !keep[i] {
             for a in model.ancestors(ThreadIdx(i as u32)) {
@@ -172,8 +152,7 @@ enum Child<'g> {
 
 impl<S: std::hash::BuildHasher> Walk<'_, S> {
     fn kept(&self, t: ThreadIdx) -> bool {
-        self.keep
-            .is_none_or(|k| k.get(t.index()).copied().unwrap_or(false))
+        self.keep.is_none_or(|k| k.get(t.index()).copied().unwrap_or(false))
     }
 
     fn open(&self, id: NodeId) -> bool {
@@ -181,33 +160,15 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
         self.keep.is_some() || !self.folded.contains(&id)
     }
 
-    fn push(
-        &mut self,
-        id: NodeId,
-        depth: u16,
-        has_children: bool,
-        last: bool,
-        guides: u64,
-    ) -> bool {
+    fn push(&mut self, id: NodeId, depth: u16, has_children: bool, last: bool, guides: u64) -> bool {
         let open = has_children && self.open(id);
-        self.rows.push(Row {
-            id,
-            depth,
-            has_children,
-            open,
-            last,
-            guides,
-        });
+        self.rows.push(Row { id, depth, has_children, open, last, guides });
         open
     }
 
     /// Children guides: this row's own line continues below it unless it was the last.
     fn child_guides(depth: u16, last: bool, guides: u64) -> u64 {
-        if depth == 0 || depth > 64 || last {
-            guides
-        } else {
-            guides | (1 << (depth - 1))
-        }
+        if depth == 0 || depth > 64 || last { guides } else { guides | (1 << (depth - 1)) }
     }
 
     fn thread(&mut self, idx: ThreadIdx, depth: u16, last: bool, guides: u64) {
@@ -240,12 +201,7 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
                 kids.push(Child::Group(idx, g));
             }
         }
-        kids.extend(
-            loose
-                .into_iter()
-                .filter(|&c| self.kept(c))
-                .map(Child::Thread),
-        );
+        kids.extend(loose.into_iter().filter(|&c| self.kept(c)).map(Child::Thread));
         let open = self.push(NodeId::Thread(idx), depth, !kids.is_empty(), last, guides);
         if open {
             self.children(&kids, depth + 1, Self::child_guides(depth, last, guides));
@@ -259,11 +215,8 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
             match *kid {
                 Child::Thread(c) => self.thread(c, depth, last, guides),
                 Child::Turn(t, turn, groups) => {
-                    let inner: Vec<Child<'_>> = groups
-                        .iter()
-                        .filter(|g| g.turn == Some(turn))
-                        .map(|g| Child::Group(t, g))
-                        .collect();
+                    let inner: Vec<Child<'_>> =
+                        groups.iter().filter(|g| g.turn == Some(turn)).map(|g| Child::Group(t, g)).collect();
                     let id = NodeId::Turn(t, turn as u32);
                     if self.push(id, depth, !inner.is_empty(), last, guides) {
                         self.children(&inner, depth + 1, Self::child_guides(depth, last, guides));
@@ -287,32 +240,18 @@ pub fn flatten<S: std::hash::BuildHasher>(
     folded: &std::collections::HashSet<NodeId, S>,
     keep: Option<&[bool]>,
 ) -> Vec<Row> {
-    let mut walk = Walk {
-        model,
-        folded,
-        keep,
-        rows: Vec::new(),
-    };
+    let mut walk = Walk { model, folded, keep, rows: Vec::new() };
     for &root in &model.sessions {
         if walk.kept(root) {
             walk.thread(root, 0, true, 0);
         }
     }
-    let orphans: Vec<Child<'_>> = model
-        .unattributed
-        .iter()
-        .copied()
-        .filter(|&t| walk.kept(t))
-        .map(Child::Thread)
-        .collect();
+    let orphans: Vec<Child<'_>> =
+        model.unattributed.iter().copied().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
     if !orphans.is_empty() && walk.push(NodeId::Unattributed, 0, true, true, 0) {
         walk.children(&orphans, 1, 0);
     }
-    let waiting: Vec<Child<'_>> = pending(model)
-        .into_iter()
-        .filter(|&t| walk.kept(t))
-        .map(Child::Thread)
-        .collect();
+    let waiting: Vec<Child<'_>> = pending(model).into_iter().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
     if !waiting.is_empty() && walk.push(NodeId::Pending, 0, true, true, 0) {
         walk.children(&waiting, 1, 0);
     }

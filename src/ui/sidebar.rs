@@ -17,11 +17,7 @@ const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
     let focused = view.focus == Pane::Cost && view.overlay.is_none();
     let block = Block::bordered()
-        .border_style(if focused {
-            view.theme.border_focus
-        } else {
-            view.theme.border
-        })
+        .border_style(if focused { view.theme.border_focus } else { view.theme.border })
         .title(Span::styled(" cost ", view.theme.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -36,46 +32,26 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
     let theme = &view.theme;
     lines.push(Line::from(vec![
         Span::styled("total ", theme.dim),
-        Span::styled(
-            format_usd(totals.cost_usd()),
-            theme.cost.add_modifier(ratatui::style::Modifier::BOLD),
-        ),
+        Span::styled(format_usd(totals.cost_usd()), theme.cost.add_modifier(ratatui::style::Modifier::BOLD)),
         Span::raw(format!("  {} tok", tokens(totals.tokens.total))),
     ]));
     let mut agents = vec![Span::styled(
-        format!(
-            "{} agent{}",
-            totals.threads,
-            if totals.threads == 1 { "" } else { "s" }
-        ),
+        format!("{} agent{}", totals.threads, if totals.threads == 1 { "" } else { "s" }),
         theme.dim,
     )];
     if unpriced > 0 {
-        agents.push(Span::styled(
-            format!(" · {unpriced} unpriced —"),
-            theme.warn,
-        ));
+        agents.push(Span::styled(format!(" · {unpriced} unpriced —"), theme.warn));
     }
     lines.push(Line::from(agents));
     lines.push(burn_line(view, theme, w));
     lines.push(Line::default());
-    if let Some(t) = view
-        .focus_thread(model)
-        .filter(|t| t.index() < model.threads.len())
-    {
+    if let Some(t) = view.focus_thread(model).filter(|t| t.index() < model.threads.len()) {
         let th = model.thread(t);
         let sub = th.subtree;
         let n = sub.threads;
-        let scope = if n == 1 {
-            String::new()
-        } else {
-            format!("· {n} agents")
-        };
+        let scope = if n == 1 { String::new() } else { format!("· {n} agents") };
         lines.push(Line::from(vec![
-            Span::styled(
-                fit(&th.name(), w.saturating_sub(scope.len() + 1)),
-                theme.bold,
-            ),
+            Span::styled(fit(&th.name(), w.saturating_sub(scope.len() + 1)), theme.bold),
             Span::styled(format!(" {scope}"), theme.dim),
         ]));
         let mut s = vec![
@@ -84,10 +60,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
             Span::raw(format!(" · {} tok", tokens(sub.tokens.total))),
         ];
         if sub.priced < sub.threads && sub.priced > 0 {
-            s.push(Span::styled(
-                format!(" · {} unpriced", sub.threads - sub.priced),
-                theme.warn,
-            ));
+            s.push(Span::styled(format!(" · {} unpriced", sub.threads - sub.priced), theme.warn));
         }
         lines.push(Line::from(s));
         lines.push(gauge(th.context, theme, w));
@@ -115,11 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
     let total = model.threads.len();
     view.cost_scroll = view.cost_scroll.min(total.saturating_sub(table_rows));
     let scroll = view.cost_scroll;
-    let selected_style = if focused {
-        view.theme.selected
-    } else {
-        view.theme.selected_idle
-    };
+    let selected_style = if focused { view.theme.selected } else { view.theme.selected_idle };
     let theme = view.theme.clone();
     let order = view.agent_order(model);
     for &idx in order.iter().skip(scroll).take(table_rows) {
@@ -127,18 +96,11 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
         let mut spans = vec![Span::raw(fit(&t.name(), name_w))];
         if with_model {
             let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-            spans.push(Span::styled(
-                format!(" {}", fit(m, model_w - 1)),
-                theme.model,
-            ));
+            spans.push(Span::styled(format!(" {}", fit(m, model_w - 1)), theme.model));
         }
         spans.push(Span::raw(right(&tokens(t.tokens.total), tok_w)));
         let cost = format_usd(t.cost);
-        let style = if t.cost.is_some() {
-            theme.cost
-        } else {
-            theme.dim
-        };
+        let style = if t.cost.is_some() { theme.cost } else { theme.dim };
         spans.push(Span::styled(right(&cost, cost_w), style));
         let mut line = Line::from(spans);
         if Some(idx) == focus {
@@ -155,39 +117,20 @@ fn burn_line(view: &View, theme: &Theme, w: usize) -> Line<'static> {
     let samples = &view.burn;
     let rate = match (samples.back(), samples.len()) {
         (Some(&(sec, total)), n) if n >= 2 => {
-            let from = samples
-                .iter()
-                .find(|s| s.0 >= sec - 60)
-                .copied()
-                .unwrap_or(samples[0]);
+            let from = samples.iter().find(|s| s.0 >= sec - 60).copied().unwrap_or(samples[0]);
             let mins = (sec - from.0) as f64 / 60.0;
-            (mins > 0.0).then(|| {
-                format!(
-                    "{}/min",
-                    format_usd(Some(Pico(((total - from.1) as f64 / mins) as i128)))
-                )
-            })
+            (mins > 0.0).then(|| format!("{}/min", format_usd(Some(Pico(((total - from.1) as f64 / mins) as i128)))))
         }
         _ => None,
     };
     let rate = rate.unwrap_or_else(|| "—/min".to_owned());
     let room = w.saturating_sub(width(&rate) + 7);
-    let deltas: Vec<i128> = samples
-        .iter()
-        .zip(samples.iter().skip(1))
-        .map(|(a, b)| (b.1 - a.1).max(0))
-        .collect();
+    let deltas: Vec<i128> = samples.iter().zip(samples.iter().skip(1)).map(|(a, b)| (b.1 - a.1).max(0)).collect();
     let recent = &deltas[deltas.len().saturating_sub(room)..];
     let peak = recent.iter().copied().max().unwrap_or(0);
     let spark: String = recent
         .iter()
-        .map(|&d| {
-            if peak == 0 {
-                BARS[0]
-            } else {
-                BARS[((d * 7 + peak / 2) / peak).clamp(0, 7) as usize]
-            }
-        })
+        .map(|&d| if peak == 0 { BARS[0] } else { BARS[((d * 7 + peak / 2) / peak).clamp(0, 7) as usize] })
         .collect();
     Line::from(vec![
         Span::styled("burn ", theme.dim),

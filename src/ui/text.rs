@@ -67,15 +67,7 @@ pub fn short_model(model: &str) -> &str {
 /// Shell wrappers hide the command a person typed: `/bin/bash -lc 'cargo test'` → `cargo test`.
 pub fn short_command(cmd: &str) -> &str {
     let cmd = cmd.trim();
-    for shell in [
-        "/bin/bash",
-        "/usr/bin/bash",
-        "bash",
-        "/bin/zsh",
-        "zsh",
-        "/bin/sh",
-        "sh",
-    ] {
+    for shell in ["/bin/bash", "/usr/bin/bash", "bash", "/bin/zsh", "zsh", "/bin/sh", "sh"] {
         for flag in [" -lc ", " -c "] {
             if let Some(rest) = cmd.strip_prefix(shell).and_then(|r| r.strip_prefix(flag)) {
                 let rest = rest.trim();
@@ -107,10 +99,7 @@ impl Shown {
             (Some(now), Some(last)) => now.saturating_sub(last),
             _ => 0,
         };
-        if t.status.is_active()
-            && stall_ms > 0
-            && quiet > i64::try_from(stall_ms).unwrap_or(i64::MAX)
-        {
+        if t.status.is_active() && stall_ms > 0 && quiet > i64::try_from(stall_ms).unwrap_or(i64::MAX) {
             Self::Stalled
         } else if t.status == Status::Idle && t.parent.is_some() {
             Self::Done
@@ -145,11 +134,7 @@ impl Shown {
 /// Elapsed time of a thread: first line to last, or to now while it is still active.
 pub fn elapsed(t: &Thread, now_ms: Option<i64>) -> Option<i64> {
     let first = t.first_ms?;
-    let end = if t.status.is_active() {
-        now_ms.or(t.last_ms)?
-    } else {
-        t.last_ms?
-    };
+    let end = if t.status.is_active() { now_ms.or(t.last_ms)? } else { t.last_ms? };
     Some(end.saturating_sub(first))
 }
 

@@ -57,9 +57,7 @@ impl Theme {
             title: Style::new().add_modifier(Modifier::BOLD),
             border: fg(Color::DarkGray),
             border_focus: fg(Color::Cyan),
-            selected: Style::new()
-                .bg(Color::Rgb(38, 52, 74))
-                .add_modifier(Modifier::BOLD),
+            selected: Style::new().bg(Color::Rgb(38, 52, 74)).add_modifier(Modifier::BOLD),
             selected_idle: Style::new().bg(Color::Rgb(40, 40, 40)),
             header: Style::new(),
             brand: fg(Color::Cyan).add_modifier(Modifier::BOLD),
@@ -97,9 +95,7 @@ impl Theme {
             dim: fg(Color::Gray),
             border: fg(Color::Gray),
             border_focus: fg(Color::Blue),
-            selected: Style::new()
-                .bg(Color::Rgb(210, 225, 245))
-                .add_modifier(Modifier::BOLD),
+            selected: Style::new().bg(Color::Rgb(210, 225, 245)).add_modifier(Modifier::BOLD),
             selected_idle: Style::new().bg(Color::Rgb(232, 232, 232)),
             brand: fg(Color::Blue).add_modifier(Modifier::BOLD),
             key: fg(Color::Blue).add_modifier(Modifier::BOLD),
@@ -167,11 +163,7 @@ impl Theme {
 
     /// `dark`, unless `NO_COLOR` is set to anything non-empty.
     pub fn from_env() -> Self {
-        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
-            Self::no_color()
-        } else {
-            Self::dark()
-        }
+        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) { Self::no_color() } else { Self::dark() }
     }
 
     /// By name (`--theme dark|light`); `NO_COLOR` wins over any name.

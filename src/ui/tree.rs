@@ -34,12 +34,7 @@ const COST_W: usize = 8;
 
 impl Columns {
     fn for_width(w: usize) -> Self {
-        Self {
-            cost: w >= 24,
-            elapsed: w >= 30,
-            tokens: w >= 42,
-            model: w >= 52,
-        }
+        Self { cost: w >= 24, elapsed: w >= 30, tokens: w >= 42, model: w >= 52 }
     }
 
     fn width(self) -> usize {
@@ -65,11 +60,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         title.push(Span::styled("follow ", theme.running));
     }
     let block = Block::bordered()
-        .border_style(if focused {
-            theme.border_focus
-        } else {
-            theme.border
-        })
+        .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -77,21 +68,14 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let height = inner.height as usize;
     let rows = view.rows();
     if rows.is_empty() {
-        let msg = if view.filter.is_empty() {
-            "waiting for the first thread…"
-        } else {
-            "nothing matches the filter"
-        };
+        let msg = if view.filter.is_empty() { "waiting for the first thread…" } else { "nothing matches the filter" };
         frame.render_widget(Paragraph::new(Span::styled(msg, theme.dim)), inner);
         view.layout.tree_offset = 0;
         return;
     }
     // Keep the selection on screen, scrolling as little as possible.
     let sel = view.selected_row().unwrap_or(0);
-    let mut offset = view
-        .layout
-        .tree_offset
-        .min(rows.len().saturating_sub(height));
+    let mut offset = view.layout.tree_offset.min(rows.len().saturating_sub(height));
     if sel < offset {
         offset = sel;
     } else if height > 0 && sel >= offset + height {
@@ -106,11 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         .map(|(i, row)| {
             let mut line = row_line(model, feed, theme, row, inner.width as usize, cols);
             if i == sel {
-                line = line.patch_style(if focused {
-                    theme.selected
-                } else {
-                    theme.selected_idle
-                });
+                line = line.patch_style(if focused { theme.selected } else { theme.selected_idle });
             }
             line
         })
@@ -142,14 +122,7 @@ fn guides(row: &Row) -> String {
     s
 }
 
-fn row_line(
-    model: &Model,
-    feed: &Feed,
-    theme: &Theme,
-    row: &Row,
-    w: usize,
-    cols: Columns,
-) -> Line<'static> {
+fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, cols: Columns) -> Line<'static> {
     let mut spans = vec![Span::styled(guides(row), theme.dim)];
     let lead: usize = spans.iter().map(|s| width(&s.content)).sum();
     let label_w = w.saturating_sub(lead + cols.width());
@@ -167,21 +140,14 @@ fn row_line(
                 None => ("○", theme.pending),
             };
             spans.push(Span::styled(format!("{glyph} "), style));
-            spans.push(Span::raw(fit(
-                &format!("turn {}", turn + 1),
-                wide_w.saturating_sub(2),
-            )));
+            spans.push(Span::raw(fit(&format!("turn {}", turn + 1), wide_w.saturating_sub(2))));
         }
         NodeId::Group(t, first) => {
             let th = model.thread(t);
             let (gs, _) = groups(model, th);
             let g = gs.iter().find(|g| g.first == first);
             let (label, n, active) = g.map_or(("spawn", 0, 0), |g| {
-                let active = g
-                    .lanes
-                    .iter()
-                    .filter(|&&c| model.thread(c).status.is_active())
-                    .count();
+                let active = g.lanes.iter().filter(|&&c| model.thread(c).status.is_active()).count();
                 (g.label, g.lanes.len(), active)
             });
             spans.push(Span::styled("⑂ ", theme.tool));
@@ -194,19 +160,13 @@ fn row_line(
         NodeId::Unattributed => {
             spans.push(Span::styled("? ", theme.warn));
             spans.push(Span::styled(
-                fit(
-                    &format!("unattributed ×{}", model.unattributed.len()),
-                    wide_w.saturating_sub(2),
-                ),
+                fit(&format!("unattributed ×{}", model.unattributed.len()), wide_w.saturating_sub(2)),
                 theme.warn,
             ));
         }
         NodeId::Pending => {
             spans.push(Span::styled("○ ", theme.pending));
-            spans.push(Span::styled(
-                fit("pending registration", wide_w.saturating_sub(2)),
-                theme.dim,
-            ));
+            spans.push(Span::styled(fit("pending registration", wide_w.saturating_sub(2)), theme.dim));
         }
     }
     Line::from(spans)
@@ -223,25 +183,16 @@ fn thread_cells(
 ) {
     let t = model.thread(idx);
     let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
-    spans.push(Span::styled(
-        format!("{} ", shown.glyph()),
-        theme.status(shown),
-    ));
+    spans.push(Span::styled(format!("{} ", shown.glyph()), theme.status(shown)));
     let name_style = match t.status {
         Status::Failed => theme.failed,
         _ if t.parent.is_none() => theme.bold,
         _ => Style::new(),
     };
-    spans.push(Span::styled(
-        fit(&t.name(), label_w.saturating_sub(2)),
-        name_style,
-    ));
+    spans.push(Span::styled(fit(&t.name(), label_w.saturating_sub(2)), name_style));
     if cols.model {
         let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-        spans.push(Span::styled(
-            format!(" {}", fit(m, MODEL_W - 1)),
-            theme.model,
-        ));
+        spans.push(Span::styled(format!(" {}", fit(m, MODEL_W - 1)), theme.model));
     }
     if cols.elapsed {
         let e = elapsed(t, feed.now_ms).map(duration).unwrap_or_default();
@@ -252,14 +203,7 @@ fn thread_cells(
     }
     if cols.cost {
         let cost = format_usd(t.cost);
-        let style = if t.cost.is_none() {
-            theme.dim
-        } else {
-            theme.cost
-        };
-        spans.push(Span::styled(
-            right(&truncate(&cost, COST_W - 1), COST_W),
-            style,
-        ));
+        let style = if t.cost.is_none() { theme.dim } else { theme.cost };
+        spans.push(Span::styled(right(&truncate(&cost, COST_W - 1), COST_W), style));
     }
 }

@@ -115,14 +115,11 @@ fn cycle(p: Pane, forward: bool) -> Pane {
 
 /// Whether the lanes pane shows one thread's whole transcript (scrolls) or stacked lanes (moves).
 fn lanes_scroll_text(view: &View, model: &Model) -> bool {
-    view.expanded.is_some()
-        || matches!(view.selected, Some(NodeId::Thread(_)))
-        || lane_count(view, model) <= 1
+    view.expanded.is_some() || matches!(view.selected, Some(NodeId::Thread(_))) || lane_count(view, model) <= 1
 }
 
 fn lane_count(view: &View, model: &Model) -> usize {
-    view.selected
-        .map_or(0, |s| outline::lanes_of(model, s).len())
+    view.selected.map_or(0, |s| outline::lanes_of(model, s).len())
 }
 
 fn move_tree(view: &mut View, delta: isize) {
@@ -150,10 +147,7 @@ fn step(view: &mut View, model: &Model, delta: isize) {
         }
         Pane::Lanes => {
             let n = lane_count(view, model);
-            view.lane = view
-                .lane
-                .saturating_add_signed(delta)
-                .min(n.saturating_sub(1));
+            view.lane = view.lane.saturating_add_signed(delta).min(n.saturating_sub(1));
             view.follow = false;
         }
         Pane::Cost => view.cost_scroll = view.cost_scroll.saturating_add_signed(delta),
@@ -270,11 +264,7 @@ fn click(view: &mut View, model: &Model, at: Position) {
         }
     } else if layout.lanes.contains(at) {
         view.focus = Pane::Lanes;
-        let hit = layout
-            .lane_headers
-            .iter()
-            .find(|(r, _)| r.contains(at))
-            .map(|&(_, i)| i);
+        let hit = layout.lane_headers.iter().find(|(r, _)| r.contains(at)).map(|&(_, i)| i);
         if let Some(i) = hit {
             if view.lane == i {
                 toggle_lane(view, model);
@@ -301,10 +291,7 @@ fn scroll(view: &mut View, model: &Model, at: Position, delta: i16) {
             view.scroll = view.scroll.saturating_add_signed(-delta);
         } else {
             let n = lane_count(view, model);
-            view.lane = view
-                .lane
-                .saturating_add_signed(delta.signum())
-                .min(n.saturating_sub(1));
+            view.lane = view.lane.saturating_add_signed(delta.signum()).min(n.saturating_sub(1));
         }
     } else if layout.cost.contains(at) {
         view.cost_scroll = view.cost_scroll.saturating_add_signed(delta);

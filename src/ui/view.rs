@@ -165,13 +165,10 @@ impl View {
         }
         match self.selected? {
             NodeId::Thread(t) => Some(t),
-            other => outline::lanes_of(model, other)
-                .get(self.lane)
-                .copied()
-                .or(match other {
-                    NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
-                    _ => None,
-                }),
+            other => outline::lanes_of(model, other).get(self.lane).copied().or(match other {
+                NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
+                _ => None,
+            }),
         }
     }
 
@@ -246,9 +243,7 @@ impl View {
     pub fn agent_order(&mut self, model: &Model) -> &[ThreadIdx] {
         let key = (model.generation, self.sort);
         if self.cache.order_key != Some(key) {
-            let mut order: Vec<ThreadIdx> = (0..model.threads.len())
-                .map(|i| ThreadIdx(i as u32))
-                .collect();
+            let mut order: Vec<ThreadIdx> = (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).collect();
             match self.sort {
                 Sort::Cost => order.sort_by_key(|&i| {
                     let t = model.thread(i);

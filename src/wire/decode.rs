@@ -41,7 +41,7 @@ impl<'de> Deserialize<'de> for BStr<'de> {
     }
 }
 
-fn opt_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str<'de>>, D::Error> {
+pub(super) fn opt_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str<'de>>, D::Error> {
     Ok(Option::<BStr<'de>>::deserialize(d)?.map(|b| b.0))
 }
 
@@ -65,10 +65,11 @@ pub enum Dir {
 }
 
 /// What kind of non-Codex record a malformed line looked like (for `input.format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
+    #[default]
     Other,
 }
 
@@ -88,9 +89,7 @@ impl fmt::Display for Malformed {
         match self {
             Self::NotUtf8 => f.write_str("not UTF-8"),
             Self::NotJson(e) => write!(f, "not JSON: {e}"),
-            Self::NotAMessage(Shape::CodexRollout) => {
-                f.write_str("a Codex rollout line, not an app-server message")
-            }
+            Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
             }
@@ -101,6 +100,7 @@ impl fmt::Display for Malformed {
     }
 }
 
+#[allow(clippy::large_enum_variant)] // Decoded once per line and matched at once: boxing would cost more.
 pub enum Decoded<'a> {
     Line(Line<'a>),
     Malformed(Malformed),
@@ -130,7 +130,7 @@ pub struct Message<'a> {
     pub has_id: bool,
     pub params: Params<'a>,
     /// Only responses whose result is an object; other results carry nothing the reducer needs.
-    pub result: Option<ResultBody<'a>>,
+    pub result: Option<Box<ResultBody<'a>>>,
     pub has_result_or_error: bool,
     pub emitted_at_ms: Option<i64>,
     /// `{"swarmtop": "recording" | "live" | "lagged" | "end", …}`: a header or socket marker.
@@ -144,13 +144,12 @@ impl Message<'_> {
 
     /// The thread a line belongs to: `params.threadId`, or `params.thread.id` for `thread/started`.
     pub fn thread_id(&self) -> Option<&str> {
-        self.params
-            .thread_id
-            .as_deref()
-            .or_else(|| self.params.thread.as_ref().map(|t| &*t.id))
+        self.params.thread_id.as_deref().or_else(|| self.params.rest().thread.as_ref().map(|t| &*t.id))
     }
 }
 
+/// The params a line carries. The fields of stream deltas — most lines — are inline; the rest
+/// sit behind one box, so a line stays small as it moves from decoder to router to model.
 #[derive(Debug, Default)]
 pub struct Params<'a> {
     pub thread_id: Option<Str<'a>>,
@@ -159,6 +158,11 @@ pub struct Params<'a> {
     pub delta: Option<Str<'a>>,
     pub summary_index: Option<i64>,
     pub content_index: Option<i64>,
+    rest: Option<Box<ParamsRest<'a>>>,
+}
+
+#[derive(Debug, Default)]
+pub struct ParamsRest<'a> {
     pub thread: Option<ThreadInfo<'a>>,
     pub turn: Option<TurnInfo<'a>>,
     pub item: Option<Item<'a>>,
@@ -171,6 +175,31 @@ pub struct Params<'a> {
     pub settings_model: Option<Str<'a>>,
     pub message: Option<&'a RawValue>,
     pub name: Option<&'a RawValue>,
+}
+
+static NO_REST: ParamsRest<'static> = ParamsRest {
+    thread: None,
+    turn: None,
+    item: None,
+    token_usage: None,
+    status: None,
+    will_retry: None,
+    error: None,
+    to_model: None,
+    settings_model: None,
+    message: None,
+    name: None,
+};
+
+impl<'a> Params<'a> {
+    /// Everything but the delta fields (all `None` when the line had none of them).
+    pub fn rest(&self) -> &ParamsRest<'a> {
+        self.rest.as_deref().unwrap_or(&NO_REST)
+    }
+
+    pub(super) fn rest_mut(&mut self) -> &mut ParamsRest<'a> {
+        self.rest.get_or_insert_with(Box::default)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -221,10 +250,7 @@ impl<'a> ThreadInfo<'a> {
         if !raw.starts_with('{') {
             return None;
         }
-        serde_json::from_str::<Source<'a>>(raw)
-            .ok()?
-            .sub_agent?
-            .thread_spawn
+        serde_json::from_str::<Source<'a>>(raw).ok()?.sub_agent?.thread_spawn
     }
 
     /// The parent named by `parentThreadId`, else by `source.subAgent.thread_spawn`.
@@ -361,9 +387,9 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
     let Ok(text) = std::str::from_utf8(record) else {
         return Decoded::Malformed(Malformed::NotUtf8);
     };
-    let top = match serde_json::from_str::<Top<'_>>(text) {
+    let top = match parse_top(text) {
         Ok(top) => top,
-        Err(e) => return Decoded::Malformed(Malformed::NotJson(e.to_string())),
+        Err(e) => return Decoded::Malformed(e),
     };
     if top.raw_b64 {
         return Decoded::Malformed(Malformed::RawBytes);
@@ -375,33 +401,20 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
             _ => Dir::In,
         };
         return match decode_message(inner.get()) {
-            Ok(msg) => Decoded::Line(Line {
-                dir,
-                ts: top.ts,
-                msg,
-                raw: inner.get(),
-            }),
+            Ok(msg) => Decoded::Line(Line { dir, ts: top.ts, msg, raw: inner.get() }),
             Err(e) => Decoded::Malformed(e),
         };
     }
-    finish(top.msg, text).map_or_else(Decoded::Malformed, |msg| {
-        Decoded::Line(Line {
-            dir: Dir::Bare,
-            ts: None,
-            msg,
-            raw: text,
-        })
-    })
+    finish(top.msg)
+        .map_or_else(Decoded::Malformed, |msg| Decoded::Line(Line { dir: Dir::Bare, ts: None, msg, raw: text }))
 }
 
 /// Decodes a bare Codex message (no envelope).
 pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
-    let top =
-        serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string()))?;
-    finish(top.msg, text)
+    finish(parse_top(text)?.msg)
 }
 
-fn finish<'a>(mut msg: MessageParts<'a>, _text: &'a str) -> Result<Message<'a>, Malformed> {
+pub(super) fn finish(mut msg: MessageParts<'_>) -> Result<Message<'_>, Malformed> {
     if let Some(raw) = msg.late_params.take() {
         let full = msg.message.method.as_deref().is_some_and(wants_full_params);
         msg.message.params = ParamsSeed { full }
@@ -410,9 +423,7 @@ fn finish<'a>(mut msg: MessageParts<'a>, _text: &'a str) -> Result<Message<'a>, 
     }
     if let Some(raw) = msg.result {
         if raw.get().starts_with('{') {
-            msg.message.result = Some(
-                serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?,
-            );
+            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?);
         }
     }
     let m = &msg.message;
@@ -425,7 +436,7 @@ fn finish<'a>(mut msg: MessageParts<'a>, _text: &'a str) -> Result<Message<'a>, 
 /// The methods whose params the reducer or the model read beyond `threadId`. For any other method
 /// only `threadId` is typed, so an unfamiliar method reusing a key for another shape is still
 /// routed (wire.md §1: unknown methods must be tolerated).
-fn wants_full_params(method: &str) -> bool {
+pub(super) fn wants_full_params(method: &str) -> bool {
     method.starts_with("item/")
         || method.starts_with("turn/")
         || matches!(
@@ -447,27 +458,35 @@ fn wants_full_params(method: &str) -> bool {
 }
 
 #[derive(Default)]
-struct MessageParts<'a> {
-    message: Message<'a>,
-    late_params: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
-    shape: Shape,
-}
-
-impl Default for Shape {
-    fn default() -> Self {
-        Self::Other
-    }
+pub(super) struct MessageParts<'a> {
+    pub message: Message<'a>,
+    pub late_params: Option<&'a RawValue>,
+    pub result: Option<&'a RawValue>,
+    pub shape: Shape,
 }
 
 /// The top level of a record: the message's own members, or an envelope's.
 #[derive(Default)]
-struct Top<'a> {
-    msg: MessageParts<'a>,
-    ts: Option<i64>,
-    dir: Option<Str<'a>>,
-    envelope_msg: Option<&'a RawValue>,
-    raw_b64: bool,
+pub(super) struct Top<'a> {
+    pub msg: MessageParts<'a>,
+    pub ts: Option<i64>,
+    pub dir: Option<Str<'a>>,
+    pub envelope_msg: Option<&'a RawValue>,
+    pub raw_b64: bool,
+}
+
+/// The serde path alone, for checking the fast path against it.
+#[cfg(test)]
+pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
+    serde_json::from_str::<Top<'_>>(text)
+}
+
+/// The fast scanner when it can, serde when it cannot (see `scan`).
+fn parse_top(text: &str) -> Result<Top<'_>, Malformed> {
+    match super::scan::top(text) {
+        Some(top) => Ok(top),
+        None => serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string())),
+    }
 }
 
 impl<'de> Deserialize<'de> for Top<'de> {
@@ -511,9 +530,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                     map.next_value::<IgnoredAny>()?;
                     parts.message.has_result_or_error = true;
                 }
-                "emittedAtMs" => {
-                    parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0)
-                }
+                "emittedAtMs" => parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0),
                 "swarmtop" => parts.message.swarmtop = Some(map.next_value::<MarkerKind<'de>>()?.0),
                 "ts" => top.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
                 "dir" => top.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
@@ -560,11 +577,7 @@ impl<'de> Deserialize<'de> for Millis {
                 Ok(Millis(i64::try_from(v).unwrap_or(i64::MAX)))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Millis, E> {
-                if v.is_finite() {
-                    Ok(Millis(v as i64))
-                } else {
-                    Err(E::custom("time is not finite"))
-                }
+                if v.is_finite() { Ok(Millis(v as i64)) } else { Err(E::custom("time is not finite")) }
             }
         }
         d.deserialize_any(V)
@@ -614,6 +627,26 @@ impl<'de> Visitor<'de> for ParamsSeed {
         Ok(Params::default())
     }
 
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Params<'de>, E> {
+        Ok(Params::default())
+    }
+
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Params<'de>, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(Params::default())
@@ -637,26 +670,24 @@ impl<'de> Visitor<'de> for ParamsSeed {
                 "delta" => p.delta = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
                 "summaryIndex" => p.summary_index = map.next_value()?,
                 "contentIndex" => p.content_index = map.next_value()?,
-                "thread" => p.thread = map.next_value()?,
-                "turn" => p.turn = map.next_value()?,
-                "item" => p.item = map.next_value()?,
-                "tokenUsage" => p.token_usage = map.next_value()?,
-                "status" => p.status = Some(map.next_value()?),
-                "willRetry" => p.will_retry = map.next_value()?,
-                "error" => p.error = Some(map.next_value()?),
-                "toModel" => p.to_model = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "thread" => p.rest_mut().thread = map.next_value()?,
+                "turn" => p.rest_mut().turn = map.next_value()?,
+                "item" => p.rest_mut().item = map.next_value()?,
+                "tokenUsage" => p.rest_mut().token_usage = map.next_value()?,
+                "status" => p.rest_mut().status = Some(map.next_value()?),
+                "willRetry" => p.rest_mut().will_retry = map.next_value()?,
+                "error" => p.rest_mut().error = Some(map.next_value()?),
+                "toModel" => p.rest_mut().to_model = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
                 "threadSettings" => {
                     #[derive(Deserialize)]
                     struct Settings<'a> {
                         #[serde(borrow, default, deserialize_with = "opt_str")]
                         model: Option<Str<'a>>,
                     }
-                    p.settings_model = map
-                        .next_value::<Option<Settings<'de>>>()?
-                        .and_then(|s| s.model);
+                    p.rest_mut().settings_model = map.next_value::<Option<Settings<'de>>>()?.and_then(|s| s.model);
                 }
-                "message" => p.message = Some(map.next_value()?),
-                "name" => p.name = Some(map.next_value()?),
+                "message" => p.rest_mut().message = Some(map.next_value()?),
+                "name" => p.rest_mut().name = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -700,7 +731,7 @@ mod tests {
     fn params_before_method_are_still_read() {
         let l = line(r#"{"params":{"threadId":"t1","willRetry":true},"method":"error"}"#);
         assert_eq!(l.msg.thread_id(), Some("t1"));
-        assert_eq!(l.msg.params.will_retry, Some(true));
+        assert_eq!(l.msg.params.rest().will_retry, Some(true));
     }
 
     #[test]
@@ -711,17 +742,12 @@ mod tests {
         assert_eq!(l.dir, Dir::ServerToClient);
         assert_eq!(l.ts, Some(42));
         assert_eq!(l.raw, inner);
-        assert_eq!(
-            l.msg.params.turn.unwrap().root_turn_id.as_deref(),
-            Some("u1")
-        );
+        assert_eq!(l.msg.params.rest().turn.as_ref().unwrap().root_turn_id.as_deref(), Some("u1"));
     }
 
     #[test]
     fn unknown_method_reusing_a_key_is_not_malformed() {
-        let l = line(
-            r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#,
-        );
+        let l = line(r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#);
         assert_eq!(l.msg.thread_id(), Some("t"));
     }
 
@@ -742,18 +768,12 @@ mod tests {
         assert_eq!(malformed(b"\xff\xfe"), Malformed::NotUtf8);
         assert!(matches!(malformed(b"{\"method\":"), Malformed::NotJson(_)));
         assert!(matches!(malformed(b"[1,2]"), Malformed::NotJson(_)));
-        assert_eq!(
-            malformed(br#"{"foo":1}"#),
-            Malformed::NotAMessage(Shape::Other)
-        );
+        assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
         assert_eq!(
             malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#),
             Malformed::NotAMessage(Shape::CodexRollout)
         );
-        assert_eq!(
-            malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#),
-            Malformed::RawBytes
-        );
+        assert_eq!(malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#), Malformed::RawBytes);
     }
 
     #[test]
@@ -775,7 +795,7 @@ mod tests {
         let l = line(
             r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#,
         );
-        let t = l.msg.params.thread.unwrap();
+        let t = l.msg.params.rest().thread.as_ref().unwrap();
         assert_eq!(t.parent().as_deref(), Some("p"));
         assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));
     }

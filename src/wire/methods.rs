@@ -23,21 +23,14 @@ struct Lists {
 }
 
 fn names(text: &'static str) -> FxHashSet<&'static str> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .collect()
+    text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
 }
 
 static LISTS: LazyLock<Lists> = LazyLock::new(|| Lists {
-    server_notifications: names(include_str!(
-        "../../assets/methods/server-notifications.txt"
-    )),
+    server_notifications: names(include_str!("../../assets/methods/server-notifications.txt")),
     server_requests: names(include_str!("../../assets/methods/server-requests.txt")),
     client_requests: names(include_str!("../../assets/methods/client-requests.txt")),
-    client_notifications: names(include_str!(
-        "../../assets/methods/client-notifications.txt"
-    )),
+    client_notifications: names(include_str!("../../assets/methods/client-notifications.txt")),
 });
 
 pub fn sender(method: &str) -> Sender {
@@ -70,14 +63,8 @@ mod tests {
 
     #[test]
     fn sides() {
-        assert_eq!(
-            sender("item/agentMessage/delta"),
-            Sender::ServerNotification
-        );
-        assert_eq!(
-            sender("item/commandExecution/requestApproval"),
-            Sender::ServerRequest
-        );
+        assert_eq!(sender("item/agentMessage/delta"), Sender::ServerNotification);
+        assert_eq!(sender("item/commandExecution/requestApproval"), Sender::ServerRequest);
         assert_eq!(sender("turn/start"), Sender::ClientRequest);
         assert_eq!(sender("initialized"), Sender::ClientNotification);
         assert_eq!(sender("thread/teleported"), Sender::Unknown);

@@ -4,9 +4,10 @@
 mod decode;
 pub mod methods;
 mod sanitize;
+mod scan;
 
 pub use decode::{
-    Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ResultBody, Shape, Str,
-    ThreadInfo, TokenUsage, TurnInfo, decode, decode_message, parse_raw,
+    Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ParamsRest, ResultBody, Shape, Str, ThreadInfo,
+    TokenUsage, TurnInfo, decode, decode_message, parse_raw,
 };
 pub use sanitize::{Clean, sanitize};

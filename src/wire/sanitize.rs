@@ -154,26 +154,19 @@ mod tests {
     use super::*;
 
     fn has_unsafe(s: &str) -> bool {
-        s.chars()
-            .any(|c| (c.is_control() && c != '\n' && c != '\t') || is_invisible_control(c))
+        s.chars().any(|c| (c.is_control() && c != '\n' && c != '\t') || is_invisible_control(c))
     }
 
     #[test]
     fn strips_sequences_and_controls() {
         assert_eq!(sanitize("\x1b[31mred\x1b[0m").as_str(), "red");
         assert_eq!(sanitize("a\x1b]0;title\x07b").as_str(), "ab");
-        assert_eq!(
-            sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b").as_str(),
-            "alinkb"
-        );
+        assert_eq!(sanitize("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b").as_str(), "alinkb");
         assert_eq!(sanitize("a\x1bP1;2|xyz\x1b\\b").as_str(), "ab");
         assert_eq!(sanitize("a\u{9b}2Jb").as_str(), "ab");
         assert_eq!(sanitize("a\u{9d}0;t\u{9c}b").as_str(), "ab");
         assert_eq!(sanitize("line\r\nnext\x08\x00").as_str(), "line\nnext");
-        assert_eq!(
-            sanitize("abc\u{202e}fed\u{2066}x\u{200b}y").as_str(),
-            "abcfedxy"
-        );
+        assert_eq!(sanitize("abc\u{202e}fed\u{2066}x\u{200b}y").as_str(), "abcfedxy");
         assert_eq!(sanitize("tab\there\x7f").as_str(), "tab\there");
         assert_eq!(sanitize("\x1b(Bplain").as_str(), "plain");
     }
@@ -188,11 +181,7 @@ mod tests {
     #[test]
     fn unterminated_string_does_not_hide_everything() {
         let long = format!("\x1b]0;{}", "x".repeat(MAX_STRING_BODY + 10));
-        assert_eq!(
-            sanitize(&long).len(),
-            12,
-            "the body is swallowed up to its bound, then text shows again"
-        );
+        assert_eq!(sanitize(&long).len(), 12, "the body is swallowed up to its bound, then text shows again");
     }
 
     proptest! {

@@ -1,0 +1,255 @@
+//! Replay pacing: when each recorded line is due, at a speed, with idle gaps capped, paused,
+//! stepped and sought. Pure: the caller passes each line's recorded time and the wall-clock
+//! instants, so pacing is tested without sleeping.
+
+use std::time::{Duration, Instant};
+
+/// Replay speed: a multiple of recorded time, or as fast as ingest allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    Times(u32),
+    Max,
+}
+
+impl Pace {
+    /// The speeds `+`/`-` move between.
+    const LADDER: [Pace; 6] =
+        [Pace::Times(1), Pace::Times(2), Pace::Times(5), Pace::Times(10), Pace::Times(50), Pace::Max];
+
+    pub fn faster(self) -> Self {
+        let i = Self::LADDER.iter().position(|&p| p == self).unwrap_or(0);
+        Self::LADDER[(i + 1).min(Self::LADDER.len() - 1)]
+    }
+
+    pub fn slower(self) -> Self {
+        let i = Self::LADDER.iter().position(|&p| p == self).unwrap_or(0);
+        Self::LADDER[i.saturating_sub(1)]
+    }
+
+    pub fn label(self) -> String {
+        match self {
+            Self::Times(n) => format!("{n}×"),
+            Self::Max => "max".to_owned(),
+        }
+    }
+}
+
+/// The schedule of a recording: line `i` is due `offset_ms[i]` after the first, in replay time.
+#[derive(Debug)]
+pub struct Replay {
+    offset_ms: Vec<u64>,
+    /// Lines applied so far (the next line to apply is `position`).
+    position: usize,
+    pace: Pace,
+    paused: bool,
+    /// Replay time and wall time at the last (re)anchoring: after a pause, a seek or a speed change.
+    anchor: (u64, Instant),
+}
+
+impl Replay {
+    /// `times` are the lines' recorded times (unix ms; `None` when a line has none); a gap between
+    /// two known times longer than `max_gap_ms` is shortened to it.
+    pub fn new(times: &[Option<i64>], max_gap_ms: u64, pace: Pace, now: Instant) -> Self {
+        let mut offset_ms = Vec::with_capacity(times.len());
+        let (mut offset, mut last): (u64, Option<i64>) = (0, None);
+        for t in times {
+            if let (Some(t), Some(prev)) = (*t, last) {
+                // Time can go backwards between interleaved sources: never pace backwards.
+                let gap = u64::try_from(t - prev).unwrap_or(0);
+                offset += gap.min(max_gap_ms);
+            }
+            if t.is_some() {
+                last = last.max(*t);
+            }
+            offset_ms.push(offset);
+        }
+        Self { offset_ms, position: 0, pace, paused: false, anchor: (0, now) }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offset_ms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offset_ms.is_empty()
+    }
+
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.position >= self.offset_ms.len()
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    pub fn pace(&self) -> Pace {
+        self.pace
+    }
+
+    /// Total replay time (ms at 1×), gaps capped.
+    pub fn duration_ms(&self) -> u64 {
+        self.offset_ms.last().copied().unwrap_or(0)
+    }
+
+    /// Replay time reached (ms at 1×).
+    pub fn elapsed_ms(&self) -> u64 {
+        self.position.checked_sub(1).map_or(0, |i| self.offset_ms[i])
+    }
+
+    fn clock_ms(&self, now: Instant) -> u64 {
+        if self.paused {
+            return self.anchor.0;
+        }
+        let wall = now.saturating_duration_since(self.anchor.1).as_millis() as u64;
+        match self.pace {
+            Pace::Times(n) => self.anchor.0 + wall * u64::from(n),
+            Pace::Max => u64::MAX,
+        }
+    }
+
+    /// Replay time now, held between the last applied line and the next one, so a pause or a
+    /// speed change keeps the progress made towards the next line.
+    fn current_ms(&self, now: Instant) -> u64 {
+        let next = self.offset_ms.get(self.position).copied().unwrap_or_else(|| self.duration_ms());
+        self.clock_ms(now).min(next).max(self.elapsed_ms())
+    }
+
+    fn reanchor(&mut self, now: Instant) {
+        self.anchor = (self.current_ms(now), now);
+    }
+
+    /// How many lines are due now (to be applied by the caller, who then calls `advance`).
+    pub fn due(&self, now: Instant) -> usize {
+        if self.paused || self.is_done() {
+            return 0;
+        }
+        let clock = self.clock_ms(now);
+        self.offset_ms[self.position..].partition_point(|&o| o <= clock)
+    }
+
+    /// Marks `n` lines as applied.
+    pub fn advance(&mut self, n: usize) {
+        self.position = (self.position + n).min(self.offset_ms.len());
+    }
+
+    /// When the next line falls due, if it is not due already (none while paused, done or at max).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        if self.paused || self.is_done() {
+            return None;
+        }
+        match self.pace {
+            Pace::Max => None,
+            Pace::Times(n) => {
+                let wait = self.offset_ms[self.position].saturating_sub(self.anchor.0) / u64::from(n);
+                Some(self.anchor.1 + Duration::from_millis(wait))
+            }
+        }
+    }
+
+    pub fn toggle_pause(&mut self, now: Instant) {
+        self.reanchor(now);
+        self.paused = !self.paused;
+    }
+
+    pub fn set_pace(&mut self, pace: Pace, now: Instant) {
+        self.pace = pace;
+        self.reanchor(now);
+    }
+
+    /// The position `delta_ms` of replay time away from here (for `[` / `]`). A seek backwards
+    /// means the caller rebuilds its model from the start: the reducer is deterministic.
+    pub fn seek_target(&self, delta_ms: i64) -> usize {
+        let here = self.elapsed_ms();
+        let target = if delta_ms < 0 { here.saturating_sub(delta_ms.unsigned_abs()) } else { here + delta_ms as u64 };
+        if delta_ms < 0 {
+            // Land on the first line at or after the target time, but always move back.
+            self.offset_ms.partition_point(|&o| o < target).min(self.position.saturating_sub(1))
+        } else {
+            self.offset_ms.partition_point(|&o| o <= target).max((self.position + 1).min(self.len()))
+        }
+    }
+
+    /// Moves to an absolute position (the caller has applied exactly that many lines).
+    pub fn jump(&mut self, position: usize, now: Instant) {
+        self.position = position.min(self.offset_ms.len());
+        self.anchor = (self.elapsed_ms(), now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn lines_fall_due_at_their_recorded_offsets() {
+        let t0 = Instant::now();
+        let r = Replay::new(&[Some(1000), Some(1000), Some(1500), None, Some(3000)], 60_000, Pace::Times(1), t0);
+        assert_eq!(r.due(t0), 2);
+        assert_eq!(r.due(t0 + ms(499)), 2);
+        assert_eq!(r.due(t0 + ms(500)), 4, "a line without time follows the one before");
+        assert_eq!(r.due(t0 + ms(2000)), 5);
+    }
+
+    #[test]
+    fn idle_gaps_are_capped() {
+        let t0 = Instant::now();
+        let r = Replay::new(&[Some(0), Some(3_600_000), Some(3_600_100)], 2000, Pace::Times(1), t0);
+        assert_eq!(r.duration_ms(), 2100);
+    }
+
+    #[test]
+    fn speed_divides_waiting() {
+        let t0 = Instant::now();
+        let mut r = Replay::new(&[Some(0), Some(10_000)], 60_000, Pace::Times(10), t0);
+        r.advance(r.due(t0));
+        assert_eq!(r.next_deadline(), Some(t0 + ms(1000)));
+        assert_eq!(r.due(t0 + ms(1000)), 1);
+        r.set_pace(Pace::Max, t0);
+        assert_eq!(r.due(t0), 1);
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn pause_stops_the_clock() {
+        let t0 = Instant::now();
+        let mut r = Replay::new(&[Some(0), Some(1000)], 60_000, Pace::Times(1), t0);
+        r.advance(r.due(t0));
+        r.toggle_pause(t0 + ms(500));
+        assert_eq!(r.due(t0 + ms(5000)), 0);
+        r.toggle_pause(t0 + ms(5000));
+        // 500 ms had passed before the pause, so 500 remain.
+        assert_eq!(r.next_deadline(), Some(t0 + ms(5500)));
+        assert_eq!(r.due(t0 + ms(5499)), 0);
+        assert_eq!(r.due(t0 + ms(5500)), 1);
+    }
+
+    #[test]
+    fn seeking_moves_by_replay_time() {
+        let t0 = Instant::now();
+        let times: Vec<Option<i64>> = (0..100).map(|i| Some(i * 1000)).collect();
+        let mut r = Replay::new(&times, 60_000, Pace::Times(1), t0);
+        r.jump(50, t0);
+        assert_eq!(r.elapsed_ms(), 49_000);
+        assert_eq!(r.seek_target(10_000), 60);
+        assert_eq!(r.seek_target(-10_000), 39);
+        r.jump(100, t0);
+        assert!(r.is_done());
+        assert_eq!(r.seek_target(10_000), 100);
+    }
+
+    #[test]
+    fn pace_ladder() {
+        assert_eq!(Pace::Times(1).faster(), Pace::Times(2));
+        assert_eq!(Pace::Max.faster(), Pace::Max);
+        assert_eq!(Pace::Times(1).slower(), Pace::Times(1));
+        assert_eq!(Pace::Times(10).slower().label(), "5×");
+    }
+}

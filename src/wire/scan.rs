@@ -1,0 +1,564 @@
+//! The fast path of decoding: one pass over a record that validates it as JSON and pulls out the
+//! fields the reducer reads, without serde's per-token dispatch or large intermediate structs.
+//!
+//! It is deliberately partial. Anything unusual — a `\u` escape, a typed number that is not a
+//! plain integer, deep nesting, any syntax error — makes it give up (`None`), and the serde path
+//! decides instead. So it never accepts a line serde would reject, and it never has to reproduce
+//! serde's error messages. Nested objects the reducer reads in depth (`item`, `thread`, `turn`,
+//! `tokenUsage`, `result`) are validated here and parsed by serde from their slice: they are rare
+//! next to stream deltas, which this path handles alone.
+
+use std::borrow::Cow;
+
+use serde_json::value::RawValue;
+
+use super::decode::{Params, Shape, Str, Top, wants_full_params};
+
+/// Deeper nesting than this goes to serde (whose own limit is 128).
+const MAX_DEPTH: usize = 100;
+
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+type Scan<T> = Option<T>;
+
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str) -> Self {
+        Self { text, bytes: text.as_bytes(), pos: 0 }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Scan<u8> {
+        self.ws();
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> Scan<()> {
+        (self.peek()? == b).then(|| self.pos += 1)
+    }
+
+    /// Moves the cursor to the next byte that ends a plain run inside a string: `"`, `\\` or a
+    /// control byte (which JSON forbids raw). Eight bytes at a time, as a word (SWAR).
+    fn skip_plain(&mut self) -> Scan<u8> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        let b = self.bytes;
+        while let Some(chunk) = b.get(self.pos..self.pos + 8) {
+            let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let quote = x ^ (ONES * u64::from(b'"'));
+            let slash = x ^ (ONES * u64::from(b'\\'));
+            // A byte is zero (or below 0x20) exactly where (v - k) borrows into its high bit while
+            // its own high bit is clear.
+            let hits = (quote.wrapping_sub(ONES) & !quote
+                | slash.wrapping_sub(ONES) & !slash
+                | x.wrapping_sub(ONES * 0x20) & !x)
+                & HIGHS;
+            if hits != 0 {
+                self.pos += (hits.trailing_zeros() / 8) as usize;
+                return Some(b[self.pos]);
+            }
+            self.pos += 8;
+        }
+        while let Some(&c) = b.get(self.pos) {
+            if c == b'"' || c == b'\\' || c < 0x20 {
+                return Some(c);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    /// One escape after a backslash at the cursor; `\\u` and invalid escapes give up.
+    fn escape(&mut self) -> Scan<char> {
+        let c = match self.bytes.get(self.pos + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            _ => return None,
+        };
+        self.pos += 2;
+        Some(c)
+    }
+
+    /// A string at the cursor. Escapes other than `\\u` are unescaped; `\\u` gives up.
+    fn string(&mut self) -> Scan<Str<'a>> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let mut owned: Option<String> = None;
+        let mut run = start;
+        loop {
+            match self.skip_plain()? {
+                b'"' => {
+                    let end = self.pos;
+                    self.pos += 1;
+                    return Some(match owned {
+                        None => Cow::Borrowed(&self.text[start..end]),
+                        Some(mut s) => {
+                            s.push_str(&self.text[run..end]);
+                            Cow::Owned(s)
+                        }
+                    });
+                }
+                b'\\' => {
+                    let s = owned.get_or_insert_with(String::new);
+                    s.push_str(&self.text[run..self.pos]);
+                    s.push(self.escape()?);
+                    run = self.pos;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Skips a string, validating it the same way.
+    fn skip_string(&mut self) -> Scan<()> {
+        self.eat(b'"')?;
+        loop {
+            match self.skip_plain()? {
+                b'"' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                b'\\' => {
+                    self.escape()?;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A JSON number's text, validated against the grammar.
+    fn number(&mut self) -> Scan<&'a str> {
+        self.ws();
+        let start = self.pos;
+        let b = self.bytes;
+        if b.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        match b.get(self.pos)? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => {
+                while b.get(self.pos).is_some_and(u8::is_ascii_digit) {
+                    self.pos += 1;
+                }
+            }
+            _ => return None,
+        }
+        if b.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            self.digits()?;
+        }
+        if let Some(b'e' | b'E') = b.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = b.get(self.pos) {
+                self.pos += 1;
+            }
+            self.digits()?;
+        }
+        Some(&self.text[start..self.pos])
+    }
+
+    fn digits(&mut self) -> Scan<()> {
+        let start = self.pos;
+        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
+            self.pos += 1;
+        }
+        (self.pos > start).then_some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Scan<()> {
+        self.bytes[self.pos..].starts_with(word).then(|| self.pos += word.len())
+    }
+
+    /// Skips any value; returns its text.
+    fn value(&mut self, depth: usize) -> Scan<&'a str> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let start = {
+            self.ws();
+            self.pos
+        };
+        match self.peek()? {
+            b'"' => self.skip_string()?,
+            b'{' => {
+                self.pos += 1;
+                if self.eat(b'}').is_none() {
+                    loop {
+                        self.skip_string()?;
+                        self.eat(b':')?;
+                        self.value(depth + 1)?;
+                        if self.eat(b',').is_none() {
+                            self.eat(b'}')?;
+                            break;
+                        }
+                    }
+                }
+            }
+            b'[' => {
+                self.pos += 1;
+                if self.eat(b']').is_none() {
+                    loop {
+                        self.value(depth + 1)?;
+                        if self.eat(b',').is_none() {
+                            self.eat(b']')?;
+                            break;
+                        }
+                    }
+                }
+            }
+            b't' => self.literal(b"true")?,
+            b'f' => self.literal(b"false")?,
+            b'n' => self.literal(b"null")?,
+            _ => {
+                self.number()?;
+            }
+        }
+        Some(&self.text[start..self.pos])
+    }
+
+    fn is_null(&mut self) -> bool {
+        if self.peek() == Some(b'n') && self.bytes[self.pos..].starts_with(b"null") {
+            self.pos += 4;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn opt_string(&mut self) -> Scan<Option<Str<'a>>> {
+        if self.is_null() { Some(None) } else { self.string().map(Some) }
+    }
+
+    /// A plain integer (no fraction or exponent) that fits an i64.
+    fn opt_int(&mut self) -> Scan<Option<i64>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        self.number()?.parse().ok().map(Some)
+    }
+
+    fn opt_bool(&mut self) -> Scan<Option<bool>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b't' => self.literal(b"true").map(|()| Some(true)),
+            b'f' => self.literal(b"false").map(|()| Some(false)),
+            _ => None,
+        }
+    }
+
+    /// Iterates an object's members: `f` must consume each value.
+    fn object(&mut self, mut f: impl FnMut(&mut Self, Str<'a>) -> Scan<()>) -> Scan<()> {
+        self.eat(b'{')?;
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            f(self, key)?;
+            if self.eat(b',').is_none() {
+                return self.eat(b'}');
+            }
+        }
+    }
+
+    fn end(&mut self) -> Scan<()> {
+        self.ws();
+        (self.pos == self.bytes.len()).then_some(())
+    }
+}
+
+/// Parses a validated slice with serde; any disagreement sends the line to the serde path.
+fn serde_part<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Scan<T> {
+    serde_json::from_str(text).ok()
+}
+
+fn raw(text: &str) -> Scan<&RawValue> {
+    serde_json::from_str(text).ok()
+}
+
+fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
+    let mut p = Params::default();
+    match s.peek()? {
+        b'{' => {}
+        b'n' => {
+            s.literal(b"null")?;
+            return Some(p);
+        }
+        // Arrays and scalars carry no thread (see ParamsSeed).
+        _ => {
+            s.value(1)?;
+            return Some(p);
+        }
+    }
+    s.object(|s, key| {
+        if !full {
+            if key == "threadId" {
+                p.thread_id = s.opt_string()?;
+            } else {
+                s.value(2)?;
+            }
+            return Some(());
+        }
+        match &*key {
+            "threadId" => p.thread_id = s.opt_string()?,
+            "turnId" => p.turn_id = s.opt_string()?,
+            "itemId" => p.item_id = s.opt_string()?,
+            "delta" => p.delta = s.opt_string()?,
+            "summaryIndex" => p.summary_index = s.opt_int()?,
+            "contentIndex" => p.content_index = s.opt_int()?,
+            "willRetry" => p.rest_mut().will_retry = s.opt_bool()?,
+            "toModel" => p.rest_mut().to_model = s.opt_string()?,
+            "thread" => p.rest_mut().thread = serde_part(s.value(2)?)?,
+            "turn" => p.rest_mut().turn = serde_part(s.value(2)?)?,
+            "item" => p.rest_mut().item = serde_part(s.value(2)?)?,
+            "tokenUsage" => p.rest_mut().token_usage = serde_part(s.value(2)?)?,
+            "threadSettings" => {
+                #[derive(serde::Deserialize)]
+                struct Settings<'a> {
+                    #[serde(borrow, default, deserialize_with = "super::decode::opt_str")]
+                    model: Option<Str<'a>>,
+                }
+                p.rest_mut().settings_model = serde_part::<Option<Settings<'a>>>(s.value(2)?)?.and_then(|x| x.model);
+            }
+            "status" => p.rest_mut().status = Some(raw(s.value(2)?)?),
+            "error" => p.rest_mut().error = Some(raw(s.value(2)?)?),
+            "message" => p.rest_mut().message = Some(raw(s.value(2)?)?),
+            "name" => p.rest_mut().name = Some(raw(s.value(2)?)?),
+            _ => {
+                s.value(2)?;
+            }
+        }
+        Some(())
+    })?;
+    Some(p)
+}
+
+/// A unix-ms time as the serde path reads it; unusual numbers give up.
+fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
+    s.opt_int()
+}
+
+/// The top level of a record, as [`Top`] (a message's own members, or an envelope's).
+pub(super) fn top(text: &str) -> Scan<Top<'_>> {
+    let mut s = Scanner::new(text);
+    let mut top = Top::default();
+    let mut late_params: Option<&str> = None;
+    let (mut saw_payload, mut saw_type, mut saw_uuid) = (false, false, false);
+    s.object(|s, key| {
+        let m = &mut top.msg.message;
+        match &*key {
+            "method" => m.method = Some(s.string()?),
+            "params" => match m.method.as_deref() {
+                Some(method) => m.params = params(s, wants_full_params(method))?,
+                None => late_params = Some(s.value(1)?),
+            },
+            "id" => {
+                s.value(1)?;
+                m.has_id = true;
+            }
+            "result" => {
+                top.msg.result = Some(raw(s.value(1)?)?);
+                m.has_result_or_error = true;
+            }
+            "error" => {
+                s.value(1)?;
+                m.has_result_or_error = true;
+            }
+            "emittedAtMs" => m.emitted_at_ms = millis(s)?,
+            "swarmtop" => {
+                m.swarmtop = Some(if s.peek()? == b'"' {
+                    s.string()?
+                } else {
+                    s.value(1)?;
+                    Cow::Borrowed("")
+                });
+            }
+            "ts" => top.ts = millis(s)?,
+            "dir" => top.dir = s.opt_string()?,
+            "msg" => top.envelope_msg = Some(raw(s.value(1)?)?),
+            "rawB64" => {
+                s.value(1)?;
+                top.raw_b64 = true;
+            }
+            other => {
+                match other {
+                    "payload" => saw_payload = true,
+                    "type" => saw_type = true,
+                    "uuid" | "sessionId" => saw_uuid = true,
+                    _ => {}
+                }
+                s.value(1)?;
+            }
+        }
+        Some(())
+    })?;
+    s.end()?;
+    if let Some(text) = late_params {
+        let full = top.msg.message.method.as_deref().is_some_and(wants_full_params);
+        let mut inner = Scanner::new(text);
+        top.msg.message.params = params(&mut inner, full)?;
+    }
+    top.msg.shape = match (saw_type, saw_payload, saw_uuid) {
+        (true, true, _) => Shape::CodexRollout,
+        (true, _, true) => Shape::ClaudeTranscript,
+        _ => Shape::Other,
+    };
+    Some(top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_lines_take_the_fast_path() {
+        let lines = [
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a \n b","summaryIndex":0},"emittedAtMs":1795987208996}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","turnId":"u","tokenUsage":{"total":{"totalTokens":1,"inputTokens":1,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0},"last":null,"modelContextWindow":258400}},"emittedAtMs":1}"#,
+            r#"{"method":"item/completed","params":{"item":{"type":"agentMessage","id":"m","text":"x","summary":[],"content":[],"phase":null},"threadId":"t","turnId":"u","completedAtMs":5},"emittedAtMs":5}"#,
+            r#"{"method":"account/rateLimits/updated","params":{"rateLimits":{"limitId":"codex","primary":null}},"emittedAtMs":5}"#,
+            r#"{"id":2,"result":{"thread":{"id":"t"},"model":"gpt-5.5","modelProvider":"openai"}}"#,
+        ];
+        for l in lines {
+            assert!(top(l).is_some(), "fell back: {l}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod agreement {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::wire::decode::{finish, serde_only};
+
+    /// What the reducer reads of a line, for comparing the two paths.
+    fn summary(t: Top<'_>) -> String {
+        let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
+        let m = match finish(t.msg) {
+            Ok(m) => m,
+            Err(e) => return format!("malformed {e:?}|{envelope}"),
+        };
+        let p = &m.params;
+        let r = p.rest();
+        format!(
+            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
+            m.method,
+            m.has_id,
+            m.emitted_at_ms,
+            m.swarmtop,
+            p.thread_id,
+            p.turn_id,
+            p.item_id,
+            p.delta,
+            p.summary_index,
+            r.will_retry,
+            r.item.as_ref().map(|i| (&i.kind, &i.id, &i.receiver_thread_ids)),
+            r.thread.as_ref().map(|th| &th.id),
+            r.status.map(RawValue::get),
+            m.result.as_ref().map(|r| (r.thread.as_ref().map(|t| &t.id), &r.model)),
+        )
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("7".to_owned()),
+            Just("-1.5e3".to_owned()),
+            Just("1795987208996".to_owned()),
+            Just("\"t1\"".to_owned()),
+            Just("\"a\\nb\\\"c\"".to_owned()),
+            Just("\"\\u00e9\"".to_owned()),
+            Just("\"x\\q\"".to_owned()),
+            Just("01".to_owned()),
+            Just("\"caf\u{e9}\"".to_owned()),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
+                )),
+            ]
+        })
+    }
+
+    fn key() -> impl Strategy<Value = &'static str> {
+        prop_oneof![
+            Just("method"),
+            Just("params"),
+            Just("id"),
+            Just("result"),
+            Just("error"),
+            Just("emittedAtMs"),
+            Just("threadId"),
+            Just("turnId"),
+            Just("itemId"),
+            Just("delta"),
+            Just("summaryIndex"),
+            Just("willRetry"),
+            Just("item"),
+            Just("thread"),
+            Just("status"),
+            Just("type"),
+            Just("receiverThreadIds"),
+            Just("ts"),
+            Just("dir"),
+            Just("msg"),
+            Just("swarmtop"),
+            Just("other"),
+        ]
+    }
+
+    fn method() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("\"item/agentMessage/delta\""),
+            Just("\"item/completed\""),
+            Just("\"thread/status/changed\""),
+            Just("\"error\""),
+            Just("\"brand/new\""),
+            Just("5"),
+        ]
+        .prop_map(str::to_owned)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Whenever the fast path accepts a line, serde accepts it too and reads the same fields.
+        #[test]
+        fn fast_path_agrees_with_serde(
+            m in method(),
+            members in proptest::collection::vec((key(), value()), 0..6),
+            order in any::<bool>(),
+            junk in prop_oneof![Just(""), Just(" "), Just("x"), Just("}")],
+        ) {
+            let mut parts: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            let method = format!("\"method\":{m}");
+            if order { parts.insert(0, method) } else { parts.push(method) }
+            let line = format!("{{{}}}{junk}", parts.join(","));
+            if let Some(fast) = top(&line) {
+                let slow = serde_only(&line);
+                prop_assert!(slow.is_ok(), "fast path accepted what serde rejects: {line}");
+                prop_assert_eq!(summary(fast), summary(slow.unwrap()), "{}", line);
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Test support for running the real `codex app-server` offline: a mock of the Responses API, a scripted
+//! multi-agent scenario, a stdio client that keeps every byte, and readers for recordings and traffic.
+//! Shared by `tests/e2e_codex.rs` and the demo recorder (`examples/record_demo.rs`).
+
+// Each user compiles this module on its own and uses a different part of it.
+#![allow(dead_code)]
+
+pub mod codex_driver;
+pub mod harness;
+pub mod mock_model;
+pub mod recording;
+pub mod responses;
+pub mod scenario;
+pub mod traffic;
