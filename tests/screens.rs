@@ -519,3 +519,49 @@ fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
     assert_eq!(v.focus, Pane::Lanes, "the wheel does not move the focus");
     assert!(v.selected_row().unwrap_or(0) >= 3);
 }
+
+/// The shipped demo (`assets/demo.ndjson`, a recording through the tee) frozen at a line.
+fn demo(lines: usize) -> (Pipeline, u64) {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let all: Vec<&str> = text.lines().collect();
+    let mut p = Pipeline::default();
+    for l in &all[..lines.min(all.len())] {
+        p.push(l.as_bytes());
+    }
+    (p, all.len() as u64)
+}
+
+#[test]
+fn demo_mid_run_four_lanes_with_a_grandchild_card() {
+    let (p, total) = demo(600);
+    let f = feed("demo", &p, total);
+    snap_sizes("demo_600_card", &p, &f, select_card);
+}
+
+#[test]
+fn demo_grandchildren_and_the_failed_lane() {
+    let (p, total) = demo(900);
+    let f = feed("demo", &p, total);
+    // The planner's own card: its two children stacked.
+    snap_sizes("demo_900_grandchildren", &p, &f, |v, p| {
+        select_card(v, p);
+        act(v, p, &[Action::MoveDown, Action::MoveDown, Action::MoveDown, Action::MoveDown]);
+        assert!(matches!(v.selected, Some(NodeId::Group(..))), "{:?}", v.selected);
+    });
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    act(&mut v, &p, &[Action::Bottom, Action::Open]);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("✗"), "{screen}");
+    insta::assert_snapshot!("demo_900_failed_lane_120x40", screen);
+}
+
+#[test]
+fn demo_finished_with_nicknames_and_sorted_by_tokens() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (200, 60));
+    act(&mut v, &p, &[Action::Sort]);
+    insta::assert_snapshot!("demo_end_tokens_200x60", render(&p, &f, &mut v, (200, 60)));
+}

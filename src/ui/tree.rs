@@ -122,9 +122,14 @@ fn guides(row: &Row) -> String {
     s
 }
 
-fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, cols: Columns) -> Line<'static> {
+fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, mut cols: Columns) -> Line<'static> {
     let mut spans = vec![Span::styled(guides(row), theme.dim)];
     let lead: usize = spans.iter().map(|s| width(&s.content)).sum();
+    // A deep row on a narrow pane keeps room for an 8-digit id: its elapsed time goes first
+    // (the cost column stays aligned with the other rows).
+    if cols.elapsed && w.saturating_sub(lead + cols.width()) < 10 {
+        cols.elapsed = false;
+    }
     let label_w = w.saturating_sub(lead + cols.width());
     // Rows that are not threads have no figures: their label may use the whole row.
     let wide_w = w.saturating_sub(lead);
@@ -189,7 +194,24 @@ fn thread_cells(
         _ if t.parent.is_none() => theme.bold,
         _ => Style::new(),
     };
-    spans.push(Span::styled(fit(&t.name(), label_w.saturating_sub(2)), name_style));
+    let room = label_w.saturating_sub(2);
+    let name = t.name();
+    // Until a child's nickname arrives (often only with `thread/read`), its name is a short id;
+    // the prompt that spawned it says which one it is.
+    let hint = (t.nickname.is_none() && t.agent_path.is_none())
+        .then(|| {
+            let parent = model.threads.get(t.parent?.index())?;
+            let prompt = parent.item(t.card.as_deref()?)?.title.as_str();
+            prompt.lines().next().filter(|p| !p.is_empty())
+        })
+        .flatten();
+    match hint {
+        Some(prompt) if room >= width(&name) + 10 => {
+            spans.push(Span::styled(name.clone(), name_style));
+            spans.push(Span::styled(format!(" {}", fit(prompt, room - width(&name) - 1)), theme.dim));
+        }
+        _ => spans.push(Span::styled(fit(&name, room), name_style)),
+    }
     if cols.model {
         let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
         spans.push(Span::styled(format!(" {}", fit(m, MODEL_W - 1)), theme.model));
