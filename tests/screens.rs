@@ -565,3 +565,37 @@ fn demo_finished_with_nicknames_and_sorted_by_tokens() {
     act(&mut v, &p, &[Action::Sort]);
     insta::assert_snapshot!("demo_end_tokens_200x60", render(&p, &f, &mut v, (200, 60)));
 }
+
+#[test]
+fn quiet_active_agents_show_as_stalled() {
+    let (p, total) = load("collab_v1", Some(50));
+    let mut f = feed("collab_v1", &p, total);
+    f.stall_ms = 5_000;
+    f.now_ms = p.model.stream_ms.map(|t| t + 90_000);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    select_card(&mut v, &p);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("◔ b4a027f0") && screen.contains("stalled"), "{screen}");
+    assert!(screen.contains("quiet 90s"), "{screen}");
+}
+
+#[test]
+fn burn_rate_follows_stream_time_across_frames() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let all: Vec<&str> = text.lines().collect();
+    let mut p = Pipeline::default();
+    let mut v = view();
+    let mut screen = String::new();
+    for (i, l) in all.iter().enumerate() {
+        p.push(l.as_bytes());
+        if i % 20 == 0 {
+            let f = feed("demo", &p, all.len() as u64);
+            screen = render(&p, &f, &mut v, (120, 40));
+        }
+    }
+    assert!(v.burn.len() <= ui::SPARK_SAMPLES);
+    assert!(v.burn.len() > 10, "{}", v.burn.len());
+    assert!(!screen.contains("—/min"), "{screen}");
+    assert!(screen.contains("/min"));
+}

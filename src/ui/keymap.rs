@@ -294,3 +294,45 @@ pub fn footer_entries(view: &View) -> Vec<(String, &'static str, u8)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In any one context a key means one thing: the table cannot shadow itself.
+    #[test]
+    fn no_key_is_bound_twice_in_one_context() {
+        let contexts = [When::TREE, When::LANES, When::COST, When::HELP, When::DIAG, When::TYPING];
+        for ctx in contexts {
+            let mut seen: Vec<Key> = Vec::new();
+            for b in BINDINGS.iter().filter(|b| b.when.has(ctx)) {
+                for k in b.keys {
+                    assert!(!seen.contains(k), "{k:?} bound twice in {ctx:?}");
+                    seen.push(*k);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn footer_merges_pairs_and_hides_replay_keys_on_live_feeds() {
+        let mut view = View::with_theme(crate::ui::Theme::no_color());
+        let live: Vec<(String, &str, u8)> = footer_entries(&view);
+        assert!(live.iter().any(|(k, h, _)| k == "↑↓" && *h == "move"));
+        assert!(live.iter().any(|(k, h, _)| k == "←→" && *h == "fold"));
+        assert!(!live.iter().any(|(_, h, _)| *h == "speed"));
+        view.replay = true;
+        let replay = footer_entries(&view);
+        assert!(replay.iter().any(|(k, h, _)| k == "+/-" && *h == "speed"));
+        assert!(replay.iter().any(|(k, h, _)| k == "[/]" && *h == "seek"));
+    }
+
+    #[test]
+    fn shift_is_part_of_the_character() {
+        let view = View::with_theme(crate::ui::Theme::no_color());
+        let g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
+        assert_eq!(action_for(g, &view), Some(Action::Bottom));
+        let back_tab = KeyEvent::new(KeyCode::Tab, KeyModifiers::SHIFT);
+        assert_eq!(action_for(back_tab, &view), Some(Action::PrevPane));
+    }
+}

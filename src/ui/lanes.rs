@@ -225,7 +225,9 @@ fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> 
     let mut right: Vec<(Span<'static>, u8)> = Vec::new();
     if let (true, Some(now), Some(last)) = (t.status.is_active(), feed.now_ms, t.last_ms) {
         if now - last >= 1000 {
-            right.push((Span::styled(format!("  quiet {}", quiet(now - last)), theme.warn), 3));
+            // For a stalled lane the quiet time is the news; otherwise it goes first.
+            let prio = if shown == Shown::Stalled { 1 } else { 3 };
+            right.push((Span::styled(format!("  quiet {}", quiet(now - last)), theme.warn), prio));
         }
     }
     right.push((Span::raw(format!("  {}", tokens(t.tokens.total))), 2));

@@ -34,7 +34,7 @@ pub use self::keymap::{Action, BINDINGS, Binding, action_for, action_for_mouse};
 pub use self::outline::NodeId;
 pub use self::theme::Theme;
 pub use self::update::{Effect, SEEK_STEP_MS, update};
-pub use self::view::{Overlay, Pane, Sort, View};
+pub use self::view::{Overlay, Pane, SPARK_SAMPLES, Sort, View};
 use crate::model::Model;
 use crate::router::Counters;
 

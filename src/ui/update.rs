@@ -248,6 +248,10 @@ fn click(view: &mut View, model: &Model, at: Position) {
         let Some(offset) = (at.y as usize).checked_sub(layout.tree.y as usize + 1) else {
             return;
         };
+        // The bottom border is not a row.
+        if offset + 2 >= layout.tree.height as usize {
+            return;
+        }
         let index = layout.tree_offset + offset;
         let Some(row) = view.rows().get(index).copied() else {
             return;
