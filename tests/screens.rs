@@ -599,3 +599,21 @@ fn burn_rate_follows_stream_time_across_frames() {
     assert!(!screen.contains("—/min"), "{screen}");
     assert!(screen.contains("/min"));
 }
+
+#[test]
+fn a_seek_back_to_a_shorter_model_keeps_the_view_valid() {
+    let (long, total) = demo(usize::MAX);
+    let f = feed("demo", &long, total);
+    let mut v = view();
+    render(&long, &f, &mut v, (120, 40));
+    act(&mut v, &long, &[Action::Bottom, Action::Open, Action::Sort]);
+    render(&long, &f, &mut v, (120, 40));
+    // What the runtime does on `[`: re-run the reducer to an earlier line, same view.
+    for n in [40, 0, 200] {
+        let (short, total) = demo(n);
+        let f = feed("demo", &short, total);
+        render(&short, &f, &mut v, (120, 40));
+        render(&short, &f, &mut v, (80, 24));
+        ui::update(&mut v, &short.model, Action::MoveDown);
+    }
+}

@@ -83,12 +83,14 @@ pub struct View {
 
 #[derive(Debug, Default)]
 struct Cache {
-    key: Option<(u64, u64, String)>,
+    /// (model generation, thread count, folds, filter). The thread count is there because a seek
+    /// may replace the model with a shorter one: no cached row may name a thread it lacks.
+    key: Option<(u64, usize, u64, String)>,
     rows: Vec<Row>,
     /// Bumped by every fold change, so the rows know to rebuild.
     folds: u64,
     follow_key: Option<u64>,
-    order_key: Option<(u64, Sort)>,
+    order_key: Option<(u64, usize, Sort)>,
     order: Vec<ThreadIdx>,
 }
 
@@ -174,7 +176,7 @@ impl View {
 
     /// Brings the derived state up to date with the model: rows, follow, clamping.
     pub fn refresh(&mut self, model: &Model) {
-        let key = (model.generation, self.cache.folds, self.filter.clone());
+        let key = (model.generation, model.threads.len(), self.cache.folds, self.filter.clone());
         if self.cache.key.as_ref() != Some(&key) {
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
             self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref());
@@ -233,7 +235,7 @@ impl View {
             self.cache.folds += 1;
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
             self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref());
-            self.cache.key = Some((model.generation, self.cache.folds, self.filter.clone()));
+            self.cache.key = Some((model.generation, model.threads.len(), self.cache.folds, self.filter.clone()));
         }
         self.select(NodeId::Group(parent, first));
         self.lane = lane;
@@ -241,7 +243,7 @@ impl View {
 
     /// Threads in the sidebar's order (cost or tokens, largest first), cached per model change.
     pub fn agent_order(&mut self, model: &Model) -> &[ThreadIdx] {
-        let key = (model.generation, self.sort);
+        let key = (model.generation, model.threads.len(), self.sort);
         if self.cache.order_key != Some(key) {
             let mut order: Vec<ThreadIdx> = (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).collect();
             match self.sort {
