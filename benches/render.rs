@@ -8,6 +8,8 @@
 //! A third figure, "live", pushes one line between frames, so every frame rebuilds the tree rows
 //! as it does while a stream is arriving.
 //!
+//! For reference it also times the agents pane alone drawn by `tui_tree_widget` over the same rows.
+//!
 //! `cargo bench --bench render`
 
 use std::fmt::Write as _;
@@ -18,8 +20,11 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
+use swarmtop::model::{Model, format_usd};
 use swarmtop::pipeline::Pipeline;
+use swarmtop::ui::outline::{NodeId, Row, flatten};
 use swarmtop::ui::{self, Action, Feed, Theme, View};
+use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 const W: u16 = 200;
 const H: u16 = 60;
@@ -173,6 +178,61 @@ fn paragraph() -> Duration {
     median(times)
 }
 
+/// The same open tree as `tui_tree_widget` items (what the agents pane would cost through that
+/// widget, which wants every open row built and flattens them all on each render).
+fn items(
+    model: &Model,
+    rows: &[Row],
+    at: &mut usize,
+    depth: u16,
+    path: &mut Vec<usize>,
+    open: &mut Vec<Vec<usize>>,
+) -> Vec<TreeItem<'static, usize>> {
+    let mut out = Vec::new();
+    while *at < rows.len() && rows[*at].depth == depth {
+        let i = *at;
+        *at += 1;
+        let text = match rows[i].id {
+            NodeId::Thread(t) => {
+                let th = model.thread(t);
+                let m = th.model.as_ref().map_or("?", |m| m.as_str());
+                format!("● {}  {m}  {}  {}", th.name(), th.tokens.total, format_usd(th.cost))
+            }
+            NodeId::Turn(_, k) => format!("turn {}", k + 1),
+            _ => "⑂ spawn".to_owned(),
+        };
+        path.push(i);
+        let kids = items(model, rows, at, depth + 1, path, open);
+        if !kids.is_empty() {
+            open.push(path.clone());
+        }
+        path.pop();
+        out.push(TreeItem::new(i, text, kids).expect("unique ids"));
+    }
+    out
+}
+
+/// Median frame of the agents pane alone (60 columns) drawn by `tui_tree_widget`.
+fn tree_widget(p: &Pipeline) -> Duration {
+    let mut term = Terminal::new(TestBackend::new(60, H)).expect("terminal");
+    let rows = flatten(&p.model, &std::collections::HashSet::<NodeId>::new(), None);
+    let mut times = Vec::with_capacity(FRAMES);
+    for _ in 0..FRAMES {
+        let start = Instant::now();
+        let mut open = Vec::new();
+        let tree = items(&p.model, &rows, &mut 0, 0, &mut Vec::new(), &mut open);
+        let mut state = TreeState::default();
+        for path in open {
+            state.open(path);
+        }
+        term.draw(|fr| fr.render_stateful_widget(Tree::new(&tree).expect("tree"), fr.area(), &mut state))
+            .expect("draw");
+        times.push(start.elapsed());
+        black_box(term.backend());
+    }
+    median(times)
+}
+
 fn main() {
     // 10 sessions × (1 + 9 children × (1 + 10 grandchildren)) = 1,000 threads × 50 items.
     let big_lines = swarm(10, 9, 10, 50);
@@ -184,6 +244,7 @@ fn main() {
     let small_t = screen(&mut small, false);
     let big_t = screen(&mut big, false);
     let big_live = screen(&mut big, true);
+    let widget = tree_widget(&big);
     println!("render 200x60: {} threads, {items} items, all expanded", big.model.threads.len());
     println!("  paragraph floor       {floor:>10.1?}");
     println!("  10 threads            {small_t:>10.1?}  {:.2}x paragraph", ratio(small_t, floor));
@@ -196,6 +257,10 @@ fn main() {
         "  1,000 threads, live   {big_live:>10.1?}  {:.2}x paragraph  {:.2}x 10 threads (rows rebuilt every frame)",
         ratio(big_live, floor),
         ratio(big_live, small_t)
+    );
+    println!(
+        "  reference: the agents pane alone through tui-tree-widget, same 1,000 threads: {widget:.1?} ({:.2}x our whole screen)",
+        ratio(widget, big_t)
     );
 }
 

@@ -9,10 +9,18 @@ use ratatui::widgets::Paragraph;
 use super::Feed;
 use super::text::{clock, grouped, width};
 use super::theme::Theme;
-use crate::model::{Model, format_usd};
+use crate::model::{Model, Rollup, format_usd};
 use crate::router::Counters;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, theme: &Theme) {
+pub fn draw(
+    frame: &mut Frame,
+    area: Rect,
+    model: &Model,
+    totals: &Rollup,
+    counters: &Counters,
+    feed: &Feed,
+    theme: &Theme,
+) {
     let w = area.width as usize;
     let sep = || Span::styled(" │ ", theme.dim);
     let state = if feed.paused {
@@ -24,7 +32,6 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     };
     let agents = model.threads.len();
     let sessions = model.sessions.len();
-    let totals = model.totals();
     // (part, priority): when the line is too narrow the highest number goes first.
     let mut parts: Vec<(Span<'static>, u8)> = vec![
         (Span::styled(feed.source.clone(), theme.bold), 1),

@@ -88,6 +88,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let area = frame.area();
     view.replay = !feed.live;
     view.refresh(model);
+    // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.
     let total = model.totals();
     view.sample_burn(feed.now_ms, total.cost.0);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -97,7 +98,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let header = Rect { height: 2, ..area };
     let footer = Rect { y: area.bottom() - 1, height: 1, ..area };
     let body = Rect { y: area.y + 2, height: area.height - 3, ..area };
-    header::draw(frame, header, model, counters, feed, &view.theme);
+    header::draw(frame, header, model, &total, counters, feed, &view.theme);
     let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
         let side = if area.width >= 180 { 40 } else { 32 };
         (((area.width * 3) / 10).clamp(36, 64), side)
@@ -113,9 +114,9 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         let lanes_rect = Rect { width: right_rect.width - side_w, ..right_rect };
         let side_rect = Rect { x: lanes_rect.right(), width: side_w, ..right_rect };
         lanes::draw(frame, lanes_rect, model, feed, view);
-        sidebar::draw(frame, side_rect, model, view);
+        sidebar::draw(frame, side_rect, model, &total, view);
     } else if view.focus == Pane::Cost {
-        sidebar::draw(frame, right_rect, model, view);
+        sidebar::draw(frame, right_rect, model, &total, view);
     } else {
         lanes::draw(frame, right_rect, model, feed, view);
     }

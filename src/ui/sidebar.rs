@@ -10,11 +10,11 @@ use super::text::{fit, right, short_model, tokens, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
 use crate::model::prices::Pico;
-use crate::model::{Model, format_usd};
+use crate::model::{Model, Rollup, format_usd};
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view: &mut View) {
     let focused = view.focus == Pane::Cost && view.overlay.is_none();
     let block = Block::bordered()
         .border_style(if focused { view.theme.border_focus } else { view.theme.border })
@@ -26,7 +26,6 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, view: &mut View) {
         return;
     }
     let w = inner.width as usize;
-    let totals = model.totals();
     let unpriced = totals.threads.saturating_sub(totals.priced);
     let mut lines: Vec<Line<'static>> = Vec::new();
     let theme = &view.theme;

@@ -87,6 +87,8 @@ struct Cache {
     /// may replace the model with a shorter one: no cached row may name a thread it lacks.
     key: Option<(u64, usize, u64, String)>,
     rows: Vec<Row>,
+    /// Index of the selected row, found once per refresh.
+    selected_row: Option<usize>,
     /// Bumped by every fold change, so the rows know to rebuild.
     folds: u64,
     follow_key: Option<u64>,
@@ -137,7 +139,10 @@ impl View {
     /// Index of the selected row in [`Self::rows`].
     pub fn selected_row(&self) -> Option<usize> {
         let sel = self.selected?;
-        self.cache.rows.iter().position(|r| r.id == sel)
+        match self.cache.selected_row {
+            Some(i) if self.cache.rows.get(i).is_some_and(|r| r.id == sel) => Some(i),
+            _ => self.cache.rows.iter().position(|r| r.id == sel),
+        }
     }
 
     pub(super) fn fold(&mut self, id: NodeId) -> bool {
@@ -186,9 +191,11 @@ impl View {
             self.cache.follow_key = Some(model.generation);
             self.follow_newest(model);
         }
-        if self.selected_row().is_none() {
+        self.cache.selected_row = self.selected_row();
+        if self.cache.selected_row.is_none() {
             // The selected node left the tree (a filter, a thread that moved): take the first row.
             self.selected = self.cache.rows.first().map(|r| r.id);
+            self.cache.selected_row = self.selected.map(|_| 0);
             self.lane = 0;
             self.scroll = 0;
         }
