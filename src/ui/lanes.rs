@@ -136,40 +136,33 @@ fn stacked(
     }
     let theme = &view.theme;
     let tw = w.saturating_sub(INDENT);
-    // What each open lane could show, up to the whole pane; then share the rows by water-filling.
-    let tails: Vec<Vec<Line<'static>>> = shown
-        .iter()
-        .map(|&i| {
-            if view.collapsed.contains(&lanes[i]) {
-                Vec::new()
-            } else {
-                tail(model, model.thread(lanes[i]), tw, h, theme).0
-            }
-        })
-        .collect();
-    let headers = shown.len();
-    let mut alloc: Vec<usize> = vec![0; shown.len()];
-    let mut left = h.saturating_sub(headers);
-    let mut open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
-    while left > 0 && !open.is_empty() {
-        let share = (left / open.len()).max(1);
-        let mut next = Vec::new();
+    let rows_left = h.saturating_sub(shown.len());
+    let open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
+    let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;
+    // Share the rows fairly; what short lanes leave goes to the lanes that had more to show. Two
+    // passes at most, so the work stays within twice the rows on screen however many lanes.
+    let mut tails: Vec<Vec<Line<'static>>> = vec![Vec::new(); shown.len()];
+    if !open.is_empty() {
+        let share = rows_left / open.len();
         for &k in &open {
-            if left == 0 {
-                break;
-            }
-            let want = tails[k].len().saturating_sub(alloc[k]);
-            let give = want.min(share).min(left);
-            alloc[k] += give;
-            left -= give;
-            if tails[k].len() > alloc[k] {
-                next.push(k);
+            tails[k] = render(k, share);
+        }
+        let spare = rows_left - open.iter().map(|&k| tails[k].len()).sum::<usize>();
+        let hungry: Vec<usize> = open.iter().copied().filter(|&k| tails[k].len() == share).collect();
+        if spare > 0 && !hungry.is_empty() {
+            let more = spare / hungry.len();
+            let mut extra = spare % hungry.len();
+            for &k in &hungry {
+                let bonus = more + usize::from(extra > 0);
+                extra = extra.saturating_sub(1);
+                if bonus > 0 {
+                    tails[k] = render(k, share + bonus);
+                }
             }
         }
-        open = next;
     }
     let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
-    for (k, (&i, mut lines)) in shown.iter().zip(tails).enumerate() {
+    for (&i, lines) in shown.iter().zip(tails) {
         let t = model.thread(lanes[i]);
         let mut header = lane_header(t, feed, theme, w, !view.collapsed.contains(&lanes[i]));
         if i == sel {
@@ -178,8 +171,7 @@ fn stacked(
         let y = area.y + out.len() as u16;
         view.layout.lane_headers.push((Rect { y, height: 1, ..area }, i));
         out.push(header);
-        let start = lines.len().saturating_sub(alloc[k]);
-        out.extend(lines.drain(start..).map(indent));
+        out.extend(lines.into_iter().map(indent));
     }
     frame.render_widget(Paragraph::new(out), area);
 }
