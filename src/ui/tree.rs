@@ -14,7 +14,7 @@ use super::outline::{NodeId, Row, groups};
 use super::text::{Shown, duration, elapsed, fit, right, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, View};
-use crate::model::{Model, Status, TurnStatus, format_usd};
+use crate::model::{ItemKind, Model, Status, Thread, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
 
 /// Which figure columns fit, widest pane first.
@@ -145,7 +145,15 @@ fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, mut 
                 None => ("○", theme.pending),
             };
             spans.push(Span::styled(format!("{glyph} "), style));
-            spans.push(Span::raw(fit(&format!("turn {}", turn + 1), wide_w.saturating_sub(2))));
+            let label = format!("turn {}", turn + 1);
+            let room = wide_w.saturating_sub(2);
+            match prompt_of_turn(th, turn as usize) {
+                Some(prompt) if room >= width(&label) + 10 => {
+                    spans.push(Span::raw(label.clone()));
+                    spans.push(Span::styled(format!(" {}", fit(prompt, room - width(&label) - 1)), theme.dim));
+                }
+                _ => spans.push(Span::raw(fit(&label, room))),
+            }
         }
         NodeId::Group(t, first) => {
             let th = model.thread(t);
@@ -196,13 +204,17 @@ fn thread_cells(
     };
     let room = label_w.saturating_sub(2);
     let name = t.name();
-    // Until a child's nickname arrives (often only with `thread/read`), its name is a short id;
-    // the prompt that spawned it says which one it is.
+    // Until a child's nickname arrives (often only with `thread/read`), and for every root, the
+    // name is a short id; the prompt that spawned the child, or the root's first prompt, says
+    // which one it is.
     let hint = (t.nickname.is_none() && t.agent_path.is_none())
-        .then(|| {
-            let parent = model.threads.get(t.parent?.index())?;
-            let prompt = parent.item(t.card.as_deref()?)?.title.as_str();
-            prompt.lines().next().filter(|p| !p.is_empty())
+        .then(|| match t.parent {
+            Some(p) => {
+                let parent = model.threads.get(p.index())?;
+                let prompt = parent.item(t.card.as_deref()?)?.title.as_str();
+                prompt.lines().next().filter(|p| !p.is_empty())
+            }
+            None => prompt_of_turn(t, 0),
         })
         .flatten();
     match hint {
@@ -228,4 +240,11 @@ fn thread_cells(
         let style = if t.cost.is_none() { theme.dim } else { theme.cost };
         spans.push(Span::styled(right(&truncate(&cost, COST_W - 1), COST_W), style));
     }
+}
+
+/// The first line of the user message that opened a turn, if the turn starts with one.
+fn prompt_of_turn(t: &Thread, turn: usize) -> Option<&str> {
+    let &first = t.turns.get(turn)?.items.first()?;
+    let item = t.items.get(first)?;
+    (item.kind == ItemKind::UserMessage).then(|| item.text.as_str().lines().next()).flatten().filter(|l| !l.is_empty())
 }
