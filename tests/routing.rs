@@ -266,6 +266,7 @@ fn interacted_about_root_from_a_child_changes_nothing() {
     assert_eq!(r.thread("P").role, Role::Root);
     assert_eq!(r.thread("P").parent, None);
     assert!(r.thread("C").children.is_empty());
+    assert_eq!(r.thread("P").agent_path, None, "nor does it name the root");
 }
 
 #[test]

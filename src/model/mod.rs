@@ -475,7 +475,10 @@ impl Model {
                 self.attach_known_lanes(idx, slot);
             }
             "subAgentActivity" => {
-                if let Some(child) = wire_item.agent_thread_id.as_deref().and_then(|c| self.find(c)) {
+                // An activity naming a root (a child's `interacted` about `/root`) changes nothing about
+                // it (routing.md §8).
+                let named = wire_item.agent_thread_id.as_deref().and_then(|c| self.find(c));
+                if let Some(child) = named.filter(|&c| self.threads[c.index()].role != Role::Root) {
                     if let Some(model) = wire_item.model.as_deref() {
                         self.set_model(child, model);
                     }
