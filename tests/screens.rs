@@ -617,3 +617,31 @@ fn a_seek_back_to_a_shorter_model_keeps_the_view_valid() {
         ui::update(&mut v, &short.model, Action::MoveDown);
     }
 }
+
+#[test]
+fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "the session's transcript");
+    let newest = render(&p, &f, &mut v, (120, 40));
+    press(&mut v, &p, &[key(KeyCode::Tab), key(KeyCode::PageUp)]);
+    assert_eq!(v.focus, Pane::Lanes);
+    assert!(v.scroll > 0);
+    let back = render(&p, &f, &mut v, (120, 40));
+    assert_ne!(back, newest);
+    assert!(back.contains(&format!("↑{}", v.scroll)), "{back}");
+    press(&mut v, &p, &[key(KeyCode::Home)]);
+    render(&p, &f, &mut v, (120, 40));
+    let oldest = v.scroll;
+    assert!(oldest < 1 << 20, "Home is clamped to the history there is: {oldest}");
+    let top = render(&p, &f, &mut v, (120, 40));
+    assert!(top.contains("› [task:lead]"), "{top}");
+    press(&mut v, &p, &[key(KeyCode::Char('k'))]);
+    render(&p, &f, &mut v, (120, 40));
+    assert_eq!(v.scroll, oldest, "no further back than the oldest line");
+    press(&mut v, &p, &[key(KeyCode::End)]);
+    assert_eq!(v.scroll, 0);
+    assert!(render(&p, &f, &mut v, (120, 40)).contains("then the  ││"), "back at the newest line");
+}

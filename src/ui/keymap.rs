@@ -174,7 +174,7 @@ pub static BINDINGS: &[Binding] = &[
     b(&[ch('/')],                   A::FilterStart,     "filter by name, status or model",  Some("filter"),         2, When::PANES, S::Panes),
     b(&[ch('f')],                   A::Follow,          "follow the newest active lane",    Some("follow"),         3, When::PANES, S::Panes),
     b(&[ch('s')],                   A::Sort,            "sort agents by cost / tokens",     Some("sort"),           4, When::PANES, S::Panes),
-    replay(b(&[ch(' ')],            A::TogglePause,     "pause / resume",                   Some("pause"),          2, When::PANES, S::Replay)),
+    b(&[ch(' ')],                   A::TogglePause,     "pause / resume",                   Some("pause"),          2, When::PANES, S::Replay),
     replay(b(&[ch('.')],            A::Step,            "step one event (paused)",          Some("step"),           4, When::PANES, S::Replay)),
     replay(b(&[ch('[')],            A::SeekBack,        "seek back 10 s",                   Some("seek"),           4, When::PANES, S::Replay)),
     replay(b(&[ch(']')],            A::SeekForward,     "seek forward 10 s",                Some("seek"),           4, When::PANES, S::Replay)),

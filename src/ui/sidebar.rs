@@ -48,20 +48,21 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view:
         let th = model.thread(t);
         let sub = th.subtree;
         let n = sub.threads;
-        let scope = if n == 1 { String::new() } else { format!("· {n} agents") };
+        let scope = if n == 1 { String::new() } else { format!(" · {n} agents") };
+        // Unpriced threads are left out of the sum, never counted as $0: say how many.
+        let unpriced = sub.threads.saturating_sub(sub.priced);
+        let missing = if unpriced > 0 { format!(" · {unpriced} —") } else { String::new() };
+        let name_w = w.saturating_sub(width(&scope) + width(&missing));
         lines.push(Line::from(vec![
-            Span::styled(fit(&th.name(), w.saturating_sub(scope.len() + 1)), theme.bold),
-            Span::styled(format!(" {scope}"), theme.dim),
+            Span::styled(fit(&th.name(), name_w).trim_end().to_owned(), theme.bold),
+            Span::styled(scope, theme.dim),
+            Span::styled(missing, theme.warn),
         ]));
-        let mut s = vec![
+        lines.push(Line::from(vec![
             Span::styled(" subtree ", theme.dim),
             Span::styled(format_usd(sub.cost_usd()), theme.cost),
             Span::raw(format!(" · {} tok", tokens(sub.tokens.total))),
-        ];
-        if sub.priced < sub.threads && sub.priced > 0 {
-            s.push(Span::styled(format!(" · {} unpriced", sub.threads - sub.priced), theme.warn));
-        }
-        lines.push(Line::from(s));
+        ]));
         lines.push(gauge(th.context, theme, w));
         lines.push(Line::default());
     }
