@@ -10,6 +10,19 @@
 //! └─────────────────┘└─────────────────────────────────┘└───────────────┘
 //! footer   keys valid right now
 //! ```
+//!
+//! What the runtime does with it:
+//!
+//! ```text
+//! let mut view = View::with_theme(Theme::named(&theme_arg).unwrap_or_default());
+//! on a key:    if let Some(a) = ui::action_for(key, &view) { act(ui::update(&mut view, &model, a)) }
+//! on a mouse:  if let Some(a) = ui::action_for_mouse(ev, &view) { act(ui::update(&mut view, &model, a)) }
+//!              where act handles Effect::{Quit, TogglePause, Step, Seek(ms), Speed(±1)}
+//! on a frame:  terminal.draw(|f| ui::draw(f, &model, &counters, &feed, &mut view))
+//! ```
+//!
+//! Draw again after every action (the view changed), whenever `model.generation` moved, and about
+//! once a second while something is active: elapsed times, the clock and `stalled` follow time.
 
 mod diagnostics;
 mod footer;
