@@ -645,3 +645,47 @@ fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
     assert_eq!(v.scroll, 0);
     assert!(render(&p, &f, &mut v, (120, 40)).contains("then the  ││"), "back at the newest line");
 }
+
+/// Writes the cells of a few screens, with their styles, for `scripts/screenshot.py`-style
+/// rendering to an image; run by hand when changing the look.
+#[test]
+#[ignore = "dumps styled frames for a person to look at"]
+fn dump_styled_frames() {
+    let dir = std::env::var("SWARMTOP_DUMP").unwrap_or_else(|_| "/tmp/swarmtop-frames".into());
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (p, total) = demo(600);
+    let f = feed("demo", &p, total);
+    for (name, theme, size, keys) in [
+        ("dark_card", Theme::dark(), (120, 40), ""),
+        ("light_card", Theme::light(), (120, 40), ""),
+        ("nocolor_card", Theme::no_color(), (120, 40), ""),
+        ("dark_help", Theme::dark(), (120, 40), "?"),
+        ("dark_lanes_focus", Theme::dark(), (120, 40), "\t"),
+        ("dark_80", Theme::dark(), (80, 24), ""),
+    ] {
+        let mut v = View::with_theme(theme);
+        let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+        let counters = p.counters();
+        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        select_card(&mut v, &p);
+        let evs: Vec<KeyEvent> =
+            keys.chars().map(|c| if c == '\t' { key(KeyCode::Tab) } else { key(KeyCode::Char(c)) }).collect();
+        press(&mut v, &p, &evs);
+        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        let buf = term.backend().buffer();
+        let mut out = String::new();
+        for y in 0..size.1 {
+            for x in 0..size.0 {
+                let c = &buf[(x, y)];
+                out.push_str(&format!(
+                    "{}\t{:?}\t{:?}\t{:?}\n",
+                    c.symbol().replace('\t', " "),
+                    c.fg,
+                    c.bg,
+                    c.modifier
+                ));
+            }
+        }
+        std::fs::write(format!("{dir}/{name}.{}x{}.tsv", size.0, size.1), out).expect("write");
+    }
+}

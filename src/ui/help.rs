@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
+use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::keymap::{BINDINGS, Section, key_name};
 use super::text::{fit, width};
@@ -56,7 +56,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
         "mouse: click selects, click again folds; the wheel scrolls the pane under it",
         view.theme.dim,
     )));
-    let w = (if two { col_w * 2 + 2 } else { col_w + 2 }) as u16;
+    let w = (if two { col_w * 2 + 4 } else { col_w + 4 }) as u16;
     let w = w.min(area.width.saturating_sub(2));
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = centred(area, w, h);
@@ -64,6 +64,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
     view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
     let theme = &view.theme;
     let block = Block::bordered()
+        .padding(Padding::horizontal(1))
         .border_style(theme.border_focus)
         .title(Span::styled(" keys ", theme.title))
         .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));

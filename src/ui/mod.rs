@@ -127,9 +127,9 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         let lanes_rect = Rect { width: right_rect.width - side_w, ..right_rect };
         let side_rect = Rect { x: lanes_rect.right(), width: side_w, ..right_rect };
         lanes::draw(frame, lanes_rect, model, feed, view);
-        sidebar::draw(frame, side_rect, model, &total, view);
+        sidebar::draw(frame, side_rect, model, &total, feed, view);
     } else if view.focus == Pane::Cost {
-        sidebar::draw(frame, right_rect, model, &total, view);
+        sidebar::draw(frame, right_rect, model, &total, feed, view);
     } else {
         lanes::draw(frame, right_rect, model, feed, view);
     }

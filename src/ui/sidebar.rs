@@ -6,7 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::text::{fit, right, short_model, tokens, width};
+use super::Feed;
+use super::text::{Shown, fit, right, short_model, tokens, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
 use crate::model::prices::Pico;
@@ -14,7 +15,7 @@ use crate::model::{Model, Rollup, format_usd};
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed: &Feed, view: &mut View) {
     let focused = view.focus == Pane::Cost && view.overlay.is_none();
     let block = Block::bordered()
         .border_style(if focused { view.theme.border_focus } else { view.theme.border })
@@ -77,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view:
         Sort::Cost => ("tok", "$▼"),
         Sort::Tokens => ("tok▼", "$"),
     };
-    let mut head = fit("agent", name_w);
+    let mut head = fit("  agent", name_w);
     if with_model {
         head.push_str(&fit(" model", model_w));
     }
@@ -93,7 +94,11 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view:
     let order = view.agent_order(model);
     for &idx in order.iter().skip(scroll).take(table_rows) {
         let t = model.thread(idx);
-        let mut spans = vec![Span::raw(fit(&t.name(), name_w))];
+        let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
+        let mut spans = vec![
+            Span::styled(format!("{} ", shown.glyph()), theme.status(shown)),
+            Span::raw(fit(&t.name(), name_w.saturating_sub(2))),
+        ];
         if with_model {
             let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
             spans.push(Span::styled(format!(" {}", fit(m, model_w - 1)), theme.model));

@@ -87,13 +87,14 @@ impl Theme {
         }
     }
 
-    /// For light backgrounds: darker hues, no grey that vanishes on white.
+    /// For light backgrounds: darker hues; greys dark enough to read on white.
     pub fn light() -> Self {
         let fg = |c| Style::new().fg(c);
+        let grey = Color::Rgb(110, 110, 110);
         Self {
             name: "light",
-            dim: fg(Color::Gray),
-            border: fg(Color::Gray),
+            dim: fg(grey),
+            border: fg(Color::Rgb(170, 170, 170)),
             border_focus: fg(Color::Blue),
             selected: Style::new().bg(Color::Rgb(210, 225, 245)).add_modifier(Modifier::BOLD),
             selected_idle: Style::new().bg(Color::Rgb(232, 232, 232)),
@@ -102,17 +103,17 @@ impl Theme {
             warn: fg(Color::Rgb(160, 90, 0)).add_modifier(Modifier::BOLD),
             cost: fg(Color::Rgb(0, 110, 0)),
             user: fg(Color::Blue).add_modifier(Modifier::BOLD),
-            reasoning: fg(Color::Gray).add_modifier(Modifier::ITALIC),
+            reasoning: fg(grey).add_modifier(Modifier::ITALIC),
             command: fg(Color::Rgb(150, 90, 0)),
-            output: fg(Color::DarkGray),
+            output: fg(Color::Rgb(60, 60, 60)),
             diff_add: fg(Color::Rgb(0, 120, 0)),
             gauge: fg(Color::Blue),
             spark: fg(Color::Rgb(0, 120, 0)),
             running: fg(Color::Rgb(0, 130, 0)).add_modifier(Modifier::BOLD),
             waiting: fg(Color::Rgb(160, 100, 0)).add_modifier(Modifier::BOLD),
             done: fg(Color::Rgb(0, 130, 0)),
-            closed: fg(Color::Gray),
-            pending: fg(Color::Gray),
+            closed: fg(grey),
+            pending: fg(grey),
             stalled: fg(Color::Rgb(160, 100, 0)),
             ..Self::dark()
         }
