@@ -2,6 +2,7 @@
 //! with the clock taken from stream time so every frame is deterministic; and the key handling of
 //! the pure `update` (event in, view state out).
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -677,13 +678,7 @@ fn dump_styled_frames() {
         for y in 0..size.1 {
             for x in 0..size.0 {
                 let c = &buf[(x, y)];
-                out.push_str(&format!(
-                    "{}\t{:?}\t{:?}\t{:?}\n",
-                    c.symbol().replace('\t', " "),
-                    c.fg,
-                    c.bg,
-                    c.modifier
-                ));
+                let _ = writeln!(out, "{}\t{:?}\t{:?}\t{:?}", c.symbol().replace('\t', " "), c.fg, c.bg, c.modifier);
             }
         }
         std::fs::write(format!("{dir}/{name}.{}x{}.tsv", size.0, size.1), out).expect("write");
