@@ -431,6 +431,8 @@ fn filter_by_status_and_model() {
 fn follow_keeps_the_newest_active_lane_selected() {
     let (mut p, _) = load("collab_v1", Some(30));
     let mut v = view();
+    press(&mut v, &p, &[key(KeyCode::Left)]);
+    assert_eq!(v.rows().len(), 1, "the session folded");
     press(&mut v, &p, &chars("f"));
     assert!(v.follow);
     let text = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
@@ -444,6 +446,7 @@ fn follow_keeps_the_newest_active_lane_selected() {
     assert!(p.model.thread(followed).status.is_active());
     assert_eq!(lanes.len(), 3);
     assert_eq!(v.lane, 2, "the newest of the active children");
+    assert!(v.selected_row().is_some(), "follow unfolds what hides the lane");
     press(&mut v, &p, &chars("k"));
     assert!(!v.follow, "moving by hand stops following");
 }

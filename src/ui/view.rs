@@ -219,25 +219,25 @@ impl View {
         let Some(parent) = model.thread(child).parent else {
             return;
         };
-        let (groups, _) = outline::groups(model, model.thread(parent));
-        let Some((first, lane)) = groups.iter().find_map(|g| {
-            let at = g.lanes.iter().position(|&c| c == child)?;
-            Some((g.first, at))
-        }) else {
+        let Some((first, lane)) = group_of(model, parent, child) else {
             self.select(NodeId::Thread(child));
             return;
         };
-        // Everything above the lane must be open for the row to be there.
+        // Every node above the lane must be open for its row to be there: each ancestor, the
+        // turn and the card through which the chain passes.
         let mut changed = false;
-        for a in model.ancestors(parent) {
-            changed |= self.folded.remove(&NodeId::Thread(a));
-            if let Some(turn) = model.thread(a).turns.len().checked_sub(1) {
-                for k in 0..=turn {
-                    changed |= self.folded.remove(&NodeId::Turn(a, k as u32));
-                }
+        let chain: Vec<ThreadIdx> = model.ancestors(child).collect();
+        for pair in chain.windows(2) {
+            let (c, p) = (pair[0], pair[1]);
+            changed |= self.folded.remove(&NodeId::Thread(p));
+            let turn = model.thread(c).card.as_deref().and_then(|card| model.thread(p).item(card)?.turn);
+            if let Some(turn) = turn {
+                changed |= self.folded.remove(&NodeId::Turn(p, turn as u32));
+            }
+            if let Some((first, _)) = group_of(model, p, c) {
+                changed |= self.folded.remove(&NodeId::Group(p, first));
             }
         }
-        changed |= self.folded.remove(&NodeId::Group(parent, first));
         if changed {
             self.cache.folds += 1;
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
@@ -285,4 +285,10 @@ impl View {
             self.burn.pop_front();
         }
     }
+}
+
+/// The card group of `parent` that holds `child`: its name (first lane) and the child's place in it.
+fn group_of(model: &Model, parent: ThreadIdx, child: ThreadIdx) -> Option<(ThreadIdx, usize)> {
+    let (groups, _) = outline::groups(model, model.thread(parent));
+    groups.iter().find_map(|g| Some((g.first, g.lanes.iter().position(|&c| c == child)?)))
 }
