@@ -229,6 +229,8 @@ fn filter_keeps_the_ancestors_of_matches() {
     render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &chars("/fey"));
     assert!(v.typing);
+    let Some(NodeId::Thread(t)) = v.selected else { panic!("{:?}", v.selected) };
+    assert_eq!(p.model.thread(t).name(), "Feynman", "the cursor goes to the first match");
     insta::assert_snapshot!("filter_typing_80x24", render(&p, &f, &mut v, (80, 24)));
     press(&mut v, &p, &[key(KeyCode::Enter)]);
     assert!(!v.typing);

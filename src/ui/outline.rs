@@ -124,11 +124,7 @@ pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
     let q = query.to_lowercase();
     let mut keep = vec![false; model.threads.len()];
     for (i, t) in model.threads.iter().enumerate() {
-        let hit = t.name().to_lowercase().contains(&q)
-            || t.status.as_str().contains(&q)
-            || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(&q))
-            || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some());
-        if hit && !keep[i] {
+        if matches(t, &q) && !keep[i] {
             for a in model.ancestors(ThreadIdx(i as u32)) {
                 if std::mem::replace(&mut keep[a.index()], true) {
                     break;
@@ -137,6 +133,14 @@ pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
         }
     }
     keep
+}
+
+/// Whether a thread matches a (lower-case) filter query: by name, status word or model.
+pub fn matches(t: &Thread, q: &str) -> bool {
+    t.name().to_lowercase().contains(q)
+        || t.status.as_str().contains(q)
+        || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(q))
+        || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some())
 }
 
 /// A node's children, in display order; the same walk serves counting and emitting.

@@ -43,9 +43,13 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
             view.typing = true;
             view.follow = false;
         }
-        Action::FilterInput(c) => view.filter.push(c),
+        Action::FilterInput(c) => {
+            view.filter.push(c);
+            select_first_match(view, model);
+        }
         Action::FilterBackspace => {
             view.filter.pop();
+            select_first_match(view, model);
         }
         Action::FilterAccept => view.typing = false,
         Action::FilterCancel => {
@@ -98,6 +102,20 @@ fn back(view: &mut View) -> Effect {
         return Effect::Quit;
     }
     Effect::None
+}
+
+/// While typing a filter the cursor goes to the first thread that matches (not to an ancestor
+/// kept only to show where the match sits).
+fn select_first_match(view: &mut View, model: &Model) {
+    view.refresh(model);
+    let q = view.filter.to_lowercase();
+    let hit = view.rows().iter().find_map(|r| match r.id {
+        NodeId::Thread(t) if !q.is_empty() && outline::matches(model.thread(t), &q) => Some(r.id),
+        _ => None,
+    });
+    if let Some(id) = hit {
+        view.select(id);
+    }
 }
 
 fn toggle_overlay(view: &mut View, which: Overlay) {
