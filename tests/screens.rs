@@ -689,3 +689,52 @@ fn dump_styled_frames() {
         std::fs::write(format!("{dir}/{name}.{}x{}.tsv", size.0, size.1), out).expect("write");
     }
 }
+
+/// A session that spawned `n` children in one turn, each with a line of output.
+fn wide_card(n: usize) -> Pipeline {
+    let id = |k: usize| format!("01a2292d-0000-7000-8000-{k:012x}");
+    let mut p = Pipeline::default();
+    let mut push = |s: String| p.push(s.as_bytes());
+    push(format!(
+        r#"{{"method":"thread/started","params":{{"thread":{{"id":"{}","model":"gpt-5.5"}}}},"emittedAtMs":1}}"#,
+        id(0)
+    ));
+    push(format!(
+        r#"{{"method":"turn/started","params":{{"threadId":"{}","turn":{{"id":"t0"}}}},"emittedAtMs":2}}"#,
+        id(0)
+    ));
+    for k in 1..=n {
+        push(format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"collabAgentToolCall","id":"s{k}","tool":"spawnAgent","status":"completed","receiverThreadIds":["{}"],"prompt":"part {k}","model":"gpt-5.6-luna"}},"threadId":"{}","turnId":"t0"}},"emittedAtMs":3}}"#,
+            id(k),
+            id(0)
+        ));
+        push(format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{}","turn":{{"id":"t{k}"}}}},"emittedAtMs":4}}"#,
+            id(k)
+        ));
+        push(format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"agentMessage","id":"m{k}","text":"lane {k} says hello"}},"threadId":"{}","turnId":"t{k}"}},"emittedAtMs":5}}"#,
+            id(k)
+        ));
+    }
+    p
+}
+
+#[test]
+fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
+    let p = wide_card(300);
+    let f = Feed { now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    render(&p, &f, &mut v, (80, 24));
+    select_card(&mut v, &p);
+    press(&mut v, &p, &[key(KeyCode::Enter), key(KeyCode::End)]);
+    assert_eq!(v.lane, 299);
+    let screen = render(&p, &f, &mut v, (80, 24));
+    assert!(screen.contains("lane 300 says hello"), "{screen}");
+    assert!(!screen.contains("lane 1 says hello"));
+    press(&mut v, &p, &[key(KeyCode::Home)]);
+    let screen = render(&p, &f, &mut v, (80, 24));
+    assert!(screen.contains("lane 1 says hello"), "{screen}");
+    assert!(screen.contains("⑂ spawn ×300"));
+}

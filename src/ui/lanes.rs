@@ -118,11 +118,14 @@ fn stacked(
     let h = area.height as usize;
     let w = area.width as usize;
     let min_rows = |t: &ThreadIdx| if view.collapsed.contains(t) { 1 } else { 2 };
-    // The window of lanes: from `first`, as many as fit at their minimum, the selected one in it.
+    // The window of lanes: the selected one and as many before it as fit at their minimum, then
+    // as many after it (linear in the lanes, however many a card has).
     let sel = view.lane;
-    let mut first = 0;
-    while first < sel && lanes[first..=sel].iter().map(min_rows).sum::<usize>() > h {
-        first += 1;
+    let mut first = sel;
+    let mut need = min_rows(&lanes[sel]);
+    while first > 0 && need + min_rows(&lanes[first - 1]) <= h {
+        first -= 1;
+        need += min_rows(&lanes[first]);
     }
     let mut shown = Vec::new();
     let mut used = 0;
