@@ -738,3 +738,31 @@ fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
     assert!(screen.contains("lane 1 says hello"), "{screen}");
     assert!(screen.contains("⑂ spawn ×300"));
 }
+
+#[test]
+fn threads_nobody_announced_show_under_unattributed() {
+    let (mut p, total) = load("collab_v1", Some(50));
+    let stray = "01a2292d-ffff-7000-8000-0000000000aa";
+    let lines = [
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{stray}","turn":{{"id":"tx"}}}},"emittedAtMs":1795987209000}}"#
+        ),
+        format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"agentMessage","id":"mx","text":"who am I"}},"threadId":"{stray}","turnId":"tx"}},"emittedAtMs":1795987209001}}"#
+        ),
+    ];
+    for line in &lines {
+        p.push(line.as_bytes());
+    }
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("pending registration") || screen.contains("unattributed"), "{screen}");
+    p.finish();
+    let f = feed("collab_v1", &p, total);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("? unattributed ×1"), "{screen}");
+    act(&mut v, &p, &[Action::Bottom]);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("who am I"), "{screen}");
+}
