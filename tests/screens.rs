@@ -123,7 +123,7 @@ fn expanded_lane_shows_one_child_with_its_scrollback() {
     let f = feed("collab_v1", &p, total);
     snap_sizes("v1_expanded_lane", &p, &f, |v, p| {
         select_card(v, p);
-        act(v, p, &[Action::Open, Action::Open]);
+        act(v, p, &[Action::OpenLane, Action::OpenLane]);
         assert_eq!(v.focus, Pane::Lanes);
         assert!(v.expanded.is_some());
     });
@@ -286,7 +286,7 @@ fn draw_never_panics_on_empty_unicode_or_huge_models() {
     for size in SIZES {
         let mut v = view();
         render(&empty, &f, &mut v, size);
-        for a in [Action::MoveDown, Action::Fold, Action::Open, Action::Top, Action::Bottom] {
+        for a in [Action::MoveDown, Action::Fold, Action::OpenLane, Action::Top, Action::Bottom] {
             ui::update(&mut v, &empty.model, a);
         }
         render(&empty, &f, &mut v, size);
@@ -319,7 +319,7 @@ fn draw_never_panics_on_empty_unicode_or_huge_models() {
         assert!(!screen.contains('\u{202e}'));
         act(&mut v, &p, &[Action::NextPane, Action::Top]);
         render(&p, &f, &mut v, size);
-        act(&mut v, &p, &[Action::Open, Action::PageUp, Action::PageUp]);
+        act(&mut v, &p, &[Action::OpenLane, Action::PageUp, Action::PageUp]);
         render(&p, &f, &mut v, size);
     }
 }
@@ -556,7 +556,7 @@ fn demo_grandchildren_and_the_failed_lane() {
     });
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
-    act(&mut v, &p, &[Action::Bottom, Action::Open]);
+    act(&mut v, &p, &[Action::Bottom, Action::OpenLane]);
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("✗"), "{screen}");
     insta::assert_snapshot!("demo_900_failed_lane_120x40", screen);
@@ -612,7 +612,7 @@ fn a_seek_back_to_a_shorter_model_keeps_the_view_valid() {
     let f = feed("demo", &long, total);
     let mut v = view();
     render(&long, &f, &mut v, (120, 40));
-    act(&mut v, &long, &[Action::Bottom, Action::Open, Action::Sort]);
+    act(&mut v, &long, &[Action::Bottom, Action::OpenLane, Action::Sort]);
     render(&long, &f, &mut v, (120, 40));
     // What the runtime does on `[`: re-run the reducer to an earlier line, same view.
     for n in [40, 0, 200] {

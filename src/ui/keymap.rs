@@ -19,7 +19,7 @@ pub enum Action {
     /// → : unfold the selected node, or go to its first child.
     Unfold,
     /// Enter: open the selection's lane (tree), expand the selected lane (lanes).
-    Open,
+    OpenLane,
     /// Fold or unfold the selected lane.
     ToggleLane,
     NextPane,
@@ -167,7 +167,7 @@ pub static BINDINGS: &[Binding] = &[
     b(&[key(K::PageDown)],          A::PageDown,        "page down",                        None,                   0, When::SCROLLABLE, S::Move),
     b(&[key(K::Home), ch('g')],     A::Top,             "first row (lanes: oldest line)",   None,                   0, When::SCROLLABLE, S::Move),
     b(&[key(K::End), ch('G')],      A::Bottom,          "last row (lanes: newest line)",    None,                   0, When::SCROLLABLE, S::Move),
-    b(&[key(K::Enter)],             A::Open,            "open the lane / expand it",        Some("open lane"),      2, When::TREE.or(When::LANES), S::Panes),
+    b(&[key(K::Enter)],             A::OpenLane,        "open the lane / expand it",        Some("open lane"),      2, When::TREE.or(When::LANES), S::Panes),
     b(&[ch('x')],                   A::ToggleLane,      "fold the selected lane",           Some("fold lane"),      4, When::LANES, S::Panes),
     b(&[key(K::Tab)],               A::NextPane,        "next pane",                        Some("pane"),           3, When::PANES, S::Panes),
     b(&[key(K::BackTab)],           A::PrevPane,        "previous pane",                    None,                   0, When::PANES, S::Panes),

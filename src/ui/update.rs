@@ -73,7 +73,7 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::Bottom => ends(view, model, false),
         Action::Fold => fold(view),
         Action::Unfold => unfold(view),
-        Action::Open => open(view, model),
+        Action::OpenLane => open(view, model),
         Action::ToggleLane => toggle_lane(view, model),
         Action::Click { column, row } => click(view, model, Position::new(column, row)),
         Action::Scroll { column, row, delta } => {
