@@ -766,3 +766,55 @@ fn threads_nobody_announced_show_under_unattributed() {
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("who am I"), "{screen}");
 }
+
+/// One of each kind of item a transcript shows, through the real decoder.
+#[test]
+fn every_item_kind_renders_in_a_transcript() {
+    let id = "01a2292d-0000-7000-8000-0000000000cc";
+    let mut p = Pipeline::default();
+    let items = [
+        r#"{"type":"userMessage","id":"u","content":[{"type":"text","text":"Fix the flaky auth test"}]}"#,
+        r#"{"type":"reasoning","id":"r","summary":["The test depends on wall-clock time; inject a clock."]}"#,
+        r#"{"type":"commandExecution","id":"c","command":"/bin/bash -lc 'cargo test -p auth'","status":"failed","aggregatedOutput":"test token::expired ... FAILED\n","exitCode":101}"#,
+        r#"{"type":"fileChange","id":"f","status":"completed","changes":[{"path":"src/auth/token.rs","diff":"@@ -1,2 +1,2 @@\n-let now = SystemTime::now();\n+let now = clock.now();\n context line"}]}"#,
+        r#"{"type":"mcpToolCall","id":"m","server":"github","tool":"create_issue","status":"failed","error":{"message":"403 forbidden"}}"#,
+        r#"{"type":"webSearch","id":"w","query":"rust inject clock for tests"}"#,
+        r#"{"type":"plan","id":"p","text":"1. inject clock\n2. fix test"}"#,
+        r#"{"type":"contextCompaction","id":"k"}"#,
+        r#"{"type":"somethingNew","id":"n"}"#,
+        r#"{"type":"agentMessage","id":"a","text":"Done: the test now uses a fixed clock."}"#,
+    ];
+    p.push(format!(r#"{{"method":"thread/started","params":{{"thread":{{"id":"{id}","model":"gpt-5.5"}}}},"emittedAtMs":1000}}"#).as_bytes());
+    p.push(
+        format!(r#"{{"method":"turn/started","params":{{"threadId":"{id}","turn":{{"id":"t"}}}},"emittedAtMs":1000}}"#)
+            .as_bytes(),
+    );
+    for (i, item) in items.iter().enumerate() {
+        p.push(
+            format!(
+                r#"{{"method":"item/completed","params":{{"item":{item},"threadId":"{id}","turnId":"t"}},"emittedAtMs":{}}}"#,
+                2000 + i * 1000
+            )
+            .as_bytes(),
+        );
+    }
+    let f = Feed { source: "replay: kinds".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    for needle in [
+        "› Fix the flaky",
+        "$ cargo test -p auth",
+        "exit 101",
+        "✎ src/auth/token.rs",
+        "+let now = clock.now();",
+        "⚙ github.create_issue",
+        "403 forbidden",
+        "⌕ rust inject",
+        "≡ plan",
+        "context compacted",
+        "Done: the test",
+    ] {
+        assert!(screen.contains(needle), "{needle:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("item_kinds_120x40", screen);
+}

@@ -355,7 +355,7 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
             out.push(part("⑂ ", theme.tool, what, theme.tool));
         }
         ItemKind::Plan => {
-            out.push(part("☰ ", theme.tool, "plan", theme.tool));
+            out.push(part("≡ ", theme.tool, "plan", theme.tool));
             out.push(part("", theme.base, text, theme.base));
         }
         ItemKind::ImageView => out.push(part("▣ ", theme.tool, title, theme.tool)),
