@@ -9,15 +9,13 @@ use tokio::sync::mpsc;
 
 use super::cli::AttachArgs;
 use super::live::headless;
+use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Recorder, Source};
 
 pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
-    if !args.headless {
-        bail!("the monitor screen is not available in this build yet; use `swarmtop attach --headless`");
-    }
     let path = match &args.socket {
         Some(p) => p.clone(),
         None => match pick()? {
@@ -40,9 +38,15 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
-        // Headless runs end with the stream; a screen would pass `reconnect: true`.
-        tokio::spawn(attach::run(Options { path, reconnect: false, record }, tx));
-        headless(rx, config).await
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        // Headless runs end with the stream; the screen stays and reconnects if the tee restarts.
+        let reconnect = !args.headless;
+        tokio::spawn(attach::run(Options { path, reconnect, record }, tx));
+        if args.headless {
+            headless(rx, config).await
+        } else {
+            monitor::screen(Watch::Live { name: format!("attach {name}"), events: rx }, &args.monitor, config).await
+        }
     })
 }
 

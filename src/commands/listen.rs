@@ -3,11 +3,12 @@
 
 use std::process::ExitCode;
 
-use color_eyre::eyre::{Result, WrapErr, bail};
+use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
 use super::cli::ListenArgs;
 use super::live::headless;
+use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::inbound;
 use crate::source::live::CHANNEL_EVENTS;
@@ -15,9 +16,6 @@ use crate::source::recording::{self, Recorder, Source};
 use crate::source::socket::{self, SocketFile};
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
-    if !args.headless {
-        bail!("the monitor screen is not available in this build yet; use `swarmtop listen --headless`");
-    }
     let path = match &args.socket {
         Some(p) => p.clone(),
         None => socket::default_path("listen").wrap_err("creating the socket directory")?,
@@ -38,9 +36,14 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     runtime.block_on(async {
         let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
         let _socket = SocketFile::new(path.clone());
-        eprintln!("swarmtop listen: accepting producers on {}", path.display());
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         tokio::spawn(inbound::listen(listener, header, recorder, tx));
-        headless(rx, config).await
+        if args.headless {
+            eprintln!("swarmtop listen: accepting producers on {}", path.display());
+            headless(rx, config).await
+        } else {
+            let watch = Watch::Live { name: format!("listen {}", path.display()), events: rx };
+            monitor::screen(watch, &args.monitor, config).await
+        }
     })
 }

@@ -5,9 +5,11 @@ pub mod cli;
 mod ingest;
 pub mod listen;
 mod live;
+mod monitor;
 pub mod route;
 pub mod stats;
 pub mod tee;
+mod terminal;
 pub mod tree;
 
 use std::process::ExitCode;
@@ -66,21 +68,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Tee(args)) => tee::run(&args),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
-        Some(other) => Err(color_eyre::eyre::eyre!("`{}` is not available in this build yet", command_name(&other))),
-        None => Err(color_eyre::eyre::eyre!(
-            "the monitor screen is not available in this build yet; try `swarmtop stats INPUT`"
-        )),
-    }
-}
-
-fn command_name(c: &Command) -> &'static str {
-    match c {
-        Command::Demo(_) => "demo",
-        Command::Stats(_) => "stats",
-        Command::Route(_) => "route",
-        Command::Tree(_) => "tree",
-        Command::Tee(_) => "tee",
-        Command::Attach(_) => "attach",
-        Command::Listen(_) => "listen",
+        Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
+        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
     }
 }

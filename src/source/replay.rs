@@ -16,11 +16,13 @@ impl Pace {
     const LADDER: [Pace; 6] =
         [Pace::Times(1), Pace::Times(2), Pace::Times(5), Pace::Times(10), Pace::Times(50), Pace::Max];
 
+    #[must_use]
     pub fn faster(self) -> Self {
         let i = Self::LADDER.iter().position(|&p| p == self).unwrap_or(0);
         Self::LADDER[(i + 1).min(Self::LADDER.len() - 1)]
     }
 
+    #[must_use]
     pub fn slower(self) -> Self {
         let i = Self::LADDER.iter().position(|&p| p == self).unwrap_or(0);
         Self::LADDER[i.saturating_sub(1)]

@@ -1,0 +1,519 @@
+//! The monitor's runtime: one task owns the pipeline and the view; sources, keys and timers reach
+//! it through `select!`. Handlers only apply data and mark the screen dirty; one place draws, at
+//! most `--fps` times a second, after draining whatever arrived. At replay speed `max`, ingest runs
+//! in slices with a time budget so a key press is handled within a frame.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use color_eyre::eyre::{Result, WrapErr};
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures_util::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use super::cli::{MonitorOpts, Speed, Theme};
+use super::terminal::TerminalGuard;
+use crate::pipeline::{Config, Pipeline};
+use crate::router::Event;
+use crate::source::files::{self, Input, MAX_LINE, Record};
+use crate::source::inbound;
+use crate::source::live::{self, End, ResetReason};
+use crate::source::recording::{self, Recorder};
+use crate::source::replay::{Pace, Replay};
+use crate::ui::{self, Effect, Feed, View};
+use crate::wire::{Decoded, decode};
+
+/// Longest stretch of ingest between two looks at the keyboard.
+const INGEST_SLICE: Duration = Duration::from_millis(8);
+/// How often a followed file is checked for growth.
+const FOLLOW_POLL: Duration = Duration::from_millis(250);
+
+/// A recording held in memory: one buffer and where each record lies in it.
+pub struct Recorded {
+    pub name: String,
+    bytes: Vec<u8>,
+    records: Vec<Rec>,
+    /// Files to keep reading as they grow (`--follow`), with how much of each was read.
+    follow: Vec<(PathBuf, u64)>,
+}
+
+#[derive(Clone, Copy)]
+enum Rec {
+    Line(usize, usize),
+    TooLong { len: usize, at: usize, head: usize },
+}
+
+impl Recorded {
+    pub fn from_bytes(name: &str, data: &[u8]) -> Self {
+        let mut r = Self {
+            name: name.to_owned(),
+            bytes: Vec::with_capacity(data.len()),
+            records: Vec::new(),
+            follow: Vec::new(),
+        };
+        r.append(data);
+        r
+    }
+
+    pub fn from_inputs(inputs: &[Input], follow: bool) -> Result<Self> {
+        let name = match inputs {
+            [one] => one.name(),
+            [first, rest @ ..] => format!("{} (+{})", first.name(), rest.len()),
+            [] => String::new(),
+        };
+        let mut r = Self { name, bytes: Vec::new(), records: Vec::new(), follow: Vec::new() };
+        for input in inputs {
+            let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
+            let mut data = Vec::new();
+            let read = files::read_records(reader, MAX_LINE, |record| match record {
+                Record::Line(line) => {
+                    data.extend_from_slice(line);
+                    data.push(b'\n');
+                }
+                Record::TooLong { len, head } => r.push_too_long(len, head),
+            })
+            .wrap_err_with(|| format!("reading {}", input.name()))?;
+            r.append(&data);
+            if let (true, Input::File(path)) = (follow, input) {
+                r.follow.push((path.clone(), read));
+            }
+        }
+        Ok(r)
+    }
+
+    /// Appends newline-terminated records.
+    fn append(&mut self, data: &[u8]) {
+        let base = self.bytes.len();
+        self.bytes.extend_from_slice(data);
+        let mut start = base;
+        for (i, &b) in data.iter().enumerate() {
+            if b == b'\n' {
+                let end = base + i;
+                if !self.bytes[start..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+                    self.records.push(Rec::Line(start, end));
+                }
+                start = end + 1;
+            }
+        }
+        if start < self.bytes.len() {
+            self.records.push(Rec::Line(start, self.bytes.len()));
+        }
+    }
+
+    fn push_too_long(&mut self, len: usize, head: &[u8]) {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(head);
+        self.records.push(Rec::TooLong { len, at, head: head.len() });
+    }
+
+    fn times(&self) -> Vec<Option<i64>> {
+        self.records
+            .iter()
+            .map(|r| match *r {
+                Rec::Line(s, e) => match decode(&self.bytes[s..e]) {
+                    Decoded::Line(line) => line.time(),
+                    Decoded::Malformed(_) => None,
+                },
+                Rec::TooLong { .. } => None,
+            })
+            .collect()
+    }
+
+    fn apply(&self, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
+        let nothing = &mut |_: &Event<'_, '_>| {};
+        for rec in &self.records[range] {
+            match *rec {
+                Rec::Line(s, e) => {
+                    pipeline.push(&self.bytes[s..e]);
+                    pipeline.add_bytes((e - s + 1) as u64);
+                }
+                Rec::TooLong { len, at, head } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
+            }
+        }
+    }
+}
+
+/// The built-in demo: a real multi-agent Codex session (see `demo/README.md`).
+pub fn demo() -> Watch {
+    Watch::Replay(Recorded::from_bytes("demo", include_bytes!("../../assets/demo.ndjson")))
+}
+
+/// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin plays the demo; `-` or a
+/// piped stdin is a live source; anything else is replayed.
+pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
+    let stdin_is_tty = std::io::stdin().is_terminal();
+    let live_stdin = match inputs {
+        [] => !stdin_is_tty,
+        [only] => only.as_os_str() == "-",
+        _ => false,
+    };
+    if inputs.is_empty() && stdin_is_tty {
+        return Ok(demo());
+    }
+    if live_stdin {
+        return stdin_live(opts.record.as_deref());
+    }
+    let inputs = files::expand(inputs).wrap_err("listing inputs")?;
+    Ok(Watch::Replay(Recorded::from_inputs(&inputs, opts.follow)?))
+}
+
+/// A piped stdin as a live source, recorded with `--record`.
+fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
+    let started = recording::unix_ms();
+    let header = recording::header_line(recording::Source::Stdin, None, started);
+    let recorder = match record {
+        Some(file) => {
+            let path = recording::resolve_path(Some(file), recording::Source::Stdin, started)?;
+            Some(
+                Recorder::create(&path, &header)
+                    .wrap_err_with(|| format!("creating the recording {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
+    inbound::spawn_reader(std::io::stdin(), header, recorder, tx).wrap_err("reading stdin")?;
+    Ok(Watch::Live { name: "stdin".to_owned(), events })
+}
+
+/// What the monitor watches.
+pub enum Watch {
+    Replay(Recorded),
+    Live { name: String, events: mpsc::Receiver<live::Event> },
+}
+
+pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
+    runtime.block_on(screen(watch, opts, config))
+}
+
+fn pace_of(speed: Speed) -> Pace {
+    match speed {
+        Speed::Times(n) => Pace::Times(n),
+        Speed::Max => Pace::Max,
+    }
+}
+
+fn theme_of(theme: Theme) -> ui::Theme {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return ui::Theme::no_color();
+    }
+    match theme {
+        Theme::Dark => ui::Theme::dark(),
+        Theme::Light => ui::Theme::light(),
+    }
+}
+
+/// Lines applied per second of wall time, over the last second or so.
+struct Rate {
+    since: Instant,
+    count: u64,
+    value: f64,
+}
+
+impl Rate {
+    fn add(&mut self, n: usize, now: Instant) {
+        self.count += n as u64;
+        let elapsed = now.duration_since(self.since);
+        if elapsed >= Duration::from_secs(1) {
+            self.value = self.count as f64 / elapsed.as_secs_f64();
+            self.count = 0;
+            self.since = now;
+        }
+    }
+}
+
+struct Monitor {
+    pipeline: Pipeline,
+    config: Config,
+    view: View,
+    feed: Feed,
+    rate: Rate,
+    dirty: bool,
+}
+
+impl Monitor {
+    fn draw(&mut self, guard: &mut TerminalGuard) -> Result<()> {
+        let counters = self.pipeline.counters();
+        let model = &self.pipeline.model;
+        let (feed, view) = (&self.feed, &mut self.view);
+        guard.terminal.draw(|frame| ui::draw(frame, model, &counters, feed, view)).wrap_err("drawing")?;
+        self.dirty = false;
+        Ok(())
+    }
+
+    fn reset(&mut self) {
+        self.pipeline = Pipeline::new(self.config.clone());
+        self.dirty = true;
+    }
+}
+
+fn unix_now_ms() -> Option<i64> {
+    SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_millis() as i64)
+}
+
+/// The monitor on the current runtime (live sources spawn their tasks on it first).
+pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    let mut guard = TerminalGuard::enter()?;
+    let mut keys = EventStream::new();
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps.max(1)));
+    let now = Instant::now();
+    let mut m = Monitor {
+        pipeline: Pipeline::new(config.clone()),
+        config,
+        view: View::with_theme(theme_of(opts.theme)),
+        feed: Feed { stall_ms: opts.stall, ..Feed::default() },
+        rate: Rate { since: now, count: 0, value: 0.0 },
+        dirty: true,
+    };
+    let mut last_draw: Option<Instant> = None;
+
+    let (mut recorded, mut live_rx) = match watch {
+        Watch::Replay(r) => (Some(r), None),
+        Watch::Live { name, events } => {
+            m.feed.source = format!("live: {name}");
+            m.feed.live = true;
+            m.feed.connection = Some("connecting".to_owned());
+            (None, Some(events))
+        }
+    };
+    let mut replay = recorded.as_ref().map(|r| {
+        m.feed.source = format!("replay: {}", r.name);
+        Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
+    });
+    let mut next_follow = now + FOLLOW_POLL;
+
+    loop {
+        let now = Instant::now();
+        // Replay: apply what is due, in a bounded slice.
+        if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_mut()) {
+            let due = rep.due(now);
+            if due > 0 {
+                let start = Instant::now();
+                let mut applied = 0;
+                while applied < due && start.elapsed() < INGEST_SLICE {
+                    let n = (due - applied).min(256);
+                    r.apply(&mut m.pipeline, rep.position()..rep.position() + n);
+                    rep.advance(n);
+                    applied += n;
+                }
+                m.rate.add(applied, now);
+                m.dirty = true;
+            }
+        }
+        if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
+            if !r.follow.is_empty() && rep.is_done() && now >= next_follow {
+                next_follow = now + FOLLOW_POLL;
+                let before = r.records.len();
+                follow_growth(r);
+                if r.records.len() > before {
+                    r.apply(&mut m.pipeline, before..r.records.len());
+                    *rep = Replay::new(&vec![None; r.records.len()], opts.max_gap, rep.pace(), now);
+                    rep.jump(r.records.len(), now);
+                    m.rate.add(r.records.len() - before, now);
+                    m.dirty = true;
+                }
+            }
+        }
+        if let Some(rep) = &replay {
+            m.feed.paused = rep.paused();
+            m.feed.speed = rep.pace().label();
+            m.feed.position = Some((rep.position() as u64, rep.len() as u64));
+            m.feed.live = !recorded.as_ref().is_some_and(|r| r.follow.is_empty()) && rep.is_done();
+            m.feed.now_ms = m.pipeline.model.stream_ms;
+        } else {
+            m.feed.now_ms = unix_now_ms();
+        }
+        m.feed.events_per_sec = m.rate.value;
+
+        // Draw when something changed, at most once per frame interval.
+        let frame_due = last_draw.map_or(now, |t| t + frame);
+        if m.dirty && now >= frame_due {
+            m.draw(&mut guard)?;
+            last_draw = Some(now);
+        }
+
+        // Sleep until the next thing that can happen on its own.
+        let mut wake = now + Duration::from_secs(1);
+        if m.dirty {
+            wake = wake.min(frame_due.max(now));
+        }
+        if let Some(rep) = &replay {
+            if rep.due(now) > 0 {
+                wake = now;
+            } else if let Some(deadline) = rep.next_deadline() {
+                wake = wake.min(deadline);
+            }
+        }
+        if recorded.as_ref().is_some_and(|r| !r.follow.is_empty()) {
+            wake = wake.min(next_follow);
+        }
+
+        tokio::select! {
+            biased;
+            key = keys.next() => match key {
+                Some(Ok(event)) => {
+                    if handle_terminal_event(&event, &mut m, recorded.as_ref(), replay.as_mut()) {
+                        break;
+                    }
+                }
+                Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
+                None => break,
+            },
+            _ = terminate.recv() => break,
+            _ = hangup.recv() => break,
+            event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
+                if let Some(event) = event {
+                    apply_live(event, &mut m, now);
+                } else {
+                    live_rx = None;
+                    if m.feed.connection.as_deref().is_none_or(|c| !c.starts_with("ended")) {
+                        m.feed.connection = Some("ended".to_owned());
+                    }
+                    m.dirty = true;
+                }
+                // Drain a burst before the next frame, within the slice.
+                if let Some(rx) = live_rx.as_mut() {
+                    let start = Instant::now();
+                    while start.elapsed() < INGEST_SLICE {
+                        match rx.try_recv() {
+                            Ok(event) => apply_live(event, &mut m, now),
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(wake.into()) => {}
+        }
+    }
+    drop(guard);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
+    m.dirty = true;
+    match event {
+        live::Event::Connected { path } => m.feed.connection = Some(format!("connected: {}", path.display())),
+        live::Event::Live => m.feed.connection = Some("live".to_owned()),
+        live::Event::Reset(reason) => {
+            m.reset();
+            m.feed.connection = Some(match reason {
+                ResetReason::Lagged { .. } => "lagged: resyncing".to_owned(),
+                ResetReason::Reconnected => "reconnected: resyncing".to_owned(),
+            });
+        }
+        live::Event::Records(records) => {
+            let bytes = records.as_bytes();
+            let mut n = 0;
+            let nothing = &mut |_: &Event<'_, '_>| {};
+            let _ = files::read_records(bytes, MAX_LINE, |record| {
+                n += 1;
+                match record {
+                    Record::Line(line) => m.pipeline.push(line),
+                    Record::TooLong { len, head } => m.pipeline.push_oversized(len, head, nothing),
+                }
+            });
+            m.pipeline.add_bytes(bytes.len() as u64);
+            m.rate.add(n, now);
+        }
+        live::Event::Disconnected { retry_in, reason } => {
+            m.feed.connection = Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
+        }
+        live::Event::Ended(end) => {
+            m.feed.connection = Some(match end {
+                End::Exited(code) => format!("ended (exit {code})"),
+                End::Closed => "ended".to_owned(),
+                End::Failed(reason) => format!("failed: {reason}"),
+            });
+        }
+    }
+}
+
+/// Handles a key, mouse or resize event; returns whether to quit.
+fn handle_terminal_event(
+    event: &TermEvent,
+    m: &mut Monitor,
+    recorded: Option<&Recorded>,
+    replay: Option<&mut Replay>,
+) -> bool {
+    let action = match event {
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => ui::action_for(*key, &m.view),
+        TermEvent::Mouse(mouse) => ui::action_for_mouse(*mouse, &m.view),
+        TermEvent::Resize(..) => {
+            m.dirty = true;
+            None
+        }
+        _ => None,
+    };
+    let Some(action) = action else { return false };
+    m.dirty = true;
+    let effect = ui::update(&mut m.view, &m.pipeline.model, action);
+    let now = Instant::now();
+    match (effect, recorded, replay) {
+        (Effect::Quit, ..) => return true,
+        (Effect::TogglePause, _, Some(rep)) => rep.toggle_pause(now),
+        (Effect::Speed(step), _, Some(rep)) => {
+            rep.set_pace(if step > 0 { rep.pace().faster() } else { rep.pace().slower() }, now);
+        }
+        (Effect::Step, Some(r), Some(rep)) => {
+            if !rep.paused() {
+                rep.toggle_pause(now);
+            }
+            if !rep.is_done() {
+                r.apply(&mut m.pipeline, rep.position()..rep.position() + 1);
+                let position = rep.position() + 1;
+                rep.jump(position, now);
+            }
+        }
+        (Effect::Seek(delta), Some(r), Some(rep)) => {
+            let target = rep.seek_target(delta);
+            if target < rep.position() {
+                // Back in time: the reducer is deterministic, so replaying from the start rebuilds
+                // exactly the model of that moment.
+                m.reset();
+                r.apply(&mut m.pipeline, 0..target);
+            } else {
+                r.apply(&mut m.pipeline, rep.position()..target);
+            }
+            rep.jump(target, now);
+        }
+        // Nothing to do, or a replay control on a live source.
+        _ => {}
+    }
+    false
+}
+
+/// Reads what followed files gained since last time (whole lines only).
+fn follow_growth(r: &mut Recorded) {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut gained = Vec::new();
+    for (path, offset) in &mut r.follow {
+        let Ok(mut file) = std::fs::File::open(&*path) else { continue };
+        let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
+        if len < *offset {
+            // Truncated or replaced: start over from its beginning.
+            *offset = 0;
+        }
+        if len == *offset || file.seek(SeekFrom::Start(*offset)).is_err() {
+            continue;
+        }
+        let mut buf = Vec::new();
+        if file.take(len - *offset).read_to_end(&mut buf).is_err() {
+            continue;
+        }
+        if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
+            buf.truncate(end + 1);
+            *offset += buf.len() as u64;
+            gained.extend_from_slice(&buf);
+        }
+    }
+    if !gained.is_empty() {
+        r.append(&gained);
+    }
+}

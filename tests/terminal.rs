@@ -1,0 +1,132 @@
+//! The monitor in a real terminal: tmux runs `swarmtop demo`, keys navigate (open a lane, filter,
+//! help, quit), capture-pane reads what a person would see, and the terminal is back to normal
+//! after quit. Needs tmux (installed by `scripts/test`); without it the test says so and passes,
+//! except in CI, where it fails.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    server: String,
+}
+
+impl Tmux {
+    fn start(name: &str, width: u16, height: u16, shell_command: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (scripts/test installs it)");
+            eprintln!("skipping: tmux is not installed");
+            return None;
+        }
+        let t = Self { server: format!("swarmtop-test-{name}-{}", std::process::id()) };
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            shell_command,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
+        Some(t)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux").args(["-L", &self.server, "-f", "/dev/null"]).args(args).output().expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-t", "t", "-p"]).stdout).into_owned()
+    }
+
+    /// Sends keys one at a time: a lone Escape followed at once by a key would read as Alt-key.
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.run(&["send-keys", "-t", "t", k]);
+            std::thread::sleep(Duration::from_millis(120));
+        }
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn demo_in_a_real_terminal() {
+    let bin = env!("CARGO_BIN_EXE_swarmtop");
+    // The shell around swarmtop records the terminal's settings before and after, and the exit code.
+    let script = format!(
+        "before=$(stty -g); {bin} demo --speed max; code=$?; after=$(stty -g); \
+         [ \"$before\" = \"$after\" ] && echo TTY=restored || echo TTY=changed; echo EXIT=$code; sleep 60"
+    );
+    let Some(tmux) = Tmux::start("demo", 120, 40, &format!("sh -c '{}'", script.replace('\'', "'\\''"))) else {
+        return;
+    };
+
+    let screen = tmux.wait_for("the whole demo", |s| s.contains("1,249 / 1,249 lines"));
+    assert!(screen.contains("┌ agents"), "{screen}");
+    assert!(screen.contains("⑂ spawn ×4"), "the root's spawn card: {screen}");
+    assert!(screen.contains("✗ Sagan"), "the failed child, glyph and name: {screen}");
+    assert!(screen.contains("1 unpriced"), "{screen}");
+    assert!(screen.contains("? help") && screen.contains("q quit"), "the footer: {screen}");
+
+    // Down to the spawn card, open it: one lane per child, stacked.
+    tmux.keys(&["Down", "Down", "Enter"]);
+    let screen = tmux.wait_for("the lanes of the spawn card", |s| s.contains("┌ ⑂ spawn ×4 ·"));
+    for child in ["Franklin", "Nietzsche", "Copernicus", "Sagan"] {
+        assert!(screen.matches(child).count() >= 2, "{child} has a lane beside its tree row: {screen}");
+    }
+    assert!(screen.contains("temporary errors"), "the failed lane shows its error: {screen}");
+
+    // Filter by name: the tree keeps the match and its ancestors.
+    tmux.keys(&["/", "S", "a", "g", "a", "n", "Enter"]);
+    let screen = tmux.wait_for("the filter", |s| s.contains("agents /Sagan"));
+    let tree: String = screen.lines().map(|l| l.chars().take(36).collect::<String>() + "\n").collect();
+    assert!(tree.contains("Sagan") && tree.contains("spawn ×4") && !tree.contains("Franklin"), "{tree}");
+
+    // Help comes from the keymap; Esc closes it.
+    tmux.keys(&["?"]);
+    tmux.wait_for("the help overlay", |s| s.contains("┌ keys") && s.contains("seek back"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("help to close", |s| !s.contains("┌ keys"));
+
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(screen.contains("TTY=restored"), "terminal settings are back: {screen}");
+    assert!(!screen.contains("┌ agents"), "the alternate screen is gone: {screen}");
+}
+
+#[test]
+fn a_too_small_terminal_gets_a_message_not_a_panic() {
+    let bin = env!("CARGO_BIN_EXE_swarmtop");
+    let Some(tmux) = Tmux::start("small", 40, 10, &format!("sh -c '{bin} demo --speed max; echo EXIT=$?; sleep 60'"))
+    else {
+        return;
+    };
+    let screen = tmux.wait_for("the message", |s| s.contains("enlarge the terminal") || s.contains("EXIT="));
+    assert!(!screen.contains("EXIT="), "still running: {screen}");
+    // Growing the window brings the screen back.
+    tmux.run(&["resize-window", "-t", "t", "-x", "120", "-y", "40"]);
+    tmux.wait_for("the full screen after a resize", |s| s.contains("┌ agents"));
+    tmux.keys(&["q"]);
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
