@@ -95,7 +95,7 @@ fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut Vi
     out.push(header);
     out.extend(lines.drain(start..).map(indent));
     view.layout.lane_headers.push((Rect { height: 1, ..area }, 0));
-    frame.render_widget(Paragraph::new(out), area);
+    super::put_lines(frame, area, &out);
 }
 
 fn indent(line: Line<'static>) -> Line<'static> {
@@ -176,7 +176,7 @@ fn stacked(
         out.push(header);
         out.extend(lines.into_iter().map(indent));
     }
-    frame.render_widget(Paragraph::new(out), area);
+    super::put_lines(frame, area, &out);
 }
 
 /// What a thread is doing right now, in a few words.
