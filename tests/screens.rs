@@ -818,3 +818,28 @@ fn every_item_kind_renders_in_a_transcript() {
     }
     insta::assert_snapshot!("item_kinds_120x40", screen);
 }
+
+/// The rows kept between frames (while the tree's shape is unchanged) are always the rows a fresh
+/// view would build, after every line of the real captures and the demo.
+#[test]
+fn kept_rows_always_match_fresh_rows() {
+    let demo_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let v1 = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
+    let v2 = std::fs::read_to_string(fixture("collab_v2")).expect("fixture");
+    for text in [v1, v2, demo_text] {
+        let mut p = Pipeline::default();
+        let mut kept = view();
+        for line in text.lines() {
+            p.push(line.as_bytes());
+            kept.refresh(&p.model);
+            let mut fresh = view();
+            fresh.refresh(&p.model);
+            assert_eq!(kept.rows(), fresh.rows(), "after {line}");
+        }
+        p.finish();
+        kept.refresh(&p.model);
+        let mut fresh = view();
+        fresh.refresh(&p.model);
+        assert_eq!(kept.rows(), fresh.rows());
+    }
+}
