@@ -36,10 +36,7 @@ fn parse_args() -> Result<Args, String> {
     let mut tee = None;
     let mut it = std::env::args_os().skip(1);
     while let Some(arg) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()))
-        };
+        let mut value = || it.next().ok_or_else(|| format!("{} needs a value", arg.to_string_lossy()));
         match arg.to_str() {
             Some("--codex") => codex = Some(absolute(&value()?)?),
             Some("--out") => out = Some(PathBuf::from(value()?)),
@@ -54,12 +51,7 @@ fn parse_args() -> Result<Args, String> {
             _ => return Err(format!("unknown argument {}", arg.to_string_lossy())),
         }
     }
-    Ok(Args {
-        codex: codex.ok_or("--codex PATH is required")?,
-        out: out.ok_or("--out FILE is required")?,
-        speed,
-        tee,
-    })
+    Ok(Args { codex: codex.ok_or("--codex PATH is required")?, out: out.ok_or("--out FILE is required")?, speed, tee })
 }
 
 /// Programs are launched from the scenario's workspace, so relative paths would not resolve there.
@@ -73,18 +65,11 @@ fn absolute(path: &std::ffi::OsStr) -> Result<PathBuf, String> {
 /// `remoteControl/status/changed` becomes `devbox`. These are plain JSON string contents, so every line
 /// stays valid JSON.
 fn neutraliser(root: &str) -> impl Fn(&[u8]) -> Vec<u8> + use<> {
-    let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut replacements = vec![
-        (format!("{root}/codex-home"), "/home/dev/.codex".to_owned()),
-        (root.to_owned(), "/home/dev".to_owned()),
-    ];
+    let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut replacements =
+        vec![(format!("{root}/codex-home"), "/home/dev/.codex".to_owned()), (root.to_owned(), "/home/dev".to_owned())];
     if !host.is_empty() {
-        replacements.push((
-            format!("\"serverName\":\"{host}\""),
-            "\"serverName\":\"devbox\"".to_owned(),
-        ));
+        replacements.push((format!("\"serverName\":\"{host}\""), "\"serverName\":\"devbox\"".to_owned()));
     }
     move |line| {
         let mut text = String::from_utf8_lossy(line).into_owned();
@@ -97,19 +82,12 @@ fn neutraliser(root: &str) -> impl Fn(&[u8]) -> Vec<u8> + use<> {
 
 /// The shipped file from the tee's own recording: its records as they are (after the path rewrite), under
 /// a header that names the command as `codex app-server` rather than the recording machine's path to it.
-fn from_tee_recording(
-    tee_rec: &Path,
-    neutral: &dyn Fn(&[u8]) -> Vec<u8>,
-) -> Result<Vec<u8>, String> {
+fn from_tee_recording(tee_rec: &Path, neutral: &dyn Fn(&[u8]) -> Vec<u8>) -> Result<Vec<u8>, String> {
     let text = std::fs::read(tee_rec).map_err(|e| format!("reading {}: {e}", tee_rec.display()))?;
     let mut lines = text.split(|b| *b == b'\n').filter(|l| !l.is_empty());
-    let header: serde_json::Value = lines
-        .next()
-        .and_then(|h| serde_json::from_slice(h).ok())
-        .ok_or("the tee's recording has no header")?;
-    let started = header["startedMs"]
-        .as_u64()
-        .ok_or("the tee's header has no startedMs")?;
+    let header: serde_json::Value =
+        lines.next().and_then(|h| serde_json::from_slice(h).ok()).ok_or("the tee's recording has no header")?;
+    let started = header["startedMs"].as_u64().ok_or("the tee's header has no startedMs")?;
     let mut out = recording::header(started, &["codex", "app-server"], "demo");
     for line in lines {
         out.extend_from_slice(&neutral(line));
@@ -123,15 +101,11 @@ async fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!(
-                "record_demo: {e}\nusage: record_demo --codex PATH --out FILE [--speed N] [--tee SWARMTOP]"
-            );
+            eprintln!("record_demo: {e}\nusage: record_demo --codex PATH --out FILE [--speed N] [--tee SWARMTOP]");
             return ExitCode::from(2);
         }
     };
-    let pacing = Pacing {
-        scale: Pacing::DEMO.scale / args.speed,
-    };
+    let pacing = Pacing { scale: Pacing::DEMO.scale / args.speed };
     let (codex, tee) = (args.codex.clone(), args.tee.clone());
     let launch = move |world: &support::harness::World| -> (OsString, Vec<OsString>) {
         match tee {
@@ -197,13 +171,7 @@ async fn main() -> ExitCode {
     }
     // From the first request to the server's last line (the closing of stdin is not part of the show).
     let first = run.session.transcript.first().map_or(0, |c| c.ts_ms);
-    let last = run
-        .session
-        .transcript
-        .iter()
-        .rev()
-        .find(|c| c.dir == Dir::S2c)
-        .map_or(0, |c| c.ts_ms);
+    let last = run.session.transcript.iter().rev().find(|c| c.dir == Dir::S2c).map_or(0, |c| c.ts_ms);
     eprintln!(
         "record_demo: {} lines, {} threads, {:.1} s, {} bytes -> {}",
         run.session.transcript.len(),

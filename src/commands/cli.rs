@@ -157,6 +157,9 @@ pub struct TeeArgs {
     /// Do not write a recording.
     #[arg(long)]
     pub no_record: bool,
+    /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
+    #[arg(long, hide = true, value_name = "BYTES")]
+    pub monitor_queue_bytes: Option<usize>,
     /// The command to proxy, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

@@ -1,9 +1,13 @@
 //! The thin edges: parse the command line, run the shared pipeline, print or draw.
 
+pub mod attach;
 pub mod cli;
 mod ingest;
+pub mod listen;
+mod live;
 pub mod route;
 pub mod stats;
+pub mod tee;
 pub mod tree;
 
 use std::process::ExitCode;
@@ -59,6 +63,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Stats(args)) => stats::run(&args, config),
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
+        Some(Command::Tee(args)) => tee::run(&args),
+        Some(Command::Attach(args)) => attach::run(&args, config),
+        Some(Command::Listen(args)) => listen::run(&args, config),
         Some(other) => Err(color_eyre::eyre::eyre!("`{}` is not available in this build yet", command_name(&other))),
         None => Err(color_eyre::eyre::eyre!(
             "the monitor screen is not available in this build yet; try `swarmtop stats INPUT`"

@@ -1,5 +1,20 @@
-//! Where bytes come from: files, directories, `.gz`, stdin (and, for live sessions, sockets and
-//! the tee proxy). Sources split bytes into records and know nothing of what the records mean.
+//! Where bytes come from: files, directories, `.gz`, stdin, live sockets and the tee proxy.
+//! Sources split bytes into records and know nothing of what the records mean; they know the
+//! recording format (`recording.md`) only to write and unwrap its framing.
+//!
+//! - [`files`]: recorded inputs; [`replay`]: their pacing.
+//! - [`recording`]: the recording writer (header, envelopes, files).
+//! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
+//! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
+//! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
+//! - [`socket`]: where the live sockets are, and which of them are running.
 
+pub mod attach;
 pub mod files;
+pub mod hub;
+pub mod inbound;
+pub mod live;
+pub mod recording;
 pub mod replay;
+pub mod socket;
+pub mod tee;

@@ -87,9 +87,7 @@ pub struct Session {
 }
 
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 type Shared<T> = Arc<Mutex<T>>;
@@ -125,10 +123,7 @@ impl Progress {
 
     fn observe(&mut self, msg: &Value) {
         let params = msg.get("params");
-        let thread = params
-            .and_then(|p| p.get("threadId"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let thread = params.and_then(|p| p.get("threadId")).and_then(Value::as_str).unwrap_or_default();
         match msg.get("method").and_then(Value::as_str) {
             Some("turn/started") => self.turn(thread).1 += 1,
             Some("turn/completed") => {
@@ -139,14 +134,10 @@ impl Progress {
             }
             Some("item/started" | "item/completed") => {
                 let item = params.and_then(|p| p.get("item"));
-                let is_spawn = item.and_then(|i| i.get("type")).and_then(Value::as_str)
-                    == Some("collabAgentToolCall")
-                    && item.and_then(|i| i.get("tool")).and_then(Value::as_str)
-                        == Some("spawnAgent");
+                let is_spawn = item.and_then(|i| i.get("type")).and_then(Value::as_str) == Some("collabAgentToolCall")
+                    && item.and_then(|i| i.get("tool")).and_then(Value::as_str) == Some("spawnAgent");
                 if is_spawn {
-                    let receivers = item
-                        .and_then(|i| i.get("receiverThreadIds"))
-                        .and_then(Value::as_array);
+                    let receivers = item.and_then(|i| i.get("receiverThreadIds")).and_then(Value::as_array);
                     for id in receivers.into_iter().flatten().filter_map(Value::as_str) {
                         if !self.children.iter().any(|c| c == id) {
                             self.children.push(id.to_owned());
@@ -161,10 +152,7 @@ impl Progress {
     /// The root's turn is over, every child has completed a turn, and no turn is open.
     fn finished(&self) -> bool {
         self.root_turn_done
-            && self
-                .children
-                .iter()
-                .all(|c| self.turns.iter().any(|t| &t.0 == c && t.2 > 0))
+            && self.children.iter().all(|c| self.turns.iter().any(|t| &t.0 == c && t.2 > 0))
             && self.turns.iter().all(|t| t.2 >= t.1)
     }
 
@@ -183,52 +171,32 @@ impl Io {
     async fn send(&mut self, msg: &Value) -> Result<(), String> {
         let line = serde_json::to_vec(msg).expect("serialising a Value cannot fail");
         // Kept before it is written, like the tee: whatever reached the server is in the transcript.
-        self.transcript
-            .lock()
-            .expect("transcript poisoned")
-            .push(Captured {
-                ts_ms: now_ms(),
-                dir: Dir::C2s,
-                line: line.clone(),
-                partial: false,
-            });
+        self.transcript.lock().expect("transcript poisoned").push(Captured {
+            ts_ms: now_ms(),
+            dir: Dir::C2s,
+            line: line.clone(),
+            partial: false,
+        });
         self.sent.extend_from_slice(&line);
         self.sent.push(b'\n');
         let stdin = self.stdin.as_mut().ok_or("stdin already closed")?;
-        stdin
-            .write_all(&line)
-            .await
-            .map_err(|e| format!("writing to the server: {e}"))?;
-        stdin
-            .write_all(b"\n")
-            .await
-            .map_err(|e| format!("writing to the server: {e}"))?;
-        stdin
-            .flush()
-            .await
-            .map_err(|e| format!("writing to the server: {e}"))
+        stdin.write_all(&line).await.map_err(|e| format!("writing to the server: {e}"))?;
+        stdin.write_all(b"\n").await.map_err(|e| format!("writing to the server: {e}"))?;
+        stdin.flush().await.map_err(|e| format!("writing to the server: {e}"))
     }
 
     async fn request(&mut self, method: &str, params: Value) -> Result<u64, String> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"method": method, "id": id, "params": params}))
-            .await?;
+        self.send(&json!({"method": method, "id": id, "params": params})).await?;
         Ok(id)
     }
 
     /// The next server message, handling server requests on the way.
-    async fn next(
-        &mut self,
-        progress: &mut Progress,
-        wait: Duration,
-    ) -> Result<Option<Value>, String> {
+    async fn next(&mut self, progress: &mut Progress, wait: Duration) -> Result<Option<Value>, String> {
         match tokio::time::timeout(wait, self.rx.recv()).await {
             Err(_) => Ok(None),
-            Ok(None) => Err(format!(
-                "the server closed its stdout early ({})",
-                progress.describe()
-            )),
+            Ok(None) => Err(format!("the server closed its stdout early ({})", progress.describe())),
             Ok(Some(msg)) => {
                 progress.observe(&msg);
                 if msg.get("method").is_some() {
@@ -245,23 +213,14 @@ impl Io {
         }
     }
 
-    async fn response(
-        &mut self,
-        id: u64,
-        progress: &mut Progress,
-        deadline: Instant,
-    ) -> Result<Value, String> {
+    async fn response(&mut self, id: u64, progress: &mut Progress, deadline: Instant) -> Result<Value, String> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!(
-                    "no response to request {id} in time ({})",
-                    progress.describe()
-                ));
+                return Err(format!("no response to request {id} in time ({})", progress.describe()));
             }
             if let Some(msg) = self.next(progress, left).await? {
-                if msg.get("method").is_none() && msg.get("id").and_then(Value::as_u64) == Some(id)
-                {
+                if msg.get("method").is_none() && msg.get("id").and_then(Value::as_u64) == Some(id) {
                     if let Some(err) = msg.get("error") {
                         return Err(format!("request {id} failed: {err}"));
                     }
@@ -289,25 +248,15 @@ fn spawn_reader(
                 Ok(_) => {}
             }
             let ts_ms = now_ms();
-            received
-                .lock()
-                .expect("received poisoned")
-                .extend_from_slice(&buf);
+            received.lock().expect("received poisoned").extend_from_slice(&buf);
             let partial = buf.last() != Some(&b'\n');
-            let line = if partial {
-                &buf[..]
-            } else {
-                &buf[..buf.len() - 1]
-            };
-            transcript
-                .lock()
-                .expect("transcript poisoned")
-                .push(Captured {
-                    ts_ms,
-                    dir: Dir::S2c,
-                    line: line.to_vec(),
-                    partial,
-                });
+            let line = if partial { &buf[..] } else { &buf[..buf.len() - 1] };
+            transcript.lock().expect("transcript poisoned").push(Captured {
+                ts_ms,
+                dir: Dir::S2c,
+                line: line.to_vec(),
+                partial,
+            });
             // Lines that are not JSON stay in the transcript (the test counts them); they drive nothing.
             if let Ok(msg) = serde_json::from_slice::<Value>(line) {
                 let _ = tx.send(msg);
@@ -319,8 +268,7 @@ fn spawn_reader(
 /// Runs one session to the end. On error the message says how far the run got.
 pub async fn drive(cmd: ServerCommand, mut opts: DriveOptions) -> Result<Session, String> {
     let started_ms = now_ms();
-    let stderr = std::fs::File::create(&cmd.stderr)
-        .map_err(|e| format!("creating {}: {e}", cmd.stderr.display()))?;
+    let stderr = std::fs::File::create(&cmd.stderr).map_err(|e| format!("creating {}: {e}", cmd.stderr.display()))?;
     let mut command = Command::new(&cmd.program);
     command
         .args(&cmd.args)
@@ -333,26 +281,14 @@ pub async fn drive(cmd: ServerCommand, mut opts: DriveOptions) -> Result<Session
         command.env_remove(k);
     }
     command.envs(cmd.env.iter().map(|(k, v)| (k, v)));
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("launching {:?}: {e}", cmd.program))?;
+    let mut child = command.spawn().map_err(|e| format!("launching {:?}: {e}", cmd.program))?;
 
     let transcript: Shared<Vec<Captured>> = Arc::default();
     let received: Shared<Vec<u8>> = Arc::default();
     let (tx, rx) = mpsc::unbounded_channel();
-    let reader = spawn_reader(
-        &mut child,
-        Arc::clone(&transcript),
-        Arc::clone(&received),
-        tx,
-    );
-    let mut io = Io {
-        stdin: child.stdin.take(),
-        transcript: Arc::clone(&transcript),
-        sent: Vec::new(),
-        rx,
-        next_id: 1,
-    };
+    let reader = spawn_reader(&mut child, Arc::clone(&transcript), Arc::clone(&received), tx);
+    let mut io =
+        Io { stdin: child.stdin.take(), transcript: Arc::clone(&transcript), sent: Vec::new(), rx, next_id: 1 };
     let mut progress = Progress::default();
     let deadline = Instant::now() + opts.timeout;
 
@@ -378,22 +314,14 @@ pub async fn drive(cmd: ServerCommand, mut opts: DriveOptions) -> Result<Session
         .ok_or_else(|| format!("thread/start gave no thread id: {started}"))?
         .to_owned();
     progress.root = Some(root.clone());
-    let turn = io
-        .request(
-            "turn/start",
-            json!({"threadId": root, "input": [{"type": "text", "text": opts.prompt}]}),
-        )
-        .await?;
+    let turn =
+        io.request("turn/start", json!({"threadId": root, "input": [{"type": "text", "text": opts.prompt}]})).await?;
     io.response(turn, &mut progress, deadline).await?;
 
     // Until the whole tree is done: every message counts, and silence only ends the run once finished.
     loop {
         if Instant::now() > deadline {
-            return Err(format!(
-                "the session did not finish in {:?} ({})",
-                opts.timeout,
-                progress.describe()
-            ));
+            return Err(format!("the session did not finish in {:?} ({})", opts.timeout, progress.describe()));
         }
         let msg = io.next(&mut progress, opts.quiet).await?;
         if !progress.children.is_empty() {
@@ -407,26 +335,18 @@ pub async fn drive(cmd: ServerCommand, mut opts: DriveOptions) -> Result<Session
     }
 
     for child_id in progress.children.clone() {
-        let read = io
-            .request(
-                "thread/read",
-                json!({"threadId": child_id, "includeTurns": false}),
-            )
-            .await?;
+        let read = io.request("thread/read", json!({"threadId": child_id, "includeTurns": false})).await?;
         io.response(read, &mut progress, deadline).await?;
     }
 
     // Closing stdin is how a client ends an app-server session.
     io.stdin = None;
-    let exit_code =
-        if let Ok(status) = tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
-            status
-                .map_err(|e| format!("waiting for the server: {e}"))?
-                .code()
-        } else {
-            let _ = child.kill().await;
-            None
-        };
+    let exit_code = if let Ok(status) = tokio::time::timeout(Duration::from_secs(10), child.wait()).await {
+        status.map_err(|e| format!("waiting for the server: {e}"))?.code()
+    } else {
+        let _ = child.kill().await;
+        None
+    };
     let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
     // Messages that arrived after the last response still update the progress (none are expected).
     while let Ok(msg) = io.rx.try_recv() {

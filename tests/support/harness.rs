@@ -11,9 +11,7 @@ use tokio::sync::oneshot;
 
 use super::codex_driver::{DriveOptions, ServerCommand, Session, drive};
 use super::mock_model::{MockModel, Served};
-use super::scenario::{
-    FAKE_CARGO, Pacing, ROOT_MODEL, ROOT_PROMPT, RefactorScenario, WORKSPACE_FILES,
-};
+use super::scenario::{FAKE_CARGO, Pacing, ROOT_MODEL, ROOT_PROMPT, RefactorScenario, WORKSPACE_FILES};
 use super::traffic::Observed;
 
 /// The pinned server version (scripts/setup-codex.sh installs it).
@@ -33,10 +31,7 @@ pub fn codex_binary() -> CodexBinary {
         return CodexBinary::Found(PathBuf::from(bin));
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup-codex.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .expect("running scripts/setup-codex.sh");
+    let out = Command::new("bash").arg(&script).output().expect("running scripts/setup-codex.sh");
     if out.status.success() {
         let path = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         return CodexBinary::Found(PathBuf::from(path));
@@ -47,10 +42,7 @@ pub fn codex_binary() -> CodexBinary {
             "npm is not installed, so scripts/setup-codex.sh cannot install @openai/codex@{CODEX_VERSION}"
         ));
     }
-    panic!(
-        "scripts/setup-codex.sh failed although npm is available:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    panic!("scripts/setup-codex.sh failed although npm is available:\n{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// An isolated world for one server: its `CODEX_HOME`, the workspace the agents work in, and the
@@ -83,12 +75,7 @@ impl World {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755))?;
         }
-        Ok(Self {
-            root,
-            home,
-            work,
-            tools,
-        })
+        Ok(Self { root, home, work, tools })
     }
 
     /// The environment of the server process (and so of the commands the agents run).
@@ -107,28 +94,17 @@ impl World {
             ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
             ("no_proxy".into(), "127.0.0.1,localhost".into()),
             ("RUST_LOG".into(), "warn".into()),
-            (
-                "SWARMTOP_DEMO_LINE_DELAY".into(),
-                pacing.command_line_delay().into(),
-            ),
+            ("SWARMTOP_DEMO_LINE_DELAY".into(), pacing.command_line_delay().into()),
         ]
     }
 }
 
 /// Proxies would route the loopback mock through somewhere else; the test only ever talks to 127.0.0.1.
 pub fn env_remove() -> Vec<OsString> {
-    [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "OPENAI_API_KEY",
-    ]
-    .into_iter()
-    .map(OsString::from)
-    .collect()
+    ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_API_KEY"]
+        .into_iter()
+        .map(OsString::from)
+        .collect()
 }
 
 /// wire.md §7: the mock provider, no retries (or the failing child would back off for minutes), and
@@ -184,9 +160,7 @@ pub async fn run_scenario(
     timeout: Duration,
     on_first_child: Option<oneshot::Sender<()>>,
 ) -> Result<Run, String> {
-    let mock = MockModel::start(RefactorScenario { pacing })
-        .await
-        .map_err(|e| format!("mock: {e}"))?;
+    let mock = MockModel::start(RefactorScenario { pacing }).await.map_err(|e| format!("mock: {e}"))?;
     let world = World::new(&mock.base_url()).map_err(|e| format!("preparing the world: {e}"))?;
     let (program, args) = launch(&world);
     let cmd = ServerCommand {
@@ -209,34 +183,14 @@ pub async fn run_scenario(
     let session = match drive(cmd, opts).await {
         Ok(s) => s,
         Err(e) => {
-            let stderr = std::fs::read_to_string(world.root.path().join("server.stderr"))
-                .unwrap_or_default();
-            let tail: String = stderr
-                .lines()
-                .rev()
-                .take(20)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n");
-            return Err(format!(
-                "{e}\nmock served: {:#?}\nserver stderr (tail):\n{tail}",
-                mock.served()
-            ));
+            let stderr = std::fs::read_to_string(world.root.path().join("server.stderr")).unwrap_or_default();
+            let tail: String =
+                stderr.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+            return Err(format!("{e}\nmock served: {:#?}\nserver stderr (tail):\n{tail}", mock.served()));
         }
     };
     let observed = Observed::from_lines(
-        session
-            .transcript
-            .iter()
-            .filter(|c| c.dir == super::codex_driver::Dir::S2c)
-            .map(|c| c.line.as_slice()),
+        session.transcript.iter().filter(|c| c.dir == super::codex_driver::Dir::S2c).map(|c| c.line.as_slice()),
     );
-    Ok(Run {
-        served: mock.served(),
-        session,
-        observed,
-        world,
-    })
+    Ok(Run { served: mock.served(), session, observed, world })
 }

@@ -74,11 +74,7 @@ pub enum Reply {
         delta_delay: Duration,
     },
     /// An HTTP error with a JSON body; with `request_max_retries = 0` codex gives up at once.
-    HttpError {
-        status: u16,
-        body: Value,
-        delay: Duration,
-    },
+    HttpError { status: u16, body: Value, delay: Duration },
 }
 
 pub trait Script: Send + Sync + 'static {
@@ -122,11 +118,7 @@ impl MockModel {
                 });
             }
         });
-        Ok(Self {
-            addr,
-            served,
-            accept,
-        })
+        Ok(Self { addr, served, accept })
     }
 
     /// The `base_url` for codex's provider config.
@@ -154,10 +146,7 @@ struct Request {
 
 impl Request {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
 
@@ -175,9 +164,7 @@ async fn serve_connection(
     Ok(())
 }
 
-async fn read_request<R: AsyncBufReadExt + Unpin>(
-    read: &mut R,
-) -> std::io::Result<Option<Request>> {
+async fn read_request<R: AsyncBufReadExt + Unpin>(read: &mut R) -> std::io::Result<Option<Request>> {
     let mut line = String::new();
     if read.read_line(&mut line).await? == 0 {
         return Ok(None);
@@ -199,16 +186,8 @@ async fn read_request<R: AsyncBufReadExt + Unpin>(
             headers.push((k.trim().to_owned(), v.trim().to_owned()));
         }
     }
-    let mut req = Request {
-        method,
-        path,
-        headers,
-        body: Vec::new(),
-    };
-    if req
-        .header("transfer-encoding")
-        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"))
-    {
+    let mut req = Request { method, path, headers, body: Vec::new() };
+    if req.header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         loop {
             line.clear();
             read.read_line(&mut line).await?;
@@ -221,10 +200,7 @@ async fn read_request<R: AsyncBufReadExt + Unpin>(
             }
             req.body.extend_from_slice(&chunk[..size]);
         }
-    } else if let Some(len) = req
-        .header("content-length")
-        .and_then(|v| v.parse::<usize>().ok())
-    {
+    } else if let Some(len) = req.header("content-length").and_then(|v| v.parse::<usize>().ok()) {
         req.body = vec![0; len];
         read.read_exact(&mut req.body).await?;
     }
@@ -256,7 +232,8 @@ async fn handle<W: AsyncWriteExt + Unpin>(
     let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
         served.status = 400;
         log.lock().expect("mock log poisoned").push(served);
-        let body = json!({"error": {"message": "mock could not decode the request body", "type": "invalid_request_error"}});
+        let body =
+            json!({"error": {"message": "mock could not decode the request body", "type": "invalid_request_error"}});
         return write_json(write, 400, &body).await;
     };
     let model_req = ModelRequest {
@@ -268,22 +245,13 @@ async fn handle<W: AsyncWriteExt + Unpin>(
     served.agent.clone_from(&model_req.agent);
     served.model.clone_from(&model_req.model);
     match script.reply(&model_req) {
-        Reply::HttpError {
-            status,
-            body,
-            delay,
-        } => {
+        Reply::HttpError { status, body, delay } => {
             served.status = status;
             log.lock().expect("mock log poisoned").push(served);
             tokio::time::sleep(delay).await;
             write_json(write, status, &body).await
         }
-        Reply::Stream {
-            events,
-            usage,
-            pre_delay,
-            delta_delay,
-        } => {
+        Reply::Stream { events, usage, pre_delay, delta_delay } => {
             served.status = 200;
             served.usage = Some(usage);
             // Logged before streaming: codex may already act on `response.completed` (and the test may
@@ -306,11 +274,7 @@ fn next_response_number() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-async fn write_json<W: AsyncWriteExt + Unpin>(
-    write: &mut W,
-    status: u16,
-    body: &Value,
-) -> std::io::Result<()> {
+async fn write_json<W: AsyncWriteExt + Unpin>(write: &mut W, status: u16, body: &Value) -> std::io::Result<()> {
     let body = serde_json::to_vec(body).expect("serialising a Value cannot fail");
     let head = format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
@@ -334,10 +298,7 @@ async fn stream_events<W: AsyncWriteExt + Unpin>(
         .map(|ev| {
             let kind = ev.get("type").and_then(Value::as_str).unwrap_or("message");
             let data = serde_json::to_string(ev).expect("serialising a Value cannot fail");
-            (
-                kind.rsplit('.').next() == Some("delta"),
-                format!("event: {kind}\ndata: {data}\n\n").into_bytes(),
-            )
+            (kind.rsplit('.').next() == Some("delta"), format!("event: {kind}\ndata: {data}\n\n").into_bytes())
         })
         .collect();
     let len: usize = frames.iter().map(|(_, f)| f.len()).sum();
@@ -384,22 +345,17 @@ fn parse_tag(text: &str) -> Option<String> {
     let start = text.find("[task:")? + "[task:".len();
     let len = text[start..].find(']')?;
     let tag = &text[start..start + len];
-    (!tag.is_empty()
-        && tag
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
-    .then(|| tag.to_owned())
+    (!tag.is_empty() && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        .then(|| tag.to_owned())
 }
 
 /// The text of a Responses `message` item (content as a string or as typed parts).
 pub fn message_text(item: &Value) -> String {
     match item.get("content") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(" ")
+        }
         _ => String::new(),
     }
 }
@@ -415,12 +371,7 @@ mod tests {
             let text = format!("hello {}", req.agent.as_deref().unwrap_or("?"));
             Reply::Stream {
                 events: vec![json!({"type": "response.output_text.delta", "delta": text})],
-                usage: Usage {
-                    input: 10,
-                    cached_input: 2,
-                    output: 3,
-                    reasoning_output: 1,
-                },
+                usage: Usage { input: 10, cached_input: 2, output: 3, reasoning_output: 1 },
                 pre_delay: Duration::ZERO,
                 delta_delay: Duration::ZERO,
             }
@@ -439,11 +390,7 @@ mod tests {
     #[tokio::test]
     async fn streams_scripted_events_and_refuses_unknown_paths() {
         let mock = MockModel::start(Echo).await.expect("mock");
-        let addr = mock
-            .base_url()
-            .trim_start_matches("http://")
-            .trim_end_matches("/v1")
-            .to_owned();
+        let addr = mock.base_url().trim_start_matches("http://").trim_end_matches("/v1").to_owned();
         let body = r#"{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"[task:alpha] hi"}]}]}"#;
         let post = format!(
             "POST /v1/responses HTTP/1.1\r\nhost: x\r\nthread-id: T1\r\ncontent-length: {}\r\n\r\n{body}",
@@ -453,21 +400,12 @@ mod tests {
         assert!(sse.starts_with("HTTP/1.1 200 OK\r\n"), "{sse}");
         assert!(sse.contains("event: response.created\n"));
         assert!(sse.contains(r#""delta":"hello alpha""#));
-        assert!(
-            sse.contains("event: response.completed\n") && sse.contains(r#""total_tokens":13"#)
-        );
-        let get = exchange(
-            &addr,
-            "GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n".to_owned(),
-        )
-        .await;
+        assert!(sse.contains("event: response.completed\n") && sse.contains(r#""total_tokens":13"#));
+        let get = exchange(&addr, "GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n".to_owned()).await;
         assert!(get.starts_with("HTTP/1.1 404 Not Found\r\n"), "{get}");
         let served = mock.served();
         assert_eq!(served.len(), 2);
-        assert_eq!(
-            (served[0].agent.as_deref(), served[0].thread_id.as_deref()),
-            (Some("alpha"), Some("T1"))
-        );
+        assert_eq!((served[0].agent.as_deref(), served[0].thread_id.as_deref()), (Some("alpha"), Some("T1")));
         assert_eq!(served[1].status, 404);
     }
 }

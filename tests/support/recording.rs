@@ -30,8 +30,7 @@ pub fn header(started_ms: u64, command: &[&str], host: &str) -> Vec<u8> {
 /// One envelope line, built as bytes around the verbatim message (recording.md: never re-serialised).
 pub fn envelope(c: &Captured) -> Vec<u8> {
     let mut out = format!("{{\"ts\":{},\"dir\":\"{}\",", c.ts_ms, c.dir.as_str()).into_bytes();
-    let is_json =
-        std::str::from_utf8(&c.line).is_ok_and(|s| serde_json::from_str::<&RawValue>(s).is_ok());
+    let is_json = std::str::from_utf8(&c.line).is_ok_and(|s| serde_json::from_str::<&RawValue>(s).is_ok());
     if is_json && !c.partial {
         out.extend_from_slice(b"\"msg\":");
         out.extend_from_slice(&c.line);
@@ -46,11 +45,7 @@ pub fn envelope(c: &Captured) -> Vec<u8> {
     out
 }
 
-pub fn write_bundle(
-    path: &Path,
-    header_line: &[u8],
-    transcript: &[Captured],
-) -> std::io::Result<()> {
+pub fn write_bundle(path: &Path, header_line: &[u8], transcript: &[Captured]) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     out.write_all(header_line)?;
     for c in transcript {
@@ -86,8 +81,7 @@ pub struct Bundle {
 }
 
 pub fn read_bundle(path: &Path) -> Result<Bundle, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     let mut lines = text.split('\n').filter(|l| !l.trim().is_empty());
     let header_line = lines.next().ok_or("empty recording")?;
     let header: serde_json::Value =
@@ -129,9 +123,7 @@ pub fn read_bundle(path: &Path) -> Result<Bundle, String> {
             (None, Some(raw)) => {
                 // Kept losslessly, but a line that was not JSON is malformed input all the same.
                 b.malformed.push(line.chars().take(200).collect());
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(raw)
-                    .map_err(|e| e.to_string())?;
+                let bytes = base64::engine::general_purpose::STANDARD.decode(raw).map_err(|e| e.to_string())?;
                 stream.extend_from_slice(&bytes);
                 if !env.partial {
                     stream.push(b'\n');
@@ -149,12 +141,7 @@ mod tests {
     use crate::support::codex_driver::Dir;
 
     fn captured(dir: Dir, line: &[u8], partial: bool) -> Captured {
-        Captured {
-            ts_ms: 1_796_000_000_000,
-            dir,
-            line: line.to_vec(),
-            partial,
-        }
+        Captured { ts_ms: 1_796_000_000_000, dir, line: line.to_vec(), partial }
     }
 
     #[test]
@@ -181,14 +168,7 @@ mod tests {
         assert_eq!(b.header["command"][1], "app-server");
         assert_eq!(b.records, 4);
         assert_eq!(b.c2s, b"{\"method\":\"initialize\",\"id\":1}\n");
-        assert_eq!(
-            b.s2c,
-            b"{ \"id\":1, \"result\":{\"x\":1.0e3} }\nnot json \xff\n{\"method\":\"cut"
-        );
-        assert_eq!(
-            b.malformed.len(),
-            2,
-            "the raw line and the partial one are malformed input"
-        );
+        assert_eq!(b.s2c, b"{ \"id\":1, \"result\":{\"x\":1.0e3} }\nnot json \xff\n{\"method\":\"cut");
+        assert_eq!(b.malformed.len(), 2, "the raw line and the partial one are malformed input");
     }
 }

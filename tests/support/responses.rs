@@ -25,14 +25,7 @@ pub struct ResponseBuilder {
 
 impl ResponseBuilder {
     pub fn new(agent: &str, step: usize) -> Self {
-        Self {
-            agent: agent.to_owned(),
-            step,
-            events: Vec::new(),
-            calls: 0,
-            text_chars: 0,
-            reasoning_chars: 0,
-        }
+        Self { agent: agent.to_owned(), step, events: Vec::new(), calls: 0, text_chars: 0, reasoning_chars: 0 }
     }
 
     fn next_index(&self) -> usize {
@@ -46,33 +39,22 @@ impl ResponseBuilder {
     pub fn reasoning(&mut self, parts: &[&str]) -> &mut Self {
         let oi = self.next_index();
         let id = format!("rs_{}_{}", self.agent, self.step);
-        self.events.push(
-            json!({"type": "response.output_item.added", "output_index": oi,
-            "item": {"type": "reasoning", "id": id, "summary": []}}),
-        );
+        self.events.push(json!({"type": "response.output_item.added", "output_index": oi,
+            "item": {"type": "reasoning", "id": id, "summary": []}}));
         for (k, text) in parts.iter().enumerate() {
             self.reasoning_chars += text.chars().count();
             self.events.push(json!({"type": "response.reasoning_summary_part.added", "item_id": id,
                 "output_index": oi, "summary_index": k, "part": {"type": "summary_text", "text": ""}}));
             for delta in chunks(text, self.seed(k as u64 + 100)) {
-                self.events.push(
-                    json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
-                    "output_index": oi, "summary_index": k, "delta": delta}),
-                );
+                self.events.push(json!({"type": "response.reasoning_summary_text.delta", "item_id": id,
+                    "output_index": oi, "summary_index": k, "delta": delta}));
             }
-            self.events.push(
-                json!({"type": "response.reasoning_summary_text.done", "item_id": id,
-                "output_index": oi, "summary_index": k, "text": text}),
-            );
+            self.events.push(json!({"type": "response.reasoning_summary_text.done", "item_id": id,
+                "output_index": oi, "summary_index": k, "text": text}));
         }
-        let summary: Vec<Value> = parts
-            .iter()
-            .map(|t| json!({"type": "summary_text", "text": t}))
-            .collect();
-        self.events.push(
-            json!({"type": "response.output_item.done", "output_index": oi,
-            "item": {"type": "reasoning", "id": id, "summary": summary}}),
-        );
+        let summary: Vec<Value> = parts.iter().map(|t| json!({"type": "summary_text", "text": t})).collect();
+        self.events.push(json!({"type": "response.output_item.done", "output_index": oi,
+            "item": {"type": "reasoning", "id": id, "summary": summary}}));
         self
     }
 
@@ -81,21 +63,15 @@ impl ResponseBuilder {
         let oi = self.next_index();
         let id = format!("msg_{}_{}", self.agent, self.step);
         self.text_chars += text.chars().count();
-        self.events.push(
-            json!({"type": "response.output_item.added", "output_index": oi,
-            "item": {"type": "message", "role": "assistant", "id": id, "content": []}}),
-        );
+        self.events.push(json!({"type": "response.output_item.added", "output_index": oi,
+            "item": {"type": "message", "role": "assistant", "id": id, "content": []}}));
         for delta in chunks(text, self.seed(0)) {
-            self.events.push(
-                json!({"type": "response.output_text.delta", "item_id": id, "output_index": oi,
-                "content_index": 0, "delta": delta}),
-            );
+            self.events.push(json!({"type": "response.output_text.delta", "item_id": id, "output_index": oi,
+                "content_index": 0, "delta": delta}));
         }
-        self.events.push(
-            json!({"type": "response.output_item.done", "output_index": oi,
+        self.events.push(json!({"type": "response.output_item.done", "output_index": oi,
             "item": {"type": "message", "role": "assistant", "id": id,
-                     "content": [{"type": "output_text", "text": text}]}}),
-        );
+                     "content": [{"type": "output_text", "text": text}]}}));
         self
     }
 
@@ -110,8 +86,7 @@ impl ResponseBuilder {
         if let Some(ns) = namespace {
             item["namespace"] = json!(ns);
         }
-        self.events
-            .push(json!({"type": "response.output_item.done", "output_index": oi, "item": item}));
+        self.events.push(json!({"type": "response.output_item.done", "output_index": oi, "item": item}));
         self
     }
 
@@ -120,21 +95,13 @@ impl ResponseBuilder {
     }
 
     pub fn wait(&mut self, targets: &[String]) -> &mut Self {
-        self.call(
-            "wait_agent",
-            Some(MULTI_AGENT_NS),
-            &json!({"targets": targets, "timeout_ms": 60_000}),
-        )
+        self.call("wait_agent", Some(MULTI_AGENT_NS), &json!({"targets": targets, "timeout_ms": 60_000}))
     }
 
     /// Codex's unified exec tool. `login: false` keeps the shell from sourcing profile files that would
     /// reset `PATH` (the workspace's stand-in tools are found through it).
     pub fn shell(&mut self, cmd: &str) -> &mut Self {
-        self.call(
-            "exec_command",
-            None,
-            &json!({"cmd": cmd, "login": false, "yield_time_ms": 30_000}),
-        )
+        self.call("exec_command", None, &json!({"cmd": cmd, "login": false, "yield_time_ms": 30_000}))
     }
 
     pub fn into_events(self) -> Vec<Value> {
@@ -143,12 +110,7 @@ impl ResponseBuilder {
 
     fn seed(&self, salt: u64) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self
-            .agent
-            .bytes()
-            .chain((self.step as u64).to_le_bytes())
-            .chain(salt.to_le_bytes())
-        {
+        for b in self.agent.bytes().chain((self.step as u64).to_le_bytes()).chain(salt.to_le_bytes()) {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
         h
@@ -187,22 +149,12 @@ pub struct History {
 }
 
 /// Final states in `wait_agent` results and `<subagent_notification>` messages of codex 0.171.0.
-const FINAL_STATES: &[&str] = &[
-    "completed",
-    "errored",
-    "shutdown",
-    "not_found",
-    "notFound",
-    "interrupted",
-];
+const FINAL_STATES: &[&str] = &["completed", "errored", "shutdown", "not_found", "notFound", "interrupted"];
 
 impl History {
     pub fn read(agent: &str, body: &Value) -> Self {
         let mut h = History::default();
-        let input = body
-            .get("input")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let input = body.get("input").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
         let prefix = format!("call_{agent}_");
         let output_of = |call_id: &str| -> Option<Value> {
             input
@@ -214,10 +166,7 @@ impl History {
                 .and_then(|o| match o.get("output") {
                     Some(Value::String(s)) => serde_json::from_str(s).ok(),
                     Some(Value::Array(parts)) => {
-                        let text: String = parts
-                            .iter()
-                            .filter_map(|p| p.get("text").and_then(Value::as_str))
-                            .collect();
+                        let text: String = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
                         serde_json::from_str(&text).ok()
                     }
                     _ => None,
@@ -226,35 +175,22 @@ impl History {
         for item in input {
             match item.get("type").and_then(Value::as_str) {
                 Some("function_call") => {
-                    let call_id = item
-                        .get("call_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
+                    let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
                     let Some(rest) = call_id.strip_prefix(&prefix) else {
                         continue;
                     };
-                    let step: usize = rest
-                        .split('_')
-                        .next()
-                        .and_then(|s| s.parse().ok())
-                        .unwrap_or(0);
+                    let step: usize = rest.split('_').next().and_then(|s| s.parse().ok()).unwrap_or(0);
                     h.step = h.step.max(step + 1);
                     let output = output_of(call_id);
                     match item.get("name").and_then(Value::as_str) {
                         Some("spawn_agent") => {
-                            if let Some(id) = output
-                                .as_ref()
-                                .and_then(|o| o.get("agent_id"))
-                                .and_then(Value::as_str)
-                            {
+                            if let Some(id) = output.as_ref().and_then(|o| o.get("agent_id")).and_then(Value::as_str) {
                                 h.spawned.push(id.to_owned());
                             }
                         }
                         Some("wait_agent") => {
                             h.waits += 1;
-                            if let Some(Value::Object(status)) =
-                                output.as_ref().and_then(|o| o.get("status"))
-                            {
+                            if let Some(Value::Object(status)) = output.as_ref().and_then(|o| o.get("status")) {
                                 for (id, state) in status {
                                     h.mark(id, state);
                                 }
@@ -267,15 +203,11 @@ impl History {
                     // Codex also tells a parent about a finished child with a user message.
                     let text = message_text(item);
                     if let Some(rest) = text.split("<subagent_notification>").nth(1) {
-                        let body = rest
-                            .split("</subagent_notification>")
-                            .next()
-                            .unwrap_or_default();
+                        let body = rest.split("</subagent_notification>").next().unwrap_or_default();
                         if let Ok(note) = serde_json::from_str::<Value>(body.trim()) {
-                            if let (Some(id), Some(state)) = (
-                                note.get("agent_path").and_then(Value::as_str),
-                                note.get("status"),
-                            ) {
+                            if let (Some(id), Some(state)) =
+                                (note.get("agent_path").and_then(Value::as_str), note.get("status"))
+                            {
                                 h.mark(id, state);
                             }
                         }
@@ -302,11 +234,7 @@ impl History {
 
     /// Spawned children not known to be final yet.
     pub fn pending(&self) -> Vec<String> {
-        self.spawned
-            .iter()
-            .filter(|id| !self.finished.iter().any(|(f, _)| f == *id))
-            .cloned()
-            .collect()
+        self.spawned.iter().filter(|id| !self.finished.iter().any(|(f, _)| f == *id)).cloned().collect()
     }
 }
 

@@ -42,62 +42,17 @@ pub struct Agent {
 pub const ROOT_MODEL: &str = "gpt-5.5";
 
 pub const AGENTS: &[Agent] = &[
-    Agent {
-        tag: "lead",
-        parent: None,
-        model: ROOT_MODEL,
-        fails: false,
-        runs_command: false,
-    },
-    Agent {
-        tag: "scout",
-        parent: Some("lead"),
-        model: "gpt-5.6-sol",
-        fails: false,
-        runs_command: true,
-    },
-    Agent {
-        tag: "tester",
-        parent: Some("lead"),
-        model: "gpt-5.6-luna",
-        fails: false,
-        runs_command: true,
-    },
-    Agent {
-        tag: "planner",
-        parent: Some("lead"),
-        model: ROOT_MODEL,
-        fails: false,
-        runs_command: false,
-    },
-    Agent {
-        tag: "docs",
-        parent: Some("lead"),
-        model: "gpt-5.6-luna",
-        fails: true,
-        runs_command: true,
-    },
-    Agent {
-        tag: "session",
-        parent: Some("planner"),
-        model: "gpt-5.6-luna",
-        fails: false,
-        runs_command: true,
-    },
-    Agent {
-        tag: "middleware",
-        parent: Some("planner"),
-        model: "gpt-5.6-terra",
-        fails: false,
-        runs_command: false,
-    },
+    Agent { tag: "lead", parent: None, model: ROOT_MODEL, fails: false, runs_command: false },
+    Agent { tag: "scout", parent: Some("lead"), model: "gpt-5.6-sol", fails: false, runs_command: true },
+    Agent { tag: "tester", parent: Some("lead"), model: "gpt-5.6-luna", fails: false, runs_command: true },
+    Agent { tag: "planner", parent: Some("lead"), model: ROOT_MODEL, fails: false, runs_command: false },
+    Agent { tag: "docs", parent: Some("lead"), model: "gpt-5.6-luna", fails: true, runs_command: true },
+    Agent { tag: "session", parent: Some("planner"), model: "gpt-5.6-luna", fails: false, runs_command: true },
+    Agent { tag: "middleware", parent: Some("planner"), model: "gpt-5.6-terra", fails: false, runs_command: false },
 ];
 
 pub fn agent(tag: &str) -> &'static Agent {
-    AGENTS
-        .iter()
-        .find(|a| a.tag == tag)
-        .expect("agent of the scenario")
+    AGENTS.iter().find(|a| a.tag == tag).expect("agent of the scenario")
 }
 
 pub fn depth(tag: &str) -> usize {
@@ -144,11 +99,7 @@ pub struct RefactorScenario {
 
 impl Script for RefactorScenario {
     fn reply(&self, req: &ModelRequest<'_>) -> Reply {
-        let Some(tag) = req
-            .agent
-            .as_deref()
-            .filter(|t| AGENTS.iter().any(|a| a.tag == *t))
-        else {
+        let Some(tag) = req.agent.as_deref().filter(|t| AGENTS.iter().any(|a| a.tag == *t)) else {
             // Not part of the script (e.g. a codex-internal request such as a title or a compaction):
             // answer briefly instead of failing, and the test's log check will show it.
             let mut r = ResponseBuilder::new("unscripted", 0);
@@ -205,9 +156,7 @@ impl Script for RefactorScenario {
                 return self.stream(r, usage_for(a_idx, step, 0), 2_500, 60);
             }
             ("planner", 0) => {
-                r.reasoning(&[
-                    "The session and middleware layers are the risky callers; one helper each.",
-                ]);
+                r.reasoning(&["The session and middleware layers are the risky callers; one helper each."]);
                 r.spawn(&json!({"message": SESSION_TASK, "model": "gpt-5.6-luna", "reasoning_effort": "low"}));
                 r.spawn(&json!({"message": MIDDLEWARE_TASK, "model": "gpt-5.6-terra"}));
                 return self.stream(r, usage_for(a_idx, step, 0), 2_200, 60);
@@ -229,9 +178,7 @@ impl Script for RefactorScenario {
                 return self.stream(r, usage_for(a_idx, step, 0), 2_000, 65);
             }
             ("middleware", _) => {
-                r.reasoning(&[
-                    "The middleware maps errors to HTTP codes; that mapping must survive.",
-                ]);
+                r.reasoning(&["The middleware maps errors to HTTP codes; that mapping must survive."]);
                 r.message(MIDDLEWARE_REPORT);
                 return self.stream(r, usage_for(a_idx, step, 0), 4_000, 60);
             }
@@ -283,12 +230,7 @@ impl RefactorScenario {
 }
 
 fn usage(input: u64, cached: u64, output: u64, reasoning: u64) -> Usage {
-    Usage {
-        input,
-        cached_input: cached,
-        output,
-        reasoning_output: reasoning,
-    }
+    Usage { input, cached_input: cached, output, reasoning_output: reasoning }
 }
 
 /// Distinct for every (agent, step): the prompt grows with each step and more of it is cached.
@@ -316,10 +258,7 @@ pub const WORKSPACE_FILES: &[(&str, &str)] = &[
         "# Tokens\n\n`verify_token` accepts tokens up to 30 s past expiry (clock skew).\nErrors: `AuthError::Expired`, `AuthError::BadSignature`, `AuthError::Malformed`.\n",
     ),
     ("src/lib.rs", "pub mod auth;\npub mod http;\n"),
-    (
-        "src/auth/mod.rs",
-        "pub mod session;\npub mod token;\npub use token::{verify_token, AuthError, Claims};\n",
-    ),
+    ("src/auth/mod.rs", "pub mod session;\npub mod token;\npub use token::{verify_token, AuthError, Claims};\n"),
     (
         "src/auth/token.rs",
         "use crate::auth::keys::KeySet;\n\n/// Hand-rolled HS256 check; predates acme_jwt.\npub fn verify_token(raw: &str, keys: &KeySet) -> Result<Claims, AuthError> {\n    let (header, payload, sig) = split3(raw)?;\n    keys.check_hs256(header, payload, sig)?;\n    let claims: Claims = decode_claims(payload)?;\n    if claims.exp + 30 < now() {\n        return Err(AuthError::Expired);\n    }\n    Ok(claims)\n}\n",

@@ -68,10 +68,7 @@ impl Observed {
         if let Some(i) = self.threads.iter().position(|t| t.id == id) {
             &mut self.threads[i]
         } else {
-            self.threads.push(ThreadObs {
-                id: id.to_owned(),
-                ..ThreadObs::default()
-            });
+            self.threads.push(ThreadObs { id: id.to_owned(), ..ThreadObs::default() });
             self.threads.last_mut().expect("just pushed")
         }
     }
@@ -92,13 +89,11 @@ impl Observed {
         let mut o = Observed::default();
         for line in lines {
             let Ok(msg) = serde_json::from_slice::<Value>(line) else {
-                o.malformed
-                    .push(String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned());
+                o.malformed.push(String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned());
                 continue;
             };
             if !msg.is_object() || (msg.get("method").is_none() && msg.get("id").is_none()) {
-                o.malformed
-                    .push(msg.to_string().chars().take(200).collect());
+                o.malformed.push(msg.to_string().chars().take(200).collect());
                 continue;
             }
             o.apply(&msg);
@@ -109,21 +104,13 @@ impl Observed {
     fn apply(&mut self, msg: &Value) {
         if let Some(result) = msg.get("result") {
             if let Some(thread) = result.get("thread") {
-                let id = thread
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+                let id = thread.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
                 // A `thread/start` response also has a top-level `model` (routing.md §8); `thread/read` not.
                 if result.get("model").is_some() && result.get("modelProvider").is_some() {
                     self.root = Some(id.clone());
                 }
                 let t = self.entry(&id);
-                if let Some(m) = result
-                    .get("model")
-                    .or_else(|| thread.get("model"))
-                    .and_then(Value::as_str)
-                {
+                if let Some(m) = result.get("model").or_else(|| thread.get("model")).and_then(Value::as_str) {
                     t.model = Some(m.to_owned());
                 }
                 if let Some(p) = thread.get("parentThreadId").and_then(Value::as_str) {
@@ -132,9 +119,7 @@ impl Observed {
                 if let Some(n) = thread.get("agentNickname").and_then(Value::as_str) {
                     t.nickname = Some(n.to_owned());
                 }
-                t.read_depth = thread
-                    .pointer("/source/subAgent/thread_spawn/depth")
-                    .and_then(Value::as_u64);
+                t.read_depth = thread.pointer("/source/subAgent/thread_spawn/depth").and_then(Value::as_u64);
             }
             return;
         }
@@ -154,28 +139,16 @@ impl Observed {
                 }
             }
             "turn/completed" => {
-                let status = params
-                    .pointer("/turn/status")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-                    .to_owned();
+                let status = params.pointer("/turn/status").and_then(Value::as_str).unwrap_or("?").to_owned();
                 self.entry(thread_id).turn_statuses.push(status);
             }
             "item/agentMessage/delta" => self.entry(thread_id).agent_message_deltas += 1,
             "item/reasoning/summaryTextDelta" => self.entry(thread_id).reasoning_deltas += 1,
             "item/commandExecution/outputDelta" => self.entry(thread_id).command_output_deltas += 1,
             "error" => {
-                let message = params
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let retry = params
-                    .get("willRetry")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                self.entry(thread_id)
-                    .errors
-                    .push((message.to_owned(), retry));
+                let message = params.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
+                let retry = params.get("willRetry").and_then(Value::as_bool).unwrap_or(false);
+                self.entry(thread_id).errors.push((message.to_owned(), retry));
             }
             "item/completed" => {
                 self.item_completed(thread_id, params.get("item").unwrap_or(&Value::Null));
@@ -196,12 +169,7 @@ impl Observed {
                 }
                 self.entry(thread_id);
                 let model = s("model").filter(|m| !m.is_empty()).map(str::to_owned);
-                for child in item
-                    .get("receiverThreadIds")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
+                for child in item.get("receiverThreadIds").and_then(Value::as_array).into_iter().flatten() {
                     let Some(child) = child.as_str() else {
                         continue;
                     };

@@ -1,0 +1,78 @@
+//! `swarmtop attach [SOCKET] [--headless] [--record FILE]`: find a running tee and follow it.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, WrapErr, bail};
+use tokio::sync::mpsc;
+
+use super::cli::AttachArgs;
+use super::live::headless;
+use crate::pipeline::Config;
+use crate::source::attach::{self, Discovery, Options};
+use crate::source::live::CHANNEL_EVENTS;
+use crate::source::recording::{self, Recorder, Source};
+
+pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
+    if !args.headless {
+        bail!("the monitor screen is not available in this build yet; use `swarmtop attach --headless`");
+    }
+    let path = match &args.socket {
+        Some(p) => p.clone(),
+        None => match pick()? {
+            Some(p) => p,
+            None => return Ok(ExitCode::from(2)),
+        },
+    };
+    let record = match &args.monitor.record {
+        Some(file) => {
+            let started = recording::unix_ms();
+            let path = recording::resolve_path(Some(file), Source::Attach, started)?;
+            let header = recording::header_line(Source::Attach, None, started);
+            Some(
+                Recorder::create(&path, &header)
+                    .wrap_err_with(|| format!("creating the recording {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+        // Headless runs end with the stream; a screen would pass `reconnect: true`.
+        tokio::spawn(attach::run(Options { path, reconnect: false, record }, tx));
+        headless(rx, config).await
+    })
+}
+
+/// The socket to attach to when none was given: the only running tee, or the user's pick among
+/// several (`None`: several and nobody to ask; they were listed and the exit status is 2).
+fn pick() -> Result<Option<PathBuf>> {
+    let found = match attach::discover() {
+        Discovery::None { dir } => bail!("no running `swarmtop tee` found in {}", dir.display()),
+        Discovery::One(path) => return Ok(Some(path)),
+        Discovery::Several(found) => found,
+    };
+    let mut err = std::io::stderr().lock();
+    writeln!(err, "running tees (newest first):")?;
+    for (i, f) in found.iter().enumerate() {
+        writeln!(err, "  {}) {}", i + 1, attach::describe(f))?;
+    }
+    if !std::io::stdin().is_terminal() {
+        writeln!(err, "swarmtop: several tees are running; name one: swarmtop attach SOCKET")?;
+        return Ok(None);
+    }
+    loop {
+        write!(err, "attach to [1-{}]: ", found.len())?;
+        err.flush()?;
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer)? == 0 {
+            return Ok(None);
+        }
+        match answer.trim().parse::<usize>() {
+            Ok(n) if (1..=found.len()).contains(&n) => return Ok(Some(found[n - 1].path.clone())),
+            _ => writeln!(err, "type a number from 1 to {}", found.len())?,
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! The tee's log of records and the monitors subscribed to it (`recording.md`, "Live socket
+//! protocol").
+//!
+//! The log is the recording file when there is one: history for a late monitor is read back from
+//! the file, so the tee holds no copy of a long session in memory. With `--no-record` the log is
+//! kept in memory, bounded by [`MEMORY_HISTORY_BYTES`]: a monitor attaching late to such a tee
+//! gets the header and the newest records only.
+//!
+//! Offsets are byte positions in the log. Monitors get batches in log order, each only once its
+//! pump has forwarded it: a batch offered before an earlier one (the other pump is still
+//! forwarding that) is held until the earlier one is offered. A monitor first reads history up to
+//! the published offset and registers for live batches in the same critical section, at that
+//! offset: no record is sent twice or missed across the switch.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::sync::{Notify, mpsc};
+
+use super::recording::Recorder;
+
+/// Records queued for one monitor before it is dropped as lagging. A monitor that keeps up holds
+/// far less (it drains each batch as it arrives); 8 MiB rides out a monitor busy for a second
+/// during a burst.
+pub const SUBSCRIBER_QUEUE_BYTES: usize = 8 << 20;
+
+/// History kept in memory when the tee does not record (`--no-record`).
+pub const MEMORY_HISTORY_BYTES: usize = 64 << 20;
+
+/// How long, and how many bytes, a batch may be held behind an earlier batch that its pump is
+/// still forwarding (a peer that stopped reading). Past either bound the earlier batch is
+/// published unforwarded: it is in the recording already, and the other direction must not stall
+/// the monitors or grow memory without bound.
+const HOLD_TIME: Duration = Duration::from_millis(100);
+const HOLD_BYTES: usize = 4 << 20;
+
+/// History is read from the recording in slices of this size.
+const HISTORY_SLICE_BYTES: usize = 256 << 10;
+
+/// How long a lagging or finished monitor gets to take its last bytes and marker before the tee
+/// closes the connection anyway.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+
+pub const LIVE_MARKER: &[u8] = b"{\"swarmtop\":\"live\"}\n";
+
+/// Records appended to the log in one `write`.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    start: u64,
+    ts: i64,
+    data: Arc<Vec<u8>>,
+}
+
+enum Store {
+    File { recorder: Recorder, reader: Arc<File> },
+    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Batch>, bytes: usize },
+}
+
+enum Out {
+    Records(Arc<Vec<u8>>),
+    End(i32),
+}
+
+struct Lag {
+    notify: Notify,
+    dropped_from_ms: AtomicI64,
+}
+
+struct Subscriber {
+    /// Only batches at or after this offset are live for it; earlier ones were its history.
+    start: u64,
+    tx: mpsc::UnboundedSender<Out>,
+    queued: Arc<AtomicUsize>,
+    lag: Arc<Lag>,
+}
+
+/// A batch in the log that monitors do not have yet.
+struct Held {
+    batch: Batch,
+    offered: bool,
+    since: Instant,
+}
+
+struct Inner {
+    store: Store,
+    header: Arc<Vec<u8>>,
+    /// End of the log.
+    len: u64,
+    /// End of what monitors have been given (history ends here for a new monitor).
+    published: u64,
+    held: VecDeque<Held>,
+    held_bytes: usize,
+    subscribers: Vec<Subscriber>,
+    ended: Option<i32>,
+}
+
+pub struct Hub {
+    inner: Mutex<Inner>,
+    queue_bytes: usize,
+}
+
+/// What a monitor does next while catching up.
+enum Step {
+    Send(Vec<Arc<Vec<u8>>>, u64),
+    Read { file: Arc<File>, offset: u64, len: usize },
+    Live(Subscription),
+}
+
+struct Subscription {
+    rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+    lag: Arc<Lag>,
+}
+
+impl Hub {
+    /// A log kept in the recording file that `recorder` writes (its header is already there).
+    pub fn recorded(recorder: Recorder, header: Vec<u8>) -> io::Result<Self> {
+        let reader = Arc::new(File::open(recorder.path())?);
+        let len = recorder.len();
+        Ok(Self::new(Store::File { recorder, reader }, header, len))
+    }
+
+    /// A log kept in memory, for `--no-record`.
+    pub fn in_memory(header: Vec<u8>) -> Self {
+        let header = Arc::new(header);
+        let len = header.len() as u64;
+        let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
+        Self::new(store, header.to_vec(), len)
+    }
+
+    fn new(store: Store, header: Vec<u8>, len: u64) -> Self {
+        let inner = Inner {
+            store,
+            header: Arc::new(header),
+            len,
+            published: len,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            subscribers: Vec::new(),
+            ended: None,
+        };
+        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES }
+    }
+
+    /// Overrides the per-monitor queue bound (tests and benchmarks exercise lagging with it).
+    #[must_use]
+    pub fn with_queue_bytes(mut self, bytes: usize) -> Self {
+        self.queue_bytes = bytes;
+        self
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic elsewhere must not stop the proxy from recording and forwarding.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends whole records (the "record" step of the tee's ordering guarantee). If the recording
+    /// cannot be written (disk full), the session must go on: the log continues in memory and the
+    /// error is returned once so that the caller can say so.
+    pub fn append(&self, data: Vec<u8>, ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
+        let mut inner = self.lock();
+        let start = inner.len;
+        let data = Arc::new(data);
+        let batch = Batch { start, ts, data };
+        let mut failed = None;
+        match &mut inner.store {
+            Store::File { recorder, .. } => {
+                if let Err(e) = recorder.append(&batch.data) {
+                    failed = Some((recorder.path().to_owned(), e));
+                }
+            }
+            Store::Memory { .. } => {}
+        }
+        if failed.is_some() {
+            let header = inner.header.clone();
+            inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
+        }
+        if let Store::Memory { batches, bytes, .. } = &mut inner.store {
+            *bytes += batch.data.len();
+            batches.push_back(batch.clone());
+            while *bytes > MEMORY_HISTORY_BYTES && batches.len() > 1 {
+                if let Some(old) = batches.pop_front() {
+                    *bytes -= old.data.len();
+                }
+            }
+        }
+        inner.len += batch.data.len() as u64;
+        inner.held_bytes += batch.data.len();
+        inner.held.push_back(Held { batch: batch.clone(), offered: false, since: Instant::now() });
+        self.publish(&mut inner);
+        (batch, failed)
+    }
+
+    /// Offers a forwarded batch to the live monitors (the last step of the ordering guarantee).
+    /// Never blocks: a monitor whose queue is full is dropped as lagging.
+    pub fn offer(&self, batch: &Batch) {
+        let mut inner = self.lock();
+        if let Some(h) = inner.held.iter_mut().find(|h| h.batch.start == batch.start) {
+            h.offered = true;
+        }
+        self.publish(&mut inner);
+    }
+
+    /// Hands the batches at the head of the log that may go to the monitors.
+    fn publish(&self, inner: &mut Inner) {
+        while let Some(front) = inner.held.front() {
+            let due = front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
+            if !due {
+                break;
+            }
+            let Some(Held { batch, .. }) = inner.held.pop_front() else {
+                break;
+            };
+            inner.held_bytes -= batch.data.len();
+            inner.published = batch.start + batch.data.len() as u64;
+            self.deliver(inner, &batch);
+        }
+    }
+
+    fn deliver(&self, inner: &mut Inner, batch: &Batch) {
+        let bound = self.queue_bytes;
+        let n = batch.data.len();
+        inner.subscribers.retain(|sub| {
+            if batch.start < sub.start {
+                return true;
+            }
+            let queued = sub.queued.load(Ordering::Acquire);
+            // A monitor with nothing queued is keeping up, however large this batch is.
+            if queued > 0 && queued + n > bound {
+                sub.lag.dropped_from_ms.store(batch.ts, Ordering::Release);
+                sub.lag.notify.notify_one();
+                return false;
+            }
+            sub.queued.fetch_add(n, Ordering::AcqRel);
+            sub.tx.send(Out::Records(batch.data.clone())).is_ok()
+        });
+    }
+
+    /// The proxied command exited: every monitor gets the end marker after what it has queued.
+    pub fn end(&self, exit_code: i32) {
+        let mut inner = self.lock();
+        for h in &mut inner.held {
+            h.offered = true;
+        }
+        self.publish(&mut inner);
+        inner.ended = Some(exit_code);
+        for sub in inner.subscribers.drain(..) {
+            let _ = sub.tx.send(Out::End(exit_code));
+        }
+    }
+
+    fn step(&self, offset: u64) -> Step {
+        let mut inner = self.lock();
+        if offset < inner.published {
+            let published = inner.published;
+            match &inner.store {
+                Store::File { reader, .. } => {
+                    let len = (published - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
+                    return Step::Read { file: reader.clone(), offset, len };
+                }
+                Store::Memory { header, batches, .. } => {
+                    if offset < header.len() as u64 {
+                        return Step::Send(vec![header.clone()], header.len() as u64);
+                    }
+                    let first = batches.partition_point(|b| b.start < offset);
+                    let mut out = Vec::new();
+                    let mut next = offset;
+                    let mut bytes = 0;
+                    for b in batches.range(first..) {
+                        if bytes >= HISTORY_SLICE_BYTES || b.start >= published {
+                            break;
+                        }
+                        bytes += b.data.len();
+                        next = b.start + b.data.len() as u64;
+                        out.push(b.data.clone());
+                    }
+                    if !out.is_empty() {
+                        return Step::Send(out, next);
+                    }
+                }
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let lag = Arc::new(Lag { notify: Notify::new(), dropped_from_ms: AtomicI64::new(0) });
+        if let Some(code) = inner.ended {
+            let _ = tx.send(Out::End(code));
+        } else {
+            let start = inner.published;
+            inner.subscribers.push(Subscriber { start, tx, queued: queued.clone(), lag: lag.clone() });
+        }
+        Step::Live(Subscription { rx, queued, lag })
+    }
+}
+
+fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0; len];
+    file.read_exact_at(&mut buf, offset)?;
+    Ok(buf)
+}
+
+/// One monitor's connection: history, the live marker, live records, and the end or lagged
+/// marker. Errors only end this monitor.
+pub async fn serve(hub: Arc<Hub>, mut stream: UnixStream) {
+    let _ = serve_inner(&hub, &mut stream).await;
+    let _ = tokio::time::timeout(CLOSE_GRACE, stream.shutdown()).await;
+}
+
+async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
+    let mut offset = 0;
+    let sub = loop {
+        match hub.step(offset) {
+            Step::Send(parts, next) => {
+                for part in parts {
+                    stream.write_all(&part).await?;
+                }
+                offset = next;
+            }
+            Step::Read { file, offset: at, len } => {
+                let buf =
+                    tokio::task::spawn_blocking(move || read_at(&file, at, len)).await.map_err(io::Error::other)??;
+                stream.write_all(&buf).await?;
+                offset = at + len as u64;
+            }
+            Step::Live(sub) => break sub,
+        }
+    };
+    stream.write_all(LIVE_MARKER).await?;
+    let Subscription { mut rx, queued, lag } = sub;
+    loop {
+        let out = tokio::select! {
+            biased;
+            () = lag.notify.notified() => return send_lagged(stream, &lag, None).await,
+            out = rx.recv() => out,
+        };
+        match out {
+            None => return Ok(()),
+            Some(Out::End(code)) => {
+                let marker = format!("{{\"swarmtop\":\"end\",\"exitCode\":{code}}}\n");
+                return tokio::time::timeout(CLOSE_GRACE, stream.write_all(marker.as_bytes()))
+                    .await
+                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()));
+            }
+            Some(Out::Records(data)) => {
+                let lagged = {
+                    let mut write = Box::pin(stream.write_all(&data));
+                    tokio::select! {
+                        biased;
+                        r = &mut write => { r?; false }
+                        () = lag.notify.notified() => {
+                            // The batch is whole lines: finish it so the marker starts a line.
+                            let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
+                            match tokio::time::timeout_at(deadline, write).await {
+                                Ok(Ok(())) => true,
+                                _ => return Ok(()),
+                            }
+                        }
+                    }
+                };
+                queued.fetch_sub(data.len(), Ordering::AcqRel);
+                if lagged {
+                    return send_lagged(stream, &lag, None).await;
+                }
+            }
+        }
+    }
+}
+
+async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio::time::Instant>) -> io::Result<()> {
+    let ts = lag.dropped_from_ms.load(Ordering::Acquire);
+    let marker = format!("{{\"swarmtop\":\"lagged\",\"droppedFromMs\":{ts}}}\n");
+    let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);
+    tokio::time::timeout_at(deadline, stream.write_all(marker.as_bytes()))
+        .await
+        .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subscribe(hub: &Hub) -> (Vec<u8>, Subscription) {
+        let mut history = Vec::new();
+        let mut offset = 0;
+        loop {
+            match hub.step(offset) {
+                Step::Send(parts, next) => {
+                    for p in parts {
+                        history.extend_from_slice(&p);
+                    }
+                    offset = next;
+                }
+                Step::Read { file, offset: at, len } => {
+                    history.extend_from_slice(&read_at(&file, at, len).expect("read"));
+                    offset = at + len as u64;
+                }
+                Step::Live(sub) => return (history, sub),
+            }
+        }
+    }
+
+    fn drain(sub: &mut Subscription) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Ok(Out::Records(r)) = sub.rx.try_recv() {
+            out.extend_from_slice(&r);
+        }
+        out
+    }
+
+    fn append(hub: &Hub, data: &[u8], ts: i64) -> Batch {
+        hub.append(data.to_vec(), ts).0
+    }
+
+    #[test]
+    fn monitors_get_batches_in_log_order_once_forwarded() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (history, mut sub) = subscribe(&hub);
+        assert_eq!(history, b"H\n");
+        let a = append(&hub, b"A\n", 1);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        assert_eq!(drain(&mut sub), b"", "B waits for A, still being forwarded");
+        hub.offer(&a);
+        assert_eq!(drain(&mut sub), b"A\nB\n");
+    }
+
+    #[test]
+    fn a_batch_stuck_in_its_forward_is_published_after_the_hold_time() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (_, mut sub) = subscribe(&hub);
+        append(&hub, b"A\n", 1);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        std::thread::sleep(HOLD_TIME + Duration::from_millis(20));
+        append(&hub, b"C\n", 3);
+        assert_eq!(drain(&mut sub), b"A\nB\n", "C is not forwarded yet");
+    }
+
+    #[test]
+    fn history_ends_where_publishing_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("r.ndjson");
+        let recorder = Recorder::create(&path, b"H\n").expect("create");
+        let hub = Hub::recorded(recorder, b"H\n".to_vec()).expect("hub");
+        let a = append(&hub, b"A\n", 1);
+        hub.offer(&a);
+        let b = append(&hub, b"B\n", 2);
+        let (history, mut sub) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n", "B is recorded but not forwarded yet");
+        hub.offer(&b);
+        assert_eq!(drain(&mut sub), b"B\n");
+        assert_eq!(std::fs::read(&path).expect("read"), b"H\nA\nB\n");
+    }
+
+    #[test]
+    fn a_monitor_whose_queue_is_full_is_dropped_as_lagging() {
+        let hub = Hub::in_memory(b"H\n".to_vec()).with_queue_bytes(4);
+        let (_, mut sub) = subscribe(&hub);
+        // An empty queue takes a batch of any size.
+        let a = append(&hub, b"AAAAAA\n", 1);
+        hub.offer(&a);
+        let b = append(&hub, b"B\n", 2);
+        hub.offer(&b);
+        assert_eq!(sub.lag.dropped_from_ms.load(Ordering::Acquire), 2);
+        assert_eq!(drain(&mut sub), b"AAAAAA\n");
+        assert!(hub.lock().subscribers.is_empty());
+    }
+
+    #[test]
+    fn memory_history_keeps_the_header_and_the_newest_batches() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let mut piece = vec![b'x'; (1 << 20) - 1];
+        piece.push(b'\n');
+        let n = MEMORY_HISTORY_BYTES / piece.len() + 8;
+        for i in 0..n {
+            let b = append(&hub, &piece, i as i64);
+            hub.offer(&b);
+        }
+        let (history, _) = subscribe(&hub);
+        assert!(history.starts_with(b"H\nxxx"));
+        assert_eq!(history.len(), 2 + MEMORY_HISTORY_BYTES);
+    }
+
+    #[test]
+    fn the_end_reaches_monitors_after_what_they_have_queued() {
+        let hub = Hub::in_memory(b"H\n".to_vec());
+        let (_, mut sub) = subscribe(&hub);
+        append(&hub, b"A\n", 1);
+        hub.end(3);
+        assert!(matches!(sub.rx.try_recv(), Ok(Out::Records(r)) if r.as_slice() == b"A\n"));
+        assert!(matches!(sub.rx.try_recv(), Ok(Out::End(3))));
+        let (history, mut late) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n");
+        assert!(matches!(late.rx.try_recv(), Ok(Out::End(3))));
+    }
+}

@@ -1,0 +1,83 @@
+//! What live sources (attach, listen, stdin) hand to their consumer, through a bounded channel.
+//! A consumer (the headless stats printer, the monitor screen) owns the pipeline and applies
+//! these events in order; the source never touches the pipeline.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Capacity of the channel between a live source and its consumer, in events. Each event holds
+/// what one `read` brought, so this bounds memory to a few megabytes while letting the source
+/// run ahead of a consumer that is drawing a frame.
+pub const CHANNEL_EVENTS: usize = 64;
+
+/// Complete records (recording header, envelopes, raw lines), each ending in `\n`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Records(Vec<u8>);
+
+impl Records {
+    /// `bytes` must be empty or end in `\n`.
+    pub(crate) fn new(bytes: Vec<u8>) -> Self {
+        debug_assert!(bytes.last().is_none_or(|&b| b == b'\n'));
+        Self(bytes)
+    }
+
+    /// Each record without its `\n`.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let body = self.0.strip_suffix(b"\n").unwrap_or(&self.0);
+        body.split(|&b| b == b'\n').filter(move |_| !self.0.is_empty())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Why what was received so far must be thrown away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetReason {
+    /// The tee dropped us for falling behind; records from `dropped_from_ms` on were not sent.
+    Lagged { dropped_from_ms: i64 },
+    /// The connection broke and has been made again.
+    Reconnected,
+}
+
+/// How a live stream ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum End {
+    /// The proxied command exited with this status (the tee's `end` marker).
+    Exited(i32),
+    /// The producer closed the stream without an end marker.
+    Closed,
+    /// The source could not be read at all (e.g. nothing listens on the socket).
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Connected to a tee; its history (from the header on) follows.
+    Connected {
+        path: PathBuf,
+    },
+    /// Drop every record received so far: the stream starts again from its header, on a new
+    /// connection (a `Connected` follows). The router is deterministic, so rebuilding from the
+    /// history gives the same model.
+    Reset(ResetReason),
+    Records(Records),
+    /// History is over; what follows happens now.
+    Live,
+    /// The connection is down; the next attempt is in `retry_in`.
+    Disconnected {
+        retry_in: Duration,
+        reason: String,
+    },
+    /// The stream is over for good; no event follows.
+    Ended(End),
+}

@@ -1,0 +1,316 @@
+//! `swarmtop tee -- CMD`: a transparent stdio proxy in front of a server such as `codex
+//! app-server`. Both directions are pumped by their own thread with blocking reads and writes,
+//! so the proxy costs the session a copy per direction and nothing else; monitors are served on a
+//! small tokio runtime and can never block a pump (`recording.md`, "Tee ordering guarantee" and
+//! "Live socket protocol").
+//!
+//! The child runs in its own process group: a Ctrl-C typed in a terminal then reaches it once,
+//! forwarded by the tee, instead of twice (once from the terminal, once from us).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+
+use super::hub::{self, Batch, Hub};
+use super::recording::{self, Dir, Encoder, Recorder, Source, Wrap};
+use super::socket::{self, SocketFile};
+
+/// Bytes asked for per `read`: a pipe holds 64 KiB by default; asking for more lets a full pipe
+/// drain in one call.
+const READ_BYTES: usize = 128 << 10;
+
+/// After the command exits, how long its stdout may stay open (held by a process it left
+/// behind) before the tee stops waiting for the last bytes.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordTo {
+    /// `$XDG_STATE_HOME/swarmtop/recordings/…`
+    Default,
+    /// A file, or a directory to put a default-named file in.
+    Path(PathBuf),
+    Off,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub command: Vec<OsString>,
+    pub socket: Option<PathBuf>,
+    pub record: RecordTo,
+    /// Per-monitor queue bound; `None` is [`hub::SUBSCRIBER_QUEUE_BYTES`].
+    pub queue_bytes: Option<usize>,
+}
+
+/// Why the tee could not run the command at all.
+#[derive(Debug)]
+pub enum Failure {
+    /// Recording or socket setup failed (exit 1).
+    Setup(String),
+    /// The command could not be started; `code` follows the shell (127 not found, 126 not
+    /// executable).
+    Spawn { message: String, code: u8 },
+}
+
+/// Runs the proxy until the command exits; returns the exit status to exit with.
+pub fn run(opts: Options) -> Result<u8, Failure> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Setup(format!("starting the runtime: {e}")))?;
+    let result = runtime.block_on(run_async(opts));
+    // A monitor's history read may still be in flight; the session is over, do not wait for it.
+    runtime.shutdown_background();
+    result
+}
+
+/// Removes a recording that never got past its header, when the command could not be run.
+struct Discard(Option<PathBuf>);
+
+impl Drop for Discard {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn setup<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> Result<T, Failure> {
+    r.map_err(|e| Failure::Setup(format!("{what}: {e}")))
+}
+
+async fn run_async(opts: Options) -> Result<u8, Failure> {
+    let Some(program) = opts.command.first() else {
+        return Err(Failure::Setup("no command to run".into()));
+    };
+    // Handlers first: from here on a Ctrl-C is the command's to act on, not ours to die of.
+    let mut int = setup("installing signal handlers", signal(SignalKind::interrupt()))?;
+    let mut term = setup("installing signal handlers", signal(SignalKind::terminate()))?;
+    let mut hup = setup("installing signal handlers", signal(SignalKind::hangup()))?;
+    let our_in = setup("taking over stdin", dup(&io::stdin()))?;
+    let our_out = setup("taking over stdout", dup(&io::stdout()))?;
+
+    let socket_path = match opts.socket.clone() {
+        Some(p) => p,
+        None => setup("creating the socket directory", socket::default_path("tee"))?,
+    };
+    let listener = setup(&format!("binding {}", socket_path.display()), socket::bind(&socket_path))?;
+    let socket_file = SocketFile::new(socket_path);
+
+    let started = recording::unix_ms();
+    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
+    let (hub, mut discard) = match &opts.record {
+        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
+        RecordTo::Default | RecordTo::Path(_) => {
+            let explicit = match &opts.record {
+                RecordTo::Path(p) => Some(p.as_path()),
+                _ => None,
+            };
+            let path =
+                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
+            let what = format!("creating the recording {}", path.display());
+            let recorder = setup(&what, Recorder::create(&path, &header))?;
+            let discard = Discard(Some(path));
+            (setup(&what, Hub::recorded(recorder, header))?, discard)
+        }
+    };
+    let hub = Arc::new(match opts.queue_bytes {
+        Some(n) => hub.with_queue_bytes(n),
+        None => hub,
+    });
+
+    let mut child = match Command::new(program)
+        .args(&opts.command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
+            let message = format!("cannot run {}: {e}", program.to_string_lossy());
+            return Err(Failure::Spawn { message, code });
+        }
+    };
+    discard.0 = None;
+    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
+    let (Some(child_in), Some(child_out), Ok(pid)) =
+        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
+    else {
+        let _ = child.kill();
+        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
+    };
+
+    let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
+    let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
+    let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
+    spawn_pump("tee-c2s", our_in, child_in, Forward::KeepReading, c2s.clone(), hub.clone(), None);
+    spawn_pump("tee-s2c", child_out, our_out, Forward::StopReading, s2c.clone(), hub.clone(), Some(s2c_done_tx));
+
+    let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
+    let waiter = std::thread::Builder::new().name("tee-wait".into()).spawn(move || {
+        let _ = status_tx.send(child.wait());
+    });
+    if let Err(e) = waiter {
+        // Without a waiter the command's exit would go unnoticed; stop it rather than hang.
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        return Err(Failure::Setup(format!("starting a thread: {e}")));
+    }
+
+    let mut monitors = JoinSet::new();
+    let status = loop {
+        tokio::select! {
+            status = &mut status_rx => break status,
+            Some(()) = int.recv() => forward(pid, Signal::SIGINT),
+            Some(()) = term.recv() => forward(pid, Signal::SIGTERM),
+            Some(()) = hup.recv() => forward(pid, Signal::SIGHUP),
+            conn = listener.accept() => {
+                if let Ok((stream, _)) = conn {
+                    monitors.spawn(hub::serve(hub.clone(), stream));
+                }
+            }
+            Some(_) = monitors.join_next(), if !monitors.is_empty() => {}
+        }
+    };
+    let code = match status {
+        Ok(Ok(s)) => exit_code(s),
+        Ok(Err(e)) => {
+            eprintln!("swarmtop tee: waiting for the command: {e}");
+            1
+        }
+        Err(_) => 1,
+    };
+
+    let _ = tokio::time::timeout(DRAIN_GRACE, s2c_done).await;
+    finish(&s2c, &hub);
+    finish(&c2s, &hub);
+    hub.end(i32::from(code));
+    drop(listener);
+    drop(socket_file);
+    let _ = tokio::time::timeout(hub::CLOSE_GRACE + Duration::from_millis(500), async {
+        while monitors.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(code)
+}
+
+fn dup(fd: &impl AsFd) -> io::Result<File> {
+    Ok(File::from(fd.as_fd().try_clone_to_owned()?))
+}
+
+fn forward(pid: i32, sig: Signal) {
+    // The child may have exited between the signal and now; there is nothing left to tell.
+    let _ = kill(Pid::from_raw(pid), sig);
+}
+
+/// The shell's convention: the code, or 128 + the signal that killed the command.
+fn exit_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        (None, None) => 1,
+    }
+}
+
+/// What a pump does when its destination stops taking bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Forward {
+    /// The command closed its stdin (or exited): keep recording what the client says.
+    KeepReading,
+    /// The client closed our stdout: stop reading the command's stdout, so that the command sees
+    /// the broken pipe just as it would without the tee.
+    StopReading,
+}
+
+fn spawn_pump<R, W>(
+    name: &str,
+    from: R,
+    to: W,
+    on_forward_error: Forward,
+    encoder: Arc<Mutex<Encoder>>,
+    hub: Arc<Hub>,
+    done: Option<oneshot::Sender<()>>,
+) where
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
+        pump(from, to, on_forward_error, &encoder, &hub);
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("swarmtop tee: starting the {name} thread: {e}");
+    }
+}
+
+/// Record, then forward, then offer: in that order for every `read`.
+fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encoder: &Mutex<Encoder>, hub: &Hub) {
+    let mut to = Some(to);
+    let mut buf = vec![0u8; READ_BYTES];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let chunk = &buf[..n];
+        let batch = record(encoder, hub, |enc, ts, out| enc.encode(ts, chunk, out));
+        if let Some(w) = to.as_mut() {
+            if w.write_all(chunk).is_err() {
+                to = None;
+                if on_forward_error == Forward::StopReading {
+                    if let Some(b) = &batch {
+                        hub.offer(b);
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(b) = &batch {
+            hub.offer(b);
+        }
+    }
+    // Closing the command's stdin is how it learns that the client has gone.
+    drop(to);
+    drop(from);
+    finish(encoder, hub);
+}
+
+/// Encodes and appends under the encoder's lock, so that the final `finish` cannot slip a
+/// partial line in between a pump's encode and its append.
+fn record(encoder: &Mutex<Encoder>, hub: &Hub, encode: impl FnOnce(&mut Encoder, i64, &mut Vec<u8>)) -> Option<Batch> {
+    let mut enc = encoder.lock().unwrap_or_else(PoisonError::into_inner);
+    let ts = recording::unix_ms();
+    let mut out = Vec::new();
+    encode(&mut enc, ts, &mut out);
+    if out.is_empty() {
+        return None;
+    }
+    let (batch, failed) = hub.append(out, ts);
+    if let Some((path, e)) = failed {
+        eprintln!("swarmtop tee: cannot write the recording {}: {e}; going on without it", path.display());
+    }
+    Some(batch)
+}
+
+fn finish(encoder: &Mutex<Encoder>, hub: &Hub) {
+    if let Some(b) = record(encoder, hub, Encoder::finish) {
+        hub.offer(&b);
+    }
+}
