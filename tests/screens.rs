@@ -668,6 +668,7 @@ fn dump_styled_frames() {
         ("dark_help", Theme::dark(), (120, 40), "?"),
         ("dark_lanes_focus", Theme::dark(), (120, 40), "\t"),
         ("dark_80", Theme::dark(), (80, 24), ""),
+        ("dark_200", Theme::dark(), (200, 60), ""),
     ] {
         let mut v = View::with_theme(theme);
         let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
