@@ -733,6 +733,8 @@ fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
     assert_eq!(v.lane, 299);
     let screen = render(&p, &f, &mut v, (80, 24));
     assert!(screen.contains("lane 300 says hello"), "{screen}");
+    assert!(screen.contains("lanes 292–300 of 300"), "{screen}");
+    insta::assert_snapshot!("wide_card_end_80x24", screen);
     assert!(!screen.contains("lane 1 says hello"));
     press(&mut v, &p, &[key(KeyCode::Home)]);
     let screen = render(&p, &f, &mut v, (80, 24));

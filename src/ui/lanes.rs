@@ -139,6 +139,13 @@ fn stacked(
     }
     let theme = &view.theme;
     let tw = w.saturating_sub(INDENT);
+    if shown.len() < lanes.len() {
+        // Not every lane fits: say which ones are on screen, on the pane's bottom border.
+        let (a, b) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
+        let note = format!(" lanes {a}–{b} of {} ", lanes.len());
+        let x = area.right().saturating_sub(super::text::width(&note) as u16 + 1);
+        frame.buffer_mut().set_stringn(x, area.bottom(), &note, w, view.theme.dim);
+    }
     let rows_left = h.saturating_sub(shown.len());
     let open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
     let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;

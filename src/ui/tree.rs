@@ -59,9 +59,16 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     if view.follow {
         title.push(Span::styled("follow ", theme.running));
     }
-    let block = Block::bordered()
+    let total = view.rows().len();
+    let visible = area.height.saturating_sub(2) as usize;
+    let mut block = Block::bordered()
         .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));
+    if total > visible {
+        // Where the cursor is when the tree is taller than the pane, like a pager's percentage.
+        let at = view.selected_row().map_or(0, |i| i + 1);
+        block = block.title_bottom(Line::from(Span::styled(format!(" {at}/{total} "), theme.dim)).right_aligned());
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     view.layout.tree = area;
