@@ -141,8 +141,8 @@ fn stacked(
     let tw = w.saturating_sub(INDENT);
     if shown.len() < lanes.len() {
         // Not every lane fits: say which ones are on screen, on the pane's bottom border.
-        let (a, b) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
-        let note = format!(" lanes {a}–{b} of {} ", lanes.len());
+        let (from, to) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
+        let note = format!(" lanes {from}–{to} of {} ", lanes.len());
         let x = area.right().saturating_sub(super::text::width(&note) as u16 + 1);
         frame.buffer_mut().set_stringn(x, area.bottom(), &note, w, view.theme.dim);
     }
