@@ -668,6 +668,7 @@ fn dump_styled_frames() {
         ("dark_help", Theme::dark(), (120, 40), "?"),
         ("dark_lanes_focus", Theme::dark(), (120, 40), "\t"),
         ("dark_80", Theme::dark(), (80, 24), ""),
+        ("dark_200", Theme::dark(), (200, 60), ""),
     ] {
         let mut v = View::with_theme(theme);
         let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
@@ -732,6 +733,8 @@ fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
     assert_eq!(v.lane, 299);
     let screen = render(&p, &f, &mut v, (80, 24));
     assert!(screen.contains("lane 300 says hello"), "{screen}");
+    assert!(screen.contains("lanes 292–300 of 300"), "{screen}");
+    insta::assert_snapshot!("wide_card_end_80x24", screen);
     assert!(!screen.contains("lane 1 says hello"));
     press(&mut v, &p, &[key(KeyCode::Home)]);
     let screen = render(&p, &f, &mut v, (80, 24));
@@ -817,4 +820,29 @@ fn every_item_kind_renders_in_a_transcript() {
         assert!(screen.contains(needle), "{needle:?} missing:\n{screen}");
     }
     insta::assert_snapshot!("item_kinds_120x40", screen);
+}
+
+/// The rows kept between frames (while the tree's shape is unchanged) are always the rows a fresh
+/// view would build, after every line of the real captures and the demo.
+#[test]
+fn kept_rows_always_match_fresh_rows() {
+    let demo_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let v1 = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
+    let v2 = std::fs::read_to_string(fixture("collab_v2")).expect("fixture");
+    for text in [v1, v2, demo_text] {
+        let mut p = Pipeline::default();
+        let mut kept = view();
+        for line in text.lines() {
+            p.push(line.as_bytes());
+            kept.refresh(&p.model);
+            let mut fresh = view();
+            fresh.refresh(&p.model);
+            assert_eq!(kept.rows(), fresh.rows(), "after {line}");
+        }
+        p.finish();
+        kept.refresh(&p.model);
+        let mut fresh = view();
+        fresh.refresh(&p.model);
+        assert_eq!(kept.rows(), fresh.rows());
+    }
 }

@@ -52,6 +52,7 @@ pub fn draw(
     let used = |parts: &[(Span<'_>, u8)]| {
         width(&brand.content) + parts.iter().map(|(s, _)| width(&s.content) + 3).sum::<usize>()
     };
+    parts.retain(|(span, _)| !span.content.is_empty());
     while parts.len() > 1 && used(&parts) + width(&clock_text) + 1 > w {
         let Some(worst) = parts.iter().map(|p| p.1).max() else {
             break;

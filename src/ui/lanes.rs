@@ -95,7 +95,7 @@ fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut Vi
     out.push(header);
     out.extend(lines.drain(start..).map(indent));
     view.layout.lane_headers.push((Rect { height: 1, ..area }, 0));
-    frame.render_widget(Paragraph::new(out), area);
+    super::put_lines(frame, area, &out);
 }
 
 fn indent(line: Line<'static>) -> Line<'static> {
@@ -139,6 +139,13 @@ fn stacked(
     }
     let theme = &view.theme;
     let tw = w.saturating_sub(INDENT);
+    if shown.len() < lanes.len() {
+        // Not every lane fits: say which ones are on screen, on the pane's bottom border.
+        let (from, to) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
+        let note = format!(" lanes {from}–{to} of {} ", lanes.len());
+        let x = area.right().saturating_sub(super::text::width(&note) as u16 + 1);
+        frame.buffer_mut().set_stringn(x, area.bottom(), &note, w, view.theme.dim);
+    }
     let rows_left = h.saturating_sub(shown.len());
     let open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
     let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;
@@ -176,7 +183,7 @@ fn stacked(
         out.push(header);
         out.extend(lines.into_iter().map(indent));
     }
-    frame.render_widget(Paragraph::new(out), area);
+    super::put_lines(frame, area, &out);
 }
 
 /// What a thread is doing right now, in a few words.

@@ -141,6 +141,16 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     }
 }
 
+/// Writes lines top-down into `area`, each cut at its width. Panes use this rather than a
+/// `Paragraph`: their lines are already wrapped and fitted, and skipping the paragraph's own
+/// reflow keeps a frame's cost at the cells written.
+fn put_lines(frame: &mut Frame, area: Rect, lines: &[Line<'_>]) {
+    let buf = frame.buffer_mut();
+    for (line, y) in lines.iter().zip(area.top()..area.bottom()) {
+        buf.set_line(area.x, y, line, area.width);
+    }
+}
+
 fn too_small(frame: &mut Frame, area: Rect, view: &View) {
     let msg = [
         Line::from(Span::styled("swarmtop", view.theme.brand)),

@@ -10,7 +10,9 @@
 //! owned item and flattens them all on each render, which at 1,000 threads costs about as much as
 //! this whole screen (`benches/render.rs` prints the comparison).
 
-use crate::model::{ItemKind, Model, Thread};
+use std::hash::{Hash, Hasher};
+
+use crate::model::{Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
 
 /// A node of the tree, stable while the model grows: selection and folds hold these.
@@ -49,10 +51,7 @@ pub struct Group {
 }
 
 /// What a card did, in the words of the tree row (`⑂ spawn ×3`).
-fn label_of(parent: &Thread, card: &str) -> &'static str {
-    let Some(item) = parent.item(card) else {
-        return "spawn";
-    };
+fn label_of(item: &Item) -> &'static str {
     match (&item.kind, item.tool.as_deref()) {
         (ItemKind::Collab, Some("spawnAgent") | None) | (ItemKind::SubAgentActivity, _) => "spawn",
         (ItemKind::Collab, Some("sendInput")) => "send",
@@ -78,13 +77,33 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
             loose.push(c);
             continue;
         };
-        let label = label_of(t, card);
+        let label = label_of(item);
         match groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
             Some(g) => g.lanes.push(c),
             None => groups.push(Group { first: c, turn: item.turn, label, lanes: vec![c] }),
         }
     }
     (groups, loose)
+}
+
+/// A fingerprint of everything the rows are made of, cheaper than making them: most lines of a
+/// live stream (deltas, token counts, statuses) change the model but not the tree's shape, and
+/// then the rows of the last frame still stand. Linear in the threads, with no allocation.
+///
+/// The shape is: who exists and in which role (roots, orphans, pending), each thread's children
+/// and the cards they know, and the items of the threads that have children (a card item can
+/// arrive after the child it announced; a root's turns come with its items).
+pub fn shape(model: &Model) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    (model.threads.len(), model.sessions.len(), model.unattributed.len()).hash(&mut h);
+    for t in &model.threads {
+        let cards = t.card.is_some();
+        (t.role as u8, cards).hash(&mut h);
+        if !t.children.is_empty() {
+            (t.children.len(), t.items.len(), t.turns.len()).hash(&mut h);
+        }
+    }
+    h.finish()
 }
 
 /// The lanes a node shows in the lanes pane.
@@ -182,6 +201,11 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
     fn thread(&mut self, idx: ThreadIdx, depth: u16, last: bool, guides: u64) {
         let model = self.model;
         let t = model.thread(idx);
+        if t.children.is_empty() {
+            // Most threads of a swarm are leaves: no cards to group, nothing to allocate.
+            self.push(NodeId::Thread(idx), depth, false, last, guides);
+            return;
+        }
         let (groups, loose) = groups(model, t);
         let groups: Vec<Group> = groups
             .into_iter()

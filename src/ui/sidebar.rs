@@ -2,12 +2,14 @@
 //! agent by cost or tokens.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Block;
 
 use super::Feed;
-use super::text::{Shown, fit, right, short_model, tokens, width};
+use super::text::{Shown, fit, right, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
 use crate::model::prices::Pico;
@@ -91,29 +93,40 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
     let scroll = view.cost_scroll;
     let selected_style = if focused { view.theme.selected } else { view.theme.selected_idle };
     let theme = view.theme.clone();
-    let order = view.agent_order(model);
-    for &idx in order.iter().skip(scroll).take(table_rows) {
+    let top = lines.len();
+    super::put_lines(frame, inner, &lines);
+    // The table's rows are placed cell by cell, like the tree's: no padding written.
+    let order = view.agent_order(model, scroll + table_rows);
+    let buf = frame.buffer_mut();
+    for (&idx, y) in order.iter().skip(scroll).take(table_rows).zip(inner.top() + top as u16..) {
         let t = model.thread(idx);
         let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
-        let mut spans = vec![
-            Span::styled(format!("{} ", shown.glyph()), theme.status(shown)),
-            Span::raw(fit(&t.name(), name_w.saturating_sub(2))),
-        ];
-        if with_model {
-            let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-            spans.push(Span::styled(format!(" {}", fit(m, model_w - 1)), theme.model));
-        }
-        spans.push(Span::raw(right(&tokens(t.tokens.total), tok_w)));
+        let x = inner.x;
+        buf.set_stringn(x, y, shown.glyph(), 1, theme.status(shown));
+        buf.set_stringn(x + 2, y, truncate(&t.name(), name_w.saturating_sub(3)), name_w, Style::new());
+        let mut end = w;
         let cost = format_usd(t.cost);
         let style = if t.cost.is_some() { theme.cost } else { theme.dim };
-        spans.push(Span::styled(right(&cost, cost_w), style));
-        let mut line = Line::from(spans);
-        if Some(idx) == focus {
-            line = line.patch_style(selected_style);
+        end = put_right(buf, inner, y, end, cost_w, &cost, style);
+        end = put_right(buf, inner, y, end, tok_w, &tokens(t.tokens.total), Style::new());
+        if with_model {
+            let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
+            let mx = end.saturating_sub(model_w) + 1;
+            buf.set_stringn(x + mx as u16, y, truncate(m, model_w - 1), model_w - 1, theme.model);
         }
-        lines.push(line);
+        if Some(idx) == focus {
+            buf.set_style(Rect { y, height: 1, ..inner }, selected_style);
+        }
     }
-    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Writes `text` right-aligned in the column of `col_w` cells that ends at `end`; returns where
+/// the column starts.
+fn put_right(buf: &mut Buffer, inner: Rect, y: u16, end: usize, col_w: usize, text: &str, style: Style) -> usize {
+    let text = truncate(text, col_w.saturating_sub(1));
+    let x = end.saturating_sub(width(&text));
+    buf.set_stringn(inner.x + x as u16, y, &text, col_w, style);
+    end.saturating_sub(col_w)
 }
 
 /// `burn ▁▂▃▅▇█ $0.21/min`: cost added per sample over the last samples, and the rate over the

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::{NodeId, Row, groups};
-use super::text::{Shown, duration, elapsed, fit, right, short_model, tokens, truncate, width};
+use super::text::{Shown, duration, elapsed, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, View};
 use crate::model::{ItemKind, Model, Status, Thread, TurnStatus, format_usd};
@@ -59,9 +59,16 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     if view.follow {
         title.push(Span::styled("follow ", theme.running));
     }
-    let block = Block::bordered()
+    let total = view.rows().len();
+    let visible = area.height.saturating_sub(2) as usize;
+    let mut block = Block::bordered()
         .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));
+    if total > visible {
+        // Where the cursor is when the tree is taller than the pane, like a pager's percentage.
+        let at = view.selected_row().map_or(0, |i| i + 1);
+        block = block.title_bottom(Line::from(Span::styled(format!(" {at}/{total} "), theme.dim)).right_aligned());
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     view.layout.tree = area;
@@ -82,21 +89,19 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         offset = sel + 1 - height;
     }
     let cols = Columns::for_width(inner.width as usize);
-    let lines: Vec<Line<'static>> = rows
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(i, row)| {
-            let mut line = row_line(model, feed, theme, row, inner.width as usize, cols);
-            if i == sel {
-                line = line.patch_style(if focused { theme.selected } else { theme.selected_idle });
-            }
-            line
-        })
-        .collect();
+    let w = inner.width as usize;
+    let highlight = if focused { theme.selected } else { theme.selected_idle };
+    let buf = frame.buffer_mut();
+    for ((i, row), y) in rows.iter().enumerate().skip(offset).take(height).zip(inner.top()..) {
+        for (x, span) in row_cells(model, feed, theme, row, w, cols) {
+            let Some(room) = w.checked_sub(x).filter(|&r| r > 0) else { continue };
+            buf.set_span(inner.x + x as u16, y, &span, room as u16);
+        }
+        if i == sel {
+            buf.set_style(Rect { y, height: 1, ..inner }, highlight);
+        }
+    }
     view.layout.tree_offset = offset;
-    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// Tree guides and fold marker of a row, one column per level: `│` where an ancestor has more
@@ -122,9 +127,39 @@ fn guides(row: &Row) -> String {
     s
 }
 
-fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, mut cols: Columns) -> Line<'static> {
-    let mut spans = vec![Span::styled(guides(row), theme.dim)];
-    let lead: usize = spans.iter().map(|s| width(&s.content)).sum();
+/// A row's text as spans placed at columns (no padding is written: the frame starts blank, and
+/// every cell not written is a cell the terminal need not be told about).
+struct Cells {
+    spans: Vec<(usize, Span<'static>)>,
+    /// Where the next flowing span goes.
+    at: usize,
+}
+
+impl Cells {
+    fn push(&mut self, span: Span<'static>) {
+        let w = width(&span.content);
+        self.spans.push((self.at, span));
+        self.at += w;
+    }
+
+    /// A figure right-aligned in the column that ends at `end`.
+    fn right(&mut self, end: usize, text: String, style: Style) {
+        let x = end.saturating_sub(width(&text));
+        self.spans.push((x, Span::styled(text, style)));
+    }
+}
+
+fn row_cells(
+    model: &Model,
+    feed: &Feed,
+    theme: &Theme,
+    row: &Row,
+    w: usize,
+    mut cols: Columns,
+) -> Vec<(usize, Span<'static>)> {
+    let mut cells = Cells { spans: Vec::with_capacity(8), at: 0 };
+    cells.push(Span::styled(guides(row), theme.dim));
+    let lead = cells.at;
     // A deep row on a narrow pane keeps room for an 8-digit id: its elapsed time goes first
     // (the cost column stays aligned with the other rows).
     if cols.elapsed && w.saturating_sub(lead + cols.width()) < 10 {
@@ -134,25 +169,26 @@ fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, mut 
     // Rows that are not threads have no figures: their label may use the whole row.
     let wide_w = w.saturating_sub(lead);
     match row.id {
-        NodeId::Thread(t) => thread_cells(model, feed, theme, t, label_w, cols, &mut spans),
+        NodeId::Thread(t) => thread_cells(model, feed, theme, t, label_w, w, cols, &mut cells),
         NodeId::Turn(t, turn) => {
             let th = model.thread(t);
             let (glyph, style) = match th.turns.get(turn as usize).map(|x| x.status) {
-                Some(TurnStatus::InProgress) => ("●", theme.running),
-                Some(TurnStatus::Completed) => ("✓", theme.done),
-                Some(TurnStatus::Failed) => ("✗", theme.failed),
-                Some(TurnStatus::Interrupted) => ("◼", theme.interrupted),
-                None => ("○", theme.pending),
+                Some(TurnStatus::InProgress) => ("● ", theme.running),
+                Some(TurnStatus::Completed) => ("✓ ", theme.done),
+                Some(TurnStatus::Failed) => ("✗ ", theme.failed),
+                Some(TurnStatus::Interrupted) => ("◼ ", theme.interrupted),
+                None => ("○ ", theme.pending),
             };
-            spans.push(Span::styled(format!("{glyph} "), style));
+            cells.push(Span::styled(glyph, style));
             let label = format!("turn {}", turn + 1);
             let room = wide_w.saturating_sub(2);
             match prompt_of_turn(th, turn as usize) {
                 Some(prompt) if room >= width(&label) + 10 => {
-                    spans.push(Span::raw(label.clone()));
-                    spans.push(Span::styled(format!(" {}", fit(prompt, room - width(&label) - 1)), theme.dim));
+                    let rest = room - width(&label) - 1;
+                    cells.push(Span::raw(label));
+                    cells.push(Span::styled(format!(" {}", truncate(prompt, rest)), theme.dim));
                 }
-                _ => spans.push(Span::raw(fit(&label, room))),
+                _ => cells.push(Span::raw(truncate(&label, room))),
             }
         }
         NodeId::Group(t, first) => {
@@ -163,40 +199,41 @@ fn row_line(model: &Model, feed: &Feed, theme: &Theme, row: &Row, w: usize, mut 
                 let active = g.lanes.iter().filter(|&&c| model.thread(c).status.is_active()).count();
                 (g.label, g.lanes.len(), active)
             });
-            spans.push(Span::styled("⑂ ", theme.tool));
+            cells.push(Span::styled("⑂ ", theme.tool));
             let mut text = format!("{label} ×{n}");
             if active > 0 {
                 let _ = write!(text, " · {active} active");
             }
-            spans.push(Span::raw(fit(&text, wide_w.saturating_sub(2))));
+            cells.push(Span::raw(truncate(&text, wide_w.saturating_sub(2))));
         }
         NodeId::Unattributed => {
-            spans.push(Span::styled("? ", theme.warn));
-            spans.push(Span::styled(
-                fit(&format!("unattributed ×{}", model.unattributed.len()), wide_w.saturating_sub(2)),
-                theme.warn,
-            ));
+            cells.push(Span::styled("? ", theme.warn));
+            let text = format!("unattributed ×{}", model.unattributed.len());
+            cells.push(Span::styled(truncate(&text, wide_w.saturating_sub(2)), theme.warn));
         }
         NodeId::Pending => {
-            spans.push(Span::styled("○ ", theme.pending));
-            spans.push(Span::styled(fit("pending registration", wide_w.saturating_sub(2)), theme.dim));
+            cells.push(Span::styled("○ ", theme.pending));
+            cells.push(Span::styled(truncate("pending registration", wide_w.saturating_sub(2)), theme.dim));
         }
     }
-    Line::from(spans)
+    cells.spans
 }
 
+#[allow(clippy::too_many_arguments)]
 fn thread_cells(
     model: &Model,
     feed: &Feed,
     theme: &Theme,
     idx: ThreadIdx,
     label_w: usize,
+    w: usize,
     cols: Columns,
-    spans: &mut Vec<Span<'static>>,
+    cells: &mut Cells,
 ) {
     let t = model.thread(idx);
     let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
-    spans.push(Span::styled(format!("{} ", shown.glyph()), theme.status(shown)));
+    cells.push(Span::styled(shown.glyph(), theme.status(shown)));
+    cells.at += 1;
     let name_style = match t.status {
         Status::Failed => theme.failed,
         _ if t.parent.is_none() => theme.bold,
@@ -219,26 +256,32 @@ fn thread_cells(
         .flatten();
     match hint {
         Some(prompt) if room >= width(&name) + 10 => {
-            spans.push(Span::styled(name.clone(), name_style));
-            spans.push(Span::styled(format!(" {}", fit(prompt, room - width(&name) - 1)), theme.dim));
+            let rest = room - width(&name) - 1;
+            cells.push(Span::styled(name, name_style));
+            cells.push(Span::styled(format!(" {}", truncate(prompt, rest)), theme.dim));
         }
-        _ => spans.push(Span::styled(fit(&name, room), name_style)),
+        _ => cells.push(Span::styled(truncate(&name, room), name_style)),
     }
-    if cols.model {
-        let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-        spans.push(Span::styled(format!(" {}", fit(m, MODEL_W - 1)), theme.model));
+    // The figure columns, from the right edge leftwards.
+    let mut end = w;
+    if cols.cost {
+        let style = if t.cost.is_none() { theme.dim } else { theme.cost };
+        cells.right(end, truncate(&format_usd(t.cost), COST_W - 1), style);
+        end -= COST_W;
+    }
+    if cols.tokens {
+        cells.right(end, tokens(t.tokens.total), Style::new());
+        end -= TOKENS_W;
     }
     if cols.elapsed {
         let e = elapsed(t, feed.now_ms).map(duration).unwrap_or_default();
-        spans.push(Span::styled(right(&e, ELAPSED_W), theme.dim));
+        cells.right(end, e, theme.dim);
+        end -= ELAPSED_W;
     }
-    if cols.tokens {
-        spans.push(Span::raw(right(&tokens(t.tokens.total), TOKENS_W)));
-    }
-    if cols.cost {
-        let cost = format_usd(t.cost);
-        let style = if t.cost.is_none() { theme.dim } else { theme.cost };
-        spans.push(Span::styled(right(&truncate(&cost, COST_W - 1), COST_W), style));
+    if cols.model {
+        let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
+        let x = end.saturating_sub(MODEL_W) + 1;
+        cells.spans.push((x, Span::styled(truncate(m, MODEL_W - 1), theme.model)));
     }
 }
 

@@ -83,8 +83,9 @@ pub struct View {
 
 #[derive(Debug, Default)]
 struct Cache {
-    /// (model generation, thread count, folds, filter). The thread count is there because a seek
-    /// may replace the model with a shorter one: no cached row may name a thread it lacks.
+    /// (shape of the tree, thread count, folds, filter): what the rows depend on. See
+    /// [`outline::shape`]; the thread count is there because a seek may replace the model with a
+    /// shorter one, and no cached row may name a thread it lacks.
     key: Option<(u64, usize, u64, String)>,
     rows: Vec<Row>,
     /// Index of the selected row, found once per refresh.
@@ -92,7 +93,7 @@ struct Cache {
     /// Bumped by every fold change, so the rows know to rebuild.
     folds: u64,
     follow_key: Option<u64>,
-    order_key: Option<(u64, usize, Sort)>,
+    order_key: Option<(u64, usize, Sort, usize)>,
     order: Vec<ThreadIdx>,
 }
 
@@ -179,14 +180,21 @@ impl View {
         }
     }
 
-    /// Brings the derived state up to date with the model: rows, follow, clamping.
-    pub fn refresh(&mut self, model: &Model) {
-        let key = (model.generation, model.threads.len(), self.cache.folds, self.filter.clone());
+    /// Rebuilds the tree rows if what they depend on changed.
+    fn refresh_rows(&mut self, model: &Model) {
+        // A filter looks at names, statuses and models, which change without the shape changing.
+        let shape = if self.filter.is_empty() { outline::shape(model) } else { model.generation };
+        let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone());
         if self.cache.key.as_ref() != Some(&key) {
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
             self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref());
             self.cache.key = Some(key);
         }
+    }
+
+    /// Brings the derived state up to date with the model: rows, follow, clamping.
+    pub fn refresh(&mut self, model: &Model) {
+        self.refresh_rows(model);
         if self.follow && self.cache.follow_key != Some(model.generation) {
             self.cache.follow_key = Some(model.generation);
             self.follow_newest(model);
@@ -240,28 +248,29 @@ impl View {
         }
         if changed {
             self.cache.folds += 1;
-            let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
-            self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref());
-            self.cache.key = Some((model.generation, model.threads.len(), self.cache.folds, self.filter.clone()));
+            self.refresh_rows(model);
         }
         self.select(NodeId::Group(parent, first));
         self.lane = lane;
     }
 
-    /// Threads in the sidebar's order (cost or tokens, largest first), cached per model change.
-    pub fn agent_order(&mut self, model: &Model) -> &[ThreadIdx] {
-        let key = (model.generation, model.threads.len(), self.sort);
+    /// The first `rows` threads in the sidebar's order (cost or tokens, largest first), cached
+    /// per model change. Only those are sorted: a partial selection finds them in linear time.
+    pub fn agent_order(&mut self, model: &Model, rows: usize) -> &[ThreadIdx] {
+        let key = (model.generation, model.threads.len(), self.sort, rows);
         if self.cache.order_key != Some(key) {
             let mut order: Vec<ThreadIdx> = (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).collect();
-            match self.sort {
-                Sort::Cost => order.sort_by_key(|&i| {
-                    let t = model.thread(i);
-                    (std::cmp::Reverse(t.cost.map_or(-1, |c| c.0)), i)
-                }),
-                Sort::Tokens => {
-                    order.sort_by_key(|&i| (std::cmp::Reverse(model.thread(i).tokens.total), i));
-                }
+            let by_cost = |&i: &ThreadIdx| (std::cmp::Reverse(model.thread(i).cost.map_or(-1, |c| c.0)), i);
+            let by_tokens = |&i: &ThreadIdx| (std::cmp::Reverse(i128::from(model.thread(i).tokens.total)), i);
+            let key_of: &dyn Fn(&ThreadIdx) -> (std::cmp::Reverse<i128>, ThreadIdx) = match self.sort {
+                Sort::Cost => &by_cost,
+                Sort::Tokens => &by_tokens,
+            };
+            if rows < order.len() {
+                order.select_nth_unstable_by_key(rows, key_of);
+                order.truncate(rows);
             }
+            order.sort_unstable_by_key(key_of);
             self.cache.order = order;
             self.cache.order_key = Some(key);
         }
