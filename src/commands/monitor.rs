@@ -30,6 +30,8 @@ use crate::wire::{Decoded, decode};
 const INGEST_SLICE: Duration = Duration::from_millis(8);
 /// How often a followed file is checked for growth.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
+/// How often the screen is redrawn with nothing new, for its clocks.
+const TICK: Duration = Duration::from_secs(1);
 
 /// A recording held in memory: one buffer and where each record lies in it.
 pub struct Recorded {
@@ -288,6 +290,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
     let mut next_follow = now + FOLLOW_POLL;
+    let mut next_tick = now + TICK;
 
     loop {
         let now = Instant::now();
@@ -331,6 +334,11 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             m.feed.now_ms = unix_now_ms();
         }
         m.feed.events_per_sec = m.rate.value;
+        // Elapsed times, the clock and "stalled" move on their own: a frame a second keeps them true.
+        if now >= next_tick {
+            next_tick = now + TICK;
+            m.dirty = true;
+        }
 
         // Draw when something changed, at most once per frame interval.
         let frame_due = last_draw.map_or(now, |t| t + frame);
@@ -340,7 +348,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         }
 
         // Sleep until the next thing that can happen on its own.
-        let mut wake = now + Duration::from_secs(1);
+        let mut wake = next_tick;
         if m.dirty {
             wake = wake.min(frame_due.max(now));
         }
