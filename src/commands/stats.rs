@@ -16,6 +16,7 @@ use crate::model::prices::Pico;
 use crate::model::{Model, Tokens, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
+use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     let pipeline = ingest(&args.inputs, config, &mut nothing())?;
@@ -233,7 +234,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         out,
         "totals   {} threads · {} tokens · {}{}",
         totals.threads,
-        group(totals.tokens.total),
+        grouped(totals.tokens.total),
         format_usd(totals.cost_usd()),
         if unpriced > 0 { format!(" ({unpriced} unpriced)") } else { String::new() }
     );
@@ -255,7 +256,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
                 },
                 t.turns.len().to_string(),
                 t.items.len().to_string(),
-                group(t.tokens.total),
+                grouped(t.tokens.total),
                 format_usd(t.cost),
                 format_usd(model.thread(idx).subtree.cost_usd()),
             ]
@@ -288,18 +289,5 @@ pub fn render_text(pipeline: &Pipeline) -> String {
     }
     out.push('\n');
     out.push_str(&render_tree(model));
-    out
-}
-
-/// `1234567` → `1,234,567`.
-pub fn group(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
     out
 }

@@ -8,10 +8,10 @@ use color_eyre::eyre::Result;
 
 use super::cli::TreeArgs;
 use super::ingest::{ingest, nothing};
-use super::stats::group;
-use crate::model::{Model, Status, format_usd};
+use crate::model::{Model, format_usd};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
+use crate::ui::text::{Shown, grouped};
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     let pipeline = ingest(&args.inputs, config, &mut nothing())?;
@@ -19,20 +19,6 @@ pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     stdout.write_all(render_tree(&pipeline.model).as_bytes())?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Status as glyph and word, so it reads without colour.
-pub fn glyph(status: Status) -> &'static str {
-    match status {
-        Status::Pending => "○",
-        Status::Running => "●",
-        Status::Waiting => "◐",
-        Status::Retrying => "↻",
-        Status::Idle => "✓",
-        Status::Failed => "✗",
-        Status::Interrupted => "◼",
-        Status::Closed => "·",
-    }
 }
 
 /// Every session with its descendants, then the unattributed threads and anything still pending.
@@ -65,12 +51,12 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
     let _ = write!(
         out,
         "{lead}{} {}  {model_name}  {}  turns {}  items {}  {} tok  {}",
-        glyph(t.status),
+        Shown::Is(t.status).glyph(),
         t.name(),
         t.status.as_str(),
         t.turns.len(),
         t.items.len(),
-        group(t.tokens.total),
+        grouped(t.tokens.total),
         format_usd(t.cost),
     );
     if !t.children.is_empty() {

@@ -64,6 +64,33 @@ pub enum Dir {
     Bare,
 }
 
+/// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
+#[derive(Default)]
+pub(super) struct ShapeKeys {
+    payload: bool,
+    kind: bool,
+    transcript: bool,
+}
+
+impl ShapeKeys {
+    pub fn note(&mut self, key: &str) {
+        match key {
+            "payload" => self.payload = true,
+            "type" => self.kind = true,
+            "uuid" | "sessionId" => self.transcript = true,
+            _ => {}
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        match (self.kind, self.payload, self.transcript) {
+            (true, true, _) => Shape::CodexRollout,
+            (true, _, true) => Shape::ClaudeTranscript,
+            _ => Shape::Other,
+        }
+    }
+}
+
 /// What kind of non-Codex record a malformed line looked like (for `input.format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shape {
@@ -506,7 +533,7 @@ impl<'de> Visitor<'de> for TopVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
         let mut top = Top::default();
-        let (mut saw_payload, mut saw_type, mut saw_uuid) = (false, false, false);
+        let mut keys = ShapeKeys::default();
         while let Some(BStr(key)) = map.next_key::<BStr<'de>>()? {
             let parts = &mut top.msg;
             match &*key {
@@ -540,21 +567,12 @@ impl<'de> Visitor<'de> for TopVisitor {
                     top.raw_b64 = true;
                 }
                 other => {
-                    match other {
-                        "payload" => saw_payload = true,
-                        "type" => saw_type = true,
-                        "uuid" | "sessionId" => saw_uuid = true,
-                        _ => {}
-                    }
+                    keys.note(other);
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        top.msg.shape = match (saw_type, saw_payload, saw_uuid) {
-            (true, true, _) => Shape::CodexRollout,
-            (true, _, true) => Shape::ClaudeTranscript,
-            _ => Shape::Other,
-        };
+        top.msg.shape = keys.shape();
         Ok(top)
     }
 }

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::decode::{Params, Shape, Str, Top, wants_full_params};
+use super::decode::{Params, ShapeKeys, Str, Top, wants_full_params};
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -358,7 +358,7 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
     let mut s = Scanner::new(text);
     let mut top = Top::default();
     let mut late_params: Option<&str> = None;
-    let (mut saw_payload, mut saw_type, mut saw_uuid) = (false, false, false);
+    let mut keys = ShapeKeys::default();
     s.object(|s, key| {
         let m = &mut top.msg.message;
         match &*key {
@@ -396,12 +396,7 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
                 top.raw_b64 = true;
             }
             other => {
-                match other {
-                    "payload" => saw_payload = true,
-                    "type" => saw_type = true,
-                    "uuid" | "sessionId" => saw_uuid = true,
-                    _ => {}
-                }
+                keys.note(other);
                 s.value(1)?;
             }
         }
@@ -413,11 +408,7 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
         let mut inner = Scanner::new(text);
         top.msg.message.params = params(&mut inner, full)?;
     }
-    top.msg.shape = match (saw_type, saw_payload, saw_uuid) {
-        (true, true, _) => Shape::CodexRollout,
-        (true, _, true) => Shape::ClaudeTranscript,
-        _ => Shape::Other,
-    };
+    top.msg.shape = keys.shape();
     Some(top)
 }
 
