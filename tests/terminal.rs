@@ -68,15 +68,27 @@ impl Drop for Tmux {
     }
 }
 
-#[test]
-fn demo_in_a_real_terminal() {
+/// A shell around swarmtop that reports whether the terminal's settings came back, and its exit code.
+fn watched(args: &str) -> String {
     let bin = env!("CARGO_BIN_EXE_swarmtop");
-    // The shell around swarmtop records the terminal's settings before and after, and the exit code.
     let script = format!(
-        "before=$(stty -g); {bin} demo --speed max; code=$?; after=$(stty -g); \
+        "before=$(stty -g); {bin} {args}; code=$?; after=$(stty -g); \
          [ \"$before\" = \"$after\" ] && echo TTY=restored || echo TTY=changed; echo EXIT=$code; sleep 60"
     );
-    let Some(tmux) = Tmux::start("demo", 120, 40, &format!("sh -c '{}'", script.replace('\'', "'\\''"))) else {
+    format!("sh -c '{}'", script.replace('\'', "'\\''"))
+}
+
+/// The pid of the swarmtop running in the pane (the pane's shell's child).
+fn swarmtop_pid(tmux: &Tmux) -> String {
+    let out = tmux.run(&["list-panes", "-t", "t", "-F", "#{pane_pid}"]);
+    let shell = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
+    children.split_whitespace().next().expect("swarmtop runs under the pane's shell").to_owned()
+}
+
+#[test]
+fn demo_in_a_real_terminal() {
+    let Some(tmux) = Tmux::start("demo", 120, 40, &watched("demo --speed max")) else {
         return;
     };
 
@@ -128,5 +140,17 @@ fn a_too_small_terminal_gets_a_message_not_a_panic() {
     tmux.wait_for("the full screen after a resize", |s| s.contains("┌ agents"));
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let Some(tmux) = Tmux::start("term", 100, 30, &watched("demo")) else { return };
+    tmux.wait_for("the screen", |s| s.contains("┌ agents"));
+    let pid = swarmtop_pid(&tmux);
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+    assert!(killed.success());
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("TTY=restored"), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
 }
