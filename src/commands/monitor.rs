@@ -236,6 +236,8 @@ struct Monitor {
     feed: Feed,
     rate: Rate,
     dirty: bool,
+    /// The input has ended and the pipeline was told so (pending threads settled, as `stats` does).
+    finished: bool,
 }
 
 impl Monitor {
@@ -250,7 +252,17 @@ impl Monitor {
 
     fn reset(&mut self) {
         self.pipeline = Pipeline::new(self.config.clone());
+        self.finished = false;
         self.dirty = true;
+    }
+
+    /// End of input: every pending thread becomes a root or an orphan, as in `stats`.
+    fn finish(&mut self) {
+        if !self.finished {
+            self.pipeline.finish();
+            self.finished = true;
+            self.dirty = true;
+        }
     }
 }
 
@@ -273,6 +285,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         feed: Feed { stall_ms: opts.stall, ..Feed::default() },
         rate: Rate { since: now, count: 0, value: 0.0 },
         dirty: true,
+        finished: false,
     };
     let mut last_draw: Option<Instant> = None;
 
@@ -287,6 +300,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     };
     let mut replay = recorded.as_ref().map(|r| {
         m.feed.source = format!("replay: {}", r.name);
+        tracing::info!(source = %r.name, records = r.records.len(), "replaying");
         Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
     let mut next_follow = now + FOLLOW_POLL;
@@ -308,6 +322,12 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 }
                 m.rate.add(applied, now);
                 m.dirty = true;
+            }
+        }
+        if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_ref()) {
+            // A recording that is not followed ends where it ends.
+            if r.follow.is_empty() && rep.is_done() {
+                m.finish();
             }
         }
         if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
@@ -401,11 +421,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         }
     }
     drop(guard);
+    tracing::info!(lines = m.pipeline.counters().lines, "monitor closed");
     Ok(ExitCode::SUCCESS)
 }
 
 fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
     m.dirty = true;
+    if !matches!(event, live::Event::Records(_)) {
+        tracing::info!(?event, "live source");
+    }
     match event {
         live::Event::Connected { path } => m.feed.connection = Some(format!("connected: {}", path.display())),
         live::Event::Live => m.feed.connection = Some("live".to_owned()),
@@ -434,6 +458,7 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             m.feed.connection = Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
         }
         live::Event::Ended(end) => {
+            m.finish();
             m.feed.connection = Some(match end {
                 End::Exited(code) => format!("ended (exit {code})"),
                 End::Closed => "ended".to_owned(),
@@ -481,6 +506,7 @@ fn handle_terminal_event(
         }
         (Effect::Seek(delta), Some(r), Some(rep)) => {
             let target = rep.seek_target(delta);
+            tracing::debug!(delta, from = rep.position(), to = target, "seek");
             if target < rep.position() {
                 // Back in time: the reducer is deterministic, so replaying from the start rebuilds
                 // exactly the model of that moment.
