@@ -479,8 +479,8 @@ mod tests {
         let mut piece = vec![b'x'; (1 << 20) - 1];
         piece.push(b'\n');
         let n = MEMORY_HISTORY_BYTES / piece.len() + 8;
-        for i in 0..n {
-            let b = append(&hub, &piece, i as i64);
+        for ts in (0..).take(n) {
+            let b = append(&hub, &piece, ts);
             hub.offer(&b);
         }
         let (history, _) = subscribe(&hub);
