@@ -1,0 +1,87 @@
+//! The `d` view: every routing counter, the malformed samples, the global log, dropped text.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+use super::help::centred;
+use super::text::{grouped, truncate};
+use super::view::View;
+use crate::model::Model;
+use crate::router::Counters;
+
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, view: &mut View) {
+    let theme = &view.theme;
+    let w = area.width.saturating_sub(4).min(110);
+    let h = area.height.saturating_sub(2);
+    let rect = centred(area, w, h);
+    let text_w = w.saturating_sub(4) as usize;
+    let c = counters;
+    let figure = |name: &'static str, n: u64, problem: bool| {
+        let style = if problem && n > 0 { theme.warn } else { theme.base };
+        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{:<10}", grouped(n)), style)]
+    };
+    let row = |cells: [(&'static str, u64, bool); 3]| {
+        Line::from(cells.into_iter().flat_map(|(n, v, p)| figure(n, v, p)).collect::<Vec<_>>())
+    };
+    let mut lines = vec![
+        Line::from(Span::styled("Routing", theme.title)),
+        row([("lines", c.lines, false), ("root", c.root, false), ("rehomed", c.rehomed, false)]),
+        row([("suppressed", c.suppressed, false), ("global", c.global, false), ("control", c.control, false)]),
+        row([("malformed", c.malformed, true), ("early", c.early, false), ("replayed", c.replayed, false)]),
+        row([
+            ("evicted", c.evicted, true),
+            ("pending at end", c.pending_at_end, true),
+            ("orphans", c.orphan_threads, true),
+        ]),
+        row([
+            ("depth-limited", c.depth_limited, true),
+            ("dropped text", model.diagnostics.dropped_text_bytes, true),
+            ("global log", model.diagnostics.global_count, false),
+        ]),
+        Line::from(Span::styled(
+            if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
+            theme.dim,
+        )),
+        Line::default(),
+        Line::from(Span::styled(format!("Malformed lines ({} kept)", model.diagnostics.malformed.len()), theme.title)),
+    ];
+    if model.diagnostics.malformed.is_empty() {
+        lines.push(Line::from(Span::styled("  none", theme.dim)));
+    }
+    for m in model.diagnostics.malformed.iter().rev() {
+        lines.push(Line::from(vec![
+            Span::styled(format!("  #{:<7}", m.line_no), theme.dim),
+            Span::styled(format!("{} ", m.reason), theme.warn),
+        ]));
+        let head = m.head.as_str().replace(['\n', '\t'], " ");
+        lines.push(Line::from(Span::styled(
+            format!("           {}", truncate(&head, text_w.saturating_sub(11))),
+            theme.dim,
+        )));
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        format!("Global log ({} lines, newest first)", grouped(model.diagnostics.global_count)),
+        theme.title,
+    )));
+    if model.diagnostics.globals.is_empty() {
+        lines.push(Line::from(Span::styled("  none", theme.dim)));
+    }
+    for g in model.diagnostics.globals.iter().rev() {
+        let msg = g.message.as_str().replace(['\n', '\t'], " ");
+        let lead = format!("  #{:<7}{} ", g.line_no, g.method);
+        let room = text_w.saturating_sub(lead.chars().count());
+        lines.push(Line::from(vec![Span::styled(lead, theme.dim), Span::raw(truncate(&msg, room))]));
+    }
+    let inner_h = h.saturating_sub(2) as usize;
+    view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
+    let block = Block::bordered()
+        .border_style(theme.border_focus)
+        .title(Span::styled(" diagnostics ", theme.title))
+        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
+    view.layout.overlay = rect;
+}

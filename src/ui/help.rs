@@ -1,0 +1,80 @@
+//! The `?` overlay: every binding of the keymap table, by section, in two columns when there is
+//! room. Keys that do not apply to this feed (replay keys on a live one) are dimmed.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Padding, Paragraph};
+
+use super::keymap::{BINDINGS, Section, key_name};
+use super::text::{fit, width};
+use super::view::View;
+
+fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'static>> {
+    let theme = &view.theme;
+    let mut lines = vec![Line::from(Span::styled(section.title(), theme.title))];
+    let mut seen: Vec<&str> = Vec::new();
+    for b in BINDINGS.iter().filter(|b| b.section == section) {
+        // One entry per help text (Esc and q close overlays alike).
+        if seen.contains(&b.help) {
+            continue;
+        }
+        seen.push(b.help);
+        let keys: Vec<String> = b.keys.iter().map(key_name).collect();
+        let style = if b.replay && !view.replay { theme.dim } else { theme.key };
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {}", fit(&keys.join(" "), 10)), style),
+            Span::raw(fit(b.help, col_w.saturating_sub(12))),
+        ]));
+    }
+    lines.push(Line::default());
+    lines
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
+    let two = area.width >= 106;
+    let col_w: usize = if two { 50 } else { 58 };
+    let left_sections = [Section::Move, Section::Panes];
+    let right_sections = [Section::Filter, Section::Replay, Section::App];
+    let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
+    let right: Vec<Line<'static>> = right_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
+    let mut lines: Vec<Line<'static>> = if two {
+        let n = left.len().max(right.len());
+        (0..n)
+            .map(|i| {
+                let mut spans: Vec<Span<'static>> = left.get(i).map(|l| l.spans.clone()).unwrap_or_default();
+                let used: usize = spans.iter().map(|s| width(&s.content)).sum();
+                spans.push(Span::raw(" ".repeat(col_w.saturating_sub(used))));
+                spans.extend(right.get(i).map(|l| l.spans.clone()).unwrap_or_default());
+                Line::from(spans)
+            })
+            .collect()
+    } else {
+        left.into_iter().chain(right).collect()
+    };
+    lines.push(Line::from(Span::styled(
+        "mouse: click selects, click again folds; the wheel scrolls the pane under it",
+        view.theme.dim,
+    )));
+    let w = (if two { col_w * 2 + 4 } else { col_w + 4 }) as u16;
+    let w = w.min(area.width.saturating_sub(2));
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let rect = centred(area, w, h);
+    let inner_h = h.saturating_sub(2) as usize;
+    view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
+    let theme = &view.theme;
+    let block = Block::bordered()
+        .padding(Padding::horizontal(1))
+        .border_style(theme.border_focus)
+        .title(Span::styled(" keys ", theme.title))
+        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
+    view.layout.overlay = rect;
+}
+
+pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}

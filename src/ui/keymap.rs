@@ -1,0 +1,338 @@
+//! Input to [`Action`]s through one table. The footer and the `?` overlay are generated from the
+//! same table, so what the screen says a key does is what it does.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+
+use super::view::{Overlay, Pane, View};
+
+/// What the user asked for, as data; [`super::update`] gives it meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    MoveUp,
+    MoveDown,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    /// ← : fold the selected node, or go to its parent.
+    Fold,
+    /// → : unfold the selected node, or go to its first child.
+    Unfold,
+    /// Enter: open the selection's lane (tree), expand the selected lane (lanes).
+    OpenLane,
+    /// Fold or unfold the selected lane.
+    ToggleLane,
+    NextPane,
+    PrevPane,
+    FilterStart,
+    FilterInput(char),
+    FilterBackspace,
+    FilterAccept,
+    FilterCancel,
+    Follow,
+    Sort,
+    Help,
+    Diagnostics,
+    /// Esc: closes the innermost thing open (filter, overlay, expanded lane), else quits.
+    Back,
+    Quit,
+    TogglePause,
+    Step,
+    SeekBack,
+    SeekForward,
+    SpeedUp,
+    SpeedDown,
+    Click {
+        column: u16,
+        row: u16,
+    },
+    Scroll {
+        column: u16,
+        row: u16,
+        delta: i16,
+    },
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct When(u8);
+
+impl When {
+    pub const TREE: Self = Self(1);
+    pub const LANES: Self = Self(2);
+    pub const COST: Self = Self(4);
+    pub const HELP: Self = Self(8);
+    pub const DIAG: Self = Self(16);
+    pub const TYPING: Self = Self(32);
+    pub const PANES: Self = Self(1 | 2 | 4);
+    pub const OVERLAYS: Self = Self(8 | 16);
+    pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16);
+
+    const fn or(self, o: Self) -> Self {
+        Self(self.0 | o.0)
+    }
+
+    fn has(self, o: Self) -> bool {
+        self.0 & o.0 != 0
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Move,
+    Filter,
+    Panes,
+    Replay,
+    App,
+}
+
+impl Section {
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Move => "Move",
+            Self::Filter => "Filter (after /)",
+            Self::Panes => "Panes and lanes",
+            Self::Replay => "Replay",
+            Self::App => "Screen",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
+}
+
+const fn key(code: KeyCode) -> Key {
+    Key { code, mods: KeyModifiers::NONE }
+}
+
+const fn ch(c: char) -> Key {
+    key(KeyCode::Char(c))
+}
+
+const fn ctrl(c: char) -> Key {
+    Key { code: KeyCode::Char(c), mods: KeyModifiers::CONTROL }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub keys: &'static [Key],
+    pub action: Action,
+    pub help: &'static str,
+    /// Footer hint; consecutive bindings with the same hint share one footer entry (`↑↓ move`).
+    pub hint: Option<&'static str>,
+    /// Footer priority: 1 is kept longest when the footer is too narrow.
+    pub prio: u8,
+    pub when: When,
+    /// Only for replays (step, seek, speed).
+    pub replay: bool,
+    pub section: Section,
+}
+
+const fn b(
+    keys: &'static [Key],
+    action: Action,
+    help: &'static str,
+    hint: Option<&'static str>,
+    prio: u8,
+    when: When,
+    section: Section,
+) -> Binding {
+    Binding { keys, action, help, hint, prio, when, replay: false, section }
+}
+
+const fn replay(mut binding: Binding) -> Binding {
+    binding.replay = true;
+    binding
+}
+
+use Action as A;
+use KeyCode as K;
+use Section as S;
+
+/// The keymap, in footer order.
+#[rustfmt::skip]
+pub static BINDINGS: &[Binding] = &[
+    // keys                          action            help                                 footer hint           prio  where
+    b(&[key(K::Enter)],             A::FilterAccept,    "keep the filter",                  Some("keep"),           1, When::TYPING, S::Filter),
+    b(&[key(K::Esc)],               A::FilterCancel,    "clear the filter",                 Some("clear"),          1, When::TYPING, S::Filter),
+    b(&[key(K::Backspace)],         A::FilterBackspace, "delete a character",               None,                   0, When::TYPING, S::Filter),
+    b(&[key(K::Up), ch('k')],       A::MoveUp,          "move up",                          Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
+    b(&[key(K::Down), ch('j')],     A::MoveDown,        "move down",                        Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
+    b(&[key(K::Left), ch('h')],     A::Fold,            "fold, or go to the parent",        Some("fold"),           2, When::TREE, S::Move),
+    b(&[key(K::Right), ch('l')],    A::Unfold,          "unfold, or go to the first child", Some("fold"),           2, When::TREE, S::Move),
+    b(&[key(K::PageUp)],            A::PageUp,          "page up (lanes: scroll back)",     None,                   0, When::SCROLLABLE, S::Move),
+    b(&[key(K::PageDown)],          A::PageDown,        "page down",                        None,                   0, When::SCROLLABLE, S::Move),
+    b(&[key(K::Home), ch('g')],     A::Top,             "first row (lanes: oldest line)",   None,                   0, When::SCROLLABLE, S::Move),
+    b(&[key(K::End), ch('G')],      A::Bottom,          "last row (lanes: newest line)",    None,                   0, When::SCROLLABLE, S::Move),
+    b(&[key(K::Enter)],             A::OpenLane,        "open the lane / expand it",        Some("open lane"),      2, When::TREE.or(When::LANES), S::Panes),
+    b(&[ch('x')],                   A::ToggleLane,      "fold the selected lane",           Some("fold lane"),      4, When::LANES, S::Panes),
+    b(&[key(K::Tab)],               A::NextPane,        "next pane",                        Some("pane"),           3, When::PANES, S::Panes),
+    b(&[key(K::BackTab)],           A::PrevPane,        "previous pane",                    None,                   0, When::PANES, S::Panes),
+    b(&[ch('/')],                   A::FilterStart,     "filter by name, status or model",  Some("filter"),         2, When::PANES, S::Panes),
+    b(&[ch('f')],                   A::Follow,          "follow the newest active lane",    Some("follow"),         3, When::PANES, S::Panes),
+    b(&[ch('s')],                   A::Sort,            "sort agents by cost / tokens",     Some("sort"),           4, When::PANES, S::Panes),
+    b(&[ch(' ')],                   A::TogglePause,     "pause / resume",                   Some("pause"),          2, When::PANES, S::Replay),
+    replay(b(&[ch('.')],            A::Step,            "step one event (paused)",          Some("step"),           4, When::PANES, S::Replay)),
+    replay(b(&[ch('[')],            A::SeekBack,        "seek back 10 s",                   Some("seek"),           4, When::PANES, S::Replay)),
+    replay(b(&[ch(']')],            A::SeekForward,     "seek forward 10 s",                Some("seek"),           4, When::PANES, S::Replay)),
+    replay(b(&[ch('+'), ch('=')],   A::SpeedUp,         "faster",                           Some("speed"),          3, When::PANES, S::Replay)),
+    replay(b(&[ch('-')],            A::SpeedDown,       "slower",                           Some("speed"),          3, When::PANES, S::Replay)),
+    b(&[ch('d')],                   A::Diagnostics,     "diagnostics: counters, bad lines, log", Some("diagnostics"), 3, When::PANES.or(When::DIAG), S::App),
+    b(&[ch('?')],                   A::Help,            "this help",                        Some("help"),           1, When::PANES.or(When::HELP), S::App),
+    b(&[key(K::Esc), ch('q')],      A::Back,            "close",                            Some("close"),          1, When::OVERLAYS, S::App),
+    b(&[key(K::Esc)],               A::Back,            "close filter or lane, else quit",  None,                   0, When::PANES, S::App),
+    b(&[ch('q')],                   A::Quit,            "quit",                             Some("quit"),           1, When::PANES, S::App),
+    b(&[ctrl('c')],                 A::Quit,            "quit, from anywhere",              None,                   0, When::SCROLLABLE.or(When::TYPING), S::App),
+];
+
+/// The context the view is in: one overlay, the filter prompt, or a focused pane.
+pub fn context(view: &View) -> When {
+    if view.typing {
+        When::TYPING
+    } else if let Some(o) = view.overlay {
+        match o {
+            Overlay::Help => When::HELP,
+            Overlay::Diagnostics => When::DIAG,
+        }
+    } else {
+        match view.focus {
+            Pane::Tree => When::TREE,
+            Pane::Lanes => When::LANES,
+            Pane::Cost => When::COST,
+        }
+    }
+}
+
+/// The bindings that apply right now.
+pub fn active(view: &View) -> impl Iterator<Item = &'static Binding> + '_ {
+    let ctx = context(view);
+    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.replay))
+}
+
+pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
+    if ev.kind == KeyEventKind::Release {
+        return None;
+    }
+    // Shift is part of the character itself (`G`, `?`, `+`), not a modifier to match.
+    let mods = ev.modifiers - KeyModifiers::SHIFT;
+    if view.typing {
+        if let KeyCode::Char(c) = ev.code {
+            if !mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
+                return Some(Action::FilterInput(c));
+            }
+        }
+    }
+    let code = match ev.code {
+        // Terminals send Shift-Tab as BackTab or as Tab with Shift.
+        KeyCode::Tab if ev.modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
+        c => c,
+    };
+    active(view).find(|b| b.keys.iter().any(|k| k.code == code && k.mods == mods)).map(|b| b.action)
+}
+
+pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
+    if view.typing {
+        return None;
+    }
+    let (column, row) = (ev.column, ev.row);
+    match ev.kind {
+        MouseEventKind::Down(MouseButton::Left) => Some(Action::Click { column, row }),
+        MouseEventKind::ScrollUp => Some(Action::Scroll { column, row, delta: -3 }),
+        MouseEventKind::ScrollDown => Some(Action::Scroll { column, row, delta: 3 }),
+        _ => None,
+    }
+}
+
+/// A key as the footer and help print it.
+pub fn key_name(k: &Key) -> String {
+    let base = match k.code {
+        K::Up => "↑".into(),
+        K::Down => "↓".into(),
+        K::Left => "←".into(),
+        K::Right => "→".into(),
+        K::Enter => "⏎".into(),
+        K::Tab => "Tab".into(),
+        K::BackTab => "S-Tab".into(),
+        K::Esc => "Esc".into(),
+        K::Backspace => "⌫".into(),
+        K::PageUp => "PgUp".into(),
+        K::PageDown => "PgDn".into(),
+        K::Home => "Home".into(),
+        K::End => "End".into(),
+        K::Char(' ') => "space".into(),
+        K::Char(c) => c.to_string(),
+        other => format!("{other:?}"),
+    };
+    if k.mods.contains(KeyModifiers::CONTROL) { format!("^{}", base.to_uppercase()) } else { base }
+}
+
+/// Footer entries valid right now: (keys, hint, priority), merged by hint.
+pub fn footer_entries(view: &View) -> Vec<(String, &'static str, u8)> {
+    let mut out: Vec<(String, &'static str, u8)> = Vec::new();
+    let mut last_hint = None;
+    for bind in active(view) {
+        let Some(hint) = bind.hint else {
+            last_hint = None;
+            continue;
+        };
+        let Some(first) = bind.keys.first() else {
+            continue;
+        };
+        let name = key_name(first);
+        match out.last_mut() {
+            Some(entry) if last_hint == Some(hint) => {
+                let glue = if matches!(first.code, K::Char(_)) { "/" } else { "" };
+                entry.0.push_str(glue);
+                entry.0.push_str(&name);
+            }
+            _ => out.push((name, hint, bind.prio)),
+        }
+        last_hint = Some(hint);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In any one context a key means one thing: the table cannot shadow itself.
+    #[test]
+    fn no_key_is_bound_twice_in_one_context() {
+        let contexts = [When::TREE, When::LANES, When::COST, When::HELP, When::DIAG, When::TYPING];
+        for ctx in contexts {
+            let mut seen: Vec<Key> = Vec::new();
+            for b in BINDINGS.iter().filter(|b| b.when.has(ctx)) {
+                for k in b.keys {
+                    assert!(!seen.contains(k), "{k:?} bound twice in {ctx:?}");
+                    seen.push(*k);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn footer_merges_pairs_and_hides_replay_keys_on_live_feeds() {
+        let mut view = View::with_theme(crate::ui::Theme::no_color());
+        let live: Vec<(String, &str, u8)> = footer_entries(&view);
+        assert!(live.iter().any(|(k, h, _)| k == "↑↓" && *h == "move"));
+        assert!(live.iter().any(|(k, h, _)| k == "←→" && *h == "fold"));
+        assert!(!live.iter().any(|(_, h, _)| *h == "speed"));
+        view.replay = true;
+        let replay = footer_entries(&view);
+        assert!(replay.iter().any(|(k, h, _)| k == "+/-" && *h == "speed"));
+        assert!(replay.iter().any(|(k, h, _)| k == "[/]" && *h == "seek"));
+    }
+
+    #[test]
+    fn shift_is_part_of_the_character() {
+        let view = View::with_theme(crate::ui::Theme::no_color());
+        let g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
+        assert_eq!(action_for(g, &view), Some(Action::Bottom));
+        let back_tab = KeyEvent::new(KeyCode::Tab, KeyModifiers::SHIFT);
+        assert_eq!(action_for(back_tab, &view), Some(Action::PrevPane));
+    }
+}

@@ -1,0 +1,273 @@
+//! The agents tree as rows: sessions ▸ turns ▸ cards ▸ lanes (child threads) ▸ their cards ▸
+//! grandchildren, any depth; then the unattributed and pending threads.
+//!
+//! Rows are small `Copy` records (a node handle, depth and tree guides); the text of a row is made
+//! only for the rows on screen. The list is rebuilt only when the model, the folds or the filter
+//! change (see `View::refresh`), and its cost is that of the open part of the tree: cards come from
+//! a thread's children (append-only, registration order), never from a scan of its items.
+//!
+//! The pane does not go through `tui_tree_widget`: that widget wants every open row built as an
+//! owned item and flattens them all on each render, which at 1,000 threads costs about as much as
+//! this whole screen (`benches/render.rs` prints the comparison).
+
+use crate::model::{ItemKind, Model, Thread};
+use crate::router::{Role, ThreadIdx};
+
+/// A node of the tree, stable while the model grows: selection and folds hold these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeId {
+    Thread(ThreadIdx),
+    /// A root's turn that spawned children: (thread, turn index).
+    Turn(ThreadIdx, u32),
+    /// Cards of one kind in one turn, named by their first lane (children are append-only, so the
+    /// first lane of a group never changes).
+    Group(ThreadIdx, ThreadIdx),
+    Unattributed,
+    Pending,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub id: NodeId,
+    pub depth: u16,
+    pub has_children: bool,
+    pub open: bool,
+    /// This row is its parent's last child (`└` rather than `├`).
+    pub last: bool,
+    /// Bit `d` set: the ancestor at depth `d + 1` has siblings below, so a `│` runs through.
+    pub guides: u64,
+}
+
+/// Cards of one kind in one turn of a thread, and the lanes they opened.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The group's first lane, which names it ([`NodeId::Group`]) even when a filter hides it.
+    pub first: ThreadIdx,
+    pub turn: Option<usize>,
+    pub label: &'static str,
+    pub lanes: Vec<ThreadIdx>,
+}
+
+/// What a card did, in the words of the tree row (`⑂ spawn ×3`).
+fn label_of(parent: &Thread, card: &str) -> &'static str {
+    let Some(item) = parent.item(card) else {
+        return "spawn";
+    };
+    match (&item.kind, item.tool.as_deref()) {
+        (ItemKind::Collab, Some("spawnAgent") | None) | (ItemKind::SubAgentActivity, _) => "spawn",
+        (ItemKind::Collab, Some("sendInput")) => "send",
+        (ItemKind::Collab, Some("wait")) => "wait",
+        (ItemKind::Collab, Some("closeAgent")) => "close",
+        (ItemKind::Collab, Some("resumeAgent")) => "resume",
+        _ => "agent",
+    }
+}
+
+/// The cards of a thread, grouped by (turn, kind), in the order their first lane registered; and
+/// its children that have no card (registered from `thread/started` or `thread/read`).
+pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut loose = Vec::new();
+    for &c in &t.children {
+        let child = model.thread(c);
+        let Some(card) = child.card.as_deref() else {
+            loose.push(c);
+            continue;
+        };
+        let Some(item) = t.item(card) else {
+            loose.push(c);
+            continue;
+        };
+        let label = label_of(t, card);
+        match groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
+            Some(g) => g.lanes.push(c),
+            None => groups.push(Group { first: c, turn: item.turn, label, lanes: vec![c] }),
+        }
+    }
+    (groups, loose)
+}
+
+/// The lanes a node shows in the lanes pane.
+pub fn lanes_of(model: &Model, id: NodeId) -> Vec<ThreadIdx> {
+    match id {
+        NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
+        NodeId::Thread(_) => Vec::new(),
+        NodeId::Turn(t, turn) => {
+            let Some(th) = model.threads.get(t.index()) else {
+                return Vec::new();
+            };
+            groups(model, th).0.into_iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes).collect()
+        }
+        NodeId::Group(t, first) => {
+            let Some(th) = model.threads.get(t.index()) else {
+                return Vec::new();
+            };
+            groups(model, th).0.into_iter().find(|g| g.first == first).map(|g| g.lanes).unwrap_or_default()
+        }
+        NodeId::Unattributed => model.unattributed.clone(),
+        NodeId::Pending => pending(model),
+    }
+}
+
+pub fn pending(model: &Model) -> Vec<ThreadIdx> {
+    model
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.role == Role::Pending)
+        .map(|(i, _)| ThreadIdx(i as u32))
+        .collect()
+}
+
+/// Which threads a filter keeps: the matches and their ancestors (so a match keeps its place).
+pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
+    let q = query.to_lowercase();
+    let mut keep = vec![false; model.threads.len()];
+    for (i, t) in model.threads.iter().enumerate() {
+        if matches(t, &q) && !keep[i] {
+            for a in model.ancestors(ThreadIdx(i as u32)) {
+                if std::mem::replace(&mut keep[a.index()], true) {
+                    break;
+                }
+            }
+        }
+    }
+    keep
+}
+
+/// Whether a thread matches a (lower-case) filter query: by name, status word or model.
+pub fn matches(t: &Thread, q: &str) -> bool {
+    t.name().to_lowercase().contains(q)
+        || t.status.as_str().contains(q)
+        || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(q))
+        || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some())
+}
+
+/// A node's children, in display order; the same walk serves counting and emitting.
+struct Walk<'a, S> {
+    model: &'a Model,
+    folded: &'a std::collections::HashSet<NodeId, S>,
+    keep: Option<&'a [bool]>,
+    rows: Vec<Row>,
+}
+
+#[derive(Clone, Copy)]
+enum Child<'g> {
+    Thread(ThreadIdx),
+    Turn(ThreadIdx, usize, &'g [Group]),
+    Group(ThreadIdx, &'g Group),
+}
+
+impl<S: std::hash::BuildHasher> Walk<'_, S> {
+    fn kept(&self, t: ThreadIdx) -> bool {
+        self.keep.is_none_or(|k| k.get(t.index()).copied().unwrap_or(false))
+    }
+
+    fn open(&self, id: NodeId) -> bool {
+        // A filter shows every match: folds do not apply while it is on.
+        self.keep.is_some() || !self.folded.contains(&id)
+    }
+
+    fn push(&mut self, id: NodeId, depth: u16, has_children: bool, last: bool, guides: u64) -> bool {
+        let open = has_children && self.open(id);
+        self.rows.push(Row { id, depth, has_children, open, last, guides });
+        open
+    }
+
+    /// Children guides: this row's own line continues below it unless it was the last.
+    fn child_guides(depth: u16, last: bool, guides: u64) -> u64 {
+        if depth == 0 || depth > 64 || last { guides } else { guides | (1 << (depth - 1)) }
+    }
+
+    fn thread(&mut self, idx: ThreadIdx, depth: u16, last: bool, guides: u64) {
+        let model = self.model;
+        let t = model.thread(idx);
+        let (groups, loose) = groups(model, t);
+        let groups: Vec<Group> = groups
+            .into_iter()
+            .filter_map(|mut g| {
+                g.lanes.retain(|&c| self.kept(c));
+                (!g.lanes.is_empty()).then_some(g)
+            })
+            .collect();
+        let mut kids: Vec<Child<'_>> = Vec::new();
+        if t.role == Role::Root {
+            // A root shows its turns (a session's turns are the user's prompts); a child shows its
+            // cards directly, so depth grows by two per generation, not three.
+            let mut turns: Vec<usize> = groups.iter().filter_map(|g| g.turn).collect();
+            turns.dedup();
+            turns.sort_unstable();
+            turns.dedup();
+            for turn in turns {
+                kids.push(Child::Turn(idx, turn, &groups));
+            }
+            for g in groups.iter().filter(|g| g.turn.is_none()) {
+                kids.push(Child::Group(idx, g));
+            }
+        } else {
+            for g in &groups {
+                kids.push(Child::Group(idx, g));
+            }
+        }
+        kids.extend(loose.into_iter().filter(|&c| self.kept(c)).map(Child::Thread));
+        let open = self.push(NodeId::Thread(idx), depth, !kids.is_empty(), last, guides);
+        if open {
+            self.children(&kids, depth + 1, Self::child_guides(depth, last, guides));
+        }
+    }
+
+    fn children(&mut self, kids: &[Child<'_>], depth: u16, guides: u64) {
+        let n = kids.len();
+        for (i, kid) in kids.iter().enumerate() {
+            let last = i + 1 == n;
+            match *kid {
+                Child::Thread(c) => self.thread(c, depth, last, guides),
+                Child::Turn(t, turn, groups) => {
+                    let inner: Vec<Child<'_>> =
+                        groups.iter().filter(|g| g.turn == Some(turn)).map(|g| Child::Group(t, g)).collect();
+                    let id = NodeId::Turn(t, turn as u32);
+                    if self.push(id, depth, !inner.is_empty(), last, guides) {
+                        self.children(&inner, depth + 1, Self::child_guides(depth, last, guides));
+                    }
+                }
+                Child::Group(t, g) => {
+                    let inner: Vec<Child<'_>> = g.lanes.iter().map(|&c| Child::Thread(c)).collect();
+                    let id = NodeId::Group(t, g.first);
+                    if self.push(id, depth, true, last, guides) {
+                        self.children(&inner, depth + 1, Self::child_guides(depth, last, guides));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every visible row of the tree, top to bottom.
+pub fn flatten<S: std::hash::BuildHasher>(
+    model: &Model,
+    folded: &std::collections::HashSet<NodeId, S>,
+    keep: Option<&[bool]>,
+) -> Vec<Row> {
+    let mut walk = Walk { model, folded, keep, rows: Vec::new() };
+    for &root in &model.sessions {
+        if walk.kept(root) {
+            walk.thread(root, 0, true, 0);
+        }
+    }
+    let orphans: Vec<Child<'_>> =
+        model.unattributed.iter().copied().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
+    if !orphans.is_empty() && walk.push(NodeId::Unattributed, 0, true, true, 0) {
+        walk.children(&orphans, 1, 0);
+    }
+    let waiting: Vec<Child<'_>> = pending(model).into_iter().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
+    if !waiting.is_empty() && walk.push(NodeId::Pending, 0, true, true, 0) {
+        walk.children(&waiting, 1, 0);
+    }
+    walk.rows
+}
+
+/// The node a row's parent is (for ← on a leaf), by walking up to the nearest shallower row.
+pub fn parent_row(rows: &[Row], at: usize) -> Option<usize> {
+    let depth = rows.get(at)?.depth;
+    (0..at).rev().find(|&i| rows[i].depth < depth)
+}

@@ -1,0 +1,333 @@
+//! Formatting and wrapping of what the screen prints: compact figures, clocks, and text wrapped
+//! to a width from its end backwards, so a lane's tail costs what is visible, not its history.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use crate::model::{Status, Thread};
+
+/// Tokens the way htop prints memory: `942`, `11.5k`, `2.4M`.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=99_949 => format!("{:.1}k", n as f64 / 1e3),
+        100_000..=999_499 => format!("{}k", (n + 500) / 1000),
+        1_000_000..=99_949_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{}M", (n + 500_000) / 1_000_000),
+    }
+}
+
+/// A count with thousands separators: `2,418`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Elapsed time as `0:42`, `12:05`, `1:02:03`.
+pub fn duration(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// A quiet spell in the largest unit that fits: `12s`, `4m`, `2h`.
+pub fn quiet(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..=99 => format!("{s}s"),
+        100..=5999 => format!("{}m", s / 60),
+        _ => format!("{}h", s / 3600),
+    }
+}
+
+/// Wall clock of a unix-ms instant, UTC: `21:44:07`.
+pub fn clock(ms: i64) -> String {
+    let s = ms.div_euclid(1000).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// Model names without the vendor prefix every row would repeat: `gpt-5.6-luna` → `5.6-luna`.
+pub fn short_model(model: &str) -> &str {
+    ["gpt-", "claude-", "openai/", "anthropic/"]
+        .iter()
+        .find_map(|p| model.strip_prefix(p))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(model)
+}
+
+/// Shell wrappers hide the command a person typed: `/bin/bash -lc 'cargo test'` → `cargo test`.
+pub fn short_command(cmd: &str) -> &str {
+    let cmd = cmd.trim();
+    for shell in ["/bin/bash", "/usr/bin/bash", "bash", "/bin/zsh", "zsh", "/bin/sh", "sh"] {
+        for flag in [" -lc ", " -c "] {
+            if let Some(rest) = cmd.strip_prefix(shell).and_then(|r| r.strip_prefix(flag)) {
+                let rest = rest.trim();
+                return rest
+                    .strip_prefix('\'')
+                    .and_then(|r| r.strip_suffix('\''))
+                    .or_else(|| rest.strip_prefix('"').and_then(|r| r.strip_suffix('"')))
+                    .unwrap_or(rest);
+            }
+        }
+    }
+    cmd
+}
+
+/// How a thread shows: its routing status, plus the display states `done` and `stalled`
+/// (routing.md §6: those two are derived from status and time, never part of `stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    Is(Status),
+    /// An idle child: it answered and has nothing left to do.
+    Done,
+    /// Active, but no line for longer than the stall threshold.
+    Stalled,
+}
+
+impl Shown {
+    pub fn of(t: &Thread, now_ms: Option<i64>, stall_ms: u64) -> Self {
+        let quiet = match (now_ms, t.last_ms) {
+            (Some(now), Some(last)) => now.saturating_sub(last),
+            _ => 0,
+        };
+        if t.status.is_active() && stall_ms > 0 && quiet > i64::try_from(stall_ms).unwrap_or(i64::MAX) {
+            Self::Stalled
+        } else if t.status == Status::Idle && t.parent.is_some() {
+            Self::Done
+        } else {
+            Self::Is(t.status)
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Self::Is(Status::Pending) => "○",
+            Self::Is(Status::Running) => "●",
+            Self::Is(Status::Waiting) => "◐",
+            Self::Is(Status::Retrying) => "↻",
+            Self::Is(Status::Idle) | Self::Done => "✓",
+            Self::Is(Status::Failed) => "✗",
+            Self::Is(Status::Interrupted) => "◼",
+            Self::Is(Status::Closed) => "·",
+            Self::Stalled => "◔",
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Is(s) => s.as_str(),
+            Self::Done => "done",
+            Self::Stalled => "stalled",
+        }
+    }
+}
+
+/// Elapsed time of a thread: first line to last, or to now while it is still active.
+pub fn elapsed(t: &Thread, now_ms: Option<i64>) -> Option<i64> {
+    let first = t.first_ms?;
+    let end = if t.status.is_active() { now_ms.or(t.last_ms)? } else { t.last_ms? };
+    Some(end.saturating_sub(first))
+}
+
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` cut to `max` columns, with `…` when something was cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max - 1 {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// `s` padded with spaces (or cut) to exactly `cols` columns.
+pub fn fit(s: &str, cols: usize) -> String {
+    let mut out = truncate(s, cols);
+    let w = width(&out);
+    out.extend(std::iter::repeat_n(' ', cols.saturating_sub(w)));
+    out
+}
+
+/// `s` right-aligned in `cols` columns.
+pub fn right(s: &str, cols: usize) -> String {
+    let cut = truncate(s, cols);
+    let w = width(&cut);
+    let mut out: String = std::iter::repeat_n(' ', cols.saturating_sub(w)).collect();
+    out.push_str(&cut);
+    out
+}
+
+/// Tabs take a fixed width: the terminal's own tab stops would not line up inside a pane.
+const TAB: &str = "    ";
+
+/// Wraps one logical line (no `\n`) at word boundaries to `width` columns; words longer than a
+/// row are broken. Tabs become four spaces.
+pub fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
+    let width = width.max(1);
+    let mut row = String::new();
+    let mut row_w = 0;
+    let line = line.trim_end();
+    if line.is_empty() {
+        out.push(String::new());
+        return;
+    }
+    let expanded;
+    let line = if line.contains('\t') {
+        expanded = line.replace('\t', TAB);
+        expanded.as_str()
+    } else {
+        line
+    };
+    for word in line.split_inclusive(' ') {
+        let ww = UnicodeWidthStr::width(word);
+        let bare = UnicodeWidthStr::width(word.trim_end_matches(' '));
+        if row_w + bare > width && row_w > 0 {
+            out.push(std::mem::take(&mut row).trim_end().to_owned());
+            row_w = 0;
+        }
+        if bare > width {
+            // Hard-break a word longer than a whole row.
+            for c in word.chars() {
+                let cw = c.width().unwrap_or(0);
+                if row_w + cw > width {
+                    out.push(std::mem::take(&mut row));
+                    row_w = 0;
+                }
+                row.push(c);
+                row_w += cw;
+            }
+            continue;
+        }
+        row.push_str(word);
+        row_w += ww;
+    }
+    if !row.trim_end().is_empty() || out.is_empty() {
+        out.push(row.trim_end().to_owned());
+    }
+}
+
+/// The last `max_rows` rows of `text` wrapped to `width`, in reading order, and whether rows
+/// before them were left out. Walks logical lines from the end, so the cost is bounded by the
+/// rows asked for, whatever the length of `text`.
+pub fn wrap_tail(text: &str, width: usize, max_rows: usize) -> (Vec<String>, bool) {
+    let width = width.max(1);
+    let text = text.trim_end_matches(['\n', ' ']);
+    let mut rows: Vec<String> = Vec::new();
+    if max_rows == 0 || text.is_empty() {
+        return (rows, !text.is_empty());
+    }
+    // Bytes of one logical line worth wrapping: enough for every row asked for, at 4 bytes a
+    // column (the longest UTF-8 char), with a margin. A longer line (a minified file, a base64
+    // blob) is wrapped from its tail only.
+    let budget = (max_rows + 1) * width * 4;
+    let mut rest = text;
+    let mut more = false;
+    loop {
+        let (head, line) = match memchr::memrchr(b'\n', rest.as_bytes()) {
+            Some(i) => (Some(&rest[..i]), &rest[i + 1..]),
+            None => (None, rest),
+        };
+        let mut cut = line.len().saturating_sub(budget);
+        while !line.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let mut piece = Vec::new();
+        wrap_line(&line[cut..], width, &mut piece);
+        let need = max_rows - rows.len();
+        if piece.len() > need {
+            piece.drain(..piece.len() - need);
+            more = true;
+        }
+        piece.append(&mut rows);
+        rows = piece;
+        if rows.len() >= max_rows {
+            more |= head.is_some() || cut > 0;
+            break;
+        }
+        match head {
+            Some(h) => rest = h,
+            None => break,
+        }
+    }
+    (rows, more)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_like_htop() {
+        assert_eq!(tokens(942), "942");
+        assert_eq!(tokens(11_522), "11.5k");
+        assert_eq!(tokens(412_000), "412k");
+        assert_eq!(tokens(2_400_000), "2.4M");
+        assert_eq!(grouped(2418), "2,418");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(duration(42_000), "0:42");
+        assert_eq!(duration(3_723_000), "1:02:03");
+        assert_eq!(clock(1_795_987_208_511), "21:20:08");
+        assert_eq!(clock(0), "00:00:00");
+        assert_eq!(short_model("gpt-5.6-luna"), "5.6-luna");
+        assert_eq!(short_command("/bin/bash -lc 'echo hi'"), "echo hi");
+    }
+
+    #[test]
+    fn wrap_breaks_words_and_long_runs() {
+        let mut out = Vec::new();
+        wrap_line("the quick brown fox", 9, &mut out);
+        assert_eq!(out, ["the quick", "brown fox"]);
+        out.clear();
+        wrap_line("abcdefghij", 4, &mut out);
+        assert_eq!(out, ["abcd", "efgh", "ij"]);
+        out.clear();
+        wrap_line("日本語のテキスト", 5, &mut out);
+        assert!(out.iter().all(|r| width(r) <= 5), "{out:?}");
+    }
+
+    #[test]
+    fn tail_is_bounded_by_rows_not_text() {
+        let text = "line\n".repeat(100_000);
+        let (rows, more) = wrap_tail(&text, 20, 3);
+        assert_eq!(rows, ["line", "line", "line"]);
+        assert!(more);
+        let huge = "x".repeat(1 << 20);
+        let (rows, more) = wrap_tail(&huge, 10, 2);
+        assert_eq!(rows.len(), 2);
+        assert!(more);
+        let (rows, more) = wrap_tail("a\nb", 10, 5);
+        assert_eq!(rows, ["a", "b"]);
+        assert!(!more);
+    }
+
+    #[test]
+    fn truncation_marks_the_cut() {
+        assert_eq!(truncate("Schrodinger", 6), "Schro…");
+        assert_eq!(fit("ab", 4), "ab  ");
+        assert_eq!(right("ab", 4), "  ab");
+    }
+}

@@ -1,0 +1,820 @@
+//! The monitor's screens over a `TestBackend`, from the real captures frozen at fixed positions,
+//! with the clock taken from stream time so every frame is deterministic; and the key handling of
+//! the pure `update` (event in, view state out).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use swarmtop::pipeline::Pipeline;
+use swarmtop::ui::{self, Action, Effect, Feed, NodeId, Overlay, Pane, Sort, Theme, View};
+
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 60)];
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/codex-0.171.0/{name}.server.ndjson"))
+}
+
+/// A capture's lines through the pipeline: the first `lines` of them, frozen mid-run, or all of
+/// them with the stream ended.
+fn load(name: &str, lines: Option<usize>) -> (Pipeline, u64) {
+    let text = std::fs::read_to_string(fixture(name)).expect("fixture");
+    let all: Vec<&str> = text.lines().collect();
+    let n = lines.unwrap_or(all.len()).min(all.len());
+    let mut p = Pipeline::default();
+    for l in &all[..n] {
+        p.push(l.as_bytes());
+    }
+    if lines.is_none() {
+        p.finish();
+    }
+    (p, all.len() as u64)
+}
+
+fn feed(name: &str, p: &Pipeline, total: u64) -> Feed {
+    Feed {
+        source: format!("replay: {name}"),
+        speed: "10×".into(),
+        position: Some((p.counters().lines, total)),
+        events_per_sec: 412.0,
+        now_ms: p.model.stream_ms,
+        ..Feed::default()
+    }
+}
+
+fn render(p: &Pipeline, feed: &Feed, view: &mut View, (w, h): (u16, u16)) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let counters = p.counters();
+    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view)).expect("draw");
+    format!("{}", term.backend())
+}
+
+fn view() -> View {
+    View::with_theme(Theme::dark())
+}
+
+fn act(view: &mut View, p: &Pipeline, actions: &[Action]) -> Vec<Effect> {
+    actions.iter().map(|&a| ui::update(view, &p.model, a)).collect()
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn press(view: &mut View, p: &Pipeline, keys: &[KeyEvent]) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for &k in keys {
+        if let Some(a) = ui::action_for(k, view) {
+            effects.push(ui::update(view, &p.model, a));
+        }
+    }
+    effects
+}
+
+fn chars(s: &str) -> Vec<KeyEvent> {
+    s.chars().map(|c| key(KeyCode::Char(c))).collect()
+}
+
+/// Selects the first card of the first session (session ▸ turn ▸ card).
+fn select_card(view: &mut View, p: &Pipeline) {
+    act(view, p, &[Action::MoveDown, Action::MoveDown]);
+    assert!(matches!(view.selected, Some(NodeId::Group(..))), "{:?}", view.selected);
+}
+
+fn snap_sizes(name: &str, p: &Pipeline, f: &Feed, setup: impl Fn(&mut View, &Pipeline)) {
+    for size in SIZES {
+        let mut v = view();
+        // A first frame gives the view its layout, as the runtime's first draw would.
+        render(p, f, &mut v, size);
+        setup(&mut v, p);
+        let screen = render(p, f, &mut v, size);
+        insta::assert_snapshot!(format!("{name}_{}x{}", size.0, size.1), screen);
+    }
+}
+
+#[test]
+fn collab_v1_children_running_show_as_nested_lanes() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    snap_sizes("v1_running_card", &p, &f, select_card);
+}
+
+#[test]
+fn collab_v1_finished_tree_and_card() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    snap_sizes("v1_end_card", &p, &f, select_card);
+}
+
+#[test]
+fn collab_v1_session_transcript() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    insta::assert_snapshot!("v1_end_transcript_120x40", screen);
+}
+
+#[test]
+fn expanded_lane_shows_one_child_with_its_scrollback() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    snap_sizes("v1_expanded_lane", &p, &f, |v, p| {
+        select_card(v, p);
+        act(v, p, &[Action::OpenLane, Action::OpenLane]);
+        assert_eq!(v.focus, Pane::Lanes);
+        assert!(v.expanded.is_some());
+    });
+}
+
+#[test]
+fn collab_v2_sub_agent_activity_cards() {
+    let (p, total) = load("collab_v2", Some(60));
+    let f = feed("collab_v2", &p, total);
+    snap_sizes("v2_running_card", &p, &f, select_card);
+}
+
+/// The captures have no failing child; this appends, to the `collab_v1` capture frozen with its
+/// children running, the lines the `fail` capture shows for a failing thread (a failed command,
+/// then `error` without retry), addressed to the second child.
+fn with_failed_child() -> (Pipeline, u64) {
+    let (mut p, total) = load("collab_v1", Some(50));
+    let child = "01a2292d-f95d-7300-98f9-39a1595c4b7d";
+    let turn = "01a2292d-f965-7090-a6f6-22881d101d0f";
+    let t = 1_795_987_209_400_i64;
+    let lines = [
+        format!(
+            r#"{{"method":"item/started","params":{{"item":{{"type":"commandExecution","id":"exec_fail","command":"/bin/bash -lc 'cargo test -p auth'","status":"inProgress","aggregatedOutput":null,"exitCode":null}},"threadId":"{child}","turnId":"{turn}"}},"emittedAtMs":{t}}}"#
+        ),
+        format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"commandExecution","id":"exec_fail","command":"/bin/bash -lc 'cargo test -p auth'","status":"failed","aggregatedOutput":"running 41 tests\ntest verify::expired_token ... FAILED\ntest result: FAILED. 40 passed; 1 failed\n","exitCode":101}},"threadId":"{child}","turnId":"{turn}"}},"emittedAtMs":{}}}"#,
+            t + 900
+        ),
+        format!(
+            r#"{{"method":"error","params":{{"error":{{"message":"model not found: acme-1","codexErrorInfo":"internalServerError"}},"willRetry":false,"threadId":"{child}","turnId":"{turn}"}},"emittedAtMs":{}}}"#,
+            t + 1000
+        ),
+    ];
+    for l in &lines {
+        p.push(l.as_bytes());
+    }
+    (p, total)
+}
+
+#[test]
+fn failed_child_shows_in_tree_lane_and_transcript() {
+    let (p, total) = with_failed_child();
+    let f = feed("collab_v1", &p, total);
+    snap_sizes("failed_child_card", &p, &f, select_card);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    select_card(&mut v, &p);
+    act(&mut v, &p, &[Action::MoveDown, Action::MoveDown]);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("✗"), "{screen}");
+    insta::assert_snapshot!("failed_child_transcript_120x40", screen);
+}
+
+#[test]
+fn failed_and_retrying_roots() {
+    let (p, total) = load("fail", None);
+    let f = feed("fail", &p, total);
+    let mut v = view();
+    insta::assert_snapshot!("fail_80x24", render(&p, &f, &mut v, (80, 24)));
+    let (p, total) = load("retry", Some(10));
+    let f = feed("retry", &p, total);
+    let mut v = view();
+    insta::assert_snapshot!("retry_retrying_80x24", render(&p, &f, &mut v, (80, 24)));
+}
+
+#[test]
+fn help_overlay_is_generated_from_the_keymap() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    for size in [(80, 24), (120, 40)] {
+        let mut v = view();
+        render(&p, &f, &mut v, size);
+        press(&mut v, &p, &chars("?"));
+        assert_eq!(v.overlay, Some(Overlay::Help));
+        let screen = render(&p, &f, &mut v, size);
+        insta::assert_snapshot!(format!("help_{}x{}", size.0, size.1), screen);
+        for b in ui::BINDINGS {
+            assert!(screen.contains(b.help) || size.1 < 40, "help lacks {:?}", b.help);
+        }
+    }
+}
+
+#[test]
+fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
+    let (mut p, total) = load("collab_v1", None);
+    p.push(b"{\"method\":\"item/started\",\"params\":");
+    p.push(b"not json at all \x1b[31mred\x1b[0m");
+    let f = feed("collab_v1", &p, total + 2);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    press(&mut v, &p, &chars("d"));
+    assert_eq!(v.overlay, Some(Overlay::Diagnostics));
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(!screen.contains('\u{1b}'));
+    insta::assert_snapshot!("diagnostics_120x40", screen);
+}
+
+#[test]
+fn filter_keeps_the_ancestors_of_matches() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    press(&mut v, &p, &chars("/fey"));
+    assert!(v.typing);
+    let Some(NodeId::Thread(t)) = v.selected else { panic!("{:?}", v.selected) };
+    assert_eq!(p.model.thread(t).name(), "Feynman", "the cursor goes to the first match");
+    insta::assert_snapshot!("filter_typing_80x24", render(&p, &f, &mut v, (80, 24)));
+    press(&mut v, &p, &[key(KeyCode::Enter)]);
+    assert!(!v.typing);
+    assert_eq!(v.filter, "fey");
+    let screen = render(&p, &f, &mut v, (120, 40));
+    let names: Vec<String> = v
+        .rows()
+        .iter()
+        .filter_map(|r| match r.id {
+            NodeId::Thread(t) => Some(p.model.thread(t).name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["18037869", "Feynman"]);
+    insta::assert_snapshot!("filter_applied_120x40", screen);
+}
+
+#[test]
+fn a_too_small_terminal_gets_a_message() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    insta::assert_snapshot!("too_small_50x12", render(&p, &f, &mut v, (50, 12)));
+    for size in [(1, 1), (59, 40), (200, 15), (60, 16)] {
+        render(&p, &f, &mut v, size);
+    }
+}
+
+#[test]
+fn live_feed_shows_connection_and_hides_replay_keys() {
+    let (p, _) = load("collab_v1", Some(80));
+    let f = Feed {
+        source: "attach: tee-4121.sock".into(),
+        live: true,
+        connection: Some("reconnecting in 2s".into()),
+        now_ms: p.model.stream_ms,
+        events_per_sec: 2418.0,
+        ..Feed::default()
+    };
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("reconnecting in 2s") && !screen.contains("speed"));
+    insta::assert_snapshot!("live_attach_120x40", screen);
+    assert_eq!(ui::action_for(key(KeyCode::Char('.')), &v), None);
+}
+
+// ---- robustness ----
+
+#[test]
+fn draw_never_panics_on_empty_unicode_or_huge_models() {
+    let empty = Pipeline::default();
+    let f = Feed::default();
+    for size in SIZES {
+        let mut v = view();
+        render(&empty, &f, &mut v, size);
+        for a in [Action::MoveDown, Action::Fold, Action::OpenLane, Action::Top, Action::Bottom] {
+            ui::update(&mut v, &empty.model, a);
+        }
+        render(&empty, &f, &mut v, size);
+    }
+    let mut p = Pipeline::default();
+    let id = "01a2292d-0000-7000-8000-00000000beef";
+    let start = format!(
+        r#"{{"method":"thread/started","params":{{"thread":{{"id":"{id}","agentNickname":"名前が長いエージェント🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀🚀"}}}},"emittedAtMs":1}}"#
+    );
+    p.push(start.as_bytes());
+    p.push(
+        format!(r#"{{"method":"turn/started","params":{{"threadId":"{id}","turn":{{"id":"t1"}}}},"emittedAtMs":2}}"#)
+            .as_bytes(),
+    );
+    let huge = "x".repeat(300_000);
+    let wide = "全角文字と\tタブ\u{202e}bidi\u{200b}".repeat(2000);
+    for (i, text) in [huge.as_str(), wide.as_str(), "", "\n\n\n"].iter().enumerate() {
+        let body = serde_json::json!({
+            "method": "item/completed",
+            "params": {"threadId": id, "turnId": "t1",
+                       "item": {"type": "agentMessage", "id": format!("m{i}"), "text": text}},
+            "emittedAtMs": 3 + i,
+        });
+        p.push(body.to_string().as_bytes());
+    }
+    let f = Feed { now_ms: p.model.stream_ms, ..Feed::default() };
+    for size in [(60, 16), (80, 24), (200, 60), (61, 17)] {
+        let mut v = view();
+        let screen = render(&p, &f, &mut v, size);
+        assert!(!screen.contains('\u{202e}'));
+        act(&mut v, &p, &[Action::NextPane, Action::Top]);
+        render(&p, &f, &mut v, size);
+        act(&mut v, &p, &[Action::OpenLane, Action::PageUp, Action::PageUp]);
+        render(&p, &f, &mut v, size);
+    }
+}
+
+#[test]
+fn no_color_keeps_glyphs_and_drops_colours() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = View::with_theme(Theme::no_color());
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let counters = p.counters();
+    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+    let buf = term.backend().buffer();
+    assert!(buf.content().iter().all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset));
+    let text = format!("{}", term.backend());
+    assert!(text.contains("✓ Feynman"));
+}
+
+// ---- keys: event in, view state out ----
+
+#[test]
+fn arrows_and_vim_keys_move_and_fold() {
+    let (p, _) = load("collab_v1", None);
+    let mut v = view();
+    ui::update(&mut v, &p.model, Action::Top);
+    let root = v.selected;
+    press(&mut v, &p, &chars("jj"));
+    assert!(matches!(v.selected, Some(NodeId::Group(..))));
+    press(&mut v, &p, &[key(KeyCode::Left)]);
+    assert!(v.folded.contains(&v.selected.unwrap()), "← folds an open node");
+    let rows_folded = v.rows().len();
+    press(&mut v, &p, &chars("l"));
+    assert!(v.rows().len() > rows_folded, "→ unfolds");
+    press(&mut v, &p, &chars("l"));
+    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "→ on an open node goes to its first child");
+    press(&mut v, &p, &chars("h"));
+    assert!(matches!(v.selected, Some(NodeId::Group(..))), "← on a leaf goes to the parent");
+    press(&mut v, &p, &chars("G"));
+    assert_eq!(v.selected_row(), Some(v.rows().len() - 1));
+    press(&mut v, &p, &chars("g"));
+    assert_eq!(v.selected, root);
+    press(&mut v, &p, &chars("k"));
+    assert_eq!(v.selected, root, "k at the top stays");
+}
+
+#[test]
+fn enter_opens_the_lane_and_esc_closes_innermost_first() {
+    let (p, _) = load("collab_v1", None);
+    let mut v = view();
+    select_card(&mut v, &p);
+    press(&mut v, &p, &[key(KeyCode::Enter)]);
+    assert_eq!(v.focus, Pane::Lanes);
+    press(&mut v, &p, &chars("j"));
+    assert_eq!(v.lane, 1, "j moves between stacked lanes");
+    press(&mut v, &p, &[key(KeyCode::Enter)]);
+    let expanded = v.expanded.expect("Enter expands the lane");
+    assert_eq!(p.model.thread(expanded).name(), "Feynman");
+    press(&mut v, &p, &chars("?"));
+    press(&mut v, &p, &chars("/"));
+    assert!(!v.typing, "/ does nothing under the help overlay");
+    assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
+    assert_eq!(v.overlay, None, "Esc closes the overlay first");
+    assert!(v.expanded.is_some());
+    assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
+    assert_eq!(v.expanded, None, "then the expanded lane");
+    press(&mut v, &p, &chars("/ans"));
+    press(&mut v, &p, &[key(KeyCode::Enter)]);
+    assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
+    assert!(v.filter.is_empty(), "then the filter");
+    assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::Quit], "then quits");
+}
+
+#[test]
+fn filter_typing_takes_every_character_and_esc_clears_it() {
+    let (p, _) = load("collab_v1", None);
+    let mut v = view();
+    press(&mut v, &p, &chars("/q?jd"));
+    assert!(v.typing);
+    assert_eq!(v.filter, "q?jd", "keys are text while typing");
+    assert_eq!(v.overlay, None);
+    press(&mut v, &p, &[key(KeyCode::Backspace), key(KeyCode::Backspace)]);
+    assert_eq!(v.filter, "q?");
+    press(&mut v, &p, &[key(KeyCode::Esc)]);
+    assert!(!v.typing && v.filter.is_empty());
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    press(&mut v, &p, &chars("/x"));
+    assert_eq!(press(&mut v, &p, &[ctrl_c]), [Effect::Quit], "Ctrl-C quits even while typing");
+}
+
+#[test]
+fn filter_by_status_and_model() {
+    let (p, _) = load("collab_v1", None);
+    let mut v = view();
+    press(&mut v, &p, &chars("/closed"));
+    let names: Vec<String> = v
+        .rows()
+        .iter()
+        .filter_map(|r| match r.id {
+            NodeId::Thread(t) => Some(p.model.thread(t).name()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["18037869", "Kant"], "the match and its ancestors");
+    press(&mut v, &p, &[key(KeyCode::Esc)]);
+    press(&mut v, &p, &chars("/luna"));
+    assert!(v.rows().iter().any(|r| matches!(r.id, NodeId::Thread(t) if p.model.thread(t).name() == "Feynman")));
+    assert_eq!(v.rows().iter().filter(|r| matches!(r.id, NodeId::Thread(_))).count(), 2);
+}
+
+#[test]
+fn follow_keeps_the_newest_active_lane_selected() {
+    let (mut p, _) = load("collab_v1", Some(30));
+    let mut v = view();
+    press(&mut v, &p, &[key(KeyCode::Left)]);
+    assert_eq!(v.rows().len(), 1, "the session folded");
+    press(&mut v, &p, &chars("f"));
+    assert!(v.follow);
+    let text = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
+    for l in text.lines().skip(30).take(10) {
+        p.push(l.as_bytes());
+    }
+    v.refresh(&p.model);
+    let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
+    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap());
+    let followed = lanes[v.lane];
+    assert!(p.model.thread(followed).status.is_active());
+    assert_eq!(lanes.len(), 3);
+    assert_eq!(v.lane, 2, "the newest of the active children");
+    assert!(v.selected_row().is_some(), "follow unfolds what hides the lane");
+    press(&mut v, &p, &chars("k"));
+    assert!(!v.follow, "moving by hand stops following");
+}
+
+#[test]
+fn sort_tab_overlays_and_replay_effects() {
+    let (p, _) = load("collab_v1", None);
+    let mut v = view();
+    v.replay = true;
+    press(&mut v, &p, &chars("s"));
+    assert_eq!(v.sort, Sort::Tokens);
+    press(&mut v, &p, &[key(KeyCode::Tab)]);
+    assert_eq!(v.focus, Pane::Lanes);
+    press(&mut v, &p, &[key(KeyCode::Tab), key(KeyCode::Tab)]);
+    assert_eq!(v.focus, Pane::Tree);
+    press(&mut v, &p, &[key(KeyCode::BackTab)]);
+    assert_eq!(v.focus, Pane::Cost);
+    let effects = press(&mut v, &p, &chars(" .[]+-"));
+    assert_eq!(
+        effects,
+        [
+            Effect::TogglePause,
+            Effect::Step,
+            Effect::Seek(-ui::SEEK_STEP_MS),
+            Effect::Seek(ui::SEEK_STEP_MS),
+            Effect::Speed(1),
+            Effect::Speed(-1)
+        ]
+    );
+    press(&mut v, &p, &chars("d"));
+    assert_eq!(v.overlay, Some(Overlay::Diagnostics));
+    press(&mut v, &p, &chars("?"));
+    assert_eq!(v.overlay, Some(Overlay::Diagnostics), "? is not a key of the diagnostics view");
+    press(&mut v, &p, &chars("q"));
+    assert_eq!(v.overlay, None, "q closes an overlay");
+    assert_eq!(press(&mut v, &p, &chars("q")), [Effect::Quit]);
+}
+
+#[test]
+fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    let tree = v.layout.tree;
+    let click = |column, row| MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    // The third row of the tree is the card.
+    let at = click(tree.x + 4, tree.y + 3);
+    let a = ui::action_for_mouse(at, &v).expect("click");
+    ui::update(&mut v, &p.model, a);
+    assert!(matches!(v.selected, Some(NodeId::Group(..))));
+    let rows = v.rows().len();
+    ui::update(&mut v, &p.model, a);
+    assert!(v.rows().len() < rows, "a second click folds");
+    ui::update(&mut v, &p.model, a);
+    assert_eq!(v.rows().len(), rows, "a third unfolds");
+    render(&p, &f, &mut v, (120, 40));
+    let (header, lane) = v.layout.lane_headers[2];
+    ui::update(&mut v, &p.model, Action::Click { column: header.x + 3, row: header.y });
+    assert_eq!((v.focus, v.lane), (Pane::Lanes, lane));
+    let wheel = MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: tree.x + 2,
+        row: tree.y + 2,
+        modifiers: KeyModifiers::NONE,
+    };
+    let a = ui::action_for_mouse(wheel, &v).expect("wheel");
+    ui::update(&mut v, &p.model, a);
+    assert_eq!(v.focus, Pane::Lanes, "the wheel does not move the focus");
+    assert!(v.selected_row().unwrap_or(0) >= 3);
+}
+
+/// The shipped demo (`assets/demo.ndjson`, a recording through the tee) frozen at a line.
+fn demo(lines: usize) -> (Pipeline, u64) {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let all: Vec<&str> = text.lines().collect();
+    let mut p = Pipeline::default();
+    for l in &all[..lines.min(all.len())] {
+        p.push(l.as_bytes());
+    }
+    (p, all.len() as u64)
+}
+
+#[test]
+fn demo_mid_run_four_lanes_with_a_grandchild_card() {
+    let (p, total) = demo(600);
+    let f = feed("demo", &p, total);
+    snap_sizes("demo_600_card", &p, &f, select_card);
+}
+
+#[test]
+fn demo_grandchildren_and_the_failed_lane() {
+    let (p, total) = demo(900);
+    let f = feed("demo", &p, total);
+    // The planner's own card: its two children stacked.
+    snap_sizes("demo_900_grandchildren", &p, &f, |v, p| {
+        select_card(v, p);
+        act(v, p, &[Action::MoveDown, Action::MoveDown, Action::MoveDown, Action::MoveDown]);
+        assert!(matches!(v.selected, Some(NodeId::Group(..))), "{:?}", v.selected);
+    });
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    act(&mut v, &p, &[Action::Bottom, Action::OpenLane]);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("✗"), "{screen}");
+    insta::assert_snapshot!("demo_900_failed_lane_120x40", screen);
+}
+
+#[test]
+fn demo_finished_with_nicknames_and_sorted_by_tokens() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (200, 60));
+    act(&mut v, &p, &[Action::Sort]);
+    insta::assert_snapshot!("demo_end_tokens_200x60", render(&p, &f, &mut v, (200, 60)));
+}
+
+#[test]
+fn quiet_active_agents_show_as_stalled() {
+    let (p, total) = load("collab_v1", Some(50));
+    let mut f = feed("collab_v1", &p, total);
+    f.stall_ms = 5_000;
+    f.now_ms = p.model.stream_ms.map(|t| t + 90_000);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    select_card(&mut v, &p);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("◔ b4a027f0") && screen.contains("stalled"), "{screen}");
+    assert!(screen.contains("quiet 90s"), "{screen}");
+}
+
+#[test]
+fn burn_rate_follows_stream_time_across_frames() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let all: Vec<&str> = text.lines().collect();
+    let mut p = Pipeline::default();
+    let mut v = view();
+    let mut screen = String::new();
+    for (i, l) in all.iter().enumerate() {
+        p.push(l.as_bytes());
+        if i % 20 == 0 {
+            let f = feed("demo", &p, all.len() as u64);
+            screen = render(&p, &f, &mut v, (120, 40));
+        }
+    }
+    assert!(v.burn.len() <= ui::SPARK_SAMPLES);
+    assert!(v.burn.len() > 10, "{}", v.burn.len());
+    assert!(!screen.contains("—/min"), "{screen}");
+    assert!(screen.contains("/min"));
+}
+
+#[test]
+fn a_seek_back_to_a_shorter_model_keeps_the_view_valid() {
+    let (long, total) = demo(usize::MAX);
+    let f = feed("demo", &long, total);
+    let mut v = view();
+    render(&long, &f, &mut v, (120, 40));
+    act(&mut v, &long, &[Action::Bottom, Action::OpenLane, Action::Sort]);
+    render(&long, &f, &mut v, (120, 40));
+    // What the runtime does on `[`: re-run the reducer to an earlier line, same view.
+    for n in [40, 0, 200] {
+        let (short, total) = demo(n);
+        let f = feed("demo", &short, total);
+        render(&short, &f, &mut v, (120, 40));
+        render(&short, &f, &mut v, (80, 24));
+        ui::update(&mut v, &short.model, Action::MoveDown);
+    }
+}
+
+#[test]
+fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "the session's transcript");
+    let newest = render(&p, &f, &mut v, (120, 40));
+    press(&mut v, &p, &[key(KeyCode::Tab), key(KeyCode::PageUp)]);
+    assert_eq!(v.focus, Pane::Lanes);
+    assert!(v.scroll > 0);
+    let back = render(&p, &f, &mut v, (120, 40));
+    assert_ne!(back, newest);
+    assert!(back.contains(&format!("↑{}", v.scroll)), "{back}");
+    press(&mut v, &p, &[key(KeyCode::Home)]);
+    render(&p, &f, &mut v, (120, 40));
+    let oldest = v.scroll;
+    assert!(oldest < 1 << 20, "Home is clamped to the history there is: {oldest}");
+    let top = render(&p, &f, &mut v, (120, 40));
+    assert!(top.contains("› [task:lead]"), "{top}");
+    press(&mut v, &p, &[key(KeyCode::Char('k'))]);
+    render(&p, &f, &mut v, (120, 40));
+    assert_eq!(v.scroll, oldest, "no further back than the oldest line");
+    press(&mut v, &p, &[key(KeyCode::End)]);
+    assert_eq!(v.scroll, 0);
+    assert!(render(&p, &f, &mut v, (120, 40)).contains("then the  ││"), "back at the newest line");
+}
+
+/// Writes the cells of a few screens, with their styles, for `scripts/screenshot.py`-style
+/// rendering to an image; run by hand when changing the look.
+#[test]
+#[ignore = "dumps styled frames for a person to look at"]
+fn dump_styled_frames() {
+    let dir = std::env::var("SWARMTOP_DUMP").unwrap_or_else(|_| "/tmp/swarmtop-frames".into());
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (p, total) = demo(600);
+    let f = feed("demo", &p, total);
+    for (name, theme, size, keys) in [
+        ("dark_card", Theme::dark(), (120, 40), ""),
+        ("light_card", Theme::light(), (120, 40), ""),
+        ("nocolor_card", Theme::no_color(), (120, 40), ""),
+        ("dark_help", Theme::dark(), (120, 40), "?"),
+        ("dark_lanes_focus", Theme::dark(), (120, 40), "\t"),
+        ("dark_80", Theme::dark(), (80, 24), ""),
+    ] {
+        let mut v = View::with_theme(theme);
+        let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
+        let counters = p.counters();
+        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        select_card(&mut v, &p);
+        let evs: Vec<KeyEvent> =
+            keys.chars().map(|c| if c == '\t' { key(KeyCode::Tab) } else { key(KeyCode::Char(c)) }).collect();
+        press(&mut v, &p, &evs);
+        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        let buf = term.backend().buffer();
+        let mut out = String::new();
+        for y in 0..size.1 {
+            for x in 0..size.0 {
+                let c = &buf[(x, y)];
+                let _ = writeln!(out, "{}\t{:?}\t{:?}\t{:?}", c.symbol().replace('\t', " "), c.fg, c.bg, c.modifier);
+            }
+        }
+        std::fs::write(format!("{dir}/{name}.{}x{}.tsv", size.0, size.1), out).expect("write");
+    }
+}
+
+/// A session that spawned `n` children in one turn, each with a line of output.
+fn wide_card(n: usize) -> Pipeline {
+    let id = |k: usize| format!("01a2292d-0000-7000-8000-{k:012x}");
+    let mut p = Pipeline::default();
+    let mut push = |s: String| p.push(s.as_bytes());
+    push(format!(
+        r#"{{"method":"thread/started","params":{{"thread":{{"id":"{}","model":"gpt-5.5"}}}},"emittedAtMs":1}}"#,
+        id(0)
+    ));
+    push(format!(
+        r#"{{"method":"turn/started","params":{{"threadId":"{}","turn":{{"id":"t0"}}}},"emittedAtMs":2}}"#,
+        id(0)
+    ));
+    for k in 1..=n {
+        push(format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"collabAgentToolCall","id":"s{k}","tool":"spawnAgent","status":"completed","receiverThreadIds":["{}"],"prompt":"part {k}","model":"gpt-5.6-luna"}},"threadId":"{}","turnId":"t0"}},"emittedAtMs":3}}"#,
+            id(k),
+            id(0)
+        ));
+        push(format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{}","turn":{{"id":"t{k}"}}}},"emittedAtMs":4}}"#,
+            id(k)
+        ));
+        push(format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"agentMessage","id":"m{k}","text":"lane {k} says hello"}},"threadId":"{}","turnId":"t{k}"}},"emittedAtMs":5}}"#,
+            id(k)
+        ));
+    }
+    p
+}
+
+#[test]
+fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
+    let p = wide_card(300);
+    let f = Feed { now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    render(&p, &f, &mut v, (80, 24));
+    select_card(&mut v, &p);
+    press(&mut v, &p, &[key(KeyCode::Enter), key(KeyCode::End)]);
+    assert_eq!(v.lane, 299);
+    let screen = render(&p, &f, &mut v, (80, 24));
+    assert!(screen.contains("lane 300 says hello"), "{screen}");
+    assert!(!screen.contains("lane 1 says hello"));
+    press(&mut v, &p, &[key(KeyCode::Home)]);
+    let screen = render(&p, &f, &mut v, (80, 24));
+    assert!(screen.contains("lane 1 says hello"), "{screen}");
+    assert!(screen.contains("⑂ spawn ×300"));
+}
+
+#[test]
+fn threads_nobody_announced_show_under_unattributed() {
+    let (mut p, total) = load("collab_v1", Some(50));
+    let stray = "01a2292d-ffff-7000-8000-0000000000aa";
+    let lines = [
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{stray}","turn":{{"id":"tx"}}}},"emittedAtMs":1795987209000}}"#
+        ),
+        format!(
+            r#"{{"method":"item/completed","params":{{"item":{{"type":"agentMessage","id":"mx","text":"who am I"}},"threadId":"{stray}","turnId":"tx"}},"emittedAtMs":1795987209001}}"#
+        ),
+    ];
+    for line in &lines {
+        p.push(line.as_bytes());
+    }
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("pending registration") || screen.contains("unattributed"), "{screen}");
+    p.finish();
+    let f = feed("collab_v1", &p, total);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("? unattributed ×1"), "{screen}");
+    act(&mut v, &p, &[Action::Bottom]);
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("who am I"), "{screen}");
+}
+
+/// One of each kind of item a transcript shows, through the real decoder.
+#[test]
+fn every_item_kind_renders_in_a_transcript() {
+    let id = "01a2292d-0000-7000-8000-0000000000cc";
+    let mut p = Pipeline::default();
+    let items = [
+        r#"{"type":"userMessage","id":"u","content":[{"type":"text","text":"Fix the flaky auth test"}]}"#,
+        r#"{"type":"reasoning","id":"r","summary":["The test depends on wall-clock time; inject a clock."]}"#,
+        r#"{"type":"commandExecution","id":"c","command":"/bin/bash -lc 'cargo test -p auth'","status":"failed","aggregatedOutput":"test token::expired ... FAILED\n","exitCode":101}"#,
+        r#"{"type":"fileChange","id":"f","status":"completed","changes":[{"path":"src/auth/token.rs","diff":"@@ -1,2 +1,2 @@\n-let now = SystemTime::now();\n+let now = clock.now();\n context line"}]}"#,
+        r#"{"type":"mcpToolCall","id":"m","server":"github","tool":"create_issue","status":"failed","error":{"message":"403 forbidden"}}"#,
+        r#"{"type":"webSearch","id":"w","query":"rust inject clock for tests"}"#,
+        r#"{"type":"plan","id":"p","text":"1. inject clock\n2. fix test"}"#,
+        r#"{"type":"contextCompaction","id":"k"}"#,
+        r#"{"type":"somethingNew","id":"n"}"#,
+        r#"{"type":"agentMessage","id":"a","text":"Done: the test now uses a fixed clock."}"#,
+    ];
+    p.push(format!(r#"{{"method":"thread/started","params":{{"thread":{{"id":"{id}","model":"gpt-5.5"}}}},"emittedAtMs":1000}}"#).as_bytes());
+    p.push(
+        format!(r#"{{"method":"turn/started","params":{{"threadId":"{id}","turn":{{"id":"t"}}}},"emittedAtMs":1000}}"#)
+            .as_bytes(),
+    );
+    for (i, item) in items.iter().enumerate() {
+        p.push(
+            format!(
+                r#"{{"method":"item/completed","params":{{"item":{item},"threadId":"{id}","turnId":"t"}},"emittedAtMs":{}}}"#,
+                2000 + i * 1000
+            )
+            .as_bytes(),
+        );
+    }
+    let f = Feed { source: "replay: kinds".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    for needle in [
+        "› Fix the flaky",
+        "$ cargo test -p auth",
+        "exit 101",
+        "✎ src/auth/token.rs",
+        "+let now = clock.now();",
+        "⚙ github.create_issue",
+        "403 forbidden",
+        "⌕ rust inject",
+        "≡ plan",
+        "context compacted",
+        "Done: the test",
+    ] {
+        assert!(screen.contains(needle), "{needle:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("item_kinds_120x40", screen);
+}
