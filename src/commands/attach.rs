@@ -40,8 +40,9 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
-        // Headless runs end with the stream; a screen would pass `reconnect: true`.
-        tokio::spawn(attach::run(Options { path, reconnect: false, record }, tx));
+        // Headless runs end with the stream; a screen would pass `reconnect: true` (and
+        // `rediscover` when the tee was found rather than named).
+        tokio::spawn(attach::run(Options { path, reconnect: false, record, rediscover: None }, tx));
         headless(rx, config).await
     })
 }
