@@ -177,11 +177,14 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
             Some(()) = int.recv() => forward(pid, Signal::SIGINT),
             Some(()) = term.recv() => forward(pid, Signal::SIGTERM),
             Some(()) = hup.recv() => forward(pid, Signal::SIGHUP),
-            conn = listener.accept() => {
-                if let Ok((stream, _)) = conn {
+            conn = listener.accept() => match conn {
+                Ok((stream, _)) => {
                     monitors.spawn(hub::serve(hub.clone(), stream));
                 }
-            }
+                // Out of file descriptors, typically: monitors wait, the session does not, and
+                // the loop must not spin on an error that persists.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
             Some(_) = monitors.join_next(), if !monitors.is_empty() => {}
         }
     };
