@@ -35,9 +35,9 @@ pub const SUBSCRIBER_QUEUE_BYTES: usize = 8 << 20;
 pub const MEMORY_HISTORY_BYTES: usize = 64 << 20;
 
 /// How long, and how many bytes, a batch may be held behind an earlier batch that its pump is
-/// still forwarding (a peer that stopped reading). Past either bound the earlier batch is
-/// published unforwarded: it is in the recording already, and the other direction must not stall
-/// the monitors or grow memory without bound.
+/// still forwarding (a peer that stopped reading). Past either bound (checked whenever a batch is
+/// appended or offered) the earlier batch is published unforwarded: it is in the recording
+/// already, and the other direction must not stall the monitors or grow memory without bound.
 const HOLD_TIME: Duration = Duration::from_millis(100);
 const HOLD_BYTES: usize = 4 << 20;
 
