@@ -39,9 +39,11 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        // Headless runs end with the stream; the screen stays and reconnects if the tee restarts.
+        // Headless runs end with the stream; the screen stays, reconnects if the tee restarts and,
+        // when the tee was found rather than named, follows a restarted tee to its new socket.
         let reconnect = !args.headless;
-        tokio::spawn(attach::run(Options { path, reconnect, record }, tx));
+        let rediscover = (reconnect && args.socket.is_none()).then(|| path.parent().map(PathBuf::from)).flatten();
+        tokio::spawn(attach::run(Options { path, reconnect, record, rediscover }, tx));
         if args.headless {
             headless(rx, config).await
         } else {

@@ -45,6 +45,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
 /// and `stats` on its recording agree.
 fn feed(pipeline: &mut Pipeline, records: &Records) {
     let bytes = records.as_bytes();
+    // Reading from memory cannot fail.
     let _ = files::read_records(bytes, files::MAX_LINE, |record| match record {
         Record::Line(line) => pipeline.push(line),
         Record::TooLong { len, head } => {

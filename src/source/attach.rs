@@ -31,6 +31,9 @@ pub struct Options {
     pub reconnect: bool,
     /// Copy what arrives into this recording (its own header is written already).
     pub record: Option<Recorder>,
+    /// When reconnecting finds the socket gone (a tee restarted has another pid, hence another
+    /// socket), attach to the only tee running in this directory, if there is exactly one.
+    pub rediscover: Option<PathBuf>,
 }
 
 /// `attach --record`: the tee's records, each once. After a reconnect the tee sends its history
@@ -99,7 +102,10 @@ pub enum Discovery {
 
 /// Lists the running tees in the socket directory (newest first), removing stale sockets.
 pub fn discover() -> Discovery {
-    let dir = socket::lookup_dir();
+    discover_in(socket::lookup_dir())
+}
+
+pub fn discover_in(dir: PathBuf) -> Discovery {
     let mut found = socket::list(&dir);
     match found.len() {
         0 => Discovery::None { dir },
@@ -121,15 +127,16 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
     let mut backoff = BACKOFF_FIRST;
     let mut reset: Option<ResetReason> = None;
     let mut ever_connected = false;
+    let mut path = opts.path;
     loop {
-        let reason = match UnixStream::connect(&opts.path).await {
+        let reason = match UnixStream::connect(&path).await {
             Ok(stream) => {
                 if let Some(r) = reset.take() {
                     if tx.send(Event::Reset(r)).await.is_err() {
                         return;
                     }
                 }
-                if tx.send(Event::Connected { path: opts.path.clone() }).await.is_err() {
+                if tx.send(Event::Connected { path: path.clone() }).await.is_err() {
                     return;
                 }
                 ever_connected = true;
@@ -161,10 +168,19 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                     let end = if ever_connected {
                         End::Closed
                     } else {
-                        End::Failed(format!("connecting to {}: {e}", opts.path.display()))
+                        End::Failed(format!("connecting to {}: {e}", path.display()))
                     };
                     let _ = tx.send(Event::Ended(end)).await;
                     return;
+                }
+                let gone = matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused);
+                if let (true, Some(dir)) = (gone, &opts.rediscover) {
+                    if let Discovery::One(other) = discover_in(dir.clone()) {
+                        if other != path {
+                            path = other;
+                            continue;
+                        }
+                    }
                 }
                 e.to_string()
             }
@@ -296,11 +312,11 @@ mod tests {
     use tokio::io::AsyncWriteExt;
     use tokio::net::UnixListener;
 
+    /// Events up to the end of the stream, all within ten seconds.
     async fn collect(rx: &mut mpsc::Receiver<Event>) -> Vec<Event> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let mut events = Vec::new();
-        while let Some(e) =
-            tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("events arrive in time")
-        {
+        while let Some(e) = tokio::time::timeout_at(deadline, rx.recv()).await.expect("the stream ends in time") {
             let done = matches!(e, Event::Ended(_));
             events.push(e);
             if done {
@@ -338,7 +354,7 @@ mod tests {
                 .expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None, rediscover: None }, tx));
         let events = collect(&mut rx).await;
         server.await.expect("server");
         let header = "{\"swarmtop\":\"recording\",\"version\":1}\n";
@@ -378,7 +394,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("none.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None, rediscover: None }, tx));
         let events = collect(&mut rx).await;
         assert!(matches!(events.as_slice(), [Event::Ended(End::Failed(_))]), "{events:?}");
 
@@ -388,7 +404,7 @@ mod tests {
             a.write_all(b"{\"swarmtop\":\"live\"}\n").await.expect("write");
         });
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None }, tx));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: false, record: None, rediscover: None }, tx));
         let events = collect(&mut rx).await;
         assert_eq!(events, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Closed)]);
     }
@@ -398,7 +414,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("later.sock");
         let (tx, mut rx) = mpsc::channel(8);
-        tokio::spawn(run(Options { path: path.clone(), reconnect: true, record: None }, tx));
+        tokio::spawn(run(Options { path: path.clone(), reconnect: true, record: None, rediscover: None }, tx));
         let first = rx.recv().await.expect("event");
         assert!(matches!(first, Event::Disconnected { retry_in, .. } if retry_in == BACKOFF_FIRST), "{first:?}");
         let listener = UnixListener::bind(&path).expect("bind");
@@ -409,5 +425,44 @@ mod tests {
         let events = collect(&mut rx).await;
         let tail: Vec<_> = events.into_iter().filter(|e| !matches!(e, Event::Disconnected { .. })).collect();
         assert_eq!(tail, vec![Event::Connected { path }, Event::Live, Event::Ended(End::Exited(0))]);
+    }
+
+    #[tokio::test]
+    async fn a_restarted_tee_on_another_socket_is_found_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let old = dir.path().join("tee-1.sock");
+        let listener = UnixListener::bind(&old).expect("bind");
+        tokio::spawn(async move {
+            let (mut a, _) = listener.accept().await.expect("accept");
+            a.write_all(b"{\"swarmtop\":\"live\"}\n").await.expect("write");
+            // The tee dies without an end marker and without removing its socket.
+        });
+        let (tx, mut rx) = mpsc::channel(8);
+        let opts =
+            Options { path: old.clone(), reconnect: true, record: None, rediscover: Some(dir.path().to_owned()) };
+        tokio::spawn(run(opts, tx));
+        assert_eq!(rx.recv().await, Some(Event::Connected { path: old.clone() }));
+        assert_eq!(rx.recv().await, Some(Event::Live));
+        assert!(matches!(rx.recv().await, Some(Event::Disconnected { .. })));
+        let new = dir.path().join("tee-2.sock");
+        let listener = UnixListener::bind(&new).expect("bind");
+        // Like a tee, serve every connection (finding the tee probes it with one).
+        tokio::spawn(async move {
+            while let Ok((mut a, _)) = listener.accept().await {
+                let _ = a.write_all(b"{\"swarmtop\":\"live\"}\n{\"swarmtop\":\"end\",\"exitCode\":0}\n").await;
+            }
+        });
+        let events = collect(&mut rx).await;
+        let tail: Vec<_> = events.into_iter().filter(|e| !matches!(e, Event::Disconnected { .. })).collect();
+        assert_eq!(
+            tail,
+            vec![
+                Event::Reset(ResetReason::Reconnected),
+                Event::Connected { path: new },
+                Event::Live,
+                Event::Ended(End::Exited(0))
+            ]
+        );
+        assert!(!old.exists(), "the dead tee's socket was removed");
     }
 }

@@ -35,9 +35,9 @@ pub const SUBSCRIBER_QUEUE_BYTES: usize = 8 << 20;
 pub const MEMORY_HISTORY_BYTES: usize = 64 << 20;
 
 /// How long, and how many bytes, a batch may be held behind an earlier batch that its pump is
-/// still forwarding (a peer that stopped reading). Past either bound the earlier batch is
-/// published unforwarded: it is in the recording already, and the other direction must not stall
-/// the monitors or grow memory without bound.
+/// still forwarding (a peer that stopped reading). Past either bound (checked whenever a batch is
+/// appended or offered) the earlier batch is published unforwarded: it is in the recording
+/// already, and the other direction must not stall the monitors or grow memory without bound.
 const HOLD_TIME: Duration = Duration::from_millis(100);
 const HOLD_BYTES: usize = 4 << 20;
 
@@ -479,8 +479,8 @@ mod tests {
         let mut piece = vec![b'x'; (1 << 20) - 1];
         piece.push(b'\n');
         let n = MEMORY_HISTORY_BYTES / piece.len() + 8;
-        for i in 0..n {
-            let b = append(&hub, &piece, i as i64);
+        for ts in (0..).take(n) {
+            let b = append(&hub, &piece, ts);
             hub.offer(&b);
         }
         let (history, _) = subscribe(&hub);

@@ -3,7 +3,7 @@
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
 //! - [`files`]: recorded inputs; [`replay`]: their pacing.
-//! - [`recording`]: the recording writer (header, envelopes, files).
+//! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
@@ -13,6 +13,7 @@ pub mod attach;
 pub mod files;
 pub mod hub;
 pub mod inbound;
+pub mod json;
 pub mod live;
 pub mod recording;
 pub mod replay;

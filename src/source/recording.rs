@@ -88,10 +88,9 @@ pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64
     line.into_bytes()
 }
 
-/// Whether `line` can be embedded verbatim as the value of `msg`. UTF-8 is checked on its own:
-/// `serde_json` skips the bytes of strings it is told to ignore without validating them.
+/// Whether `line` can be embedded verbatim as the value of `msg`.
 pub fn is_json(line: &[u8]) -> bool {
-    std::str::from_utf8(line).is_ok_and(|s| serde_json::from_str::<IgnoredAny>(s).is_ok())
+    super::json::is_json(line)
 }
 
 /// Appends one envelope (with its `\n`) for `line` (without its `\n`) to `out`.
@@ -236,14 +235,12 @@ fn probe(line: &[u8]) -> Probe {
         #[serde(rename = "rawB64")]
         raw_b64: Option<IgnoredAny>,
     }
-    let Ok(text) = std::str::from_utf8(line) else {
+    if !is_json(line) {
         return Probe::NotJson;
-    };
-    match serde_json::from_str::<Top>(text) {
-        Ok(t) if t.ts.is_some() && t.dir.is_some() && (t.msg.is_some() || t.raw_b64.is_some()) => Probe::Envelope,
-        Ok(_) => Probe::Json,
-        Err(_) if is_json(line) => Probe::Json,
-        Err(_) => Probe::NotJson,
+    }
+    match std::str::from_utf8(line).map(serde_json::from_str::<Top>) {
+        Ok(Ok(t)) if t.ts.is_some() && t.dir.is_some() && (t.msg.is_some() || t.raw_b64.is_some()) => Probe::Envelope,
+        _ => Probe::Json,
     }
 }
 

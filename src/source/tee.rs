@@ -1,8 +1,9 @@
 //! `swarmtop tee -- CMD`: a transparent stdio proxy in front of a server such as `codex
-//! app-server`. Both directions are pumped by their own thread with blocking reads and writes,
-//! so the proxy costs the session a copy per direction and nothing else; monitors are served on a
-//! small tokio runtime and can never block a pump (`recording.md`, "Tee ordering guarantee" and
-//! "Live socket protocol").
+//! app-server`. Each direction is pumped by its own thread with blocking reads and writes: what
+//! one `read` brings is encoded and written to the recording, then forwarded, so a line waits only
+//! for its own recording (a write to the page cache). Monitors are served on a small tokio runtime
+//! and can never block a pump (`recording.md`, "Tee ordering guarantee" and "Live socket
+//! protocol").
 //!
 //! The child runs in its own process group: a Ctrl-C typed in a terminal then reaches it once,
 //! forwarded by the tee, instead of twice (once from the terminal, once from us).
@@ -177,11 +178,14 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
             Some(()) = int.recv() => forward(pid, Signal::SIGINT),
             Some(()) = term.recv() => forward(pid, Signal::SIGTERM),
             Some(()) = hup.recv() => forward(pid, Signal::SIGHUP),
-            conn = listener.accept() => {
-                if let Ok((stream, _)) = conn {
+            conn = listener.accept() => match conn {
+                Ok((stream, _)) => {
                     monitors.spawn(hub::serve(hub.clone(), stream));
                 }
-            }
+                // Out of file descriptors, typically: monitors wait, the session does not, and
+                // the loop must not spin on an error that persists.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
             Some(_) = monitors.join_next(), if !monitors.is_empty() => {}
         }
     };
