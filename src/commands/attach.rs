@@ -4,7 +4,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use color_eyre::eyre::{Result, WrapErr, bail};
+use color_eyre::eyre::{Result, bail};
 use tokio::sync::mpsc;
 
 use super::cli::AttachArgs;
@@ -13,7 +13,7 @@ use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
-use crate::source::recording::{self, Recorder, Source};
+use crate::source::recording::{self, Source};
 
 pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -23,18 +23,9 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
             None => return Ok(ExitCode::from(2)),
         },
     };
-    let record = match &args.monitor.record {
-        Some(file) => {
-            let started = recording::unix_ms();
-            let path = recording::resolve_path(Some(file), Source::Attach, started)?;
-            let header = recording::header_line(Source::Attach, None, started);
-            Some(
-                Recorder::create(&path, &header)
-                    .wrap_err_with(|| format!("creating the recording {}", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let started = recording::unix_ms();
+    let header = recording::header_line(Source::Attach, None, started);
+    let record = recording::open_requested(args.monitor.record.as_deref(), Source::Attach, started, &header)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);

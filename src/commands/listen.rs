@@ -12,7 +12,7 @@ use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::inbound;
 use crate::source::live::CHANNEL_EVENTS;
-use crate::source::recording::{self, Recorder, Source};
+use crate::source::recording::{self, Source};
 use crate::source::socket::{self, SocketFile};
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
@@ -22,16 +22,7 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     };
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Listen, None, started);
-    let recorder = match &args.monitor.record {
-        Some(file) => {
-            let path = recording::resolve_path(Some(file), Source::Listen, started)?;
-            Some(
-                Recorder::create(&path, &header)
-                    .wrap_err_with(|| format!("creating the recording {}", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let recorder = recording::open_requested(args.monitor.record.as_deref(), Source::Listen, started, &header)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;

@@ -21,7 +21,7 @@ use crate::router::Event;
 use crate::source::files::{self, Input, MAX_LINE, Record};
 use crate::source::inbound;
 use crate::source::live::{self, End, ResetReason};
-use crate::source::recording::{self, Recorder};
+use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
 use crate::ui::{self, Effect, Feed, View};
 use crate::wire::{Decoded, decode};
@@ -166,16 +166,7 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
 fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
     let started = recording::unix_ms();
     let header = recording::header_line(recording::Source::Stdin, None, started);
-    let recorder = match record {
-        Some(file) => {
-            let path = recording::resolve_path(Some(file), recording::Source::Stdin, started)?;
-            Some(
-                Recorder::create(&path, &header)
-                    .wrap_err_with(|| format!("creating the recording {}", path.display()))?,
-            )
-        }
-        None => None,
-    };
+    let recorder = recording::open_requested(record, recording::Source::Stdin, started, &header)?;
     let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
     inbound::spawn_reader(std::io::stdin(), header, recorder, tx).wrap_err("reading stdin")?;
     Ok(Watch::Live { name: "stdin".to_owned(), events })

@@ -309,6 +309,20 @@ pub fn default_file_name(source: Source, started_ms: i64, pid: u32) -> String {
 
 /// Where to record when the user gave `--record FILE`, or nothing: an existing directory gets
 /// a default-named file inside it.
+/// The recorder a live source's `--record FILE|DIR` asks for (none without the option).
+pub fn open_requested(
+    record: Option<&Path>,
+    source: Source,
+    started_ms: i64,
+    header: &[u8],
+) -> io::Result<Option<Recorder>> {
+    let Some(file) = record else { return Ok(None) };
+    let path = resolve_path(Some(file), source, started_ms)?;
+    Recorder::create(&path, header)
+        .map(Some)
+        .map_err(|e| io::Error::new(e.kind(), format!("creating the recording {}: {e}", path.display())))
+}
+
 pub fn resolve_path(explicit: Option<&Path>, source: Source, started_ms: i64) -> io::Result<PathBuf> {
     let name = default_file_name(source, started_ms, std::process::id());
     match explicit {
