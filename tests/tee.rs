@@ -140,9 +140,19 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Connects to a tee's socket. The file exists from `bind()` on, a moment before `listen()`: a
+/// connection refused in that moment is retried.
+fn connect(path: &Path) -> UnixStream {
+    wait_for("the socket to accept", || match UnixStream::connect(path) {
+        Ok(stream) => Some(stream),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => None,
+        Err(e) => panic!("connect {}: {e}", path.display()),
+    })
+}
+
 /// A monitor reading everything from a tee's socket, on its own thread.
 fn monitor(path: &Path) -> JoinHandle<Vec<u8>> {
-    let mut stream = UnixStream::connect(path).expect("connect monitor");
+    let mut stream = connect(path);
     stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
     std::thread::spawn(move || {
         let mut got = Vec::new();
@@ -314,12 +324,14 @@ fn a_late_monitor_gets_history_then_live_then_the_end() {
     };
     echo(early);
 
-    let mut mon = BufReader::new(UnixStream::connect(&sock).expect("connect"));
+    let mut mon = BufReader::new(connect(&sock));
     mon.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let history = read_until_line(&mut mon, LIVE);
+    // The tee records, forwards, then offers to monitors: the client may already hold a line whose
+    // record is in the file but not yet offered, so history is a prefix of the file, not always all.
     let so_far = fs::read(&rec).expect("recording");
-    assert!(history == so_far, "history is the recording so far");
-    assert_eq!(rebuild(&history).s2c, early.concat());
+    assert!(so_far.starts_with(&history), "history is the recording so far, or a prefix of it");
+    assert!(early.concat().starts_with(&rebuild(&history).s2c));
 
     echo(late);
     drop(stdin);
@@ -327,7 +339,7 @@ fn a_late_monitor_gets_history_then_live_then_the_end() {
     mon.read_to_end(&mut live).expect("read live");
     assert_eq!(tee.wait(), 0);
     let all = fs::read(&rec).expect("recording");
-    let mut expected = all[so_far.len()..].to_vec();
+    let mut expected = all[history.len()..].to_vec();
     expected.extend_from_slice(b"{\"swarmtop\":\"end\",\"exitCode\":0}\n");
     assert!(live == expected, "live records are the rest of the recording, then the end marker");
 }
@@ -338,8 +350,8 @@ fn stuck_and_killed_monitors_do_not_slow_the_proxy() {
     let mut tee = env.tee(&[], &["cat"]);
     let sock = env.wait_socket();
     // One monitor never reads; another reads a little and dies.
-    let stuck = UnixStream::connect(&sock).expect("connect");
-    let mut killed = UnixStream::connect(&sock).expect("connect");
+    let stuck = connect(&sock);
+    let mut killed = connect(&sock);
     let mut first = [0u8; 64];
     killed.read_exact(&mut first).expect("read a little");
     drop(killed);
@@ -449,7 +461,7 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     let env = Env::new();
     let mut tee = env.tee(&["--monitor-queue-bytes", "1048576"], &["cat"]);
     let sock = env.wait_socket();
-    let mut slow = BufReader::new(UnixStream::connect(&sock).expect("connect"));
+    let mut slow = BufReader::new(connect(&sock));
     slow.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     read_until_line(&mut slow, LIVE);
     // A monitor that keeps reading, far slower than the proxy moves lines.
@@ -641,7 +653,7 @@ fn without_a_recording_a_late_monitor_gets_history_from_memory() {
         let mut back = Vec::new();
         stdout.read_until(b'\n', &mut back).expect("read");
     }
-    let mut mon = BufReader::new(UnixStream::connect(&sock).expect("connect"));
+    let mut mon = BufReader::new(connect(&sock));
     mon.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     let history = read_until_line(&mut mon, LIVE);
     let rebuilt = rebuild(&history);

@@ -83,6 +83,8 @@ pub struct Item {
     pub exit_code: Option<i64>,
     /// Collab tool name (`spawnAgent`, `wait`, …) or subAgentActivity kind (`started`, …).
     pub tool: Option<Box<str>>,
+    /// The kind of agent a Claude Code `Task` spawns (`Explore`, `general-purpose`, …).
+    pub agent_type: Option<Clean>,
     /// Threads the item names (collab receivers, the activity's agent).
     pub receivers: Vec<ThreadIdx>,
     /// Children registered with this item as their card: its lanes, in registration order.
@@ -105,6 +107,7 @@ impl Item {
             text: Clean::new(),
             exit_code: None,
             tool: None,
+            agent_type: None,
             receivers: Vec::new(),
             lanes: Vec::new(),
             started_ms: None,

@@ -1,6 +1,7 @@
 //! The tree the screen and `stats` show: sessions, threads, turns, items, cards and lanes, tokens
 //! and cost with subtree roll-ups. It consumes the router's events in order; pure, like the router.
 
+mod claude;
 mod diagnostics;
 mod item;
 pub mod prices;
@@ -130,6 +131,22 @@ impl Model {
         self.propagate(parent, &delta);
         if let Some(card) = card {
             self.attach_lane(parent, card, child);
+            if via == crate::router::Via::TaskTool {
+                self.name_claude_agent(parent, card, child);
+            }
+        }
+    }
+
+    /// A Claude Code sub-agent is known by its task's description, and its role is the agent type.
+    fn name_claude_agent(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
+        let Some(item) = self.threads[parent.index()].item(card) else { return };
+        let (title, kind) = (item.title.clone(), item.agent_type.clone());
+        let t = &mut self.threads[child.index()];
+        if t.nickname.is_none() && !title.is_empty() {
+            t.nickname = Some(title);
+        }
+        if t.agent_role.is_none() {
+            t.agent_role = kind;
         }
     }
 
@@ -153,8 +170,10 @@ impl Model {
     /// Recomputes a thread's own cost after its tokens or model changed, and rolls the change up.
     fn reprice(&mut self, idx: ThreadIdx, old_tokens: Tokens) {
         let t = &self.threads[idx.index()];
-        let price = t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str()));
-        let new_cost = price.map(|p| t.tokens.cost(&p));
+        let new_cost = match &t.claude {
+            Some(account) => account.cost(),
+            None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
+        };
         let old_cost = t.cost;
         let delta = Delta {
             threads: 0,
@@ -244,6 +263,11 @@ impl Model {
                     t.status = before;
                 }
             }
+        }
+        if let Some(claude) = &line.msg.claude {
+            self.apply_claude(idx, claude, time);
+            self.generation += 1;
+            return;
         }
         let method = line.msg.method().unwrap_or("");
         let p = line.msg.params.rest();

@@ -14,7 +14,10 @@ use serde::Deserialize;
 pub struct Price {
     pub input: i128,
     pub cached_input: i128,
+    /// Cache writes (Anthropic: the 5-minute ones).
     pub cache_write: i128,
+    /// Anthropic's 1-hour cache writes (2x input); for OpenAI the same as `cache_write`.
+    pub cache_write_1h: i128,
     pub output: i128,
 }
 
@@ -68,8 +71,14 @@ impl Entry {
         // its cache read and 5-minute write onto those roles.
         let cached = self.cached_input.or(self.cache_read).map_or(Ok(input), |p| micro(p, model))?;
         let write = self.cache_write.or(self.cache_write_5m).map_or(Ok(input), |p| micro(p, model))?;
-        let _ = self.cache_write_1h.map(|p| micro(p, model)).transpose()?;
-        Ok(Price { input, cached_input: cached, cache_write: write, output: micro(self.output, model)? })
+        let write_1h = self.cache_write_1h.map_or(Ok(write), |p| micro(p, model))?;
+        Ok(Price {
+            input,
+            cached_input: cached,
+            cache_write: write,
+            cache_write_1h: write_1h,
+            output: micro(self.output, model)?,
+        })
     }
 }
 
@@ -171,7 +180,16 @@ mod tests {
     fn builtin_has_the_table() {
         let p = Prices::builtin();
         let luna = p.lookup("gpt-5.6-luna").unwrap();
-        assert_eq!(luna, Price { input: 200_000, cached_input: 20_000, cache_write: 250_000, output: 1_200_000 });
+        assert_eq!(
+            luna,
+            Price {
+                input: 200_000,
+                cached_input: 20_000,
+                cache_write: 250_000,
+                cache_write_1h: 250_000,
+                output: 1_200_000
+            }
+        );
         let mini = p.lookup("gpt-5.4-mini").unwrap();
         assert_eq!(mini.cached_input, 75_000);
         // No cache-write price: it defaults to input.
@@ -198,7 +216,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             p.lookup("gpt-5.5").unwrap(),
-            Price { input: 1_000_000, cached_input: 1_000_000, cache_write: 1_000_000, output: 2_000_000 }
+            Price {
+                input: 1_000_000,
+                cached_input: 1_000_000,
+                cache_write: 1_000_000,
+                cache_write_1h: 1_000_000,
+                output: 2_000_000
+            }
         );
         assert!(p.lookup("acme-1").is_some());
         assert!(p.merge_toml("[models.x]\ninput = -1.0\noutput = 1.0").is_err());

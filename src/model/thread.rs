@@ -105,6 +105,8 @@ pub struct Thread {
     pub last_ms: Option<i64>,
     pub lines: u64,
     pub last_error: Option<Clean>,
+    /// Per-response usage of a Claude Code thread (its cost comes from there, response by response).
+    pub(super) claude: Option<super::claude::Account>,
     /// Bytes of item text held, for the scrollback bound.
     pub(super) text_bytes: usize,
     /// Items before this index have had their text dropped by the scrollback bound.
@@ -139,6 +141,7 @@ impl Thread {
             last_ms: None,
             lines: 0,
             last_error: None,
+            claude: None,
             text_bytes: 0,
             text_floor: 0,
         }

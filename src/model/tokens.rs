@@ -10,6 +10,8 @@ pub struct Tokens {
     pub input: u64,
     pub cached_input: u64,
     pub cache_write: u64,
+    /// The part of `cache_write` written for an hour (Anthropic), priced higher.
+    pub cache_write_1h: u64,
     pub output: u64,
     pub reasoning_output: u64,
     pub total: u64,
@@ -35,7 +37,8 @@ impl Tokens {
         Pico(
             uncached * price.input
                 + t(self.cached_input) * price.cached_input
-                + t(self.cache_write) * price.cache_write
+                + (t(self.cache_write) - t(self.cache_write_1h)) * price.cache_write
+                + t(self.cache_write_1h) * price.cache_write_1h
                 + t(self.output) * price.output,
         )
     }
@@ -44,6 +47,7 @@ impl Tokens {
         self.input += o.input;
         self.cached_input += o.cached_input;
         self.cache_write += o.cache_write;
+        self.cache_write_1h += o.cache_write_1h;
         self.output += o.output;
         self.reasoning_output += o.reasoning_output;
         self.total += o.total;
@@ -56,6 +60,7 @@ impl Tokens {
             input: self.input.saturating_sub(o.input),
             cached_input: self.cached_input.saturating_sub(o.cached_input),
             cache_write: self.cache_write.saturating_sub(o.cache_write),
+            cache_write_1h: self.cache_write_1h.saturating_sub(o.cache_write_1h),
             output: self.output.saturating_sub(o.output),
             reasoning_output: self.reasoning_output.saturating_sub(o.reasoning_output),
             total: self.total.saturating_sub(o.total),
@@ -123,9 +128,22 @@ mod tests {
 
     #[test]
     fn cost_follows_the_formula() {
-        let t =
-            Tokens { input: 3300, cached_input: 1024, cache_write: 0, output: 100, reasoning_output: 32, total: 3400 };
-        let gpt55 = Price { input: 5_000_000, cached_input: 500_000, cache_write: 5_000_000, output: 30_000_000 };
+        let t = Tokens {
+            input: 3300,
+            cached_input: 1024,
+            cache_write: 0,
+            cache_write_1h: 0,
+            output: 100,
+            reasoning_output: 32,
+            total: 3400,
+        };
+        let gpt55 = Price {
+            input: 5_000_000,
+            cached_input: 500_000,
+            cache_write: 5_000_000,
+            cache_write_1h: 5_000_000,
+            output: 30_000_000,
+        };
         // (3300-1024)*5 + 1024*0.5 + 100*30 = 11380 + 512 + 3000 = 14892 USD per million tokens.
         assert_eq!(t.cost(&gpt55).to_string(), "0.014892");
     }

@@ -7,6 +7,7 @@
 mod classify;
 mod pending;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
@@ -56,6 +57,8 @@ pub enum Via {
     SubAgentActivity,
     ThreadStarted,
     ThreadRead,
+    /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
+    TaskTool,
 }
 
 impl Via {
@@ -65,6 +68,7 @@ impl Via {
             Self::SubAgentActivity => "subAgentActivity",
             Self::ThreadStarted => "threadStarted",
             Self::ThreadRead => "threadRead",
+            Self::TaskTool => "taskTool",
         }
     }
 }
@@ -243,10 +247,10 @@ pub struct Router {
 
 /// A registration a line asks for.
 struct Claim<'l> {
-    child: &'l str,
-    parent: &'l str,
+    child: Cow<'l, str>,
+    parent: Cow<'l, str>,
     via: Via,
-    card: Option<&'l str>,
+    card: Option<Cow<'l, str>>,
 }
 
 impl Router {
@@ -369,7 +373,7 @@ impl Router {
             let result = msg.result.as_ref().expect("checked above");
             match thread.parent() {
                 Some(parent) => {
-                    let claim = Claim { child: &thread.id, parent: &parent, via: Via::ThreadRead, card: None };
+                    let claim = Claim { child: Cow::Borrowed(&thread.id), parent, via: Via::ThreadRead, card: None };
                     subject = Some(self.register(&claim, sink));
                 }
                 None if result.model.is_some() && result.model_provider.is_some() && !thread.id.is_empty() => {
@@ -408,7 +412,7 @@ impl Router {
             if let Some(info) = &line.msg.params.rest().thread {
                 match info.parent() {
                     Some(parent) => {
-                        let claim = Claim { child: id, parent: &parent, via: Via::ThreadStarted, card: None };
+                        let claim = Claim { child: Cow::Borrowed(id), parent, via: Via::ThreadStarted, card: None };
                         self.register(&claim, sink);
                     }
                     None => self.mark_root(thread, sink),
@@ -416,9 +420,14 @@ impl Router {
             }
         }
 
+        // A line of a Claude session's own file names a root, as `thread/started` without a parent does.
+        if line.msg.claude.as_ref().is_some_and(|c| c.is_main()) {
+            self.mark_root(thread, sink);
+        }
+
         let claims = claims_of(id, line);
         for claim in &claims {
-            self.see(claim.child, sink);
+            self.see(&claim.child, sink);
         }
 
         if self.threads[thread.index()].role == Role::Pending {
@@ -627,14 +636,14 @@ impl Router {
 
     /// Applies one registration signal (routing.md §2) and its guards; returns the child's handle.
     fn register(&mut self, claim: &Claim<'_>, sink: &mut impl Sink) -> ThreadIdx {
-        let child = self.see(claim.child, sink);
-        let parent = self.see(claim.parent, sink);
+        let child = self.see(&claim.child, sink);
+        let parent = self.see(&claim.parent, sink);
         let facts = &self.threads[child.index()];
         match facts.role {
             // First signal wins; a later one may only fill the card.
             Role::Root | Role::Child => {
                 if facts.role == Role::Child && facts.card.is_none() {
-                    if let Some(card) = claim.card {
+                    if let Some(card) = claim.card.as_deref() {
                         self.threads[child.index()].card = Some(card.into());
                         sink.event(&Event::CardKnown { child, card });
                     }
@@ -658,8 +667,8 @@ impl Router {
         facts.parent = Some(parent);
         facts.depth = depth;
         facts.via = Some(claim.via);
-        facts.card = claim.card.map(Into::into);
-        sink.event(&Event::Registered { child, parent, via: claim.via, card: claim.card, depth });
+        facts.card = claim.card.as_deref().map(Into::into);
+        sink.event(&Event::Registered { child, parent, via: claim.via, card: claim.card.as_deref(), depth });
         self.drain(child, sink);
         child
     }
@@ -682,6 +691,13 @@ impl Router {
 /// The children a line of `thread` announces (routing.md §2). `wait` and the other collab tools
 /// name children that are usually known already; `register` ignores those.
 fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
+    if let Some(claude) = &line.msg.claude {
+        return claude
+            .announced_agent()
+            .map(|(child, card)| Claim { child, parent: Cow::Borrowed(thread), via: Via::TaskTool, card })
+            .into_iter()
+            .collect();
+    }
     let method = line.msg.method().unwrap_or("");
     if method != "item/started" && method != "item/completed" {
         return Vec::new();
@@ -689,20 +705,30 @@ fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
     let Some(item) = &line.msg.params.rest().item else {
         return Vec::new();
     };
-    let card = item.id.as_deref();
+    let card = item.id.as_deref().map(Cow::Borrowed);
     match item.kind() {
         "collabAgentToolCall" if item.status.as_deref() != Some("failed") => item
             .receiver_thread_ids
             .iter()
             .flatten()
             .filter(|c| !c.is_empty())
-            .map(|child| Claim { child, parent: thread, via: Via::CollabAgentToolCall, card })
+            .map(|child| Claim {
+                child: Cow::Borrowed(child),
+                parent: Cow::Borrowed(thread),
+                via: Via::CollabAgentToolCall,
+                card: card.clone(),
+            })
             .collect(),
         "subAgentActivity" if item.activity.as_deref() == Some("started") => item
             .agent_thread_id
             .as_deref()
             .filter(|c| !c.is_empty())
-            .map(|child| Claim { child, parent: thread, via: Via::SubAgentActivity, card })
+            .map(|child| Claim {
+                child: Cow::Borrowed(child),
+                parent: Cow::Borrowed(thread),
+                via: Via::SubAgentActivity,
+                card: card.clone(),
+            })
             .into_iter()
             .collect(),
         _ => Vec::new(),

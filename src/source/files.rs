@@ -46,7 +46,9 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
         } else if p.is_dir() {
             let mut files = Vec::new();
             collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
-            files.sort();
+            // By the path as text, not component by component: `s.jsonl` then `s/subagents/…`, so a
+            // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/').
+            files.sort_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
             out.extend(files.into_iter().map(Input::File));
         } else {
             out.push(Input::File(p.clone()));

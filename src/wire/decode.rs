@@ -77,7 +77,7 @@ impl ShapeKeys {
         match key {
             "payload" => self.payload = true,
             "type" => self.kind = true,
-            "uuid" | "sessionId" => self.transcript = true,
+            "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
             _ => {}
         }
     }
@@ -162,6 +162,8 @@ pub struct Message<'a> {
     pub emitted_at_ms: Option<i64>,
     /// `{"swarmtop": "recording" | "live" | "lagged" | "end", …}`: a header or socket marker.
     pub swarmtop: Option<Str<'a>>,
+    /// A Claude Code transcript line (its method is `claude/<type>`).
+    pub claude: Option<Box<super::claude::ClaudeLine<'a>>>,
 }
 
 impl Message<'_> {
@@ -432,16 +434,16 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
             Err(e) => Decoded::Malformed(e),
         };
     }
-    finish(top.msg)
+    finish(top.msg, text)
         .map_or_else(Decoded::Malformed, |msg| Decoded::Line(Line { dir: Dir::Bare, ts: None, msg, raw: text }))
 }
 
 /// Decodes a bare Codex message (no envelope).
 pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
-    finish(parse_top(text)?.msg)
+    finish(parse_top(text)?.msg, text)
 }
 
-pub(super) fn finish(mut msg: MessageParts<'_>) -> Result<Message<'_>, Malformed> {
+pub(super) fn finish<'a>(mut msg: MessageParts<'a>, text: &'a str) -> Result<Message<'a>, Malformed> {
     if let Some(raw) = msg.late_params.take() {
         let full = msg.message.method.as_deref().is_some_and(wants_full_params);
         msg.message.params = ParamsSeed { full }
@@ -455,6 +457,11 @@ pub(super) fn finish(mut msg: MessageParts<'_>) -> Result<Message<'_>, Malformed
     }
     let m = &msg.message;
     if m.method.is_none() && !m.has_id && m.swarmtop.is_none() {
+        if msg.shape == Shape::ClaudeTranscript {
+            if let Some(claude) = super::claude::message(text) {
+                return Ok(claude);
+            }
+        }
         return Err(Malformed::NotAMessage(msg.shape));
     }
     Ok(msg.message)

@@ -1,6 +1,7 @@
 //! Bytes to typed lines. Decoding borrows from the input buffer; unknown shapes are data, not
 //! errors (wire.md §1). Text that may reach a screen leaves this stage only through [`Clean`].
 
+pub mod claude;
 mod decode;
 pub mod methods;
 mod sanitize;

@@ -441,7 +441,7 @@ mod agreement {
     /// What the reducer reads of a line, for comparing the two paths.
     fn summary(t: Top<'_>) -> String {
         let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
-        let m = match finish(t.msg) {
+        let m = match finish(t.msg, "") {
             Ok(m) => m,
             Err(e) => return format!("malformed {e:?}|{envelope}"),
         };

@@ -1,0 +1,64 @@
+//! Claude Code transcripts (wire.md §6) through the same pipeline: a session, its Task sub-agent and
+//! its compaction side-chain, against the figures known for the capture (tests/fixtures/README.md).
+
+use std::path::PathBuf;
+
+use swarmtop::commands::{self, stats};
+use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::router::{Event, Role};
+
+const SESSION: &str = "4d5611e5-241a-462a-8d15-5122611a9569";
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.39")
+}
+
+fn ingest(paths: &[PathBuf]) -> Pipeline {
+    let p = commands::ingest(paths, Config::default(), &mut |_: &Event<'_, '_>| {}).expect("fixture reads");
+    assert!(p.counters().conserved());
+    p
+}
+
+#[test]
+fn usage_is_deduplicated_per_response_and_attributed_per_agent() {
+    let p = ingest(&[fixture()]);
+    assert_eq!(p.format(), "claude-transcript");
+    let c = p.counters();
+    assert_eq!((c.malformed, c.orphan_threads, c.pending_at_end), (0, 0, 0));
+    let m = &p.model;
+    assert_eq!(m.threads.len(), 2, "the compaction side-chain is the session's own work, not an agent");
+    let root = m.thread(m.find(SESSION).unwrap());
+    let agent = m.thread(m.find("a2898e3").unwrap());
+    assert_eq!(root.role, Role::Root);
+    assert_eq!(agent.role, Role::Child);
+    assert_eq!(agent.via, Some(swarmtop::router::Via::TaskTool));
+    assert_eq!(agent.card.as_deref(), Some("toolu_017pLRuPHYTX5t99EnLyV53m"));
+    assert_eq!(agent.name(), "Explore transcript rendering codebase");
+    // Deduplicated by (message.id, requestId): 604,156 cache reads, not the naive 1,111,046.
+    assert_eq!(agent.tokens.cached_input, 604_156);
+    // The session's 11,618,567 plus its compaction call's 164,830.
+    assert_eq!(root.tokens.cached_input, 11_618_567 + 164_830);
+    assert_eq!(root.model.as_ref().unwrap().as_str(), "claude-opus-4-6");
+    assert_eq!(agent.model.as_ref().unwrap().as_str(), "claude-sonnet-4-5-20250929");
+    // Sonnet 4.5 (dated name): 53 x 3 + 71,257 x 3.75 + 604,156 x 0.3 + 136 x 15 = 450,659.55 USD per million.
+    assert_eq!(agent.cost.unwrap().to_string(), "0.45065955");
+    assert_eq!(root.subtree.threads, 2);
+    assert_eq!(agent.status, swarmtop::model::Status::Idle);
+}
+
+#[test]
+fn the_sub_agent_file_alone_is_an_orphan_until_its_session_comes() {
+    let sub = fixture().join(SESSION).join("subagents/agent-a2898e3.jsonl");
+    let p = ingest(std::slice::from_ref(&sub));
+    assert_eq!(p.model.thread(p.model.find("a2898e3").unwrap()).role, Role::Orphan);
+    // Read before its session, it moves under its card when the session announces it.
+    let p = ingest(&[sub, fixture().join(format!("{SESSION}.jsonl"))]);
+    let agent = p.model.thread(p.model.find("a2898e3").unwrap());
+    assert_eq!(agent.role, Role::Child);
+    assert_eq!(agent.tokens.cached_input, 604_156);
+}
+
+#[test]
+fn stats_json() {
+    insta::assert_snapshot!(stats::render_json_pretty(&ingest(&[fixture()])));
+}
