@@ -104,6 +104,8 @@ pub enum Shape {
 pub enum Malformed {
     NotUtf8,
     NotJson(String),
+    /// JSON, but a field the reducer reads has the wrong type (`threadId: 7`, `willRetry: "yes"`).
+    WrongType(String),
     /// A JSON object, but neither a Codex message, an envelope nor a swarmtop marker.
     NotAMessage(Shape),
     /// An envelope that kept bytes which were not JSON (`rawB64`).
@@ -116,6 +118,7 @@ impl fmt::Display for Malformed {
         match self {
             Self::NotUtf8 => f.write_str("not UTF-8"),
             Self::NotJson(e) => write!(f, "not JSON: {e}"),
+            Self::WrongType(e) => write!(f, "wrong type: {e}"),
             Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
@@ -448,11 +451,11 @@ pub(super) fn finish<'a>(mut msg: MessageParts<'a>, text: &'a str) -> Result<Mes
         let full = msg.message.method.as_deref().is_some_and(wants_full_params);
         msg.message.params = ParamsSeed { full }
             .deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
-            .map_err(|e| Malformed::NotJson(e.to_string()))?;
+            .map_err(|e| json_error(&e))?;
     }
     if let Some(raw) = msg.result {
         if raw.get().starts_with('{') {
-            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| Malformed::NotJson(e.to_string()))?);
+            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| json_error(&e))?);
         }
     }
     let m = &msg.message;
@@ -509,6 +512,14 @@ pub(super) struct Top<'a> {
     pub raw_b64: bool,
 }
 
+/// A serde error as a reason: broken JSON, or JSON of the wrong shape.
+fn json_error(e: &serde_json::Error) -> Malformed {
+    match e.classify() {
+        serde_json::error::Category::Data => Malformed::WrongType(e.to_string()),
+        _ => Malformed::NotJson(e.to_string()),
+    }
+}
+
 /// The serde path alone, for checking the fast path against it.
 #[cfg(test)]
 pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
@@ -519,7 +530,7 @@ pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
 fn parse_top(text: &str) -> Result<Top<'_>, Malformed> {
     match super::scan::top(text) {
         Some(top) => Ok(top),
-        None => serde_json::from_str::<Top<'_>>(text).map_err(|e| Malformed::NotJson(e.to_string())),
+        None => serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e)),
     }
 }
 
@@ -792,7 +803,8 @@ mod tests {
     fn malformed_kinds() {
         assert_eq!(malformed(b"\xff\xfe"), Malformed::NotUtf8);
         assert!(matches!(malformed(b"{\"method\":"), Malformed::NotJson(_)));
-        assert!(matches!(malformed(b"[1,2]"), Malformed::NotJson(_)));
+        assert!(matches!(malformed(b"[1,2]"), Malformed::WrongType(_)), "JSON, but not an object");
+        assert!(matches!(malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#), Malformed::WrongType(_)));
         assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
         assert_eq!(
             malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#),
