@@ -30,6 +30,8 @@ use crate::wire::{Decoded, decode};
 const INGEST_SLICE: Duration = Duration::from_millis(8);
 /// How often a followed file is checked for growth.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
+/// A followed file whose newest line is at most this old is taken to be written right now.
+const FOLLOW_CLOCK_SKEW_MS: i64 = 3_600_000;
 /// How often the screen is redrawn with nothing new, for its clocks.
 const TICK: Duration = Duration::from_secs(1);
 
@@ -328,8 +330,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 follow_growth(r);
                 if r.records.len() > before {
                     r.apply(&mut m.pipeline, before..r.records.len());
-                    *rep = Replay::new(&vec![None; r.records.len()], opts.max_gap, rep.pace(), now);
-                    rep.jump(r.records.len(), now);
+                    rep.append_applied(r.records.len() - before, now);
                     m.rate.add(r.records.len() - before, now);
                     m.dirty = true;
                 }
@@ -341,6 +342,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             m.feed.position = Some((rep.position() as u64, rep.len() as u64));
             m.feed.live = !recorded.as_ref().is_some_and(|r| r.follow.is_empty()) && rep.is_done();
             m.feed.now_ms = m.pipeline.model.stream_ms;
+            // A followed file that has caught up is live: time moves on while its agents are quiet,
+            // so quiet times and stalls are measured on the wall clock (unless the file is old).
+            if m.feed.live {
+                if let (Some(stream), Some(wall)) = (m.feed.now_ms, unix_now_ms()) {
+                    if (0..FOLLOW_CLOCK_SKEW_MS).contains(&(wall - stream)) {
+                        m.feed.now_ms = Some(wall);
+                    }
+                }
+            }
         } else {
             m.feed.now_ms = unix_now_ms();
         }

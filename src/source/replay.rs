@@ -175,6 +175,14 @@ impl Replay {
         }
     }
 
+    /// Lines appended to a followed file and applied at once: they are due the moment they exist.
+    pub fn append_applied(&mut self, n: usize, now: Instant) {
+        let end = self.duration_ms();
+        self.offset_ms.extend(std::iter::repeat_n(end, n));
+        self.position = self.offset_ms.len();
+        self.anchor = (end, now);
+    }
+
     /// Moves to an absolute position (the caller has applied exactly that many lines).
     pub fn jump(&mut self, position: usize, now: Instant) {
         self.position = position.min(self.offset_ms.len());
@@ -245,6 +253,16 @@ mod tests {
         r.jump(100, t0);
         assert!(r.is_done());
         assert_eq!(r.seek_target(10_000), 100);
+    }
+
+    #[test]
+    fn followed_lines_are_applied_as_they_come() {
+        let t0 = Instant::now();
+        let mut r = Replay::new(&[Some(0), Some(500)], 60_000, Pace::Times(1), t0);
+        r.advance(r.due(t0 + ms(500)));
+        r.append_applied(3, t0 + ms(900));
+        assert_eq!((r.position(), r.len(), r.is_done()), (5, 5, true));
+        assert_eq!(r.elapsed_ms(), 500);
     }
 
     #[test]
