@@ -46,6 +46,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Line(r) if !r.replayed && r.line.msg.claude.is_some() => self.formats.claude = true,
+            Event::Line(r) if !r.replayed && r.line.msg.rollout.is_some() => self.formats.rollout = true,
             Event::Line(r) if !r.replayed && r.line.msg.swarmtop.is_none() => self.formats.app_server = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {

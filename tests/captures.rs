@@ -55,3 +55,44 @@ fn collab_v1_with_client_lines() {
     assert_eq!(both["threads"], server["threads"]);
     assert_eq!(both["routing"]["control"].as_u64().unwrap(), server["routing"]["control"].as_u64().unwrap() + 8);
 }
+
+/// The rollout files the server wrote for a run tell the same tree, models, tokens and costs as its
+/// app-server traffic: two views of one session agree.
+#[test]
+fn rollouts_agree_with_the_app_server_traffic() {
+    for run in ["collab_v1", "collab_v2"] {
+        let dir = fixture("rollouts").join(run);
+        let pipeline =
+            commands::ingest(&[dir], swarmtop::pipeline::Config::default(), &mut |_: &swarmtop::router::Event<
+                '_,
+                '_,
+            >| {})
+            .expect("rollouts read");
+        assert_eq!(pipeline.format(), "codex-rollout");
+        assert_eq!(pipeline.counters().malformed, 0);
+        let rollout: serde_json::Value = serde_json::from_str(&stats::render_json(&pipeline)).unwrap();
+        let wire: serde_json::Value = serde_json::from_str(&stats_of(&[&format!("{run}.server.ndjson")])).unwrap();
+        let view = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+            let mut threads: Vec<serde_json::Value> = v["threads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    serde_json::json!([
+                        t["id"],
+                        t["parent"],
+                        t["depth"],
+                        t["name"],
+                        t["model"],
+                        t["tokens"],
+                        t["costUsd"]
+                    ])
+                })
+                .collect();
+            threads.sort_by_key(ToString::to_string);
+            threads
+        };
+        assert_eq!(view(&rollout), view(&wire), "{run}");
+        assert_eq!(rollout["totals"], wire["totals"], "{run}");
+    }
+}

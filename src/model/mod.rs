@@ -5,6 +5,7 @@ mod claude;
 mod diagnostics;
 mod item;
 pub mod prices;
+mod rollout;
 mod thread;
 mod tokens;
 
@@ -266,6 +267,11 @@ impl Model {
         }
         if let Some(claude) = &line.msg.claude {
             self.apply_claude(idx, claude, time);
+            self.generation += 1;
+            return;
+        }
+        if let Some(rollout) = &line.msg.rollout {
+            self.apply_rollout(idx, rollout, time);
             self.generation += 1;
             return;
         }

@@ -60,6 +60,20 @@ pub(super) fn child_class(line: &Line<'_>) -> ChildClass {
             ChildClass::Terminal
         };
     }
+    if let Some(kind) = method.strip_prefix("rollout/") {
+        // A rollout's lifecycle records are a child's suppressed noise; its task's end closes the lane.
+        return match kind {
+            "event_msg/task_complete" | "event_msg/turn_aborted" => ChildClass::Terminal,
+            "session_meta"
+            | "turn_context"
+            | "world_state"
+            | "token_usage_record"
+            | "event_msg/token_count"
+            | "event_msg/task_started"
+            | "event_msg/thread_settings_applied" => ChildClass::Suppressed,
+            _ => ChildClass::Rehomed,
+        };
+    }
     if method.starts_with("thread/")
         || method.starts_with("turn/")
         || method.starts_with("model/")

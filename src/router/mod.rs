@@ -243,6 +243,8 @@ pub struct Router {
     /// Pending windows opened before any time was known; they close after `window_lines` lines.
     counted_windows: VecDeque<Window>,
     open_windows: usize,
+    /// The thread of the rollout file being read (from its `session_meta`).
+    rollout_thread: Option<Box<str>>,
 }
 
 /// A registration a line asks for.
@@ -344,6 +346,16 @@ impl Router {
     }
 
     fn route(&mut self, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
+        // A rollout file names its thread once, in its first line: the lines after it are its own.
+        if line.msg.rollout.is_some() {
+            if let Some(id) = line.msg.thread_id() {
+                self.rollout_thread = Some(id.into());
+            }
+            if let Some(id) = self.rollout_thread.clone() {
+                self.thread_line(&id, line, record, line_no, sink);
+                return;
+            }
+        }
         match side(line) {
             Side::Control => self.control(line, line_no, sink),
             Side::Global => {
@@ -417,6 +429,17 @@ impl Router {
                     }
                     None => self.mark_root(thread, sink),
                 }
+            }
+        }
+
+        // A rollout's `session_meta` announces its thread as `thread/started` does.
+        if let Some(meta) = line.msg.rollout.as_ref().and_then(|r| r.session_meta()) {
+            match meta.parent() {
+                Some(parent) => {
+                    let claim = Claim { child: Cow::Borrowed(id), parent, via: Via::ThreadStarted, card: None };
+                    self.register(&claim, sink);
+                }
+                None => self.mark_root(thread, sink),
             }
         }
 

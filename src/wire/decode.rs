@@ -45,7 +45,7 @@ pub(super) fn opt_str<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Str<'de>
     Ok(Option::<BStr<'de>>::deserialize(d)?.map(|b| b.0))
 }
 
-fn req_str<'de, D: Deserializer<'de>>(d: D) -> Result<Str<'de>, D::Error> {
+pub(super) fn req_str<'de, D: Deserializer<'de>>(d: D) -> Result<Str<'de>, D::Error> {
     Ok(BStr::deserialize(d)?.0)
 }
 
@@ -167,6 +167,8 @@ pub struct Message<'a> {
     pub swarmtop: Option<Str<'a>>,
     /// A Claude Code transcript line (its method is `claude/<type>`).
     pub claude: Option<Box<super::claude::ClaudeLine<'a>>>,
+    /// A Codex rollout line (its method is `rollout/<type>`).
+    pub rollout: Option<Box<super::rollout::RolloutLine<'a>>>,
 }
 
 impl Message<'_> {
@@ -463,6 +465,11 @@ pub(super) fn finish<'a>(mut msg: MessageParts<'a>, text: &'a str) -> Result<Mes
         if msg.shape == Shape::ClaudeTranscript {
             if let Some(claude) = super::claude::message(text) {
                 return Ok(claude);
+            }
+        }
+        if msg.shape == Shape::CodexRollout {
+            if let Some(rollout) = super::rollout::message(text) {
+                return Ok(rollout);
             }
         }
         return Err(Malformed::NotAMessage(msg.shape));
@@ -806,8 +813,13 @@ mod tests {
         assert!(matches!(malformed(b"[1,2]"), Malformed::WrongType(_)), "JSON, but not an object");
         assert!(matches!(malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#), Malformed::WrongType(_)));
         assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
+        // A rollout line is read as one; one whose type is not a word is not.
         assert_eq!(
-            malformed(br#"{"timestamp":"x","type":"event_msg","payload":{}}"#),
+            line(r#"{"timestamp":"x","type":"event_msg","payload":{}}"#).msg.method(),
+            Some("rollout/event_msg")
+        );
+        assert_eq!(
+            malformed(br#"{"timestamp":"x","type":5,"payload":{}}"#),
             Malformed::NotAMessage(Shape::CodexRollout)
         );
         assert_eq!(malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#), Malformed::RawBytes);

@@ -4,6 +4,7 @@
 pub mod claude;
 mod decode;
 pub mod methods;
+pub mod rollout;
 mod sanitize;
 mod scan;
 
