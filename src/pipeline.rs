@@ -92,6 +92,11 @@ impl Pipeline {
         self.router.push_oversized(len, head, &mut tap);
     }
 
+    /// The thread whose rollout file the next records come from (see [`Router::set_rollout_thread`]).
+    pub fn set_rollout_thread(&mut self, thread: Option<&str>) {
+        self.router.set_rollout_thread(thread);
+    }
+
     pub fn add_bytes(&mut self, n: u64) {
         self.bytes += n;
     }

@@ -96,3 +96,53 @@ fn rollouts_agree_with_the_app_server_traffic() {
         assert_eq!(rollout["totals"], wire["totals"], "{run}");
     }
 }
+
+/// Rollout files followed as they grow arrive in alternating pieces: told which file each piece
+/// comes from, the router attributes every line as if the files had been read one by one.
+#[test]
+fn interleaved_rollout_files_are_attributed_by_file() {
+    let dir = fixture("rollouts").join("collab_v1");
+    let whole = commands::ingest(
+        std::slice::from_ref(&dir),
+        swarmtop::pipeline::Config::default(),
+        &mut |_: &swarmtop::router::Event<'_, '_>| {},
+    )
+    .expect("rollouts read");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let halves: Vec<(Option<String>, Vec<String>, Vec<String>)> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let (a, b) = lines.split_at(lines.len() / 2);
+            let thread = swarmtop::source::files::rollout_thread(&swarmtop::source::files::Input::File(f.clone()));
+            (thread, a.to_vec(), b.to_vec())
+        })
+        .collect();
+    let mut p = swarmtop::pipeline::Pipeline::default();
+    // Every file's first half, then every second half: no second half starts with its session_meta.
+    for pick in [1, 2] {
+        for (thread, first, second) in &halves {
+            p.set_rollout_thread(thread.as_deref());
+            for line in if pick == 1 { first } else { second } {
+                p.push(line.as_bytes());
+            }
+        }
+    }
+    p.finish();
+    let a: serde_json::Value = serde_json::from_str(&stats::render_json(&whole)).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&stats::render_json(&p)).unwrap();
+    let tree = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        let mut t: Vec<_> = v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| serde_json::json!([t["id"], t["parent"], t["tokens"], t["costUsd"], t["status"]]))
+            .collect();
+        t.sort_by_key(ToString::to_string);
+        t
+    };
+    assert_eq!(tree(&a), tree(&b));
+    assert_eq!(a["totals"], b["totals"]);
+}

@@ -26,6 +26,7 @@ pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)
     let mut pipeline = Pipeline::new(config);
     for input in &inputs {
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
+        pipeline.set_rollout_thread(files::rollout_thread(input).as_deref());
         let bytes = files::read_records(reader, files::MAX_LINE, |record| match record {
             Record::Line(line) => pipeline.push_with(line, also),
             Record::TooLong { len, head } => pipeline.push_oversized(len, head, also),

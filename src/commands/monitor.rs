@@ -40,84 +40,99 @@ pub struct Recorded {
     pub name: String,
     bytes: Vec<u8>,
     records: Vec<Rec>,
-    /// Files to keep reading as they grow (`--follow`), with how much of each was read.
-    follow: Vec<(PathBuf, u64)>,
+    /// The files records come from: a rollout file's name tells its thread.
+    sources: Vec<Source>,
+    /// Whether to keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
+    follow: bool,
+    dirs: Vec<PathBuf>,
+}
+
+struct Source {
+    path: Option<PathBuf>,
+    rollout_thread: Option<String>,
+    /// Bytes read so far (whole lines only), for following.
+    read: u64,
 }
 
 #[derive(Clone, Copy)]
 enum Rec {
-    Line(usize, usize),
-    TooLong { len: usize, at: usize, head: usize },
+    Line { start: usize, end: usize, source: u32 },
+    TooLong { len: usize, at: usize, head: usize, source: u32 },
+}
+
+impl Rec {
+    fn source(self) -> u32 {
+        match self {
+            Self::Line { source, .. } | Self::TooLong { source, .. } => source,
+        }
+    }
 }
 
 impl Recorded {
     pub fn from_bytes(name: &str, data: &[u8]) -> Self {
-        let mut r = Self {
-            name: name.to_owned(),
-            bytes: Vec::with_capacity(data.len()),
-            records: Vec::new(),
-            follow: Vec::new(),
-        };
-        r.append(data);
+        let mut r = Self::empty(name.to_owned(), false);
+        r.sources.push(Source { path: None, rollout_thread: None, read: 0 });
+        r.read_from(0, data).expect("reading memory cannot fail");
         r
     }
 
-    pub fn from_inputs(inputs: &[Input], follow: bool) -> Result<Self> {
-        let name = match inputs {
-            [one] => one.name(),
-            [first, rest @ ..] => format!("{} (+{})", first.name(), rest.len()),
-            [] => String::new(),
+    fn empty(name: String, follow: bool) -> Self {
+        Self { name, bytes: Vec::new(), records: Vec::new(), sources: Vec::new(), follow, dirs: Vec::new() }
+    }
+
+    pub fn from_inputs(paths: &[PathBuf], inputs: &[Input], follow: bool) -> Result<Self> {
+        // Named as the user named it: a directory by itself, not by its first file.
+        let shown = |p: &PathBuf| if p.as_os_str() == "-" { "stdin".to_owned() } else { p.display().to_string() };
+        let name = match (paths, inputs) {
+            ([one], _) => shown(one),
+            ([first, rest @ ..], _) => format!("{} (+{})", shown(first), rest.len()),
+            ([], [one, ..]) => one.name(),
+            ([], []) => String::new(),
         };
-        let mut r = Self { name, bytes: Vec::new(), records: Vec::new(), follow: Vec::new() };
+        let mut r = Self::empty(name, follow);
+        r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
         for input in inputs {
-            let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-            let mut data = Vec::new();
-            let read = files::read_records(reader, MAX_LINE, |record| match record {
-                Record::Line(line) => {
-                    data.extend_from_slice(line);
-                    data.push(b'\n');
-                }
-                Record::TooLong { len, head } => r.push_too_long(len, head),
-            })
-            .wrap_err_with(|| format!("reading {}", input.name()))?;
-            r.append(&data);
-            if let (true, Input::File(path)) = (follow, input) {
-                r.follow.push((path.clone(), read));
-            }
+            r.add_source(input)?;
         }
         Ok(r)
     }
 
-    /// Appends newline-terminated records.
-    fn append(&mut self, data: &[u8]) {
-        let base = self.bytes.len();
-        self.bytes.extend_from_slice(data);
-        let mut start = base;
-        for (i, &b) in data.iter().enumerate() {
-            if b == b'\n' {
-                let end = base + i;
-                if !self.bytes[start..end].iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
-                    self.records.push(Rec::Line(start, end));
-                }
-                start = end + 1;
-            }
-        }
-        if start < self.bytes.len() {
-            self.records.push(Rec::Line(start, self.bytes.len()));
-        }
+    fn add_source(&mut self, input: &Input) -> Result<()> {
+        let path = match input {
+            Input::File(p) => Some(p.clone()),
+            Input::Stdin => None,
+        };
+        self.sources.push(Source { path, rollout_thread: files::rollout_thread(input), read: 0 });
+        let source = self.sources.len() - 1;
+        let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
+        let read = self.read_from(source, reader).wrap_err_with(|| format!("reading {}", input.name()))?;
+        self.sources[source].read = read;
+        Ok(())
     }
 
-    fn push_too_long(&mut self, len: usize, head: &[u8]) {
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(head);
-        self.records.push(Rec::TooLong { len, at, head: head.len() });
+    /// Appends a source's records, in order, over-long ones included where they stood.
+    fn read_from(&mut self, source: usize, reader: impl std::io::BufRead) -> std::io::Result<u64> {
+        let source = u32::try_from(source).unwrap_or(u32::MAX);
+        files::read_records(reader, MAX_LINE, |record| {
+            let at = self.bytes.len();
+            match record {
+                Record::Line(line) => {
+                    self.bytes.extend_from_slice(line);
+                    self.records.push(Rec::Line { start: at, end: at + line.len(), source });
+                }
+                Record::TooLong { len, head } => {
+                    self.bytes.extend_from_slice(head);
+                    self.records.push(Rec::TooLong { len, at, head: head.len(), source });
+                }
+            }
+        })
     }
 
     fn times(&self) -> Vec<Option<i64>> {
         self.records
             .iter()
             .map(|r| match *r {
-                Rec::Line(s, e) => match decode(&self.bytes[s..e]) {
+                Rec::Line { start, end, .. } => match decode(&self.bytes[start..end]) {
                     Decoded::Line(line) => line.time(),
                     Decoded::Malformed(_) => None,
                 },
@@ -128,13 +143,58 @@ impl Recorded {
 
     fn apply(&self, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
         let nothing = &mut |_: &Event<'_, '_>| {};
+        let mut current = None;
         for rec in &self.records[range] {
+            // Records of several rollout files can alternate (files followed as they grow).
+            if current != Some(rec.source()) {
+                current = Some(rec.source());
+                pipeline.set_rollout_thread(self.sources[rec.source() as usize].rollout_thread.as_deref());
+            }
             match *rec {
-                Rec::Line(s, e) => {
-                    pipeline.push(&self.bytes[s..e]);
-                    pipeline.add_bytes((e - s + 1) as u64);
+                Rec::Line { start, end, .. } => {
+                    pipeline.push(&self.bytes[start..end]);
+                    pipeline.add_bytes((end - start + 1) as u64);
                 }
-                Rec::TooLong { len, at, head } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
+                Rec::TooLong { len, at, head, .. } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
+            }
+        }
+    }
+
+    /// Reads what followed files gained since last time (whole lines only), and files that have
+    /// appeared in followed directories since (a new session's rollout, say).
+    fn follow_growth(&mut self) {
+        use std::io::{Read, Seek, SeekFrom};
+        for source in 0..self.sources.len() {
+            let Some(path) = self.sources[source].path.clone() else { continue };
+            let Ok(mut file) = std::fs::File::open(&path) else { continue };
+            let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
+            let read = &mut self.sources[source].read;
+            if len < *read {
+                // Truncated or replaced: start over from its beginning.
+                *read = 0;
+            }
+            if len == *read || file.seek(SeekFrom::Start(*read)).is_err() {
+                continue;
+            }
+            let mut buf = Vec::new();
+            if file.take(len - *read).read_to_end(&mut buf).is_err() {
+                continue;
+            }
+            if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
+                buf.truncate(end + 1);
+                *read += buf.len() as u64;
+                let _ = self.read_from(source, buf.as_slice());
+            }
+        }
+        if self.dirs.is_empty() {
+            return;
+        }
+        let known: std::collections::HashSet<PathBuf> = self.sources.iter().filter_map(|s| s.path.clone()).collect();
+        if let Ok(found) = files::expand(&self.dirs) {
+            for input in found {
+                if matches!(&input, Input::File(p) if !known.contains(p)) {
+                    let _ = self.add_source(&input);
+                }
             }
         }
     }
@@ -160,8 +220,9 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
     if live_stdin {
         return stdin_live(opts.record.as_deref());
     }
+    let inputs_given = inputs;
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
-    Ok(Watch::Replay(Recorded::from_inputs(&inputs, opts.follow)?))
+    Ok(Watch::Replay(Recorded::from_inputs(inputs_given, &inputs, opts.follow)?))
 }
 
 /// A piped stdin as a live source, recorded with `--record`.
@@ -292,7 +353,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         }
     };
     let mut replay = recorded.as_ref().map(|r| {
-        m.feed.source = format!("replay: {}", r.name);
+        m.feed.source = format!("{}: {}", if r.follow { "follow" } else { "replay" }, r.name);
         tracing::info!(source = %r.name, records = r.records.len(), "replaying");
         Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
@@ -319,15 +380,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         }
         if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_ref()) {
             // A recording that is not followed ends where it ends.
-            if r.follow.is_empty() && rep.is_done() {
+            if !r.follow && rep.is_done() {
                 m.finish();
             }
         }
         if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
-            if !r.follow.is_empty() && rep.is_done() && now >= next_follow {
+            if r.follow && rep.is_done() && now >= next_follow {
                 next_follow = now + FOLLOW_POLL;
                 let before = r.records.len();
-                follow_growth(r);
+                r.follow_growth();
                 if r.records.len() > before {
                     r.apply(&mut m.pipeline, before..r.records.len());
                     rep.append_applied(r.records.len() - before, now);
@@ -340,7 +401,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             m.feed.paused = rep.paused();
             m.feed.speed = rep.pace().label();
             m.feed.position = Some((rep.position() as u64, rep.len() as u64));
-            m.feed.live = !recorded.as_ref().is_some_and(|r| r.follow.is_empty()) && rep.is_done();
+            m.feed.live = recorded.as_ref().is_some_and(|r| r.follow) && rep.is_done();
             m.feed.now_ms = m.pipeline.model.stream_ms;
             // A followed file that has caught up is live: time moves on while its agents are quiet,
             // so quiet times and stalls are measured on the wall clock (unless the file is old).
@@ -380,7 +441,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 wake = wake.min(deadline);
             }
         }
-        if recorded.as_ref().is_some_and(|r| !r.follow.is_empty()) {
+        if recorded.as_ref().is_some_and(|r| r.follow) {
             wake = wake.min(next_follow);
         }
 
@@ -522,33 +583,4 @@ fn handle_terminal_event(
         _ => {}
     }
     false
-}
-
-/// Reads what followed files gained since last time (whole lines only).
-fn follow_growth(r: &mut Recorded) {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut gained = Vec::new();
-    for (path, offset) in &mut r.follow {
-        let Ok(mut file) = std::fs::File::open(&*path) else { continue };
-        let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
-        if len < *offset {
-            // Truncated or replaced: start over from its beginning.
-            *offset = 0;
-        }
-        if len == *offset || file.seek(SeekFrom::Start(*offset)).is_err() {
-            continue;
-        }
-        let mut buf = Vec::new();
-        if file.take(len - *offset).read_to_end(&mut buf).is_err() {
-            continue;
-        }
-        if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
-            buf.truncate(end + 1);
-            *offset += buf.len() as u64;
-            gained.extend_from_slice(&buf);
-        }
-    }
-    if !gained.is_empty() {
-        r.append(&gained);
-    }
 }

@@ -297,6 +297,13 @@ impl Router {
         None
     }
 
+    /// Says which thread's rollout file the records that follow come from (its name tells; `None`
+    /// when they come from anything else). Lines before a file's `session_meta` — a file followed
+    /// from its middle, or files interleaved as they grow — are then still its thread's.
+    pub fn set_rollout_thread(&mut self, thread: Option<&str>) {
+        self.rollout_thread = thread.map(Into::into);
+    }
+
     /// Routes one record (a line without its `\n`).
     pub fn push(&mut self, record: &[u8], sink: &mut impl Sink) {
         self.counters.lines += 1;

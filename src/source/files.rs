@@ -79,6 +79,18 @@ fn with_path(e: &io::Error, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
+/// The thread a Codex rollout file belongs to, from its name: `rollout-<time>-<threadId>.jsonl`.
+pub fn rollout_thread(input: &Input) -> Option<String> {
+    let Input::File(path) = input else { return None };
+    let name = path.file_name()?.to_str()?;
+    let name = name.strip_suffix(".gz").unwrap_or(name);
+    let stem = name.strip_prefix("rollout-")?.strip_suffix(".jsonl")?;
+    let id = stem.get(stem.len().checked_sub(36)?..)?;
+    let uuid_shaped =
+        id.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
+    uuid_shaped.then(|| id.to_owned())
+}
+
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
@@ -208,6 +220,17 @@ mod tests {
             let (r, _) = records(&data, cap, 500);
             assert_eq!(r, ["TOO LONG 1000 200", "ok"], "buffer {cap}");
         }
+    }
+
+    #[test]
+    fn rollout_files_name_their_thread() {
+        let file = |n: &str| Input::File(PathBuf::from("/s/2026/11/29").join(n));
+        let id = "01a2292d-f8ac-71e0-b822-647118037869";
+        assert_eq!(rollout_thread(&file(&format!("rollout-2026-11-29T21-20-08-{id}.jsonl"))).as_deref(), Some(id));
+        assert_eq!(rollout_thread(&file(&format!("rollout-2026-11-29T21-20-08-{id}.jsonl.gz"))).as_deref(), Some(id));
+        assert_eq!(rollout_thread(&file("rollout-short.jsonl")), None);
+        assert_eq!(rollout_thread(&file(&format!("other-{id}.jsonl"))), None);
+        assert_eq!(rollout_thread(&Input::Stdin), None);
     }
 
     #[test]
