@@ -211,17 +211,14 @@ impl Model {
             let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
             let failed = block.is_error == Some(true);
             let output = result_text(block.content);
-            let t = &mut self.threads[idx.index()];
-            if let Some(&slot) = t.item_index.get(tool_use) {
-                let item = &mut t.items[slot];
-                let before = item.text.len();
-                if item.kind != ItemKind::Collab {
-                    item.text = sanitize(&output);
-                }
-                item.status = if failed { ItemStatus::Failed } else { ItemStatus::Completed };
-                item.completed_ms = time;
-                t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
-                self.bound_text(idx, slot);
+            if let Some(&slot) = self.threads[idx.index()].item_index.get(tool_use) {
+                self.edit_item(idx, slot, |item| {
+                    if item.kind != ItemKind::Collab {
+                        item.text = sanitize(&output);
+                    }
+                    item.status = if failed { ItemStatus::Failed } else { ItemStatus::Completed };
+                    item.completed_ms = time;
+                });
             }
         }
         // A sub-agent's answer ends it.
@@ -298,26 +295,7 @@ impl Model {
         time: Option<i64>,
         fill: impl FnOnce(&mut Item),
     ) {
-        let t = &mut self.threads[idx.index()];
-        let slot = if let Some(&slot) = t.item_index.get(id) {
-            slot
-        } else {
-            let mut item = Item::new(id, "");
-            item.kind = kind;
-            item.turn = turn;
-            item.started_ms = time;
-            t.items.push(item);
-            let slot = t.items.len() - 1;
-            t.item_index.insert(id.into(), slot);
-            if let Some(turn) = turn {
-                t.turns[turn].items.push(slot);
-            }
-            slot
-        };
-        let item = &mut t.items[slot];
-        let before = item.text.len();
-        fill(item);
-        t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
-        self.bound_text(idx, slot);
+        let slot = self.item_or_new(idx, id, kind, turn, time);
+        self.edit_item(idx, slot, fill);
     }
 }

@@ -27,7 +27,7 @@ pub enum ItemKind {
 }
 
 impl ItemKind {
-    fn of(kind: &str) -> Self {
+    pub(super) fn of(kind: &str) -> Self {
         match kind {
             "userMessage" => Self::UserMessage,
             "agentMessage" => Self::AgentMessage,

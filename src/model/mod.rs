@@ -432,22 +432,47 @@ impl Model {
     }
 
     /// The item a line names, created on first sight and filed under its turn.
+    /// The item a line names, created on first sight and filed under the line's turn.
     fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: &str, line: &Line<'_>) -> usize {
-        let turn_id = line.msg.params.turn_id.as_deref();
+        let t = &self.threads[idx.index()];
+        let turn = line.msg.params.turn_id.as_deref().and_then(|tid| t.turn_index.get(tid).copied());
+        self.item_or_new(idx, id, ItemKind::of(kind), turn, None)
+    }
+
+    /// The item with this id; on first sight a new one of `kind`, filed under `turn`.
+    pub(super) fn item_or_new(
+        &mut self,
+        idx: ThreadIdx,
+        id: &str,
+        kind: ItemKind,
+        turn: Option<usize>,
+        time: Option<i64>,
+    ) -> usize {
         let t = &mut self.threads[idx.index()];
-        if let Some(&i) = t.item_index.get(id) {
-            return i;
+        if let Some(&slot) = t.item_index.get(id) {
+            return slot;
         }
-        let mut item = Item::new(id, kind);
-        let turn = turn_id.and_then(|tid| t.turn_index.get(tid).copied());
+        let mut item = Item::new(id, "");
+        item.kind = kind;
         item.turn = turn;
-        let i = t.items.len();
+        item.started_ms = time;
+        let slot = t.items.len();
         t.items.push(item);
-        t.item_index.insert(id.into(), i);
+        t.item_index.insert(id.into(), slot);
         if let Some(turn) = turn {
-            t.turns[turn].items.push(i);
+            t.turns[turn].items.push(slot);
         }
-        i
+        slot
+    }
+
+    /// Changes an item through `edit`, keeping the thread's text accounting and bounds true.
+    pub(super) fn edit_item(&mut self, idx: ThreadIdx, slot: usize, edit: impl FnOnce(&mut Item)) {
+        let t = &mut self.threads[idx.index()];
+        let item = &mut t.items[slot];
+        let before = item.text.len();
+        edit(item);
+        t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
+        self.bound_text(idx, slot);
     }
 
     fn item_line(&mut self, idx: ThreadIdx, line: &Line<'_>, completed: bool) {
@@ -467,10 +492,7 @@ impl Model {
             .chain(wire_item.agent_thread_id.as_deref())
             .filter_map(|r| self.find(r))
             .collect();
-        {
-            let t = &mut self.threads[idx.index()];
-            let item = &mut t.items[slot];
-            let before = item.text.len();
+        self.edit_item(idx, slot, |item| {
             item.absorb(wire_item, completed);
             if completed {
                 item.completed_ms = item.completed_ms.or(time);
@@ -482,9 +504,7 @@ impl Model {
                     item.receivers.push(*r);
                 }
             }
-            t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
-        }
-        self.bound_text(idx, slot);
+        });
         match wire_item.kind() {
             "collabAgentToolCall" => {
                 let tool = wire_item.tool();
@@ -549,12 +569,7 @@ impl Model {
             return;
         };
         let index = p.summary_index.or(p.content_index);
-        let t = &mut self.threads[idx.index()];
-        let item = &mut t.items[slot];
-        let before = item.text.len();
-        item.push_delta(delta, index);
-        t.text_bytes += item.text.len() - before;
-        self.bound_text(idx, slot);
+        self.edit_item(idx, slot, |item| item.push_delta(delta, index));
     }
 
     /// Applies the per-item and per-thread text bounds after an item's text grew.

@@ -249,17 +249,14 @@ impl Model {
                 let output = p
                     .output
                     .map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
-                let t = &mut self.threads[idx.index()];
-                if let Some(&slot) = t.item_index.get(call) {
-                    let item = &mut t.items[slot];
-                    let before = item.text.len();
-                    if let (Some(out), false) = (output, item.kind == ItemKind::Collab) {
-                        item.text = sanitize(&out);
-                    }
-                    item.status = ItemStatus::Completed;
-                    item.completed_ms = time;
-                    t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
-                    self.bound_text(idx, slot);
+                if let Some(&slot) = self.threads[idx.index()].item_index.get(call) {
+                    self.edit_item(idx, slot, |item| {
+                        if let (Some(out), false) = (output, item.kind == ItemKind::Collab) {
+                            item.text = sanitize(&out);
+                        }
+                        item.status = ItemStatus::Completed;
+                        item.completed_ms = time;
+                    });
                 }
             }
             _ => {}
@@ -274,27 +271,11 @@ impl Model {
         time: Option<i64>,
         fill: impl FnOnce(&mut Item),
     ) {
-        let t = &mut self.threads[idx.index()];
+        let t = &self.threads[idx.index()];
+        // Items without an id of their own are told apart by the line that brought them.
         let id = id.map_or_else(|| format!("line-{}", t.lines), str::to_owned);
-        let slot = if let Some(&slot) = t.item_index.get(id.as_str()) {
-            slot
-        } else {
-            let mut item = Item::new(&id, "");
-            item.kind = kind;
-            item.turn = t.turns.len().checked_sub(1);
-            item.started_ms = time;
-            t.items.push(item);
-            let slot = t.items.len() - 1;
-            t.item_index.insert(id.into(), slot);
-            if let Some(turn) = t.turns.len().checked_sub(1) {
-                t.turns[turn].items.push(slot);
-            }
-            slot
-        };
-        let item = &mut t.items[slot];
-        let before = item.text.len();
-        fill(item);
-        t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
-        self.bound_text(idx, slot);
+        let turn = t.turns.len().checked_sub(1);
+        let slot = self.item_or_new(idx, &id, kind, turn, time);
+        self.edit_item(idx, slot, fill);
     }
 }
