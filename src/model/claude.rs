@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::Model;
 use super::item::{Item, ItemKind, ItemStatus};
 use super::prices::{Pico, Price};
-use super::thread::{Status, Turn, TurnStatus};
+use super::thread::{Status, TurnStatus};
 use super::tokens::Tokens;
 use crate::router::ThreadIdx;
 use crate::wire::claude::{AgentResult, Block, ClaudeLine, Usage, blocks_of};
@@ -265,25 +265,14 @@ impl Model {
 
     /// The turn a line belongs to: a new one for a prompt (`opens`), else the latest.
     fn claude_turn(&mut self, idx: ThreadIdx, opens: Option<&str>, time: Option<i64>) -> Option<usize> {
-        let t = &mut self.threads[idx.index()];
         if let Some(id) = opens {
-            if let Some(last) = t.turns.last_mut() {
-                if last.status == TurnStatus::InProgress {
-                    last.status = TurnStatus::Completed;
-                    last.completed_ms = time;
-                }
+            let t = &self.threads[idx.index()];
+            if let Some(last) = t.turns.len().checked_sub(1).filter(|&l| t.turns[l].status == TurnStatus::InProgress) {
+                self.end_turn(idx, last, TurnStatus::Completed, time);
             }
-            t.turns.push(Turn {
-                id: id.into(),
-                status: TurnStatus::InProgress,
-                started_ms: time,
-                completed_ms: None,
-                items: Vec::new(),
-                error: None,
-            });
-            t.turn_index.insert(id.into(), t.turns.len() - 1);
+            self.turn_or_new(idx, id, time);
         }
-        t.turns.len().checked_sub(1)
+        self.threads[idx.index()].turns.len().checked_sub(1)
     }
 
     fn claude_item(

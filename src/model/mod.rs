@@ -371,29 +371,53 @@ impl Model {
 
     /// The turn a line names (creating it), as an index into the thread's turns.
     fn turn(&mut self, idx: ThreadIdx, line: &Line<'_>) -> Option<usize> {
-        let turn = line.msg.params.rest().turn.as_ref()?;
-        let id = turn.id.as_deref()?;
+        let id = line.msg.params.rest().turn.as_ref()?.id.as_deref()?;
+        Some(self.turn_or_new(idx, id, None))
+    }
+
+    /// The turn with this id; on first sight a new one, in progress.
+    pub(super) fn turn_or_new(&mut self, idx: ThreadIdx, id: &str, time: Option<i64>) -> usize {
         let t = &mut self.threads[idx.index()];
-        Some(*t.turn_index.entry(id.into()).or_insert_with(|| {
+        *t.turn_index.entry(id.into()).or_insert_with(|| {
             t.turns.push(Turn {
                 id: id.into(),
                 status: TurnStatus::InProgress,
-                started_ms: None,
+                started_ms: time,
                 completed_ms: None,
                 items: Vec::new(),
                 error: None,
             });
             t.turns.len() - 1
-        }))
+        })
+    }
+
+    /// Ends a turn; its items still in progress end with it (an interrupted `wait` never gets its
+    /// own item/completed, wire.md §3).
+    pub(super) fn end_turn(&mut self, idx: ThreadIdx, turn: usize, state: TurnStatus, time: Option<i64>) {
+        let item_state = match state {
+            TurnStatus::Failed => ItemStatus::Failed,
+            TurnStatus::Interrupted => ItemStatus::Interrupted,
+            TurnStatus::Completed | TurnStatus::InProgress => ItemStatus::Completed,
+        };
+        let Thread { turns, items, .. } = &mut self.threads[idx.index()];
+        let record = &mut turns[turn];
+        record.status = state;
+        record.completed_ms = time;
+        for &i in &record.items {
+            if items[i].status == ItemStatus::InProgress {
+                items[i].status = item_state;
+                items[i].completed_ms = time;
+            }
+        }
     }
 
     fn turn_completed(&mut self, idx: ThreadIdx, line: &Line<'_>) {
         let turn_status = line.msg.params.rest().turn.as_ref().and_then(|t| t.status.as_deref()).unwrap_or("");
-        let (turn_state, item_state, status) = match turn_status {
-            "completed" => (TurnStatus::Completed, ItemStatus::Completed, Some(Status::Idle)),
-            "failed" => (TurnStatus::Failed, ItemStatus::Failed, Some(Status::Failed)),
-            "interrupted" => (TurnStatus::Interrupted, ItemStatus::Interrupted, Some(Status::Interrupted)),
-            _ => (TurnStatus::Completed, ItemStatus::Completed, None),
+        let (turn_state, status) = match turn_status {
+            "completed" => (TurnStatus::Completed, Some(Status::Idle)),
+            "failed" => (TurnStatus::Failed, Some(Status::Failed)),
+            "interrupted" => (TurnStatus::Interrupted, Some(Status::Interrupted)),
+            _ => (TurnStatus::Completed, None),
         };
         let error = line
             .msg
@@ -408,30 +432,17 @@ impl Model {
         let Some(turn) = self.turn(idx, line) else {
             return;
         };
+        self.end_turn(idx, turn, turn_state, time);
         let t = &mut self.threads[idx.index()];
         if let Some(s) = status {
             t.status = s;
         }
-        let Thread { turns, items, .. } = t;
-        let record = &mut turns[turn];
-        record.status = turn_state;
-        record.completed_ms = time;
         if error.is_some() {
-            record.error.clone_from(&error);
-        }
-        // An interrupted `wait` never gets its own item/completed (wire.md §3).
-        for &i in &record.items {
-            if items[i].status == ItemStatus::InProgress {
-                items[i].status = item_state;
-                items[i].completed_ms = time;
-            }
-        }
-        if error.is_some() {
+            t.turns[turn].error.clone_from(&error);
             t.last_error = error;
         }
     }
 
-    /// The item a line names, created on first sight and filed under its turn.
     /// The item a line names, created on first sight and filed under the line's turn.
     fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: &str, line: &Line<'_>) -> usize {
         let t = &self.threads[idx.index()];

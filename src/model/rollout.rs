@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::Model;
 use super::item::{Item, ItemKind, ItemStatus};
-use super::thread::{ContextFill, Status, Turn, TurnStatus};
+use super::thread::{ContextFill, Status, TurnStatus};
 use crate::router::ThreadIdx;
 use crate::wire::rollout::RolloutLine;
 use crate::wire::{Breakdown, Str, sanitize};
@@ -140,42 +140,23 @@ impl Model {
                 }
             }
             ("event_msg", "task_started") => {
-                let id = p.turn_id.as_deref().unwrap_or("turn");
-                let t = &mut self.threads[idx.index()];
-                if !t.turn_index.contains_key(id) {
-                    t.turns.push(Turn {
-                        id: id.into(),
-                        status: TurnStatus::InProgress,
-                        started_ms: time,
-                        completed_ms: None,
-                        items: Vec::new(),
-                        error: None,
-                    });
-                    t.turn_index.insert(id.into(), t.turns.len() - 1);
-                }
-                t.status = Status::Running;
+                self.turn_or_new(idx, p.turn_id.as_deref().unwrap_or("turn"), time);
+                self.threads[idx.index()].status = Status::Running;
             }
             ("event_msg", "task_complete" | "turn_aborted") => {
                 let aborted = kind == "turn_aborted";
-                let t = &mut self.threads[idx.index()];
+                let t = &self.threads[idx.index()];
                 let turn =
                     p.turn_id.as_deref().and_then(|id| t.turn_index.get(id).copied()).or(t.turns.len().checked_sub(1));
                 if let Some(turn) = turn {
-                    let (turn_state, item_state) = if aborted {
-                        (TurnStatus::Interrupted, ItemStatus::Interrupted)
-                    } else {
-                        (TurnStatus::Completed, ItemStatus::Completed)
-                    };
-                    let super::Thread { turns, items, .. } = t;
-                    turns[turn].status = turn_state;
-                    turns[turn].completed_ms = time;
-                    for &i in &turns[turn].items {
-                        if items[i].status == ItemStatus::InProgress {
-                            items[i].status = item_state;
-                        }
-                    }
+                    self.end_turn(
+                        idx,
+                        turn,
+                        if aborted { TurnStatus::Interrupted } else { TurnStatus::Completed },
+                        time,
+                    );
                 }
-                t.status = if aborted { Status::Interrupted } else { Status::Idle };
+                self.threads[idx.index()].status = if aborted { Status::Interrupted } else { Status::Idle };
             }
             ("event_msg", "token_count") => {
                 let Some(info) = p.info else { return };
