@@ -2,7 +2,8 @@
 //! protocol").
 //!
 //! The log is the recording file when there is one: history for a late monitor is read back from
-//! the file, so the tee holds no copy of a long session in memory. With `--no-record` the log is
+//! the file, and live batches are sent from it too (`sendfile`), so the tee holds no copy of a
+//! long session in memory and never copies a record into a monitor's socket. With `--no-record` the log is
 //! kept in memory, bounded by [`MEMORY_HISTORY_BYTES`]: a monitor attaching late to such a tee
 //! gets the header and the newest records only.
 //!
@@ -20,7 +21,8 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
+use nix::sys::sendfile::sendfile64;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc};
 
@@ -54,17 +56,39 @@ pub const LIVE_MARKER: &[u8] = b"{\"swarmtop\":\"live\"}\n";
 #[derive(Debug, Clone)]
 pub struct Batch {
     start: u64,
+    len: usize,
     ts: i64,
+    body: Body,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    /// Complete in the recording at `start..start + len`: monitors are sent that range of the file
+    /// with `sendfile`, so the kernel hands them the page cache's pages instead of the tee copying
+    /// every record into every monitor's socket (that copy was the tee's largest cost).
+    InFile,
+    /// Kept in memory (`--no-record`, or the recording failed).
+    Bytes(Arc<Vec<u8>>),
+}
+
+/// A batch of the in-memory history.
+struct Stored {
+    start: u64,
     data: Arc<Vec<u8>>,
 }
 
 enum Store {
     File { recorder: Recorder, reader: Arc<File> },
-    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Batch>, bytes: usize },
+    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Stored>, bytes: usize },
 }
 
 enum Out {
     Records(Arc<Vec<u8>>),
+    /// Bytes `start..start + len` of the recording.
+    InFile {
+        start: u64,
+        len: usize,
+    },
     End(i32),
 }
 
@@ -90,6 +114,9 @@ struct Held {
 
 struct Inner {
     store: Store,
+    /// The recording, opened for reading: history and the live batches that are in it are sent
+    /// from here. Kept after a failed write, for the batches recorded before it.
+    file: Option<Arc<File>>,
     header: Arc<Vec<u8>>,
     /// End of the log.
     len: u64,
@@ -115,6 +142,7 @@ enum Step {
 
 struct Subscription {
     rx: mpsc::UnboundedReceiver<Out>,
+    file: Option<Arc<File>>,
     queued: Arc<AtomicUsize>,
     lag: Arc<Lag>,
 }
@@ -124,7 +152,7 @@ impl Hub {
     pub fn recorded(recorder: Recorder, header: Vec<u8>) -> io::Result<Self> {
         let reader = Arc::new(File::open(recorder.path())?);
         let len = recorder.len();
-        Ok(Self::new(Store::File { recorder, reader }, header, len))
+        Ok(Self::new(Store::File { recorder, reader: reader.clone() }, Some(reader), header, len))
     }
 
     /// A log kept in memory, for `--no-record`.
@@ -132,12 +160,13 @@ impl Hub {
         let header = Arc::new(header);
         let len = header.len() as u64;
         let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
-        Self::new(store, header.to_vec(), len)
+        Self::new(store, None, header.to_vec(), len)
     }
 
-    fn new(store: Store, header: Vec<u8>, len: u64) -> Self {
+    fn new(store: Store, file: Option<Arc<File>>, header: Vec<u8>, len: u64) -> Self {
         let inner = Inner {
             store,
+            file,
             header: Arc::new(header),
             len,
             published: len,
@@ -164,15 +193,16 @@ impl Hub {
     /// Appends whole records (the "record" step of the tee's ordering guarantee). If the recording
     /// cannot be written (disk full), the session must go on: the log continues in memory and the
     /// error is returned once so that the caller can say so.
-    pub fn append(&self, data: Vec<u8>, ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
+    /// `data` is only borrowed: a recorded batch is not copied at all, so the caller can encode
+    /// every batch into the same buffer.
+    pub fn append(&self, data: &[u8], ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
         let mut inner = self.lock();
         let start = inner.len;
-        let data = Arc::new(data);
-        let batch = Batch { start, ts, data };
         let mut failed = None;
+        let mut body = Body::InFile;
         match &mut inner.store {
             Store::File { recorder, .. } => {
-                if let Err(e) = recorder.append(&batch.data) {
+                if let Err(e) = recorder.append(data) {
                     failed = Some((recorder.path().to_owned(), e));
                 }
             }
@@ -183,16 +213,19 @@ impl Hub {
             inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
         }
         if let Store::Memory { batches, bytes, .. } = &mut inner.store {
-            *bytes += batch.data.len();
-            batches.push_back(batch.clone());
+            let data = Arc::new(data.to_vec());
+            *bytes += data.len();
+            batches.push_back(Stored { start, data: data.clone() });
             while *bytes > MEMORY_HISTORY_BYTES && batches.len() > 1 {
                 if let Some(old) = batches.pop_front() {
                     *bytes -= old.data.len();
                 }
             }
+            body = Body::Bytes(data);
         }
-        inner.len += batch.data.len() as u64;
-        inner.held_bytes += batch.data.len();
+        let batch = Batch { start, len: data.len(), ts, body };
+        inner.len += batch.len as u64;
+        inner.held_bytes += batch.len;
         inner.held.push_back(Held { batch: batch.clone(), offered: false, since: Instant::now() });
         self.publish(&mut inner);
         (batch, failed)
@@ -218,15 +251,15 @@ impl Hub {
             let Some(Held { batch, .. }) = inner.held.pop_front() else {
                 break;
             };
-            inner.held_bytes -= batch.data.len();
-            inner.published = batch.start + batch.data.len() as u64;
+            inner.held_bytes -= batch.len;
+            inner.published = batch.start + batch.len as u64;
             self.deliver(inner, &batch);
         }
     }
 
     fn deliver(&self, inner: &mut Inner, batch: &Batch) {
         let bound = self.queue_bytes;
-        let n = batch.data.len();
+        let n = batch.len;
         inner.subscribers.retain(|sub| {
             if batch.start < sub.start {
                 return true;
@@ -239,7 +272,11 @@ impl Hub {
                 return false;
             }
             sub.queued.fetch_add(n, Ordering::AcqRel);
-            sub.tx.send(Out::Records(batch.data.clone())).is_ok()
+            let out = match &batch.body {
+                Body::InFile => Out::InFile { start: batch.start, len: n },
+                Body::Bytes(data) => Out::Records(data.clone()),
+            };
+            sub.tx.send(out).is_ok()
         });
     }
 
@@ -296,7 +333,7 @@ impl Hub {
             let start = inner.published;
             inner.subscribers.push(Subscriber { start, tx, queued: queued.clone(), lag: lag.clone() });
         }
-        Step::Live(Subscription { rx, queued, lag })
+        Step::Live(Subscription { rx, file: inner.file.clone(), queued, lag })
     }
 }
 
@@ -333,7 +370,7 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
         }
     };
     stream.write_all(LIVE_MARKER).await?;
-    let Subscription { mut rx, queued, lag } = sub;
+    let Subscription { mut rx, file, queued, lag } = sub;
     loop {
         let out = tokio::select! {
             biased;
@@ -348,9 +385,14 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                     .await
                     .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()));
             }
-            Some(Out::Records(data)) => {
+            Some(out @ (Out::Records(_) | Out::InFile { .. })) => {
+                let len = match &out {
+                    Out::Records(data) => data.len(),
+                    Out::InFile { len, .. } => *len,
+                    Out::End(_) => 0,
+                };
                 let lagged = {
-                    let mut write = Box::pin(stream.write_all(&data));
+                    let mut write = Box::pin(send(stream, file.as_deref(), &out));
                     tokio::select! {
                         biased;
                         r = &mut write => { r?; false }
@@ -364,13 +406,43 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                         }
                     }
                 };
-                queued.fetch_sub(data.len(), Ordering::AcqRel);
+                queued.fetch_sub(len, Ordering::AcqRel);
                 if lagged {
                     return send_lagged(stream, &lag, None).await;
                 }
             }
         }
     }
+}
+
+/// Writes a batch of records to a monitor.
+async fn send(stream: &mut UnixStream, file: Option<&File>, out: &Out) -> io::Result<()> {
+    match (out, file) {
+        (Out::Records(data), _) => stream.write_all(data).await,
+        (Out::InFile { start, len }, Some(file)) => send_file(stream, file, *start, *len).await,
+        (Out::InFile { .. }, None) => Err(io::Error::other("a recorded batch without a recording")),
+        (Out::End(_), _) => Ok(()),
+    }
+}
+
+/// `sendfile` from the recording into the (non-blocking) socket until the range is sent.
+async fn send_file(stream: &UnixStream, file: &File, start: u64, len: usize) -> io::Result<()> {
+    let mut offset = i64::try_from(start).map_err(io::Error::other)?;
+    let end = offset + i64::try_from(len).map_err(io::Error::other)?;
+    while offset < end {
+        stream.writable().await?;
+        let want = (end - offset) as usize;
+        let sent = stream
+            .try_io(Interest::WRITABLE, || sendfile64(stream, file, Some(&mut offset), want).map_err(io::Error::from));
+        match sent {
+            // The range was written before it was published: the file cannot end before it.
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio::time::Instant>) -> io::Result<()> {
@@ -408,14 +480,20 @@ mod tests {
 
     fn drain(sub: &mut Subscription) -> Vec<u8> {
         let mut out = Vec::new();
-        while let Ok(Out::Records(r)) = sub.rx.try_recv() {
-            out.extend_from_slice(&r);
+        loop {
+            match sub.rx.try_recv() {
+                Ok(Out::Records(r)) => out.extend_from_slice(&r),
+                Ok(Out::InFile { start, len }) => {
+                    let file = sub.file.as_ref().expect("a recorded hub has its file");
+                    out.extend_from_slice(&read_at(file, start, len).expect("read"));
+                }
+                _ => return out,
+            }
         }
-        out
     }
 
     fn append(hub: &Hub, data: &[u8], ts: i64) -> Batch {
-        hub.append(data.to_vec(), ts).0
+        hub.append(data, ts).0
     }
 
     #[test]

@@ -34,11 +34,11 @@ use super::socket::{self, SocketFile};
 /// validate, record, forward and offer; 1 MiB (the unprivileged maximum by default) cuts the
 /// wake-ups, syscalls and hub hand-offs per byte about 16-fold under load, and costs nothing when
 /// lines are few.
-const PIPE_BYTES: usize = 1 << 20;
+const PIPE_BYTES: i32 = 1 << 20;
 
 /// Bytes asked for per `read`: as much as a widened pipe holds, so that a full pipe drains in one
 /// call.
-const READ_BYTES: usize = PIPE_BYTES;
+const READ_BYTES: usize = PIPE_BYTES as usize;
 
 /// After the command exits, how long its stdout may stay open (held by a process it left
 /// behind) before the tee stops waiting for the last bytes.
@@ -231,7 +231,7 @@ fn dup(fd: &impl AsFd) -> io::Result<File> {
 /// user past `/proc/sys/fs/pipe-user-pages-soft` keeps the default size; either way the tee works
 /// the same, only with more wake-ups.
 fn widen_pipe(fd: BorrowedFd<'_>) {
-    let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_BYTES as i32));
+    let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
 }
 
 fn forward(pid: i32, sig: Signal) {
@@ -285,6 +285,9 @@ fn spawn_pump<R, W>(
 fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encoder: &Mutex<Encoder>, hub: &Hub) {
     let mut to = Some(to);
     let mut buf = vec![0u8; READ_BYTES];
+    // The records of one read, encoded into the same allocation every time: a fresh buffer per
+    // batch of this size would be mapped and faulted in anew for every read.
+    let mut records = Vec::new();
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => break,
@@ -293,7 +296,7 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        let batch = record(encoder, hub, |enc, ts, out| enc.encode(ts, chunk, out));
+        let batch = record(encoder, hub, &mut records, |enc, ts, out| enc.encode(ts, chunk, out));
         if let Some(w) = to.as_mut() {
             if w.write_all(chunk).is_err() {
                 to = None;
@@ -317,11 +320,16 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
 
 /// Encodes and appends under the encoder's lock, so that the final `finish` cannot slip a
 /// partial line in between a pump's encode and its append.
-fn record(encoder: &Mutex<Encoder>, hub: &Hub, encode: impl FnOnce(&mut Encoder, i64, &mut Vec<u8>)) -> Option<Batch> {
+fn record(
+    encoder: &Mutex<Encoder>,
+    hub: &Hub,
+    out: &mut Vec<u8>,
+    encode: impl FnOnce(&mut Encoder, i64, &mut Vec<u8>),
+) -> Option<Batch> {
     let mut enc = encoder.lock().unwrap_or_else(PoisonError::into_inner);
     let ts = recording::unix_ms();
-    let mut out = Vec::new();
-    encode(&mut enc, ts, &mut out);
+    out.clear();
+    encode(&mut enc, ts, out);
     if out.is_empty() {
         return None;
     }
@@ -333,7 +341,7 @@ fn record(encoder: &Mutex<Encoder>, hub: &Hub, encode: impl FnOnce(&mut Encoder,
 }
 
 fn finish(encoder: &Mutex<Encoder>, hub: &Hub) {
-    if let Some(b) = record(encoder, hub, Encoder::finish) {
+    if let Some(b) = record(encoder, hub, &mut Vec::new(), Encoder::finish) {
         hub.offer(&b);
     }
 }
