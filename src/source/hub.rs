@@ -374,7 +374,7 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
     loop {
         let out = tokio::select! {
             biased;
-            () = lag.notify.notified() => return send_lagged(stream, &lag, None).await,
+            () = lag.notify.notified() => return flush_then_lagged(stream, file.as_deref(), &mut rx, &lag, None).await,
             out = rx.recv() => out,
         };
         match out {
@@ -395,20 +395,20 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                     let mut write = Box::pin(send(stream, file.as_deref(), &out));
                     tokio::select! {
                         biased;
-                        r = &mut write => { r?; false }
+                        r = &mut write => { r?; None }
                         () = lag.notify.notified() => {
                             // The batch is whole lines: finish it so the marker starts a line.
                             let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
                             match tokio::time::timeout_at(deadline, write).await {
-                                Ok(Ok(())) => true,
+                                Ok(Ok(())) => Some(deadline),
                                 _ => return Ok(()),
                             }
                         }
                     }
                 };
                 queued.fetch_sub(len, Ordering::AcqRel);
-                if lagged {
-                    return send_lagged(stream, &lag, None).await;
+                if let Some(deadline) = lagged {
+                    return flush_then_lagged(stream, file.as_deref(), &mut rx, &lag, Some(deadline)).await;
                 }
             }
         }
@@ -445,10 +445,30 @@ async fn send_file(stream: &UnixStream, file: &File, start: u64, len: usize) -> 
     Ok(())
 }
 
-async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio::time::Instant>) -> io::Result<()> {
+/// A lagging monitor first gets what was queued for it before the batch it was dropped at: those
+/// records are older than `droppedFromMs`, which says where its stream stops. All within the close
+/// grace; past it the connection is closed without the marker.
+async fn flush_then_lagged(
+    stream: &mut UnixStream,
+    file: Option<&File>,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    lag: &Lag,
+    deadline: Option<tokio::time::Instant>,
+) -> io::Result<()> {
+    let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);
+    // The hub has let go of this monitor: what is in the queue is all there will be.
+    while let Ok(out) = rx.try_recv() {
+        match tokio::time::timeout_at(deadline, send(stream, file, &out)).await {
+            Ok(Ok(())) => {}
+            _ => return Ok(()),
+        }
+    }
+    send_lagged(stream, lag, deadline).await
+}
+
+async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: tokio::time::Instant) -> io::Result<()> {
     let ts = lag.dropped_from_ms.load(Ordering::Acquire);
     let marker = format!("{{\"swarmtop\":\"lagged\",\"droppedFromMs\":{ts}}}\n");
-    let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);
     tokio::time::timeout_at(deadline, stream.write_all(marker.as_bytes()))
         .await
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
