@@ -131,6 +131,8 @@ struct Inner {
 pub struct Hub {
     inner: Mutex<Inner>,
     queue_bytes: usize,
+    /// Told whenever batches are published.
+    published_moved: Notify,
 }
 
 /// What a monitor does next while catching up.
@@ -175,7 +177,7 @@ impl Hub {
             subscribers: Vec::new(),
             ended: None,
         };
-        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES }
+        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES, published_moved: Notify::new() }
     }
 
     /// Overrides the per-monitor queue bound (tests and benchmarks exercise lagging with it).
@@ -243,6 +245,14 @@ impl Hub {
 
     /// Hands the batches at the head of the log that may go to the monitors.
     fn publish(&self, inner: &mut Inner) {
+        let before = inner.published;
+        self.publish_due(inner);
+        if inner.published != before {
+            self.published_moved.notify_waiters();
+        }
+    }
+
+    fn publish_due(&self, inner: &mut Inner) {
         while let Some(front) = inner.held.front() {
             let due = front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
             if !due {
@@ -290,6 +300,26 @@ impl Hub {
         inner.ended = Some(exit_code);
         for sub in inner.subscribers.drain(..) {
             let _ = sub.tx.send(Out::End(exit_code));
+        }
+    }
+
+    /// Waits (at most [`HOLD_TIME`]) until what is recorded now is published. A pump offers a
+    /// batch just after forwarding it, so a client can see a line before monitors are offered it:
+    /// a monitor connecting in that moment (say, because the client saw the line) would otherwise
+    /// get that line live rather than in its history.
+    async fn settle(&self) {
+        let target = self.lock().len;
+        let deadline = tokio::time::Instant::now() + HOLD_TIME;
+        loop {
+            let mut moved = std::pin::pin!(self.published_moved.notified());
+            // Registered before the check, so that a publish in between is not missed.
+            moved.as_mut().enable();
+            if self.lock().published >= target {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, moved).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -351,6 +381,7 @@ pub async fn serve(hub: Arc<Hub>, mut stream: UnixStream) {
 }
 
 async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
+    hub.settle().await;
     let mut offset = 0;
     let sub = loop {
         match hub.step(offset) {
@@ -555,6 +586,26 @@ mod tests {
         hub.offer(&b);
         assert_eq!(drain(&mut sub), b"B\n");
         assert_eq!(std::fs::read(&path).expect("read"), b"H\nA\nB\n");
+    }
+
+    #[test]
+    fn a_new_monitor_waits_for_what_is_being_forwarded() {
+        let hub = Arc::new(Hub::in_memory(b"H\n".to_vec()));
+        let a = append(&hub, b"A\n", 1);
+        let offering = {
+            let hub = hub.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                hub.offer(&a);
+            })
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let started = Instant::now();
+        runtime.block_on(hub.settle());
+        assert!(started.elapsed() < HOLD_TIME, "the offer ends the wait");
+        let (history, _) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n");
+        offering.join().expect("offer");
     }
 
     #[test]
