@@ -2,7 +2,8 @@
 //! protocol").
 //!
 //! The log is the recording file when there is one: history for a late monitor is read back from
-//! the file, so the tee holds no copy of a long session in memory. With `--no-record` the log is
+//! the file, and live batches are sent from it too (`sendfile`), so the tee holds no copy of a
+//! long session in memory and never copies a record into a monitor's socket. With `--no-record` the log is
 //! kept in memory, bounded by [`MEMORY_HISTORY_BYTES`]: a monitor attaching late to such a tee
 //! gets the header and the newest records only.
 //!
@@ -20,7 +21,8 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
+use nix::sys::sendfile::sendfile64;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::UnixStream;
 use tokio::sync::{Notify, mpsc};
 
@@ -54,17 +56,39 @@ pub const LIVE_MARKER: &[u8] = b"{\"swarmtop\":\"live\"}\n";
 #[derive(Debug, Clone)]
 pub struct Batch {
     start: u64,
+    len: usize,
     ts: i64,
+    body: Body,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    /// Complete in the recording at `start..start + len`: monitors are sent that range of the file
+    /// with `sendfile`, so the kernel hands them the page cache's pages instead of the tee copying
+    /// every record into every monitor's socket (that copy was the tee's largest cost).
+    InFile,
+    /// Kept in memory (`--no-record`, or the recording failed).
+    Bytes(Arc<Vec<u8>>),
+}
+
+/// A batch of the in-memory history.
+struct Stored {
+    start: u64,
     data: Arc<Vec<u8>>,
 }
 
 enum Store {
     File { recorder: Recorder, reader: Arc<File> },
-    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Batch>, bytes: usize },
+    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Stored>, bytes: usize },
 }
 
 enum Out {
     Records(Arc<Vec<u8>>),
+    /// Bytes `start..start + len` of the recording.
+    InFile {
+        start: u64,
+        len: usize,
+    },
     End(i32),
 }
 
@@ -90,6 +114,9 @@ struct Held {
 
 struct Inner {
     store: Store,
+    /// The recording, opened for reading: history and the live batches that are in it are sent
+    /// from here. Kept after a failed write, for the batches recorded before it.
+    file: Option<Arc<File>>,
     header: Arc<Vec<u8>>,
     /// End of the log.
     len: u64,
@@ -104,6 +131,8 @@ struct Inner {
 pub struct Hub {
     inner: Mutex<Inner>,
     queue_bytes: usize,
+    /// Told whenever batches are published.
+    published_moved: Notify,
 }
 
 /// What a monitor does next while catching up.
@@ -115,6 +144,7 @@ enum Step {
 
 struct Subscription {
     rx: mpsc::UnboundedReceiver<Out>,
+    file: Option<Arc<File>>,
     queued: Arc<AtomicUsize>,
     lag: Arc<Lag>,
 }
@@ -124,7 +154,7 @@ impl Hub {
     pub fn recorded(recorder: Recorder, header: Vec<u8>) -> io::Result<Self> {
         let reader = Arc::new(File::open(recorder.path())?);
         let len = recorder.len();
-        Ok(Self::new(Store::File { recorder, reader }, header, len))
+        Ok(Self::new(Store::File { recorder, reader: reader.clone() }, Some(reader), header, len))
     }
 
     /// A log kept in memory, for `--no-record`.
@@ -132,12 +162,13 @@ impl Hub {
         let header = Arc::new(header);
         let len = header.len() as u64;
         let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
-        Self::new(store, header.to_vec(), len)
+        Self::new(store, None, header.to_vec(), len)
     }
 
-    fn new(store: Store, header: Vec<u8>, len: u64) -> Self {
+    fn new(store: Store, file: Option<Arc<File>>, header: Vec<u8>, len: u64) -> Self {
         let inner = Inner {
             store,
+            file,
             header: Arc::new(header),
             len,
             published: len,
@@ -146,7 +177,7 @@ impl Hub {
             subscribers: Vec::new(),
             ended: None,
         };
-        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES }
+        Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES, published_moved: Notify::new() }
     }
 
     /// Overrides the per-monitor queue bound (tests and benchmarks exercise lagging with it).
@@ -164,15 +195,16 @@ impl Hub {
     /// Appends whole records (the "record" step of the tee's ordering guarantee). If the recording
     /// cannot be written (disk full), the session must go on: the log continues in memory and the
     /// error is returned once so that the caller can say so.
-    pub fn append(&self, data: Vec<u8>, ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
+    /// `data` is only borrowed: a recorded batch is not copied at all, so the caller can encode
+    /// every batch into the same buffer.
+    pub fn append(&self, data: &[u8], ts: i64) -> (Batch, Option<(std::path::PathBuf, io::Error)>) {
         let mut inner = self.lock();
         let start = inner.len;
-        let data = Arc::new(data);
-        let batch = Batch { start, ts, data };
         let mut failed = None;
+        let mut body = Body::InFile;
         match &mut inner.store {
             Store::File { recorder, .. } => {
-                if let Err(e) = recorder.append(&batch.data) {
+                if let Err(e) = recorder.append(data) {
                     failed = Some((recorder.path().to_owned(), e));
                 }
             }
@@ -183,16 +215,19 @@ impl Hub {
             inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
         }
         if let Store::Memory { batches, bytes, .. } = &mut inner.store {
-            *bytes += batch.data.len();
-            batches.push_back(batch.clone());
+            let data = Arc::new(data.to_vec());
+            *bytes += data.len();
+            batches.push_back(Stored { start, data: data.clone() });
             while *bytes > MEMORY_HISTORY_BYTES && batches.len() > 1 {
                 if let Some(old) = batches.pop_front() {
                     *bytes -= old.data.len();
                 }
             }
+            body = Body::Bytes(data);
         }
-        inner.len += batch.data.len() as u64;
-        inner.held_bytes += batch.data.len();
+        let batch = Batch { start, len: data.len(), ts, body };
+        inner.len += batch.len as u64;
+        inner.held_bytes += batch.len;
         inner.held.push_back(Held { batch: batch.clone(), offered: false, since: Instant::now() });
         self.publish(&mut inner);
         (batch, failed)
@@ -210,6 +245,14 @@ impl Hub {
 
     /// Hands the batches at the head of the log that may go to the monitors.
     fn publish(&self, inner: &mut Inner) {
+        let before = inner.published;
+        self.publish_due(inner);
+        if inner.published != before {
+            self.published_moved.notify_waiters();
+        }
+    }
+
+    fn publish_due(&self, inner: &mut Inner) {
         while let Some(front) = inner.held.front() {
             let due = front.offered || inner.held_bytes > HOLD_BYTES || front.since.elapsed() > HOLD_TIME;
             if !due {
@@ -218,15 +261,15 @@ impl Hub {
             let Some(Held { batch, .. }) = inner.held.pop_front() else {
                 break;
             };
-            inner.held_bytes -= batch.data.len();
-            inner.published = batch.start + batch.data.len() as u64;
+            inner.held_bytes -= batch.len;
+            inner.published = batch.start + batch.len as u64;
             self.deliver(inner, &batch);
         }
     }
 
     fn deliver(&self, inner: &mut Inner, batch: &Batch) {
         let bound = self.queue_bytes;
-        let n = batch.data.len();
+        let n = batch.len;
         inner.subscribers.retain(|sub| {
             if batch.start < sub.start {
                 return true;
@@ -239,7 +282,11 @@ impl Hub {
                 return false;
             }
             sub.queued.fetch_add(n, Ordering::AcqRel);
-            sub.tx.send(Out::Records(batch.data.clone())).is_ok()
+            let out = match &batch.body {
+                Body::InFile => Out::InFile { start: batch.start, len: n },
+                Body::Bytes(data) => Out::Records(data.clone()),
+            };
+            sub.tx.send(out).is_ok()
         });
     }
 
@@ -253,6 +300,26 @@ impl Hub {
         inner.ended = Some(exit_code);
         for sub in inner.subscribers.drain(..) {
             let _ = sub.tx.send(Out::End(exit_code));
+        }
+    }
+
+    /// Waits (at most [`HOLD_TIME`]) until what is recorded now is published. A pump offers a
+    /// batch just after forwarding it, so a client can see a line before monitors are offered it:
+    /// a monitor connecting in that moment (say, because the client saw the line) would otherwise
+    /// get that line live rather than in its history.
+    async fn settle(&self) {
+        let target = self.lock().len;
+        let deadline = tokio::time::Instant::now() + HOLD_TIME;
+        loop {
+            let mut moved = std::pin::pin!(self.published_moved.notified());
+            // Registered before the check, so that a publish in between is not missed.
+            moved.as_mut().enable();
+            if self.lock().published >= target {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, moved).await.is_err() {
+                return;
+            }
         }
     }
 
@@ -296,7 +363,7 @@ impl Hub {
             let start = inner.published;
             inner.subscribers.push(Subscriber { start, tx, queued: queued.clone(), lag: lag.clone() });
         }
-        Step::Live(Subscription { rx, queued, lag })
+        Step::Live(Subscription { rx, file: inner.file.clone(), queued, lag })
     }
 }
 
@@ -314,6 +381,7 @@ pub async fn serve(hub: Arc<Hub>, mut stream: UnixStream) {
 }
 
 async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
+    hub.settle().await;
     let mut offset = 0;
     let sub = loop {
         match hub.step(offset) {
@@ -333,11 +401,11 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
         }
     };
     stream.write_all(LIVE_MARKER).await?;
-    let Subscription { mut rx, queued, lag } = sub;
+    let Subscription { mut rx, file, queued, lag } = sub;
     loop {
         let out = tokio::select! {
             biased;
-            () = lag.notify.notified() => return send_lagged(stream, &lag, None).await,
+            () = lag.notify.notified() => return flush_then_lagged(stream, file.as_deref(), &mut rx, &lag, None).await,
             out = rx.recv() => out,
         };
         match out {
@@ -348,35 +416,90 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
                     .await
                     .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()));
             }
-            Some(Out::Records(data)) => {
+            Some(out @ (Out::Records(_) | Out::InFile { .. })) => {
+                let len = match &out {
+                    Out::Records(data) => data.len(),
+                    Out::InFile { len, .. } => *len,
+                    Out::End(_) => 0,
+                };
                 let lagged = {
-                    let mut write = Box::pin(stream.write_all(&data));
+                    let mut write = Box::pin(send(stream, file.as_deref(), &out));
                     tokio::select! {
                         biased;
-                        r = &mut write => { r?; false }
+                        r = &mut write => { r?; None }
                         () = lag.notify.notified() => {
                             // The batch is whole lines: finish it so the marker starts a line.
                             let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
                             match tokio::time::timeout_at(deadline, write).await {
-                                Ok(Ok(())) => true,
+                                Ok(Ok(())) => Some(deadline),
                                 _ => return Ok(()),
                             }
                         }
                     }
                 };
-                queued.fetch_sub(data.len(), Ordering::AcqRel);
-                if lagged {
-                    return send_lagged(stream, &lag, None).await;
+                queued.fetch_sub(len, Ordering::AcqRel);
+                if let Some(deadline) = lagged {
+                    return flush_then_lagged(stream, file.as_deref(), &mut rx, &lag, Some(deadline)).await;
                 }
             }
         }
     }
 }
 
-async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: Option<tokio::time::Instant>) -> io::Result<()> {
+/// Writes a batch of records to a monitor.
+async fn send(stream: &mut UnixStream, file: Option<&File>, out: &Out) -> io::Result<()> {
+    match (out, file) {
+        (Out::Records(data), _) => stream.write_all(data).await,
+        (Out::InFile { start, len }, Some(file)) => send_file(stream, file, *start, *len).await,
+        (Out::InFile { .. }, None) => Err(io::Error::other("a recorded batch without a recording")),
+        (Out::End(_), _) => Ok(()),
+    }
+}
+
+/// `sendfile` from the recording into the (non-blocking) socket until the range is sent.
+async fn send_file(stream: &UnixStream, file: &File, start: u64, len: usize) -> io::Result<()> {
+    let mut offset = i64::try_from(start).map_err(io::Error::other)?;
+    let end = offset + i64::try_from(len).map_err(io::Error::other)?;
+    while offset < end {
+        stream.writable().await?;
+        let want = (end - offset) as usize;
+        let sent = stream
+            .try_io(Interest::WRITABLE, || sendfile64(stream, file, Some(&mut offset), want).map_err(io::Error::from));
+        match sent {
+            // The range was written before it was published: the file cannot end before it.
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A lagging monitor first gets what was queued for it before the batch it was dropped at: those
+/// records are older than `droppedFromMs`, which says where its stream stops. All within the close
+/// grace; past it the connection is closed without the marker.
+async fn flush_then_lagged(
+    stream: &mut UnixStream,
+    file: Option<&File>,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    lag: &Lag,
+    deadline: Option<tokio::time::Instant>,
+) -> io::Result<()> {
+    let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);
+    // The hub has let go of this monitor: what is in the queue is all there will be.
+    while let Ok(out) = rx.try_recv() {
+        match tokio::time::timeout_at(deadline, send(stream, file, &out)).await {
+            Ok(Ok(())) => {}
+            _ => return Ok(()),
+        }
+    }
+    send_lagged(stream, lag, deadline).await
+}
+
+async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: tokio::time::Instant) -> io::Result<()> {
     let ts = lag.dropped_from_ms.load(Ordering::Acquire);
     let marker = format!("{{\"swarmtop\":\"lagged\",\"droppedFromMs\":{ts}}}\n");
-    let deadline = deadline.unwrap_or_else(|| tokio::time::Instant::now() + CLOSE_GRACE);
     tokio::time::timeout_at(deadline, stream.write_all(marker.as_bytes()))
         .await
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
@@ -408,14 +531,20 @@ mod tests {
 
     fn drain(sub: &mut Subscription) -> Vec<u8> {
         let mut out = Vec::new();
-        while let Ok(Out::Records(r)) = sub.rx.try_recv() {
-            out.extend_from_slice(&r);
+        loop {
+            match sub.rx.try_recv() {
+                Ok(Out::Records(r)) => out.extend_from_slice(&r),
+                Ok(Out::InFile { start, len }) => {
+                    let file = sub.file.as_ref().expect("a recorded hub has its file");
+                    out.extend_from_slice(&read_at(file, start, len).expect("read"));
+                }
+                _ => return out,
+            }
         }
-        out
     }
 
     fn append(hub: &Hub, data: &[u8], ts: i64) -> Batch {
-        hub.append(data.to_vec(), ts).0
+        hub.append(data, ts).0
     }
 
     #[test]
@@ -457,6 +586,26 @@ mod tests {
         hub.offer(&b);
         assert_eq!(drain(&mut sub), b"B\n");
         assert_eq!(std::fs::read(&path).expect("read"), b"H\nA\nB\n");
+    }
+
+    #[test]
+    fn a_new_monitor_waits_for_what_is_being_forwarded() {
+        let hub = Arc::new(Hub::in_memory(b"H\n".to_vec()));
+        let a = append(&hub, b"A\n", 1);
+        let offering = {
+            let hub = hub.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                hub.offer(&a);
+            })
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let started = Instant::now();
+        runtime.block_on(hub.settle());
+        assert!(started.elapsed() < HOLD_TIME, "the offer ends the wait");
+        let (history, _) = subscribe(&hub);
+        assert_eq!(history, b"H\nA\n");
+        offering.join().expect("offer");
     }
 
     #[test]
