@@ -295,16 +295,14 @@ impl Router {
     pub fn push(&mut self, record: &[u8], sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
-        match wire::decode(record) {
-            Decoded::Malformed(reason) => {
-                self.close_windows(None, line_no, sink);
-                self.counters.malformed += 1;
-                sink.event(&Event::Malformed { line_no, reason: &reason, record });
-            }
-            Decoded::Line(line) => {
-                self.close_windows(line.time(), line_no, sink);
-                self.route(&line, record, line_no, sink);
-            }
+        let mut line = Line::empty();
+        if let Err(reason) = wire::decode_into(record, &mut line) {
+            self.close_windows(None, line_no, sink);
+            self.counters.malformed += 1;
+            sink.event(&Event::Malformed { line_no, reason: &reason, record });
+        } else {
+            self.close_windows(line.time(), line_no, sink);
+            self.route(&line, record, line_no, sink);
         }
     }
 

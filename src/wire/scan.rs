@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::decode::{Params, ShapeKeys, Str, Top, wants_full_params};
+use super::decode::{Message, Params, ShapeKeys, Str, TopRest, wants_full_params};
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -291,18 +291,19 @@ fn raw(text: &str) -> Scan<&RawValue> {
     serde_json::from_str(text).ok()
 }
 
-fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
-    let mut p = Params::default();
+/// Params into `p` (in place, see `decode_into`), replacing what it held.
+fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
+    *p = Params::default();
     match s.peek()? {
         b'{' => {}
         b'n' => {
             s.literal(b"null")?;
-            return Some(p);
+            return Some(());
         }
         // Arrays and scalars carry no thread (see ParamsSeed).
         _ => {
             s.value(1)?;
-            return Some(p);
+            return Some(());
         }
     }
     s.object(|s, key| {
@@ -344,8 +345,7 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
             }
         }
         Some(())
-    })?;
-    Some(p)
+    })
 }
 
 /// A unix-ms time as the serde path reads it; unusual numbers give up.
@@ -353,18 +353,18 @@ fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
     s.opt_int()
 }
 
-/// The top level of a record, as [`Top`] (a message's own members, or an envelope's).
-pub(super) fn top(text: &str) -> Scan<Top<'_>> {
+/// The top level of a record, as [`super::decode::Top`]: the message's own members into `msg`,
+/// the rest into `top`. Both start empty.
+pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
     let mut s = Scanner::new(text);
-    let mut top = Top::default();
     let mut late_params: Option<&str> = None;
     let mut keys = ShapeKeys::default();
     s.object(|s, key| {
-        let m = &mut top.msg.message;
+        let m = &mut *msg;
         match &*key {
             "method" => m.method = Some(s.string()?),
             "params" => match m.method.as_deref() {
-                Some(method) => m.params = params(s, wants_full_params(method))?,
+                Some(method) => params(s, wants_full_params(method), &mut m.params)?,
                 None => late_params = Some(s.value(1)?),
             },
             "id" => {
@@ -372,7 +372,7 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
                 m.has_id = true;
             }
             "result" => {
-                top.msg.result = Some(raw(s.value(1)?)?);
+                top.parts.result = Some(raw(s.value(1)?)?);
                 m.has_result_or_error = true;
             }
             "error" => {
@@ -404,12 +404,20 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
     })?;
     s.end()?;
     if let Some(text) = late_params {
-        let full = top.msg.message.method.as_deref().is_some_and(wants_full_params);
+        let full = msg.method.as_deref().is_some_and(wants_full_params);
         let mut inner = Scanner::new(text);
-        top.msg.message.params = params(&mut inner, full)?;
+        params(&mut inner, full, &mut msg.params)?;
     }
-    top.msg.shape = keys.shape();
-    Some(top)
+    top.parts.shape = keys.shape();
+    Some(())
+}
+
+/// [`top_into`] by value, for the tests.
+#[cfg(test)]
+fn top(text: &str) -> Scan<super::decode::Top<'_>> {
+    let mut t = super::decode::Top::default();
+    top_into(text, &mut t.message, &mut t.rest)?;
+    Some(t)
 }
 
 #[cfg(test)]
@@ -436,15 +444,15 @@ mod agreement {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::wire::decode::{finish, serde_only};
+    use crate::wire::decode::{Top, finish, serde_only};
 
     /// What the reducer reads of a line, for comparing the two paths.
     fn summary(t: Top<'_>) -> String {
+        let Top { message: mut m, rest: t } = t;
         let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
-        let m = match finish(t.msg) {
-            Ok(m) => m,
-            Err(e) => return format!("malformed {e:?}|{envelope}"),
-        };
+        if let Err(e) = finish(&mut m, t.parts) {
+            return format!("malformed {e:?}|{envelope}");
+        }
         let p = &m.params;
         let r = p.rest();
         format!(
