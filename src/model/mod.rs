@@ -405,7 +405,11 @@ impl Model {
     fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: &str, line: &Line<'_>) -> usize {
         let turn_id = line.msg.params.turn_id.as_deref();
         let t = &mut self.threads[idx.index()];
+        if let Some(i) = t.last_item.filter(|&i| *t.items[i].id == *id) {
+            return i;
+        }
         if let Some(&i) = t.item_index.get(id) {
+            t.last_item = Some(i);
             return i;
         }
         let mut item = Item::new(id, kind);
@@ -414,6 +418,7 @@ impl Model {
         let i = t.items.len();
         t.items.push(item);
         t.item_index.insert(id.into(), i);
+        t.last_item = Some(i);
         if let Some(turn) = turn {
             t.turns[turn].items.push(i);
         }

@@ -232,6 +232,9 @@ pub struct Router {
     limits: Limits,
     threads: Vec<ThreadFacts>,
     by_id: FxHashMap<Box<str>, ThreadIdx>,
+    /// The thread `see` named last: a thread's lines come in runs, and comparing one id is
+    /// cheaper than hashing it.
+    last_seen: Option<ThreadIdx>,
     counters: Counters,
     stream_ms: Option<i64>,
     /// Pending windows opened with a known stream time, oldest first (stream time never goes back).
@@ -602,7 +605,11 @@ impl Router {
 
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
+        if let Some(idx) = self.last_seen.filter(|t| *self.threads[t.index()].id == *id) {
+            return idx;
+        }
         if let Some(&idx) = self.by_id.get(id) {
+            self.last_seen = Some(idx);
             return idx;
         }
         let idx = ThreadIdx(u32::try_from(self.threads.len()).expect("fewer than 2^32 threads"));
@@ -619,6 +626,7 @@ impl Router {
             buffer: None,
         });
         self.by_id.insert(id.into(), idx);
+        self.last_seen = Some(idx);
         sink.event(&Event::Seen { thread: idx, id });
         idx
     }
