@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::decode::{Message, Params, ShapeKeys, Str, TopRest, wants_full_params};
+use super::decode::{Breakdown, Item, Message, Params, ShapeKeys, Str, TokenUsage, TopRest, wants_full_params};
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -260,6 +260,37 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A whole number that fits a u64, as serde reads one; anything else gives up.
+    fn opt_u64(&mut self) -> Scan<Option<u64>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        self.number()?.parse().ok().map(Some)
+    }
+
+    fn opt_raw(&mut self, depth: usize) -> Scan<Option<&'a RawValue>> {
+        if self.is_null() { Some(None) } else { raw(self.value(depth)?).map(Some) }
+    }
+
+    /// An array of strings, or null.
+    fn opt_strings(&mut self) -> Scan<Option<Vec<Str<'a>>>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        self.eat(b'[')?;
+        let mut v = Vec::new();
+        if self.eat(b']').is_some() {
+            return Some(Some(v));
+        }
+        loop {
+            v.push(self.string()?);
+            if self.eat(b',').is_none() {
+                self.eat(b']')?;
+                return Some(Some(v));
+            }
+        }
+    }
+
     /// Iterates an object's members: `f` must consume each value.
     fn object(&mut self, mut f: impl FnMut(&mut Self, Str<'a>) -> Scan<()>) -> Scan<()> {
         self.eat(b'{')?;
@@ -280,6 +311,133 @@ impl<'a> Scanner<'a> {
         self.ws();
         (self.pos == self.bytes.len()).then_some(())
     }
+}
+
+/// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
+fn once(seen: &mut u32, bit: u32) -> Scan<()> {
+    let first = *seen & bit == 0;
+    *seen |= bit;
+    first.then_some(())
+}
+
+/// A struct member at the cursor: `null`, or an object (serde's derive also takes an array, by
+/// position; that is left to serde).
+fn opt_struct(s: &mut Scanner<'_>) -> Scan<bool> {
+    if s.is_null() {
+        return Some(false);
+    }
+    (s.peek()? == b'{').then_some(true)
+}
+
+/// `params.tokenUsage` as the derived [`TokenUsage`] reads it. Parsed here rather than validated
+/// here and parsed again by serde: one such line follows every model response.
+fn token_usage(s: &mut Scanner<'_>) -> Scan<Option<TokenUsage>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut u = TokenUsage::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        match &*key {
+            "total" => {
+                once(&mut seen, 1)?;
+                u.total = breakdown(s)?;
+            }
+            "last" => {
+                once(&mut seen, 2)?;
+                u.last = breakdown(s)?;
+            }
+            "modelContextWindow" => {
+                once(&mut seen, 4)?;
+                u.model_context_window = s.opt_u64()?;
+            }
+            _ => {
+                s.value(3)?;
+            }
+        }
+        Some(())
+    })?;
+    Some(Some(u))
+}
+
+fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut b = Breakdown::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, field) = match &*key {
+            "totalTokens" => (1, &mut b.total_tokens),
+            "inputTokens" => (2, &mut b.input_tokens),
+            "cachedInputTokens" => (4, &mut b.cached_input_tokens),
+            "cacheWriteInputTokens" => (8, &mut b.cache_write_input_tokens),
+            "outputTokens" => (16, &mut b.output_tokens),
+            "reasoningOutputTokens" => (32, &mut b.reasoning_output_tokens),
+            _ => {
+                s.value(4)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, bit)?;
+        *field = s.opt_u64()?;
+        Some(())
+    })?;
+    Some(Some(b))
+}
+
+/// `params.item` as the derived [`Item`] reads it: strings typed, display fields raw. Two of
+/// every dozen lines carry an item (`item/started`, `item/completed`).
+fn item<'a>(s: &mut Scanner<'a>) -> Scan<Option<Item<'a>>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut it = Item::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, slot) = match &*key {
+            "type" => (0, &mut it.kind),
+            "id" => (1, &mut it.id),
+            "status" => (2, &mut it.status),
+            "model" => (3, &mut it.model),
+            "kind" => (4, &mut it.activity),
+            "agentThreadId" => (5, &mut it.agent_thread_id),
+            "agentPath" => (6, &mut it.agent_path),
+            "receiverThreadIds" => {
+                once(&mut seen, 1 << 7)?;
+                it.receiver_thread_ids = s.opt_strings()?;
+                return Some(());
+            }
+            _ => {
+                let (bit, raw) = match &*key {
+                    "tool" => (8, &mut it.tool),
+                    "prompt" => (9, &mut it.prompt),
+                    "text" => (10, &mut it.text),
+                    "summary" => (11, &mut it.summary),
+                    "content" => (12, &mut it.content),
+                    "command" => (13, &mut it.command),
+                    "aggregatedOutput" => (14, &mut it.aggregated_output),
+                    "exitCode" => (15, &mut it.exit_code),
+                    "changes" => (16, &mut it.changes),
+                    "server" => (17, &mut it.server),
+                    "query" => (18, &mut it.query),
+                    "error" => (19, &mut it.error),
+                    "agentsStates" => (20, &mut it.agents_states),
+                    _ => {
+                        s.value(3)?;
+                        return Some(());
+                    }
+                };
+                once(&mut seen, 1 << bit)?;
+                *raw = s.opt_raw(3)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, 1 << bit)?;
+        *slot = s.opt_string()?;
+        Some(())
+    })?;
+    Some(Some(it))
 }
 
 /// Parses a validated slice with serde; any disagreement sends the line to the serde path.
@@ -326,8 +484,8 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
             "toModel" => p.rest_mut().to_model = s.opt_string()?,
             "thread" => p.rest_mut().thread = serde_part(s.value(2)?)?,
             "turn" => p.rest_mut().turn = serde_part(s.value(2)?)?,
-            "item" => p.rest_mut().item = serde_part(s.value(2)?)?,
-            "tokenUsage" => p.rest_mut().token_usage = serde_part(s.value(2)?)?,
+            "item" => p.rest_mut().item = item(s)?,
+            "tokenUsage" => p.rest_mut().token_usage = token_usage(s)?,
             "threadSettings" => {
                 #[derive(serde::Deserialize)]
                 struct Settings<'a> {
@@ -456,7 +614,7 @@ mod agreement {
         let p = &m.params;
         let r = p.rest();
         format!(
-            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
+            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
             m.method,
             m.has_id,
             m.emitted_at_ms,
@@ -467,7 +625,8 @@ mod agreement {
             p.delta,
             p.summary_index,
             r.will_retry,
-            r.item.as_ref().map(|i| (&i.kind, &i.id, &i.receiver_thread_ids)),
+            r.item,
+            r.token_usage,
             r.thread.as_ref().map(|th| &th.id),
             r.status.map(RawValue::get),
             m.result.as_ref().map(|r| (r.thread.as_ref().map(|t| &t.id), &r.model)),
@@ -486,6 +645,8 @@ mod agreement {
             Just("\"\\u00e9\"".to_owned()),
             Just("\"x\\q\"".to_owned()),
             Just("01".to_owned()),
+            Just("-0".to_owned()),
+            Just("18446744073709551616".to_owned()),
             Just("\"caf\u{e9}\"".to_owned()),
         ];
         leaf.prop_recursive(3, 24, 4, |inner| {
@@ -518,6 +679,14 @@ mod agreement {
             Just("status"),
             Just("type"),
             Just("receiverThreadIds"),
+            Just("kind"),
+            Just("agentThreadId"),
+            Just("text"),
+            Just("tool"),
+            Just("tokenUsage"),
+            Just("total"),
+            Just("totalTokens"),
+            Just("modelContextWindow"),
             Just("ts"),
             Just("dir"),
             Just("msg"),
@@ -536,6 +705,30 @@ mod agreement {
             Just("5"),
         ]
         .prop_map(str::to_owned)
+    }
+
+    /// The typed nested objects the scanner reads itself, on lines shaped like real ones.
+    #[test]
+    fn items_and_token_usage_agree_with_serde() {
+        let lines = [
+            r#"{"method":"item/completed","params":{"item":{"type":"collabAgentToolCall","id":"call_1","tool":"spawnAgent","status":"completed","senderThreadId":"p","receiverThreadIds":["c1","c\"2"],"prompt":"do \n it","model":"gpt-5.6-luna","agentsStates":{}},"threadId":"p","turnId":"u"},"emittedAtMs":5}"#,
+            r#"{"method":"item/started","params":{"item":{"type":"subAgentActivity","id":"a","kind":"started","agentThreadId":"c","agentPath":"/root/x","text":null,"exitCode":0},"threadId":"p"}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","tokenUsage":{"total":{"totalTokens":10,"inputTokens":9,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0,"extra":[1]},"last":null,"modelContextWindow":258400}}}"#,
+            r#"{"method":"item/completed","params":{"item":null,"threadId":"p"}}"#,
+        ];
+        for l in lines {
+            let fast = top(l).unwrap_or_else(|| panic!("fell back: {l}"));
+            assert_eq!(summary(fast), summary(serde_only(l).unwrap()), "{l}");
+        }
+        // What serde refuses, the scanner leaves to serde.
+        for l in [
+            r#"{"method":"item/completed","params":{"item":{"id":"a","id":"b"}}}"#,
+            r#"{"method":"item/completed","params":{"item":["agentMessage","a"]}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
+        ] {
+            assert!(top(l).is_none(), "fast path took: {l}");
+        }
     }
 
     proptest! {
