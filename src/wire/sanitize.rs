@@ -31,6 +31,11 @@ impl Clean {
         push_sanitized(&mut self.0, raw);
     }
 
+    /// Room for at least `additional` more bytes.
+    pub fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+
     pub fn push_clean(&mut self, clean: &Clean) {
         self.0.push_str(&clean.0);
     }
