@@ -18,6 +18,7 @@ pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, short_id};
 use self::tokens::Delta;
 pub use self::tokens::{Rollup, Tokens};
 use crate::router::{Class, Event, Role, Routed, Sink, ThreadIdx};
+use crate::wire::methods::Method;
 use crate::wire::{Line, Str, parse_raw, sanitize};
 
 /// Bounds of what the model keeps; what they drop is counted in [`Diagnostics`].
@@ -245,17 +246,16 @@ impl Model {
                 }
             }
         }
-        let method = line.msg.method().unwrap_or("");
         let p = line.msg.params.rest();
-        match method {
-            "thread/started" => {
+        match line.msg.kind {
+            Method::ThreadStarted => {
                 if let Some(info) = &p.thread {
                     self.learn_thread_info(idx, info);
                 }
             }
-            "thread/status/changed" => self.status_changed(idx, p.status),
-            "thread/closed" => self.threads[idx.index()].status = Status::Closed,
-            "thread/tokenUsage/updated" => {
+            Method::ThreadStatusChanged => self.status_changed(idx, p.status),
+            Method::ThreadClosed => self.threads[idx.index()].status = Status::Closed,
+            Method::ThreadTokenUsageUpdated => {
                 if let Some(usage) = &p.token_usage {
                     let t = &mut self.threads[idx.index()];
                     let old = t.tokens;
@@ -272,25 +272,25 @@ impl Model {
                     }
                 }
             }
-            "thread/settings/updated" => {
+            Method::ThreadSettingsUpdated => {
                 if let Some(model) = p.settings_model.as_deref() {
                     self.set_model(idx, model);
                 }
             }
-            "model/rerouted" => {
+            Method::ModelRerouted => {
                 if let Some(model) = p.to_model.as_deref() {
                     self.set_model(idx, model);
                 }
             }
-            "turn/started" => {
+            Method::TurnStarted => {
                 if let Some(turn) = self.turn(idx, line) {
                     let t = &mut self.threads[idx.index()];
                     t.turns[turn].started_ms = t.turns[turn].started_ms.or(time);
                 }
                 self.threads[idx.index()].status = Status::Running;
             }
-            "turn/completed" => self.turn_completed(idx, line),
-            "error" => {
+            Method::TurnCompleted => self.turn_completed(idx, line),
+            Method::Error => {
                 let message = parse_raw::<ErrorBody<'_>>(p.error).and_then(|e| e.message).map(|m| sanitize(&m));
                 let t = &mut self.threads[idx.index()];
                 if message.is_some() {
@@ -305,8 +305,9 @@ impl Model {
                     t.status = Status::Failed;
                 }
             }
-            "item/started" | "item/completed" => self.item_line(idx, line, method == "item/completed"),
-            _ if method.starts_with("item/") => self.item_delta(idx, line),
+            Method::ItemStarted => self.item_line(idx, line, false),
+            Method::ItemCompleted => self.item_line(idx, line, true),
+            _ if line.msg.method().unwrap_or("").starts_with("item/") => self.item_delta(idx, line),
             _ => {}
         }
         self.generation += 1;

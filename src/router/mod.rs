@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 
 use self::classify::{ChildClass, Side, child_class, side};
 use self::pending::{PendingBuffer, PendingLine};
+use crate::wire::methods::Method;
 use crate::wire::{self, Decoded, Line, Malformed};
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
@@ -380,7 +381,7 @@ impl Router {
                 }
                 None => subject = self.find(&thread.id),
             }
-        } else if msg.method() == Some("turn/start") && msg.has_id {
+        } else if msg.kind == Method::TurnStart && msg.has_id {
             if let Some(id) = msg.thread_id().filter(|t| !t.is_empty()) {
                 let t = self.see(id, sink);
                 self.mark_root(t, sink);
@@ -402,10 +403,9 @@ impl Router {
 
     fn thread_line(&mut self, id: &str, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         let thread = self.see(id, sink);
-        let method = line.msg.method().unwrap_or("");
 
         // A thread that announces itself is settled before its own line (and its buffer first).
-        if method == "thread/started" {
+        if line.msg.kind == Method::ThreadStarted {
             if let Some(info) = &line.msg.params.rest().thread {
                 match info.parent() {
                     Some(parent) => {
@@ -468,7 +468,7 @@ impl Router {
     fn buffer(&mut self, thread: ThreadIdx, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         self.counters.early += 1;
         let facts = &mut self.threads[thread.index()];
-        if line.msg.method() == Some("turn/started") {
+        if line.msg.kind == Method::TurnStarted {
             if let Some(turn) = &line.msg.params.rest().turn {
                 if turn.id.is_some() && turn.id == turn.root_turn_id {
                     facts.own_root_turn = true;
@@ -688,8 +688,7 @@ impl Router {
 /// The children a line of `thread` announces (routing.md §2). `wait` and the other collab tools
 /// name children that are usually known already; `register` ignores those.
 fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
-    let method = line.msg.method().unwrap_or("");
-    if method != "item/started" && method != "item/completed" {
+    if !matches!(line.msg.kind, Method::ItemStarted | Method::ItemCompleted) {
         return Vec::new();
     }
     let Some(item) = &line.msg.params.rest().item else {

@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::methods::Method;
+
 pub type Str<'a> = Cow<'a, str>;
 
 /// Deserializes a string borrowed from the record when it holds no escapes. (serde's own
@@ -159,6 +161,8 @@ impl Line<'_> {
 #[derive(Debug, Default)]
 pub struct Message<'a> {
     pub method: Option<Str<'a>>,
+    /// `method`, named once for the stages that branch on it.
+    pub kind: Method,
     pub has_id: bool,
     pub params: Params<'a>,
     /// Only responses whose result is an object; other results carry nothing the reducer needs.
@@ -481,6 +485,7 @@ pub(super) fn finish<'a>(msg: &mut Message<'a>, parts: Parts<'a>) -> Result<(), 
     if msg.method.is_none() && !msg.has_id && msg.swarmtop.is_none() {
         return Err(Malformed::NotAMessage(parts.shape));
     }
+    msg.kind = msg.method.as_deref().map_or(Method::Absent, Method::of);
     Ok(())
 }
 
