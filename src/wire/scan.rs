@@ -262,10 +262,9 @@ impl<'a> Scanner<'a> {
             self.pos += 1;
         }
         let start = self.pos;
-        // Accumulated below zero, so that i64::MIN fits.
-        let mut v: i64 = 0;
+        let mut v: u64 = 0;
         while let Some(&d) = b.get(self.pos).filter(|d| d.is_ascii_digit()) {
-            v = v.checked_mul(10)?.checked_sub(i64::from(d - b'0'))?;
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
             self.pos += 1;
         }
         let digits = self.pos - start;
@@ -276,7 +275,13 @@ impl<'a> Scanner<'a> {
         if negative && v == 0 {
             return None;
         }
-        if negative { Some(Some(v)) } else { v.checked_neg().map(Some) }
+        if digits > 18 {
+            // Past 18 digits the sum above may have wrapped: let the standard parser judge.
+            return self.text[start - usize::from(negative)..self.pos].parse().ok().map(Some);
+        }
+        // At most 18 digits: below 10^18, so it fits either sign.
+        let v = i64::try_from(v).ok()?;
+        Some(Some(if negative { -v } else { v }))
     }
 
     fn opt_bool(&mut self) -> Scan<Option<bool>> {
@@ -688,6 +693,8 @@ mod agreement {
             Just("01".to_owned()),
             Just("-0".to_owned()),
             Just("18446744073709551616".to_owned()),
+            Just("-9223372036854775808".to_owned()),
+            Just("9223372036854775808".to_owned()),
             Just("\"caf\u{e9}\"".to_owned()),
         ];
         leaf.prop_recursive(3, 24, 4, |inner| {
