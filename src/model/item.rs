@@ -6,6 +6,9 @@ use serde::Deserialize;
 use crate::router::ThreadIdx;
 use crate::wire::{self, Clean, Str, parse_raw};
 
+/// First capacity of a streamed item's text, in bytes.
+const STREAM_START: usize = 256;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemKind {
     UserMessage,
@@ -262,6 +265,10 @@ impl Item {
         }
         if summary_index.is_some() {
             self.last_summary_index = summary_index;
+        }
+        if self.text.is_empty() {
+            // Deltas are a few words each: growing from nothing reallocated on every other one.
+            self.text.reserve(STREAM_START);
         }
         self.text.push(delta);
     }

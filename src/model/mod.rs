@@ -20,6 +20,7 @@ pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, short_id};
 use self::tokens::Delta;
 pub use self::tokens::{Rollup, Tokens};
 use crate::router::{Class, Event, Role, Routed, Sink, ThreadIdx};
+use crate::wire::methods::Method;
 use crate::wire::{Line, Str, parse_raw, sanitize};
 
 /// Bounds of what the model keeps; what they drop is counted in [`Diagnostics`].
@@ -275,17 +276,16 @@ impl Model {
             self.generation += 1;
             return;
         }
-        let method = line.msg.method().unwrap_or("");
         let p = line.msg.params.rest();
-        match method {
-            "thread/started" => {
+        match line.msg.kind {
+            Method::ThreadStarted => {
                 if let Some(info) = &p.thread {
                     self.learn_thread_info(idx, info);
                 }
             }
-            "thread/status/changed" => self.status_changed(idx, p.status),
-            "thread/closed" => self.threads[idx.index()].status = Status::Closed,
-            "thread/tokenUsage/updated" => {
+            Method::ThreadStatusChanged => self.status_changed(idx, p.status),
+            Method::ThreadClosed => self.threads[idx.index()].status = Status::Closed,
+            Method::ThreadTokenUsageUpdated => {
                 if let Some(usage) = &p.token_usage {
                     let t = &mut self.threads[idx.index()];
                     let old = t.tokens;
@@ -302,25 +302,25 @@ impl Model {
                     }
                 }
             }
-            "thread/settings/updated" => {
+            Method::ThreadSettingsUpdated => {
                 if let Some(model) = p.settings_model.as_deref() {
                     self.set_model(idx, model);
                 }
             }
-            "model/rerouted" => {
+            Method::ModelRerouted => {
                 if let Some(model) = p.to_model.as_deref() {
                     self.set_model(idx, model);
                 }
             }
-            "turn/started" => {
+            Method::TurnStarted => {
                 if let Some(turn) = self.turn(idx, line) {
                     let t = &mut self.threads[idx.index()];
                     t.turns[turn].started_ms = t.turns[turn].started_ms.or(time);
                 }
                 self.threads[idx.index()].status = Status::Running;
             }
-            "turn/completed" => self.turn_completed(idx, line),
-            "error" => {
+            Method::TurnCompleted => self.turn_completed(idx, line),
+            Method::Error => {
                 let message = parse_raw::<ErrorBody<'_>>(p.error).and_then(|e| e.message).map(|m| sanitize(&m));
                 let t = &mut self.threads[idx.index()];
                 if message.is_some() {
@@ -335,8 +335,9 @@ impl Model {
                     t.status = Status::Failed;
                 }
             }
-            "item/started" | "item/completed" => self.item_line(idx, line, method == "item/completed"),
-            _ if method.starts_with("item/") => self.item_delta(idx, line),
+            Method::ItemStarted => self.item_line(idx, line, false),
+            Method::ItemCompleted => self.item_line(idx, line, true),
+            _ if line.msg.method().unwrap_or("").starts_with("item/") => self.item_delta(idx, line),
             _ => {}
         }
         self.generation += 1;
@@ -445,9 +446,23 @@ impl Model {
 
     /// The item a line names, created on first sight and filed under the line's turn.
     fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: &str, line: &Line<'_>) -> usize {
+        if let Some(slot) = self.known_item(idx, id) {
+            return slot;
+        }
         let t = &self.threads[idx.index()];
         let turn = line.msg.params.turn_id.as_deref().and_then(|tid| t.turn_index.get(tid).copied());
         self.item_or_new(idx, id, ItemKind::of(kind), turn, None)
+    }
+
+    /// An item already seen. Deltas come in runs for one item: the last one is checked first.
+    fn known_item(&mut self, idx: ThreadIdx, id: &str) -> Option<usize> {
+        let t = &mut self.threads[idx.index()];
+        if let Some(slot) = t.last_item.filter(|&slot| *t.items[slot].id == *id) {
+            return Some(slot);
+        }
+        let slot = *t.item_index.get(id)?;
+        t.last_item = Some(slot);
+        Some(slot)
     }
 
     /// The item with this id; on first sight a new one of `kind`, filed under `turn`.
@@ -459,10 +474,10 @@ impl Model {
         turn: Option<usize>,
         time: Option<i64>,
     ) -> usize {
-        let t = &mut self.threads[idx.index()];
-        if let Some(&slot) = t.item_index.get(id) {
+        if let Some(slot) = self.known_item(idx, id) {
             return slot;
         }
+        let t = &mut self.threads[idx.index()];
         let mut item = Item::new(id, "");
         item.kind = kind;
         item.turn = turn;
@@ -470,6 +485,7 @@ impl Model {
         let slot = t.items.len();
         t.items.push(item);
         t.item_index.insert(id.into(), slot);
+        t.last_item = Some(slot);
         if let Some(turn) = turn {
             t.turns[turn].items.push(slot);
         }

@@ -95,6 +95,9 @@ pub struct Thread {
     pub(super) turn_index: FxHashMap<Box<str>, usize>,
     pub items: Vec<Item>,
     pub(super) item_index: FxHashMap<Box<str>, usize>,
+    /// The item the last item line named: deltas come in runs for one item, and comparing one
+    /// id is cheaper than hashing it.
+    pub(super) last_item: Option<usize>,
     pub tokens: Tokens,
     pub context: Option<ContextFill>,
     /// `None` while the model is unknown or not in the price table: unpriced, never $0.
@@ -133,6 +136,7 @@ impl Thread {
             turn_index: FxHashMap::default(),
             items: Vec::new(),
             item_index: FxHashMap::default(),
+            last_item: None,
             tokens: Tokens::default(),
             context: None,
             cost: None,

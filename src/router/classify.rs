@@ -1,6 +1,6 @@
 //! Which side sent a line and what a child's line becomes (routing.md §3).
 
-use crate::wire::methods::{self, Sender};
+use crate::wire::methods::{self, Method, Sender};
 use crate::wire::{Dir, Line};
 
 /// Where a decoded line goes before any thread state is consulted.
@@ -27,7 +27,10 @@ pub(super) fn side<'l>(line: &'l Line<'_>) -> Side<'l> {
         Dir::ServerToClient => true,
         // A method in none of the lists counts as the server's: new server methods must surface,
         // not vanish (routing.md §3). With a thread it is that thread's, without one global.
-        Dir::In | Dir::Bare => !matches!(methods::sender(method), Sender::ClientRequest | Sender::ClientNotification),
+        Dir::In | Dir::Bare => !matches!(
+            msg.kind.sender().unwrap_or_else(|| methods::sender(method)),
+            Sender::ClientRequest | Sender::ClientNotification
+        ),
     };
     match (from_server, thread) {
         (false, _) => Side::Control,
@@ -48,18 +51,33 @@ pub(super) enum ChildClass {
 }
 
 pub(super) fn child_class(line: &Line<'_>) -> ChildClass {
-    let method = line.msg.method().unwrap_or("");
-    if method == "turn/completed" {
-        return ChildClass::Terminal;
-    }
-    if method == "error" {
+    match line.msg.kind {
         // `willRetry` absent counts as final, as it does for status (routing.md §6).
-        return if line.msg.params.rest().will_retry == Some(true) {
-            ChildClass::Rehomed
-        } else {
-            ChildClass::Terminal
-        };
+        Method::Error if line.msg.params.rest().will_retry == Some(true) => ChildClass::Rehomed,
+        Method::TurnCompleted | Method::Error => ChildClass::Terminal,
+        Method::ThreadStarted
+        | Method::ThreadStatusChanged
+        | Method::ThreadClosed
+        | Method::ThreadTokenUsageUpdated
+        | Method::ThreadSettingsUpdated
+        | Method::ModelRerouted
+        | Method::TurnStarted
+        | Method::TurnStart
+        | Method::PlanDelta => ChildClass::Suppressed,
+        Method::AgentMessageDelta
+        | Method::ReasoningSummaryTextDelta
+        | Method::ReasoningTextDelta
+        | Method::CommandOutputDelta
+        | Method::ItemStarted
+        | Method::ItemCompleted
+        | Method::AccountRateLimitsUpdated => ChildClass::Rehomed,
+        Method::Absent | Method::Other => by_name(line.msg.method().unwrap_or("")),
     }
+}
+
+/// The rest of routing.md §3's rule, for the methods [`Method`] does not name: lifecycle
+/// families are suppressed, everything else is substantive.
+fn by_name(method: &str) -> ChildClass {
     if let Some(kind) = method.strip_prefix("rollout/") {
         // A rollout's lifecycle records are a child's suppressed noise; its task's end closes the lane.
         return match kind {
@@ -74,11 +92,7 @@ pub(super) fn child_class(line: &Line<'_>) -> ChildClass {
             _ => ChildClass::Rehomed,
         };
     }
-    if method.starts_with("thread/")
-        || method.starts_with("turn/")
-        || method.starts_with("model/")
-        || method == "item/plan/delta"
-    {
+    if method.starts_with("thread/") || method.starts_with("turn/") || method.starts_with("model/") {
         ChildClass::Suppressed
     } else {
         ChildClass::Rehomed

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use self::classify::{ChildClass, Side, child_class, side};
 use self::pending::{PendingBuffer, PendingLine};
+use crate::wire::methods::Method;
 use crate::wire::{self, Decoded, Line, Malformed};
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
@@ -236,6 +237,9 @@ pub struct Router {
     limits: Limits,
     threads: Vec<ThreadFacts>,
     by_id: FxHashMap<Box<str>, ThreadIdx>,
+    /// The thread `see` named last: a thread's lines come in runs, and comparing one id is
+    /// cheaper than hashing it.
+    last_seen: Option<ThreadIdx>,
     counters: Counters,
     stream_ms: Option<i64>,
     /// Pending windows opened with a known stream time, oldest first (stream time never goes back).
@@ -308,16 +312,14 @@ impl Router {
     pub fn push(&mut self, record: &[u8], sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
-        match wire::decode(record) {
-            Decoded::Malformed(reason) => {
-                self.close_windows(None, line_no, sink);
-                self.counters.malformed += 1;
-                sink.event(&Event::Malformed { line_no, reason: &reason, record });
-            }
-            Decoded::Line(line) => {
-                self.close_windows(line.time(), line_no, sink);
-                self.route(&line, record, line_no, sink);
-            }
+        let mut line = Line::empty();
+        if let Err(reason) = wire::decode_into(record, &mut line) {
+            self.close_windows(None, line_no, sink);
+            self.counters.malformed += 1;
+            sink.event(&Event::Malformed { line_no, reason: &reason, record });
+        } else {
+            self.close_windows(line.time(), line_no, sink);
+            self.route(&line, record, line_no, sink);
         }
     }
 
@@ -402,7 +404,7 @@ impl Router {
                 }
                 None => subject = self.find(&thread.id),
             }
-        } else if msg.method() == Some("turn/start") && msg.has_id {
+        } else if msg.kind == Method::TurnStart && msg.has_id {
             if let Some(id) = msg.thread_id().filter(|t| !t.is_empty()) {
                 let t = self.see(id, sink);
                 self.mark_root(t, sink);
@@ -424,10 +426,9 @@ impl Router {
 
     fn thread_line(&mut self, id: &str, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         let thread = self.see(id, sink);
-        let method = line.msg.method().unwrap_or("");
 
         // A thread that announces itself is settled before its own line (and its buffer first).
-        if method == "thread/started" {
+        if line.msg.kind == Method::ThreadStarted {
             if let Some(info) = &line.msg.params.rest().thread {
                 match info.parent() {
                     Some(parent) => {
@@ -506,7 +507,7 @@ impl Router {
     fn buffer(&mut self, thread: ThreadIdx, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
         self.counters.early += 1;
         let facts = &mut self.threads[thread.index()];
-        if line.msg.method() == Some("turn/started") {
+        if line.msg.kind == Method::TurnStarted {
             if let Some(turn) = &line.msg.params.rest().turn {
                 if turn.id.is_some() && turn.id == turn.root_turn_id {
                     facts.own_root_turn = true;
@@ -643,7 +644,11 @@ impl Router {
 
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
+        if let Some(idx) = self.last_seen.filter(|t| *self.threads[t.index()].id == *id) {
+            return idx;
+        }
         if let Some(&idx) = self.by_id.get(id) {
+            self.last_seen = Some(idx);
             return idx;
         }
         let idx = ThreadIdx(u32::try_from(self.threads.len()).expect("fewer than 2^32 threads"));
@@ -660,6 +665,7 @@ impl Router {
             buffer: None,
         });
         self.by_id.insert(id.into(), idx);
+        self.last_seen = Some(idx);
         sink.event(&Event::Seen { thread: idx, id });
         idx
     }
@@ -728,8 +734,7 @@ fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
             .into_iter()
             .collect();
     }
-    let method = line.msg.method().unwrap_or("");
-    if method != "item/started" && method != "item/completed" {
+    if !matches!(line.msg.kind, Method::ItemStarted | Method::ItemCompleted) {
         return Vec::new();
     }
     let Some(item) = &line.msg.params.rest().item else {

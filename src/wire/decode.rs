@@ -13,6 +13,8 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::methods::Method;
+
 pub type Str<'a> = Cow<'a, str>;
 
 /// Deserializes a string borrowed from the record when it holds no escapes. (serde's own
@@ -148,6 +150,11 @@ pub struct Line<'a> {
 }
 
 impl Line<'_> {
+    /// A slot for [`decode_into`].
+    pub fn empty() -> Self {
+        Self { dir: Dir::Bare, ts: None, msg: Message::default(), raw: "" }
+    }
+
     /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`.
     pub fn time(&self) -> Option<i64> {
         self.ts.or(self.msg.emitted_at_ms)
@@ -157,6 +164,8 @@ impl Line<'_> {
 #[derive(Debug, Default)]
 pub struct Message<'a> {
     pub method: Option<Str<'a>>,
+    /// `method`, named once for the stages that branch on it.
+    pub kind: Method,
     pub has_id: bool,
     pub params: Params<'a>,
     /// Only responses whose result is an object; other results carry nothing the reducer needs.
@@ -418,63 +427,88 @@ pub struct ResultBody<'a> {
 
 /// Decodes one record. Never panics; every failure is a [`Malformed`] reason.
 pub fn decode(record: &[u8]) -> Decoded<'_> {
+    let mut line = Line::empty();
+    match decode_into(record, &mut line) {
+        Ok(()) => Decoded::Line(line),
+        Err(e) => Decoded::Malformed(e),
+    }
+}
+
+/// [`decode`] into a line the caller owns. A decoded message is some 200 bytes: built in place it
+/// is never copied from the scanner to the router (the copies were an eighth of ingest time).
+/// On error the slot holds no meaningful line.
+pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malformed> {
     let Ok(text) = std::str::from_utf8(record) else {
-        return Decoded::Malformed(Malformed::NotUtf8);
+        return Err(Malformed::NotUtf8);
     };
-    let top = match parse_top(text) {
-        Ok(top) => top,
-        Err(e) => return Decoded::Malformed(e),
-    };
+    let mut top = TopRest::default();
+    parse_top(text, &mut line.msg, &mut top)?;
     if top.raw_b64 {
-        return Decoded::Malformed(Malformed::RawBytes);
+        return Err(Malformed::RawBytes);
     }
     if let Some(inner) = top.envelope_msg {
-        let dir = match top.dir.as_deref() {
+        line.dir = match top.dir.as_deref() {
             Some("s2c") => Dir::ServerToClient,
             Some("c2s") => Dir::ClientToServer,
             _ => Dir::In,
         };
-        return match decode_message(inner.get()) {
-            Ok(msg) => Decoded::Line(Line { dir, ts: top.ts, msg, raw: inner.get() }),
-            Err(e) => Decoded::Malformed(e),
-        };
+        line.ts = top.ts;
+        line.raw = inner.get();
+        // The envelope's own members are not the message's.
+        line.msg = Message::default();
+        return decode_message_into(inner.get(), &mut line.msg);
     }
-    finish(top.msg, text)
-        .map_or_else(Decoded::Malformed, |msg| Decoded::Line(Line { dir: Dir::Bare, ts: None, msg, raw: text }))
+    line.dir = Dir::Bare;
+    line.ts = None;
+    line.raw = text;
+    finish(&mut line.msg, top.parts, text)
 }
 
 /// Decodes a bare Codex message (no envelope).
 pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
-    finish(parse_top(text)?.msg, text)
+    let mut msg = Message::default();
+    decode_message_into(text, &mut msg)?;
+    Ok(msg)
 }
 
-pub(super) fn finish<'a>(mut msg: MessageParts<'a>, text: &'a str) -> Result<Message<'a>, Malformed> {
-    if let Some(raw) = msg.late_params.take() {
-        let full = msg.message.method.as_deref().is_some_and(wants_full_params);
-        msg.message.params = ParamsSeed { full }
+fn decode_message_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Result<(), Malformed> {
+    let mut top = TopRest::default();
+    parse_top(text, msg, &mut top)?;
+    finish(msg, top.parts, text)
+}
+
+pub(super) fn finish<'a>(msg: &mut Message<'a>, parts: Parts<'a>, text: &'a str) -> Result<(), Malformed> {
+    if let Some(raw) = parts.late_params {
+        let full = msg.method.as_deref().is_some_and(wants_full_params);
+        msg.params = ParamsSeed { full }
             .deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
             .map_err(|e| json_error(&e))?;
     }
-    if let Some(raw) = msg.result {
+    if let Some(raw) = parts.result {
         if raw.get().starts_with('{') {
-            msg.message.result = Some(serde_json::from_str(raw.get()).map_err(|e| json_error(&e))?);
+            msg.result = Some(serde_json::from_str(raw.get()).map_err(|e| json_error(&e))?);
         }
     }
-    let m = &msg.message;
-    if m.method.is_none() && !m.has_id && m.swarmtop.is_none() {
-        if msg.shape == Shape::ClaudeTranscript {
-            if let Some(claude) = super::claude::message(text) {
-                return Ok(claude);
-            }
-        }
-        if msg.shape == Shape::CodexRollout {
-            if let Some(rollout) = super::rollout::message(text) {
-                return Ok(rollout);
-            }
-        }
-        return Err(Malformed::NotAMessage(msg.shape));
+    if msg.method.is_none() && !msg.has_id && msg.swarmtop.is_none() {
+        // Lines of the other formats swarmtop reads (wire.md §1, item 4; rollout files) become
+        // messages of their own methods.
+        let other = match parts.shape {
+            Shape::ClaudeTranscript => super::claude::message(text),
+            Shape::CodexRollout => super::rollout::message(text),
+            Shape::Other => None,
+        };
+        *msg = other.ok_or(Malformed::NotAMessage(parts.shape))?;
     }
-    Ok(msg.message)
+    msg.kind = msg.method.as_deref().map_or(Method::Absent, Method::of);
+    Ok(())
+}
+
+/// A serde error as a reason: broken JSON, or JSON of the wrong shape.
+fn json_error(e: &serde_json::Error) -> Malformed {
+    match e.classify() {
+        serde_json::error::Category::Data => Malformed::WrongType(e.to_string()),
+        _ => Malformed::NotJson(e.to_string()),
+    }
 }
 
 /// The methods whose params the reducer or the model read beyond `threadId`. For any other method
@@ -501,30 +535,29 @@ pub(super) fn wants_full_params(method: &str) -> bool {
         )
 }
 
-#[derive(Default)]
-pub(super) struct MessageParts<'a> {
-    pub message: Message<'a>,
+/// What the top level holds besides the message's own fields, for [`finish`].
+#[derive(Default, Clone, Copy)]
+pub(super) struct Parts<'a> {
     pub late_params: Option<&'a RawValue>,
     pub result: Option<&'a RawValue>,
     pub shape: Shape,
 }
 
-/// The top level of a record: the message's own members, or an envelope's.
+/// The top level of a record besides the message: an envelope's members, and [`Parts`].
 #[derive(Default)]
-pub(super) struct Top<'a> {
-    pub msg: MessageParts<'a>,
+pub(super) struct TopRest<'a> {
+    pub parts: Parts<'a>,
     pub ts: Option<i64>,
     pub dir: Option<Str<'a>>,
     pub envelope_msg: Option<&'a RawValue>,
     pub raw_b64: bool,
 }
 
-/// A serde error as a reason: broken JSON, or JSON of the wrong shape.
-fn json_error(e: &serde_json::Error) -> Malformed {
-    match e.classify() {
-        serde_json::error::Category::Data => Malformed::WrongType(e.to_string()),
-        _ => Malformed::NotJson(e.to_string()),
-    }
+/// The top level of a record: the message's own members, or an envelope's.
+#[derive(Default)]
+pub(super) struct Top<'a> {
+    pub message: Message<'a>,
+    pub rest: TopRest<'a>,
 }
 
 /// The serde path alone, for checking the fast path against it.
@@ -533,12 +566,16 @@ pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
     serde_json::from_str::<Top<'_>>(text)
 }
 
-/// The fast scanner when it can, serde when it cannot (see `scan`).
-fn parse_top(text: &str) -> Result<Top<'_>, Malformed> {
-    match super::scan::top(text) {
-        Some(top) => Ok(top),
-        None => serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e)),
+/// The fast scanner when it can, serde when it cannot (see `scan`). `msg` and `rest` start empty.
+fn parse_top<'a>(text: &'a str, msg: &mut Message<'a>, rest: &mut TopRest<'a>) -> Result<(), Malformed> {
+    if super::scan::top_into(text, msg, rest).is_some() {
+        return Ok(());
     }
+    // The scanner may have filled part of the slot before it gave up.
+    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e))?;
+    *msg = top.message;
+    *rest = top.rest;
+    Ok(())
 }
 
 impl<'de> Deserialize<'de> for Top<'de> {
@@ -560,36 +597,36 @@ impl<'de> Visitor<'de> for TopVisitor {
         let mut top = Top::default();
         let mut keys = ShapeKeys::default();
         while let Some(BStr(key)) = map.next_key::<BStr<'de>>()? {
-            let parts = &mut top.msg;
+            let (message, rest) = (&mut top.message, &mut top.rest);
             match &*key {
-                "method" => parts.message.method = Some(map.next_value::<BStr<'de>>()?.0),
-                "params" => match parts.message.method.as_deref() {
+                "method" => message.method = Some(map.next_value::<BStr<'de>>()?.0),
+                "params" => match message.method.as_deref() {
                     Some(method) => {
                         let full = wants_full_params(method);
-                        parts.message.params = map.next_value_seed(ParamsSeed { full })?;
+                        message.params = map.next_value_seed(ParamsSeed { full })?;
                     }
-                    None => parts.late_params = Some(map.next_value()?),
+                    None => rest.parts.late_params = Some(map.next_value()?),
                 },
                 "id" => {
                     map.next_value::<IgnoredAny>()?;
-                    parts.message.has_id = true;
+                    message.has_id = true;
                 }
                 "result" => {
-                    parts.result = Some(map.next_value()?);
-                    parts.message.has_result_or_error = true;
+                    rest.parts.result = Some(map.next_value()?);
+                    message.has_result_or_error = true;
                 }
                 "error" => {
                     map.next_value::<IgnoredAny>()?;
-                    parts.message.has_result_or_error = true;
+                    message.has_result_or_error = true;
                 }
-                "emittedAtMs" => parts.message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0),
-                "swarmtop" => parts.message.swarmtop = Some(map.next_value::<MarkerKind<'de>>()?.0),
-                "ts" => top.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
-                "dir" => top.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
-                "msg" => top.envelope_msg = Some(map.next_value()?),
+                "emittedAtMs" => message.emitted_at_ms = map.next_value::<Option<Millis>>()?.map(|m| m.0),
+                "swarmtop" => message.swarmtop = Some(map.next_value::<MarkerKind<'de>>()?.0),
+                "ts" => rest.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
+                "dir" => rest.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
+                "msg" => rest.envelope_msg = Some(map.next_value()?),
                 "rawB64" => {
                     map.next_value::<IgnoredAny>()?;
-                    top.raw_b64 = true;
+                    rest.raw_b64 = true;
                 }
                 other => {
                     keys.note(other);
@@ -597,7 +634,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                 }
             }
         }
-        top.msg.shape = keys.shape();
+        top.rest.parts.shape = keys.shape();
         Ok(top)
     }
 }

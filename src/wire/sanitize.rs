@@ -31,6 +31,11 @@ impl Clean {
         push_sanitized(&mut self.0, raw);
     }
 
+    /// Room for at least `additional` more bytes.
+    pub fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+
     pub fn push_clean(&mut self, clean: &Clean) {
         self.0.push_str(&clean.0);
     }
@@ -89,8 +94,26 @@ fn is_invisible_control(c: char) -> bool {
         | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+/// Whether every byte is printable ASCII, newline or tab: the text of nearly every delta.
+/// Eight bytes at a time (SWAR); a word that may hold anything else is checked byte by byte.
+fn is_plain(raw: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut words = raw.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        // A byte below 0x20 borrows into its clear high bit; one at 0x7f or above has its high
+        // bit set once 1 is added. Neither test misses a byte; both may flag a plain one.
+        let suspect = (x.wrapping_sub(ONES * 0x20) & !x | x.wrapping_add(ONES) | x) & HIGHS;
+        if suspect != 0 && !word.iter().copied().all(is_plain_ascii) {
+            return false;
+        }
+    }
+    words.remainder().iter().copied().all(is_plain_ascii)
+}
+
 fn push_sanitized(out: &mut String, raw: &str) {
-    if raw.bytes().all(is_plain_ascii) {
+    if is_plain(raw.as_bytes()) {
         out.push_str(raw);
         return;
     }
@@ -185,6 +208,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn word_check_agrees_with_bytes(s in proptest::collection::vec(any::<u8>(), 0..40)) {
+            prop_assert_eq!(is_plain(&s), s.iter().copied().all(is_plain_ascii));
+        }
+
+        #[test]
+        fn word_check_on_near_plain_text(s in r"[\x00-\x7f\u{80}-\u{a0}]{0,40}") {
+            prop_assert_eq!(is_plain(s.as_bytes()), s.bytes().all(is_plain_ascii));
+        }
+
         #[test]
         fn no_control_chars_out(s in any::<String>()) {
             prop_assert!(!has_unsafe(sanitize(&s).as_str()));

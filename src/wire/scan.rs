@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::decode::{Params, ShapeKeys, Str, Top, wants_full_params};
+use super::decode::{Breakdown, Item, Message, Params, ShapeKeys, Str, TokenUsage, TopRest, wants_full_params};
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -30,7 +30,12 @@ impl<'a> Scanner<'a> {
         Self { text, bytes: text.as_bytes(), pos: 0 }
     }
 
+    #[inline]
     fn ws(&mut self) {
+        // Codex writes no whitespace between tokens: one compare settles the usual case.
+        if self.bytes.get(self.pos).is_some_and(|&b| b > b' ') {
+            return;
+        }
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;
         }
@@ -47,6 +52,7 @@ impl<'a> Scanner<'a> {
 
     /// Moves the cursor to the next byte that ends a plain run inside a string: `"`, `\\` or a
     /// control byte (which JSON forbids raw). Eight bytes at a time, as a word (SWAR).
+    #[inline(always)]
     fn skip_plain(&mut self) -> Scan<u8> {
         const ONES: u64 = 0x0101_0101_0101_0101;
         const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -244,11 +250,38 @@ impl<'a> Scanner<'a> {
     }
 
     /// A plain integer (no fraction or exponent) that fits an i64.
+    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
+    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
     fn opt_int(&mut self) -> Scan<Option<i64>> {
         if self.is_null() {
             return Some(None);
         }
-        self.number()?.parse().ok().map(Some)
+        let b = self.bytes;
+        let negative = b.get(self.pos) == Some(&b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let mut v: u64 = 0;
+        while let Some(&d) = b.get(self.pos).filter(|d| d.is_ascii_digit()) {
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+            self.pos += 1;
+        }
+        let digits = self.pos - start;
+        if digits == 0 || (digits > 1 && b[start] == b'0') || matches!(b.get(self.pos), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        // serde reads `-0` as the float -0.0, which a typed integer refuses.
+        if negative && v == 0 {
+            return None;
+        }
+        if digits > 18 {
+            // Past 18 digits the sum above may have wrapped: let the standard parser judge.
+            return self.text[start - usize::from(negative)..self.pos].parse().ok().map(Some);
+        }
+        // At most 18 digits: below 10^18, so it fits either sign.
+        let v = i64::try_from(v).ok()?;
+        Some(Some(if negative { -v } else { v }))
     }
 
     fn opt_bool(&mut self) -> Scan<Option<bool>> {
@@ -260,14 +293,58 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A whole number that fits a u64, as serde reads one; anything else gives up.
+    fn opt_u64(&mut self) -> Scan<Option<u64>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        self.number()?.parse().ok().map(Some)
+    }
+
+    fn opt_raw(&mut self, depth: usize) -> Scan<Option<&'a RawValue>> {
+        if self.is_null() { Some(None) } else { raw(self.value(depth)?).map(Some) }
+    }
+
+    /// An array of strings, or null.
+    fn opt_strings(&mut self) -> Scan<Option<Vec<Str<'a>>>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        self.eat(b'[')?;
+        let mut v = Vec::new();
+        if self.eat(b']').is_some() {
+            return Some(Some(v));
+        }
+        loop {
+            v.push(self.string()?);
+            if self.eat(b',').is_none() {
+                self.eat(b']')?;
+                return Some(Some(v));
+            }
+        }
+    }
+
+    /// A member name. Every name the reducer reads is plain, so a name with an escape gives up
+    /// rather than paying for unescaping on every key.
+    fn key(&mut self) -> Scan<&'a str> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        if self.skip_plain()? != b'"' {
+            return None;
+        }
+        let key = &self.text[start..self.pos];
+        self.pos += 1;
+        Some(key)
+    }
+
     /// Iterates an object's members: `f` must consume each value.
-    fn object(&mut self, mut f: impl FnMut(&mut Self, Str<'a>) -> Scan<()>) -> Scan<()> {
+    fn object(&mut self, mut f: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
         self.eat(b'{')?;
         if self.eat(b'}').is_some() {
             return Some(());
         }
         loop {
-            let key = self.string()?;
+            let key = self.key()?;
             self.eat(b':')?;
             f(self, key)?;
             if self.eat(b',').is_none() {
@@ -282,6 +359,133 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
+fn once(seen: &mut u32, bit: u32) -> Scan<()> {
+    let first = *seen & bit == 0;
+    *seen |= bit;
+    first.then_some(())
+}
+
+/// A struct member at the cursor: `null`, or an object (serde's derive also takes an array, by
+/// position; that is left to serde).
+fn opt_struct(s: &mut Scanner<'_>) -> Scan<bool> {
+    if s.is_null() {
+        return Some(false);
+    }
+    (s.peek()? == b'{').then_some(true)
+}
+
+/// `params.tokenUsage` as the derived [`TokenUsage`] reads it. Parsed here rather than validated
+/// here and parsed again by serde: one such line follows every model response.
+fn token_usage(s: &mut Scanner<'_>) -> Scan<Option<TokenUsage>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut u = TokenUsage::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        match key {
+            "total" => {
+                once(&mut seen, 1)?;
+                u.total = breakdown(s)?;
+            }
+            "last" => {
+                once(&mut seen, 2)?;
+                u.last = breakdown(s)?;
+            }
+            "modelContextWindow" => {
+                once(&mut seen, 4)?;
+                u.model_context_window = s.opt_u64()?;
+            }
+            _ => {
+                s.value(3)?;
+            }
+        }
+        Some(())
+    })?;
+    Some(Some(u))
+}
+
+fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut b = Breakdown::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, field) = match key {
+            "totalTokens" => (1, &mut b.total_tokens),
+            "inputTokens" => (2, &mut b.input_tokens),
+            "cachedInputTokens" => (4, &mut b.cached_input_tokens),
+            "cacheWriteInputTokens" => (8, &mut b.cache_write_input_tokens),
+            "outputTokens" => (16, &mut b.output_tokens),
+            "reasoningOutputTokens" => (32, &mut b.reasoning_output_tokens),
+            _ => {
+                s.value(4)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, bit)?;
+        *field = s.opt_u64()?;
+        Some(())
+    })?;
+    Some(Some(b))
+}
+
+/// `params.item` as the derived [`Item`] reads it: strings typed, display fields raw. Two of
+/// every dozen lines carry an item (`item/started`, `item/completed`).
+fn item<'a>(s: &mut Scanner<'a>) -> Scan<Option<Item<'a>>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut it = Item::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, slot) = match key {
+            "type" => (0, &mut it.kind),
+            "id" => (1, &mut it.id),
+            "status" => (2, &mut it.status),
+            "model" => (3, &mut it.model),
+            "kind" => (4, &mut it.activity),
+            "agentThreadId" => (5, &mut it.agent_thread_id),
+            "agentPath" => (6, &mut it.agent_path),
+            "receiverThreadIds" => {
+                once(&mut seen, 1 << 7)?;
+                it.receiver_thread_ids = s.opt_strings()?;
+                return Some(());
+            }
+            _ => {
+                let (bit, raw) = match key {
+                    "tool" => (8, &mut it.tool),
+                    "prompt" => (9, &mut it.prompt),
+                    "text" => (10, &mut it.text),
+                    "summary" => (11, &mut it.summary),
+                    "content" => (12, &mut it.content),
+                    "command" => (13, &mut it.command),
+                    "aggregatedOutput" => (14, &mut it.aggregated_output),
+                    "exitCode" => (15, &mut it.exit_code),
+                    "changes" => (16, &mut it.changes),
+                    "server" => (17, &mut it.server),
+                    "query" => (18, &mut it.query),
+                    "error" => (19, &mut it.error),
+                    "agentsStates" => (20, &mut it.agents_states),
+                    _ => {
+                        s.value(3)?;
+                        return Some(());
+                    }
+                };
+                once(&mut seen, 1 << bit)?;
+                *raw = s.opt_raw(3)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, 1 << bit)?;
+        *slot = s.opt_string()?;
+        Some(())
+    })?;
+    Some(Some(it))
+}
+
 /// Parses a validated slice with serde; any disagreement sends the line to the serde path.
 fn serde_part<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Scan<T> {
     serde_json::from_str(text).ok()
@@ -291,18 +495,19 @@ fn raw(text: &str) -> Scan<&RawValue> {
     serde_json::from_str(text).ok()
 }
 
-fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
-    let mut p = Params::default();
+/// Params into `p` (in place, see `decode_into`), replacing what it held.
+fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
+    *p = Params::default();
     match s.peek()? {
         b'{' => {}
         b'n' => {
             s.literal(b"null")?;
-            return Some(p);
+            return Some(());
         }
         // Arrays and scalars carry no thread (see ParamsSeed).
         _ => {
             s.value(1)?;
-            return Some(p);
+            return Some(());
         }
     }
     s.object(|s, key| {
@@ -314,7 +519,7 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
             }
             return Some(());
         }
-        match &*key {
+        match key {
             "threadId" => p.thread_id = s.opt_string()?,
             "turnId" => p.turn_id = s.opt_string()?,
             "itemId" => p.item_id = s.opt_string()?,
@@ -325,8 +530,8 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
             "toModel" => p.rest_mut().to_model = s.opt_string()?,
             "thread" => p.rest_mut().thread = serde_part(s.value(2)?)?,
             "turn" => p.rest_mut().turn = serde_part(s.value(2)?)?,
-            "item" => p.rest_mut().item = serde_part(s.value(2)?)?,
-            "tokenUsage" => p.rest_mut().token_usage = serde_part(s.value(2)?)?,
+            "item" => p.rest_mut().item = item(s)?,
+            "tokenUsage" => p.rest_mut().token_usage = token_usage(s)?,
             "threadSettings" => {
                 #[derive(serde::Deserialize)]
                 struct Settings<'a> {
@@ -344,8 +549,7 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool) -> Scan<Params<'a>> {
             }
         }
         Some(())
-    })?;
-    Some(p)
+    })
 }
 
 /// A unix-ms time as the serde path reads it; unusual numbers give up.
@@ -353,18 +557,18 @@ fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
     s.opt_int()
 }
 
-/// The top level of a record, as [`Top`] (a message's own members, or an envelope's).
-pub(super) fn top(text: &str) -> Scan<Top<'_>> {
+/// The top level of a record, as [`super::decode::Top`]: the message's own members into `msg`,
+/// the rest into `top`. Both start empty.
+pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
     let mut s = Scanner::new(text);
-    let mut top = Top::default();
     let mut late_params: Option<&str> = None;
     let mut keys = ShapeKeys::default();
     s.object(|s, key| {
-        let m = &mut top.msg.message;
-        match &*key {
+        let m = &mut *msg;
+        match key {
             "method" => m.method = Some(s.string()?),
             "params" => match m.method.as_deref() {
-                Some(method) => m.params = params(s, wants_full_params(method))?,
+                Some(method) => params(s, wants_full_params(method), &mut m.params)?,
                 None => late_params = Some(s.value(1)?),
             },
             "id" => {
@@ -372,7 +576,7 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
                 m.has_id = true;
             }
             "result" => {
-                top.msg.result = Some(raw(s.value(1)?)?);
+                top.parts.result = Some(raw(s.value(1)?)?);
                 m.has_result_or_error = true;
             }
             "error" => {
@@ -404,12 +608,20 @@ pub(super) fn top(text: &str) -> Scan<Top<'_>> {
     })?;
     s.end()?;
     if let Some(text) = late_params {
-        let full = top.msg.message.method.as_deref().is_some_and(wants_full_params);
+        let full = msg.method.as_deref().is_some_and(wants_full_params);
         let mut inner = Scanner::new(text);
-        top.msg.message.params = params(&mut inner, full)?;
+        params(&mut inner, full, &mut msg.params)?;
     }
-    top.msg.shape = keys.shape();
-    Some(top)
+    top.parts.shape = keys.shape();
+    Some(())
+}
+
+/// [`top_into`] by value, for the tests.
+#[cfg(test)]
+fn top(text: &str) -> Scan<super::decode::Top<'_>> {
+    let mut t = super::decode::Top::default();
+    top_into(text, &mut t.message, &mut t.rest)?;
+    Some(t)
 }
 
 #[cfg(test)]
@@ -436,19 +648,19 @@ mod agreement {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::wire::decode::{finish, serde_only};
+    use crate::wire::decode::{Top, finish, serde_only};
 
     /// What the reducer reads of a line, for comparing the two paths.
     fn summary(t: Top<'_>) -> String {
+        let Top { message: mut m, rest: t } = t;
         let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
-        let m = match finish(t.msg, "") {
-            Ok(m) => m,
-            Err(e) => return format!("malformed {e:?}|{envelope}"),
-        };
+        if let Err(e) = finish(&mut m, t.parts, "") {
+            return format!("malformed {e:?}|{envelope}");
+        }
         let p = &m.params;
         let r = p.rest();
         format!(
-            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
+            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
             m.method,
             m.has_id,
             m.emitted_at_ms,
@@ -459,7 +671,8 @@ mod agreement {
             p.delta,
             p.summary_index,
             r.will_retry,
-            r.item.as_ref().map(|i| (&i.kind, &i.id, &i.receiver_thread_ids)),
+            r.item,
+            r.token_usage,
             r.thread.as_ref().map(|th| &th.id),
             r.status.map(RawValue::get),
             m.result.as_ref().map(|r| (r.thread.as_ref().map(|t| &t.id), &r.model)),
@@ -478,6 +691,10 @@ mod agreement {
             Just("\"\\u00e9\"".to_owned()),
             Just("\"x\\q\"".to_owned()),
             Just("01".to_owned()),
+            Just("-0".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("-9223372036854775808".to_owned()),
+            Just("9223372036854775808".to_owned()),
             Just("\"caf\u{e9}\"".to_owned()),
         ];
         leaf.prop_recursive(3, 24, 4, |inner| {
@@ -510,6 +727,14 @@ mod agreement {
             Just("status"),
             Just("type"),
             Just("receiverThreadIds"),
+            Just("kind"),
+            Just("agentThreadId"),
+            Just("text"),
+            Just("tool"),
+            Just("tokenUsage"),
+            Just("total"),
+            Just("totalTokens"),
+            Just("modelContextWindow"),
             Just("ts"),
             Just("dir"),
             Just("msg"),
@@ -528,6 +753,33 @@ mod agreement {
             Just("5"),
         ]
         .prop_map(str::to_owned)
+    }
+
+    /// The typed nested objects the scanner reads itself, on lines shaped like real ones.
+    #[test]
+    fn items_and_token_usage_agree_with_serde() {
+        let lines = [
+            r#"{"method":"item/completed","params":{"item":{"type":"collabAgentToolCall","id":"call_1","tool":"spawnAgent","status":"completed","senderThreadId":"p","receiverThreadIds":["c1","c\"2"],"prompt":"do \n it","model":"gpt-5.6-luna","agentsStates":{}},"threadId":"p","turnId":"u"},"emittedAtMs":5}"#,
+            r#"{"method":"item/started","params":{"item":{"type":"subAgentActivity","id":"a","kind":"started","agentThreadId":"c","agentPath":"/root/x","text":null,"exitCode":0},"threadId":"p"}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","tokenUsage":{"total":{"totalTokens":10,"inputTokens":9,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0,"extra":[1]},"last":null,"modelContextWindow":258400}}}"#,
+            r#"{"method":"item/completed","params":{"item":null,"threadId":"p"}}"#,
+        ];
+        for l in lines {
+            let fast = top(l).unwrap_or_else(|| panic!("fell back: {l}"));
+            assert_eq!(summary(fast), summary(serde_only(l).unwrap()), "{l}");
+        }
+        // What serde refuses, the scanner leaves to serde.
+        for l in [
+            r#"{"method":"item/completed","params":{"item":{"id":"a","id":"b"}}}"#,
+            r#"{"method":"item/completed","params":{"item":["agentMessage","a"]}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-0}}}"#,
+            // serde reads `-0` as a float.
+            r#"{"method":"item/agentMessage/delta","params":{"summaryIndex":-0}}"#,
+        ] {
+            assert!(top(l).is_none(), "fast path took: {l}");
+        }
     }
 
     proptest! {
