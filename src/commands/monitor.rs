@@ -415,12 +415,14 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         } else {
             m.feed.now_ms = unix_now_ms();
         }
-        m.feed.events_per_sec = m.rate.value;
         // Elapsed times, the clock and "stalled" move on their own: a frame a second keeps them true.
         if now >= next_tick {
             next_tick = now + TICK;
+            // A quiet second is a rate of zero, not the last rate seen.
+            m.rate.add(0, now);
             m.dirty = true;
         }
+        m.feed.events_per_sec = m.rate.value;
 
         // Draw when something changed, at most once per frame interval.
         let frame_due = last_draw.map_or(now, |t| t + frame);
