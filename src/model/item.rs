@@ -120,10 +120,6 @@ impl Item {
         }
     }
 
-    pub fn is_card(&self) -> bool {
-        !self.lanes.is_empty()
-    }
-
     /// Fills what an `item/started` or `item/completed` carries. `completed` makes the carried
     /// text authoritative over accumulated deltas.
     pub(super) fn absorb(&mut self, item: &wire::Item<'_>, completed: bool) {

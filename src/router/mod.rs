@@ -209,7 +209,7 @@ impl<F: FnMut(&Event<'_, '_>)> Sink for F {
 
 /// What the router knows of one thread.
 #[derive(Debug)]
-pub struct ThreadFacts {
+struct ThreadFacts {
     pub id: Box<str>,
     pub role: Role,
     pub parent: Option<ThreadIdx>,
@@ -271,21 +271,8 @@ impl Router {
         c
     }
 
-    pub fn threads(&self) -> &[ThreadFacts] {
-        &self.threads
-    }
-
-    pub fn thread(&self, idx: ThreadIdx) -> &ThreadFacts {
-        &self.threads[idx.index()]
-    }
-
     pub fn find(&self, id: &str) -> Option<ThreadIdx> {
         self.by_id.get(id).copied()
-    }
-
-    /// The largest line time seen so far (unix ms).
-    pub fn stream_ms(&self) -> Option<i64> {
-        self.stream_ms
     }
 
     /// The root whose session a thread's lines belong to, if its chain of parents reaches one.

@@ -464,13 +464,6 @@ pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malf
     finish(&mut line.msg, top.parts, text)
 }
 
-/// Decodes a bare Codex message (no envelope).
-pub fn decode_message(text: &str) -> Result<Message<'_>, Malformed> {
-    let mut msg = Message::default();
-    decode_message_into(text, &mut msg)?;
-    Ok(msg)
-}
-
 fn decode_message_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Result<(), Malformed> {
     let mut top = TopRest::default();
     parse_top(text, msg, &mut top)?;

@@ -10,6 +10,6 @@ mod scan;
 
 pub use decode::{
     Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ParamsRest, ResultBody, Shape, Str, ThreadInfo,
-    TokenUsage, TurnInfo, decode, decode_into, decode_message, parse_raw,
+    TokenUsage, TurnInfo, decode, decode_into, parse_raw,
 };
 pub use sanitize::{Clean, sanitize};

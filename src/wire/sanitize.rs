@@ -36,10 +36,6 @@ impl Clean {
         self.0.reserve(additional);
     }
 
-    pub fn push_clean(&mut self, clean: &Clean) {
-        self.0.push_str(&clean.0);
-    }
-
     pub fn clear(&mut self) {
         self.0.clear();
     }
