@@ -114,6 +114,27 @@ pub enum Command {
     Attach(AttachArgs),
     /// Accept producers that push NDJSON lines into a socket, and monitor them.
     Listen(ListenArgs),
+    /// Send spawn trees to an OpenTelemetry collector as traces (or write them as OTLP/JSON lines).
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// OTLP/HTTP collector (default: $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318).
+    #[arg(long, value_name = "URL", conflicts_with = "otlp_file")]
+    pub otlp: Option<String>,
+    /// Write OTLP/JSON lines (one export request per line) to this file instead.
+    #[arg(long, value_name = "PATH")]
+    pub otlp_file: Option<PathBuf>,
+    /// How long to keep retrying while the collector is down (e.g. 30s).
+    #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
+    pub wait: std::time::Duration,
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_ms(s).map(std::time::Duration::from_millis)
 }
 
 #[derive(Debug, Args)]

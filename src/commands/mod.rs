@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod cli;
+pub mod export;
 mod ingest;
 pub mod listen;
 mod live;
@@ -68,6 +69,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Tee(args)) => tee::run(&args),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
     }
