@@ -58,6 +58,11 @@ pub struct MonitorOpts {
     /// Colour theme.
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
+    /// Export spawn trees as traces to this OTLP/HTTP collector while watching (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318). On `listen`, an
+    /// address without `http://` receives OTLP instead.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", action = clap::ArgAction::Append)]
+    pub otlp: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -178,6 +183,10 @@ pub struct TeeArgs {
     /// Do not write a recording.
     #[arg(long)]
     pub no_record: bool,
+    /// Export the session's spawn tree as traces to this OTLP/HTTP collector (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318).
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
     /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub monitor_queue_bytes: Option<usize>,

@@ -7,8 +7,9 @@ use color_eyre::eyre::{Result, eyre};
 
 use super::cli::ExportArgs;
 use super::ingest::{ingest, nothing};
-use crate::export::{self, Exporter, Provider, Request, all_spans, sender};
-use crate::pipeline::Config;
+use crate::export::{self, Exporter, Live, Provider, Request, Summary, all_spans, sender};
+use crate::pipeline::{Config, Pipeline};
+use crate::ui::ExportFeed;
 
 pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     let request = Request { url: args.otlp.clone().filter(|u| !u.is_empty()), file: args.otlp_file.clone() };
@@ -24,4 +25,42 @@ pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     let summary = exporter.finish(args.wait);
     eprintln!("swarmtop export: {} ({traces} traces)", export::describe(&summary, &target));
     Ok(if summary.all_accepted() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What a live command's `--otlp` values ask to export to: a URL, or the environment's collector
+/// for a bare `--otlp`. On `listen`, values without a scheme are addresses to receive on instead.
+pub(super) fn live_request(values: &[String], listen: bool) -> Option<Request> {
+    values
+        .iter()
+        .rfind(|v| !listen || v.contains("://"))
+        .map(|v| Request { url: (!v.is_empty()).then(|| v.clone()), file: None })
+}
+
+/// Starts exporting for a live session, when asked to.
+pub(super) fn start_live(request: Option<Request>) -> Result<Option<Live>> {
+    let Some(request) = request else { return Ok(None) };
+    let settings = export::config::resolve(&request, &|k| std::env::var(k).ok()).map_err(|e| eyre!(e))?;
+    Ok(Some(Live::start(settings)?))
+}
+
+/// The exporter's counters for the diagnostics view.
+pub(super) fn feed_of(live: &Live) -> ExportFeed {
+    let s = live.summary();
+    ExportFeed {
+        target: live.target().to_owned(),
+        queued: s.queued,
+        sent: s.sent,
+        retried: s.retried,
+        dropped: s.dropped,
+        rejected: s.rejected,
+        failing: s.failing,
+    }
+}
+
+/// Ends a live session's export and says on stderr what became of its spans.
+pub(super) fn finish_live(live: Live, pipeline: &Pipeline) -> Summary {
+    let target = live.target().to_owned();
+    let summary = live.finish(&pipeline.model, pipeline.format());
+    eprintln!("swarmtop: OTLP export: {}", export::describe(&summary, &target));
+    summary
 }

@@ -7,6 +7,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
 use super::cli::ListenArgs;
+use super::export::{live_request, start_live};
 use super::live::headless;
 use super::monitor::{self, Watch};
 use crate::pipeline::Config;
@@ -23,6 +24,7 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Listen, None, started);
     let recorder = recording::open_requested(args.monitor.record.as_deref(), Source::Listen, started, &header)?;
+    let export = start_live(live_request(&args.monitor.otlp, true))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
@@ -31,10 +33,10 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
         tokio::spawn(inbound::listen(listener, header, recorder, tx));
         if args.headless {
             eprintln!("swarmtop listen: accepting producers on {}", path.display());
-            headless(rx, config).await
+            headless(rx, config, export).await
         } else {
             let watch = Watch::Live { name: format!("listen {}", path.display()), events: rx };
-            monitor::screen(watch, &args.monitor, config).await
+            monitor::screen(watch, &args.monitor, config, export).await
         }
     })
 }

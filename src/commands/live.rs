@@ -8,37 +8,64 @@ use color_eyre::eyre::{Result, eyre};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
+use super::export::finish_live;
 use super::stats::render_json;
+use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files::{self, Record};
 use crate::source::live::{End, Event, Records};
 
 /// Applies events until the stream ends, the consumer is interrupted (SIGINT or SIGTERM), or the
 /// source goes away; then prints the figures.
-pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Result<ExitCode> {
+pub async fn headless(events: mpsc::Receiver<Event>, config: Config, export: Option<Live>) -> Result<ExitCode> {
+    let pipeline = consume(events, config, export, true).await?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(render_json(&pipeline).as_bytes())?;
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Applies events to a pipeline (exporting spans as they end, when asked) until the stream ends
+/// or, with `signals`, the consumer is interrupted; then settles the pipeline and the export.
+pub async fn consume(
+    mut events: mpsc::Receiver<Event>,
+    config: Config,
+    mut export: Option<Live>,
+    signals: bool,
+) -> Result<Pipeline> {
     let mut pipeline = Pipeline::new(config.clone());
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signals.then(|| signal(SignalKind::interrupt())).transpose()?;
+    let mut terminate = signals.then(|| signal(SignalKind::terminate())).transpose()?;
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            _ = interrupt.recv() => break,
-            _ = terminate.recv() => break,
+            Some(()) = async { interrupt.as_mut()?.recv().await } => break,
+            Some(()) = async { terminate.as_mut()?.recv().await } => break,
         };
         match event {
             None | Some(Event::Ended(End::Exited(_) | End::Closed)) => break,
             Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
             // The history that follows rebuilds the same model from scratch.
-            Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
-            Some(Event::Records(records)) => feed(&mut pipeline, &records),
+            Some(Event::Reset(_)) => {
+                pipeline = Pipeline::new(config.clone());
+                if let Some(x) = &mut export {
+                    x.reset();
+                }
+            }
+            Some(Event::Records(records)) => {
+                feed(&mut pipeline, &records);
+                if let Some(x) = &mut export {
+                    x.update(&pipeline.model, pipeline.format());
+                }
+            }
             Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
         }
     }
     pipeline.finish();
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(render_json(&pipeline).as_bytes())?;
-    stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    if let Some(x) = export {
+        finish_live(x, &pipeline);
+    }
+    Ok(pipeline)
 }
 
 /// The same record splitting as for files (blank lines, the length bound), so that a live view

@@ -66,7 +66,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Stats(args)) => stats::run(&args, config),
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
-        Some(Command::Tee(args)) => tee::run(&args),
+        Some(Command::Tee(args)) => tee::run(&args, config),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Export(args)) => export::run(&args, config),

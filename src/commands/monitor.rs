@@ -15,7 +15,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
+use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::TerminalGuard;
+use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
 use crate::source::files::{self, Input, MAX_LINE, Record};
@@ -245,9 +247,10 @@ pub enum Watch {
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    runtime.block_on(screen(watch, opts, config))
+    runtime.block_on(screen(watch, opts, config, export))
 }
 
 fn pace_of(speed: Speed) -> Pace {
@@ -295,6 +298,10 @@ struct Monitor {
     dirty: bool,
     /// The input has ended and the pipeline was told so (pending threads settled, as `stats` does).
     finished: bool,
+    /// Spans out to a collector as agents and tool calls end (`--otlp`).
+    export: Option<Live>,
+    /// The model generation the export last looked at.
+    exported: u64,
 }
 
 impl Monitor {
@@ -309,6 +316,9 @@ impl Monitor {
 
     fn reset(&mut self) {
         self.pipeline = Pipeline::new(self.config.clone());
+        if let Some(x) = &mut self.export {
+            x.reset();
+        }
         self.finished = false;
         self.dirty = true;
     }
@@ -321,6 +331,18 @@ impl Monitor {
             self.dirty = true;
         }
     }
+
+    /// Hands the spans that ended to the exporter (off this task: it only queues them).
+    fn export(&mut self) {
+        let Some(x) = self.export.as_mut() else { return };
+        let model = &self.pipeline.model;
+        if model.generation != self.exported {
+            x.update(model, self.pipeline.format());
+            self.exported = model.generation;
+        }
+        // The counters move on their own (the exporter thread); the next frame shows them.
+        self.feed.export = Some(feed_of(x));
+    }
 }
 
 fn unix_now_ms() -> Option<i64> {
@@ -328,7 +350,7 @@ fn unix_now_ms() -> Option<i64> {
 }
 
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
-pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, export: Option<Live>) -> Result<ExitCode> {
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate())?;
@@ -343,6 +365,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         rate: Rate { since: now, count: 0, value: 0.0 },
         dirty: true,
         finished: false,
+        export,
+        exported: u64::MAX,
     };
     let mut last_draw: Option<Instant> = None;
 
@@ -426,6 +450,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             m.dirty = true;
         }
         m.feed.events_per_sec = m.rate.value;
+        m.export();
 
         // Draw when something changed, at most once per frame interval.
         let frame_due = last_draw.map_or(now, |t| t + frame);
@@ -489,6 +514,9 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     }
     drop(guard);
     tracing::info!(lines = m.pipeline.counters().lines, "monitor closed");
+    if let Some(x) = m.export.take() {
+        finish_live(x, &m.pipeline);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -76,6 +76,21 @@ pub struct Feed {
     pub now_ms: Option<i64>,
     /// Quiet time after which an active agent shows as stalled.
     pub stall_ms: u64,
+    /// The OTLP export's counters, when the session exports (`--otlp`).
+    pub export: Option<ExportFeed>,
+}
+
+/// What the OTLP exporter has done so far, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportFeed {
+    pub target: String,
+    pub queued: u64,
+    pub sent: u64,
+    pub retried: u64,
+    pub dropped: u64,
+    pub rejected: u64,
+    /// The last attempt failed and is being retried (the collector is down).
+    pub failing: bool,
 }
 
 impl Default for Feed {
@@ -90,6 +105,7 @@ impl Default for Feed {
             connection: None,
             now_ms: None,
             stall_ms: 60_000,
+            export: None,
         }
     }
 }
@@ -136,7 +152,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     footer::draw(frame, footer, view);
     match view.overlay {
         Some(Overlay::Help) => help::draw(frame, body, view),
-        Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, model, counters, view),
+        Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, model, counters, feed, view),
         None => view.layout.overlay = Rect::default(),
     }
 }
