@@ -39,6 +39,11 @@ pub(super) fn live_request(values: &[String], listen: bool) -> Option<Request> {
 /// Starts exporting for a live session, when asked to.
 pub(super) fn start_live(request: Option<Request>) -> Result<Option<Live>> {
     let Some(request) = request else { return Ok(None) };
+    if let Some(url) = request.url.as_deref().filter(|u| !u.contains("://") && std::path::Path::new(u).exists()) {
+        return Err(eyre!(
+            "--otlp took {url:?} as the collector's URL: put --otlp after the inputs, or write --otlp=URL"
+        ));
+    }
     let settings = export::config::resolve(&request, &|k| std::env::var(k).ok()).map_err(|e| eyre!(e))?;
     Ok(Some(Live::start(settings)?))
 }
