@@ -496,3 +496,18 @@ fn the_structure_changes_with_the_tree_not_with_its_text() {
     w.child("c", "r", None);
     assert!(w.model.structure > shape);
 }
+
+// ---- bounds ----
+
+#[test]
+fn items_past_the_bound_are_counted_not_kept() {
+    let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None)]);
+    w.say("r", None, vec![delta("a", "+", None), item("d", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    let t = w.get("r");
+    assert_eq!(t.items.len(), 2);
+    assert_eq!(t.items[0].text.as_str(), "1+", "known items still grow");
+    assert_eq!(w.model.diagnostics.dropped_items, 2);
+}

@@ -31,11 +31,13 @@ pub struct Limits {
     pub item_text: usize,
     /// Item text kept per thread; older items lose their text first.
     pub thread_text: usize,
+    /// Items kept per thread; the lines about items past it are counted (`dropped_items`), not kept.
+    pub items_per_thread: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { item_text: 256 << 10, thread_text: 1 << 20 }
+        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000 }
     }
 }
 
@@ -295,7 +297,9 @@ impl Model {
             Fact::TurnEnded(end) => self.turn_ended(idx, end, time),
             Fact::Item(item) => self.item(idx, item, r.registry),
             Fact::Delta(d) => {
-                let slot = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone())));
+                let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
+                    return;
+                };
                 if let Some(text) = &d.text {
                     self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
                 }
@@ -513,10 +517,21 @@ impl Model {
         Some(slot)
     }
 
-    /// The item with this id; on first sight a new one of `kind`, filed under `turn`.
-    fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: Option<&ItemKind>, turn: Option<&TurnRef<'_>>) -> usize {
+    /// The item with this id; on first sight a new one of `kind`, filed under `turn`. `None` when
+    /// the thread holds as many items as it may (the bound counts what it drops).
+    fn item_slot(
+        &mut self,
+        idx: ThreadIdx,
+        id: &str,
+        kind: Option<&ItemKind>,
+        turn: Option<&TurnRef<'_>>,
+    ) -> Option<usize> {
         if let Some(slot) = self.known_item(idx, id) {
-            return slot;
+            return Some(slot);
+        }
+        if self.threads[idx.index()].items.len() >= self.limits.items_per_thread {
+            self.diagnostics.dropped_items += 1;
+            return None;
         }
         let turn = turn.and_then(|t| self.turn_ref(idx, t));
         let t = &mut self.threads[idx.index()];
@@ -530,7 +545,7 @@ impl Model {
             t.turns[turn].items.push(slot);
         }
         self.structure += 1;
-        slot
+        Some(slot)
     }
 
     /// Changes an item through `edit`, keeping the thread's text accounting and bounds true.
@@ -545,10 +560,7 @@ impl Model {
 
     fn item(&mut self, idx: ThreadIdx, f: &ItemFact<'_>, registry: &Registry) {
         let slot = match &f.id {
-            Some(id) if f.update_only => match self.known_item(idx, id) {
-                Some(slot) => slot,
-                None => return,
-            },
+            Some(id) if f.update_only => self.known_item(idx, id),
             Some(id) => self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref()),
             None if f.update_only => return,
             None => {
@@ -557,6 +569,7 @@ impl Model {
                 self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref())
             }
         };
+        let Some(slot) = slot else { return };
         let receivers: Vec<ThreadIdx> = f.receivers.iter().filter_map(|r| registry.find(r)).collect();
         let mut kind_learnt = false;
         self.edit_item(idx, slot, |item| {
