@@ -734,3 +734,56 @@ fn hostile_inputs_keep_their_figures() {
     }
     assert_eq!(seen, 4);
 }
+
+/// X's rollout file, followed from its middle: no line names X; the file's name (its origin) does.
+fn rollout_of_x() -> Vec<String> {
+    [
+        json!({"timestamp": "2026-11-29T21:20:09.000Z", "type": "event_msg", "payload": {"type": "task_started", "turn_id": "u1"}}),
+        json!({"timestamp": "2026-11-29T21:20:10.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "id": "msg", "content": [{"type": "output_text", "text": "hi"}]}}),
+        json!({"timestamp": "2026-11-29T21:20:11.000Z", "type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}}),
+        json!({"timestamp": "2026-11-29T21:20:12.000Z", "type": "event_msg", "payload": {"type": "task_complete", "turn_id": "u1"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect()
+}
+
+#[test]
+fn a_buffered_line_replays_to_the_facts_a_live_one_states() {
+    use swarmtop::source::files::Record;
+    use swarmtop::wire::{Origin, OriginInfo};
+    let file = Origin::new(OriginInfo { thread: Some("X".into()), ..OriginInfo::default() });
+    let parent = lines(&[vec![root_started("R")], spawn("R", "s1", "X")]);
+    let nothing = &mut |_: &Event<'_, '_>| {};
+    let figures = |p: &Pipeline| {
+        let t = p.model.thread(p.find("X").unwrap());
+        (
+            t.role,
+            t.status,
+            t.tokens.input,
+            t.turns.len(),
+            t.items.iter().map(|i| i.text.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    // Live: X is registered before its lines come.
+    let mut live = Pipeline::default();
+    for l in &parent {
+        live.push(l.as_bytes());
+    }
+    for l in rollout_of_x() {
+        live.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    live.finish();
+    // Replayed: X's lines wait in its pending buffer, then replay when the spawn registers it.
+    let mut replayed = Pipeline::default();
+    for l in rollout_of_x() {
+        replayed.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    for l in &parent {
+        replayed.push(l.as_bytes());
+    }
+    replayed.finish();
+    assert_eq!(replayed.counters().replayed, 4);
+    assert_eq!(figures(&live), figures(&replayed));
+    assert_eq!(figures(&live), (Role::Child, Status::Idle, 10, 1, vec!["hi".to_owned()]));
+}
