@@ -511,3 +511,33 @@ fn items_past_the_bound_are_counted_not_kept() {
     assert_eq!(t.items[0].text.as_str(), "1+", "known items still grow");
     assert_eq!(w.model.diagnostics.dropped_items, 2);
 }
+
+#[test]
+fn the_structure_ignores_the_items_of_threads_without_children() {
+    let mut w = World::new();
+    w.root("r");
+    w.child("c", "r", Some("spawn"));
+    let shape = w.model.structure;
+    w.say("c", None, vec![item("m", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    assert_eq!(w.model.structure, shape, "a leaf's items are not in the outline");
+    w.say("r", None, vec![item("spawn", |i| i.kind = Some(ItemKind::Collab))]);
+    assert!(w.model.structure > shape, "a parent's card is");
+    let shape = w.model.structure;
+    w.say("r", None, vec![item("spawn", |i| i.tool = Some(sanitize("wait")))]);
+    assert!(w.model.structure > shape, "and so is what the card is");
+}
+
+#[test]
+fn what_the_agent_reports_it_cost_is_kept_by_model() {
+    use swarmtop::wire::fact::CostReported;
+    let mut w = World::new();
+    w.root("r");
+    let cost = |model, usd, cumulative| {
+        Fact::CostReported(CostReported { model: Some(CleanStr::new(model)), usd: Cow::Borrowed(usd), cumulative })
+    };
+    w.say("r", None, vec![cost("claude-next", "0.5", true), cost("claude-next", "0.75", true)]);
+    w.say("r", None, vec![cost("haiku", "0.001", false), cost("haiku", "0.002", false), cost("haiku", "-1", false)]);
+    let figures: Vec<(String, String)> =
+        w.get("r").reported_cost.iter().map(|(m, c)| (m.to_string(), c.to_string())).collect();
+    assert_eq!(figures, [("claude-next".into(), "0.75".into()), ("haiku".into(), "0.003".into())]);
+}

@@ -53,8 +53,9 @@ pub struct Model {
     pub stream_ms: Option<i64>,
     /// Bumped by every change, so a screen knows when it must draw again.
     pub generation: u64,
-    /// Bumped only when the tree's shape changes (a thread, turn or item appears, a thread moves,
-    /// a lane opens): an outline of the tree built at one value holds until it changes.
+    /// Bumped only when the tree's shape changes (a thread appears or moves, a lane opens, a thread
+    /// with children gains a turn or an item, or one of its cards is relabelled): an outline of the
+    /// tree built at one value holds until it changes.
     pub structure: u64,
     prices: Prices,
     limits: Limits,
@@ -459,7 +460,10 @@ impl Model {
         });
         let slot = t.turns.len() - 1;
         t.turn_index.insert(id.into(), slot);
-        self.structure += 1;
+        // The outline shows the turns and cards of the threads that have children.
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
         slot
     }
 
@@ -544,7 +548,9 @@ impl Model {
         if let Some(turn) = turn {
             t.turns[turn].items.push(slot);
         }
-        self.structure += 1;
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
         Some(slot)
     }
 
@@ -571,13 +577,13 @@ impl Model {
         };
         let Some(slot) = slot else { return };
         let receivers: Vec<ThreadIdx> = f.receivers.iter().filter_map(|r| registry.find(r)).collect();
-        let mut kind_learnt = false;
+        let mut relabelled = false;
         self.edit_item(idx, slot, |item| {
             if let Some(kind) = &f.kind {
                 // An item first named by a delta has no kind yet.
                 if matches!(item.kind, ItemKind::Other(_)) && item.kind != *kind {
                     item.kind = kind.clone();
-                    kind_learnt = true;
+                    relabelled = true;
                 }
             }
             if let Some(status) = f.status {
@@ -590,7 +596,10 @@ impl Model {
                 item.title.clone_from(title);
             }
             if let Some(tool) = &f.tool {
-                item.tool = Some(tool.as_str().into());
+                if item.tool.as_deref() != Some(tool.as_str()) {
+                    item.tool = Some(tool.as_str().into());
+                    relabelled = true;
+                }
             }
             if let Some(text) = &f.text {
                 let replace = match f.text_rule {
@@ -616,7 +625,8 @@ impl Model {
                 }
             }
         });
-        if kind_learnt {
+        // What a card is (its kind, its tool) names its row in the outline.
+        if relabelled && !self.threads[idx.index()].children.is_empty() {
             self.structure += 1;
         }
         if f.card {
