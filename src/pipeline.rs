@@ -22,11 +22,14 @@ impl Default for Config {
 }
 
 /// Which kinds of line the input held, for `input.format`.
+// One flag per format seen: any combination is possible, so they are not one enum.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default, Clone, Copy)]
 struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    otlp: bool,
 }
 
 #[derive(Debug)]
@@ -52,6 +55,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
                 Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::CodexAppServer => self.formats.app_server = true,
+                Format::Otlp => self.formats.otlp = true,
                 Format::Marker => {}
             },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
@@ -129,6 +133,9 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
+        if f.otlp {
+            return if f.app_server || f.rollout || f.claude { "mixed" } else { "otlp" };
+        }
         match (f.app_server, f.rollout, f.claude) {
             (_, false, false) => "codex-app-server",
             (false, true, false) => "codex-rollout",

@@ -13,6 +13,7 @@ use super::rollout::{self, RolloutLine};
 pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
+    Otlp(Box<super::otlp::OtlpLine>),
 }
 
 impl Other<'_> {
@@ -20,6 +21,7 @@ impl Other<'_> {
         match self {
             Self::Claude(l) => l.time(),
             Self::Rollout(l) => l.time(),
+            Self::Otlp(l) => l.time(),
         }
     }
 }
@@ -110,6 +112,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
         let other = match parts.shape {
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(parts.shape))?);

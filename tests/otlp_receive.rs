@@ -1,0 +1,175 @@
+//! `swarmtop listen --otlp`: OTLP/HTTP in. swarmtop's own exports of every capture, received by
+//! another swarmtop, rebuild the same tree (parents, names, tokens, statuses, costs) that `stats
+//! --json` reads from the capture itself; over protobuf and JSON; what is not OTLP is refused with
+//! the right status and counted; an address other machines can reach is announced loudly.
+
+mod otlp;
+
+use std::io::Read as _;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use otlp::{fixture, free_port, stats};
+use serde_json::Value;
+
+/// A headless `swarmtop listen --otlp` on a free loopback port.
+struct Listener {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Listener {
+    fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let socket = dir.path().join("listen.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
+            .args([
+                "listen",
+                "--headless",
+                "--socket",
+                socket.to_str().unwrap(),
+                "--otlp",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "listen --otlp never listened");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port, _dir: dir }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Ctrl-C: the headless listener prints `stats --json` of what it received.
+    fn stop(mut self) -> (Value, String) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let mut out = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(self.child.wait().unwrap().success(), "{err}");
+        (serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")), err)
+    }
+}
+
+/// What both views of one session must agree on, thread by thread.
+fn tree(stats: &Value) -> Vec<(String, Value, Value, Value, Value, Value)> {
+    let mut rows: Vec<_> = stats["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["parent"].clone(),
+                t["name"].clone(),
+                t["tokens"].clone(),
+                t["status"].clone(),
+                t["costUsd"].clone(),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+fn round_trip(inputs: &[PathBuf], protocol: &str) {
+    let listener = Listener::start(&[]);
+    let out = otlp::swarmtop()
+        .args(["export", "--otlp", &listener.url()])
+        .args(inputs)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Received requests are applied as they arrive; give the last one a moment.
+    std::thread::sleep(Duration::from_millis(300));
+    let (received, _) = listener.stop();
+    assert_eq!(received["input"]["format"], "otlp");
+    assert_eq!(received["routing"]["malformed"], 0);
+    assert_eq!(received["routing"]["pendingAtEnd"], 0);
+    assert_eq!(tree(&received), tree(&stats(inputs)), "the received tree is the exported one");
+}
+
+#[test]
+fn every_capture_round_trips_over_protobuf() {
+    for name in ["probe", "retry", "fail", "collab_v1", "collab_v2"] {
+        round_trip(&[fixture(&format!("codex-0.171.0/{name}.server.ndjson"))], "http/protobuf");
+    }
+    round_trip(&[fixture("codex-0.171.0/rollouts/collab_v1")], "http/protobuf");
+}
+
+#[test]
+fn a_claude_code_session_round_trips_over_json() {
+    round_trip(&[fixture("claude-2.1.39")], "http/json");
+}
+
+fn post(url: &str, content_type: &str, body: &[u8]) -> u16 {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+    agent.post(url).header("Content-Type", content_type).send(body).map_or(0, |r| r.status().as_u16())
+}
+
+#[test]
+fn what_is_not_otlp_is_refused_never_fatal() {
+    let listener = Listener::start(&[]);
+    let base = listener.url();
+    assert_eq!(post(&format!("{base}/v1/traces"), "text/plain", b"hello"), 415);
+    assert_eq!(post(&format!("{base}/v1/traces"), "application/x-protobuf", b"\xff\xff\xff"), 400);
+    assert_eq!(post(&format!("{base}/v1/traces"), "application/json", b"{\"resourceSpans\":7}"), 400);
+    assert_eq!(post(&format!("{base}/elsewhere"), "application/json", b"{}"), 404);
+    assert_eq!(post(&format!("{base}/v1/traces"), "application/json", b"{}"), 200, "an empty export is fine");
+    assert_eq!(post(&format!("{base}/v1/logs"), "application/json", b"{\"resourceLogs\":[]}"), 200);
+    let (received, _) = listener.stop();
+    assert_eq!(received["threads"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn an_address_other_machines_reach_is_announced_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("l.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
+        .args(["listen", "--headless", "--socket", socket.to_str().unwrap(), "--otlp", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !Path::new(&socket).exists() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    assert!(err.contains("WARNING") && err.contains("other machines"), "{err}");
+}
+
+#[test]
+fn a_bad_address_is_a_one_line_error() {
+    let out = otlp::swarmtop().args(["listen", "--headless", "--otlp", "not-an-address"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an address"));
+}
