@@ -173,3 +173,35 @@ fn a_bad_address_is_a_one_line_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an address"));
 }
+
+/// The real Claude Code 2.1.332's own telemetry (recorded by `listen --otlp`, see the fixtures'
+/// README) gives the tree its transcripts of the same run give: the session, two children (one on
+/// Haiku 5.5, unpriced), a grandchild under the first child, each with the transcripts' tokens and
+/// costs, each under its `Agent` tool call.
+#[test]
+fn claude_code_s_own_telemetry_gives_its_transcripts_tree() {
+    let got = stats(&[fixture("claude-2.1.332-otlp/parallel.ndjson")]);
+    assert_eq!(got["input"]["format"], "otlp");
+    assert_eq!(got["routing"]["malformed"], 0);
+    assert_eq!(got["routing"]["orphanThreads"], 0);
+    let root = "186704b6-fe55-4bde-87c1-8707ee805505";
+    // (id, parent, card, input, cached input, output, cost) as the run's transcripts say.
+    let expected: [(&str, Option<&str>, Option<&str>, u64, u64, u64, Option<&str>); 4] = [
+        (root, None, None, 12603, 10001, 201, Some("0.01427205")),
+        ("afffc315eaa4bbe48", Some(root), Some("toolu_par_root_B"), 12645, 10015, 215, None),
+        ("aaa661b9138568903", Some(root), Some("toolu_par_root_A"), 18927, 15009, 309, Some("0.02157345")),
+        ("a8552f9dd7731f4fd", Some("aaa661b9138568903"), Some("toolu_par_A_A1"), 12633, 10011, 211, Some("0.01449255")),
+    ];
+    let threads = got["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), expected.len());
+    for (id, parent, card, input, cached, output, cost) in expected {
+        let t = threads.iter().find(|t| t["id"] == id).unwrap_or_else(|| panic!("no thread {id}"));
+        assert_eq!(t["parent"].as_str(), parent, "{id}");
+        assert_eq!(t["card"].as_str(), card, "{id}");
+        assert_eq!(t["tokens"]["input"], input, "{id}");
+        assert_eq!(t["tokens"]["cachedInput"], cached, "{id}");
+        assert_eq!(t["tokens"]["output"], output, "{id}");
+        assert_eq!(t["costUsd"].as_f64().map(|c| format!("{c}")), cost.map(str::to_owned), "{id}");
+        assert_eq!(t["status"], "idle", "{id}");
+    }
+}

@@ -251,11 +251,29 @@ fn failed(span: &SpanJson) -> Option<String> {
     (s.code.as_ref().and_then(Number::as_i64) == Some(2)).then(|| s.message.clone().unwrap_or_default())
 }
 
+/// Claude Code names a sub-agent's place on each of its records: `agent_id`, and `parent_agent_id`
+/// when its parent is another sub-agent (else the session, `session.id`, is).
+fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, out: &mut Lowered<'l>) {
+    if a.str("agent_id") != Some(thread) {
+        return;
+    }
+    let Some(parent) = a.str("parent_agent_id").or_else(|| a.str("session.id")).filter(|p| *p != thread) else {
+        return;
+    };
+    let mut fact = ThreadFact::new(
+        Cow::Borrowed(thread),
+        Parentage::Child { parent: Cow::Borrowed(parent), via: Via::OtlpTrace, card: None },
+    );
+    fact.role = a.str("agent.name").or_else(|| a.str("agent_type")).map(sanitize);
+    out.facts.push(Fact::Thread(Box::new(fact)));
+}
+
 fn lower_span<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
     let Some(thread) = a.conversation() else {
         return notice(out, "otlp/span", Some(&span.name));
     };
     out.subject = Subject::Thread(Cow::Borrowed(thread));
+    sub_agent(thread, a, out);
     let start = ms(span.start_time_unix_nano.as_ref());
     let end = ms(span.end_time_unix_nano.as_ref());
     match a.str("gen_ai.operation.name") {
@@ -403,9 +421,12 @@ fn chat<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         out.facts.push(Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m) }));
     }
     let key = a.str("gen_ai.response.id").or_else(|| a.str("request_id")).unwrap_or(span.span_id.as_str());
+    let mut tokens = breakdown(a);
+    tokens.total_tokens =
+        tokens.total_tokens.or(Some(tokens.input_tokens.unwrap_or(0) + tokens.output_tokens.unwrap_or(0)));
     out.facts.push(Fact::Usage(Usage::Response(Box::new(ResponseUsage {
         key: (Cow::Borrowed(key), Cow::Borrowed("")),
-        tokens: breakdown(a),
+        tokens,
         model: model.map(CleanStr::new),
     }))));
     if let Some(message) = failed(span) {
@@ -426,6 +447,7 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         return notice(out, &format!("otlp/{event}"), None);
     };
     out.subject = Subject::Thread(Cow::Borrowed(thread));
+    sub_agent(thread, a, out);
     let time = out.time;
     let is_session = a.str("agent_id").is_none();
     match event {
@@ -446,8 +468,10 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
             // Anthropic's figures: `input_tokens` leaves out the cache reads and writes.
             let (fresh, read, written) =
                 (a.int("input_tokens"), a.int("cache_read_tokens"), a.int("cache_creation_tokens"));
+            let input = fresh.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0);
             let tokens = Breakdown {
-                input_tokens: Some(fresh.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0)),
+                total_tokens: Some(input + a.int("output_tokens").unwrap_or(0)),
+                input_tokens: Some(input),
                 cached_input_tokens: read,
                 cache_write_input_tokens: written,
                 cache_write_1h_input_tokens: a.int("cache_creation_1h_tokens"),
