@@ -186,7 +186,8 @@ fn claude_code_s_own_telemetry_gives_its_transcripts_tree() {
     assert_eq!(got["routing"]["orphanThreads"], 0);
     let root = "186704b6-fe55-4bde-87c1-8707ee805505";
     // (id, parent, card, input, cached input, output, cost) as the run's transcripts say.
-    let expected: [(&str, Option<&str>, Option<&str>, u64, u64, u64, Option<&str>); 4] = [
+    type Row<'a> = (&'a str, Option<&'a str>, Option<&'a str>, u64, u64, u64, Option<&'a str>);
+    let expected: [Row<'_>; 4] = [
         (root, None, None, 12603, 10001, 201, Some("0.01427205")),
         ("afffc315eaa4bbe48", Some(root), Some("toolu_par_root_B"), 12645, 10015, 215, None),
         ("aaa661b9138568903", Some(root), Some("toolu_par_root_A"), 18927, 15009, 309, Some("0.02157345")),
