@@ -127,7 +127,7 @@ fn post(url: &str, content_type: &str, body: &[u8]) -> u16 {
 }
 
 #[test]
-fn what_is_not_otlp_is_refused_never_fatal() {
+fn what_is_not_otlp_is_refused_and_counted_never_fatal() {
     let listener = Listener::start(&[]);
     let base = listener.url();
     assert_eq!(post(&format!("{base}/v1/traces"), "text/plain", b"hello"), 415);
@@ -136,8 +136,9 @@ fn what_is_not_otlp_is_refused_never_fatal() {
     assert_eq!(post(&format!("{base}/elsewhere"), "application/json", b"{}"), 404);
     assert_eq!(post(&format!("{base}/v1/traces"), "application/json", b"{}"), 200, "an empty export is fine");
     assert_eq!(post(&format!("{base}/v1/logs"), "application/json", b"{\"resourceLogs\":[]}"), 200);
-    let (received, _) = listener.stop();
+    let (received, err) = listener.stop();
     assert_eq!(received["threads"].as_array().unwrap().len(), 0);
+    assert!(err.contains("OTLP received: 6 requests, 0 spans, 0 log records, 4 refused"), "{err}");
 }
 
 #[test]

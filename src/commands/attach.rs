@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use super::cli::AttachArgs;
 use super::export::{live_request, start_live};
 use super::live::headless;
-use super::monitor::{self, Watch};
+use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
@@ -41,7 +41,7 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
             headless(rx, config, export).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
-            monitor::screen(watch, &args.monitor, config, export).await
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None }).await
         }
     })
 }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use super::cli::ListenArgs;
 use super::export::{live_request, start_live};
 use super::live::headless;
-use super::monitor::{self, Watch};
+use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
@@ -56,13 +56,18 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
             }
             None => None,
         };
+        let receive = otlp.as_ref().map(|(_, c)| c.clone());
         tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
         if args.headless {
             eprintln!("swarmtop listen: accepting producers on {}", path.display());
-            headless(rx, config, export).await
+            let code = headless(rx, config, export).await;
+            if let Some(c) = &receive {
+                eprintln!("swarmtop listen: OTLP received: {}", c.describe());
+            }
+            code
         } else {
             let watch = Watch::Live { name, events: rx };
-            monitor::screen(watch, &args.monitor, config, export).await
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive }).await
         }
     })
 }

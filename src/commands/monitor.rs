@@ -6,6 +6,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use color_eyre::eyre::{Result, WrapErr};
@@ -21,10 +22,10 @@ use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
 use crate::source::files::{self, Input, MAX_LINE, Record};
-use crate::source::inbound;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
+use crate::source::{inbound, otlp};
 use crate::ui::{self, Effect, Feed, View};
 use crate::wire::{Decoded, Origin, decode};
 
@@ -234,6 +235,24 @@ fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
     Ok(Watch::Live { name: "stdin".to_owned(), events })
 }
 
+/// Where a live session's telemetry goes out (`--otlp URL`) and comes in from (`listen --otlp`).
+#[derive(Default)]
+pub struct Outlets {
+    pub export: Option<Live>,
+    pub receive: Option<Arc<otlp::Counters>>,
+}
+
+fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
+    use std::sync::atomic::Ordering::Relaxed;
+    ui::ReceiveFeed {
+        requests: c.requests.load(Relaxed),
+        spans: c.spans.load(Relaxed),
+        logs: c.logs.load(Relaxed),
+        refused: c.refused.load(Relaxed),
+        forgotten: c.forgotten.load(Relaxed),
+    }
+}
+
 /// What the monitor watches.
 pub enum Watch {
     Replay(Recorded),
@@ -244,7 +263,7 @@ pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode>
     let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    runtime.block_on(screen(watch, opts, config, export))
+    runtime.block_on(screen(watch, opts, config, Outlets { export, receive: None }))
 }
 
 fn pace_of(speed: Speed) -> Pace {
@@ -344,7 +363,8 @@ fn unix_now_ms() -> Option<i64> {
 }
 
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
-pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, export: Option<Live>) -> Result<ExitCode> {
+pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
+    let Outlets { export, receive } = outlets;
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate())?;
@@ -445,6 +465,9 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, export: Op
         }
         m.feed.events_per_sec = m.rate.value;
         m.export();
+        if let Some(r) = &receive {
+            m.feed.receive = Some(receive_feed(r));
+        }
 
         // Draw when something changed, at most once per frame interval.
         let frame_due = last_draw.map_or(now, |t| t + frame);

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use super::help::centred;
 use super::text::{grouped, truncate};
 use super::view::View;
-use super::{ExportFeed, Feed};
+use super::{ExportFeed, Feed, ReceiveFeed};
 use crate::model::Model;
 use crate::router::Counters;
 
@@ -49,6 +49,9 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     ];
     if let Some(x) = &feed.export {
         lines.extend(export_lines(x, &row, theme, text_w));
+    }
+    if let Some(r) = &feed.receive {
+        lines.extend(receive_lines(r, &row, theme));
     }
     lines.extend([Line::from(Span::styled(
         format!("Malformed lines ({} kept)", model.diagnostics.malformed.len()),
@@ -91,6 +94,20 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     frame.render_widget(Clear, rect);
     frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
     view.layout.overlay = rect;
+}
+
+/// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).
+fn receive_lines(
+    r: &ReceiveFeed,
+    row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
+    theme: &super::Theme,
+) -> Vec<Line<'static>> {
+    vec![
+        Line::from(Span::styled("OTLP receiver", theme.title)),
+        row([("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
+        row([("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
+        Line::default(),
+    ]
 }
 
 /// The OTLP export's counters: what left, what waits for a collector that is down, what was lost.

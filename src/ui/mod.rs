@@ -78,6 +78,19 @@ pub struct Feed {
     pub stall_ms: u64,
     /// The OTLP export's counters, when the session exports (`--otlp`).
     pub export: Option<ExportFeed>,
+    /// The OTLP receiver's counters, when `listen --otlp` receives.
+    pub receive: Option<ReceiveFeed>,
+}
+
+/// What the OTLP receiver has taken in and refused, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiveFeed {
+    pub requests: u64,
+    pub spans: u64,
+    pub logs: u64,
+    pub refused: u64,
+    /// Spans forgotten by the join bound before their parent arrived.
+    pub forgotten: u64,
 }
 
 /// What the OTLP exporter has done so far, for the diagnostics view.
@@ -106,6 +119,7 @@ impl Default for Feed {
             now_ms: None,
             stall_ms: 60_000,
             export: None,
+            receive: None,
         }
     }
 }
