@@ -45,6 +45,8 @@ pub struct Recorded {
     /// Whether to keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
     follow: bool,
     dirs: Vec<PathBuf>,
+    /// Start a few seconds before the first child registers (the demo), the opening applied at once.
+    start_at_action: bool,
 }
 
 struct Source {
@@ -77,7 +79,15 @@ impl Recorded {
     }
 
     fn empty(name: String, follow: bool) -> Self {
-        Self { name, bytes: Vec::new(), records: Vec::new(), sources: Vec::new(), follow, dirs: Vec::new() }
+        Self {
+            name,
+            bytes: Vec::new(),
+            records: Vec::new(),
+            sources: Vec::new(),
+            follow,
+            dirs: Vec::new(),
+            start_at_action: false,
+        }
     }
 
     pub fn from_inputs(paths: &[PathBuf], inputs: &[Input], follow: bool) -> Result<Self> {
@@ -205,7 +215,9 @@ impl Recorded {
 
 /// The built-in demo: a real multi-agent Codex session (see `demo/README.md`).
 pub fn demo() -> Watch {
-    Watch::Replay(Recorded::from_bytes("demo", include_bytes!("../../assets/demo.ndjson")))
+    let mut r = Recorded::from_bytes("demo", include_bytes!("../../assets/demo.ndjson"));
+    r.start_at_action = true;
+    Watch::Replay(r)
 }
 
 /// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin plays the demo; `-` or a
@@ -295,9 +307,54 @@ struct Monitor {
     dirty: bool,
     /// The input has ended and the pipeline was told so (pending threads settled, as `stats` does).
     finished: bool,
+    /// Live events that arrived while the view was paused, oldest first.
+    held: std::collections::VecDeque<live::Event>,
+    held_bytes: usize,
 }
 
 impl Monitor {
+    /// Applies up to `due` replay lines from the replay's position, 256 at a time, for at most
+    /// one ingest slice; returns how many.
+    fn ingest(&mut self, r: &Recorded, rep: &mut Replay, due: usize) -> usize {
+        let start = Instant::now();
+        let mut applied = 0;
+        while applied < due && start.elapsed() < INGEST_SLICE {
+            let n = (due - applied).min(256);
+            r.apply(&mut self.pipeline, rep.position()..rep.position() + n);
+            rep.advance(n);
+            applied += n;
+            self.sampled();
+        }
+        self.dirty |= applied > 0;
+        applied
+    }
+
+    /// A burn-rate sample at the stream's time, after each slice of ingest: the rate then
+    /// follows stream time, whatever the frame cadence or the replay speed.
+    fn sampled(&mut self) {
+        let total = burn_total(&self.pipeline.model);
+        self.view.sample_burn(self.pipeline.model.stream_ms, total);
+    }
+
+    /// A live event: applied, or held while the view is paused (counted for the header).
+    fn take_live(&mut self, event: live::Event, now: Instant) {
+        if !self.feed.paused {
+            apply_live(event, self, now);
+            return;
+        }
+        if let live::Event::Records(r) = &event {
+            let bytes = r.as_bytes();
+            self.feed.arrived += memchr::memchr_iter(b'\n', bytes).count() as u64;
+            self.held_bytes += bytes.len();
+        }
+        self.held.push_back(event);
+        self.dirty = true;
+        if self.held_bytes > PAUSE_HOLD_BYTES {
+            tracing::warn!(bytes = self.held_bytes, "pause hold bound reached: resuming");
+            self.feed.paused = false;
+        }
+    }
+
     fn draw(&mut self, guard: &mut TerminalGuard) -> Result<()> {
         let counters = self.pipeline.counters();
         let model = &self.pipeline.model;
@@ -327,14 +384,47 @@ fn unix_now_ms() -> Option<i64> {
     SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_millis() as i64)
 }
 
+/// The total cost the burn rate follows: the roll-ups of the tops of the tree (sessions and
+/// orphans), so sampling after every ingest slice costs the tops, not every thread.
+fn burn_total(model: &crate::model::Model) -> i128 {
+    model.sessions.iter().chain(&model.unattributed).map(|&t| model.thread(t).subtree.cost.0).sum()
+}
+
+/// `~/runs/a.ndjson` for a path under the home directory.
+fn home_short(name: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(home) if !home.is_empty() && name.starts_with(&home) => format!("~{}", &name[home.len()..]),
+        _ => name.to_owned(),
+    }
+}
+
+/// Where the demo starts: a few seconds before its first child registers, so a new user sees the
+/// swarm at once. Everything before is applied at once, not skipped: the screen shows what the
+/// opening led to. Found by running the records through a scratch pipeline (the demo is small).
+fn action_start(r: &Recorded, rep: &Replay, config: &Config) -> usize {
+    const LEAD_MS: u64 = 2_000;
+    let mut scratch = Pipeline::new(config.clone());
+    let first_child = (0..r.records.len()).find(|&i| {
+        r.apply(&mut scratch, i..i + 1);
+        scratch.model.threads.len() >= 2
+    });
+    first_child.map_or(0, |i| rep.position_at(rep.offset_of(i).saturating_sub(LEAD_MS)))
+}
+
+/// Lines a live source sent while its view was paused, held until resume; past the bound the
+/// view resumes on its own (a pause must not grow memory without end).
+const PAUSE_HOLD_BYTES: usize = 64 << 20;
+/// Bytes put on the clipboard at most: terminals drop longer OSC 52 sequences.
+const COPY_MAX_BYTES: usize = 74_000;
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate())?;
     let mut hangup = signal(SignalKind::hangup())?;
-    let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps.max(1)));
     let now = Instant::now();
+    let mut clock = ui::frame::FrameClock::new(opts.fps, TICK, now);
     let mut m = Monitor {
         pipeline: Pipeline::new(config.clone()),
         config,
@@ -343,25 +433,32 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         rate: Rate { since: now, count: 0, value: 0.0 },
         dirty: true,
         finished: false,
+        held: std::collections::VecDeque::new(),
+        held_bytes: 0,
     };
-    let mut last_draw: Option<Instant> = None;
 
     let (mut recorded, mut live_rx) = match watch {
         Watch::Replay(r) => (Some(r), None),
         Watch::Live { name, events } => {
-            m.feed.source = format!("live: {name}");
+            m.feed.source = name;
             m.feed.live = true;
             m.feed.connection = Some("connecting".to_owned());
             (None, Some(events))
         }
     };
     let mut replay = recorded.as_ref().map(|r| {
-        m.feed.source = format!("{}: {}", if r.follow { "follow" } else { "replay" }, r.name);
+        m.feed.source = home_short(&r.name);
         tracing::info!(source = %r.name, records = r.records.len(), "replaying");
         Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
+    if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_mut()) {
+        if r.start_at_action {
+            let start = action_start(r, rep, &m.config);
+            r.apply(&mut m.pipeline, 0..start);
+            rep.jump(start, now);
+        }
+    }
     let mut next_follow = now + FOLLOW_POLL;
-    let mut next_tick = now + TICK;
 
     loop {
         let now = Instant::now();
@@ -369,22 +466,17 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_mut()) {
             let due = rep.due(now);
             if due > 0 {
-                let start = Instant::now();
-                let mut applied = 0;
-                while applied < due && start.elapsed() < INGEST_SLICE {
-                    let n = (due - applied).min(256);
-                    r.apply(&mut m.pipeline, rep.position()..rep.position() + n);
-                    rep.advance(n);
-                    applied += n;
-                }
+                let applied = m.ingest(r, rep, due);
                 m.rate.add(applied, now);
-                m.dirty = true;
             }
         }
         if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_ref()) {
             // A recording that is not followed ends where it ends.
             if !r.follow && rep.is_done() {
                 m.finish();
+                m.feed.ended = Some("replay ended".to_owned());
+            } else {
+                m.feed.ended = None;
             }
         }
         if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
@@ -396,8 +488,22 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                     r.apply(&mut m.pipeline, before..r.records.len());
                     rep.append_applied(r.records.len() - before, now);
                     m.rate.add(r.records.len() - before, now);
-                    m.dirty = true;
+                    m.sampled();
                 }
+            }
+        }
+        // A live view resumed: what arrived meanwhile goes in through the same slices.
+        if !m.feed.paused && !m.held.is_empty() {
+            let start = Instant::now();
+            while start.elapsed() < INGEST_SLICE {
+                let Some(event) = m.held.pop_front() else { break };
+                if let live::Event::Records(r) = &event {
+                    m.held_bytes = m.held_bytes.saturating_sub(r.as_bytes().len());
+                }
+                apply_live(event, &mut m, now);
+            }
+            if m.held.is_empty() {
+                m.feed.arrived = 0;
             }
         }
         if let Some(rep) = &replay {
@@ -415,47 +521,50 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                     }
                 }
             }
-        } else {
+        } else if m.feed.ended.is_none() && !m.feed.paused {
             m.feed.now_ms = unix_now_ms();
         }
         // Elapsed times, the clock and "stalled" move on their own: a frame a second keeps them true.
-        if now >= next_tick {
-            next_tick = now + TICK;
+        if clock.tick_due(now) {
+            clock.ticked(now);
             // A quiet second is a rate of zero, not the last rate seen.
             m.rate.add(0, now);
-            m.dirty = true;
+            // A paused view is frozen, its clock with it.
+            m.dirty |= !m.feed.paused;
         }
         m.feed.events_per_sec = m.rate.value;
 
-        // Draw when something changed, at most once per frame interval.
-        let frame_due = last_draw.map_or(now, |t| t + frame);
-        if m.dirty && now >= frame_due {
+        if clock.due(m.dirty, now) {
             m.draw(&mut guard)?;
-            last_draw = Some(now);
+            clock.drawn(now);
         }
 
         // Sleep until the next thing that can happen on its own.
-        let mut wake = next_tick;
-        if m.dirty {
-            wake = wake.min(frame_due.max(now));
-        }
+        let mut deadline = None;
         if let Some(rep) = &replay {
-            if rep.due(now) > 0 {
-                wake = now;
-            } else if let Some(deadline) = rep.next_deadline() {
-                wake = wake.min(deadline);
-            }
+            deadline = if rep.due(now) > 0 { Some(now) } else { rep.next_deadline() };
         }
         if recorded.as_ref().is_some_and(|r| r.follow) {
-            wake = wake.min(next_follow);
+            deadline = Some(deadline.map_or(next_follow, |d: Instant| d.min(next_follow)));
         }
+        if !m.feed.paused && !m.held.is_empty() {
+            deadline = Some(now);
+        }
+        let wake = clock.next_wake(m.dirty, now, deadline);
 
         tokio::select! {
             biased;
             key = keys.next() => match key {
                 Some(Ok(event)) => {
-                    if handle_terminal_event(&event, &mut m, recorded.as_ref(), replay.as_mut()) {
-                        break;
+                    match handle_terminal_event(&event, &mut m, recorded.as_ref(), replay.as_mut()) {
+                        Some(Effect::Quit) => break,
+                        Some(Effect::Suspend) => {
+                            guard.suspend().wrap_err("suspending")?;
+                            keys = EventStream::new();
+                            m.dirty = true;
+                        }
+                        Some(Effect::Copy(text)) => copy_to_clipboard(&mut m, &text),
+                        _ => {}
                     }
                 }
                 Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
@@ -465,11 +574,12 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             _ = hangup.recv() => break,
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 if let Some(event) = event {
-                    apply_live(event, &mut m, now);
+                    m.take_live(event, now);
                 } else {
                     live_rx = None;
-                    if m.feed.connection.as_deref().is_none_or(|c| !c.starts_with("ended")) {
-                        m.feed.connection = Some("ended".to_owned());
+                    if m.feed.ended.is_none() {
+                        m.feed.ended = Some("ended".to_owned());
+                        m.feed.connection = None;
                     }
                     m.dirty = true;
                 }
@@ -478,7 +588,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                     let start = Instant::now();
                     while start.elapsed() < INGEST_SLICE {
                         match rx.try_recv() {
-                            Ok(event) => apply_live(event, &mut m, now),
+                            Ok(event) => m.take_live(event, now),
                             Err(_) => break,
                         }
                     }
@@ -492,14 +602,32 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// OSC 52: the terminal puts the text on the clipboard (works over ssh and in tmux with
+/// `set-clipboard on`). The footer says what was copied.
+fn copy_to_clipboard(m: &mut Monitor, text: &str) {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let mut end = text.len().min(COPY_MAX_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&text.as_bytes()[..end]);
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
+    let _ = out.flush();
+    let first = text.lines().next().unwrap_or("");
+    let what = if text.lines().nth(1).is_some() { format!("{} lines", text.lines().count()) } else { first.to_owned() };
+    m.view.notice = Some(format!("copied {}", ui::text::truncate(&what, 40)));
+    m.dirty = true;
+}
+
 fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
     m.dirty = true;
     if !matches!(event, live::Event::Records(_)) {
         tracing::info!(?event, "live source");
     }
     match event {
-        live::Event::Connected { path } => m.feed.connection = Some(format!("connected: {}", path.display())),
-        live::Event::Live => m.feed.connection = Some("live".to_owned()),
+        live::Event::Connected { .. } | live::Event::Live => m.feed.connection = None,
         live::Event::Reset(reason) => {
             m.reset();
             m.feed.connection = Some(match reason {
@@ -508,6 +636,8 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             });
         }
         live::Event::Records(records) => {
+            // Data flows: whatever the connection said before, it is live now.
+            m.feed.connection = None;
             let bytes = records.as_bytes();
             let mut n = 0;
             let nothing = &mut |_: &Event<'_, '_>| {};
@@ -520,13 +650,15 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             });
             m.pipeline.add_bytes(bytes.len() as u64);
             m.rate.add(n, now);
+            m.sampled();
         }
         live::Event::Disconnected { retry_in, reason } => {
             m.feed.connection = Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
         }
         live::Event::Ended(end) => {
             m.finish();
-            m.feed.connection = Some(match end {
+            m.feed.connection = None;
+            m.feed.ended = Some(match end {
                 End::Exited(code) => format!("ended (exit {code})"),
                 End::Closed => "ended".to_owned(),
                 End::Failed(reason) => format!("failed: {reason}"),
@@ -535,13 +667,14 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
     }
 }
 
-/// Handles a key, mouse or resize event; returns whether to quit.
+/// Handles a key, mouse or resize event; returns what the runtime itself must do (quit,
+/// suspend, copy), having done the rest.
 fn handle_terminal_event(
     event: &TermEvent,
     m: &mut Monitor,
     recorded: Option<&Recorded>,
     replay: Option<&mut Replay>,
-) -> bool {
+) -> Option<Effect> {
     let action = match event {
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => ui::action_for(*key, &m.view),
         TermEvent::Mouse(mouse) => ui::action_for_mouse(*mouse, &m.view),
@@ -551,13 +684,19 @@ fn handle_terminal_event(
         }
         _ => None,
     };
-    let Some(action) = action else { return false };
+    if matches!(event, TermEvent::Key(_)) && m.view.notice.take().is_some() {
+        m.dirty = true;
+    }
+    let action = action?;
     m.dirty = true;
     let effect = ui::update(&mut m.view, &m.pipeline.model, action);
     let now = Instant::now();
     match (effect, recorded, replay) {
-        (Effect::Quit, ..) => return true,
         (Effect::TogglePause, _, Some(rep)) => rep.toggle_pause(now),
+        (Effect::TogglePause, _, None) => {
+            // A live view: freeze what is shown; the source keeps being read and held.
+            m.feed.paused = !m.feed.paused;
+        }
         (Effect::Speed(step), _, Some(rep)) => {
             rep.set_pace(if step > 0 { rep.pace().faster() } else { rep.pace().slower() }, now);
         }
@@ -566,26 +705,26 @@ fn handle_terminal_event(
                 rep.toggle_pause(now);
             }
             if !rep.is_done() {
-                r.apply(&mut m.pipeline, rep.position()..rep.position() + 1);
-                let position = rep.position() + 1;
-                rep.jump(position, now);
+                m.ingest(r, rep, 1);
             }
         }
-        (Effect::Seek(delta), Some(r), Some(rep)) => {
+        (Effect::Seek(delta), Some(_), Some(rep)) => {
             let target = rep.seek_target(delta);
             tracing::debug!(delta, from = rep.position(), to = target, "seek");
             if target < rep.position() {
                 // Back in time: the reducer is deterministic, so replaying from the start rebuilds
                 // exactly the model of that moment.
                 m.reset();
-                r.apply(&mut m.pipeline, 0..target);
-            } else {
-                r.apply(&mut m.pipeline, rep.position()..target);
+                m.view.burn.clear();
+                rep.jump(0, now);
             }
-            rep.jump(target, now);
+            // Through the same bounded slices as playback: a long seek is applied over several
+            // turns of the loop, keys still answered between them.
+            rep.seek_to(target, now);
         }
+        (effect @ (Effect::Quit | Effect::Suspend | Effect::Copy(_)), ..) => return Some(effect),
         // Nothing to do, or a replay control on a live source.
         _ => {}
     }
-    false
+    None
 }
