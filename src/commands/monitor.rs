@@ -522,7 +522,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 }
             }
         } else if m.feed.ended.is_none() && !m.feed.paused {
-            m.feed.now_ms = unix_now_ms();
+            // Live: the wall clock, unless the stream's own time is far from it (an old
+            // recording piped in): then quiet times and stalls are judged in stream time.
+            // The threads' newest line, as of the last frame: a recording header's own time
+            // (when the pipe was opened) must not make old lines look current.
+            let newest = m.view.activity().newest_ms.or(m.pipeline.model.stream_ms);
+            m.feed.now_ms = match (newest, unix_now_ms()) {
+                (Some(stream), Some(wall)) if !(0..FOLLOW_CLOCK_SKEW_MS).contains(&(wall - stream)) => Some(stream),
+                (_, wall) => wall,
+            };
         }
         // Elapsed times, the clock and "stalled" move on their own: a frame a second keeps them true.
         if clock.tick_due(now) {
@@ -577,11 +585,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                     m.take_live(event, now);
                 } else {
                     live_rx = None;
-                    if m.feed.ended.is_none() {
-                        m.feed.ended = Some("ended".to_owned());
-                        m.feed.connection = None;
-                    }
-                    m.dirty = true;
+                    // The source closed: ended, once what a pause holds has been shown.
+                    m.take_live(live::Event::Ended(End::Closed), now);
                 }
                 // Drain a burst before the next frame, within the slice.
                 if let Some(rx) = live_rx.as_mut() {
@@ -655,6 +660,7 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
         live::Event::Disconnected { retry_in, reason } => {
             m.feed.connection = Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
         }
+        live::Event::Ended(End::Closed) if m.feed.ended.is_some() => {}
         live::Event::Ended(end) => {
             m.finish();
             m.feed.connection = None;

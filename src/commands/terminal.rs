@@ -49,7 +49,10 @@ impl TerminalGuard {
     /// restored first, exactly as on quit — and takes the screen back when the shell resumes it.
     pub fn suspend(&mut self) -> Result<()> {
         restore();
-        nix::sys::signal::raise(nix::sys::signal::Signal::SIGTSTP).wrap_err("stopping")?;
+        // The whole process group, as the terminal's own ^Z would: in `cmd | swarmtop` the shell
+        // reports the job stopped only once every process of it is.
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(0), nix::sys::signal::Signal::SIGTSTP)
+            .wrap_err("stopping")?;
         // Here again after `fg` (SIGCONT).
         enable_raw_mode().wrap_err("entering raw mode")?;
         ENTERED.store(true, Ordering::SeqCst);

@@ -22,6 +22,8 @@ pub struct Activity {
     /// People needed: agents waiting for an approval or for input.
     pub need_you: usize,
     pub active: usize,
+    /// The newest line time of any thread.
+    pub newest_ms: Option<i64>,
 }
 
 impl Activity {
@@ -51,7 +53,8 @@ impl Activity {
         }
         let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
         let active = model.threads.iter().filter(|t| t.status.is_active()).count();
-        Self { of, need_you, active }
+        let newest_ms = model.threads.iter().filter_map(|t| t.last_ms).max();
+        Self { of, need_you, active, newest_ms }
     }
 
     pub fn subtree(&self, idx: ThreadIdx) -> Subtree {
