@@ -23,11 +23,10 @@ use crate::source::inbound;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
+use crate::ui::frame::{INGEST_CHUNK, INGEST_SLICE};
 use crate::ui::{self, Effect, Feed, View};
 use crate::wire::{Decoded, decode};
 
-/// Longest stretch of ingest between two looks at the keyboard.
-const INGEST_SLICE: Duration = Duration::from_millis(8);
 /// How often a followed file is checked for growth.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 /// A followed file whose newest line is at most this old is taken to be written right now.
@@ -313,13 +312,13 @@ struct Monitor {
 }
 
 impl Monitor {
-    /// Applies up to `due` replay lines from the replay's position, 256 at a time, for at most
+    /// Applies up to `due` replay lines from the replay's position, a chunk at a time, for at most
     /// one ingest slice; returns how many.
     fn ingest(&mut self, r: &Recorded, rep: &mut Replay, due: usize) -> usize {
         let start = Instant::now();
         let mut applied = 0;
         while applied < due && start.elapsed() < INGEST_SLICE {
-            let n = (due - applied).min(256);
+            let n = (due - applied).min(INGEST_CHUNK);
             r.apply(&mut self.pipeline, rep.position()..rep.position() + n);
             rep.advance(n);
             applied += n;

@@ -6,6 +6,12 @@
 
 use std::time::{Duration, Instant};
 
+/// Longest stretch of ingest between two looks at the keyboard and the frame clock: a key is
+/// answered within a frame however fast lines come (replay at `max`, a burst on a pipe).
+pub const INGEST_SLICE: Duration = Duration::from_millis(8);
+/// Lines applied between two looks at the slice's clock (and two burn-rate samples).
+pub const INGEST_CHUNK: usize = 256;
+
 #[derive(Debug, Clone)]
 pub struct FrameClock {
     interval: Duration,
