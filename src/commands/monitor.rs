@@ -18,9 +18,10 @@ use super::cli::{MonitorOpts, Speed, Theme};
 use super::terminal::TerminalGuard;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
-use crate::source::files::{self, Input, MAX_LINE, Record};
+use crate::source::files::{self, MAX_LINE, Record};
 use crate::source::inbound;
 use crate::source::live::{self, End, ResetReason};
+use crate::source::recorded::{Piece, Recorded};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
 use crate::ui::frame::{INGEST_CHUNK, INGEST_SLICE};
@@ -34,187 +35,34 @@ const FOLLOW_CLOCK_SKEW_MS: i64 = 3_600_000;
 /// How often the screen is redrawn with nothing new, for its clocks.
 const TICK: Duration = Duration::from_secs(1);
 
-/// A recording held in memory: one buffer and where each record lies in it.
-pub struct Recorded {
-    pub name: String,
-    bytes: Vec<u8>,
-    records: Vec<Rec>,
-    /// The files records come from: a rollout file's name tells its thread.
-    sources: Vec<Source>,
-    /// Whether to keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
-    follow: bool,
-    dirs: Vec<PathBuf>,
-    /// Start a few seconds before the first child registers (the demo), the opening applied at once.
-    start_at_action: bool,
-}
-
-struct Source {
-    path: Option<PathBuf>,
-    rollout_thread: Option<String>,
-    /// Bytes read so far (whole lines only), for following.
-    read: u64,
-}
-
-#[derive(Clone, Copy)]
-enum Rec {
-    Line { start: usize, end: usize, source: u32 },
-    TooLong { len: usize, at: usize, head: usize, source: u32 },
-}
-
-impl Rec {
-    fn source(self) -> u32 {
-        match self {
-            Self::Line { source, .. } | Self::TooLong { source, .. } => source,
-        }
+/// A record's time, as pacing reads it (the envelope's `ts`, else `emittedAtMs`).
+fn time_of(line: &[u8]) -> Option<i64> {
+    match decode(line) {
+        Decoded::Line(line) => line.time(),
+        Decoded::Malformed(_) => None,
     }
 }
 
-impl Recorded {
-    pub fn from_bytes(name: &str, data: &[u8]) -> Self {
-        let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, rollout_thread: None, read: 0 });
-        r.read_from(0, data).expect("reading memory cannot fail");
-        r
-    }
-
-    fn empty(name: String, follow: bool) -> Self {
-        Self {
-            name,
-            bytes: Vec::new(),
-            records: Vec::new(),
-            sources: Vec::new(),
-            follow,
-            dirs: Vec::new(),
-            start_at_action: false,
+/// Applies records `range` of a replay to the pipeline.
+fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
+    let nothing = &mut |_: &Event<'_, '_>| {};
+    let read = r.each(range, |piece| match piece {
+        Piece::Source { rollout_thread } => pipeline.set_rollout_thread(rollout_thread),
+        Piece::Line(line) => {
+            pipeline.push(line);
+            pipeline.add_bytes(line.len() as u64 + 1);
         }
-    }
-
-    pub fn from_inputs(paths: &[PathBuf], inputs: &[Input], follow: bool) -> Result<Self> {
-        // Named as the user named it: a directory by itself, not by its first file.
-        let shown = |p: &PathBuf| if p.as_os_str() == "-" { "stdin".to_owned() } else { p.display().to_string() };
-        let name = match (paths, inputs) {
-            ([one], _) => shown(one),
-            ([first, rest @ ..], _) => format!("{} (+{})", shown(first), rest.len()),
-            ([], [one, ..]) => one.name(),
-            ([], []) => String::new(),
-        };
-        let mut r = Self::empty(name, follow);
-        r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
-        for input in inputs {
-            r.add_source(input)?;
-        }
-        Ok(r)
-    }
-
-    fn add_source(&mut self, input: &Input) -> Result<()> {
-        let path = match input {
-            Input::File(p) => Some(p.clone()),
-            Input::Stdin => None,
-        };
-        self.sources.push(Source { path, rollout_thread: files::rollout_thread(input), read: 0 });
-        let source = self.sources.len() - 1;
-        let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-        let read = self.read_from(source, reader).wrap_err_with(|| format!("reading {}", input.name()))?;
-        self.sources[source].read = read;
-        Ok(())
-    }
-
-    /// Appends a source's records, in order, over-long ones included where they stood.
-    fn read_from(&mut self, source: usize, reader: impl std::io::BufRead) -> std::io::Result<u64> {
-        let source = u32::try_from(source).unwrap_or(u32::MAX);
-        files::read_records(reader, MAX_LINE, |record| {
-            let at = self.bytes.len();
-            match record {
-                Record::Line(line) => {
-                    self.bytes.extend_from_slice(line);
-                    self.records.push(Rec::Line { start: at, end: at + line.len(), source });
-                }
-                Record::TooLong { len, head } => {
-                    self.bytes.extend_from_slice(head);
-                    self.records.push(Rec::TooLong { len, at, head: head.len(), source });
-                }
-            }
-        })
-    }
-
-    /// Every record's time, decoded once up front: pacing needs the whole schedule (the duration
-    /// on the position bar, seeking by time) before the first line is applied, and records are
-    /// decoded again when applied — about a second per 400 MB, paid once at load.
-    fn times(&self) -> Vec<Option<i64>> {
-        self.records
-            .iter()
-            .map(|r| match *r {
-                Rec::Line { start, end, .. } => match decode(&self.bytes[start..end]) {
-                    Decoded::Line(line) => line.time(),
-                    Decoded::Malformed(_) => None,
-                },
-                Rec::TooLong { .. } => None,
-            })
-            .collect()
-    }
-
-    fn apply(&self, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
-        let nothing = &mut |_: &Event<'_, '_>| {};
-        let mut current = None;
-        for rec in &self.records[range] {
-            // Records of several rollout files can alternate (files followed as they grow).
-            if current != Some(rec.source()) {
-                current = Some(rec.source());
-                pipeline.set_rollout_thread(self.sources[rec.source() as usize].rollout_thread.as_deref());
-            }
-            match *rec {
-                Rec::Line { start, end, .. } => {
-                    pipeline.push(&self.bytes[start..end]);
-                    pipeline.add_bytes((end - start + 1) as u64);
-                }
-                Rec::TooLong { len, at, head, .. } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
-            }
-        }
-    }
-
-    /// Reads what followed files gained since last time (whole lines only), and files that have
-    /// appeared in followed directories since (a new session's rollout, say).
-    fn follow_growth(&mut self) {
-        use std::io::{Read, Seek, SeekFrom};
-        for source in 0..self.sources.len() {
-            let Some(path) = self.sources[source].path.clone() else { continue };
-            let Ok(mut file) = std::fs::File::open(&path) else { continue };
-            let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
-            let read = &mut self.sources[source].read;
-            if len < *read {
-                // Truncated or replaced: start over from its beginning.
-                *read = 0;
-            }
-            if len == *read || file.seek(SeekFrom::Start(*read)).is_err() {
-                continue;
-            }
-            let mut buf = Vec::new();
-            if file.take(len - *read).read_to_end(&mut buf).is_err() {
-                continue;
-            }
-            if let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
-                buf.truncate(end + 1);
-                *read += buf.len() as u64;
-                let _ = self.read_from(source, buf.as_slice());
-            }
-        }
-        if self.dirs.is_empty() {
-            return;
-        }
-        let known: std::collections::HashSet<PathBuf> = self.sources.iter().filter_map(|s| s.path.clone()).collect();
-        if let Ok(found) = files::expand(&self.dirs) {
-            for input in found {
-                if matches!(&input, Input::File(p) if !known.contains(p)) {
-                    let _ = self.add_source(&input);
-                }
-            }
-        }
+        Piece::TooLong { len, head } => pipeline.push_oversized(len, head, nothing),
+    });
+    if let Err(e) = read {
+        // The file changed under the replay (truncated, removed): what was read stands.
+        tracing::warn!(error = %e, source = %r.name, "reading the recording back");
     }
 }
 
 /// The built-in demo: a real multi-agent Codex session (see `demo/README.md`).
 pub fn demo() -> Watch {
-    let mut r = Recorded::from_bytes("demo", include_bytes!("../../assets/demo.ndjson"));
+    let mut r = Recorded::from_static("demo", include_bytes!("../../assets/demo.ndjson"), &time_of);
     r.start_at_action = true;
     Watch::Replay(r)
 }
@@ -236,7 +84,9 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
     }
     let inputs_given = inputs;
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
-    Ok(Watch::Replay(Recorded::from_inputs(inputs_given, &inputs, opts.follow)?))
+    let recorded =
+        Recorded::from_inputs(inputs_given, &inputs, opts.follow, &time_of).wrap_err("reading the inputs")?;
+    Ok(Watch::Replay(recorded))
 }
 
 /// A piped stdin as a live source, recorded with `--record`.
@@ -319,7 +169,7 @@ impl Monitor {
         let mut applied = 0;
         while applied < due && start.elapsed() < INGEST_SLICE {
             let n = (due - applied).min(INGEST_CHUNK);
-            r.apply(&mut self.pipeline, rep.position()..rep.position() + n);
+            apply(r, &mut self.pipeline, rep.position()..rep.position() + n);
             rep.advance(n);
             applied += n;
             self.sampled();
@@ -403,8 +253,8 @@ fn home_short(name: &str) -> String {
 fn action_start(r: &Recorded, rep: &Replay, config: &Config) -> usize {
     const LEAD_MS: u64 = 2_000;
     let mut scratch = Pipeline::new(config.clone());
-    let first_child = (0..r.records.len()).find(|&i| {
-        r.apply(&mut scratch, i..i + 1);
+    let first_child = (0..r.len()).find(|&i| {
+        apply(r, &mut scratch, i..i + 1);
         scratch.model.threads.len() >= 2
     });
     first_child.map_or(0, |i| rep.position_at(rep.offset_of(i).saturating_sub(LEAD_MS)))
@@ -447,13 +297,13 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     };
     let mut replay = recorded.as_ref().map(|r| {
         m.feed.source = home_short(&r.name);
-        tracing::info!(source = %r.name, records = r.records.len(), "replaying");
-        Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
+        tracing::info!(source = %r.name, records = r.len(), "replaying");
+        Replay::new(r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
     if let (Some(r), Some(rep)) = (recorded.as_ref(), replay.as_mut()) {
         if r.start_at_action {
             let start = action_start(r, rep, &m.config);
-            r.apply(&mut m.pipeline, 0..start);
+            apply(r, &mut m.pipeline, 0..start);
             rep.jump(start, now);
         }
     }
@@ -481,12 +331,12 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
             if r.follow && rep.is_done() && now >= next_follow {
                 next_follow = now + FOLLOW_POLL;
-                let before = r.records.len();
-                r.follow_growth();
-                if r.records.len() > before {
-                    r.apply(&mut m.pipeline, before..r.records.len());
-                    rep.append_applied(r.records.len() - before, now);
-                    m.rate.add(r.records.len() - before, now);
+                let before = r.len();
+                let added = r.follow_growth(&time_of);
+                if added > 0 {
+                    apply(r, &mut m.pipeline, before..before + added);
+                    rep.append_applied(added, now);
+                    m.rate.add(added, now);
                     m.sampled();
                 }
             }
