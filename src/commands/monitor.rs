@@ -26,7 +26,7 @@ use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
 use crate::ui::frame::{INGEST_CHUNK, INGEST_SLICE};
 use crate::ui::{self, Effect, Feed, View};
-use crate::wire::{Decoded, decode};
+use crate::wire::{Decoded, Origin, decode};
 
 /// How often a followed file is checked for growth.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
@@ -43,16 +43,15 @@ fn time_of(line: &[u8]) -> Option<i64> {
     }
 }
 
-/// Applies records `range` of a replay to the pipeline.
+/// Applies records `range` of a replay to the pipeline, each with its file's origin.
 fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
     let nothing = &mut |_: &Event<'_, '_>| {};
+    // An `Origin` is an `Arc`: cloned once per change of file.
+    let mut origin = Origin::NONE;
     let read = r.each(range, |piece| match piece {
-        Piece::Source { rollout_thread } => pipeline.set_rollout_thread(rollout_thread),
-        Piece::Line(line) => {
-            pipeline.push(line);
-            pipeline.add_bytes(line.len() as u64 + 1);
-        }
-        Piece::TooLong { len, head } => pipeline.push_oversized(len, head, nothing),
+        Piece::Source { origin: o } => origin = o.clone(),
+        Piece::Line(line) => pipeline.feed(Record::Line(line), &origin, nothing),
+        Piece::TooLong { len, head } => pipeline.feed(Record::TooLong { len, head }, &origin, nothing),
     });
     if let Err(e) = read {
         // The file changed under the replay (truncated, removed): what was read stands.
@@ -497,12 +496,8 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             let nothing = &mut |_: &Event<'_, '_>| {};
             let _ = files::read_records(bytes, MAX_LINE, |record| {
                 n += 1;
-                match record {
-                    Record::Line(line) => m.pipeline.push(line),
-                    Record::TooLong { len, head } => m.pipeline.push_oversized(len, head, nothing),
-                }
+                m.pipeline.feed(record, &Origin::NONE, nothing);
             });
-            m.pipeline.add_bytes(bytes.len() as u64);
             m.rate.add(n, now);
             m.sampled();
         }

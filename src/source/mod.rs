@@ -3,7 +3,7 @@
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
 //! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
-//!   [`replay`]: their pacing.
+//!   [`replay`]: their pacing; [`origin`]: what a file's place tells.
 //! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
@@ -16,6 +16,7 @@ pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod origin;
 pub mod recorded;
 pub mod recording;
 pub mod replay;

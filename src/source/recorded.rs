@@ -15,15 +15,17 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::files::{self, Input, MAX_LINE, Record};
+use super::origin::Origin;
 
 /// Reads a record's time (unix ms), if it has one.
 pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;
 
 /// One record as the replay hands it out.
 pub enum Piece<'a> {
-    /// The records that follow come from another source; a rollout file's name tells its thread.
+    /// The records that follow come from another source, which can tell whose records they are
+    /// (a rollout file's name, a Claude sub-agent's file).
     Source {
-        rollout_thread: Option<&'a str>,
+        origin: &'a Origin,
     },
     Line(&'a [u8]),
     TooLong {
@@ -48,7 +50,7 @@ pub struct Recorded {
 
 struct Source {
     path: Option<PathBuf>,
-    rollout_thread: Option<String>,
+    origin: Origin,
     /// Bytes read so far (whole lines only), for following.
     read: u64,
     data: Backing,
@@ -80,7 +82,7 @@ impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
         let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, rollout_thread: None, read: 0, data: Backing::Static(data) });
+        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0, data: Backing::Static(data) });
         let read = r.index(0, 0, data, time_of).expect("reading memory cannot fail");
         r.sources[0].read = read;
         r
@@ -134,17 +136,17 @@ impl Recorded {
             Input::Stdin => None,
         };
         let source = self.sources.len();
-        let rollout_thread = files::rollout_thread(input);
+        let origin = files::origin(input);
         if let Some(file) = plain {
             let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
-            self.sources.push(Source { path, rollout_thread, read: 0, data: Backing::File(file) });
+            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file) });
             let read = self.index(source, 0, reader, time_of)?;
             self.sources[source].read = read;
         } else {
             let mut bytes = Vec::new();
             files::open(input)?.read_to_end(&mut bytes)?;
             let read = bytes.len() as u64;
-            self.sources.push(Source { path, rollout_thread, read: 0, data: Backing::Memory(Vec::new()) });
+            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()) });
             self.index(source, 0, bytes.as_slice(), time_of)?;
             self.sources[source].data = Backing::Memory(bytes);
             self.sources[source].read = read;
@@ -200,7 +202,7 @@ impl Recorded {
             let source = rec.source() as usize;
             if current != Some(source) {
                 current = Some(source);
-                visit(Piece::Source { rollout_thread: self.sources[source].rollout_thread.as_deref() });
+                visit(Piece::Source { origin: &self.sources[source].origin });
             }
             match rec {
                 Rec::TooLong { len, head, head_len, .. } => {

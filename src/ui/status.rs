@@ -157,7 +157,7 @@ mod tests {
 
     /// A root that spawned one child; both in a turn; the root's last line at t=1000, the child's
     /// at `child_ms`.
-    fn parent_and_child(child_ms: i64) -> Model {
+    fn parent_and_child(child_ms: i64) -> crate::pipeline::Pipeline {
         use serde_json::json;
         let collab = |event: &str, status: &str, receivers: &[&str]| {
             note(
@@ -179,18 +179,18 @@ mod tests {
         for l in &lines {
             p.push(l.as_bytes());
         }
-        p.model
+        p
     }
 
-    fn shown(model: &Model, id: &str, c: Clock) -> Shown {
-        let idx = model.find(id).expect("thread");
-        Shown::of(model.thread(idx), Activity::of(model).subtree(idx), c)
+    fn shown(p: &crate::pipeline::Pipeline, id: &str, c: Clock) -> Shown {
+        let idx = p.find(id).expect("thread");
+        Shown::of(p.model.thread(idx), Activity::of(&p.model).subtree(idx), c)
     }
 
     #[test]
     fn a_quiet_parent_with_a_busy_child_is_waiting_not_stalled() {
         let m = parent_and_child(100_000);
-        assert_eq!(m.threads.len(), 2, "{:?}", m.threads.iter().map(|t| &t.id).collect::<Vec<_>>());
+        assert_eq!(m.model.threads.len(), 2);
         assert_eq!(shown(&m, "root", clock(120_000)), Shown::OnChildren(1));
         assert_eq!(shown(&m, "kid", clock(120_000)), Shown::Is(Status::Running));
     }
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn activity_counts_descendants_without_recursion() {
         let m = parent_and_child(5_000);
-        let a = Activity::of(&m);
+        let a = Activity::of(&m.model);
         let root = m.find("root").expect("root");
         assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
         assert_eq!(a.active, 2);
