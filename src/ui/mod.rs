@@ -1,24 +1,16 @@
-//! The monitor screen. The runtime (`commands::monitor`) owns the terminal and the event loop; it
-//! turns input into [`Action`]s with [`action_for`] / [`action_for_mouse`], applies them with
-//! [`update`] (acting on the [`Effect`] it returns), and calls [`draw`] when something changed.
+//! The monitor screen. [`runtime::Runtime`] is the state machine that drives it: fed inputs and
+//! the time, it turns input into [`Action`]s with [`action_for`] / [`action_for_mouse`], applies
+//! them with [`update`] (acting on the [`Effect`] it returns), ingests in bounded slices and calls
+//! [`draw`] when [`frame::FrameClock`] says a frame is due. `commands::monitor` only owns the
+//! terminal, the keyboard, the signals and the sources.
 //!
 //! ```text
-//! header   source · ▶ speed · ev/s · sessions · cost                         clock
-//!          position bar / connection                 early · orphans · evicted · malformed
-//! ┌ agents ─────────┐┌ lanes ──────────────────────────┐┌ cost ─────────┐
+//! header   state · agents · cost · burn · need you · ev/s                      clock
+//!          source, position bar                                 ⚠ problems · d
+//! ┌ agents ─────────┐┌ lanes / timeline ───────────────┐┌ cost ─────────┐
 //! │ tree            ││ stacked lanes / transcript      ││ totals, table │
 //! └─────────────────┘└─────────────────────────────────┘└───────────────┘
 //! footer   keys valid right now
-//! ```
-//!
-//! What the runtime does with it:
-//!
-//! ```text
-//! let mut view = View::with_theme(Theme::named(&theme_arg).unwrap_or_default());
-//! on a key:    if let Some(a) = ui::action_for(key, &view) { act(ui::update(&mut view, &model, a)) }
-//! on a mouse:  if let Some(a) = ui::action_for_mouse(ev, &view) { act(ui::update(&mut view, &model, a)) }
-//!              where act handles Effect::{Quit, TogglePause, Step, Seek(ms), Speed(±1)}
-//! on a frame:  terminal.draw(|f| ui::draw(f, &model, &counters, &feed, &mut view))
 //! ```
 //!
 //! Draw again after every action (the view changed), whenever `model.generation` moved, and about
@@ -33,6 +25,7 @@ pub mod keymap;
 pub mod label;
 mod lanes;
 pub mod outline;
+pub mod runtime;
 mod sidebar;
 pub mod status;
 pub mod text;
