@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::origin::{Origin, OriginInfo};
+
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
@@ -30,7 +32,7 @@ impl Input {
 }
 
 /// A record: a line without its `\n`, or the fact of a line too long to keep.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum Record<'a> {
     Line(&'a [u8]),
     TooLong { len: usize, head: &'a [u8] },
@@ -89,6 +91,17 @@ pub fn rollout_thread(input: &Input) -> Option<String> {
     let uuid_shaped =
         id.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
     uuid_shaped.then(|| id.to_owned())
+}
+
+/// What an input's name tells about its records (the thread of a Codex rollout file), passed
+/// with each of them to the pipeline.
+pub fn origin(input: &Input) -> Origin {
+    let Input::File(path) = input else { return Origin::NONE };
+    Origin::new(OriginInfo {
+        file: Some(path.to_string_lossy().into()),
+        thread: rollout_thread(input).map(Into::into),
+        ..OriginInfo::default()
+    })
 }
 
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
