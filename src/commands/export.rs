@@ -8,7 +8,8 @@ use color_eyre::eyre::{Result, eyre};
 use super::cli::ExportArgs;
 use super::ingest::{ingest, nothing};
 use crate::export::{self, Exporter, Live, Provider, Request, Summary, all_spans, sender};
-use crate::pipeline::{Config, Pipeline};
+use crate::model::Model;
+use crate::pipeline::Config;
 use crate::ui::ExportFeed;
 
 pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
@@ -63,9 +64,9 @@ pub(super) fn feed_of(live: &Live) -> ExportFeed {
 }
 
 /// Ends a live session's export and says on stderr what became of its spans.
-pub(super) fn finish_live(live: Live, pipeline: &Pipeline) -> Summary {
+pub(super) fn finish_live(live: Live, model: &Model, format: &str) -> Summary {
     let target = live.target().to_owned();
-    let summary = live.finish(&pipeline.model, pipeline.format());
+    let summary = live.finish(model, format);
     eprintln!("swarmtop: OTLP export: {}", export::describe(&summary, &target));
     summary
 }

@@ -64,7 +64,7 @@ pub async fn consume(
     }
     pipeline.finish();
     if let Some(x) = export {
-        finish_live(x, &pipeline);
+        finish_live(x, &pipeline.model, pipeline.format());
     }
     Ok(pipeline)
 }

@@ -63,8 +63,10 @@ pub struct Tracker {
 }
 
 /// What a thread looked like at the last scan, so unchanged threads are skipped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Mark {
+    /// The thread the mark is of: a model rebuilt from scratch may put another thread at an index.
+    id: std::sync::Arc<str>,
     lines: u64,
     items: usize,
     status: Option<Status>,
@@ -88,9 +90,18 @@ impl Tracker {
         self.marks.resize(model.threads.len(), Mark::default());
         for (i, t) in model.threads.iter().enumerate() {
             let idx = ThreadIdx(i as u32);
-            let mark = self.marks[i];
-            let now = Mark { lines: t.lines, items: t.items.len(), status: Some(t.status), open_from: mark.open_from };
-            if now == mark {
+            if *self.marks[i].id != *t.id {
+                self.marks[i] = Mark { id: t.id.clone(), ..Mark::default() };
+            }
+            let mark = &self.marks[i];
+            let now = Mark {
+                id: mark.id.clone(),
+                lines: t.lines,
+                items: t.items.len(),
+                status: Some(t.status),
+                open_from: mark.open_from,
+            };
+            if now == *mark {
                 continue;
             }
             let mut open_from = mark.open_from;
