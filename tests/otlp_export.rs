@@ -81,6 +81,19 @@ fn claude_code_transcript() {
     export_twice("claude");
 }
 
+/// Claude Code states usage per API response: those are `chat` spans under their agent.
+#[test]
+fn responses_are_chat_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("claude.jsonl");
+    let (ok, err) = export(&["--otlp-file", file.to_str().unwrap()], &inputs_of("claude"));
+    assert!(ok, "{err}");
+    let spans = file_spans(&file);
+    let chats = spans.iter().filter(|s| attr_str(s, "gen_ai.operation.name") == Some("chat")).count();
+    assert!(chats > 10, "{chats} chat spans");
+    check_tree(&spans, &stats(&inputs_of("claude")));
+}
+
 /// A failed turn's agent span carries the error status.
 #[test]
 fn failures_set_the_span_status() {

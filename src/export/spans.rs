@@ -72,6 +72,8 @@ struct Mark {
     status: Option<Status>,
     /// Items before this index are all handed out or are no tool call.
     open_from: usize,
+    /// Responses handed out as `chat` spans.
+    chats: usize,
 }
 
 impl Tracker {
@@ -100,6 +102,7 @@ impl Tracker {
                 items: t.items.len(),
                 status: Some(t.status),
                 open_from: mark.open_from,
+                chats: mark.chats,
             };
             if now == *mark {
                 continue;
@@ -117,12 +120,26 @@ impl Tracker {
                     open_from = slot + 1;
                 }
             }
-            if matches!(t.status, Status::Closed | Status::Failed | Status::Interrupted) {
+            // A response is complete once the next one began (a thread makes one call at a time).
+            let complete = t.responses().len().saturating_sub(1);
+            for r in now.chats..complete {
+                if let Some(span) = self.take_chat(model, idx, r) {
+                    out.push(span);
+                }
+            }
+            let ended = matches!(t.status, Status::Closed | Status::Failed | Status::Interrupted);
+            if ended {
+                for r in complete..t.responses().len() {
+                    if let Some(span) = self.take_chat(model, idx, r) {
+                        out.push(span);
+                    }
+                }
                 if let Some(span) = self.take_agent(model, idx, false) {
                     out.push(span);
                 }
             }
-            self.marks[i] = Mark { open_from, ..now };
+            let chats = if ended { t.responses().len() } else { complete.max(now.chats) };
+            self.marks[i] = Mark { open_from, chats, ..now };
         }
     }
 
@@ -133,6 +150,11 @@ impl Tracker {
             for slot in 0..t.items.len() {
                 let open = t.items[slot].status == ItemStatus::InProgress;
                 if let Some(span) = self.take_tool(model, idx, slot, open) {
+                    out.push(span);
+                }
+            }
+            for r in 0..t.responses().len() {
+                if let Some(span) = self.take_chat(model, idx, r) {
                     out.push(span);
                 }
             }
@@ -151,6 +173,15 @@ impl Tracker {
             return None;
         }
         Some(tool_span(model, idx, slot, unfinished, self.fallback))
+    }
+
+    fn take_chat(&mut self, model: &Model, idx: ThreadIdx, r: usize) -> Option<Span> {
+        let t = model.thread(idx);
+        let response = t.responses().get(r)?;
+        if !self.sent.insert(chat_span_id(&t.id, &response.key)) {
+            return None;
+        }
+        Some(chat_span(model, idx, r, self.fallback))
     }
 
     fn take_agent(&mut self, model: &Model, idx: ThreadIdx, unfinished: bool) -> Option<Span> {
@@ -251,6 +282,10 @@ fn agent_span(model: &Model, idx: ThreadIdx, unfinished: bool, fallback: Option<
     }
     a.usage("gen_ai.usage", &t.tokens);
     a.int("swarmtop.usage.total_tokens", t.tokens.total);
+    // The usage is also in the agent's `chat` spans: a receiver must not count it twice.
+    if !t.responses().is_empty() {
+        a.bool("swarmtop.usage.per_response", true);
+    }
     a.cost("swarmtop.cost_usd", t.cost);
     a.bool("swarmtop.unpriced", t.cost.is_none());
     a.int("swarmtop.subtree.threads", u64::from(t.subtree.threads));
@@ -372,6 +407,49 @@ fn tool_span(model: &Model, idx: ThreadIdx, slot: usize, unfinished: bool, fallb
         end_time_unix_nano: nanos(end).max(nanos(start)),
         attributes: a.0,
         status,
+        ..Span::default()
+    }
+}
+
+/// A response's span id: its key, apart from item ids by a prefix no item id has.
+fn chat_span_id(thread: &str, key: &str) -> SpanId {
+    item_span_id(thread, &format!("\u{1f}response\u{1f}{key}"))
+}
+
+/// One model response whose usage the agent stated by itself (Claude Code): `chat {model}`.
+fn chat_span(model: &Model, idx: ThreadIdx, r: usize, fallback: Option<Provider>) -> Span {
+    let t = model.thread(idx);
+    let response = &t.responses()[r];
+    let model_name = response.model.as_ref().or(t.model.as_ref()).map_or("", |m| m.as_str());
+    let mut a = Attrs::default();
+    a.str("gen_ai.operation.name", "chat");
+    if let Some(p) = Provider::of_thread(t, fallback) {
+        a.str("gen_ai.provider.name", p.as_str());
+    }
+    if !model_name.is_empty() {
+        a.str("gen_ai.request.model", model_name);
+        a.str("gen_ai.response.model", model_name);
+    }
+    // The key is `message id \x1f request id` (Claude Code).
+    let mut parts = response.key.split('\u{1f}');
+    if let Some(id) = parts.next().filter(|p| !p.is_empty()) {
+        a.str("gen_ai.response.id", id);
+    }
+    if let Some(request) = parts.next().filter(|p| !p.is_empty()) {
+        a.str("swarmtop.request.id", request);
+    }
+    a.str("gen_ai.agent.id", &t.id);
+    a.str("gen_ai.conversation.id", &t.id);
+    a.usage("gen_ai.usage", &response.tokens);
+    Span {
+        trace_id: trace_id(&model.thread(top_of(model, idx)).id).to_vec(),
+        span_id: chat_span_id(&t.id, &response.key).to_vec(),
+        parent_span_id: agent_span_id(&t.id).to_vec(),
+        name: if model_name.is_empty() { "chat".to_owned() } else { format!("chat {model_name}") },
+        kind: SpanKind::Client as i32,
+        start_time_unix_nano: nanos(response.first_ms),
+        end_time_unix_nano: nanos(response.last_ms).max(nanos(response.first_ms)),
+        attributes: a.0,
         ..Span::default()
     }
 }

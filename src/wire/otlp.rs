@@ -318,7 +318,10 @@ fn agent<'l>(
         ends_previous: false,
     }));
     let _ = start;
-    if a.int("gen_ai.usage.input_tokens").is_some() || a.int("gen_ai.usage.output_tokens").is_some() {
+    // An agent whose `chat` spans carry its usage response by response says so: those count.
+    let per_response = a.bool("swarmtop.usage.per_response") == Some(true);
+    if !per_response && (a.int("gen_ai.usage.input_tokens").is_some() || a.int("gen_ai.usage.output_tokens").is_some())
+    {
         out.facts.push(Fact::Usage(Usage::Cumulative { total: Some(breakdown(a)), context: None }));
     }
     if let Some(usd) = a.float("swarmtop.cost_usd") {

@@ -180,6 +180,25 @@ pub fn check_tree(spans: &[Value], stats: &Value) {
             assert_eq!(span["traceId"], agent_of[root]["traceId"], "{id} is in its root's trace");
         }
     }
+    // Where an agent's usage is known response by response (Claude Code), its `chat` spans add up to it.
+    for t in threads {
+        let id = t["id"].as_str().unwrap();
+        let chats: Vec<&Value> = spans
+            .iter()
+            .filter(|s| {
+                attr_str(s, "gen_ai.operation.name") == Some("chat") && attr_str(s, "gen_ai.agent.id") == Some(id)
+            })
+            .collect();
+        if chats.is_empty() {
+            continue;
+        }
+        for (attr_key, key) in [("gen_ai.usage.input_tokens", "input"), ("gen_ai.usage.output_tokens", "output")] {
+            let sum: u64 = chats.iter().filter_map(|s| attr_int(s, attr_key)).sum();
+            assert_eq!(Some(sum), t["tokens"][key].as_u64(), "{id}: chat spans' {attr_key}");
+        }
+        assert_eq!(chats[0]["parentSpanId"], agent_of[id]["spanId"], "a chat span hangs from its agent");
+        assert!(chats.iter().all(|s| s["name"].as_str().unwrap().starts_with("chat")));
+    }
     // The agents' usage adds up to the totals.
     for (attr_key, total_key) in [("gen_ai.usage.input_tokens", "input"), ("gen_ai.usage.output_tokens", "output")] {
         let sum: u64 = agents.iter().filter_map(|s| attr_int(s, attr_key)).sum();
