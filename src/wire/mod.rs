@@ -3,6 +3,7 @@
 
 pub mod claude;
 mod decode;
+pub mod fact;
 pub mod methods;
 pub mod rollout;
 mod sanitize;
@@ -12,4 +13,4 @@ pub use decode::{
     Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ParamsRest, ResultBody, Shape, Str, ThreadInfo,
     TokenUsage, TurnInfo, decode, decode_into, parse_raw,
 };
-pub use sanitize::{Clean, sanitize};
+pub use sanitize::{Clean, CleanStr, sanitize};
