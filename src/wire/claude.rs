@@ -12,6 +12,8 @@ use serde_json::value::RawValue;
 
 use super::decode::{Message, Str, opt_str};
 
+pub mod outcome;
+pub mod sidecar;
 pub mod stream;
 
 /// The parts of a transcript line swarmtop reads.
