@@ -191,7 +191,7 @@ proptest! {
         // The tree is the generator's tree.
         let m = &p.model;
         for (child, parent) in &s.parents {
-            let idx = m.find(child).expect("every thread is seen");
+            let idx = p.find(child).expect("every thread is seen");
             let t = m.thread(idx);
             match parent {
                 None => prop_assert_eq!(t.role, Role::Root),
@@ -205,7 +205,7 @@ proptest! {
 
         // Tokens are the max-merge of every frame, duplicates and late ones included.
         for (id, u) in &s.usage {
-            let t = m.thread(m.find(id).unwrap());
+            let t = m.thread(p.find(id).unwrap());
             prop_assert_eq!((t.tokens.input, t.tokens.cached_input, t.tokens.output), (u.input, u.cached, u.output));
         }
 

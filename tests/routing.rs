@@ -24,7 +24,7 @@ struct Run {
 
 impl Run {
     fn thread(&self, id: &str) -> &swarmtop::model::Thread {
-        let idx = self.p.model.find(id).unwrap_or_else(|| panic!("no thread {id}"));
+        let idx = self.p.find(id).unwrap_or_else(|| panic!("no thread {id}"));
         self.p.model.thread(idx)
     }
 
@@ -46,7 +46,7 @@ fn run_with(lines: &[String], limits: router::Limits, finish: bool) -> Run {
     let mut ids: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut sink = |e: &Event<'_, '_>| match e {
-        Event::Seen { id, .. } => ids.push((*id).to_owned()),
+        Event::Seen { id, .. } => ids.push(id.to_string()),
         Event::Line(r) => out.push(Out {
             line: r.line_no,
             class: r.class,

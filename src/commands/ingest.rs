@@ -8,7 +8,7 @@ use super::cli::GlobalOpts;
 use crate::model::Prices;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Event, Sink};
-use crate::source::files::{self, Record};
+use crate::source::files;
 
 /// The pipeline's configuration from the global options (`--pricing`).
 pub fn config(global: &GlobalOpts) -> Result<Config> {
@@ -26,13 +26,9 @@ pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)
     let mut pipeline = Pipeline::new(config);
     for input in &inputs {
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-        pipeline.set_rollout_thread(files::rollout_thread(input).as_deref());
-        let bytes = files::read_records(reader, files::MAX_LINE, |record| match record {
-            Record::Line(line) => pipeline.push_with(line, also),
-            Record::TooLong { len, head } => pipeline.push_oversized(len, head, also),
-        })
-        .wrap_err_with(|| format!("reading {}", input.name()))?;
-        pipeline.add_bytes(bytes);
+        let origin = files::origin(input);
+        files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also))
+            .wrap_err_with(|| format!("reading {}", input.name()))?;
     }
     pipeline.finish_with(also);
     Ok(pipeline)

@@ -24,7 +24,7 @@ use crate::source::live::{self, End, ResetReason};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
 use crate::ui::{self, Effect, Feed, View};
-use crate::wire::{Decoded, decode};
+use crate::wire::{Decoded, Origin, decode};
 
 /// Longest stretch of ingest between two looks at the keyboard.
 const INGEST_SLICE: Duration = Duration::from_millis(8);
@@ -40,7 +40,7 @@ pub struct Recorded {
     pub name: String,
     bytes: Vec<u8>,
     records: Vec<Rec>,
-    /// The files records come from: a rollout file's name tells its thread.
+    /// The files records come from: a file's name can tell whose records it holds.
     sources: Vec<Source>,
     /// Whether to keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
     follow: bool,
@@ -49,9 +49,12 @@ pub struct Recorded {
 
 struct Source {
     path: Option<PathBuf>,
-    rollout_thread: Option<String>,
+    origin: Origin,
     /// Bytes read so far (whole lines only), for following.
     read: u64,
+    /// A sidecar is read whole each time it changes (it is rewritten, not appended to): when it
+    /// was last read.
+    modified: Option<SystemTime>,
 }
 
 #[derive(Clone, Copy)]
@@ -71,7 +74,7 @@ impl Rec {
 impl Recorded {
     pub fn from_bytes(name: &str, data: &[u8]) -> Self {
         let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, rollout_thread: None, read: 0 });
+        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0, modified: None });
         r.read_from(0, data).expect("reading memory cannot fail");
         r
     }
@@ -102,11 +105,17 @@ impl Recorded {
             Input::File(p) => Some(p.clone()),
             Input::Stdin => None,
         };
-        self.sources.push(Source { path, rollout_thread: files::rollout_thread(input), read: 0 });
+        let modified = path.as_deref().and_then(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+        self.sources.push(Source { path, origin: files::origin(input), read: 0, modified });
         let source = self.sources.len() - 1;
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
         let read = self.read_from(source, reader).wrap_err_with(|| format!("reading {}", input.name()))?;
-        self.sources[source].read = read;
+        // A sidecar is read whole and flattened: what counts is the file's own length.
+        let sidecar_len = match input {
+            Input::File(p) if files::is_sidecar(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            _ => None,
+        };
+        self.sources[source].read = sidecar_len.unwrap_or(read);
         Ok(())
     }
 
@@ -146,21 +155,30 @@ impl Recorded {
 
     fn apply(&self, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
         let nothing = &mut |_: &Event<'_, '_>| {};
-        let mut current = None;
         for rec in &self.records[range] {
-            // Records of several rollout files can alternate (files followed as they grow).
-            if current != Some(rec.source()) {
-                current = Some(rec.source());
-                pipeline.set_rollout_thread(self.sources[rec.source() as usize].rollout_thread.as_deref());
-            }
-            match *rec {
-                Rec::Line { start, end, .. } => {
-                    pipeline.push(&self.bytes[start..end]);
-                    pipeline.add_bytes((end - start + 1) as u64);
-                }
-                Rec::TooLong { len, at, head, .. } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
-            }
+            // Records of several files can alternate (files followed as they grow): each keeps its own.
+            let origin = &self.sources[rec.source() as usize].origin;
+            let record = match *rec {
+                Rec::Line { start, end, .. } => Record::Line(&self.bytes[start..end]),
+                Rec::TooLong { len, at, head, .. } => Record::TooLong { len, head: &self.bytes[at..at + head] },
+            };
+            pipeline.feed(record, origin, nothing);
         }
+    }
+
+    /// A sidecar changed (Claude Code rewrites it with `finished: true`): its whole new text is
+    /// one more record, lowered like the first.
+    fn reread_sidecar(&mut self, source: usize, path: &std::path::Path) {
+        let Ok(meta) = std::fs::metadata(path) else { return };
+        let modified = meta.modified().ok();
+        let s = &mut self.sources[source];
+        if s.read == meta.len() && s.modified == modified {
+            return;
+        }
+        let Ok(bytes) = files::read_sidecar(path) else { return };
+        s.read = meta.len();
+        s.modified = modified;
+        let _ = self.read_from(source, bytes.as_slice());
     }
 
     /// Reads what followed files gained since last time (whole lines only), and files that have
@@ -169,6 +187,10 @@ impl Recorded {
         use std::io::{Read, Seek, SeekFrom};
         for source in 0..self.sources.len() {
             let Some(path) = self.sources[source].path.clone() else { continue };
+            if files::is_sidecar(&path) {
+                self.reread_sidecar(source, &path);
+                continue;
+            }
             let Ok(mut file) = std::fs::File::open(&path) else { continue };
             let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
             let read = &mut self.sources[source].read;
@@ -513,12 +535,8 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             let nothing = &mut |_: &Event<'_, '_>| {};
             let _ = files::read_records(bytes, MAX_LINE, |record| {
                 n += 1;
-                match record {
-                    Record::Line(line) => m.pipeline.push(line),
-                    Record::TooLong { len, head } => m.pipeline.push_oversized(len, head, nothing),
-                }
+                m.pipeline.feed(record, &Origin::NONE, nothing);
             });
-            m.pipeline.add_bytes(bytes.len() as u64);
             m.rate.add(n, now);
         }
         live::Event::Disconnected { retry_in, reason } => {

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::origin::{Origin, OriginInfo};
+
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
@@ -30,7 +32,7 @@ impl Input {
 }
 
 /// A record: a line without its `\n`, or the fact of a line too long to keep.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum Record<'a> {
     Line(&'a [u8]),
     TooLong { len: usize, head: &'a [u8] },
@@ -47,8 +49,9 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
             let mut files = Vec::new();
             collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
             // By the path as text, not component by component: `s.jsonl` then `s/subagents/…`, so a
-            // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/').
-            files.sort_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+            // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/'),
+            // and a sub-agent's sidecar right before its transcript (it links the agent).
+            files.sort_by_cached_key(|p| sort_key(p));
             out.extend(files.into_iter().map(Input::File));
         } else {
             out.push(Input::File(p.clone()));
@@ -72,7 +75,44 @@ fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 fn is_recording_name(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
-    [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext))
+    [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext)) || is_sidecar(path)
+}
+
+/// `agent-<id>.meta.json` sorts as `agent-<id>.jsonl` does, just before it.
+fn sort_key(path: &Path) -> (std::ffi::OsString, bool) {
+    let text = path.as_os_str().to_string_lossy();
+    match text.strip_suffix(SIDECAR_SUFFIX) {
+        Some(stem) if is_sidecar(path) => (format!("{stem}.jsonl").into(), false),
+        _ => (path.as_os_str().to_owned(), true),
+    }
+}
+
+const SIDECAR_SUFFIX: &str = ".meta.json";
+
+/// A Claude Code sub-agent's sidecar, `agent-<id>.meta.json` (wire.md §6).
+pub fn is_sidecar(path: &Path) -> bool {
+    claude_agent(path).is_some_and(|(_, sidecar)| sidecar)
+}
+
+/// The Claude Code sub-agent a file is about, from its name: `agent-<id>.jsonl` (its transcript)
+/// or `agent-<id>.meta.json` (its sidecar, `true`).
+fn claude_agent(path: &Path) -> Option<(&str, bool)> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_prefix("agent-")?;
+    let (id, sidecar) = match stem.strip_suffix(SIDECAR_SUFFIX) {
+        Some(id) => (id, true),
+        None => (stem.strip_suffix(".gz").unwrap_or(stem).strip_suffix(".jsonl")?, false),
+    };
+    (!id.is_empty()).then_some((id, sidecar))
+}
+
+/// The session a sub-agent file belongs to: the `<sessionId>` of `<sessionId>/subagents/<file>`.
+fn claude_session(path: &Path) -> Option<&str> {
+    let dir = path.parent()?;
+    if dir.file_name()? != "subagents" {
+        return None;
+    }
+    dir.parent()?.file_name()?.to_str()
 }
 
 fn with_path(e: &io::Error, path: &Path) -> io::Error {
@@ -91,10 +131,38 @@ pub fn rollout_thread(input: &Input) -> Option<String> {
     uuid_shaped.then(|| id.to_owned())
 }
 
+/// What an input's name tells about its records (the thread of a Codex rollout file), passed
+/// with each of them to the pipeline.
+pub fn origin(input: &Input) -> Origin {
+    let Input::File(path) = input else { return Origin::NONE };
+    let agent = claude_agent(path);
+    let thread = rollout_thread(input).or_else(|| agent.map(|(id, _)| id.to_owned()));
+    Origin::new(OriginInfo {
+        file: Some(path.to_string_lossy().into()),
+        thread: thread.map(Into::into),
+        session: agent.and(claude_session(path)).map(Into::into),
+        sidecar: agent.is_some_and(|(_, sidecar)| sidecar),
+    })
+}
+
+/// A sidecar as one record: the whole file, its line breaks (only ever between JSON tokens: a
+/// string cannot hold a raw one) made spaces, ending in one `\n`.
+pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path).map_err(|e| with_path(&e, path))?;
+    for b in &mut bytes {
+        if matches!(*b, b'\n' | b'\r') {
+            *b = b' ';
+        }
+    }
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
+        Input::File(p) if is_sidecar(p) => Box::new(io::Cursor::new(read_sidecar(p)?)),
         Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(&e, p))?),
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER, raw);

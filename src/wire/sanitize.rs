@@ -55,6 +55,12 @@ impl Clean {
     }
 }
 
+impl AsRef<str> for Clean {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Debug for Clean {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)

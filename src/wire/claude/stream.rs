@@ -144,7 +144,7 @@ pub fn parse(text: &str) -> Option<StreamLine<'_>> {
 impl StreamLine<'_> {
     /// Only `user` lines carry a time.
     pub fn time(&self) -> Option<i64> {
-        self.timestamp.as_deref().and_then(super::iso8601_ms)
+        self.timestamp.as_deref().and_then(crate::wire::time::iso8601_ms)
     }
 
     /// The agent a message line belongs to: its sub-agent, else the session.
