@@ -607,3 +607,33 @@ fn handle_terminal_event(
     }
     false
 }
+
+/// `swarmtop --follow FILES/DIRS` without a screen: the monitor's own reading of files that grow
+/// (and of files that appear in followed folders), applied to a pipeline as the monitor applies
+/// them after its replay has caught up. For tests and tools that need to see what a `--follow`
+/// monitor shows at a given moment.
+pub struct Follow {
+    recorded: Recorded,
+    pub pipeline: Pipeline,
+}
+
+impl Follow {
+    /// Reads what is there already, as the monitor does on start.
+    pub fn start(paths: &[PathBuf], config: Config) -> Result<Self> {
+        let inputs = files::expand(paths).wrap_err("listing inputs")?;
+        let recorded = Recorded::from_inputs(paths, &inputs, true)?;
+        let mut pipeline = Pipeline::new(config);
+        recorded.apply(&mut pipeline, 0..recorded.records.len());
+        Ok(Self { recorded, pipeline })
+    }
+
+    /// One poll of the monitor's follow timer: what grew or appeared since, applied. Returns the
+    /// number of new records.
+    pub fn poll(&mut self) -> usize {
+        let before = self.recorded.records.len();
+        self.recorded.follow_growth();
+        let after = self.recorded.records.len();
+        self.recorded.apply(&mut self.pipeline, before..after);
+        after - before
+    }
+}

@@ -100,13 +100,55 @@ impl Model {
         // theirs is above it (a figure the agent does not count), nothing is unattributed there.
         let unattributed =
             if t.reported_usage.is_empty() { Tokens::default() } else { reported.saturating_minus(&seen) };
-        let all_priced = t.subtree.priced == t.subtree.threads;
+        // A thread that used nothing costs nothing, priced or not (a depth-2 agent a stream never shows).
+        let mut all_priced = true;
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let th = &self.threads[i.index()];
+            all_priced &= th.cost.is_some() || th.tokens == Tokens::default();
+            stack.extend_from_slice(&th.children);
+        }
         let unattributed_cost = match reported_cost {
             Some(r) if all_priced && r > t.subtree.cost => Some(r - t.subtree.cost),
             Some(_) if all_priced => Some(Pico::default()),
             _ => None,
         };
         Some(Reconciled { reported, reported_cost, unattributed, unattributed_cost })
+    }
+
+    /// What a thread cost, as shown: from the price table; else, when the thread is the only one of
+    /// its session on its model, the agent's own figure for that model (a model the table does
+    /// not know yet is still costed, marked as the agent's figure); else unpriced.
+    pub fn shown_cost(&self, idx: ThreadIdx) -> ShownCost {
+        let t = &self.threads[idx.index()];
+        if let Some(c) = t.cost {
+            return ShownCost::Priced(c);
+        }
+        let Some(model) = t.model.as_ref() else { return ShownCost::Unpriced };
+        let Some(root) = self.root_of(idx) else { return ShownCost::Unpriced };
+        let Some(&(_, usd)) = self.threads[root.index()].reported_cost.iter().find(|(m, _)| m == model) else {
+            return ShownCost::Unpriced;
+        };
+        let mut same_model = 0usize;
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let th = &self.threads[i.index()];
+            same_model += usize::from(th.model.as_ref() == Some(model));
+            stack.extend_from_slice(&th.children);
+        }
+        if same_model == 1 { ShownCost::Reported(usd) } else { ShownCost::Unpriced }
+    }
+
+    /// Over every session that reported its own totals: the part no thread accounts for.
+    pub fn unattributed_reported(&self) -> Option<(Tokens, Option<Pico>)> {
+        let mut any = false;
+        let (mut tokens, mut cost) = (Tokens::default(), Some(Pico::default()));
+        for r in self.sessions.iter().filter_map(|&s| self.reconciled(s)) {
+            any = true;
+            tokens.add(&r.unattributed);
+            cost = cost.zip(r.unattributed_cost).map(|(a, b)| a + b);
+        }
+        any.then_some((tokens, cost))
     }
 
     pub fn unpriced_threads(&self) -> usize {
@@ -733,6 +775,33 @@ impl Sink for Model {
 }
 
 /// Pretty money for people (`$0.84`, `$0.0031`); `stats --json` prints the exact decimal instead.
+/// A thread's cost as shown (see [`Model::shown_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownCost {
+    Priced(Pico),
+    /// The agent's own figure: the price table does not know the model.
+    Reported(Pico),
+    Unpriced,
+}
+
+impl ShownCost {
+    pub fn priced(self) -> Option<Pico> {
+        match self {
+            Self::Priced(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// `$0.02`, `$0.02 (agent)` for the agent's own figure, `—` unpriced.
+pub fn format_shown(cost: ShownCost) -> String {
+    match cost {
+        ShownCost::Priced(c) => format_usd(Some(c)),
+        ShownCost::Reported(c) => format!("{} (agent)", format_usd(Some(c))),
+        ShownCost::Unpriced => format_usd(None),
+    }
+}
+
 pub fn format_usd(cost: Option<Pico>) -> String {
     match cost {
         None => "—".to_owned(),

@@ -199,10 +199,14 @@ impl Pico {
         let t = text.trim();
         if let Some((whole, frac)) = t.split_once('.').filter(|_| !t.contains(['e', 'E'])) {
             let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
-            if whole < 0 || frac.len() > 12 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            if whole < 0 || !frac.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            let frac: i128 = format!("{frac:0<12}").parse().ok()?;
+            // Past 12 decimals (a float printed in full, `0.0005234950000000001`): rounded to the
+            // pico-dollar, half up.
+            let (kept, rest) = frac.split_at(frac.len().min(12));
+            let up = i128::from(rest.as_bytes().first().is_some_and(|&d| d >= b'5'));
+            let frac: i128 = format!("{kept:0<12}").parse::<i128>().ok()? + up;
             return Some(Self(whole.checked_mul(1_000_000_000_000)?.checked_add(frac)?));
         }
         if let Ok(whole) = t.parse::<i128>() {
@@ -328,6 +332,13 @@ mod tests {
         assert!(
             p.merge_toml("[models.x]\ninput = 1.0\noutput = 1.0\nlong_prompt = { input = 1.0, output = 1.0 }").is_err()
         );
+    }
+
+    #[test]
+    fn agents_figures_parse_to_the_pico_dollar() {
+        assert_eq!(Pico::parse_usd("0.0005234950000000001").map(|p| p.to_string()).as_deref(), Some("0.000523495"));
+        assert_eq!(Pico::parse_usd("0.0000000000015").map(|p| p.0), Some(2));
+        assert_eq!(Pico::parse_usd("0.07751535").map(|p| p.to_string()).as_deref(), Some("0.07751535"));
     }
 
     #[test]

@@ -45,6 +45,19 @@ pub fn draw(
             2,
         ),
         (Span::styled(format_usd(totals.cost_usd()), theme.cost), 3),
+        // What the agent reported for its sessions beyond what its agents account for (a stream
+        // omits responses): shown apart, never added to an agent.
+        (
+            model
+                .unattributed_reported()
+                .filter(|(t, _)| t.total > 0)
+                .map(|(t, c)| {
+                    let cost = c.map(|c| format!(" {}", format_usd(Some(c)))).unwrap_or_default();
+                    Span::styled(format!("+{} tok{cost} unattributed", grouped(t.total)), theme.dim)
+                })
+                .unwrap_or_default(),
+            4,
+        ),
         (Span::raw(format!("{} ev/s", grouped(feed.events_per_sec.max(0.0).round() as u64))), 4),
     ];
     let clock_text = feed.now_ms.map(|ms| format!("{} UTC ", clock(ms))).unwrap_or_default();

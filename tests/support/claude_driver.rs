@@ -60,7 +60,8 @@ impl World {
         let root = tempfile::Builder::new().prefix("swarmtop-e2e-claude-").tempdir()?;
         let home = root.path().join("home");
         let project = root.path().join("demo-project");
-        for d in [&home, &project, &root.path().join("tmp")] {
+        // The projects folder exists before the CLI starts, so a follower can watch it from the start.
+        for d in [&home, &home.join(".claude/projects"), &project, &root.path().join("tmp")] {
             std::fs::create_dir_all(d)?;
         }
         for (name, text) in PROJECT_FILES {
@@ -124,17 +125,11 @@ fn env(world: &World, base_url: &str) -> Vec<(OsString, OsString)> {
     env
 }
 
-/// Runs one session of `scenario` with the real CLI and returns once it has exited.
-/// `on_spawned` runs right after the CLI started, with its world (a test starts its follower there).
-pub async fn run(
-    bin: &Path,
-    scenario: Scenario,
-    opts: RunOptions,
-    on_spawned: impl FnOnce(&World),
-) -> Result<ClaudeRun, String> {
+/// Runs one session of `scenario` with the real CLI in `world` (fresh from [`World::new`]) and
+/// returns once it has exited.
+pub async fn run(bin: &Path, scenario: Scenario, opts: RunOptions, world: World) -> Result<ClaudeRun, String> {
     let mock = MockAnthropic::start(scenario).await.map_err(|e| format!("mock: {e}"))?;
     let mut streaming = mock.streaming();
-    let world = World::new().map_err(|e| format!("preparing the world: {e}"))?;
     let stdout = std::fs::File::create(&world.stream).map_err(|e| e.to_string())?;
     let stderr = std::fs::File::create(&world.stderr).map_err(|e| e.to_string())?;
     let started = Instant::now();
@@ -150,7 +145,6 @@ pub async fn run(
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("spawning {}: {e}", bin.display()))?;
-    on_spawned(&world);
     let mut interrupted = false;
     if let Some(after) = opts.interrupt_after {
         let signalled = tokio::time::timeout(opts.timeout, streaming.changed()).await;
