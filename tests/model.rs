@@ -496,3 +496,48 @@ fn the_structure_changes_with_the_tree_not_with_its_text() {
     w.child("c", "r", None);
     assert!(w.model.structure > shape);
 }
+
+// ---- bounds ----
+
+#[test]
+fn items_past_the_bound_are_counted_not_kept() {
+    let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None)]);
+    w.say("r", None, vec![delta("a", "+", None), item("d", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    let t = w.get("r");
+    assert_eq!(t.items.len(), 2);
+    assert_eq!(t.items[0].text.as_str(), "1+", "known items still grow");
+    assert_eq!(w.model.diagnostics.dropped_items, 2);
+}
+
+#[test]
+fn the_structure_ignores_the_items_of_threads_without_children() {
+    let mut w = World::new();
+    w.root("r");
+    w.child("c", "r", Some("spawn"));
+    let shape = w.model.structure;
+    w.say("c", None, vec![item("m", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    assert_eq!(w.model.structure, shape, "a leaf's items are not in the outline");
+    w.say("r", None, vec![item("spawn", |i| i.kind = Some(ItemKind::Collab))]);
+    assert!(w.model.structure > shape, "a parent's card is");
+    let shape = w.model.structure;
+    w.say("r", None, vec![item("spawn", |i| i.tool = Some(sanitize("wait")))]);
+    assert!(w.model.structure > shape, "and so is what the card is");
+}
+
+#[test]
+fn what_the_agent_reports_it_cost_is_kept_by_model() {
+    use swarmtop::wire::fact::CostReported;
+    let mut w = World::new();
+    w.root("r");
+    let cost = |model, usd, cumulative| {
+        Fact::CostReported(CostReported { model: Some(CleanStr::new(model)), usd: Cow::Borrowed(usd), cumulative })
+    };
+    w.say("r", None, vec![cost("claude-next", "0.5", true), cost("claude-next", "0.75", true)]);
+    w.say("r", None, vec![cost("haiku", "0.001", false), cost("haiku", "0.002", false), cost("haiku", "-1", false)]);
+    let figures: Vec<(String, String)> =
+        w.get("r").reported_cost.iter().map(|(m, c)| (m.to_string(), c.to_string())).collect();
+    assert_eq!(figures, [("claude-next".into(), "0.75".into()), ("haiku".into(), "0.003".into())]);
+}

@@ -31,6 +31,8 @@ pub struct Diagnostics {
     pub global_count: u64,
     /// Text bytes dropped by the per-item and per-thread scrollback bounds.
     pub dropped_text_bytes: u64,
+    /// Item lines dropped by the items-per-thread bound.
+    pub dropped_items: u64,
 }
 
 impl Diagnostics {

@@ -31,11 +31,13 @@ pub struct Limits {
     pub item_text: usize,
     /// Item text kept per thread; older items lose their text first.
     pub thread_text: usize,
+    /// Items kept per thread; the lines about items past it are counted (`dropped_items`), not kept.
+    pub items_per_thread: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { item_text: 256 << 10, thread_text: 1 << 20 }
+        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000 }
     }
 }
 
@@ -51,8 +53,9 @@ pub struct Model {
     pub stream_ms: Option<i64>,
     /// Bumped by every change, so a screen knows when it must draw again.
     pub generation: u64,
-    /// Bumped only when the tree's shape changes (a thread, turn or item appears, a thread moves,
-    /// a lane opens): an outline of the tree built at one value holds until it changes.
+    /// Bumped only when the tree's shape changes (a thread appears or moves, a lane opens, a thread
+    /// with children gains a turn or an item, or one of its cards is relabelled): an outline of the
+    /// tree built at one value holds until it changes.
     pub structure: u64,
     prices: Prices,
     limits: Limits,
@@ -365,7 +368,9 @@ impl Model {
             Fact::TurnEnded(end) => self.turn_ended(idx, end, time),
             Fact::Item(item) => self.item(idx, item, r.registry),
             Fact::Delta(d) => {
-                let slot = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone())));
+                let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
+                    return;
+                };
                 if let Some(text) = &d.text {
                     self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
                 }
@@ -536,7 +541,10 @@ impl Model {
         });
         let slot = t.turns.len() - 1;
         t.turn_index.insert(id.into(), slot);
-        self.structure += 1;
+        // The outline shows the turns and cards of the threads that have children.
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
         slot
     }
 
@@ -594,10 +602,21 @@ impl Model {
         Some(slot)
     }
 
-    /// The item with this id; on first sight a new one of `kind`, filed under `turn`.
-    fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: Option<&ItemKind>, turn: Option<&TurnRef<'_>>) -> usize {
+    /// The item with this id; on first sight a new one of `kind`, filed under `turn`. `None` when
+    /// the thread holds as many items as it may (the bound counts what it drops).
+    fn item_slot(
+        &mut self,
+        idx: ThreadIdx,
+        id: &str,
+        kind: Option<&ItemKind>,
+        turn: Option<&TurnRef<'_>>,
+    ) -> Option<usize> {
         if let Some(slot) = self.known_item(idx, id) {
-            return slot;
+            return Some(slot);
+        }
+        if self.threads[idx.index()].items.len() >= self.limits.items_per_thread {
+            self.diagnostics.dropped_items += 1;
+            return None;
         }
         let turn = turn.and_then(|t| self.turn_ref(idx, t));
         let t = &mut self.threads[idx.index()];
@@ -610,8 +629,10 @@ impl Model {
         if let Some(turn) = turn {
             t.turns[turn].items.push(slot);
         }
-        self.structure += 1;
-        slot
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
+        Some(slot)
     }
 
     /// Changes an item through `edit`, keeping the thread's text accounting and bounds true.
@@ -626,10 +647,7 @@ impl Model {
 
     fn item(&mut self, idx: ThreadIdx, f: &ItemFact<'_>, registry: &Registry) {
         let slot = match &f.id {
-            Some(id) if f.update_only => match self.known_item(idx, id) {
-                Some(slot) => slot,
-                None => return,
-            },
+            Some(id) if f.update_only => self.known_item(idx, id),
             Some(id) => self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref()),
             None if f.update_only => return,
             None => {
@@ -638,14 +656,15 @@ impl Model {
                 self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref())
             }
         };
+        let Some(slot) = slot else { return };
         let receivers: Vec<ThreadIdx> = f.receivers.iter().filter_map(|r| registry.find(r)).collect();
-        let mut kind_learnt = false;
+        let mut relabelled = false;
         self.edit_item(idx, slot, |item| {
             if let Some(kind) = &f.kind {
                 // An item first named by a delta has no kind yet.
                 if matches!(item.kind, ItemKind::Other(_)) && item.kind != *kind {
                     item.kind = kind.clone();
-                    kind_learnt = true;
+                    relabelled = true;
                 }
             }
             if let Some(status) = f.status {
@@ -658,7 +677,10 @@ impl Model {
                 item.title.clone_from(title);
             }
             if let Some(tool) = &f.tool {
-                item.tool = Some(tool.as_str().into());
+                if item.tool.as_deref() != Some(tool.as_str()) {
+                    item.tool = Some(tool.as_str().into());
+                    relabelled = true;
+                }
             }
             if let Some(text) = &f.text {
                 let replace = match f.text_rule {
@@ -684,7 +706,8 @@ impl Model {
                 }
             }
         });
-        if kind_learnt {
+        // What a card is (its kind, its tool) names its row in the outline.
+        if relabelled && !self.threads[idx.index()].children.is_empty() {
             self.structure += 1;
         }
         if f.card {

@@ -74,6 +74,8 @@ pub struct Limits {
     pub window_ms: i64,
     pub window_lines: u64,
     pub max_depth: u32,
+    /// Threads known at most; lines of threads beyond it are dropped (`over_thread_limit`).
+    pub threads: usize,
 }
 
 impl Default for Limits {
@@ -85,6 +87,7 @@ impl Default for Limits {
             window_ms: 30_000,
             window_lines: 10_000,
             max_depth: 32,
+            threads: 100_000,
         }
     }
 }
@@ -105,10 +108,13 @@ pub struct Counters {
     pub pending_at_end: u64,
     pub orphan_threads: u64,
     pub depth_limited: u64,
+    /// Lines dropped because their thread would have been over the thread bound.
+    pub over_thread_limit: u64,
 }
 
 impl Counters {
-    /// routing.md §5: every line is in exactly one class, or evicted, or still pending.
+    /// routing.md §5: every line is in exactly one class, or evicted, or still pending (or dropped
+    /// by the thread bound).
     pub fn conserved(&self) -> bool {
         self.lines
             == self.malformed
@@ -119,6 +125,7 @@ impl Counters {
                 + self.suppressed
                 + self.evicted
                 + self.pending_at_end
+                + self.over_thread_limit
     }
 }
 
@@ -318,32 +325,33 @@ impl Router {
 
     /// Routes one record (a line without its `\n`) from `origin`.
     pub fn push(&mut self, record: &[u8], origin: &Origin, sink: &mut impl Sink) {
-        self.counters.lines += 1;
-        let line_no = self.counters.lines;
+        // A sidecar is one object about a thread, lowered whole by what its origin says it is.
         if let Some(sidecar) = wire::lower_sidecar(record, origin) {
             match sidecar {
-                Ok(lowered) => self.route(&lowered, record, origin, line_no, sink),
-                Err(reason) => self.malformed(line_no, &reason, record, sink),
+                Ok(lowered) => self.push_lowered(record, &lowered, origin, sink),
+                Err(reason) => self.push_malformed(record, &reason, sink),
             }
             return;
         }
         let mut line = Line::empty();
-        if let Err(reason) = wire::decode_into(record, &mut line) {
-            self.malformed(line_no, &reason, record, sink);
-            return;
+        match wire::decode_into(record, &mut line) {
+            Ok(()) => self.push_line(record, &line, origin, sink),
+            Err(reason) => self.push_malformed(record, &reason, sink),
         }
-        let lowered = wire::lower(&line, origin, &mut self.stream);
-        self.route(&lowered, record, origin, line_no, sink);
     }
 
-    fn malformed(&mut self, line_no: u64, reason: &Malformed, record: &[u8], sink: &mut impl Sink) {
-        self.close_windows(None, line_no, sink);
-        self.counters.malformed += 1;
-        sink.event(&Event::Malformed { line_no, reason, record });
+    /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
+    /// the stream told (a rollout file's thread).
+    pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
+        let lowered = wire::lower(line, origin, &mut self.stream);
+        self.push_lowered(record, &lowered, origin, sink);
     }
 
-    /// Where a lowered record goes (routing.md §3).
-    fn route(&mut self, lowered: &Lowered<'_>, record: &[u8], origin: &Origin, line_no: u64, sink: &mut impl Sink) {
+    /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
+    /// [`Line::lowers_alone`], lowered with any stream context: it reads none).
+    pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
+        self.counters.lines += 1;
+        let line_no = self.counters.lines;
         self.close_windows(lowered.time, line_no, sink);
         match &lowered.subject {
             Subject::Control => self.control(lowered, line_no, sink),
@@ -362,6 +370,15 @@ impl Router {
             }
             Subject::Thread(id) => self.thread_line(id, lowered, record, origin, line_no, sink),
         }
+    }
+
+    /// [`Router::push`] of a record that did not decode.
+    pub fn push_malformed(&mut self, record: &[u8], reason: &Malformed, sink: &mut impl Sink) {
+        self.counters.lines += 1;
+        let line_no = self.counters.lines;
+        self.close_windows(None, line_no, sink);
+        self.counters.malformed += 1;
+        sink.event(&Event::Malformed { line_no, reason, record });
     }
 
     /// Counts a record that was over the line-length bound and never buffered whole.
@@ -408,13 +425,14 @@ impl Router {
                         via: *via,
                         card: card.as_deref().map(Cow::Borrowed),
                     };
-                    Some(self.register(&claim, sink))
+                    self.register(&claim, sink)
                 }
-                Parentage::Root => {
+                Parentage::Root if self.admits(&fact.thread) => {
                     let t = self.see(&fact.thread, sink);
                     self.mark_root(t, sink);
                     Some(t)
                 }
+                Parentage::Root => None,
                 Parentage::SubAgent | Parentage::Unknown => self.find(&fact.thread),
             };
         }
@@ -440,6 +458,10 @@ impl Router {
         line_no: u64,
         sink: &mut impl Sink,
     ) {
+        if !self.admits(id) {
+            self.counters.over_thread_limit += 1;
+            return;
+        }
         let thread = self.see(id, sink);
 
         // A thread that describes its own place is settled before its own line (and its buffer first).
@@ -455,17 +477,19 @@ impl Router {
                     };
                     self.register(&claim, sink);
                 }
-                Parentage::Root => {
+                Parentage::Root if self.admits(&fact.thread) => {
                     let t = self.see(&fact.thread, sink);
                     self.mark_root(t, sink);
                 }
-                Parentage::SubAgent | Parentage::Unknown => {}
+                Parentage::Root | Parentage::SubAgent | Parentage::Unknown => {}
             }
         }
 
         let spawns = || lowered.facts.iter().filter_map(|f| if let Fact::Spawn(s) = f { Some(s) } else { None });
         for spawn in spawns() {
-            self.see(&spawn.child, sink);
+            if self.admits(&spawn.child) {
+                self.see(&spawn.child, sink);
+            }
         }
 
         if self.threads[thread.index()].role == Role::Pending {
@@ -684,6 +708,11 @@ impl Router {
         }
     }
 
+    /// Whether a thread may be named: a known one always, a new one while under the thread bound.
+    fn admits(&self, id: &str) -> bool {
+        self.threads.len() < self.limits.threads || self.registry.find(id).is_some()
+    }
+
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
         if let Some(idx) = self.last_seen.filter(|t| *self.registry.ids[t.index()] == *id) {
@@ -712,7 +741,10 @@ impl Router {
     }
 
     /// Applies one registration signal (routing.md §2) and its guards; returns the child's handle.
-    fn register(&mut self, claim: &Claim<'_>, sink: &mut impl Sink) -> ThreadIdx {
+    fn register(&mut self, claim: &Claim<'_>, sink: &mut impl Sink) -> Option<ThreadIdx> {
+        if !self.admits(&claim.child) || !self.admits(&claim.parent) {
+            return None;
+        }
         let child = self.see(&claim.child, sink);
         let parent = self.see(&claim.parent, sink);
         let facts = &self.threads[child.index()];
@@ -725,19 +757,19 @@ impl Router {
                         sink.event(&Event::CardKnown { child, card });
                     }
                 }
-                return child;
+                return Some(child);
             }
             Role::Pending | Role::Orphan => {}
         }
         if child == parent || self.is_ancestor(child, parent) {
-            return child;
+            return Some(child);
         }
         let depth = self.threads[parent.index()].depth.saturating_add(1);
         if depth > self.limits.max_depth {
             self.threads[child.index()].depth = depth;
             self.orphan(child, true, sink);
             self.place_subtree(child, sink);
-            return child;
+            return Some(child);
         }
         let session = self.threads[parent.index()].session;
         self.threads[parent.index()].has_children = true;
@@ -753,7 +785,7 @@ impl Router {
         // Its own children, registered before it was, move down with it.
         self.place_subtree(child, sink);
         self.drain(child, sink);
-        child
+        Some(child)
     }
 
     /// Re-derives depth and session below `top`, whose own place just changed, without recursion:

@@ -447,3 +447,116 @@ fn text_of(kind: &ItemKind, item: &Item<'_>) -> Option<Clean> {
     }
     Some(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::wire::Clean;
+    use crate::wire::fact::{Fact, Lowered, Parentage, Status, StatusChange, Subject, Via, Wait, Weight};
+    use crate::wire::{Decoded, Origin, Stream, decode, lower};
+
+    /// Lowers one line as the router would, and hands the result to `check`.
+    fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
+        let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+        check(&lower(&line, &Origin::NONE, &mut Stream::default()));
+    }
+
+    fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
+        l.facts.iter().collect()
+    }
+
+    #[test]
+    fn a_thread_started_with_a_parent_is_a_child_announcing_itself() {
+        lowered(
+            r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}},"model":"gpt-5.5"}}}"#,
+            |l| {
+                assert_eq!(l.subject, Subject::Thread("c".into()));
+                assert_eq!(l.weight, Weight::Noise);
+                let [Fact::Thread(t)] = facts(l)[..] else { panic!("{:?}", l.facts) };
+                assert!(
+                    matches!(&t.parentage, Parentage::Child { parent, via: Via::ThreadStarted, card: None } if parent == "p")
+                );
+                assert_eq!(t.nickname.as_ref().map(Clean::as_str), Some("Kant"));
+                assert_eq!(t.path.as_ref().map(Clean::as_str), Some("/root/a"));
+                assert_eq!(t.model.as_ref().map(Clean::as_str), Some("gpt-5.5"));
+            },
+        );
+    }
+
+    #[test]
+    fn a_spawn_item_states_the_card_then_its_children() {
+        lowered(
+            r#"{"method":"item/completed","params":{"threadId":"p","turnId":"u","item":{"type":"collabAgentToolCall","id":"call","tool":"spawnAgent","status":"completed","prompt":"go \u001b[2J","receiverThreadIds":["c1","c2"],"model":"gpt-5.6-luna"}},"emittedAtMs":7}"#,
+            |l| {
+                let f = facts(l);
+                let Fact::Item(item) = f[0] else { panic!() };
+                assert!(item.card);
+                assert_eq!(item.title.as_ref().map(Clean::as_str), Some("go "), "sanitised");
+                assert_eq!(item.tool.as_ref().map(Clean::as_str), Some("spawnAgent"));
+                assert_eq!(item.completed_ms, Some(7));
+                assert!(matches!(f[1], Fact::Model(m) if m.model.as_str() == "gpt-5.6-luna"));
+                let spawns: Vec<&str> =
+                    f.iter().filter_map(|f| if let Fact::Spawn(s) = f { Some(&*s.child) } else { None }).collect();
+                assert_eq!(spawns, ["c1", "c2"]);
+            },
+        );
+        // A failed spawn announces nobody.
+        lowered(
+            r#"{"method":"item/completed","params":{"threadId":"p","item":{"type":"collabAgentToolCall","id":"call","tool":"spawnAgent","status":"failed","receiverThreadIds":["c1"]}}}"#,
+            |l| assert!(!l.facts.iter().any(|f| matches!(f, Fact::Spawn(_)))),
+        );
+    }
+
+    #[test]
+    fn turns_statuses_and_errors() {
+        lowered(r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1","rootTurnId":"u1"}}}"#, |l| {
+            assert!(matches!(facts(l)[0], Fact::TurnStarted(t) if t.own_root_turn));
+            assert!(matches!(facts(l)[1], Fact::Status(s) if s.change == StatusChange::Set(Status::Running)));
+        });
+        lowered(
+            r#"{"method":"thread/status/changed","params":{"threadId":"t","status":{"type":"active","activeFlags":["waitingOnUserInput"]}}}"#,
+            |l| assert!(matches!(facts(l)[0], Fact::Status(s) if s.change == StatusChange::Waiting(Wait::UserInput))),
+        );
+        lowered(r#"{"method":"error","params":{"threadId":"t","willRetry":true,"error":{"message":"429"}}}"#, |l| {
+            assert_eq!(l.weight, Weight::Output, "a retried error is substantive");
+            assert!(matches!(facts(l)[0], Fact::Error(e) if e.retrying));
+        });
+        lowered(r#"{"method":"error","params":{"threadId":"t","error":{"message":"gone"}}}"#, |l| {
+            assert_eq!(l.weight, Weight::Closing, "a final error closes the lane");
+        });
+    }
+
+    #[test]
+    fn client_traffic_and_responses_are_control_that_may_place_a_thread() {
+        lowered(r#"{"method":"turn/start","id":3,"params":{"threadId":"r"}}"#, |l| {
+            assert_eq!(l.subject, Subject::Control);
+            assert!(matches!(facts(l)[0], Fact::Thread(t) if t.parentage == Parentage::Root));
+        });
+        lowered(r#"{"id":4,"result":{"thread":{"id":"c","parentThreadId":"p","agentNickname":"Ada"}}}"#, |l| {
+            assert_eq!(l.subject, Subject::Control);
+            assert!(
+                matches!(facts(l)[0], Fact::Thread(t) if matches!(t.parentage, Parentage::Child { via: Via::ThreadRead, .. }))
+            );
+        });
+        lowered(r#"{"method":"configWarning","params":{"message":"odd \u0007 config"}}"#, |l| {
+            assert_eq!(l.subject, Subject::Global);
+            assert!(
+                matches!(facts(l)[0], Fact::Notice(n) if n.message.as_ref().map(Clean::as_str) == Some("odd  config"))
+            );
+        });
+        lowered(r#"{"swarmtop":"recording","version":1}"#, |l| {
+            assert_eq!(l.format, crate::wire::fact::Format::Marker);
+            assert!(l.facts.is_empty());
+        });
+    }
+
+    #[test]
+    fn deltas_carry_their_clean_text() {
+        lowered(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"plain"}}"#,
+            |l| {
+                let [Fact::Delta(d)] = facts(l)[..] else { panic!() };
+                assert_eq!(d.text.as_ref().map(crate::wire::CleanStr::as_str), Some("plain"));
+            },
+        );
+    }
+}
