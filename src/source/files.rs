@@ -154,6 +154,9 @@ pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
             *b = b' ';
         }
     }
+    while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        bytes.pop();
+    }
     bytes.push(b'\n');
     Ok(bytes)
 }
@@ -269,6 +272,46 @@ fn finish_partial(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_sub_agent_files_name_their_agent_and_session_and_sidecars_come_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sub = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        for name in ["agent-b2.jsonl", "agent-a1.jsonl", "agent-a1.meta.json", "agent-b2.meta.json", "notes.json"] {
+            std::fs::write(sub.join(name), "{}\n").expect("write");
+        }
+        std::fs::write(dir.path().join("s1.jsonl"), "{}\n").expect("write");
+        let names: Vec<String> = expand(&[dir.path().to_path_buf()])
+            .expect("expand")
+            .iter()
+            .map(|i| i.name().rsplit('/').next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(names, ["s1.jsonl", "agent-a1.meta.json", "agent-a1.jsonl", "agent-b2.meta.json", "agent-b2.jsonl"]);
+        let meta = origin(&Input::File(sub.join("agent-a1.meta.json")));
+        let info = meta.info().expect("an origin");
+        assert_eq!((info.thread.as_deref(), info.session.as_deref(), info.sidecar), (Some("a1"), Some("s1"), true));
+        let transcript = origin(&Input::File(sub.join("agent-a1.jsonl")));
+        assert!(!transcript.info().expect("an origin").sidecar);
+        // An old-layout sub-agent file beside its session names no session.
+        let old = origin(&Input::File(dir.path().join("agent-c3.jsonl")));
+        assert_eq!((old.thread(), old.info().and_then(|i| i.session.as_deref())), (Some("c3"), None));
+    }
+
+    #[test]
+    fn a_sidecar_reads_as_one_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agent-a1.meta.json");
+        std::fs::write(&path, "{\n  \"spawnDepth\": 2\n}\n").expect("write");
+        let mut got = Vec::new();
+        read_records(open(&Input::File(path)).expect("open"), MAX_LINE, |r| {
+            if let Record::Line(l) = r {
+                got.push(String::from_utf8_lossy(l).into_owned());
+            }
+        })
+        .expect("read");
+        assert_eq!(got, ["{   \"spawnDepth\": 2 }"]);
+    }
 
     fn records(data: &[u8], cap: usize, max: usize) -> (Vec<String>, u64) {
         let mut out = Vec::new();

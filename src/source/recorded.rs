@@ -388,6 +388,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sidecar_is_one_record_read_again_when_it_is_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let subagents = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&subagents).expect("mkdir");
+        let meta = subagents.join("agent-a1.meta.json");
+        std::fs::write(&meta, "{\"description\":\"d\",\n \"spawnDepth\":1}").expect("write");
+        let time = |_: &[u8]| None;
+        let mut r = Recorded::from_inputs(&[dir.path().to_path_buf()], &[Input::File(meta.clone())], true, &time)
+            .expect("load");
+        assert_eq!(lines_of(&r, 0..1), ["|", "{\"description\":\"d\",  \"spawnDepth\":1}"]);
+        let origin = r.sources[0].origin.info().cloned().expect("an origin");
+        assert_eq!(
+            (origin.thread.as_deref(), origin.session.as_deref(), origin.sidecar),
+            (Some("a1"), Some("s1"), true)
+        );
+        assert_eq!(r.follow_growth(&time), 0, "unchanged");
+        std::fs::write(&meta, "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}").expect("rewrite");
+        assert_eq!(r.follow_growth(&time), 1, "rewritten: read whole again");
+        assert_eq!(lines_of(&r, 1..2), ["|", "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}"]);
+    }
+
+    #[test]
     fn gzip_and_static_data_are_kept_in_memory() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("a.ndjson.gz");
