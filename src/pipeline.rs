@@ -22,7 +22,7 @@ impl Default for Config {
 }
 
 /// Which kinds of line the input held, for `input.format`.
-// One flag per format seen: any combination is possible, so they are not one enum.
+// Independent flags, one per kind of line seen: not a state machine in disguise.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default, Clone, Copy)]
 struct Formats {
@@ -30,6 +30,7 @@ struct Formats {
     rollout: bool,
     claude: bool,
     otlp: bool,
+    claude_stream: bool,
 }
 
 #[derive(Debug)]
@@ -52,7 +53,8 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Line(r) if !r.replayed => match r.record.format {
-                Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
+                Format::ClaudeTranscript => self.formats.claude = true,
+                Format::ClaudeStream => self.formats.claude_stream = true,
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::CodexAppServer => self.formats.app_server = true,
                 Format::Otlp => self.formats.otlp = true,
@@ -61,6 +63,9 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
                 self.formats.claude = true;
+            }
+            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeStream), .. } => {
+                self.formats.claude_stream = true;
             }
             _ => {}
         }
@@ -162,12 +167,13 @@ impl Pipeline {
     pub fn format(&self) -> &'static str {
         let f = self.formats;
         if f.otlp {
-            return if f.app_server || f.rollout || f.claude { "mixed" } else { "otlp" };
+            return if f.app_server || f.rollout || f.claude || f.claude_stream { "mixed" } else { "otlp" };
         }
-        match (f.app_server, f.rollout, f.claude) {
-            (_, false, false) => "codex-app-server",
-            (false, true, false) => "codex-rollout",
-            (false, false, true) => "claude-transcript",
+        match (f.app_server, f.rollout, f.claude, f.claude_stream) {
+            (_, false, false, false) => "codex-app-server",
+            (false, true, false, false) => "codex-rollout",
+            (false, false, true, false) => "claude-transcript",
+            (false, false, false, true) => "claude-stream-json",
             _ => "mixed",
         }
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
-// One flag per telling key seen; their combinations name the shape.
+// Independent flags, one per telling key seen.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Default)]
 pub(crate) struct ShapeKeys {
@@ -11,6 +11,7 @@ pub(crate) struct ShapeKeys {
     kind: bool,
     transcript: bool,
     otlp: bool,
+    stream: bool,
 }
 
 impl ShapeKeys {
@@ -20,6 +21,8 @@ impl ShapeKeys {
             "type" => self.kind = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
             "otlp" => self.otlp = true,
+            // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
+            "session_id" => self.stream = true,
             _ => {}
         }
     }
@@ -28,9 +31,10 @@ impl ShapeKeys {
         if self.otlp {
             return Shape::Otlp;
         }
-        match (self.kind, self.payload, self.transcript) {
-            (true, true, _) => Shape::CodexRollout,
-            (true, _, true) => Shape::ClaudeTranscript,
+        match (self.kind, self.payload, self.transcript, self.stream) {
+            (true, true, _, _) => Shape::CodexRollout,
+            (true, _, _, true) => Shape::ClaudeStream,
+            (true, _, true, _) => Shape::ClaudeTranscript,
             _ => Shape::Other,
         }
     }
@@ -41,6 +45,7 @@ impl ShapeKeys {
 pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
+    ClaudeStream,
     /// A record of `listen --otlp` (`{"otlp": …}`).
     Otlp,
     #[default]
@@ -71,6 +76,9 @@ impl fmt::Display for Malformed {
                 f.write_str("a Claude Code transcript line, not an app-server message")
             }
             Self::NotAMessage(Shape::Otlp) => f.write_str("an OTLP record swarmtop could not read"),
+            Self::NotAMessage(Shape::ClaudeStream) => {
+                f.write_str("a Claude Code stream-json line, not an app-server message")
+            }
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
             Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),
