@@ -177,8 +177,8 @@ fn a_bad_address_is_a_one_line_error() {
 
 /// The real Claude Code 2.1.332's own telemetry (recorded by `listen --otlp`, see the fixtures'
 /// README) gives the tree its transcripts of the same run give: the session, two children (one on
-/// Haiku 5.5, unpriced), a grandchild under the first child, each with the transcripts' tokens and
-/// costs, each under its `Agent` tool call.
+/// Haiku 5.5), a grandchild under the first child, each with the transcripts' tokens and costs, each
+/// under its `Agent` tool call.
 #[test]
 fn claude_code_s_own_telemetry_gives_its_transcripts_tree() {
     let got = stats(&[fixture("claude-2.1.332-otlp/parallel.ndjson")]);
@@ -190,7 +190,7 @@ fn claude_code_s_own_telemetry_gives_its_transcripts_tree() {
     type Row<'a> = (&'a str, Option<&'a str>, Option<&'a str>, u64, u64, u64, Option<&'a str>);
     let expected: [Row<'_>; 4] = [
         (root, None, None, 12603, 10001, 201, Some("0.01427205")),
-        ("afffc315eaa4bbe48", Some(root), Some("toolu_par_root_B"), 12645, 10015, 215, None),
+        ("afffc315eaa4bbe48", Some(root), Some("toolu_par_root_B"), 12645, 10015, 215, Some("0.000486025")),
         ("aaa661b9138568903", Some(root), Some("toolu_par_root_A"), 18927, 15009, 309, Some("0.02157345")),
         ("a8552f9dd7731f4fd", Some("aaa661b9138568903"), Some("toolu_par_A_A1"), 12633, 10011, 211, Some("0.01449255")),
     ];
