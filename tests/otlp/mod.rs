@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -219,4 +219,80 @@ pub fn ids_of(spans: &[Value]) -> HashSet<(String, String)> {
         .iter()
         .map(|s| (s["traceId"].as_str().unwrap().to_owned(), s["spanId"].as_str().unwrap().to_owned()))
         .collect()
+}
+
+/// A headless `swarmtop listen --otlp` on a free loopback port.
+pub struct Listener {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Listener {
+    pub fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let socket = dir.path().join("listen.sock");
+        let child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
+            .args([
+                "listen",
+                "--headless",
+                "--socket",
+                socket.to_str().unwrap(),
+                "--otlp",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "listen --otlp never listened");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port, _dir: dir }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Ctrl-C: the headless listener prints `stats --json` of what it received.
+    pub fn stop(mut self) -> (Value, String) {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        let mut out = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(self.child.wait().unwrap().success(), "{err}");
+        (serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")), err)
+    }
+}
+
+/// What both views of one session must agree on, thread by thread.
+pub fn tree(stats: &Value) -> Vec<(String, Value, Value, Value, Value, Value)> {
+    let mut rows: Vec<_> = stats["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["parent"].clone(),
+                t["name"].clone(),
+                t["tokens"].clone(),
+                t["status"].clone(),
+                t["costUsd"].clone(),
+            )
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
 }
