@@ -37,29 +37,31 @@ pub async fn consume(
     let mut pipeline = Pipeline::new(config.clone());
     let mut interrupt = signals.then(|| signal(SignalKind::interrupt())).transpose()?;
     let mut terminate = signals.then(|| signal(SignalKind::terminate())).transpose()?;
+    let mut interrupted = false;
     loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            Some(()) = async { interrupt.as_mut()?.recv().await } => break,
-            Some(()) = async { terminate.as_mut()?.recv().await } => break,
+            Some(()) = async { interrupt.as_mut()?.recv().await } => { interrupted = true; break }
+            Some(()) = async { terminate.as_mut()?.recv().await } => { interrupted = true; break }
         };
         match event {
             None | Some(Event::Ended(End::Exited(_) | End::Closed)) => break,
             Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
-            // The history that follows rebuilds the same model from scratch.
-            Some(Event::Reset(_)) => {
-                pipeline = Pipeline::new(config.clone());
-                if let Some(x) = &mut export {
-                    x.reset();
-                }
+            Some(event) => apply(event, &mut pipeline, &config, &mut export),
+        }
+    }
+    if interrupted {
+        // What the source had already taken in (an acknowledged OTLP request, a line read) still
+        // counts: apply what arrives until the source has been quiet a moment.
+        let until = tokio::time::Instant::now() + SETTLE_MAX;
+        while let Ok(Some(event)) = tokio::time::timeout(SETTLE_QUIET, events.recv()).await {
+            match event {
+                Event::Ended(_) => break,
+                event => apply(event, &mut pipeline, &config, &mut export),
             }
-            Some(Event::Records(records)) => {
-                feed(&mut pipeline, &records);
-                if let Some(x) = &mut export {
-                    x.update(&pipeline.model, pipeline.format());
-                }
+            if tokio::time::Instant::now() >= until {
+                break;
             }
-            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
         }
     }
     pipeline.finish();
@@ -67,6 +69,30 @@ pub async fn consume(
         finish_live(x, &pipeline.model, pipeline.format());
     }
     Ok(pipeline)
+}
+
+/// After Ctrl-C, how long the source may be quiet before the figures are final, and at most how
+/// long to wait for it.
+const SETTLE_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+const SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Option<Live>) {
+    match event {
+        // The history that follows rebuilds the same model from scratch.
+        Event::Reset(_) => {
+            *pipeline = Pipeline::new(config.clone());
+            if let Some(x) = export {
+                x.reset();
+            }
+        }
+        Event::Records(records) => {
+            feed(pipeline, &records);
+            if let Some(x) = export {
+                x.update(&pipeline.model, pipeline.format());
+            }
+        }
+        Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } => {}
+    }
 }
 
 /// The same record splitting as for files (blank lines, the length bound), so that a live view
