@@ -3,4 +3,6 @@
 
 mod transcript;
 
-pub use transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse};
+pub use transcript::{
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse, parse_alone,
+};
