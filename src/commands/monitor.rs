@@ -17,6 +17,7 @@ use super::cli::{MonitorOpts, Speed, Theme};
 use super::terminal::TerminalGuard;
 use crate::pipeline::Config;
 use crate::source::files;
+use crate::source::follow;
 use crate::source::inbound;
 use crate::source::live;
 use crate::source::recorded::Recorded;
@@ -122,7 +123,16 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     let (mut rt, mut live_rx) = match watch {
         Watch::Replay(mut r) => {
             r.name = home_short(&r.name);
-            (Runtime::replay(r, view, &settings, config, now), None)
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(files, dirs, tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, &settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
     };
