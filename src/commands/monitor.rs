@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
 use super::terminal::TerminalGuard;
-use crate::pipeline::Config;
+use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::follow;
 use crate::source::inbound;
@@ -127,7 +127,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             let follow = if r.follow {
                 let (files, dirs) = r.watched();
                 let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
-                follow::spawn(files, dirs, tx).wrap_err("following the inputs")?;
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
                 Some(rx)
             } else {
                 None
@@ -204,4 +204,39 @@ fn copy_to_clipboard(text: &str) -> String {
     let lines = text.lines().count();
     let what = if lines > 1 { format!("{lines} lines") } else { text.to_owned() };
     format!("copied {}", ui::text::truncate(&what, 40))
+}
+
+/// `swarmtop --follow FILES/DIRS` without a screen: the monitor's own reading of files that grow
+/// (and of files that appear in followed folders), applied to a pipeline as the monitor applies
+/// them after its replay has caught up. For tests and tools that need to see what a `--follow`
+/// monitor shows at a given moment.
+pub struct Follow {
+    recorded: Recorded,
+    follower: follow::Follower,
+    pub pipeline: Pipeline,
+}
+
+impl Follow {
+    /// Reads what is there already, as the monitor does on start.
+    pub fn start(paths: &[PathBuf], config: Config) -> Result<Self> {
+        let inputs = files::expand(paths).wrap_err("listing inputs")?;
+        let recorded =
+            Recorded::from_inputs(paths, &inputs, true, &ui::runtime::time_of).wrap_err("reading the inputs")?;
+        let mut pipeline = Pipeline::new(config);
+        ui::runtime::apply(&recorded, &mut pipeline, 0..recorded.len());
+        let (files, dirs) = recorded.watched();
+        Ok(Self { recorded, follower: follow::Follower::new(files, dirs), pipeline })
+    }
+
+    /// One look of the monitor's follower: what grew or appeared since, applied. Returns the
+    /// number of new records.
+    pub fn poll(&mut self) -> usize {
+        let before = self.recorded.len();
+        let mut added = 0;
+        for change in self.follower.changes() {
+            added += self.recorded.followed(change, &ui::runtime::time_of);
+        }
+        ui::runtime::apply(&self.recorded, &mut self.pipeline, before..before + added);
+        added
+    }
 }

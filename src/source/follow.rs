@@ -1,13 +1,15 @@
 //! `--follow`: watches a replay's files and directories and reports what they gain — whole lines
 //! only — as live events through the monitor's live channel, off the monitor's thread. Its one
 //! job is noticing growth; it polls today, and a file-system watcher can take its place without
-//! the rest changing. Only plain files are followed (a `.gz` cannot be appended to line by line).
+//! the rest changing. Plain files are followed by their new lines; a sidecar (Claude Code's
+//! `agent-<id>.meta.json`) is rewritten, not appended to, and is reported when it changes; a
+//! `.gz` is not followed (it cannot be appended to line by line).
 
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
@@ -29,40 +31,83 @@ pub enum Change {
     Restarted { file: PathBuf },
     /// A new file appeared in a followed directory; its lines follow as `Grew` from byte 0.
     Appeared { file: PathBuf },
+    /// A sidecar was rewritten: read it whole again.
+    Rewritten { file: PathBuf },
 }
 
-/// Follows `files` (each from the offset already read) and new files in `dirs`, sending changes
-/// to `tx` until its receiver is gone.
-pub fn spawn(files: Vec<(PathBuf, u64)>, dirs: Vec<PathBuf>, tx: mpsc::Sender<Event>) -> io::Result<()> {
-    std::thread::Builder::new().name("follow".to_owned()).spawn(move || run(files, &dirs, &tx))?;
-    Ok(())
+/// A file to follow, as far as it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watched {
+    pub path: PathBuf,
+    pub read: u64,
+    /// A sidecar's modification time when it was read (plain files: `None`).
+    pub modified: Option<SystemTime>,
 }
 
-fn run(mut files: Vec<(PathBuf, u64)>, dirs: &[PathBuf], tx: &mpsc::Sender<Event>) {
-    let mut known: HashSet<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
-    loop {
-        std::thread::sleep(POLL);
-        for (path, read) in &mut files {
-            for change in look(path, read) {
+/// What is followed, and the one look at it that finds what changed.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    files: Vec<Watched>,
+    dirs: Vec<PathBuf>,
+    known: HashSet<PathBuf>,
+}
+
+impl Follower {
+    /// `files` from where each was read, and `dirs` where new files may appear.
+    pub fn new(files: Vec<Watched>, dirs: Vec<PathBuf>) -> Self {
+        let known = files.iter().map(|w| w.path.clone()).collect();
+        Self { files, dirs, known }
+    }
+
+    /// One look: what the files gained and which files appeared since the last.
+    pub fn changes(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        for w in &mut self.files {
+            out.extend(if files::is_sidecar(&w.path) { rewritten(w) } else { look(&w.path, &mut w.read) });
+        }
+        if self.dirs.is_empty() {
+            return out;
+        }
+        let Ok(found) = files::expand(&self.dirs) else { return out };
+        for input in found {
+            let Input::File(path) = input else { continue };
+            if self.known.insert(path.clone()) {
+                out.push(Change::Appeared { file: path.clone() });
+                let mut w = Watched { path, read: 0, modified: None };
+                // What the new file holds already comes at once, not a poll later.
+                out.extend(if files::is_sidecar(&w.path) { rewritten(&mut w) } else { look(&w.path, &mut w.read) });
+                self.files.push(w);
+            }
+        }
+        out
+    }
+}
+
+/// Follows on a thread of its own, a look every [`POLL`], sending changes to `tx` until its
+/// receiver is gone.
+pub fn spawn(mut follower: Follower, tx: mpsc::Sender<Event>) -> io::Result<()> {
+    std::thread::Builder::new().name("follow".to_owned()).spawn(move || {
+        loop {
+            std::thread::sleep(POLL);
+            for change in follower.changes() {
                 if tx.blocking_send(Event::Followed(change)).is_err() {
                     return;
                 }
             }
         }
-        if dirs.is_empty() {
-            continue;
-        }
-        let Ok(found) = files::expand(dirs) else { continue };
-        for input in found {
-            let Input::File(path) = input else { continue };
-            if known.insert(path.clone()) {
-                if tx.blocking_send(Event::Followed(Change::Appeared { file: path.clone() })).is_err() {
-                    return;
-                }
-                files.push((path, 0));
-            }
-        }
+    })?;
+    Ok(())
+}
+
+/// A sidecar whose size or modification time moved since it was read.
+fn rewritten(w: &mut Watched) -> Vec<Change> {
+    let Ok(meta) = std::fs::metadata(&w.path) else { return Vec::new() };
+    let modified = meta.modified().ok();
+    if meta.len() == w.read && modified == w.modified {
+        return Vec::new();
     }
+    (w.read, w.modified) = (meta.len(), modified);
+    vec![Change::Rewritten { file: w.path.clone() }]
 }
 
 /// What one file gained since `read`, which moves past it.
