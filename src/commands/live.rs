@@ -91,7 +91,7 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
                 x.update(&pipeline.model, pipeline.format());
             }
         }
-        Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } => {}
+        Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Followed(_) => {}
     }
 }
 

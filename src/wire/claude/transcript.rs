@@ -86,6 +86,10 @@ pub struct ClaudeLine<'a> {
     raw_b64: Present,
     #[serde(default)]
     payload: Present,
+    /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
+    /// stream line, never a transcript line read alone.
+    #[serde(rename = "session_id", default)]
+    stream_session_id: Present,
 }
 
 /// A member whose value does not matter, only that it is there.
@@ -273,6 +277,7 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
         line.msg,
         line.raw_b64,
         line.payload,
+        line.stream_session_id,
     ];
     let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
     plain.then_some(line)
