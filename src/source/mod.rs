@@ -9,6 +9,7 @@
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
+//! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
 pub mod attach;
 pub mod files;
@@ -18,6 +19,7 @@ pub mod inbound;
 pub mod json;
 pub mod live;
 pub mod origin;
+pub mod otlp;
 pub mod recorded;
 pub mod recording;
 pub mod replay;
