@@ -6,4 +6,6 @@ pub mod sidecar;
 pub mod stream;
 mod transcript;
 
-pub use transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse};
+pub use transcript::{
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse, parse_alone,
+};

@@ -56,6 +56,47 @@ pub struct ClaudeLine<'a> {
     /// An answer cut short by an interrupt.
     #[serde(default)]
     pub is_aborted_mid_stream: Option<bool>,
+    /// `toolUseResult` read as a sub-agent's answer, once (it is often a whole file's contents).
+    #[serde(skip)]
+    pub agent_result: Option<AgentResult<'a>>,
+    // The top-level members a Codex message, an envelope or a rollout line has, by whether they
+    // are there at all (null included): a line with any of them is not read as a transcript line
+    // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
+    #[serde(default)]
+    method: Present,
+    #[serde(default)]
+    params: Present,
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
+    #[serde(default)]
+    emitted_at_ms: Present,
+    #[serde(default)]
+    swarmtop: Present,
+    #[serde(default)]
+    ts: Present,
+    #[serde(default)]
+    dir: Present,
+    #[serde(default)]
+    msg: Present,
+    #[serde(default)]
+    raw_b64: Present,
+    #[serde(default)]
+    payload: Present,
+}
+
+/// A member whose value does not matter, only that it is there.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Self(true))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -174,8 +215,8 @@ impl<'a> ClaudeLine<'a> {
                 return Some((agent, self.parent_tool_use_id.clone()));
             }
         }
-        let result: AgentResult<'a> = serde_json::from_str(self.tool_use_result?.get()).ok()?;
-        let agent = result.agent_id.filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
+        let agent =
+            self.agent_result.as_ref()?.agent_id.clone().filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
         let card = self.blocks().into_iter().find_map(|b| b.tool_use_id);
         Some((agent, card))
     }
@@ -207,8 +248,34 @@ pub fn blocks_of(content: Option<&RawValue>) -> Vec<Block<'_>> {
 
 /// Parses a transcript line; `None` when it is not one (it has no `type`).
 pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
-    let line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
-    line.kind.is_some().then_some(line)
+    let mut line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
+    line.kind.as_ref()?;
+    line.agent_result = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
+    Some(line)
+}
+
+/// [`parse`] of a record that is plainly a transcript line and nothing else, without first
+/// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
+/// record reader call it one), and no member of a Codex message, an envelope or a rollout line.
+/// `None` when that is not plain: the record reader then reads it the long way, to the same end.
+pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
+    let line = parse(text)?;
+    let o = [
+        line.method,
+        line.params,
+        line.id,
+        line.result,
+        line.error,
+        line.emitted_at_ms,
+        line.swarmtop,
+        line.ts,
+        line.dir,
+        line.msg,
+        line.raw_b64,
+        line.payload,
+    ];
+    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
+    plain.then_some(line)
 }
 
 /// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
@@ -427,10 +494,10 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         })));
     }
     // A sub-agent's answer ends it.
-    let result: Option<AgentResult<'_>> = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
-    if let Some(agent) = result.as_ref().and_then(|r| r.agent_id.as_deref()) {
+    let result = line.agent_result.as_ref();
+    if let Some(agent) = result.and_then(|r| r.agent_id.as_deref()) {
         // Background agents first answer with a launch acknowledgement, not their end.
-        let end = match result.as_ref().and_then(|r| r.status.as_deref()) {
+        let end = match result.and_then(|r| r.status.as_deref()) {
             Some("completed") => Some(Status::Idle),
             Some("failed" | "error") => Some(Status::Failed),
             _ => None,
