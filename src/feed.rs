@@ -129,12 +129,25 @@ fn decode(records: Records) -> Chunk {
             .collect()
     });
     Chunk::new(decoded, |d| {
-        let origin = &d.borrow_owner().origin;
-        d.borrow_dependent()
+        let records = d.borrow_owner();
+        let origin = &records.origin;
+        records
+            .spans
             .iter()
-            .map(|line| match line {
-                Some(Ok(line)) if line.lowers_alone() => Some(wire::lower(line, origin, &mut wire::Stream::default())),
-                _ => None,
+            .zip(d.borrow_dependent())
+            .map(|(span, line)| {
+                // A sidecar (one object about a thread) lowers whole, by what its origin says it is.
+                if let Span::Line(range) = span
+                    && let Some(Ok(lowered)) = wire::lower_sidecar(&records.bytes[range.clone()], origin)
+                {
+                    return Some(lowered);
+                }
+                match line {
+                    Some(Ok(line)) if line.lowers_alone() => {
+                        Some(wire::lower(line, origin, &mut wire::Stream::default()))
+                    }
+                    _ => None,
+                }
             })
             .collect()
     })

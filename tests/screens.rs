@@ -1125,3 +1125,39 @@ fn the_footer_and_help_list_the_new_keys() {
         assert!(help.contains(what), "{what}: {help}");
     }
 }
+
+/// The screens issue 10 added, each at the three sizes.
+#[test]
+fn new_screens_at_every_size() {
+    let (p, _) = load("collab_v1", Some(80));
+    let live = live_feed(&p);
+    snap_sizes("confirm_quit", &p, &live, |v, p| {
+        ui::update(v, &p.model, Action::Quit);
+        assert_eq!(v.overlay, Some(Overlay::ConfirmQuit));
+    });
+    let paused = Feed { paused: true, arrived: 1234, ..live_feed(&p) };
+    snap_sizes("live_paused", &p, &paused, |_, _| {});
+    let (done, total) = load("collab_v1", None);
+    let mut ended = feed("collab_v1", &done, total);
+    ended.ended = Some("replay ended".into());
+    snap_sizes("replay_ended", &done, &ended, |_, _| {});
+    let (d, total) = demo(usize::MAX);
+    let f = feed("demo", &d, total);
+    snap_sizes("search", &d, &f, |v, p| {
+        act(v, p, &[Action::NextPane, Action::SearchStart]);
+        for c in "verify_token".chars() {
+            ui::update(v, &p.model, Action::SearchInput(c));
+        }
+        ui::update(v, &p.model, Action::SearchAccept);
+    });
+    snap_sizes("zoom_tree", &d, &f, |v, p| {
+        act(v, p, &[Action::Zoom]);
+    });
+    snap_sizes("zoom_timeline", &d, &f, |v, p| {
+        act(v, p, &[Action::Timeline, Action::NextPane, Action::Zoom]);
+    });
+    snap_sizes("cost_table_cursor", &d, &f, |v, p| {
+        act(v, p, &[Action::PrevPane, Action::MoveDown, Action::MoveDown]);
+        assert_eq!(v.focus, Pane::Cost);
+    });
+}

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
 use super::terminal::TerminalGuard;
-use crate::pipeline::Config;
+use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::inbound;
 use crate::source::live;
@@ -194,4 +194,34 @@ fn copy_to_clipboard(text: &str) -> String {
     let lines = text.lines().count();
     let what = if lines > 1 { format!("{lines} lines") } else { text.to_owned() };
     format!("copied {}", ui::text::truncate(&what, 40))
+}
+
+/// `swarmtop --follow FILES/DIRS` without a screen: the monitor's own reading of files that grow
+/// (and of files that appear in followed folders), applied to a pipeline as the monitor applies
+/// them after its replay has caught up. For tests and tools that need to see what a `--follow`
+/// monitor shows at a given moment.
+pub struct Follow {
+    recorded: Recorded,
+    pub pipeline: Pipeline,
+}
+
+impl Follow {
+    /// Reads what is there already, as the monitor does on start.
+    pub fn start(paths: &[PathBuf], config: Config) -> Result<Self> {
+        let inputs = files::expand(paths).wrap_err("listing inputs")?;
+        let recorded =
+            Recorded::from_inputs(paths, &inputs, true, &ui::runtime::time_of).wrap_err("reading the inputs")?;
+        let mut pipeline = Pipeline::new(config);
+        ui::runtime::apply(&recorded, &mut pipeline, 0..recorded.len());
+        Ok(Self { recorded, pipeline })
+    }
+
+    /// One poll of the monitor's follow timer: what grew or appeared since, applied. Returns the
+    /// number of new records.
+    pub fn poll(&mut self) -> usize {
+        let before = self.recorded.len();
+        let added = self.recorded.follow_growth(&ui::runtime::time_of);
+        ui::runtime::apply(&self.recorded, &mut self.pipeline, before..before + added);
+        added
+    }
 }

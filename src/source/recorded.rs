@@ -54,6 +54,9 @@ struct Source {
     /// Bytes read so far (whole lines only), for following.
     read: u64,
     data: Backing,
+    /// A sidecar is rewritten, not appended to: it is read whole again when it changes, and this
+    /// is when it was read last.
+    modified: Option<std::time::SystemTime>,
 }
 
 enum Backing {
@@ -82,7 +85,13 @@ impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
         let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0, data: Backing::Static(data) });
+        r.sources.push(Source {
+            path: None,
+            origin: Origin::NONE,
+            read: 0,
+            data: Backing::Static(data),
+            modified: None,
+        });
         let read = r.index(0, 0, data, time_of).expect("reading memory cannot fail");
         r.sources[0].read = read;
         r
@@ -124,7 +133,10 @@ impl Recorded {
             Input::File(p) => Some(p.clone()),
             Input::Stdin => None,
         };
+        let sidecar = matches!(input, Input::File(p) if files::is_sidecar(p));
         let plain = match input {
+            // A sidecar is read whole and flattened into one record: kept in memory.
+            Input::File(_) if sidecar => None,
             Input::File(p) => {
                 let mut f = File::open(p)?;
                 let mut magic = [0u8; 2];
@@ -139,14 +151,20 @@ impl Recorded {
         let origin = files::origin(input);
         if let Some(file) = plain {
             let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
-            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file) });
+            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file), modified: None });
             let read = self.index(source, 0, reader, time_of)?;
             self.sources[source].read = read;
         } else {
             let mut bytes = Vec::new();
             files::open(input)?.read_to_end(&mut bytes)?;
-            let read = bytes.len() as u64;
-            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()) });
+            let mut read = bytes.len() as u64;
+            let mut modified = None;
+            if let (true, Some(p)) = (sidecar, &path) {
+                // What counts for a sidecar is the file as it is on disk, not its flattened text.
+                let meta = std::fs::metadata(p)?;
+                (read, modified) = (meta.len(), meta.modified().ok());
+            }
+            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()), modified });
             self.index(source, 0, bytes.as_slice(), time_of)?;
             self.sources[source].data = Backing::Memory(bytes);
             self.sources[source].read = read;
@@ -257,6 +275,10 @@ impl Recorded {
         let before = self.records.len();
         for source in 0..self.sources.len() {
             let Some(path) = self.sources[source].path.clone() else { continue };
+            if files::is_sidecar(&path) {
+                self.reread_sidecar(source, &path, time_of);
+                continue;
+            }
             let Ok(mut file) = File::open(&path) else { continue };
             let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
             let read = self.sources[source].read;
@@ -303,6 +325,26 @@ impl Recorded {
     }
 }
 
+impl Recorded {
+    /// A sidecar changed (Claude Code rewrites it with `finished: true`): its whole new text is one
+    /// more record, lowered like the first.
+    fn reread_sidecar(&mut self, source: usize, path: &std::path::Path, time_of: TimeOf<'_>) {
+        let Ok(meta) = std::fs::metadata(path) else { return };
+        let modified = meta.modified().ok();
+        let s = &self.sources[source];
+        if s.read == meta.len() && s.modified == modified {
+            return;
+        }
+        let Ok(text) = files::read_sidecar(path) else { return };
+        let Backing::Memory(bytes) = &mut self.sources[source].data else { return };
+        let base = bytes.len() as u64;
+        bytes.extend_from_slice(&text);
+        self.sources[source].read = meta.len();
+        self.sources[source].modified = modified;
+        let _ = self.index(source, base, text.as_slice(), time_of);
+    }
+}
+
 fn slice(bytes: &[u8], at: u64, len: u32) -> &[u8] {
     let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
     let end = start.saturating_add(len as usize).min(bytes.len());
@@ -343,6 +385,28 @@ mod tests {
         std::io::Write::write_all(&mut f, b"ve\n").expect("append");
         assert_eq!(r.follow_growth(&time), 1);
         assert_eq!(lines_of(&r, 0..5), ["|", "one", "two", "three", "four", "five"]);
+    }
+
+    #[test]
+    fn a_sidecar_is_one_record_read_again_when_it_is_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let subagents = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&subagents).expect("mkdir");
+        let meta = subagents.join("agent-a1.meta.json");
+        std::fs::write(&meta, "{\"description\":\"d\",\n \"spawnDepth\":1}").expect("write");
+        let time = |_: &[u8]| None;
+        let mut r = Recorded::from_inputs(&[dir.path().to_path_buf()], &[Input::File(meta.clone())], true, &time)
+            .expect("load");
+        assert_eq!(lines_of(&r, 0..1), ["|", "{\"description\":\"d\",  \"spawnDepth\":1}"]);
+        let origin = r.sources[0].origin.info().cloned().expect("an origin");
+        assert_eq!(
+            (origin.thread.as_deref(), origin.session.as_deref(), origin.sidecar),
+            (Some("a1"), Some("s1"), true)
+        );
+        assert_eq!(r.follow_growth(&time), 0, "unchanged");
+        std::fs::write(&meta, "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}").expect("rewrite");
+        assert_eq!(r.follow_growth(&time), 1, "rewritten: read whole again");
+        assert_eq!(lines_of(&r, 1..2), ["|", "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}"]);
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn time_of(line: &[u8]) -> Option<i64> {
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.
-fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
+pub fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
     let nothing = &mut |_: &Event<'_, '_>| {};
     // An `Origin` is an `Arc`: cloned once per change of file.
     let mut origin = Origin::NONE;

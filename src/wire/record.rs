@@ -2,7 +2,7 @@
 //! possibly inside a recording envelope (recording.md), else a line of another format swarmtop
 //! reads. Which format a line is in is told by its own keys, line by line (wire.md §1).
 
-use super::claude::{self, ClaudeLine};
+use super::claude::{self, ClaudeLine, stream::StreamLine};
 use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
 use super::codex::{self};
 use super::malformed::{Malformed, Shape};
@@ -12,6 +12,7 @@ use super::rollout::{self, RolloutLine};
 #[derive(Debug)]
 pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
+    ClaudeStream(Box<StreamLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
 }
 
@@ -19,6 +20,7 @@ impl Other<'_> {
     fn time(&self) -> Option<i64> {
         match self {
             Self::Claude(l) => l.time(),
+            Self::ClaudeStream(l) => l.time(),
             Self::Rollout(l) => l.time(),
         }
     }
@@ -132,14 +134,21 @@ fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Mal
 /// (wire.md §1: Claude Code transcripts, Codex rollouts).
 pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -> Result<(), Malformed> {
     line.other = None;
+    let shape = parts.shape;
+    // A Claude Code line can carry an `id` of its own (2.1.332 `api-request`) without being a
+    // JSON-RPC response: its `type` and session keys say what it is.
+    let claude = matches!(shape, Shape::ClaudeTranscript | Shape::ClaudeStream);
     codex::message::finish(&mut line.msg, parts)?;
-    if !codex::message::is_message(&line.msg) {
-        let other = match parts.shape {
+    let codex =
+        codex::message::is_message(&line.msg) && !(claude && line.msg.method.is_none() && line.msg.swarmtop.is_none());
+    if !codex {
+        let other = match shape {
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
+            Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
             Shape::Other => None,
         };
-        line.other = Some(other.ok_or(Malformed::NotAMessage(parts.shape))?);
+        line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
     }
     Ok(())
 }

@@ -1,6 +1,9 @@
 //! Claude Code (wire.md §6): session transcripts and their sub-agents' files, each lowered into
 //! the facts every format shares.
 
+pub mod outcome;
+pub mod sidecar;
+pub mod stream;
 mod transcript;
 
 pub use transcript::{

@@ -18,6 +18,8 @@ use crate::wire::json::{Str, opt_str};
 use crate::wire::sanitize;
 use crate::wire::time::iso8601_ms;
 
+use super::outcome;
+
 /// The parts of a transcript line swarmtop reads.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,6 +48,14 @@ pub struct ClaudeLine<'a> {
     pub parent_tool_use_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub tool_use_result: Option<&'a RawValue>,
+    /// A synthetic line for a request that failed for good (2.1.332), with its HTTP status.
+    #[serde(default)]
+    pub is_api_error_message: Option<bool>,
+    #[serde(default)]
+    pub api_error_status: Option<u64>,
+    /// An answer cut short by an interrupt.
+    #[serde(default)]
+    pub is_aborted_mid_stream: Option<bool>,
     /// `toolUseResult` read as a sub-agent's answer, once (it is often a whole file's contents).
     #[serde(skip)]
     pub agent_result: Option<AgentResult<'a>>,
@@ -331,6 +341,10 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     match line.kind.as_deref() {
         Some("assistant") => assistant(line, out),
         Some("user") => user(line, out),
+        Some("cost-state") => {
+            let raw = out.raw;
+            outcome::cost_state(raw, &mut out.facts);
+        }
         _ => {}
     }
     if let Some((child, card)) = line.announced_agent() {
@@ -388,6 +402,12 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     let asks_tool = blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use"));
     let ended = message.stop_reason.as_deref() == Some("end_turn") || !asks_tool;
     facts.push(status(if ended { Status::Idle } else { Status::Running }));
+    if line.is_api_error_message == Some(true) {
+        let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+        outcome::api_error(line.api_error_status, &text.join("\n"), facts);
+    } else if line.is_aborted_mid_stream == Some(true) {
+        outcome::interrupted(line.is_main(), facts);
+    }
 }
 
 fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> Fact<'l> {
@@ -445,6 +465,10 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         // A prompt (not a tool's answer, not Claude Code's own meta text) opens a turn.
         if line.is_meta != Some(true) {
             let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+            if text.first().is_some_and(|t| outcome::is_interrupt_note(t)) {
+                outcome::interrupted(line.is_main(), facts);
+                return;
+            }
             let uuid = line.uuid.as_deref().unwrap_or_default();
             facts.push(Fact::TurnStarted(TurnStarted {
                 turn: Some(Cow::Borrowed(uuid)),
