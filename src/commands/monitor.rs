@@ -17,6 +17,7 @@ use super::cli::{MonitorOpts, Speed, Theme};
 use super::terminal::TerminalGuard;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
+use crate::source::follow;
 use crate::source::inbound;
 use crate::source::live;
 use crate::source::recorded::Recorded;
@@ -122,7 +123,16 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     let (mut rt, mut live_rx) = match watch {
         Watch::Replay(mut r) => {
             r.name = home_short(&r.name);
-            (Runtime::replay(r, view, &settings, config, now), None)
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, &settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
     };
@@ -202,6 +212,7 @@ fn copy_to_clipboard(text: &str) -> String {
 /// monitor shows at a given moment.
 pub struct Follow {
     recorded: Recorded,
+    follower: follow::Follower,
     pub pipeline: Pipeline,
 }
 
@@ -213,14 +224,18 @@ impl Follow {
             Recorded::from_inputs(paths, &inputs, true, &ui::runtime::time_of).wrap_err("reading the inputs")?;
         let mut pipeline = Pipeline::new(config);
         ui::runtime::apply(&recorded, &mut pipeline, 0..recorded.len());
-        Ok(Self { recorded, pipeline })
+        let (files, dirs) = recorded.watched();
+        Ok(Self { recorded, follower: follow::Follower::new(files, dirs), pipeline })
     }
 
-    /// One poll of the monitor's follow timer: what grew or appeared since, applied. Returns the
+    /// One look of the monitor's follower: what grew or appeared since, applied. Returns the
     /// number of new records.
     pub fn poll(&mut self) -> usize {
         let before = self.recorded.len();
-        let added = self.recorded.follow_growth(&ui::runtime::time_of);
+        let mut added = 0;
+        for change in self.follower.changes() {
+            added += self.recorded.followed(change, &ui::runtime::time_of);
+        }
         ui::runtime::apply(&self.recorded, &mut self.pipeline, before..before + added);
         added
     }

@@ -154,7 +154,7 @@ pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
             *b = b' ';
         }
     }
-    while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
+    while bytes.last().is_some_and(u8::is_ascii_whitespace) {
         bytes.pop();
     }
     bytes.push(b'\n');

@@ -105,7 +105,8 @@ impl Default for Feed {
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let area = frame.area();
     view.replay = !feed.live;
-    view.live_source = feed.live && feed.ended.is_none();
+    // A followed file is live too, but quitting loses nothing: it is all in the file.
+    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none();
     view.clock = status::Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
     view.refresh(model);
     // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.

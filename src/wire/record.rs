@@ -221,6 +221,8 @@ mod tests {
             r#"{"type":5,"uuid":"u"}"#.to_owned(),
             r#"{"type":"user"}"#.to_owned(),
             r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),
+            // stream-json carries `uuid` too, and its snake-case `session_id` says what it is.
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s","model":"m"}"#.to_owned(),
             r#"{"parentUuid":null,"uuid":"u","type":"user","message":{"content":7}}"#.to_owned(),
         ] {
             let (fast, long) = both_ways(&record);

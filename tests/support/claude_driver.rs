@@ -31,6 +31,10 @@ pub fn claude_binary() -> ClaudeBinary {
     if let Some(bin) = std::env::var_os("SWARMTOP_CLAUDE_BIN") {
         return ClaudeBinary::Found(PathBuf::from(bin));
     }
+    // Tests of one binary run in parallel: one install at a time, or npm rewrites the binary while
+    // another test starts it ("Text file busy").
+    static INSTALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/setup-claude.sh");
     let out = Command::new("bash").arg(&script).output().expect("running scripts/setup-claude.sh");
     if out.status.success() {

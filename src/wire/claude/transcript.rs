@@ -86,7 +86,8 @@ pub struct ClaudeLine<'a> {
     raw_b64: Present,
     #[serde(default)]
     payload: Present,
-    /// stream-json's spelling of the session key: such a line is a stream line, not a transcript's.
+    /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
+    /// stream line, never a transcript line read alone.
     #[serde(rename = "session_id", default)]
     stream_session_id: Present,
 }
