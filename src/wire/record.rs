@@ -219,6 +219,8 @@ mod tests {
             format!("{{{t},\"error\":{{\"message\":\"x\"}}}}"),
             format!("{{{t},\"type\":\"assistant\"}}"),
             format!("{{{t}}} trailing"),
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"u","session_id":"s","parent_tool_use_id":null}"#.to_owned(),
             r#"{"type":5,"uuid":"u"}"#.to_owned(),
             r#"{"type":"user"}"#.to_owned(),
             r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),
