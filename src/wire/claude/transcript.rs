@@ -86,6 +86,9 @@ pub struct ClaudeLine<'a> {
     raw_b64: Present,
     #[serde(default)]
     payload: Present,
+    /// stream-json's snake-case session member: such a line is read by `stream`, not here.
+    #[serde(rename = "session_id", default)]
+    stream_session: Present,
 }
 
 /// A member whose value does not matter, only that it is there.
@@ -273,6 +276,7 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
         line.msg,
         line.raw_b64,
         line.payload,
+        line.stream_session,
     ];
     let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
     plain.then_some(line)
