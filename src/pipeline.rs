@@ -29,6 +29,7 @@ struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    otlp: bool,
     claude_stream: bool,
 }
 
@@ -56,6 +57,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
                 Format::ClaudeStream => self.formats.claude_stream = true,
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::CodexAppServer => self.formats.app_server = true,
+                Format::Otlp => self.formats.otlp = true,
                 Format::Marker => {}
             },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
@@ -164,6 +166,9 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
+        if f.otlp {
+            return if f.app_server || f.rollout || f.claude || f.claude_stream { "mixed" } else { "otlp" };
+        }
         match (f.app_server, f.rollout, f.claude, f.claude_stream) {
             (_, false, false, false) => "codex-app-server",
             (false, true, false, false) => "codex-rollout",

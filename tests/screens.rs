@@ -187,6 +187,13 @@ fn failed_and_retrying_roots() {
     let f = feed("retry", &p, total);
     let mut v = view();
     insta::assert_snapshot!("retry_retrying_80x24", render(&p, &f, &mut v, (80, 24)));
+    // Once through, the retry stays on the lane.
+    let (p, total) = load("retry", None);
+    let f = feed("retry", &p, total);
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("↻ retried") && screen.contains("idle"), "{screen}");
+    insta::assert_snapshot!("retry_retried_120x40", screen);
 }
 
 #[test]
@@ -661,9 +668,11 @@ fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
     assert_ne!(back, newest);
     assert!(back.contains(&format!("↑{}", v.scroll)), "{back}");
     press(&mut v, &p, &[key(KeyCode::Home)]);
-    render(&p, &f, &mut v, (120, 40));
+    let first = render(&p, &f, &mut v, (120, 40));
     let oldest = v.scroll;
     assert!(oldest < 1 << 20, "Home is clamped to the history there is: {oldest}");
+    // The indicator shows the scroll as clamped on that same frame, never the raw request.
+    assert!(first.contains(&format!("↑{oldest} ")) && !first.contains("↑1073741"), "{first}");
     let top = render(&p, &f, &mut v, (120, 40));
     assert!(top.contains("› [task:lead]"), "{top}");
     press(&mut v, &p, &[key(KeyCode::Char('k'))]);

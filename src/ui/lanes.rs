@@ -337,6 +337,11 @@ fn lane_header(
     }
     let when = elapsed(t, feed.now_ms).map(|e| format!(" {}", duration(e))).unwrap_or_default();
     left.push(Span::styled(format!("  {}{when}", shown.word()), status_style));
+    if t.last_error.is_some() && !matches!(t.status, Status::Failed | Status::Retrying) {
+        // It got through, after an error: a retry leaves its mark on the lane (the error is in
+        // the transcript's last lines while it retries).
+        left.push(Span::styled("  ↻ retried", theme.retrying));
+    }
     // (part, priority): when the row is short the highest number goes first, the cost last.
     let mut right: Vec<(Span<'static>, u8)> = Vec::new();
     if let (true, Some(now), Some(last)) = (t.status.is_active(), feed.now_ms, t.last_ms) {

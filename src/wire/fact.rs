@@ -33,6 +33,8 @@ pub enum Format {
     ClaudeStream,
     /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
     Marker,
+    /// An OpenTelemetry span, log record or span link, as `listen --otlp` receives them.
+    Otlp,
 }
 
 /// One record, lowered.
@@ -187,6 +189,8 @@ pub enum Via {
     ThreadRead,
     /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
     TaskTool,
+    /// An agent whose spans hang under another agent's spawn call in an OpenTelemetry trace.
+    OtlpTrace,
 }
 
 impl Via {
@@ -197,6 +201,7 @@ impl Via {
             Self::ThreadStarted => "threadStarted",
             Self::ThreadRead => "threadRead",
             Self::TaskTool => "taskTool",
+            Self::OtlpTrace => "otlpTrace",
         }
     }
 }

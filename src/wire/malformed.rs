@@ -10,6 +10,7 @@ pub(crate) struct ShapeKeys {
     payload: bool,
     kind: bool,
     transcript: bool,
+    otlp: bool,
     stream: bool,
 }
 
@@ -19,6 +20,7 @@ impl ShapeKeys {
             "payload" => self.payload = true,
             "type" => self.kind = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            "otlp" => self.otlp = true,
             // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
             "session_id" => self.stream = true,
             _ => {}
@@ -26,6 +28,9 @@ impl ShapeKeys {
     }
 
     pub fn shape(&self) -> Shape {
+        if self.otlp {
+            return Shape::Otlp;
+        }
         match (self.kind, self.payload, self.transcript, self.stream) {
             (true, true, _, _) => Shape::CodexRollout,
             (true, _, _, true) => Shape::ClaudeStream,
@@ -41,6 +46,8 @@ pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
     ClaudeStream,
+    /// A record of `listen --otlp` (`{"otlp": …}`).
+    Otlp,
     #[default]
     Other,
 }
@@ -68,6 +75,7 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
             }
+            Self::NotAMessage(Shape::Otlp) => f.write_str("an OTLP record swarmtop could not read"),
             Self::NotAMessage(Shape::ClaudeStream) => {
                 f.write_str("a Claude Code stream-json line, not an app-server message")
             }

@@ -14,6 +14,7 @@ pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
     ClaudeStream(Box<StreamLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
+    Otlp(Box<super::otlp::OtlpLine>),
 }
 
 impl Other<'_> {
@@ -22,6 +23,7 @@ impl Other<'_> {
             Self::Claude(l) => l.time(),
             Self::ClaudeStream(l) => l.time(),
             Self::Rollout(l) => l.time(),
+            Self::Otlp(l) => l.time(),
         }
     }
 }
@@ -146,6 +148,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
             Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
@@ -227,9 +230,13 @@ mod tests {
             format!("{{{t},\"error\":{{\"message\":\"x\"}}}}"),
             format!("{{{t},\"type\":\"assistant\"}}"),
             format!("{{{t}}} trailing"),
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"u","session_id":"s","parent_tool_use_id":null}"#.to_owned(),
             r#"{"type":5,"uuid":"u"}"#.to_owned(),
             r#"{"type":"user"}"#.to_owned(),
             r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),
+            // stream-json carries `uuid` too, and its snake-case `session_id` says what it is.
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s","model":"m"}"#.to_owned(),
             r#"{"parentUuid":null,"uuid":"u","type":"user","message":{"content":7}}"#.to_owned(),
         ] {
             let (fast, long) = both_ways(&record);

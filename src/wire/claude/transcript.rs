@@ -86,9 +86,10 @@ pub struct ClaudeLine<'a> {
     raw_b64: Present,
     #[serde(default)]
     payload: Present,
-    /// stream-json's snake-case session member: such a line is read by `stream`, not here.
+    /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
+    /// stream line, never a transcript line read alone.
     #[serde(rename = "session_id", default)]
-    stream_session: Present,
+    stream_session_id: Present,
 }
 
 /// A member whose value does not matter, only that it is there.
@@ -259,7 +260,8 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
 
 /// [`parse`] of a record that is plainly a transcript line and nothing else, without first
 /// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
-/// record reader call it one), and no member of a Codex message, an envelope or a rollout line.
+/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+/// stream-json line.
 /// `None` when that is not plain: the record reader then reads it the long way, to the same end.
 pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
     let line = parse(text)?;
@@ -276,7 +278,7 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
         line.msg,
         line.raw_b64,
         line.payload,
-        line.stream_session,
+        line.stream_session_id,
     ];
     let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
     plain.then_some(line)
