@@ -22,11 +22,14 @@ impl Default for Config {
 }
 
 /// Which kinds of line the input held, for `input.format`.
+// One flag per format: an input may mix any of them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default, Clone, Copy)]
 struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    opencode: bool,
 }
 
 #[derive(Debug)]
@@ -51,6 +54,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
             Event::Line(r) if !r.replayed => match r.record.format {
                 Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
                 Format::CodexRollout => self.formats.rollout = true,
+                Format::OpenCode => self.formats.opencode = true,
                 Format::CodexAppServer => self.formats.app_server = true,
                 Format::Marker => {}
             },
@@ -129,10 +133,11 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
-        match (f.app_server, f.rollout, f.claude) {
-            (_, false, false) => "codex-app-server",
-            (false, true, false) => "codex-rollout",
-            (false, false, true) => "claude-transcript",
+        match (f.app_server, f.rollout, f.claude, f.opencode) {
+            (_, false, false, false) => "codex-app-server",
+            (false, true, false, false) => "codex-rollout",
+            (false, false, true, false) => "claude-transcript",
+            (false, false, false, true) => "opencode",
             _ => "mixed",
         }
     }

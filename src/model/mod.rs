@@ -192,7 +192,11 @@ impl Model {
         let new_cost = match &t.account {
             Some(account) => account.cost(),
             None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
-        };
+        }
+        // Unpriced by the table: the agent's own figure, where it reported one.
+        .or_else(|| {
+            (!t.reported_cost.is_empty()).then(|| t.reported_cost.iter().fold(Pico::default(), |sum, (_, c)| sum + *c))
+        });
         let old_cost = t.cost;
         let delta = Delta {
             threads: 0,
@@ -416,6 +420,8 @@ impl Model {
             Some((_, figure)) => *figure += usd,
             None => t.reported_cost.push((model, usd)),
         }
+        let tokens = t.tokens;
+        self.reprice(idx, tokens);
     }
 
     /// Nothing of an ended session runs any more: what was still active stops.

@@ -8,6 +8,7 @@
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
+//! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
 
 pub mod attach;
 pub mod files;
@@ -15,6 +16,7 @@ pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod opencode;
 pub mod origin;
 pub mod recording;
 pub mod replay;

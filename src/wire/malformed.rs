@@ -3,11 +3,14 @@
 use std::fmt;
 
 /// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
+// One flag per telling key: a line may have any of them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Default)]
 pub(crate) struct ShapeKeys {
     payload: bool,
     kind: bool,
     transcript: bool,
+    opencode: bool,
 }
 
 impl ShapeKeys {
@@ -15,12 +18,16 @@ impl ShapeKeys {
         match key {
             "payload" => self.payload = true,
             "type" => self.kind = true,
+            "opencode" => self.opencode = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
             _ => {}
         }
     }
 
     pub fn shape(&self) -> Shape {
+        if self.opencode {
+            return Shape::OpenCode;
+        }
         match (self.kind, self.payload, self.transcript) {
             (true, true, _) => Shape::CodexRollout,
             (true, _, true) => Shape::ClaudeTranscript,
@@ -34,6 +41,8 @@ impl ShapeKeys {
 pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
+    /// A record of OpenCode's store or event stream (`{"opencode": …}`).
+    OpenCode,
     #[default]
     Other,
 }
@@ -61,6 +70,7 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
             }
+            Self::NotAMessage(Shape::OpenCode) => f.write_str("an OpenCode record swarmtop cannot read"),
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
             Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),

@@ -4,7 +4,8 @@
 //! as [`Clean`] or [`CleanStr`].
 //!
 //! One module per format: [`codex`] (app-server messages and recording envelopes), [`rollout`]
-//! (Codex rollout files), [`claude`] (Claude Code transcripts). [`record`] tells them apart per
+//! (Codex rollout files), [`claude`] (Claude Code transcripts), [`opencode`] (OpenCode's store
+//! and event stream). [`record`] tells them apart per
 //! line; [`lower()`] sends each line to its format's lowering.
 
 pub mod claude;
@@ -13,6 +14,7 @@ pub mod fact;
 mod json;
 mod lower;
 mod malformed;
+pub mod opencode;
 pub mod record;
 pub mod rollout;
 mod sanitize;

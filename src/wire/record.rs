@@ -6,6 +6,7 @@ use super::claude::{self, ClaudeLine};
 use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
 use super::codex::{self};
 use super::malformed::{Malformed, Shape};
+use super::opencode::{self, OpenCodeLine};
 use super::rollout::{self, RolloutLine};
 
 /// A line of a format other than Codex app-server messages.
@@ -13,6 +14,7 @@ use super::rollout::{self, RolloutLine};
 pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
+    OpenCode(Box<OpenCodeLine<'a>>),
 }
 
 impl Other<'_> {
@@ -20,6 +22,7 @@ impl Other<'_> {
         match self {
             Self::Claude(l) => l.time(),
             Self::Rollout(l) => l.time(),
+            Self::OpenCode(l) => l.time(),
         }
     }
 }
@@ -110,6 +113,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
         let other = match parts.shape {
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(parts.shape))?);
