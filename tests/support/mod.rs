@@ -5,6 +5,7 @@
 // Each user compiles this module on its own and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod chat_completions;
 pub mod codex_driver;
 pub mod harness;
 pub mod mock_model;
