@@ -615,3 +615,220 @@ fn session_status<'l>(props: &'l Properties<'_>, out: &mut Lowered<'l>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::fact::Parentage;
+
+    fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
+        let line = parse(text).expect("an OpenCode record");
+        let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
+        lower(&line, &mut out);
+        check(&out);
+    }
+
+    fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
+        l.facts.iter().collect()
+    }
+
+    fn row(kind: &str, props: &str) -> String {
+        format!(r#"{{"opencode":"row","event":{{"type":"{kind}","properties":{props}}}}}"#)
+    }
+
+    #[test]
+    fn sessions_become_threads_under_their_parent_id() {
+        let child = row(
+            "session.updated",
+            r#"{"info":{"id":"ses_c","parentID":"ses_r","title":"List files A (@general subagent)","agent":"general","model":{"id":"mock-large","providerID":"mock"},"cost":0.018252,"time":{"created":5,"updated":9}}}"#,
+        );
+        lowered(&child, |l| {
+            assert_eq!(l.subject, Subject::Thread("ses_c".into()));
+            assert_eq!(l.time, Some(9));
+            let f = facts(l);
+            let Fact::Thread(t) = f[0] else { panic!("{f:?}") };
+            assert!(matches!(&t.parentage, Parentage::Child { parent, via: Via::TaskTool, .. } if parent == "ses_r"));
+            assert_eq!(t.nickname.as_ref().map(Clean::as_str), Some("List files A"), "the title without its agent");
+            assert_eq!(t.role.as_ref().map(Clean::as_str), Some("general"));
+            assert_eq!(t.model.as_ref().map(Clean::as_str), Some("mock-large"));
+            // OpenCode prices the session itself: its figure is a running total of its own messages.
+            assert!(matches!(f[1], Fact::CostReported(c) if c.usd == "0.018252" && c.cumulative));
+        });
+        // The event log's types carry a version; a session without a parent is a root.
+        let root = r#"{"opencode":"event","seq":0,"event":{"type":"session.created.1","properties":{"sessionID":"ses_r","info":{"id":"ses_r","title":"Fix it","cost":0}}}}"#;
+        lowered(root, |l| {
+            let f = facts(l);
+            assert!(matches!(f[0], Fact::Thread(t) if t.parentage == Parentage::Root));
+            assert_eq!(f.len(), 1, "no cost yet, none reported");
+        });
+    }
+
+    #[test]
+    fn tokens_come_from_each_assistant_message_in_openai_terms() {
+        // input = prompt − cached, cache.read = cached, output = completion − reasoning (wire.md §9).
+        let msg = row(
+            "message.updated",
+            r#"{"sessionID":"ses_r","info":{"id":"msg_1","parentID":"msg_0","role":"assistant","modelID":"mock-large","cost":0.003279,"tokens":{"input":997,"output":12,"reasoning":5,"cache":{"read":110,"write":3}},"time":{"created":1,"completed":2},"finish":"stop"}}"#,
+        );
+        lowered(&msg, |l| {
+            let f = facts(l);
+            assert!(matches!(f[0], Fact::Model(m) if m.model.as_str() == "mock-large"));
+            let Fact::Usage(Usage::Response(r)) = f[1] else { panic!("{f:?}") };
+            assert_eq!(&*r.key.0, "msg_1", "restated messages merge by their id");
+            assert_eq!(r.tokens.input_tokens, Some(997 + 110 + 3));
+            assert_eq!(r.tokens.cached_input_tokens, Some(110));
+            assert_eq!(r.tokens.cache_write_input_tokens, Some(3));
+            assert_eq!(r.tokens.output_tokens, Some(17));
+            assert_eq!(r.tokens.reasoning_output_tokens, Some(5));
+            // Finished: `finish` and `time.completed`; the turn is the user message it answers.
+            assert!(matches!(f[2], Fact::TurnEnded(e) if e.outcome == Some(TurnOutcome::Completed)
+                && e.turn == TurnRef::IdOrLatest(Some("msg_0".into()))));
+            assert!(matches!(f[3], Fact::Status(s) if s.change == StatusChange::Idle));
+            assert_eq!(l.weight, Weight::Closing);
+        });
+        // In flight: neither; between steps (`tool-calls`) it is still working.
+        for info in [
+            r#"{"id":"msg_2","role":"assistant","time":{"created":1}}"#,
+            r#"{"id":"msg_2","role":"assistant","time":{"created":1,"completed":2},"finish":"tool-calls"}"#,
+        ] {
+            lowered(&row("message.updated", &format!(r#"{{"sessionID":"s","info":{info}}}"#)), |l| {
+                assert!(
+                    matches!(facts(l).last(), Some(Fact::Status(s)) if s.change == StatusChange::Set(Status::Running))
+                );
+            });
+        }
+        // A user message opens a turn, and never ends one (it is restated when its summary is written).
+        lowered(&row("message.updated", r#"{"sessionID":"s","info":{"id":"msg_0","role":"user"}}"#), |l| {
+            assert!(
+                matches!(facts(l)[..], [Fact::TurnStarted(t)] if !t.ends_previous && t.turn.as_deref() == Some("msg_0"))
+            );
+        });
+    }
+
+    #[test]
+    fn failures_aborts_and_a_dead_writer() {
+        // HTTP 500 until OpenCode gives up: an APIError on the message.
+        let failed = row(
+            "message.updated",
+            r#"{"sessionID":"s","info":{"id":"m","role":"assistant","error":{"name":"APIError","data":{"message":"mock: internal server error","statusCode":500,"isRetryable":true}},"time":{"created":1,"completed":2}}}"#,
+        );
+        lowered(&failed, |l| {
+            let f = facts(l);
+            assert!(matches!(f.last(), Some(Fact::Error(e)) if !e.retrying
+                && e.message.as_ref().map(Clean::as_str) == Some("APIError (HTTP 500): mock: internal server error")));
+        });
+        // An abort through the API, cascading to a running child.
+        let aborted = row(
+            "message.updated",
+            r#"{"sessionID":"s","info":{"id":"m","role":"assistant","error":{"name":"MessageAbortedError","data":{"message":"Aborted"}}}}"#,
+        );
+        lowered(&aborted, |l| {
+            let f = facts(l);
+            assert!(
+                matches!(f.iter().find(|f| matches!(f, Fact::TurnEnded(_))), Some(Fact::TurnEnded(e)) if e.outcome == Some(TurnOutcome::Interrupted))
+            );
+            assert!(matches!(f.last(), Some(Fact::Status(s)) if s.change == StatusChange::Set(Status::Interrupted)));
+        });
+        // Killed: nothing written; the source says the lock's pid is dead.
+        lowered(r#"{"opencode":"dead","sessionID":"ses_r"}"#, |l| {
+            assert_eq!(l.subject, Subject::Thread("ses_r".into()));
+            assert!(matches!(facts(l)[..], [Fact::SessionEnded(SessionEnded { interrupted: true })]));
+        });
+    }
+
+    #[test]
+    fn a_task_part_is_a_card_with_its_child_in_a_lane() {
+        let task = row(
+            "message.part.updated",
+            r#"{"sessionID":"ses_r","part":{"id":"prt_1","messageID":"msg_1","sessionID":"ses_r","type":"tool","tool":"task","callID":"call_a","state":{"status":"completed","input":{"description":"List \u001b[31mfiles A","prompt":"ls","subagent_type":"general"},"output":"<task id=\"ses_c\" state=\"completed\">…</task>","metadata":{"parentSessionId":"ses_r","sessionId":"ses_c"},"time":{"start":3,"end":7}}}}"#,
+        );
+        lowered(&task, |l| {
+            let f = facts(l);
+            let Fact::Item(card) = f[0] else { panic!("{f:?}") };
+            assert!(card.card && card.kind == Some(ItemKind::Collab));
+            assert_eq!(card.id.as_deref(), Some("prt_1"));
+            assert_eq!(card.lane_nickname.as_ref().map(Clean::as_str), Some("List files A"), "sanitised");
+            assert_eq!(card.lane_role.as_ref().map(Clean::as_str), Some("general"));
+            assert_eq!(card.text.as_ref().map(Clean::as_str), Some("ls"), "a card shows its prompt");
+            assert!(matches!(f[1], Fact::Spawn(s) if s.child == "ses_c" && s.card.as_deref() == Some("prt_1")));
+            assert!(matches!(f[2], Fact::Answered(a) if a.child == "ses_c" && a.status == Status::Idle));
+        });
+        // A failed child: the card fails with the parent's tool error, the child's end is its own.
+        let failed = row(
+            "message.part.updated",
+            r#"{"part":{"id":"prt_2","sessionID":"ses_r","type":"tool","tool":"task","state":{"status":"error","input":{"description":"C"},"error":"Subagent failed (task_id: ses_x)","metadata":{"sessionId":"ses_x"}}}}"#,
+        );
+        lowered(&failed, |l| {
+            let f = facts(l);
+            assert!(matches!(f[0], Fact::Item(i) if i.status == Some(ItemStatus::Failed)));
+            assert!(!f.iter().any(|f| matches!(f, Fact::Answered(_))));
+        });
+    }
+
+    #[test]
+    fn text_reasoning_and_tools_are_items() {
+        let part = |p: &str| row("message.part.updated", &format!(r#"{{"part":{p}}}"#));
+        lowered(&part(r#"{"id":"p1","sessionID":"s","type":"text","text":"do it"}"#), |l| {
+            assert!(
+                matches!(facts(l)[0], Fact::Item(i) if i.kind == Some(ItemKind::UserMessage)),
+                "a prompt has no times"
+            );
+        });
+        lowered(&part(r#"{"id":"p2","sessionID":"s","type":"text","text":"Done.","time":{"start":1,"end":2}}"#), |l| {
+            assert!(
+                matches!(facts(l)[0], Fact::Item(i) if i.kind == Some(ItemKind::AgentMessage) && i.status == Some(ItemStatus::Completed))
+            );
+            assert_eq!(l.weight, Weight::Output);
+        });
+        lowered(&part(r#"{"id":"p3","sessionID":"s","type":"reasoning","text":"hm","time":{"start":1}}"#), |l| {
+            assert!(
+                matches!(facts(l)[0], Fact::Item(i) if i.kind == Some(ItemKind::Reasoning) && i.status == Some(ItemStatus::InProgress))
+            );
+        });
+        let bash = r#"{"id":"p4","sessionID":"s","type":"tool","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"a b","metadata":{"exit":0}}}"#;
+        lowered(&part(bash), |l| {
+            let Fact::Item(i) = facts(l)[0] else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::Command));
+            assert_eq!(i.title.as_ref().map(Clean::as_str), Some("ls"));
+            assert_eq!(i.text.as_ref().map(Clean::as_str), Some("a b"));
+            assert_eq!(i.exit_code, Some(0));
+        });
+        lowered(&part(r#"{"id":"p5","sessionID":"s","type":"step-finish"}"#), |l| assert!(l.facts.is_empty()));
+        lowered(&part(r#"{"id":"p6","sessionID":"s","type":"text","text":"<file>","synthetic":true}"#), |l| {
+            assert!(l.facts.is_empty(), "OpenCode's own context is not what anyone said");
+        });
+    }
+
+    #[test]
+    fn the_live_stream_streams_text_and_says_when_it_retries() {
+        let sse = |t: &str, p: &str| format!(r#"{{"opencode":"sse","event":{{"type":"{t}","properties":{p}}}}}"#);
+        lowered(
+            &sse(
+                "message.part.delta",
+                r#"{"sessionID":"s","messageID":"m","partID":"p","field":"text","delta":"wor"}"#,
+            ),
+            |l| {
+                assert!(
+                    matches!(facts(l)[..], [Fact::Delta(d)] if d.item == "p" && d.text.as_ref().map(CleanStr::as_str) == Some("wor"))
+                );
+            },
+        );
+        lowered(
+            &sse(
+                "session.status",
+                r#"{"sessionID":"s","status":{"type":"retry","attempt":2,"message":"Internal Server Error","next":5}}"#,
+            ),
+            |l| {
+                assert!(matches!(facts(l)[..], [Fact::Error(e)] if e.retrying
+                && e.message.as_ref().map(Clean::as_str) == Some("retry 2: Internal Server Error")));
+            },
+        );
+        lowered(&sse("session.status", r#"{"sessionID":"s","status":{"type":"busy"}}"#), |l| {
+            assert!(matches!(facts(l)[..], [Fact::Status(s)] if s.change == StatusChange::Set(Status::Running)));
+        });
+        lowered(&sse("session.idle", r#"{"sessionID":"s"}"#), |l| {
+            assert!(matches!(facts(l)[..], [Fact::Status(s)] if s.change == StatusChange::Idle));
+        });
+        lowered(&sse("server.heartbeat", "{}"), |l| assert_eq!(l.subject, Subject::Global));
+    }
+}
