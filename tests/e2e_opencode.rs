@@ -7,6 +7,11 @@
 //! running; afterwards `swarmtop stats --json` on the data directory must give the tree, the
 //! statuses, and per-session tokens and costs equal to what OpenCode itself recorded.
 //!
+//! A second test drives `opencode serve` through its API and reads its `/event` stream as a live
+//! source: text deltas stream into the slow child's lane, the failing child shows as retrying and
+//! then failed, an abort through the API interrupts the root and its running child, and the
+//! tokens the stream gave equal what the server stored.
+//!
 //! Needs the binary: `scripts/setup-opencode.sh` installs it into `.cache/` (`SWARMTOP_OPENCODE_BIN`
 //! overrides). Without it the test skips, loudly; with `CI` set it fails.
 
@@ -86,6 +91,7 @@ impl Script for Swarm {
             text: text.to_owned(),
             calls,
             usage: usage(agent, step),
+            pieces: 3,
             delay,
         };
         match (agent, step) {
@@ -309,4 +315,199 @@ fn a_real_opencode_run_from_the_store_and_while_it_runs() {
     // The failing child was asked 1 + 5 retries times, then given up.
     let failures = mock.served().iter().filter(|s| s.agent == "child_c" && s.status == 500).count();
     assert_eq!(failures, 6, "OpenCode retried the 500s five times");
+}
+
+/// The server scenario: the root starts a slow child and a failing one; the test aborts the root
+/// through the API while the slow child streams.
+struct Served;
+
+impl Script for Served {
+    fn reply(&self, req: &Request<'_>) -> Reply {
+        let (agent, step) = (req.agent.as_str(), req.step);
+        let usage = usage(agent, step);
+        let fast = |text: &str, calls| Reply::Stream {
+            text: text.to_owned(),
+            calls,
+            usage,
+            pieces: 3,
+            delay: Duration::from_millis(10),
+        };
+        match (agent, step) {
+            ("title", _) => fast("Mock session title", vec![]),
+            ("root", 0) => fast(
+                "Delegating a long task and a failing one.",
+                vec![task("call_slow", "child_slow", "Long task"), task("call_fail", "child_fail", "Failing task")],
+            ),
+            ("root", _) => fast("Root finished.", vec![]),
+            ("child_fail", _) => Reply::Error { status: 500 },
+            // One word every 200 ms, for a minute: aborted long before it ends.
+            ("child_slow", _) => Reply::Stream {
+                text: "word ".repeat(300),
+                calls: vec![],
+                usage,
+                pieces: 300,
+                delay: Duration::from_millis(200),
+            },
+            _ => fast("Unscripted.", vec![]),
+        }
+    }
+}
+
+fn http(authority: &str, method: &str, path: &str, body: &Value) -> (u16, String) {
+    use std::io::{BufRead, Read, Write};
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    let body = body.to_string();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // By its length: the server may keep the connection open whatever we ask.
+    let mut r = std::io::BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status = line.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let mut len = 0;
+    loop {
+        line.clear();
+        if r.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).unwrap();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port()
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_real_opencode_server_live_with_an_abort_through_its_api() {
+    use std::io::Read;
+    let Some(bin) = opencode_binary() else {
+        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
+        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
+        return;
+    };
+    let mock = MockChat::start(Served).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    std::fs::create_dir_all(root.join("home/.config/opencode")).unwrap();
+    std::fs::write(root.join("home/.config/opencode/opencode.json"), config(&mock.base_url()).to_string()).unwrap();
+    let port = free_port().to_string();
+    let _server = Server(
+        opencode_command(&bin, root)
+            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let authority = format!("127.0.0.1:{port}");
+    let started = Instant::now();
+    let mut live = loop {
+        match swarmtop::source::opencode::server_reader(&authority) {
+            Ok(r) => break r,
+            Err(_) if started.elapsed() < Duration::from_secs(30) => std::thread::sleep(Duration::from_millis(100)),
+            Err(e) => panic!("opencode serve never answered: {e}"),
+        }
+    };
+    eprintln!("connected after {:?}", started.elapsed());
+    let (code, body) = http(&authority, "POST", "/session", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    let root_id = serde_json::from_str::<Value>(&body).unwrap()["id"].as_str().unwrap().to_owned();
+    let prompt = json!({"parts": [{"type": "text", "text": "[[AGENT:root]] Delegate."}]});
+    let (code, body) = http(&authority, "POST", &format!("/session/{root_id}/prompt_async"), &prompt);
+    assert!((200..300).contains(&code), "{code} {body}");
+
+    // The live stream, record by record, on another thread; this one reads the model.
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = live.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut pipeline = Pipeline::default();
+    let mut pending = Vec::new();
+    let (mut saw_retry, mut streamed_while_running, mut aborted_at) = (false, 0usize, None::<Instant>);
+    let find = |p: &Pipeline, name: &str| -> Option<swarmtop::router::ThreadIdx> {
+        (0..p.router.registry().len() as u32)
+            .map(swarmtop::router::ThreadIdx)
+            .find(|&t| p.model.thread(t).nickname.as_ref().is_some_and(|n| n.as_str() == name))
+    };
+    loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "the server scenario took over a minute");
+        let Ok(bytes) = rx.recv_timeout(Duration::from_millis(100)) else {
+            if aborted_at.is_some_and(|t| t.elapsed() > Duration::from_secs(3)) {
+                break;
+            }
+            continue;
+        };
+        pending.extend_from_slice(&bytes);
+        let end = pending.iter().rposition(|&b| b == b'\n').map_or(0, |e| e + 1);
+        let whole: Vec<u8> = pending.drain(..end).collect();
+        for line in whole.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            feed(&mut pipeline, line);
+            if let Some(f) = find(&pipeline, "Failing task") {
+                saw_retry |= pipeline.model.thread(f).status == Status::Retrying;
+            }
+            if let Some(s) = find(&pipeline, "Long task") {
+                let t = pipeline.model.thread(s);
+                let text: usize = t.items.iter().map(|i| i.text.as_str().matches("word").count()).sum();
+                if t.status == Status::Running {
+                    streamed_while_running = streamed_while_running.max(text);
+                }
+            }
+        }
+        if aborted_at.is_none() && streamed_while_running >= 5 {
+            let (code, body) = http(&authority, "POST", &format!("/session/{root_id}/abort"), &json!({}));
+            assert_eq!(code, 200, "abort: {body}");
+            aborted_at = Some(Instant::now());
+        }
+    }
+    assert!(saw_retry, "the failing child was shown retrying");
+    assert!(streamed_while_running >= 5, "the slow child's text streamed into its lane as it ran");
+    let status = |name: &str| pipeline.model.thread(find(&pipeline, name).expect(name)).status;
+    let root_idx = pipeline.find(&root_id).expect("the root");
+    assert_eq!(pipeline.model.thread(root_idx).status, Status::Interrupted, "aborted through the API");
+    assert_eq!(status("Long task"), Status::Interrupted, "the abort cascades to the running child");
+    assert_eq!(status("Failing task"), Status::Failed);
+    let failing = pipeline.model.thread(find(&pipeline, "Failing task").unwrap());
+    assert!(failing.last_error.as_ref().is_some_and(|e| e.as_str().contains("500")), "{:?}", failing.last_error);
+    for name in ["Long task", "Failing task"] {
+        let t = find(&pipeline, name).unwrap();
+        assert_eq!(pipeline.model.thread(t).parent, Some(root_idx), "{name} is the root's child");
+    }
+
+    // What the stream showed is what the server stored.
+    let db = root.join("home/.local/share/opencode/opencode.db");
+    for (id, row) in sessions(&db) {
+        let t =
+            pipeline.model.thread(pipeline.find(&id).unwrap_or_else(|| panic!("{id} ({}) not seen live", row.title)));
+        assert_eq!(t.tokens.input, row.input + row.cache_read + row.cache_write, "{}: input", row.title);
+        assert_eq!(t.tokens.output, row.output + row.reasoning, "{}: output", row.title);
+    }
+    let _ = mock.served();
 }

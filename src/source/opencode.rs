@@ -26,6 +26,8 @@ const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 pub const STORE_NAME: &str = "opencode.db";
 /// How often a followed store is asked whether it changed.
 pub const POLL: Duration = Duration::from_millis(200);
+/// How long `opencode serve` may take to answer a request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a read waits for a lock SQLite needs briefly (a checkpoint), before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -355,6 +357,168 @@ pub fn follow_reader(db: &Path) -> io::Result<ChannelReader> {
             let line = json!({"opencode": "error", "error": e.to_string()});
             let mut out = Vec::new();
             push_record(&mut out, &line);
+            let _ = tx.send(out);
+        }
+    })?;
+    Ok(ChannelReader { rx, buf: Vec::new(), pos: 0 })
+}
+
+/// `opencode serve`'s address as the command line names it: `http://HOST:PORT` (loopback, plain
+/// HTTP: the server has no TLS).
+pub fn server_of(input: &str) -> Option<String> {
+    let rest = input.strip_prefix("http://")?;
+    let authority = rest.split('/').next().filter(|a| !a.is_empty())?;
+    Some(authority.to_owned())
+}
+
+/// A body in HTTP/1.1 chunked transfer coding, as the plain bytes it carries.
+struct Chunked<R> {
+    inner: R,
+    left: usize,
+    done: bool,
+}
+
+impl<R: io::BufRead> io::Read for Chunked<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut line = String::new();
+            // The CRLF that ends the previous chunk, then the size line.
+            while line.trim().is_empty() {
+                line.clear();
+                if self.inner.read_line(&mut line)? == 0 {
+                    return Ok(0);
+                }
+            }
+            let size = line.trim().split(';').next().unwrap_or("0");
+            self.left = usize::from_str_radix(size, 16).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let n = out.len().min(self.left);
+        let n = self.inner.read(&mut out[..n])?;
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+/// Sends a GET and reads the response head; the body follows in the returned reader.
+fn get(authority: &str, path: &str, accept: &str) -> io::Result<Box<dyn io::BufRead + Send>> {
+    use std::io::{BufRead, Write};
+    let stream = std::net::TcpStream::connect(authority)?;
+    // A server still starting may accept and not answer: the head must come in time.
+    stream.set_read_timeout(Some(HEAD_TIMEOUT))?;
+    let mut w = stream.try_clone()?;
+    write!(w, "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n")?;
+    w.flush()?;
+    let mut r = io::BufReader::new(stream);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    if line.split_whitespace().nth(1) != Some("200") {
+        return Err(io::Error::other(format!("GET http://{authority}{path}: {}", line.trim())));
+    }
+    let (mut chunked, mut len) = (false, None);
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            break;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            chunked |= k.trim().eq_ignore_ascii_case("transfer-encoding") && v.trim().eq_ignore_ascii_case("chunked");
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse::<u64>().ok();
+            }
+        }
+    }
+    if accept == "text/event-stream" {
+        // Events come when they come (a heartbeat every 10 s).
+        w.set_read_timeout(None)?;
+    }
+    // The server may keep the connection open whatever we ask: a body ends by its length.
+    Ok(match (chunked, len) {
+        (true, _) => Box::new(io::BufReader::new(Chunked { inner: r, left: 0, done: false })),
+        (false, Some(n)) => Box::new(io::BufReader::new(io::Read::take(r, n))),
+        (false, None) => Box::new(r),
+    })
+}
+
+fn sse_record(event: Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    push_record(&mut out, &json!({"opencode": "sse", "event": event}));
+    out
+}
+
+/// What the server holds already (its sessions, who is busy), in the stream's own event shapes,
+/// so the tree is whole before the first live event.
+fn server_state(authority: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let json_of =
+        |path: &str| -> Option<Value> { serde_json::from_reader(get(authority, path, "application/json").ok()?).ok() };
+    if let Some(Value::Array(sessions)) = json_of("/session") {
+        // Parents before children: by creation time.
+        let mut sessions = sessions;
+        sessions.sort_by_key(|s| s.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0));
+        for info in sessions {
+            out.extend(sse_record(json!({"type": "session.updated", "properties": {"info": info}})));
+        }
+    }
+    if let Some(Value::Object(statuses)) = json_of("/session/status") {
+        for (session, status) in statuses {
+            out.extend(sse_record(
+                json!({"type": "session.status", "properties": {"sessionID": session, "status": status}}),
+            ));
+        }
+    }
+    out
+}
+
+/// Reads server-sent events: each event's `data:` lines, joined, as a JSON value.
+fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
+    let mut data = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if body.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if let Some(d) = l.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(d.strip_prefix(' ').unwrap_or(d));
+        } else if l.is_empty() && !data.is_empty() {
+            // Not JSON: handed on as text, for the pipeline to count rather than to lose.
+            let event = serde_json::from_str(&data).unwrap_or(Value::String(std::mem::take(&mut data)));
+            data.clear();
+            if !each(sse_record(event)) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// `opencode serve`'s `/event` stream on a thread of its own, as records: first what the server
+/// holds, then every event as it comes. The reader ends when the server closes the stream.
+pub fn server_reader(authority: &str) -> io::Result<ChannelReader> {
+    let mut body = get(authority, "/event", "text/event-stream")?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(256);
+    let authority = authority.to_owned();
+    std::thread::Builder::new().name("source-opencode-serve".into()).spawn(move || {
+        if tx.send(server_state(&authority)).is_err() {
+            return;
+        }
+        if let Err(e) = read_sse(&mut body, |records| tx.send(records).is_ok()) {
+            let mut out = Vec::new();
+            push_record(&mut out, &json!({"opencode": "error", "error": e.to_string()}));
             let _ = tx.send(out);
         }
     })?;

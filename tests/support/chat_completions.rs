@@ -35,8 +35,8 @@ pub struct Call {
 /// What the mock answers one request with.
 #[derive(Clone, Debug)]
 pub enum Reply {
-    /// Text (streamed in a few pieces, `delay` apart) then tool calls, then usage.
-    Stream { text: String, calls: Vec<Call>, usage: Usage, delay: Duration },
+    /// Text (streamed in `pieces`, `delay` apart) then tool calls, then usage.
+    Stream { text: String, calls: Vec<Call>, usage: Usage, pieces: usize, delay: Duration },
     /// An HTTP error, with `retry-after-ms: 0`.
     Error { status: u16 },
 }
@@ -197,7 +197,7 @@ fn serve(stream: TcpStream, script: &dyn Script, log: &Mutex<Vec<Served>>) -> st
             write.write_all(head.as_bytes())?;
             write.write_all(msg)
         }
-        Reply::Stream { text, calls, usage, delay } => {
+        Reply::Stream { text, calls, usage, pieces, delay } => {
             log.lock().expect("mock log poisoned").push(Served { agent, step, status: 200, usage: Some(usage) });
             write.write_all(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
@@ -208,7 +208,7 @@ fn serve(stream: TcpStream, script: &dyn Script, log: &Mutex<Vec<Served>>) -> st
             };
             send(&chunk(&model, &json!({"role": "assistant", "content": ""}), None))?;
             let words: Vec<&str> = text.split_inclusive(' ').collect();
-            for piece in words.chunks(words.len().div_ceil(3).max(1)) {
+            for piece in words.chunks(words.len().div_ceil(pieces.max(1)).max(1)) {
                 send(&chunk(&model, &json!({"content": piece.concat()}), None))?;
                 std::thread::sleep(delay);
             }
