@@ -6,7 +6,7 @@ use crate::model::{self, Model, Prices};
 use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
 use crate::source::files::Record;
 use crate::wire::fact::Format;
-use crate::wire::{Malformed, Origin, Shape};
+use crate::wire::{Line, Lowered, Malformed, Origin, Shape};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -22,13 +22,14 @@ impl Default for Config {
 }
 
 /// Which kinds of line the input held, for `input.format`.
-// One flag per format: an input may mix any of them.
+// Independent flags, one per kind of line seen: not a state machine in disguise.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default, Clone, Copy)]
 struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    claude_stream: bool,
     opencode: bool,
 }
 
@@ -52,7 +53,8 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Line(r) if !r.replayed => match r.record.format {
-                Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
+                Format::ClaudeTranscript => self.formats.claude = true,
+                Format::ClaudeStream => self.formats.claude_stream = true,
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::OpenCode => self.formats.opencode = true,
                 Format::CodexAppServer => self.formats.app_server = true,
@@ -61,6 +63,9 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
                 self.formats.claude = true;
+            }
+            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeStream), .. } => {
+                self.formats.claude_stream = true;
             }
             _ => {}
         }
@@ -101,6 +106,34 @@ impl Pipeline {
         }
     }
 
+    /// [`Pipeline::feed`] of a whole line decoded elsewhere.
+    pub fn feed_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_line(record, line, origin, &mut tap);
+    }
+
+    /// [`Pipeline::feed`] of a whole line decoded and lowered elsewhere (one that
+    /// [`Line::lowers_alone`]).
+    pub fn feed_lowered(
+        &mut self,
+        record: &[u8],
+        lowered: &Lowered<'_>,
+        origin: &Origin,
+        also: &mut (impl Sink + ?Sized),
+    ) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_lowered(record, lowered, origin, &mut tap);
+    }
+
+    /// [`Pipeline::feed`] of a whole line that did not decode.
+    pub fn feed_malformed(&mut self, record: &[u8], reason: &Malformed, also: &mut (impl Sink + ?Sized)) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_malformed(record, reason, &mut tap);
+    }
+
     /// [`Pipeline::feed`] of one whole line from no particular origin (tests, tools).
     pub fn push(&mut self, line: &[u8]) {
         self.feed(Record::Line(line), &Origin::NONE, &mut |_: &Event<'_, '_>| {});
@@ -133,11 +166,12 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
-        match (f.app_server, f.rollout, f.claude, f.opencode) {
-            (_, false, false, false) => "codex-app-server",
-            (false, true, false, false) => "codex-rollout",
-            (false, false, true, false) => "claude-transcript",
-            (false, false, false, true) => "opencode",
+        match (f.app_server, f.rollout, f.claude, f.claude_stream, f.opencode) {
+            (_, false, false, false, false) => "codex-app-server",
+            (false, true, false, false, false) => "codex-rollout",
+            (false, false, true, false, false) => "claude-transcript",
+            (false, false, false, true, false) => "claude-stream-json",
+            (false, false, false, false, true) => "opencode",
             _ => "mixed",
         }
     }

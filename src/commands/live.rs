@@ -32,7 +32,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
             // The history that follows rebuilds the same model from scratch.
             Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
             Some(Event::Records(records)) => feed(&mut pipeline, &records),
-            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
+            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Followed(_)) => {}
         }
     }
     pipeline.finish();

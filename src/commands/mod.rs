@@ -19,6 +19,7 @@ use color_eyre::eyre::{Result, WrapErr};
 
 pub use self::cli::{Cli, Command};
 pub use self::ingest::{config, ingest};
+pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {

@@ -80,4 +80,6 @@ pub enum Event {
     },
     /// The stream is over for good; no event follows.
     Ended(End),
+    /// A followed replay's file changed (`--follow`, see [`super::follow`]).
+    Followed(super::follow::Change),
 }

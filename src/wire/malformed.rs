@@ -3,13 +3,14 @@
 use std::fmt;
 
 /// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
-// One flag per telling key: a line may have any of them.
+// Independent flags, one per telling key seen.
 #[allow(clippy::struct_excessive_bools)]
 #[derive(Default)]
 pub(crate) struct ShapeKeys {
     payload: bool,
     kind: bool,
     transcript: bool,
+    stream: bool,
     opencode: bool,
 }
 
@@ -20,6 +21,8 @@ impl ShapeKeys {
             "type" => self.kind = true,
             "opencode" => self.opencode = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
+            "session_id" => self.stream = true,
             _ => {}
         }
     }
@@ -28,9 +31,10 @@ impl ShapeKeys {
         if self.opencode {
             return Shape::OpenCode;
         }
-        match (self.kind, self.payload, self.transcript) {
-            (true, true, _) => Shape::CodexRollout,
-            (true, _, true) => Shape::ClaudeTranscript,
+        match (self.kind, self.payload, self.transcript, self.stream) {
+            (true, true, _, _) => Shape::CodexRollout,
+            (true, _, _, true) => Shape::ClaudeStream,
+            (true, _, true, _) => Shape::ClaudeTranscript,
             _ => Shape::Other,
         }
     }
@@ -41,6 +45,7 @@ impl ShapeKeys {
 pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
+    ClaudeStream,
     /// A record of OpenCode's store or event stream (`{"opencode": …}`).
     OpenCode,
     #[default]
@@ -69,6 +74,9 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
+            }
+            Self::NotAMessage(Shape::ClaudeStream) => {
+                f.write_str("a Claude Code stream-json line, not an app-server message")
             }
             Self::NotAMessage(Shape::OpenCode) => f.write_str("an OpenCode record swarmtop cannot read"),
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
