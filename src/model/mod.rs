@@ -263,10 +263,8 @@ impl Model {
             Some(account) => account.cost(),
             None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
         }
-        // Unpriced by the table: the agent's own figure, where it reported one.
-        .or_else(|| {
-            (!t.reported_cost.is_empty()).then(|| t.reported_cost.iter().fold(Pico::default(), |sum, (_, c)| sum + *c))
-        });
+        // Unpriced by the table: the agent's figure for this thread alone, where it reported one.
+        .or(t.own_reported_cost);
         let old_cost = t.cost;
         let delta = Delta {
             threads: 0,
@@ -496,13 +494,18 @@ impl Model {
         let Some(usd) = Pico::parse_usd(&c.usd) else { return };
         let model = c.model.as_ref().map(CleanStr::to_clean).unwrap_or_default();
         let t = &mut self.threads[idx.index()];
+        if c.own {
+            let before = t.own_reported_cost.unwrap_or_default();
+            t.own_reported_cost = Some(if c.cumulative { usd } else { before + usd });
+            let tokens = t.tokens;
+            self.reprice(idx, tokens);
+            return;
+        }
         match t.reported_cost.iter_mut().find(|(m, _)| *m == model) {
             Some((_, figure)) if c.cumulative => *figure = usd,
             Some((_, figure)) => *figure += usd,
             None => t.reported_cost.push((model, usd)),
         }
-        let tokens = t.tokens;
-        self.reprice(idx, tokens);
     }
 
     /// Nothing of an ended session runs any more: what was still active stops.

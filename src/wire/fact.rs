@@ -553,8 +553,12 @@ pub struct CostReported<'a> {
     /// US dollars as the agent wrote the number (kept as text: it is summed exactly).
     pub usd: Cow<'a, str>,
     /// A running total that replaces the previous figure (Claude `cost-state`, `modelUsage`), or an
-    /// amount to add (OpenCode's per-message `cost`).
+    /// amount to add.
     pub cumulative: bool,
+    /// The figure is the thread's own (an OpenCode session's `cost`, over its own messages only),
+    /// not its whole session's (Claude's, over every agent): it prices the thread itself where the
+    /// price table does not know the model.
+    pub own: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -383,6 +383,7 @@ fn session<'l>(info: &'l Info<'_>, out: &mut Lowered<'l>) {
             model: model.map(CleanStr::new),
             usd: Cow::Borrowed(cost),
             cumulative: true,
+            own: true,
         }));
     }
 }
