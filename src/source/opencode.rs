@@ -450,7 +450,7 @@ fn get(authority: &str, path: &str, accept: &str) -> io::Result<Box<dyn io::BufR
     })
 }
 
-fn sse_record(event: Value) -> Vec<u8> {
+fn sse_record(event: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     push_record(&mut out, &json!({"opencode": "sse", "event": event}));
     out
@@ -467,7 +467,7 @@ fn server_state(authority: &str) -> Vec<u8> {
         let mut sessions = sessions;
         sessions.sort_by_key(|s| s.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0));
         for info in sessions {
-            out.extend(sse_record(json!({"type": "session.updated", "properties": {"info": info}})));
+            out.extend(sse_record(&json!({"type": "session.updated", "properties": {"info": info}})));
         }
     }
     if let Some(Value::Object(statuses)) = json_of("/session/status") {
@@ -499,7 +499,7 @@ fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Vec<u8>) -> bool) -
             // Not JSON: handed on as text, for the pipeline to count rather than to lose.
             let event = serde_json::from_str(&data).unwrap_or(Value::String(std::mem::take(&mut data)));
             data.clear();
-            if !each(sse_record(event)) {
+            if !each(sse_record(&event)) {
                 return Ok(());
             }
         }
