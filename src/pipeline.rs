@@ -29,6 +29,7 @@ struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    otlp: bool,
     claude_stream: bool,
     opencode: bool,
 }
@@ -58,6 +59,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::OpenCode => self.formats.opencode = true,
                 Format::CodexAppServer => self.formats.app_server = true,
+                Format::Otlp => self.formats.otlp = true,
                 Format::Marker => {}
             },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
@@ -166,6 +168,13 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
+        if f.otlp {
+            return if f.app_server || f.rollout || f.claude || f.claude_stream || f.opencode {
+                "mixed"
+            } else {
+                "otlp"
+            };
+        }
         match (f.app_server, f.rollout, f.claude, f.claude_stream, f.opencode) {
             (_, false, false, false, false) => "codex-app-server",
             (false, true, false, false, false) => "codex-rollout",

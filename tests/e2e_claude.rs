@@ -145,7 +145,7 @@ async fn real_claude_team_session() {
     let run = claude_driver::run(
         &bin,
         Scenario::team(Pacing::LIVE),
-        RunOptions { timeout: Duration::from_secs(90), interrupt_after: None },
+        RunOptions { timeout: Duration::from_secs(90), interrupt_after: None, telemetry: None },
         world,
     )
     .await
@@ -392,7 +392,11 @@ async fn real_claude_interrupted_session() {
     let run = claude_driver::run(
         &bin,
         Scenario::interrupt(Pacing::LIVE),
-        RunOptions { timeout: Duration::from_secs(60), interrupt_after: Some(Duration::from_millis(500)) },
+        RunOptions {
+            timeout: Duration::from_secs(60),
+            interrupt_after: Some(Duration::from_millis(500)),
+            telemetry: None,
+        },
         world,
     )
     .await

@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use color_eyre::eyre::{Result, WrapErr};
@@ -14,13 +15,16 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
+use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::TerminalGuard;
+use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::follow;
 use crate::source::inbound;
 use crate::source::live;
 use crate::source::opencode;
+use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
 use crate::source::replay::Pace;
@@ -99,9 +103,10 @@ pub enum Watch {
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    runtime.block_on(screen(watch, opts, config))
+    runtime.block_on(screen(watch, opts, config, Outlets { export, receive: None }))
 }
 
 fn pace_of(speed: Speed) -> Pace {
@@ -136,8 +141,29 @@ fn home_short(name: &str) -> String {
     }
 }
 
+/// Where a live session's telemetry goes out (`--otlp URL`) and comes in from (`listen --otlp`).
+#[derive(Default)]
+pub struct Outlets {
+    pub export: Option<Live>,
+    pub receive: Option<Arc<otlp::Counters>>,
+}
+
+fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
+    use std::sync::atomic::Ordering::Relaxed;
+    ui::ReceiveFeed {
+        requests: c.requests.load(Relaxed),
+        spans: c.spans.load(Relaxed),
+        logs: c.logs.load(Relaxed),
+        refused: c.refused.load(Relaxed),
+        forgotten: c.forgotten.load(Relaxed),
+    }
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
-pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
+    let Outlets { mut export, receive } = outlets;
+    // The model generation the export last looked at.
+    let mut exported = u64::MAX;
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate())?;
@@ -165,6 +191,17 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());
+        if let Some(x) = export.as_mut() {
+            // Only queues the spans that ended: the exporter's thread sends them.
+            if rt.model().generation != exported {
+                x.update(rt.model(), rt.format());
+                exported = rt.model().generation;
+            }
+            rt.feed.export = Some(feed_of(x));
+        }
+        if let Some(r) = &receive {
+            rt.feed.receive = Some(receive_feed(r));
+        }
         if rt.frame_due(now) {
             guard.terminal.draw(|frame| rt.draw(frame, now)).wrap_err("drawing")?;
         }
@@ -211,6 +248,9 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     }
     drop(guard);
     tracing::info!(lines = rt.lines(), "monitor closed");
+    if let Some(x) = export {
+        finish_live(x, rt.model(), rt.format());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

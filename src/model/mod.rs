@@ -3,6 +3,7 @@
 //! each line states, whatever the format the line was in; pure, like the router.
 
 mod account;
+pub use self::account::Response;
 mod diagnostics;
 mod item;
 pub mod prices;
@@ -377,7 +378,7 @@ impl Model {
                     self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
                 }
             }
-            Fact::Usage(usage) => self.usage(idx, usage),
+            Fact::Usage(usage) => self.usage(idx, usage, time),
             Fact::Model(m) => {
                 if let Some(t) = Self::target(idx, &m.target, r.registry) {
                     self.set_model(t, &m.model);
@@ -460,7 +461,7 @@ impl Model {
         };
     }
 
-    fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>) {
+    fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>, time: Option<i64>) {
         match usage {
             Usage::Cumulative { total, context } => {
                 let t = &mut self.threads[idx.index()];
@@ -482,8 +483,9 @@ impl Model {
                 let key = format!("{}\u{1f}{}", response.key.0, response.key.1);
                 let t = &mut self.threads[idx.index()];
                 let old = t.tokens;
-                let gained =
-                    t.account.get_or_insert_with(Default::default).state(&key, &Tokens::of(&response.tokens), price);
+                let model = response.model.as_ref().map(CleanStr::to_clean);
+                let account = t.account.get_or_insert_with(Default::default);
+                let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
                 t.tokens.add(&gained);
                 self.reprice(idx, old);
             }

@@ -127,6 +127,11 @@ impl Thread {
 
     /// The best label known (routing.md §8): nickname, else the last segment of the agent path,
     /// else the last 8 hex digits of the id (UUIDv7 ids of one session share their first digits).
+    /// The API responses whose usage was stated one by one (Claude Code), first stated first.
+    pub fn responses(&self) -> &[super::Response] {
+        self.account.as_ref().map_or(&[], |a| a.responses())
+    }
+
     pub fn name(&self) -> String {
         if let Some(n) = self.nickname.as_ref().filter(|n| !n.is_empty()) {
             return n.to_string();

@@ -10,6 +10,7 @@
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
+//! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
 pub mod attach;
 pub mod files;
@@ -20,6 +21,7 @@ pub mod json;
 pub mod live;
 pub mod opencode;
 pub mod origin;
+pub mod otlp;
 pub mod recorded;
 pub mod recording;
 pub mod replay;

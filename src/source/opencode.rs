@@ -473,7 +473,7 @@ fn server_state(authority: &str) -> Vec<u8> {
     if let Some(Value::Object(statuses)) = json_of("/session/status") {
         for (session, status) in statuses {
             out.extend(sse_record(
-                json!({"type": "session.status", "properties": {"sessionID": session, "status": status}}),
+                &json!({"type": "session.status", "properties": {"sessionID": session, "status": status}}),
             ));
         }
     }

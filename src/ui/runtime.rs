@@ -171,6 +171,11 @@ impl Runtime {
         self.pipeline.counters().lines
     }
 
+    /// `input.format` of what was read so far.
+    pub fn format(&self) -> &'static str {
+        self.pipeline.format()
+    }
+
     /// Takes one input; returns what only the caller can do (quit, suspend, copy).
     pub fn input(&mut self, input: Input, now: Instant) -> Option<Effect> {
         match input {

@@ -35,6 +35,8 @@ pub enum Format {
     OpenCode,
     /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
     Marker,
+    /// An OpenTelemetry span, log record or span link, as `listen --otlp` receives them.
+    Otlp,
 }
 
 /// One record, lowered.
@@ -189,6 +191,8 @@ pub enum Via {
     ThreadRead,
     /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
     TaskTool,
+    /// An agent whose spans hang under another agent's spawn call in an OpenTelemetry trace.
+    OtlpTrace,
 }
 
 impl Via {
@@ -199,6 +203,7 @@ impl Via {
             Self::ThreadStarted => "threadStarted",
             Self::ThreadRead => "threadRead",
             Self::TaskTool => "taskTool",
+            Self::OtlpTrace => "otlpTrace",
         }
     }
 }

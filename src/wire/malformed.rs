@@ -10,6 +10,7 @@ pub(crate) struct ShapeKeys {
     payload: bool,
     kind: bool,
     transcript: bool,
+    otlp: bool,
     stream: bool,
     opencode: bool,
 }
@@ -21,6 +22,7 @@ impl ShapeKeys {
             "type" => self.kind = true,
             "opencode" => self.opencode = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            "otlp" => self.otlp = true,
             // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
             "session_id" => self.stream = true,
             _ => {}
@@ -28,6 +30,9 @@ impl ShapeKeys {
     }
 
     pub fn shape(&self) -> Shape {
+        if self.otlp {
+            return Shape::Otlp;
+        }
         if self.opencode {
             return Shape::OpenCode;
         }
@@ -48,6 +53,8 @@ pub enum Shape {
     ClaudeStream,
     /// A record of OpenCode's store or event stream (`{"opencode": …}`).
     OpenCode,
+    /// A record of `listen --otlp` (`{"otlp": …}`).
+    Otlp,
     #[default]
     Other,
 }
@@ -75,6 +82,7 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
             }
+            Self::NotAMessage(Shape::Otlp) => f.write_str("an OTLP record swarmtop could not read"),
             Self::NotAMessage(Shape::ClaudeStream) => {
                 f.write_str("a Claude Code stream-json line, not an app-server message")
             }

@@ -5,7 +5,8 @@
 //!
 //! One module per format: [`codex`] (app-server messages and recording envelopes), [`rollout`]
 //! (Codex rollout files), [`claude`] (Claude Code transcripts), [`opencode`] (OpenCode's store
-//! and event stream). [`record`] tells them apart per
+//! and event stream), [`otlp`] (OpenTelemetry spans and logs, as `listen --otlp` receives them).
+//! [`record`] tells them apart per
 //! line; [`lower()`] sends each line to its format's lowering.
 
 pub mod claude;
@@ -15,6 +16,7 @@ mod json;
 mod lower;
 mod malformed;
 pub mod opencode;
+pub mod otlp;
 pub mod record;
 pub mod rollout;
 mod sanitize;

@@ -16,6 +16,7 @@ pub enum Other<'a> {
     ClaudeStream(Box<StreamLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
     OpenCode(Box<OpenCodeLine<'a>>),
+    Otlp(Box<super::otlp::OtlpLine>),
 }
 
 impl Other<'_> {
@@ -25,6 +26,7 @@ impl Other<'_> {
             Self::ClaudeStream(l) => l.time(),
             Self::Rollout(l) => l.time(),
             Self::OpenCode(l) => l.time(),
+            Self::Otlp(l) => l.time(),
         }
     }
 }
@@ -150,6 +152,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
             Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
+            Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
@@ -220,6 +223,8 @@ mod tests {
             format!("{{{t},\"error\":{{\"message\":\"x\"}}}}"),
             format!("{{{t},\"type\":\"assistant\"}}"),
             format!("{{{t}}} trailing"),
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"u","session_id":"s","parent_tool_use_id":null}"#.to_owned(),
             r#"{"type":5,"uuid":"u"}"#.to_owned(),
             r#"{"type":"user"}"#.to_owned(),
             r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),

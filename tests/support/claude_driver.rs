@@ -91,6 +91,8 @@ pub struct RunOptions {
     pub timeout: Duration,
     /// Send SIGINT to the CLI this long after a signalled answer started streaming.
     pub interrupt_after: Option<Duration>,
+    /// Turn the CLI's own OpenTelemetry on, traces and logs to this OTLP/HTTP endpoint.
+    pub telemetry: Option<String>,
 }
 
 pub struct ClaudeRun {
@@ -108,7 +110,7 @@ impl ClaudeRun {
 }
 
 /// The CLI's environment: only what it needs, so nothing of the developer's (keys, proxies, config) leaks in.
-fn env(world: &World, base_url: &str) -> Vec<(OsString, OsString)> {
+fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vec![
         ("HOME".into(), world.home.clone().into()),
         ("TMPDIR".into(), world.root.path().join("tmp").into()),
@@ -126,6 +128,23 @@ fn env(world: &World, base_url: &str) -> Vec<(OsString, OsString)> {
     if let Some(p) = std::env::var_os("PATH") {
         env.push(("PATH".into(), p));
     }
+    if let Some(endpoint) = telemetry {
+        env.retain(|(k, _)| k != "DISABLE_TELEMETRY");
+        for (k, v) in [
+            ("CLAUDE_CODE_ENABLE_TELEMETRY", "1"),
+            // Traces are behind this flag in 2.1.332.
+            ("CLAUDE_CODE_ENHANCED_TELEMETRY_BETA", "1"),
+            ("OTEL_TRACES_EXPORTER", "otlp"),
+            ("OTEL_LOGS_EXPORTER", "otlp"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_TRACES_EXPORT_INTERVAL", "500"),
+            ("OTEL_LOGS_EXPORT_INTERVAL", "500"),
+        ] {
+            env.push((k.into(), v.into()));
+        }
+    }
     env
 }
 
@@ -141,7 +160,7 @@ pub async fn run(bin: &Path, scenario: Scenario, opts: RunOptions, world: World)
         .args(["-p", ROOT_PROMPT, "--output-format", "stream-json", "--verbose", "--model", ROOT_MODEL])
         .arg("--dangerously-skip-permissions")
         .env_clear()
-        .envs(env(&world, &mock.base_url()))
+        .envs(env(&world, &mock.base_url(), opts.telemetry.as_deref()))
         .current_dir(&world.project)
         .stdin(Stdio::null())
         .stdout(stdout)

@@ -260,7 +260,8 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
 
 /// [`parse`] of a record that is plainly a transcript line and nothing else, without first
 /// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
-/// record reader call it one), and no member of a Codex message, an envelope or a rollout line.
+/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+/// stream-json line.
 /// `None` when that is not plain: the record reader then reads it the long way, to the same end.
 pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
     let line = parse(text)?;
