@@ -562,6 +562,7 @@ fn reported(model: &'static str, input: u64, output: u64, usd: &'static str) -> 
             model: Some(CleanStr::new(model)),
             usd: Cow::Borrowed(usd),
             cumulative: true,
+            own: false,
         }),
     ]
 }
