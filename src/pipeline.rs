@@ -31,6 +31,7 @@ struct Formats {
     claude: bool,
     otlp: bool,
     claude_stream: bool,
+    opencode: bool,
 }
 
 #[derive(Debug)]
@@ -56,6 +57,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
                 Format::ClaudeTranscript => self.formats.claude = true,
                 Format::ClaudeStream => self.formats.claude_stream = true,
                 Format::CodexRollout => self.formats.rollout = true,
+                Format::OpenCode => self.formats.opencode = true,
                 Format::CodexAppServer => self.formats.app_server = true,
                 Format::Otlp => self.formats.otlp = true,
                 Format::Marker => {}
@@ -167,13 +169,18 @@ impl Pipeline {
     pub fn format(&self) -> &'static str {
         let f = self.formats;
         if f.otlp {
-            return if f.app_server || f.rollout || f.claude || f.claude_stream { "mixed" } else { "otlp" };
+            return if f.app_server || f.rollout || f.claude || f.claude_stream || f.opencode {
+                "mixed"
+            } else {
+                "otlp"
+            };
         }
-        match (f.app_server, f.rollout, f.claude, f.claude_stream) {
-            (_, false, false, false) => "codex-app-server",
-            (false, true, false, false) => "codex-rollout",
-            (false, false, true, false) => "claude-transcript",
-            (false, false, false, true) => "claude-stream-json",
+        match (f.app_server, f.rollout, f.claude, f.claude_stream, f.opencode) {
+            (_, false, false, false, false) => "codex-app-server",
+            (false, true, false, false, false) => "codex-rollout",
+            (false, false, true, false, false) => "claude-transcript",
+            (false, false, false, true, false) => "claude-stream-json",
+            (false, false, false, false, true) => "opencode",
             _ => "mixed",
         }
     }

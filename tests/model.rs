@@ -533,7 +533,12 @@ fn what_the_agent_reports_it_cost_is_kept_by_model() {
     let mut w = World::new();
     w.root("r");
     let cost = |model, usd, cumulative| {
-        Fact::CostReported(CostReported { model: Some(CleanStr::new(model)), usd: Cow::Borrowed(usd), cumulative })
+        Fact::CostReported(CostReported {
+            model: Some(CleanStr::new(model)),
+            usd: Cow::Borrowed(usd),
+            cumulative,
+            own: false,
+        })
     };
     w.say("r", None, vec![cost("claude-next", "0.5", true), cost("claude-next", "0.75", true)]);
     w.say("r", None, vec![cost("haiku", "0.001", false), cost("haiku", "0.002", false), cost("haiku", "-1", false)]);
@@ -557,6 +562,7 @@ fn reported(model: &'static str, input: u64, output: u64, usd: &'static str) -> 
             model: Some(CleanStr::new(model)),
             usd: Cow::Borrowed(usd),
             cumulative: true,
+            own: false,
         }),
     ]
 }

@@ -21,12 +21,13 @@ use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::follow;
+use crate::source::inbound;
 use crate::source::live;
+use crate::source::opencode;
 use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
 use crate::source::replay::Pace;
-use crate::source::inbound;
 use crate::ui::frame::INGEST_SLICE;
 use crate::ui::runtime::{Input, Runtime, Settings, time_of};
 use crate::ui::{self, Effect, View};
@@ -53,6 +54,16 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
     if live_stdin {
         return stdin_live(opts.record.as_deref());
     }
+    if let [only] = inputs {
+        if let Some(server) = only.to_str().and_then(opencode::server_of) {
+            let reader = opencode::server_reader(&server).wrap_err_with(|| format!("connecting to {server}"))?;
+            return reader_live(reader, format!("http://{server}"), opts.record.as_deref());
+        }
+        if let Some(db) = opts.follow.then(|| opencode::store_at(only)).flatten() {
+            let reader = opencode::follow_reader(&db).wrap_err_with(|| format!("opening {}", db.display()))?;
+            return reader_live(reader, db.display().to_string(), opts.record.as_deref());
+        }
+    }
     let inputs_given = inputs;
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
     let recorded =
@@ -68,6 +79,21 @@ fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
     let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
     inbound::spawn_reader(std::io::stdin(), header, recorder, tx).wrap_err("reading stdin")?;
     Ok(Watch::Live { name: "stdin".to_owned(), events })
+}
+
+/// An OpenCode store followed, or a server's event stream, as a live source (its records are what
+/// a recording with `--record` holds).
+fn reader_live(
+    reader: impl std::io::Read + Send + 'static,
+    name: String,
+    record: Option<&std::path::Path>,
+) -> Result<Watch> {
+    let started = recording::unix_ms();
+    let header = recording::header_line(recording::Source::OpenCode, None, started);
+    let recorder = recording::open_requested(record, recording::Source::OpenCode, started, &header)?;
+    let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
+    inbound::spawn_reader(reader, header, recorder, tx).wrap_err_with(|| format!("reading {name}"))?;
+    Ok(Watch::Live { name, events })
 }
 
 /// What the monitor watches.

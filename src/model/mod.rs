@@ -263,7 +263,9 @@ impl Model {
         let new_cost = match &t.account {
             Some(account) => account.cost(),
             None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
-        };
+        }
+        // Unpriced by the table: the agent's figure for this thread alone, where it reported one.
+        .or(t.own_reported_cost);
         let old_cost = t.cost;
         let delta = Delta {
             threads: 0,
@@ -494,6 +496,13 @@ impl Model {
         let Some(usd) = Pico::parse_usd(&c.usd) else { return };
         let model = c.model.as_ref().map(CleanStr::to_clean).unwrap_or_default();
         let t = &mut self.threads[idx.index()];
+        if c.own {
+            let before = t.own_reported_cost.unwrap_or_default();
+            t.own_reported_cost = Some(if c.cumulative { usd } else { before + usd });
+            let tokens = t.tokens;
+            self.reprice(idx, tokens);
+            return;
+        }
         match t.reported_cost.iter_mut().find(|(m, _)| *m == model) {
             Some((_, figure)) if c.cumulative => *figure = usd,
             Some((_, figure)) => *figure += usd,

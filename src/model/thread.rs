@@ -74,6 +74,9 @@ pub struct Thread {
     /// What the agent itself reported this thread cost, by model (the agent's own figure, shown
     /// where the price table does not know the model).
     pub reported_cost: Vec<(Clean, Pico)>,
+    /// What the agent reported this thread alone cost ([`crate::wire::fact::CostReported::own`]):
+    /// its cost where the price table does not know its model.
+    pub own_reported_cost: Option<Pico>,
     /// What the agent itself reported its whole session used, by model (a session's own figure,
     /// every agent of it included: stream-json `result.modelUsage`, `cost-state`).
     pub reported_usage: Vec<(Clean, Tokens)>,
@@ -115,6 +118,7 @@ impl Thread {
             account: None,
             answered: false,
             reported_cost: Vec::new(),
+            own_reported_cost: None,
             reported_usage: Vec::new(),
             text_bytes: 0,
             text_floor: 0,

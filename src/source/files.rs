@@ -45,6 +45,9 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     for p in paths {
         if p.as_os_str() == "-" {
             out.push(Input::Stdin);
+        } else if let Some(store) = p.is_dir().then(|| super::opencode::store_at(p)).flatten() {
+            // An OpenCode data directory: its store is the input.
+            out.push(Input::File(store));
         } else if p.is_dir() {
             let mut files = Vec::new();
             collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
@@ -165,6 +168,10 @@ pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
+        // OpenCode's store: its rows, as records (read through SQLite, never as bytes).
+        Input::File(p) if super::opencode::is_sqlite(p) => {
+            return Ok(Box::new(io::Cursor::new(super::opencode::snapshot(p)?.records)));
+        }
         Input::File(p) if is_sidecar(p) => Box::new(io::Cursor::new(read_sidecar(p)?)),
         Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(&e, p))?),
     };

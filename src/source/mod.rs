@@ -9,6 +9,7 @@
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
+//! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
 //! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
 pub mod attach;
@@ -18,6 +19,7 @@ pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod opencode;
 pub mod origin;
 pub mod otlp;
 pub mod recorded;

@@ -143,8 +143,9 @@ impl Recorded {
                 let mut magic = [0u8; 2];
                 let n = f.read(&mut magic)?;
                 f.seek(SeekFrom::Start(0))?;
-                // Gzip cannot be read back at an offset: those are decompressed into memory.
-                (n < 2 || magic != [0x1f, 0x8b]).then_some(f)
+                // Gzip cannot be read back at an offset: those are decompressed into memory; an
+                // OpenCode store is read through SQLite, its records kept in memory too.
+                (n < 2 || magic != [0x1f, 0x8b]).then_some(f).filter(|_| !super::opencode::is_sqlite(p))
             }
             Input::Stdin => None,
         };

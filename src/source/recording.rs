@@ -49,6 +49,8 @@ pub enum Source {
     Listen,
     Attach,
     File,
+    /// An OpenCode store followed, or `opencode serve`'s event stream.
+    OpenCode,
 }
 
 impl Source {
@@ -59,6 +61,7 @@ impl Source {
             Self::Listen => "listen",
             Self::Attach => "attach",
             Self::File => "file",
+            Self::OpenCode => "opencode",
         }
     }
 }

@@ -31,6 +31,8 @@ pub enum Format {
     ClaudeTranscript,
     /// A line of `claude -p … --output-format stream-json`.
     ClaudeStream,
+    /// A row or event of OpenCode's store, or of `opencode serve`'s event stream.
+    OpenCode,
     /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
     Marker,
     /// An OpenTelemetry span, log record or span link, as `listen --otlp` receives them.
@@ -556,8 +558,12 @@ pub struct CostReported<'a> {
     /// US dollars as the agent wrote the number (kept as text: it is summed exactly).
     pub usd: Cow<'a, str>,
     /// A running total that replaces the previous figure (Claude `cost-state`, `modelUsage`), or an
-    /// amount to add (OpenCode's per-message `cost`).
+    /// amount to add.
     pub cumulative: bool,
+    /// The figure is the thread's own (an OpenCode session's `cost`, over its own messages only),
+    /// not its whole session's (Claude's, over every agent): it prices the thread itself where the
+    /// price table does not know the model.
+    pub own: bool,
 }
 
 #[derive(Debug, Clone)]

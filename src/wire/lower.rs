@@ -3,7 +3,7 @@
 use super::fact::{Format, Lowered, Origin};
 use super::malformed::{Malformed, Shape};
 use super::record::{Line, Other};
-use super::{claude, codex, otlp, rollout};
+use super::{claude, codex, opencode, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
 /// line's time orders pending windows: a wild one must not hold them open (or shut) for ever.
@@ -25,6 +25,7 @@ pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lo
     match &line.other {
         Some(Other::Claude(l)) => claude::lower(l, &mut out),
         Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut out),
+        Some(Other::OpenCode(l)) => opencode::lower(l, &mut out),
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
         Some(Other::Otlp(l)) => otlp::lower(l, &mut out),
         None => codex::lower(&line.msg, line.dir, &mut out),

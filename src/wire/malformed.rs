@@ -12,6 +12,7 @@ pub(crate) struct ShapeKeys {
     transcript: bool,
     otlp: bool,
     stream: bool,
+    opencode: bool,
 }
 
 impl ShapeKeys {
@@ -19,6 +20,7 @@ impl ShapeKeys {
         match key {
             "payload" => self.payload = true,
             "type" => self.kind = true,
+            "opencode" => self.opencode = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
             "otlp" => self.otlp = true,
             // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
@@ -30,6 +32,9 @@ impl ShapeKeys {
     pub fn shape(&self) -> Shape {
         if self.otlp {
             return Shape::Otlp;
+        }
+        if self.opencode {
+            return Shape::OpenCode;
         }
         match (self.kind, self.payload, self.transcript, self.stream) {
             (true, true, _, _) => Shape::CodexRollout,
@@ -46,6 +51,8 @@ pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
     ClaudeStream,
+    /// A record of OpenCode's store or event stream (`{"opencode": …}`).
+    OpenCode,
     /// A record of `listen --otlp` (`{"otlp": …}`).
     Otlp,
     #[default]
@@ -79,6 +86,7 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::ClaudeStream) => {
                 f.write_str("a Claude Code stream-json line, not an app-server message")
             }
+            Self::NotAMessage(Shape::OpenCode) => f.write_str("an OpenCode record swarmtop cannot read"),
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
             Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),

@@ -4,8 +4,9 @@
 //! as [`Clean`] or [`CleanStr`].
 //!
 //! One module per format: [`codex`] (app-server messages and recording envelopes), [`rollout`]
-//! (Codex rollout files), [`claude`] (Claude Code transcripts), [`otlp`] (OpenTelemetry
-//! spans and logs, as `listen --otlp` receives them). [`record`] tells them apart per
+//! (Codex rollout files), [`claude`] (Claude Code transcripts), [`opencode`] (OpenCode's store
+//! and event stream), [`otlp`] (OpenTelemetry spans and logs, as `listen --otlp` receives them).
+//! [`record`] tells them apart per
 //! line; [`lower()`] sends each line to its format's lowering.
 
 pub mod claude;
@@ -14,6 +15,7 @@ pub mod fact;
 mod json;
 mod lower;
 mod malformed;
+pub mod opencode;
 pub mod otlp;
 pub mod record;
 pub mod rollout;

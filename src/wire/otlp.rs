@@ -329,6 +329,7 @@ fn agent<'l>(
             model: None,
             usd: Cow::Owned(usd.to_string()),
             cumulative: true,
+            own: false,
         }));
     }
     let unfinished = a.bool("swarmtop.unfinished") == Some(true);

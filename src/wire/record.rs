@@ -6,6 +6,7 @@ use super::claude::{self, ClaudeLine, stream::StreamLine};
 use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
 use super::codex::{self};
 use super::malformed::{Malformed, Shape};
+use super::opencode::{self, OpenCodeLine};
 use super::rollout::{self, RolloutLine};
 
 /// A line of a format other than Codex app-server messages.
@@ -14,6 +15,7 @@ pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
     ClaudeStream(Box<StreamLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
+    OpenCode(Box<OpenCodeLine<'a>>),
     Otlp(Box<super::otlp::OtlpLine>),
 }
 
@@ -23,6 +25,7 @@ impl Other<'_> {
             Self::Claude(l) => l.time(),
             Self::ClaudeStream(l) => l.time(),
             Self::Rollout(l) => l.time(),
+            Self::OpenCode(l) => l.time(),
             Self::Otlp(l) => l.time(),
         }
     }
@@ -148,6 +151,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
             Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
             Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
             Shape::Other => None,
         };

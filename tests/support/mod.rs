@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod anthropic;
+pub mod chat_completions;
 pub mod claude_driver;
 pub mod claude_scenario;
 pub mod codex_driver;

@@ -115,6 +115,7 @@ pub fn cost_state<'l>(text: &'l str, facts: &mut Facts<'l>) -> bool {
                 model: Some(model_name.clone()),
                 usd: Cow::Borrowed(usd.get()),
                 cumulative: true,
+                own: false,
             }));
         }
         facts.push(Fact::ReportedUsage(ReportedUsage { model: model_name, tokens }));

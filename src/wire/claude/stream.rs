@@ -368,6 +368,7 @@ fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
                 model: Some(CleanStr::new(model)),
                 usd: Cow::Borrowed(usd.get()),
                 cumulative: true,
+                own: false,
             }));
         }
     }

@@ -1,0 +1,526 @@
+//! OpenCode's SQLite store as an input (wire.md §9): rows and events handed on as records, one
+//! JSON line each, for `wire::opencode` to lower.
+//!
+//! The store is read through SQLite itself, read-only, in one read transaction per pass: in WAL
+//! mode a reader sees a consistent snapshot (the `-wal` file included) and never blocks the writer.
+//! Only the `session`, `message`, `part` and `event` tables are read; the store's other tables
+//! (accounts, credentials) are never touched.
+//!
+//! A snapshot gives the current rows, each in the shape of the event that would have written it;
+//! following goes on from the `event` log's last row, polled through `PRAGMA data_version` so an
+//! unchanged store costs one pragma, never a re-read.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use serde_json::{Map, Value, json};
+
+/// A part row: id, message id, session id, data.
+type PartRow = (String, String, String, Option<String>);
+
+/// The first bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+/// The store's name in OpenCode's data directory.
+pub const STORE_NAME: &str = "opencode.db";
+/// How often a followed store is asked whether it changed.
+pub const POLL: Duration = Duration::from_millis(200);
+/// How long `opencode serve` may take to answer a request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a read waits for a lock SQLite needs briefly (a checkpoint), before it gives up.
+const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// The store a path names: an SQLite file, or a data directory holding `opencode.db`.
+pub fn store_at(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let db = path.join(STORE_NAME);
+        return is_sqlite(&db).then_some(db);
+    }
+    is_sqlite(path).then(|| path.to_path_buf())
+}
+
+/// Whether a file starts like an SQLite database.
+pub fn is_sqlite(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == SQLITE_MAGIC
+}
+
+fn sql_error(db: &Path, e: &rusqlite::Error) -> io::Error {
+    io::Error::other(format!("{}: {e}", db.display()))
+}
+
+/// Opens the store read-only: never created, never written, never locking OpenCode out.
+pub fn open(db: &Path) -> io::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(db, flags).map_err(|e| sql_error(db, &e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_error(db, &e))?;
+    Ok(conn)
+}
+
+/// The store as it is now, as records, and where its event log ends.
+pub struct Snapshot {
+    pub records: Vec<u8>,
+    /// The `event` table's last rowid: following starts after it.
+    pub cursor: i64,
+}
+
+fn push_record(out: &mut Vec<u8>, value: &Value) {
+    // serde_json writes no raw newline: one value is one line.
+    out.extend_from_slice(value.to_string().as_bytes());
+    out.push(b'\n');
+}
+
+fn row_event(kind: &str, session: &str, key: &str, body: &Value) -> Value {
+    json!({"opencode": "row", "event": {"type": kind, "properties": {"sessionID": session, key: body}}})
+}
+
+/// A column of JSON text as a value; text that is not JSON is kept as a string, for the lowering
+/// to find nothing in rather than for the row to vanish.
+fn json_column(text: Option<String>) -> Value {
+    text.map_or(Value::Null, |t| serde_json::from_str(&t).unwrap_or(Value::String(t)))
+}
+
+fn with_ids(data: Value, ids: &[(&str, &str)]) -> Value {
+    let mut map = match data {
+        Value::Object(m) => m,
+        other => {
+            let mut m = Map::new();
+            m.insert("data".to_owned(), other);
+            m
+        }
+    };
+    for (k, v) in ids {
+        map.insert((*k).to_owned(), Value::String((*v).to_owned()));
+    }
+    Value::Object(map)
+}
+
+/// Reads the whole store in one read transaction: sessions (parents first), then each message
+/// followed by its parts, oldest first (message and part ids sort oldest first, wire.md §9); then,
+/// if no process holds the store any more, a `dead` record for every root session.
+pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
+    let mut conn = open(db)?;
+    let err = |e: rusqlite::Error| sql_error(db, &e);
+    let tx = conn.transaction().map_err(err)?;
+    let mut out = Vec::new();
+    let mut roots = Vec::new();
+    {
+        let mut st = tx
+            .prepare(
+                "SELECT id, parent_id, title, agent, model, cost, tokens_input, tokens_output, tokens_reasoning, \
+                 tokens_cache_read, tokens_cache_write, time_created, time_updated, directory \
+                 FROM session ORDER BY time_created, id",
+            )
+            .map_err(err)?;
+        let mut rows = st.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id: String = r.get(0).map_err(err)?;
+            let parent: Option<String> = r.get(1).map_err(err)?;
+            if parent.is_none() {
+                roots.push(id.clone());
+            }
+            let info = json!({
+                "id": id,
+                "parentID": parent,
+                "title": r.get::<_, Option<String>>(2).map_err(err)?,
+                "agent": r.get::<_, Option<String>>(3).map_err(err)?,
+                "model": json_column(r.get(4).map_err(err)?),
+                "cost": r.get::<_, Option<f64>>(5).map_err(err)?,
+                "tokens": {
+                    "input": r.get::<_, Option<i64>>(6).map_err(err)?,
+                    "output": r.get::<_, Option<i64>>(7).map_err(err)?,
+                    "reasoning": r.get::<_, Option<i64>>(8).map_err(err)?,
+                    "cache": {"read": r.get::<_, Option<i64>>(9).map_err(err)?, "write": r.get::<_, Option<i64>>(10).map_err(err)?},
+                },
+                "time": {"created": r.get::<_, Option<i64>>(11).map_err(err)?, "updated": r.get::<_, Option<i64>>(12).map_err(err)?},
+                "directory": r.get::<_, Option<String>>(13).map_err(err)?,
+            });
+            push_record(&mut out, &row_event("session.updated", &id, "info", &info));
+        }
+    }
+    {
+        let mut messages = tx.prepare("SELECT id, session_id, data FROM message ORDER BY id").map_err(err)?;
+        let mut parts =
+            tx.prepare("SELECT id, message_id, session_id, data FROM part ORDER BY message_id, id").map_err(err)?;
+        let mut parts = parts.query([]).map_err(err)?;
+        let fetch = |rows: &mut rusqlite::Rows<'_>| -> io::Result<Option<PartRow>> {
+            rows.next()
+                .map_err(err)?
+                .map(|r| {
+                    Ok((r.get(0).map_err(err)?, r.get(1).map_err(err)?, r.get(2).map_err(err)?, r.get(3).map_err(err)?))
+                })
+                .transpose()
+        };
+        let mut next_part = fetch(&mut parts)?;
+        let mut rows = messages.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id: String = r.get(0).map_err(err)?;
+            let session: String = r.get(1).map_err(err)?;
+            let info = with_ids(json_column(r.get(2).map_err(err)?), &[("id", &id), ("sessionID", &session)]);
+            push_record(&mut out, &row_event("message.updated", &session, "info", &info));
+            // Parts of messages that sort before this one have no message row: still handed on.
+            while let Some((pid, mid, psession, data)) = next_part.take() {
+                if mid > id {
+                    next_part = Some((pid, mid, psession, data));
+                    break;
+                }
+                let part = with_ids(json_column(data), &[("id", &pid), ("messageID", &mid), ("sessionID", &psession)]);
+                push_record(&mut out, &row_event("message.part.updated", &psession, "part", &part));
+                next_part = fetch(&mut parts)?;
+            }
+        }
+        while let Some((pid, mid, psession, data)) = next_part.take() {
+            let part = with_ids(json_column(data), &[("id", &pid), ("messageID", &mid), ("sessionID", &psession)]);
+            push_record(&mut out, &row_event("message.part.updated", &psession, "part", &part));
+            next_part = fetch(&mut parts)?;
+        }
+    }
+    let cursor: i64 = tx
+        .query_row("SELECT COALESCE(MAX(rowid), 0) FROM event", [], |r| r.get(0))
+        .optional()
+        .map_err(err)?
+        .unwrap_or(0);
+    tx.commit().map_err(err)?;
+    if writer(db) == Writer::Dead {
+        for root in roots {
+            push_record(&mut out, &json!({"opencode": "dead", "sessionID": root}));
+        }
+    }
+    Ok(Snapshot { records: out, cursor })
+}
+
+/// Whether a process still holds the store, by the locks OpenCode leaves in its state directory
+/// (`locks/<sha>.lock/meta.json`: pid, hostname).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    /// A lock's process is alive on this host.
+    Alive,
+    /// Every lock's process is gone.
+    Dead,
+    /// No lock found (or one of another host): nothing can be said.
+    Unknown,
+}
+
+/// The state directories whose `locks/` may belong to the store at `db`.
+fn lock_dirs(db: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    // `<home>/.local/share/opencode/opencode.db` ↔ `<home>/.local/state/opencode/locks`.
+    if let Some(share) = db.parent().and_then(Path::parent) {
+        if let Some(base) = share.parent() {
+            dirs.push(base.join("state").join("opencode").join("locks"));
+        }
+    }
+    if let Some(state) = std::env::var_os("XDG_STATE_HOME").filter(|s| !s.is_empty()) {
+        let d = PathBuf::from(state).join("opencode").join("locks");
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+#[derive(serde::Deserialize)]
+struct LockMeta {
+    pid: Option<i32>,
+    hostname: Option<String>,
+}
+
+pub fn writer(db: &Path) -> Writer {
+    let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut seen = false;
+    for dir in lock_dirs(db) {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(entry.path().join("meta.json")) else { continue };
+            let Ok(meta) = serde_json::from_str::<LockMeta>(&text) else { continue };
+            let Some(pid) = meta.pid.filter(|p| *p > 0) else { continue };
+            if meta.hostname.as_deref().is_some_and(|h| h != host) {
+                return Writer::Unknown;
+            }
+            seen = true;
+            if pid_alive(pid) {
+                return Writer::Alive;
+            }
+        }
+    }
+    if seen { Writer::Dead } else { Writer::Unknown }
+}
+
+fn pid_alive(pid: i32) -> bool {
+    use nix::errno::Errno;
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        // EPERM: alive, but another user's.
+        Ok(()) | Err(Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
+
+/// Follows a store from an event-log position: each call of [`Follower::poll`] hands on the
+/// events written since, as records.
+pub struct Follower {
+    db: PathBuf,
+    conn: Connection,
+    cursor: i64,
+    version: Option<i64>,
+}
+
+impl Follower {
+    pub fn new(db: &Path, cursor: i64) -> io::Result<Self> {
+        Ok(Self { db: db.to_path_buf(), conn: open(db)?, cursor, version: None })
+    }
+
+    /// New events since the last call, as records (empty when the store has not changed).
+    pub fn poll(&mut self) -> io::Result<Vec<u8>> {
+        let db = &self.db;
+        let err = |e: rusqlite::Error| sql_error(db, &e);
+        // Changes only when another connection commits: an idle store costs this one pragma.
+        let version: i64 = self.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(err)?;
+        if self.version == Some(version) {
+            return Ok(Vec::new());
+        }
+        self.version = Some(version);
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT rowid, seq, type, data FROM event WHERE rowid > ?1 ORDER BY rowid")
+            .map_err(err)?;
+        let mut rows = st.query([self.cursor]).map_err(err)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(err)? {
+            let rowid: i64 = r.get(0).map_err(err)?;
+            let seq: Option<i64> = r.get(1).map_err(err)?;
+            let kind: Option<String> = r.get(2).map_err(err)?;
+            let data: Option<String> = r.get(3).map_err(err)?;
+            self.cursor = rowid;
+            push_record(
+                &mut out,
+                &json!({"opencode": "event", "seq": seq, "event": {"type": kind, "properties": json_column(data)}}),
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// The store, then its events as they are written, into `each` until it returns `false` or the
+/// store cannot be read.
+pub fn follow(db: &Path, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
+    let snap = snapshot(db)?;
+    if !each(snap.records) {
+        return Ok(());
+    }
+    let mut follower = Follower::new(db, snap.cursor)?;
+    loop {
+        let records = follower.poll()?;
+        if !records.is_empty() && !each(records) {
+            return Ok(());
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// A reader over records sent from another thread: the followed store as a byte stream, for the
+/// live sources that read one.
+pub struct ChannelReader {
+    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl io::Read for ChannelReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos >= self.buf.len() {
+            match self.rx.recv() {
+                Ok(b) => {
+                    self.buf = b;
+                    self.pos = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Follows the store on a thread of its own; the reader ends when following fails (its error is
+/// the last line, as a record the pipeline counts) or the reader is dropped.
+pub fn follow_reader(db: &Path) -> io::Result<ChannelReader> {
+    // Fail now, not on the thread, when the store cannot be opened at all.
+    drop(open(db)?);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(64);
+    let db = db.to_path_buf();
+    std::thread::Builder::new().name("source-opencode".into()).spawn(move || {
+        if let Err(e) = follow(&db, |records| tx.send(records).is_ok()) {
+            let line = json!({"opencode": "error", "error": e.to_string()});
+            let mut out = Vec::new();
+            push_record(&mut out, &line);
+            let _ = tx.send(out);
+        }
+    })?;
+    Ok(ChannelReader { rx, buf: Vec::new(), pos: 0 })
+}
+
+/// `opencode serve`'s address as the command line names it: `http://HOST:PORT` (loopback, plain
+/// HTTP: the server has no TLS).
+pub fn server_of(input: &str) -> Option<String> {
+    let rest = input.strip_prefix("http://")?;
+    let authority = rest.split('/').next().filter(|a| !a.is_empty())?;
+    Some(authority.to_owned())
+}
+
+/// A body in HTTP/1.1 chunked transfer coding, as the plain bytes it carries.
+struct Chunked<R> {
+    inner: R,
+    left: usize,
+    done: bool,
+}
+
+impl<R: io::BufRead> io::Read for Chunked<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut line = String::new();
+            // The CRLF that ends the previous chunk, then the size line.
+            while line.trim().is_empty() {
+                line.clear();
+                if self.inner.read_line(&mut line)? == 0 {
+                    return Ok(0);
+                }
+            }
+            let size = line.trim().split(';').next().unwrap_or("0");
+            self.left = usize::from_str_radix(size, 16).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let n = out.len().min(self.left);
+        let n = self.inner.read(&mut out[..n])?;
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+/// Sends a GET and reads the response head; the body follows in the returned reader.
+fn get(authority: &str, path: &str, accept: &str) -> io::Result<Box<dyn io::BufRead + Send>> {
+    use std::io::{BufRead, Write};
+    let stream = std::net::TcpStream::connect(authority)?;
+    // A server still starting may accept and not answer: the head must come in time.
+    stream.set_read_timeout(Some(HEAD_TIMEOUT))?;
+    let mut w = stream.try_clone()?;
+    write!(w, "GET {path} HTTP/1.1\r\nHost: {authority}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n")?;
+    w.flush()?;
+    let mut r = io::BufReader::new(stream);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    if line.split_whitespace().nth(1) != Some("200") {
+        return Err(io::Error::other(format!("GET http://{authority}{path}: {}", line.trim())));
+    }
+    let (mut chunked, mut len) = (false, None);
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            break;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            chunked |= k.trim().eq_ignore_ascii_case("transfer-encoding") && v.trim().eq_ignore_ascii_case("chunked");
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse::<u64>().ok();
+            }
+        }
+    }
+    if accept == "text/event-stream" {
+        // Events come when they come (a heartbeat every 10 s).
+        w.set_read_timeout(None)?;
+    }
+    // The server may keep the connection open whatever we ask: a body ends by its length.
+    Ok(match (chunked, len) {
+        (true, _) => Box::new(io::BufReader::new(Chunked { inner: r, left: 0, done: false })),
+        (false, Some(n)) => Box::new(io::BufReader::new(io::Read::take(r, n))),
+        (false, None) => Box::new(r),
+    })
+}
+
+fn sse_record(event: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    push_record(&mut out, &json!({"opencode": "sse", "event": event}));
+    out
+}
+
+/// What the server holds already (its sessions, who is busy), in the stream's own event shapes,
+/// so the tree is whole before the first live event.
+fn server_state(authority: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let json_of =
+        |path: &str| -> Option<Value> { serde_json::from_reader(get(authority, path, "application/json").ok()?).ok() };
+    if let Some(Value::Array(sessions)) = json_of("/session") {
+        // Parents before children: by creation time.
+        let mut sessions = sessions;
+        sessions.sort_by_key(|s| s.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0));
+        for info in sessions {
+            out.extend(sse_record(&json!({"type": "session.updated", "properties": {"info": info}})));
+        }
+    }
+    if let Some(Value::Object(statuses)) = json_of("/session/status") {
+        for (session, status) in statuses {
+            out.extend(sse_record(
+                &json!({"type": "session.status", "properties": {"sessionID": session, "status": status}}),
+            ));
+        }
+    }
+    out
+}
+
+/// Reads server-sent events: each event's `data:` lines, joined, as a JSON value.
+fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
+    let mut data = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if body.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if let Some(d) = l.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(d.strip_prefix(' ').unwrap_or(d));
+        } else if l.is_empty() && !data.is_empty() {
+            // Not JSON: handed on as text, for the pipeline to count rather than to lose.
+            let event = serde_json::from_str(&data).unwrap_or(Value::String(std::mem::take(&mut data)));
+            data.clear();
+            if !each(sse_record(&event)) {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// `opencode serve`'s `/event` stream on a thread of its own, as records: first what the server
+/// holds, then every event as it comes. The reader ends when the server closes the stream.
+pub fn server_reader(authority: &str) -> io::Result<ChannelReader> {
+    let mut body = get(authority, "/event", "text/event-stream")?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(256);
+    let authority = authority.to_owned();
+    std::thread::Builder::new().name("source-opencode-serve".into()).spawn(move || {
+        if tx.send(server_state(&authority)).is_err() {
+            return;
+        }
+        if let Err(e) = read_sse(&mut body, |records| tx.send(records).is_ok()) {
+            let mut out = Vec::new();
+            push_record(&mut out, &json!({"opencode": "error", "error": e.to_string()}));
+            let _ = tx.send(out);
+        }
+    })?;
+    Ok(ChannelReader { rx, buf: Vec::new(), pos: 0 })
+}
