@@ -12,4 +12,4 @@ pub use decode::{
     Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ParamsRest, ResultBody, Shape, Str, ThreadInfo,
     TokenUsage, TurnInfo, decode, decode_into, parse_raw,
 };
-pub use sanitize::{Clean, sanitize};
+pub use sanitize::{Clean, sanitize, sanitize_line};
