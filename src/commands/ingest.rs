@@ -22,20 +22,41 @@ pub fn config(global: &GlobalOpts) -> Result<Config> {
 
 /// Reads every input, in order, as one stream through a new pipeline, then ends the stream.
 pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
+    let (pipeline, error) = ingest_partial(paths, config, also)?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(pipeline),
+    }
+}
+
+/// [`ingest`], but an input that cannot be read to its end (a truncated `.gz`, a file that
+/// vanished) stops the stream there and still gives the pipeline of what was read, with the
+/// error: the figures of a damaged recording are worth printing. An input that cannot be opened
+/// (or listed) gives no pipeline, only the error.
+pub fn ingest_partial(
+    paths: &[PathBuf],
+    config: Config,
+    also: &mut (impl Sink + ?Sized),
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
+    let mut error = None;
     for input in &inputs {
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
         pipeline.set_rollout_thread(files::rollout_thread(input).as_deref());
-        let bytes = files::read_records(reader, files::MAX_LINE, |record| match record {
+        let mut bytes = 0;
+        let read = files::read_records_counted(reader, files::MAX_LINE, &mut bytes, |record| match record {
             Record::Line(line) => pipeline.push_with(line, also),
             Record::TooLong { len, head } => pipeline.push_oversized(len, head, also),
-        })
-        .wrap_err_with(|| format!("reading {}", input.name()))?;
+        });
         pipeline.add_bytes(bytes);
+        if let Err(e) = read {
+            error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
+            break;
+        }
     }
     pipeline.finish_with(also);
-    Ok(pipeline)
+    Ok((pipeline, error))
 }
 
 /// A sink for callers that need nothing beyond the model.

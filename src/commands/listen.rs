@@ -14,6 +14,7 @@ use crate::source::inbound;
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
 use crate::source::socket::{self, SocketFile};
+use crate::wire::Clean;
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -25,15 +26,16 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let recorder = recording::open_requested(args.monitor.record.as_deref(), Source::Listen, started, &header)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
+        let shown = Clean::path(&path);
+        let listener = socket::bind(&path).wrap_err_with(|| format!("binding {shown}"))?;
         let _socket = SocketFile::new(path.clone());
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         tokio::spawn(inbound::listen(listener, header, recorder, tx));
         if args.headless {
-            eprintln!("swarmtop listen: accepting producers on {}", path.display());
+            eprintln!("swarmtop listen: accepting producers on {shown}");
             headless(rx, config).await
         } else {
-            let watch = Watch::Live { name: format!("listen {}", path.display()), events: rx };
+            let watch = Watch::Live { name: format!("listen {shown}"), events: rx };
             monitor::screen(watch, &args.monitor, config).await
         }
     })

@@ -1,7 +1,6 @@
 //! Headless consumption of a live source: the `stats` pipeline fed from [`Event`]s instead of
 //! files, printing what `stats --json` would print when the stream ends or on Ctrl-C.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, eyre};
@@ -35,9 +34,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
         }
     }
     pipeline.finish();
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(render_json(&pipeline).as_bytes())?;
-    stdout.flush()?;
+    super::print(render_json(&pipeline).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 

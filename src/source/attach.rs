@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use super::live::{End, Event, Records, ResetReason};
 use super::recording::Recorder;
 use super::socket::{self, Found};
+use crate::wire::Clean;
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -85,7 +86,8 @@ async fn deliver(tx: &mpsc::Sender<Event>, copy: &mut Option<Copy>, records: Rec
     if let Some(c) = copy {
         if let Err(e) = c.records(&records) {
             // The live view goes on; only the copy stops, and the user is told once.
-            eprintln!("swarmtop: cannot write the recording {}: {e}; going on without it", c.recorder.path().display());
+            let path = Clean::path(c.recorder.path());
+            eprintln!("swarmtop: cannot write the recording {path}: {e}; going on without it");
             *copy = None;
         }
     }
@@ -100,18 +102,48 @@ pub enum Discovery {
     Several(Vec<Found>),
 }
 
-/// Lists the running tees in the socket directory (newest first), removing stale sockets.
-pub fn discover() -> Discovery {
+/// A look into the socket directory: the tees found, and the sockets refused (and why).
+#[derive(Debug)]
+pub struct Discovered {
+    pub pick: Discovery,
+    pub refused: Vec<Clean>,
+}
+
+/// Lists the running tees in the socket directory (newest first), removing stale sockets. An
+/// untrusted directory (another user's, or open to others) is an error: see [`socket::list`].
+pub fn discover() -> io::Result<Discovered> {
     discover_in(socket::lookup_dir())
 }
 
-pub fn discover_in(dir: PathBuf) -> Discovery {
-    let mut found = socket::list(&dir);
-    match found.len() {
+pub fn discover_in(dir: PathBuf) -> io::Result<Discovered> {
+    let socket::Listing { mut found, refused } = socket::list(&dir)?;
+    let pick = match found.len() {
         0 => Discovery::None { dir },
         1 => Discovery::One(found.remove(0).path),
         _ => Discovery::Several(found),
+    };
+    Ok(Discovered { pick, refused })
+}
+
+enum Refusal {
+    /// The socket, or the process behind it, is not ours: never retried.
+    Untrusted(String),
+    Io(io::Error),
+}
+
+/// Connects to a tee's socket that passes the checks of [`socket`]: a socket of ours, served by a
+/// process of ours.
+async fn connect(path: &std::path::Path) -> Result<UnixStream, Refusal> {
+    let refuse = |e: io::Error| Refusal::Untrusted(format!("refusing {}: {e}", Clean::path(path)));
+    match socket::check_socket(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(refuse(e)),
+        // Missing and the like: as for a failed connect.
+        Err(e) => return Err(Refusal::Io(e)),
     }
+    let stream = UnixStream::connect(path).await.map_err(Refusal::Io)?;
+    socket::check_peer(&stream).map_err(refuse)?;
+    Ok(stream)
 }
 
 enum Outcome {
@@ -129,7 +161,11 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
     let mut ever_connected = false;
     let mut path = opts.path;
     loop {
-        let reason = match UnixStream::connect(&path).await {
+        let reason = match connect(&path).await {
+            Err(Refusal::Untrusted(why)) => {
+                let _ = tx.send(Event::Ended(End::Failed(why))).await;
+                return;
+            }
             Ok(stream) => {
                 if let Some(r) = reset.take() {
                     if tx.send(Event::Reset(r)).await.is_err() {
@@ -163,19 +199,19 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                     }
                 }
             }
-            Err(e) => {
+            Err(Refusal::Io(e)) => {
                 if !opts.reconnect {
                     let end = if ever_connected {
                         End::Closed
                     } else {
-                        End::Failed(format!("connecting to {}: {e}", path.display()))
+                        End::Failed(format!("connecting to {}: {e}", Clean::path(&path)))
                     };
                     let _ = tx.send(Event::Ended(end)).await;
                     return;
                 }
                 let gone = matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused);
                 if let (true, Some(dir)) = (gone, &opts.rediscover) {
-                    if let Discovery::One(other) = discover_in(dir.clone()) {
+                    if let Ok(Discovered { pick: Discovery::One(other), .. }) = discover_in(dir.clone()) {
                         if other != path {
                             path = other;
                             continue;
@@ -294,7 +330,7 @@ async fn send(tx: &mpsc::Sender<Event>, event: Event) -> Result<(), Outcome> {
 /// A label for a socket in the picker: its path and how long ago it appeared.
 pub fn describe(found: &Found) -> String {
     let age = found.modified.elapsed().map_or_else(|_| "just now".to_owned(), |d| format_age(d.as_secs()));
-    format!("{}  (started {age})", found.path.display())
+    format!("{}  (started {age})", Clean::path(&found.path))
 }
 
 fn format_age(secs: u64) -> String {

@@ -43,7 +43,8 @@ impl Journal {
         if let Some(rec) = &mut self.recorder {
             if let Err(e) = rec.append(records) {
                 // The live view goes on; only the recording stops, and the user is told once.
-                eprintln!("swarmtop: cannot write the recording {}: {e}; going on without it", rec.path().display());
+                let path = crate::wire::Clean::path(rec.path());
+                eprintln!("swarmtop: cannot write the recording {path}: {e}; going on without it");
                 self.recorder = None;
             }
         }
@@ -63,6 +64,8 @@ pub async fn listen(listener: UnixListener, header: Vec<u8>, recorder: Option<Re
     loop {
         tokio::select! {
             conn = listener.accept() => match conn {
+                // Only our own processes feed the monitor (see `socket::check_peer`).
+                Ok((stream, _)) if super::socket::check_peer(&stream).is_err() => drop(stream),
                 Ok((stream, _)) => {
                     tokio::spawn(producer(stream, batch_tx.clone()));
                 }
