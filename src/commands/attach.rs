@@ -8,7 +8,7 @@ use color_eyre::eyre::{Result, WrapErr, bail};
 use tokio::sync::mpsc;
 
 use super::cli::AttachArgs;
-use super::live::headless;
+use super::live::{Ending, headless};
 use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
@@ -37,7 +37,7 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
         let rediscover = (reconnect && args.socket.is_none()).then(|| path.parent().map(PathBuf::from)).flatten();
         tokio::spawn(attach::run(Options { path, reconnect, record, rediscover }, tx));
         if args.headless {
-            headless(rx, config).await
+            headless(rx, config, Ending::Marker).await
         } else {
             monitor::screen(Watch::Live { name: format!("attach {name}"), events: rx }, &args.monitor, config).await
         }

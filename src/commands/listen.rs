@@ -7,7 +7,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
 use super::cli::ListenArgs;
-use super::live::headless;
+use super::live::{Ending, headless};
 use super::monitor::{self, Watch};
 use crate::pipeline::Config;
 use crate::source::inbound;
@@ -33,7 +33,7 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
         tokio::spawn(inbound::listen(listener, header, recorder, tx));
         if args.headless {
             eprintln!("swarmtop listen: accepting producers on {shown}");
-            headless(rx, config).await
+            headless(rx, config, Ending::Signal).await
         } else {
             let watch = Watch::Live { name: format!("listen {shown}"), events: rx };
             monitor::screen(watch, &args.monitor, config).await

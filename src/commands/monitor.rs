@@ -11,11 +11,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use color_eyre::eyre::{Result, WrapErr};
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures_util::StreamExt;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
-use super::terminal::TerminalGuard;
+use super::terminal::{QuitSignals, TerminalGuard};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
 use crate::source::files::{self, Input, MAX_LINE, Record};
@@ -331,8 +330,8 @@ fn unix_now_ms() -> Option<i64> {
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut hangup = signal(SignalKind::hangup())?;
+    let mut signals = QuitSignals::new()?;
+    let mut exit = ExitCode::SUCCESS;
     let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps.max(1)));
     let now = Instant::now();
     let mut m = Monitor {
@@ -461,8 +460,10 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
                 None => break,
             },
-            _ = terminate.recv() => break,
-            _ = hangup.recv() => break,
+            quit = signals.recv() => {
+                exit = ExitCode::from(quit.exit_code());
+                break;
+            }
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 if let Some(event) = event {
                     apply_live(event, &mut m, now);
@@ -489,7 +490,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     }
     drop(guard);
     tracing::info!(lines = m.pipeline.counters().lines, "monitor closed");
-    Ok(ExitCode::SUCCESS)
+    Ok(exit)
 }
 
 fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
@@ -498,7 +499,13 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
         tracing::info!(?event, "live source");
     }
     match event {
-        live::Event::Connected { path } => m.feed.connection = Some(format!("connected: {}", path.display())),
+        live::Event::Connected { path } => {
+            m.feed.connection = Some(format!("connected: {}", crate::wire::Clean::path(&path)));
+        }
+        live::Event::Oversized { len, head } => {
+            m.pipeline.push_oversized(len, &head, &mut |_: &Event<'_, '_>| {});
+            m.pipeline.add_bytes(len as u64 + 1);
+        }
         live::Event::Live => m.feed.connection = Some("live".to_owned()),
         live::Event::Reset(reason) => {
             m.reset();

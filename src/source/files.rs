@@ -10,7 +10,7 @@ use flate2::read::MultiGzDecoder;
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
-const HEAD: usize = 200;
+pub const HEAD: usize = 200;
 const READ_BUFFER: usize = 1 << 20;
 
 /// One input of the stream.

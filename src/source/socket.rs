@@ -229,7 +229,8 @@ pub fn list(dir: &Path) -> io::Result<Listing> {
         match std::os::unix::net::UnixStream::connect(&path) {
             Ok(stream) => match check_peer(&stream) {
                 Ok(()) => {
-                    listing.found.push(Found { path, modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) })
+                    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    listing.found.push(Found { path, modified });
                 }
                 Err(e) => listing.refused.push(sanitize_line(&format!("{}: {e}", Clean::path(&path)))),
             },
