@@ -404,15 +404,11 @@ async fn read_stream(
         let read = if greeted {
             stream.read(&mut buf).await
         } else {
-            match tokio::time::timeout_at(handshake, stream.read(&mut buf)).await {
-                Ok(r) => r,
-                Err(_) => {
-                    let secs = HANDSHAKE_TIMEOUT.as_secs();
-                    return Outcome::NotATee(format!(
-                        "{name} sent no recording header in {secs} s: not a swarmtop tee"
-                    ));
-                }
-            }
+            let Ok(read) = tokio::time::timeout_at(handshake, stream.read(&mut buf)).await else {
+                let secs = HANDSHAKE_TIMEOUT.as_secs();
+                return Outcome::NotATee(format!("{name} sent no recording header in {secs} s: not a swarmtop tee"));
+            };
+            read
         };
         let n = match read {
             Ok(0) if !greeted => {

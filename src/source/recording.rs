@@ -7,7 +7,7 @@
 
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -250,6 +250,9 @@ pub struct Recorder {
     file: File,
     path: PathBuf,
     len: u64,
+    /// Tests fill the disk: writes past this length fail, after writing what fits.
+    #[cfg(test)]
+    full_at: Option<u64>,
 }
 
 impl Recorder {
@@ -263,17 +266,50 @@ impl Recorder {
         // The umask can only remove bits from 0600, but a recording holds the whole session:
         // make the mode exact whatever the umask.
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        let mut rec = Self { file, path: path.to_owned(), len: 0 };
+        let mut rec = Self {
+            file,
+            path: path.to_owned(),
+            len: 0,
+            #[cfg(test)]
+            full_at: None,
+        };
         rec.append(header)?;
         Ok(rec)
     }
 
-    /// Appends whole records; returns the offset they start at.
+    /// Appends whole records; returns the offset they start at. A write that fails part-way (disk
+    /// full) is cut back off, so that the recording still ends on a whole record; the file is then
+    /// as it was before the call, and [`Recorder::len`] says how much of it is good.
     pub fn append(&mut self, records: &[u8]) -> io::Result<u64> {
         let start = self.len;
-        self.file.write_all(records)?;
+        if let Err(e) = self.write(records) {
+            // Best effort: if even this fails, readers still stop at the torn line's missing `\n`.
+            if self.file.set_len(start).is_ok() {
+                let _ = self.file.seek(io::SeekFrom::Start(start));
+            }
+            return Err(e);
+        }
         self.len += records.len() as u64;
         Ok(start)
+    }
+
+    fn write(&mut self, records: &[u8]) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(full_at) = self.full_at {
+            let room = usize::try_from(full_at.saturating_sub(self.len)).unwrap_or(usize::MAX);
+            if records.len() > room {
+                self.file.write_all(&records[..room])?;
+                return Err(io::ErrorKind::StorageFull.into());
+            }
+        }
+        self.file.write_all(records)
+    }
+
+    /// This recorder on a disk that is full once the file holds `len` bytes.
+    #[cfg(test)]
+    pub(crate) fn failing_after(mut self, len: u64) -> Self {
+        self.full_at = Some(len);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -456,6 +492,17 @@ mod tests {
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&dir.path().join("a/b")), 0o700);
         assert!(Recorder::create(&path, b"H\n").is_err());
+    }
+
+    #[test]
+    fn a_write_that_fails_part_way_is_cut_back_to_a_whole_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rec.ndjson");
+        let mut rec = Recorder::create(&path, b"H\n").expect("create").failing_after(6);
+        rec.append(b"R1\n").expect("fits");
+        assert!(rec.append(b"R2\nR3\n").is_err());
+        assert_eq!(fs::read(&path).expect("read"), b"H\nR1\n");
+        assert_eq!(rec.len(), 5);
     }
 
     #[test]
