@@ -49,6 +49,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config, ending:
                 pipeline.push_oversized(len, &head, &mut |_: &crate::router::Event<'_, '_>| {});
                 pipeline.add_bytes(len as u64 + 1);
             }
+            Some(Event::Notice(notice)) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
             Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
         }
     };

@@ -20,7 +20,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use crate::wire::sanitize_line;
 
 pub use self::cli::{Cli, Command};
-pub use self::ingest::{config, ingest};
+pub use self::ingest::{config, ingest, ingest_partial};
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {

@@ -502,6 +502,7 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
         live::Event::Connected { path } => {
             m.feed.connection = Some(format!("connected: {}", crate::wire::Clean::path(&path)));
         }
+        live::Event::Notice(notice) => m.feed.connection = Some(crate::wire::sanitize_line(&notice).to_string()),
         live::Event::Oversized { len, head } => {
             m.pipeline.push_oversized(len, &head, &mut |_: &Event<'_, '_>| {});
             m.pipeline.add_bytes(len as u64 + 1);

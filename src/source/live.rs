@@ -85,6 +85,9 @@ pub enum Event {
         retry_in: Duration,
         reason: String,
     },
+    /// Something the user should know about the source that is not a record (a producer refused
+    /// for a bound). Sanitised by whoever shows it.
+    Notice(String),
     /// The stream is over for good; no event follows.
     Ended(End),
 }

@@ -139,11 +139,20 @@ pub struct Encoder {
     wrap: Wrap,
     carry: Vec<u8>,
     finished: bool,
+    max_line: usize,
 }
 
 impl Encoder {
     pub fn new(dir: Dir, wrap: Wrap) -> Self {
-        Self { dir, wrap, carry: Vec::new(), finished: false }
+        Self { dir, wrap, carry: Vec::new(), finished: false, max_line: MAX_LINE_BYTES }
+    }
+
+    /// With a lower bound than [`MAX_LINE_BYTES`] on the bytes carried for one line (a source
+    /// with many producers at once bounds each of them more tightly).
+    #[must_use]
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line.clamp(1, MAX_LINE_BYTES);
+        self
     }
 
     /// Encodes the complete lines of `chunk` (plus what was carried) into `out`.
@@ -194,7 +203,7 @@ impl Encoder {
     }
 
     fn bound_carry(&mut self, prefix: &[u8], out: &mut Vec<u8>) {
-        if self.carry.len() >= MAX_LINE_BYTES {
+        if self.carry.len() >= self.max_line {
             let piece = std::mem::take(&mut self.carry);
             out.extend_from_slice(prefix);
             encode_body(out, &piece, false, true);
