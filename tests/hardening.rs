@@ -349,7 +349,8 @@ fn attach_headless_says_when_its_figures_are_partial() {
 
 #[test]
 fn a_peer_that_is_not_a_tee_gets_a_clear_error_within_the_timeout() {
-    let cases: Vec<(&str, Box<dyn FnOnce(UnixStream) + Send>)> = vec![
+    type Serve = Box<dyn FnOnce(UnixStream) + Send>;
+    let cases: Vec<(&str, Serve)> = vec![
         (
             "sends nothing",
             Box::new(|s| {
@@ -433,6 +434,10 @@ fn attach_to_a_peer_that_never_ends_its_line_stays_within_its_bound() {
     assert!(peak < 100, "peak RSS {peak} MiB: the line was buffered");
 }
 
+fn pid_of(child: &Child) -> Pid {
+    Pid::from_raw(i32::try_from(child.id()).expect("a pid"))
+}
+
 struct Listen {
     child: Child,
     socket: PathBuf,
@@ -473,7 +478,7 @@ fn listen_limits_its_producers_and_tells_the_one_refused() {
     }
     drop(producers);
     std::thread::sleep(Duration::from_millis(300));
-    kill(Pid::from_raw(listen.child.id() as i32), Signal::SIGINT).expect("kill");
+    kill(pid_of(&listen.child), Signal::SIGINT).expect("kill");
     let out = finish(listen.child, Duration::from_secs(20));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("refused 1 producer"), "{}", stderr(&out));
@@ -495,7 +500,7 @@ fn listen_signals_remove_the_socket_and_a_producer_without_newlines_stays_bounde
             std::thread::sleep(Duration::from_millis(300));
             peak = peak_rss_mib(pid);
         }
-        kill(Pid::from_raw(pid as i32), signal).expect("kill");
+        kill(pid_of(&listen.child), signal).expect("kill");
         let out = finish(listen.child, Duration::from_secs(20));
         assert!(out.status.success(), "{signal:?}: {}", stderr(&out));
         assert!(!listen.socket.exists(), "{signal:?}: the socket file is removed");

@@ -82,23 +82,22 @@ pub async fn listen(listener: UnixListener, header: Vec<u8>, recorder: Option<Re
             conn = listener.accept() => match conn {
                 // Only our own processes feed the monitor (see `socket::check_peer`).
                 Ok((stream, _)) if super::socket::check_peer(&stream).is_err() => drop(stream),
-                Ok((mut stream, _)) => match slots.clone().try_acquire_owned() {
-                    Ok(slot) => {
+                Ok((mut stream, _)) => {
+                    if let Ok(slot) = slots.clone().try_acquire_owned() {
                         tokio::spawn(producer(stream, batch_tx.clone(), slot));
+                        continue;
                     }
-                    Err(_) => {
-                        refused += 1;
-                        tokio::spawn(async move {
-                            use tokio::io::AsyncWriteExt as _;
-                            let write = stream.write_all(REFUSED_LINE.as_bytes());
-                            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
-                        });
-                        let notice = format!("refused {refused} producer(s): {MAX_PRODUCERS} are connected at most");
-                        if journal.tx.send(Event::Notice(notice)).await.is_err() {
-                            return;
-                        }
+                    refused += 1;
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncWriteExt as _;
+                        let write = stream.write_all(REFUSED_LINE.as_bytes());
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                    });
+                    let notice = format!("refused {refused} producer(s): {MAX_PRODUCERS} are connected at most");
+                    if journal.tx.send(Event::Notice(notice)).await.is_err() {
+                        return;
                     }
-                },
+                }
                 Err(e) => {
                     let _ = journal.tx.send(Event::Ended(End::Failed(format!("accepting producers: {e}")))).await;
                     return;
