@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use swarmtop::pipeline::Pipeline;
 use swarmtop::source::files::{MAX_LINE, Record, read_records};
+use swarmtop::wire::Origin;
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -57,12 +58,8 @@ fn decode_only(corpus: &[u8]) -> Duration {
 fn ingest(corpus: &[u8]) -> (Duration, Pipeline) {
     let start = Instant::now();
     let mut p = Pipeline::default();
-    let bytes = read_records(corpus, MAX_LINE, |r| match r {
-        Record::Line(l) => p.push(l),
-        Record::TooLong { len, head } => p.push_oversized(len, head, &mut |_: &swarmtop::router::Event<'_, '_>| {}),
-    })
-    .unwrap();
-    p.add_bytes(bytes);
+    read_records(corpus, MAX_LINE, |r| p.feed(r, &Origin::NONE, &mut |_: &swarmtop::router::Event<'_, '_>| {}))
+        .unwrap();
     p.finish();
     (start.elapsed(), p)
 }

@@ -266,7 +266,7 @@ fn a_truncated_gz_gives_the_figures_of_what_was_read_and_the_error() {
 
 #[test]
 fn a_byte_order_mark_does_not_make_the_first_line_malformed() {
-    let out = swarmtop().args(["stats", "--json"]).arg(fixture("hostile/bom.ndjson")).output().expect("run");
+    let out = swarmtop().args(["stats", "--json"]).arg(fixture("hostile/bom.jsonl")).output().expect("run");
     assert!(out.status.success());
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(stats["routing"]["malformed"], 0, "{stats}");
@@ -506,8 +506,9 @@ fn listen_signals_remove_the_socket_and_a_producer_without_newlines_stays_bounde
         assert!(!listen.socket.exists(), "{signal:?}: the socket file is removed");
         if signal == Signal::SIGQUIT {
             let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+            // Recorded in bounded pieces (the last one still carried when the signal came).
             let pieces = (TOTAL / swarmtop::source::inbound::PRODUCER_LINE_BYTES) as u64;
-            assert!(stats["routing"]["malformed"].as_u64().is_some_and(|m| m >= pieces), "{stats}");
+            assert!(stats["routing"]["malformed"].as_u64().is_some_and(|m| m + 1 >= pieces), "{stats}");
             eprintln!("listen: peak RSS {peak} MiB for a {} MiB line without a newline", TOTAL >> 20);
             assert!(peak < 160, "peak RSS {peak} MiB");
         }
@@ -664,10 +665,6 @@ fn sigint_to_listen_on_a_screen_restores_the_terminal_and_removes_the_socket() {
 // ---------------------------------------------------------------------------------------------
 // Every hostile input through every consumer
 
-/// Inputs the screen cannot draw yet on this branch: the ui's own walks of the tree still recurse
-/// and overflow the stack on them. Remove an entry when the ui's iterative walks are merged.
-const SCREEN_NOT_YET: &[&str] = &["deep_chain_child_first.ndjson.gz"];
-
 fn hostile_inputs() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(fixture("hostile"))
         .expect("tests/fixtures/hostile")
@@ -700,10 +697,6 @@ fn every_hostile_input_goes_through_stats_tree_route_and_the_screen_with_figures
         assert_eq!(json["threads"].as_array().map(Vec::len), Some(pipeline.model.threads.len()), "{name}");
         let text = tree::render_tree(&pipeline.model);
         assert!(stats::render_text(&pipeline).ends_with(&text), "{name}");
-        if SCREEN_NOT_YET.iter().any(|n| name.ends_with(n)) {
-            eprintln!("SKIPPED the screen for {name}: the ui's tree walks recurse (issue 10 makes them iterative)");
-            continue;
-        }
         let counters = pipeline.counters();
         let feed = Feed { source: name.clone(), now_ms: pipeline.model.stream_ms, ..Feed::default() };
         let mut view = View::with_theme(Theme::dark());

@@ -24,7 +24,7 @@ struct Run {
 
 impl Run {
     fn thread(&self, id: &str) -> &swarmtop::model::Thread {
-        let idx = self.p.model.find(id).unwrap_or_else(|| panic!("no thread {id}"));
+        let idx = self.p.find(id).unwrap_or_else(|| panic!("no thread {id}"));
         self.p.model.thread(idx)
     }
 
@@ -46,7 +46,7 @@ fn run_with(lines: &[String], limits: router::Limits, finish: bool) -> Run {
     let mut ids: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut sink = |e: &Event<'_, '_>| match e {
-        Event::Seen { id, .. } => ids.push((*id).to_owned()),
+        Event::Seen { id, .. } => ids.push(id.to_string()),
         Event::Line(r) => out.push(Out {
             line: r.line_no,
             class: r.class,
@@ -617,4 +617,173 @@ fn subtree_rolls_up_descendants() {
     assert_eq!(p.subtree.threads, 3);
     assert_eq!(p.subtree.tokens.input, 700);
     assert_eq!(r.thread("C").subtree.tokens.output, 60);
+}
+
+// ---- the settled tree and its bounds (issue 8) ----
+
+fn child_started(t: &str, parent: &str) -> String {
+    note(
+        "thread/started",
+        &json!({"thread": {"id": t, "parentThreadId": parent, "source": {"subAgent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1}}}}}),
+        None,
+    )
+}
+
+/// A chain announced deepest first: `t{n}` under `t{n-1}` … `t1` under `t0`, then `t0` a root.
+fn chain_child_first(n: usize) -> Vec<String> {
+    let mut input: Vec<String> =
+        (1..=n).rev().map(|d| child_started(&format!("t{d}"), &format!("t{}", d - 1))).collect();
+    input.push(root_started("t0"));
+    input
+}
+
+#[test]
+fn depth_is_derived_again_when_a_parent_registers_later() {
+    let r = run(&chain_child_first(25_000));
+    for d in [1, 2, 31, 32] {
+        let t = r.thread(&format!("t{d}"));
+        assert_eq!((t.role, t.depth), (Role::Child, d), "t{d}");
+    }
+    // Past the guard, whichever order the chain came in.
+    let deep = r.thread("t33");
+    assert_eq!(deep.role, Role::Orphan);
+    assert_eq!(r.thread("t25000").role, Role::Orphan);
+    assert_eq!(r.counters().depth_limited, 25_000 - 32);
+    assert_eq!(r.thread("t0").subtree.threads, 33, "the root's subtree is the part of the chain it keeps");
+    // Every walk of that tree is iterative: the headless renderings do not overflow.
+    assert!(swarmtop::commands::tree::render_tree(&r.p.model).lines().count() > 25_000);
+    assert!(swarmtop::commands::stats::render_text(&r.p).contains("depth-limited 24968"));
+}
+
+#[test]
+fn a_line_of_a_deep_thread_does_not_walk_its_chain() {
+    let mut input = chain_child_first(20_000);
+    let deepest = "t20000";
+    for i in 0..25_000u64 {
+        input.push(note(
+            "item/agentMessage/delta",
+            &json!({"threadId": deepest, "turnId": "u", "itemId": "m", "delta": "x"}),
+            None,
+        ));
+        input.push(tokens(deepest, i, 0, 1));
+    }
+    let start = std::time::Instant::now();
+    let r = run(&input);
+    // The old router walked 20,000 parents per line (7 s in a release build); this is a few ms.
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "{:?}", start.elapsed());
+    assert_eq!(r.thread(deepest).tokens.input, 24_999);
+    assert_eq!(r.lines_of(deepest).len(), 50_001);
+}
+
+#[test]
+fn threads_over_the_thread_bound_are_dropped_and_counted() {
+    let limits = router::Limits { threads: 3, ..router::Limits::default() };
+    let input = lines(&[
+        vec![root_started("P")],
+        spawn("P", "s1", "A"),
+        spawn("P", "s2", "B"),
+        spawn("P", "s3", "C"),
+        message("C", "m", "lost"),
+        message("A", "m", "kept"),
+    ]);
+    let r = run_with(&input, limits, true);
+    assert!(r.p.find("C").is_none(), "a fourth thread is never made");
+    assert_eq!(r.p.model.threads.len(), 3);
+    assert_eq!(r.counters().over_thread_limit, 2, "C's two lines");
+    assert_eq!(r.lines_of("A").len(), 2);
+}
+
+#[test]
+fn a_wild_first_time_does_not_hold_pending_windows_open() {
+    let text = std::fs::read_to_string("tests/fixtures/hostile/min-time.ndjson").unwrap();
+    let input: Vec<String> = text.lines().map(str::to_owned).collect();
+    // Without the end of input: the windows of C and D closed when stream time passed them.
+    let r = run_with(&input, router::Limits::default(), false);
+    assert_eq!(r.thread("C").role, Role::Orphan);
+    assert_eq!(r.thread("D").role, Role::Orphan);
+    assert_eq!(r.counters().pending_at_end, 1, "only R's line, the newest, still waits");
+}
+
+#[test]
+fn hostile_inputs_keep_their_figures() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir("tests/fixtures/hostile").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "ndjson") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let input: Vec<String> = text.lines().map(str::to_owned).collect();
+        let r = run(&input);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        match name.as_str() {
+            "token-wrap.ndjson" => {
+                assert_eq!(r.thread("R").subtree.tokens.input, u64::MAX, "saturates, never wraps");
+                assert_eq!(r.p.model.totals().tokens.input, u64::MAX);
+            }
+            "negative-cost.ndjson" => assert_eq!(r.thread("R").cost.unwrap().to_string(), "0.00005"),
+            "min-time.ndjson" => assert_eq!(r.thread("R").role, Role::Orphan),
+            "deep-chain-child-first.ndjson" => {
+                assert_eq!(r.thread("t32").depth, 32);
+                assert_eq!(r.thread("t33").role, Role::Orphan);
+                assert_eq!(r.counters().depth_limited, 200 - 32);
+            }
+            other => panic!("{other}: a hostile input without its figure"),
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 4);
+}
+
+/// X's rollout file, followed from its middle: no line names X; the file's name (its origin) does.
+fn rollout_of_x() -> Vec<String> {
+    [
+        json!({"timestamp": "2026-11-29T21:20:09.000Z", "type": "event_msg", "payload": {"type": "task_started", "turn_id": "u1"}}),
+        json!({"timestamp": "2026-11-29T21:20:10.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "id": "msg", "content": [{"type": "output_text", "text": "hi"}]}}),
+        json!({"timestamp": "2026-11-29T21:20:11.000Z", "type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}}),
+        json!({"timestamp": "2026-11-29T21:20:12.000Z", "type": "event_msg", "payload": {"type": "task_complete", "turn_id": "u1"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect()
+}
+
+#[test]
+fn a_buffered_line_replays_to_the_facts_a_live_one_states() {
+    use swarmtop::source::files::Record;
+    use swarmtop::wire::{Origin, OriginInfo};
+    let file = Origin::new(OriginInfo { thread: Some("X".into()), ..OriginInfo::default() });
+    let parent = lines(&[vec![root_started("R")], spawn("R", "s1", "X")]);
+    let nothing = &mut |_: &Event<'_, '_>| {};
+    let figures = |p: &Pipeline| {
+        let t = p.model.thread(p.find("X").unwrap());
+        (
+            t.role,
+            t.status,
+            t.tokens.input,
+            t.turns.len(),
+            t.items.iter().map(|i| i.text.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    // Live: X is registered before its lines come.
+    let mut live = Pipeline::default();
+    for l in &parent {
+        live.push(l.as_bytes());
+    }
+    for l in rollout_of_x() {
+        live.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    live.finish();
+    // Replayed: X's lines wait in its pending buffer, then replay when the spawn registers it.
+    let mut replayed = Pipeline::default();
+    for l in rollout_of_x() {
+        replayed.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    for l in &parent {
+        replayed.push(l.as_bytes());
+    }
+    replayed.finish();
+    assert_eq!(replayed.counters().replayed, 4);
+    assert_eq!(figures(&live), figures(&replayed));
+    assert_eq!(figures(&live), (Role::Child, Status::Idle, 10, 1, vec!["hi".to_owned()]));
 }

@@ -7,7 +7,8 @@
 use libfuzzer_sys::fuzz_target;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
-use swarmtop::source::files::{Record, read_records};
+use swarmtop::source::files::read_records;
+use swarmtop::wire::{Origin, OriginInfo};
 
 /// A rollout file's name tells its thread; the first byte says whether the input is one.
 const ROLLOUT_THREAD: &str = "01a2292d-f8ac-71e0-b822-647118037869";
@@ -15,15 +16,16 @@ const ROLLOUT_THREAD: &str = "01a2292d-f8ac-71e0-b822-647118037869";
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, input)) = data.split_first() else { return };
     let mut p = Pipeline::default();
-    p.set_rollout_thread((flags & 1 == 1).then_some(ROLLOUT_THREAD));
+    let origin = if flags & 1 == 1 {
+        Origin::new(OriginInfo { thread: Some(ROLLOUT_THREAD.into()), ..OriginInfo::default() })
+    } else {
+        Origin::NONE
+    };
     let max_line = if flags & 2 == 2 { 64 } else { 1 << 20 };
     let mut records = 0u64;
     let _ = read_records(input, max_line, |record| {
         records += 1;
-        match record {
-            Record::Line(line) => p.push(line),
-            Record::TooLong { len, head } => p.push_oversized(len, head, &mut |_: &Event<'_, '_>| {}),
-        }
+        p.feed(record, &origin, &mut |_: &Event<'_, '_>| {});
     });
     p.finish();
     let c = p.counters();

@@ -8,7 +8,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
-use swarmtop::source::files::{MAX_LINE, Record, read_records};
+use swarmtop::source::files::{MAX_LINE, read_records};
+use swarmtop::wire::Origin;
 use swarmtop::ui::{self, BINDINGS, Feed, Theme, View};
 
 /// Bytes at the end of the input (after its last newline) that pick actions, at most this many.
@@ -18,9 +19,8 @@ fuzz_target!(|data: &[u8]| {
     let split = data.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let (input, keys) = data.split_at(split);
     let mut p = Pipeline::default();
-    let _ = read_records(input, MAX_LINE, |record| match record {
-        Record::Line(line) => p.push(line),
-        Record::TooLong { len, head } => p.push_oversized(len, head, &mut |_: &Event<'_, '_>| {}),
+    let _ = read_records(input, MAX_LINE, |record| {
+        p.feed(record, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
     });
     if keys.first().is_some_and(|k| k & 1 == 1) {
         p.finish();

@@ -6,13 +6,13 @@ use libfuzzer_sys::fuzz_target;
 use swarmtop::commands::{stats, tree};
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
-use swarmtop::source::files::{MAX_LINE, Record, read_records};
+use swarmtop::source::files::{MAX_LINE, read_records};
+use swarmtop::wire::Origin;
 
 fuzz_target!(|data: &[u8]| {
     let mut p = Pipeline::default();
-    let _ = read_records(data, MAX_LINE, |record| match record {
-        Record::Line(line) => p.push(line),
-        Record::TooLong { len, head } => p.push_oversized(len, head, &mut |_: &Event<'_, '_>| {}),
+    let _ = read_records(data, MAX_LINE, |record| {
+        p.feed(record, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
     });
     p.finish();
     let text = tree::render_tree(&p.model);

@@ -8,7 +8,7 @@ use super::cli::GlobalOpts;
 use crate::model::Prices;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Event, Sink};
-use crate::source::files::{self, Record};
+use crate::source::files;
 
 /// The pipeline's configuration from the global options (`--pricing`).
 pub fn config(global: &GlobalOpts) -> Result<Config> {
@@ -43,13 +43,8 @@ pub fn ingest_partial(
     let mut error = None;
     for input in &inputs {
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-        pipeline.set_rollout_thread(files::rollout_thread(input).as_deref());
-        let mut bytes = 0;
-        let read = files::read_records_counted(reader, files::MAX_LINE, &mut bytes, |record| match record {
-            Record::Line(line) => pipeline.push_with(line, also),
-            Record::TooLong { len, head } => pipeline.push_oversized(len, head, also),
-        });
-        pipeline.add_bytes(bytes);
+        let origin = files::origin(input);
+        let read = files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also));
         if let Err(e) = read {
             error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
             break;

@@ -9,8 +9,9 @@ use tokio::sync::mpsc;
 use super::stats::render_json;
 use super::terminal::QuitSignals;
 use crate::pipeline::{Config, Pipeline};
-use crate::source::files::{self, Record};
+use crate::source::files;
 use crate::source::live::{End, Event, Records};
+use crate::wire::Origin;
 
 /// What ends a live source's stream when all is well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +47,8 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config, ending:
             Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
             Some(Event::Records(records)) => feed(&mut pipeline, &records),
             Some(Event::Oversized { len, head }) => {
-                pipeline.push_oversized(len, &head, &mut |_: &crate::router::Event<'_, '_>| {});
-                pipeline.add_bytes(len as u64 + 1);
+                let record = files::Record::TooLong { len, head: &head };
+                pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
             }
             Some(Event::Notice(notice)) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
             Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
@@ -66,11 +67,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config, ending:
 fn feed(pipeline: &mut Pipeline, records: &Records) {
     let bytes = records.as_bytes();
     // Reading from memory cannot fail.
-    let _ = files::read_records(bytes, files::MAX_LINE, |record| match record {
-        Record::Line(line) => pipeline.push(line),
-        Record::TooLong { len, head } => {
-            pipeline.push_oversized(len, head, &mut |_: &crate::router::Event<'_, '_>| {});
-        }
+    let _ = files::read_records(bytes, files::MAX_LINE, |record| {
+        pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
     });
-    pipeline.add_bytes(bytes.len() as u64);
 }

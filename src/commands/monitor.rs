@@ -23,7 +23,7 @@ use crate::source::live::{self, End, ResetReason};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
 use crate::ui::{self, Effect, Feed, View};
-use crate::wire::{Decoded, decode};
+use crate::wire::{Decoded, Origin, decode};
 
 /// Longest stretch of ingest between two looks at the keyboard.
 const INGEST_SLICE: Duration = Duration::from_millis(8);
@@ -39,7 +39,7 @@ pub struct Recorded {
     pub name: String,
     bytes: Vec<u8>,
     records: Vec<Rec>,
-    /// The files records come from: a rollout file's name tells its thread.
+    /// The files records come from: a file's name can tell whose records it holds.
     sources: Vec<Source>,
     /// Whether to keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
     follow: bool,
@@ -48,7 +48,7 @@ pub struct Recorded {
 
 struct Source {
     path: Option<PathBuf>,
-    rollout_thread: Option<String>,
+    origin: Origin,
     /// Bytes read so far (whole lines only), for following.
     read: u64,
 }
@@ -70,7 +70,7 @@ impl Rec {
 impl Recorded {
     pub fn from_bytes(name: &str, data: &[u8]) -> Self {
         let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, rollout_thread: None, read: 0 });
+        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0 });
         r.read_from(0, data).expect("reading memory cannot fail");
         r
     }
@@ -101,7 +101,7 @@ impl Recorded {
             Input::File(p) => Some(p.clone()),
             Input::Stdin => None,
         };
-        self.sources.push(Source { path, rollout_thread: files::rollout_thread(input), read: 0 });
+        self.sources.push(Source { path, origin: files::origin(input), read: 0 });
         let source = self.sources.len() - 1;
         let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
         let read = self.read_from(source, reader).wrap_err_with(|| format!("reading {}", input.name()))?;
@@ -145,20 +145,14 @@ impl Recorded {
 
     fn apply(&self, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
         let nothing = &mut |_: &Event<'_, '_>| {};
-        let mut current = None;
         for rec in &self.records[range] {
-            // Records of several rollout files can alternate (files followed as they grow).
-            if current != Some(rec.source()) {
-                current = Some(rec.source());
-                pipeline.set_rollout_thread(self.sources[rec.source() as usize].rollout_thread.as_deref());
-            }
-            match *rec {
-                Rec::Line { start, end, .. } => {
-                    pipeline.push(&self.bytes[start..end]);
-                    pipeline.add_bytes((end - start + 1) as u64);
-                }
-                Rec::TooLong { len, at, head, .. } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
-            }
+            // Records of several files can alternate (files followed as they grow): each keeps its own.
+            let origin = &self.sources[rec.source() as usize].origin;
+            let record = match *rec {
+                Rec::Line { start, end, .. } => Record::Line(&self.bytes[start..end]),
+                Rec::TooLong { len, at, head, .. } => Record::TooLong { len, head: &self.bytes[at..at + head] },
+            };
+            pipeline.feed(record, origin, nothing);
         }
     }
 
@@ -504,8 +498,7 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
         }
         live::Event::Notice(notice) => m.feed.connection = Some(crate::wire::sanitize_line(&notice).to_string()),
         live::Event::Oversized { len, head } => {
-            m.pipeline.push_oversized(len, &head, &mut |_: &Event<'_, '_>| {});
-            m.pipeline.add_bytes(len as u64 + 1);
+            m.pipeline.feed(Record::TooLong { len, head: &head }, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
         }
         live::Event::Live => m.feed.connection = Some("live".to_owned()),
         live::Event::Reset(reason) => {
@@ -521,12 +514,8 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             let nothing = &mut |_: &Event<'_, '_>| {};
             let _ = files::read_records(bytes, MAX_LINE, |record| {
                 n += 1;
-                match record {
-                    Record::Line(line) => m.pipeline.push(line),
-                    Record::TooLong { len, head } => m.pipeline.push_oversized(len, head, nothing),
-                }
+                m.pipeline.feed(record, &Origin::NONE, nothing);
             });
-            m.pipeline.add_bytes(bytes.len() as u64);
             m.rate.add(n, now);
         }
         live::Event::Disconnected { retry_in, reason } => {

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::origin::{Origin, OriginInfo};
+
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
@@ -30,7 +32,7 @@ impl Input {
 }
 
 /// A record: a line without its `\n`, or the fact of a line too long to keep.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum Record<'a> {
     Line(&'a [u8]),
     TooLong { len: usize, head: &'a [u8] },
@@ -115,6 +117,17 @@ pub fn rollout_thread(input: &Input) -> Option<String> {
     uuid_shaped.then(|| id.to_owned())
 }
 
+/// What an input's name tells about its records (the thread of a Codex rollout file), passed
+/// with each of them to the pipeline.
+pub fn origin(input: &Input) -> Origin {
+    let Input::File(path) = input else { return Origin::NONE };
+    Origin::new(OriginInfo {
+        file: Some(path.to_string_lossy().into()),
+        thread: rollout_thread(input).map(Into::into),
+        ..OriginInfo::default()
+    })
+}
+
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
@@ -137,19 +150,8 @@ pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
 /// write one). When reading fails (a truncated `.gz`), the records before the failure have been
 /// handed out, the incomplete last line too, and the error is returned: a caller can show the
 /// figures of what was read along with the error.
-pub fn read_records(reader: impl BufRead, max_line: usize, each: impl FnMut(Record<'_>)) -> io::Result<u64> {
-    let mut bytes = 0;
-    read_records_counted(reader, max_line, &mut bytes, each).map(|()| bytes)
-}
-
-/// [`read_records`], counting the bytes read into `bytes` as it goes (so the count survives an
-/// error).
-pub fn read_records_counted(
-    mut reader: impl BufRead,
-    max_line: usize,
-    bytes: &mut u64,
-    mut each: impl FnMut(Record<'_>),
-) -> io::Result<()> {
+pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
+    let mut bytes = 0u64;
     let mut partial: Vec<u8> = Vec::new();
     let mut overflow: Option<usize> = None;
     let mut first = true;
@@ -184,11 +186,11 @@ pub fn read_records_counted(
             start = end + 1;
         }
         append(&mut partial, &mut overflow, &chunk[start..], max_line);
-        *bytes += len as u64;
+        bytes += len as u64;
         reader.consume(len);
     }
     finish_partial(&mut partial, &mut overflow, max_line, &mut each);
-    Ok(())
+    Ok(bytes)
 }
 
 /// The UTF-8 byte order mark.
@@ -296,10 +298,9 @@ mod tests {
         let gz = enc.finish().unwrap();
         let cut = &gz[..gz.len() / 2];
         let reader = BufReader::new(MultiGzDecoder::new(cut));
-        let (mut n, mut bytes) = (0, 0);
-        let err = read_records_counted(reader, MAX_LINE, &mut bytes, |_| n += 1).unwrap_err();
+        let mut n = 0;
+        let err = read_records(reader, MAX_LINE, |_| n += 1).unwrap_err();
         assert!(n > 100 && n < 2000, "{n} records before the cut");
-        assert!(bytes > 1000, "{bytes} bytes counted");
         assert!(err.to_string().contains("deflate"), "{err}");
     }
 

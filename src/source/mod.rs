@@ -2,7 +2,7 @@
 //! Sources split bytes into records and know nothing of what the records mean; they know the
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
-//! - [`files`]: recorded inputs; [`replay`]: their pacing.
+//! - [`files`]: recorded inputs; [`replay`]: their pacing; [`origin`]: what a file's place tells.
 //! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
@@ -15,6 +15,7 @@ pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod origin;
 pub mod recording;
 pub mod replay;
 pub mod socket;

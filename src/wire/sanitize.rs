@@ -1,6 +1,7 @@
 //! Untrusted text (model output, command output, file names) made safe for a terminal, once, where
 //! it enters the model. Only [`Clean`] reaches a widget, so raw text cannot get there by accident.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides, no
@@ -57,6 +58,12 @@ impl Clean {
         }
         self.0.drain(..cut);
         cut
+    }
+}
+
+impl AsRef<str> for Clean {
+    fn as_ref(&self) -> &str {
+        &self.0
     }
 }
 
@@ -182,6 +189,52 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
             }
             _ => {}
         }
+    }
+}
+
+/// Text through the sanitiser that borrows its input when that was clean already (nearly every
+/// stream delta): what a lowered fact carries, so clean text is not copied twice.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct CleanStr<'a>(Cow<'a, str>);
+
+impl<'a> CleanStr<'a> {
+    pub fn new(raw: &'a str) -> Self {
+        if is_plain(raw.as_bytes()) { Self(Cow::Borrowed(raw)) } else { Self(Cow::Owned(sanitize(raw).0)) }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn into_clean(self) -> Clean {
+        Clean(self.0.into_owned())
+    }
+
+    pub fn to_clean(&self) -> Clean {
+        Clean(self.0.as_ref().to_owned())
+    }
+}
+
+impl From<Clean> for CleanStr<'_> {
+    fn from(c: Clean) -> Self {
+        Self(Cow::Owned(c.0))
+    }
+}
+
+impl fmt::Debug for CleanStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Clean {
+    /// Appends text that is clean already.
+    pub fn push_clean(&mut self, text: &CleanStr<'_>) {
+        self.0.push_str(&text.0);
     }
 }
 
