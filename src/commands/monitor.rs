@@ -325,7 +325,6 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut signals = QuitSignals::new()?;
-    let mut exit = ExitCode::SUCCESS;
     let frame = Duration::from_secs_f64(1.0 / f64::from(opts.fps.max(1)));
     let now = Instant::now();
     let mut m = Monitor {
@@ -454,10 +453,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
                 None => break,
             },
-            quit = signals.recv() => {
-                exit = ExitCode::from(quit.exit_code());
-                break;
-            }
+            // A request to quit, like `q`: the guard restores the terminal on the way out.
+            _ = signals.recv() => break,
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 if let Some(event) = event {
                     apply_live(event, &mut m, now);
@@ -484,7 +481,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     }
     drop(guard);
     tracing::info!(lines = m.pipeline.counters().lines, "monitor closed");
-    Ok(exit)
+    Ok(ExitCode::SUCCESS)
 }
 
 fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {

@@ -96,19 +96,6 @@ pub enum Quit {
     Hangup,
 }
 
-impl Quit {
-    /// The exit status of a process ended by this signal, as a shell reports it (128 + number).
-    pub fn exit_code(self) -> u8 {
-        let number = match self {
-            Self::Hangup => 1,
-            Self::Interrupt => 2,
-            Self::CoreDump => 3,
-            Self::Terminate => 15,
-        };
-        128 + number
-    }
-}
-
 impl QuitSignals {
     pub fn new() -> Result<Self> {
         let on = |kind| signal(kind).wrap_err("installing signal handlers");
