@@ -708,3 +708,29 @@ fn every_hostile_input_goes_through_stats_tree_route_and_the_screen_with_figures
         }
     }
 }
+
+#[test]
+fn names_in_the_header_are_sanitised() {
+    let (pipeline, _) = ingest_partial(
+        &[fixture("codex-0.171.0/probe.server.ndjson")],
+        Config::default(),
+        &mut |_: &swarmtop::router::Event<'_, '_>| {},
+    )
+    .expect("ingest");
+    let feed = Feed {
+        source: "attach: tee-\x1b]0;pwned\x07\u{2028}x.sock".into(),
+        connection: Some("connected: /tmp/\x1b[2J\u{e0041}y.sock".into()),
+        live: true,
+        ..Feed::default()
+    };
+    let mut view = View::with_theme(Theme::dark());
+    let mut term = Terminal::new(TestBackend::new(160, 40)).expect("terminal");
+    let counters = pipeline.counters();
+    term.draw(|f| ui::draw(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
+    let screen = format!("{}", term.backend());
+    for cell in term.backend().buffer().content() {
+        let bad = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{e0000}'..='\u{e007f}');
+        assert!(!cell.symbol().chars().any(bad), "{:?} on screen:\n{screen}", cell.symbol());
+    }
+    assert!(screen.contains("tee-"), "{screen}");
+}

@@ -11,6 +11,7 @@ use super::text::{clock, grouped, width};
 use super::theme::Theme;
 use crate::model::{Model, Rollup, format_usd};
 use crate::router::Counters;
+use crate::wire::sanitize_line;
 
 pub fn draw(
     frame: &mut Frame,
@@ -34,7 +35,8 @@ pub fn draw(
     let sessions = model.sessions.len();
     // (part, priority): when the line is too narrow the highest number goes first.
     let mut parts: Vec<(Span<'static>, u8)> = vec![
-        (Span::styled(feed.source.clone(), theme.bold), 1),
+        // Names of files and sockets come from the file system: the one sanitiser, on one line.
+        (Span::styled(sanitize_line(&feed.source).to_string(), theme.bold), 1),
         (state, 1),
         (
             Span::raw(format!(
@@ -91,7 +93,7 @@ pub fn draw(
         second.push(Span::styled(figures, theme.dim));
     } else if let Some(conn) = &feed.connection {
         let style = if conn.starts_with("connected") { theme.running } else { theme.warn };
-        second.push(Span::styled(conn.clone(), style));
+        second.push(Span::styled(sanitize_line(conn).to_string(), style));
     }
     let pad = w.saturating_sub(line_width(&second) + counters_w + 1);
     second.push(Span::raw(" ".repeat(pad)));
