@@ -506,13 +506,52 @@ fn listen_signals_remove_the_socket_and_a_producer_without_newlines_stays_bounde
         assert!(!listen.socket.exists(), "{signal:?}: the socket file is removed");
         if signal == Signal::SIGQUIT {
             let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-            // Recorded in bounded pieces (the last one still carried when the signal came).
-            let pieces = (TOTAL / swarmtop::source::inbound::PRODUCER_LINE_BYTES) as u64;
-            assert!(stats["routing"]["malformed"].as_u64().is_some_and(|m| m + 1 >= pieces), "{stats}");
+            // Recorded in bounded pieces, counted once.
+            assert_eq!(stats["routing"]["malformed"], 1, "{stats}");
             eprintln!("listen: peak RSS {peak} MiB for a {} MiB line without a newline", TOTAL >> 20);
             assert!(peak < 160, "peak RSS {peak} MiB");
         }
     }
+}
+
+#[test]
+fn a_100_mib_line_counts_as_one_malformed_line_live_in_its_recording_and_in_stats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut input = b"{\"id\":1,\"result\":{}}\n".to_vec();
+    input.resize(input.len() + (100 << 20), b'x');
+    input.extend_from_slice(b"\n{\"id\":2,\"result\":{}}\n");
+    let file = dir.path().join("big.ndjson");
+    fs::write(&file, &input).expect("write");
+    let malformed = |out: &Output| -> serde_json::Value {
+        let stats: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        stats["routing"]["malformed"].clone()
+    };
+    let out = swarmtop().args(["stats", "--json"]).arg(&file).output().expect("run");
+    assert_eq!(malformed(&out), 1, "stats on the input");
+
+    let recording = dir.path().join("listen.ndjson");
+    let (_runtime, sockets) = runtime_dir();
+    let socket = sockets.join("listen-big.sock");
+    let child = swarmtop()
+        .args(["listen", "--headless", "--record"])
+        .arg(&recording)
+        .arg("--socket")
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    wait_for("the listen socket", || socket.exists().then_some(()));
+    let mut producer = UnixStream::connect(&socket).expect("connect");
+    producer.write_all(&input).expect("write");
+    drop(producer);
+    wait_for("the recording", || (fs::metadata(&recording).ok()?.len() > 130 << 20).then_some(()));
+    std::thread::sleep(Duration::from_millis(500));
+    kill(pid_of(&child), Signal::SIGINT).expect("kill");
+    let out = finish(child, Duration::from_secs(60));
+    assert_eq!(malformed(&out), 1, "live: {}", stderr(&out));
+    let out = swarmtop().args(["stats", "--json"]).arg(&recording).output().expect("run");
+    assert_eq!(malformed(&out), 1, "stats on the recording");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -318,7 +318,10 @@ impl Framer {
                 head.extend_from_slice(&piece[..room.min(piece.len())]);
                 let Some(i) = end else { return };
                 let (len, head) = self.oversized.take().unwrap_or_default();
-                out.push(Frame::Oversized { len, head });
+                // A later piece of an over-long line was counted with its first piece.
+                if !super::recording::is_continuation(&head) {
+                    out.push(Frame::Oversized { len, head });
+                }
                 chunk = &chunk[i + 1..];
                 continue;
             }
@@ -340,7 +343,9 @@ impl Framer {
     /// malformed), never dropped unseen.
     pub fn finish(&mut self, out: &mut Vec<Frame>) {
         if let Some((len, head)) = self.oversized.take() {
-            out.push(Frame::Oversized { len, head });
+            if !super::recording::is_continuation(&head) {
+                out.push(Frame::Oversized { len, head });
+            }
         } else if !self.partial.is_empty() {
             let mut torn = std::mem::take(&mut self.partial);
             torn.push(b'\n');

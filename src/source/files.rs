@@ -201,7 +201,8 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 fn emit(line: &[u8], max_line: usize, each: &mut impl FnMut(Record<'_>)) {
-    if is_blank(line) {
+    // A later piece of an over-long line was counted with its first piece.
+    if is_blank(line) || super::recording::is_continuation(line) {
         return;
     }
     if line.len() > max_line {
@@ -233,6 +234,7 @@ fn finish_partial(
     each: &mut impl FnMut(Record<'_>),
 ) {
     match overflow.take() {
+        Some(_) if super::recording::is_continuation(partial) => {}
         Some(len) => each(Record::TooLong { len, head: partial }),
         None if !partial.is_empty() => emit(partial, max_line, each),
         None => {}
