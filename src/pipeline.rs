@@ -6,7 +6,7 @@ use crate::model::{self, Model, Prices};
 use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
 use crate::source::files::Record;
 use crate::wire::fact::Format;
-use crate::wire::{Malformed, Origin, Shape};
+use crate::wire::{Line, Lowered, Malformed, Origin, Shape};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -95,6 +95,34 @@ impl Pipeline {
                 self.router.push_oversized(len, head, &mut tap);
             }
         }
+    }
+
+    /// [`Pipeline::feed`] of a whole line decoded elsewhere.
+    pub fn feed_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_line(record, line, origin, &mut tap);
+    }
+
+    /// [`Pipeline::feed`] of a whole line decoded and lowered elsewhere (one that
+    /// [`Line::lowers_alone`]).
+    pub fn feed_lowered(
+        &mut self,
+        record: &[u8],
+        lowered: &Lowered<'_>,
+        origin: &Origin,
+        also: &mut (impl Sink + ?Sized),
+    ) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_lowered(record, lowered, origin, &mut tap);
+    }
+
+    /// [`Pipeline::feed`] of a whole line that did not decode.
+    pub fn feed_malformed(&mut self, record: &[u8], reason: &Malformed, also: &mut (impl Sink + ?Sized)) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_malformed(record, reason, &mut tap);
     }
 
     /// [`Pipeline::feed`] of one whole line from no particular origin (tests, tools).

@@ -787,3 +787,141 @@ fn a_buffered_line_replays_to_the_facts_a_live_one_states() {
     assert_eq!(figures(&live), figures(&replayed));
     assert_eq!(figures(&live), (Role::Child, Status::Idle, 10, 1, vec!["hi".to_owned()]));
 }
+
+// ---- routing rules stated in facts (no format's lines) ----
+
+mod facts {
+    use std::borrow::Cow;
+
+    use swarmtop::pipeline::Pipeline;
+    use swarmtop::router::{Class, Event, Role, Via};
+    use swarmtop::wire::Origin;
+    use swarmtop::wire::fact::{Fact, Lowered, Parentage, Spawn, Subject, ThreadFact, Weight};
+
+    /// What a test sees of the events, in order.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Seen {
+        Registered(String, String),
+        Root(String),
+        Line(Class, String),
+    }
+
+    struct Run {
+        p: Pipeline,
+        ids: Vec<String>,
+        seen: Vec<Seen>,
+    }
+
+    impl Run {
+        fn new() -> Self {
+            Self { p: Pipeline::default(), ids: Vec::new(), seen: Vec::new() }
+        }
+
+        /// Routes one line stating `facts` about `subject`. (None of these lines waits in a pending
+        /// buffer: a buffered line is replayed from its record, which these lines have not.)
+        fn line(&mut self, subject: Subject<'_>, weight: Weight, facts: Vec<Fact<'_>>) {
+            let mut record = Lowered { subject, weight, ..Lowered::default() };
+            for f in facts {
+                record.facts.push(f);
+            }
+            let (ids, seen) = (&mut self.ids, &mut self.seen);
+            let mut sink = |e: &Event<'_, '_>| match e {
+                Event::Seen { id, .. } => ids.push(id.to_string()),
+                Event::Registered { child, parent, .. } => {
+                    seen.push(Seen::Registered(ids[child.index()].clone(), ids[parent.index()].clone()));
+                }
+                Event::BecameRoot { thread } => seen.push(Seen::Root(ids[thread.index()].clone())),
+                Event::Line(r) => {
+                    let who = r.thread.map_or_else(String::new, |t| ids[t.index()].clone());
+                    seen.push(Seen::Line(r.class, who));
+                }
+                _ => {}
+            };
+            self.p.feed_lowered(b"{}", &record, &Origin::NONE, &mut sink);
+        }
+    }
+
+    fn thread<'a>(id: &'a str, parentage: Parentage<'a>) -> Fact<'a> {
+        Fact::Thread(Box::new(ThreadFact::new(Cow::Borrowed(id), parentage)))
+    }
+
+    fn on(id: &str) -> Subject<'_> {
+        Subject::Thread(Cow::Borrowed(id))
+    }
+
+    fn spawn<'a>(child: &'a str, card: &'a str) -> Fact<'a> {
+        Fact::Spawn(Spawn {
+            child: Cow::Borrowed(child),
+            card: Some(Cow::Borrowed(card)),
+            via: Via::CollabAgentToolCall,
+        })
+    }
+
+    #[test]
+    fn a_thread_placed_by_its_own_line_is_placed_before_it_and_a_spawn_after_it() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Noise, vec![thread("R", Parentage::Root)]);
+        r.line(on("R"), Weight::Output, vec![spawn("C", "card")]);
+        let child = Parentage::Child { parent: Cow::Borrowed("C"), via: Via::ThreadStarted, card: None };
+        r.line(on("G"), Weight::Noise, vec![thread("G", child)]);
+        assert_eq!(
+            r.seen,
+            [
+                Seen::Root("R".into()),
+                Seen::Line(Class::Root, "R".into()),
+                Seen::Line(Class::Root, "R".into()),
+                Seen::Registered("C".into(), "R".into()),
+                Seen::Registered("G".into(), "C".into()),
+                Seen::Line(Class::Suppressed, "G".into()),
+            ]
+        );
+        let g = r.p.model.thread(r.p.find("G").unwrap());
+        assert_eq!(g.depth, 2);
+        assert_eq!(r.p.router.session_of(r.p.find("G").unwrap()), r.p.find("R"));
+    }
+
+    #[test]
+    fn a_childs_line_is_classed_by_its_weight_a_roots_is_not() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Closing, vec![thread("R", Parentage::Root), spawn("C", "card")]);
+        for w in [Weight::Output, Weight::Noise, Weight::Closing] {
+            r.line(on("C"), w, vec![]);
+        }
+        let lines: Vec<&Seen> = r.seen.iter().filter(|s| matches!(s, Seen::Line(..))).collect();
+        assert_eq!(
+            lines,
+            [
+                &Seen::Line(Class::Root, "R".into()),
+                &Seen::Line(Class::Rehomed, "C".into()),
+                &Seen::Line(Class::Suppressed, "C".into()),
+                &Seen::Line(Class::Suppressed, "C".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_control_line_places_the_thread_it_describes_or_only_names_it() {
+        let mut r = Run::new();
+        r.line(Subject::Control, Weight::Output, vec![thread("R", Parentage::Root)]);
+        r.line(Subject::Control, Weight::Output, vec![thread("unknown", Parentage::Unknown)]);
+        assert_eq!(
+            r.seen,
+            [Seen::Root("R".into()), Seen::Line(Class::Control, "R".into()), Seen::Line(Class::Control, String::new())]
+        );
+        assert!(r.p.find("unknown").is_none(), "describing a thread never makes one");
+        assert_eq!(r.p.model.thread(r.p.find("R").unwrap()).role, Role::Root);
+    }
+
+    #[test]
+    fn a_second_signal_for_a_registered_child_only_fills_its_card() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Output, vec![thread("R", Parentage::Root)]);
+        r.line(on("P"), Weight::Output, vec![thread("P", Parentage::Root)]);
+        let child = Parentage::Child { parent: Cow::Borrowed("R"), via: Via::ThreadStarted, card: None };
+        r.line(on("C"), Weight::Noise, vec![thread("C", child)]);
+        r.line(on("P"), Weight::Output, vec![spawn("C", "late-card")]);
+        let c = r.p.model.thread(r.p.find("C").unwrap());
+        assert_eq!(r.p.model.thread(c.parent.unwrap()).id.as_ref(), "R", "first signal wins");
+        assert_eq!(c.card.as_deref(), Some("late-card"));
+    }
+}

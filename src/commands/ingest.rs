@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use color_eyre::eyre::{Result, WrapErr};
 
 use super::cli::GlobalOpts;
+use crate::feed;
 use crate::model::Prices;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Event, Sink};
@@ -21,6 +22,8 @@ pub fn config(global: &GlobalOpts) -> Result<Config> {
 }
 
 /// Reads every input, in order, as one stream through a new pipeline, then ends the stream.
+/// With more than one core, records are decoded and lowered on all of them while this thread
+/// routes ([`feed`]), with the same result.
 pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
     let (pipeline, error) = ingest_partial(paths, config, also)?;
     match error {
@@ -41,13 +44,25 @@ pub fn ingest_partial(
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
     let mut error = None;
-    for input in &inputs {
-        let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-        let origin = files::origin(input);
-        let read = files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also));
-        if let Err(e) = read {
-            error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
-            break;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores > 1 {
+        // What was read before a failure has been routed: the figures so far stand.
+        if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {
+            let e = color_eyre::Report::new(f.error).wrap_err(format!("{} {}", f.doing, f.input));
+            if f.doing == "opening" {
+                return Err(e);
+            }
+            error = Some(e);
+        }
+    } else {
+        for input in &inputs {
+            let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
+            let origin = files::origin(input);
+            let read = files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also));
+            if let Err(e) = read {
+                error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
+                break;
+            }
         }
     }
     pipeline.finish_with(also);

@@ -325,19 +325,28 @@ impl Router {
 
     /// Routes one record (a line without its `\n`) from `origin`.
     pub fn push(&mut self, record: &[u8], origin: &Origin, sink: &mut impl Sink) {
+        let mut line = Line::empty();
+        match wire::decode_into(record, &mut line) {
+            Ok(()) => self.push_line(record, &line, origin, sink),
+            Err(reason) => self.push_malformed(record, &reason, sink),
+        }
+    }
+
+    /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
+    /// the stream told (a rollout file's thread).
+    pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
+        let lowered = wire::lower(line, origin, &mut self.stream);
+        self.push_lowered(record, &lowered, origin, sink);
+    }
+
+    /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
+    /// [`Line::lowers_alone`], lowered with any stream context: it reads none).
+    pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
-        let mut line = Line::empty();
-        if let Err(reason) = wire::decode_into(record, &mut line) {
-            self.close_windows(None, line_no, sink);
-            self.counters.malformed += 1;
-            sink.event(&Event::Malformed { line_no, reason: &reason, record });
-            return;
-        }
-        let lowered = wire::lower(&line, origin, &mut self.stream);
         self.close_windows(lowered.time, line_no, sink);
         match &lowered.subject {
-            Subject::Control => self.control(&lowered, line_no, sink),
+            Subject::Control => self.control(lowered, line_no, sink),
             Subject::Global => {
                 self.counters.global += 1;
                 sink.event(&Event::Line(Routed {
@@ -347,12 +356,21 @@ impl Router {
                     session: None,
                     owner: None,
                     replayed: false,
-                    record: &lowered,
+                    record: lowered,
                     registry: &self.registry,
                 }));
             }
-            Subject::Thread(id) => self.thread_line(id, &lowered, record, origin, line_no, sink),
+            Subject::Thread(id) => self.thread_line(id, lowered, record, origin, line_no, sink),
         }
+    }
+
+    /// [`Router::push`] of a record that did not decode.
+    pub fn push_malformed(&mut self, record: &[u8], reason: &Malformed, sink: &mut impl Sink) {
+        self.counters.lines += 1;
+        let line_no = self.counters.lines;
+        self.close_windows(None, line_no, sink);
+        self.counters.malformed += 1;
+        sink.event(&Event::Malformed { line_no, reason, record });
     }
 
     /// Counts a record that was over the line-length bound and never buffered whole.

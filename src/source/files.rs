@@ -150,17 +150,29 @@ pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
 /// write one). When reading fails (a truncated `.gz`), the records before the failure have been
 /// handed out, the incomplete last line too, and the error is returned: a caller can show the
 /// figures of what was read along with the error.
-pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
+pub fn read_records(reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
+    read_records_at(reader, max_line, |_, r| each(r))
+}
+
+/// [`read_records`], with each record's byte offset in the stream: a replay keeps offsets, not
+/// bytes, and reads records back from the file when it applies them.
+pub fn read_records_at(
+    mut reader: impl BufRead,
+    max_line: usize,
+    mut each: impl FnMut(u64, Record<'_>),
+) -> io::Result<u64> {
     let mut bytes = 0u64;
     let mut partial: Vec<u8> = Vec::new();
     let mut overflow: Option<usize> = None;
+    // Where the line in `partial` began.
+    let mut partial_at = 0u64;
     let mut first = true;
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+                finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
                 return Err(e);
             }
         };
@@ -178,18 +190,21 @@ pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl Fn
         while let Some(i) = memchr::memchr(b'\n', &chunk[start..]) {
             let end = start + i;
             if partial.is_empty() && overflow.is_none() {
-                emit(&chunk[start..end], max_line, &mut each);
+                emit(&chunk[start..end], max_line, &mut |r| each(bytes + start as u64, r));
             } else {
                 append(&mut partial, &mut overflow, &chunk[start..end], max_line);
-                finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+                finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
             }
             start = end + 1;
+        }
+        if partial.is_empty() && overflow.is_none() {
+            partial_at = bytes + start as u64;
         }
         append(&mut partial, &mut overflow, &chunk[start..], max_line);
         bytes += len as u64;
         reader.consume(len);
     }
-    finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+    finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
     Ok(bytes)
 }
 
@@ -259,6 +274,22 @@ mod tests {
         })
         .unwrap();
         (out, bytes)
+    }
+
+    #[test]
+    fn offsets_point_at_each_record_whatever_the_buffer() {
+        let data = b"a\n\n  \nbcd\r\nefghij\nk";
+        for cap in [1, 2, 3, 5, 64] {
+            let mut seen = Vec::new();
+            read_records_at(BufReader::with_capacity(cap, &data[..]), 1 << 20, |at, r| {
+                if let Record::Line(l) = r {
+                    assert_eq!(&data[at as usize..at as usize + l.len()], l, "buffer {cap}");
+                    seen.push(at);
+                }
+            })
+            .unwrap();
+            assert_eq!(seen, [0, 6, 11, 18], "buffer {cap}");
+        }
     }
 
     #[test]

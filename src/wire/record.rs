@@ -49,6 +49,12 @@ impl Line<'_> {
         Self { dir: Dir::Bare, ts: None, msg: Message::default(), other: None, raw: "" }
     }
 
+    /// Whether lowering it needs nothing from the lines before it: every format's lines but a
+    /// rollout's, whose thread the file's first line may have named.
+    pub fn lowers_alone(&self) -> bool {
+        !matches!(self.other, Some(Other::Rollout(_)))
+    }
+
     /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`, else
     /// the line's own ISO `timestamp`.
     pub fn time(&self) -> Option<i64> {
