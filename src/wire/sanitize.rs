@@ -141,9 +141,10 @@ fn is_plain(raw: &[u8]) -> bool {
 
 /// A byte that may begin what the sanitiser drops: a C0 control but `\n` and `\t`, DEL, or the
 /// lead byte of a C1 control (0xC2), U+061C (0xD8), U+180E (0xE1), a bidi or zero-width control
-/// (0xE2) or U+FEFF (0xEF). Never a UTF-8 continuation byte, so always on a char boundary.
+/// or a line or paragraph separator (0xE2), U+FEFF (0xEF) or a tag character (0xF3). Never a UTF-8
+/// continuation byte, so always on a char boundary.
 fn may_drop(b: u8) -> bool {
-    (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef)
+    (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef | 0xf3)
 }
 
 /// The first byte at or after `from` that [`may_drop`], else the end; eight bytes at a time.
@@ -366,6 +367,7 @@ mod tests {
                         Just("\\"), Just("P"), Just("("), Just("a"), Just("0;"), Just("\u{202e}"), Just("\u{2066}"),
                         Just("\u{200b}"), Just("\u{feff}"), Just("\u{61c}"), Just("\u{180e}"), Just("\u{85}"),
                         Just("\u{a9}"), Just("\u{2014}"), Just("é"), Just("日本"), Just("🦀"), Just("\r"), Just("\n"),
+                        Just("\u{2028}"), Just("\u{2029}"), Just("\u{e0041}"), Just("\u{e007f}"), Just("\u{f3000}"),
                         Just("\t"), Just("\x7f"), Just("\x01"), Just("plain text ")], 0..60)) {
             let s: String = parts.concat();
             let clean = sanitize(&s);
