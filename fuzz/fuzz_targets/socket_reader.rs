@@ -48,14 +48,19 @@ fuzz_target!(|data: &[u8]| {
         // A line of the input that reads as a marker is wrapped: markers come only from a tee.
         let Frame::Records(records) = frame else { panic!("an encoded record read back as {frame:?}") };
         for record in records.iter() {
-            let v: serde_json::Value = serde_json::from_slice(record).expect("every record is JSON");
-            let partial = v.get("partial").is_some();
-            if let Some(raw) = v.get("rawB64").and_then(serde_json::Value::as_str) {
-                back.extend(base64::engine::general_purpose::STANDARD.decode(raw).expect("base64"));
+            // JSON by its grammar (numbers of any size are JSON, as `is_json` says).
+            serde_json::from_slice::<&serde_json::value::RawValue>(record).expect("every record is JSON");
+            let partial = record.ends_with(PARTIAL);
+            let body = &record[..record.len() - if partial { PARTIAL.len() } else { 1 }];
+            let dir = find(body, DIR).expect("the envelope names its direction") + DIR.len();
+            let payload = &body[dir..];
+            let payload = payload.strip_prefix(CONTINUED).unwrap_or(payload);
+            if let Some(msg) = payload.strip_prefix(MSG) {
+                back.extend_from_slice(msg);
             } else {
-                let start = memchr_msg(record).expect("a record holds msg or rawB64");
-                let end = record.len() - if partial { b",\"partial\":true}".len() } else { 1 };
-                back.extend_from_slice(&record[start..end]);
+                let raw = payload.strip_prefix(RAW).expect("a record holds msg or rawB64");
+                let b64 = std::str::from_utf8(&raw[..raw.len() - 1]).expect("base64 is ASCII");
+                back.extend(base64::engine::general_purpose::STANDARD.decode(b64).expect("base64"));
             }
             if !partial {
                 back.push(b'\n');
@@ -65,8 +70,14 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(back, input, "the recording gives back every byte");
 });
 
-/// Where `msg`'s value starts in an envelope built by the encoder.
-fn memchr_msg(record: &[u8]) -> Option<usize> {
-    let key = b"\"msg\":";
-    record.windows(key.len()).position(|w| w == key).map(|i| i + key.len())
+/// How the encoder ends a record that is a piece of a line, and how it names its payload.
+const PARTIAL: &[u8] = b",\"partial\":true}";
+const RAW: &[u8] = b"\"rawB64\":\"";
+const MSG: &[u8] = b"\"msg\":";
+const DIR: &[u8] = b"\"dir\":\"in\",";
+const CONTINUED: &[u8] = b"\"continued\":true,";
+
+/// Where `key` first occurs: in the envelope's own prefix (`{"ts":N,"dir":"in",`) for `DIR`.
+fn find(record: &[u8], key: &[u8]) -> Option<usize> {
+    record.windows(key.len()).position(|w| w == key)
 }
