@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use color_eyre::eyre::{Result, eyre};
 use tokio::sync::mpsc;
 
+use super::export::finish_live;
 use super::stats::render_json;
-use super::terminal::QuitSignals;
+use super::terminal::{Quit, QuitSignals};
+use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::live::{End, Event, Records};
@@ -23,42 +25,118 @@ pub enum Ending {
     Signal,
 }
 
+/// How a consumed stream stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The proxied command's end marker.
+    Exited,
+    /// The source closed without one.
+    Closed,
+    Signal(Quit),
+}
+
 /// Applies events until the stream ends, the consumer is interrupted (SIGINT, SIGQUIT, SIGTERM,
-/// SIGHUP), or the source goes away; then prints the figures.
-pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config, ending: Ending) -> Result<ExitCode> {
-    let mut pipeline = Pipeline::new(config.clone());
-    let mut signals = QuitSignals::new()?;
-    let partial = loop {
-        let event = tokio::select! {
-            event = events.recv() => event,
-            quit = signals.recv() => break match ending {
-                Ending::Marker => Some(format!("stopped by a signal ({quit:?}) before the session ended")),
-                Ending::Signal => None,
-            },
-        };
-        match event {
-            Some(Event::Ended(End::Exited(_))) => break None,
-            None | Some(Event::Ended(End::Closed)) => {
-                break (ending == Ending::Marker)
-                    .then(|| "the tee closed the connection before the session ended".to_owned());
-            }
-            Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
-            // The history that follows rebuilds the same model from scratch.
-            Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
-            Some(Event::Records(records)) => feed(&mut pipeline, &records),
-            Some(Event::Oversized { len, head }) => {
-                let record = files::Record::TooLong { len, head: &head };
-                pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
-            }
-            Some(Event::Notice(notice)) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
-            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
+/// SIGHUP), or the source goes away; then prints the figures, and says so (exit non-zero) when
+/// they are only part of a session that should have ended by itself (`ending`).
+pub async fn headless(
+    events: mpsc::Receiver<Event>,
+    config: Config,
+    export: Option<Live>,
+    ending: Ending,
+) -> Result<ExitCode> {
+    let (pipeline, stop) = consume_until(events, config, export, true).await?;
+    super::print(render_json(&pipeline).as_bytes())?;
+    let partial = match (ending, stop) {
+        (Ending::Signal, _) | (Ending::Marker, Stop::Exited) => None,
+        (Ending::Marker, Stop::Closed) => Some("the tee closed the connection before the session ended".to_owned()),
+        (Ending::Marker, Stop::Signal(quit)) => {
+            Some(format!("stopped by a signal ({quit:?}) before the session ended"))
         }
     };
-    pipeline.finish();
-    super::print(render_json(&pipeline).as_bytes())?;
     match partial {
         None => Ok(ExitCode::SUCCESS),
         Some(why) => Err(eyre!("the figures above are partial: {why}")),
+    }
+}
+
+/// Applies events to a pipeline (exporting spans as they end, when asked) until the stream ends
+/// or, with `signals`, the consumer is interrupted; then settles the pipeline and the export.
+pub async fn consume(
+    events: mpsc::Receiver<Event>,
+    config: Config,
+    export: Option<Live>,
+    signals: bool,
+) -> Result<Pipeline> {
+    Ok(consume_until(events, config, export, signals).await?.0)
+}
+
+async fn consume_until(
+    mut events: mpsc::Receiver<Event>,
+    config: Config,
+    mut export: Option<Live>,
+    signals: bool,
+) -> Result<(Pipeline, Stop)> {
+    let mut pipeline = Pipeline::new(config.clone());
+    let mut quit = if signals { Some(QuitSignals::new()?) } else { None };
+    let stop = loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            Some(q) = async { Some(quit.as_mut()?.recv().await) } => break Stop::Signal(q),
+        };
+        match event {
+            Some(Event::Ended(End::Exited(_))) => break Stop::Exited,
+            None | Some(Event::Ended(End::Closed)) => break Stop::Closed,
+            Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
+            Some(event) => apply(event, &mut pipeline, &config, &mut export),
+        }
+    };
+    if matches!(stop, Stop::Signal(_)) {
+        // What the source had already taken in (an acknowledged OTLP request, a line read) still
+        // counts: apply what arrives until the source has been quiet a moment.
+        let until = tokio::time::Instant::now() + SETTLE_MAX;
+        while let Ok(Some(event)) = tokio::time::timeout(SETTLE_QUIET, events.recv()).await {
+            match event {
+                Event::Ended(_) => break,
+                event => apply(event, &mut pipeline, &config, &mut export),
+            }
+            if tokio::time::Instant::now() >= until {
+                break;
+            }
+        }
+    }
+    pipeline.finish();
+    if let Some(x) = export {
+        finish_live(x, &pipeline.model, pipeline.format());
+    }
+    Ok((pipeline, stop))
+}
+
+/// After Ctrl-C, how long the source may be quiet before the figures are final, and at most how
+/// long to wait for it.
+const SETTLE_QUIET: std::time::Duration = std::time::Duration::from_millis(150);
+const SETTLE_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Option<Live>) {
+    match event {
+        // The history that follows rebuilds the same model from scratch.
+        Event::Reset(_) => {
+            *pipeline = Pipeline::new(config.clone());
+            if let Some(x) = export {
+                x.reset();
+            }
+        }
+        Event::Records(records) => {
+            feed(pipeline, &records);
+            if let Some(x) = export {
+                x.update(&pipeline.model, pipeline.format());
+            }
+        }
+        Event::Oversized { len, head } => {
+            let record = files::Record::TooLong { len, head: &head };
+            pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
+        }
+        Event::Notice(notice) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
+        Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Followed(_) => {}
     }
 }
 

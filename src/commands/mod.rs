@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod cli;
+pub mod export;
 mod ingest;
 pub mod listen;
 mod live;
@@ -21,6 +22,7 @@ use crate::wire::sanitize_line;
 
 pub use self::cli::{Cli, Command};
 pub use self::ingest::{config, ingest, ingest_partial};
+pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {
@@ -100,9 +102,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Stats(args)) => stats::run(&args, config),
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
-        Some(Command::Tee(args)) => tee::run(&args),
+        Some(Command::Tee(args)) => tee::run(&args, config),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
     }

@@ -90,4 +90,6 @@ pub enum Event {
     Notice(String),
     /// The stream is over for good; no event follows.
     Ended(End),
+    /// A followed replay's file changed (`--follow`, see [`super::follow`]).
+    Followed(super::follow::Change),
 }

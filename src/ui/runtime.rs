@@ -22,13 +22,12 @@ use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
 use crate::source::files::{self, MAX_LINE, Record};
+use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
 use crate::wire::{Decoded, Origin, decode};
 
-/// How often a followed file is checked for growth.
-const FOLLOW_POLL: Duration = Duration::from_millis(250);
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
 const CLOCK_SKEW_MS: i64 = 3_600_000;
@@ -65,7 +64,7 @@ pub fn time_of(line: &[u8]) -> Option<i64> {
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.
-fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
+pub fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
     let nothing = &mut |_: &Event<'_, '_>| {};
     // An `Origin` is an `Arc`: cloned once per change of file.
     let mut origin = Origin::NONE;
@@ -103,7 +102,8 @@ impl Rate {
 struct Replayed {
     recorded: Recorded,
     pace: Replay,
-    next_follow: Instant,
+    /// Growth of followed files reported before the replay caught up, applied once it has.
+    growth: VecDeque<Change>,
 }
 
 pub struct Runtime {
@@ -150,7 +150,7 @@ impl Runtime {
             apply(&recorded, &mut rt.pipeline, 0..start);
             pace.jump(start, now);
         }
-        rt.replay = Some(Replayed { recorded, pace, next_follow: now + FOLLOW_POLL });
+        rt.replay = Some(Replayed { recorded, pace, growth: VecDeque::new() });
         rt
     }
 
@@ -171,11 +171,23 @@ impl Runtime {
         self.pipeline.counters().lines
     }
 
+    /// `input.format` of what was read so far.
+    pub fn format(&self) -> &'static str {
+        self.pipeline.format()
+    }
+
     /// Takes one input; returns what only the caller can do (quit, suspend, copy).
     pub fn input(&mut self, input: Input, now: Instant) -> Option<Effect> {
         match input {
             Input::Terminal(event) => return self.terminal(&event, now),
+            Input::Live(live::Event::Followed(change)) => {
+                if let Some(rp) = self.replay.as_mut() {
+                    rp.growth.push_back(change);
+                }
+            }
             Input::Live(event) => self.take_live(event, now),
+            // A replay's follower stopping ends nothing: the recording is all there.
+            Input::LiveClosed if self.replay.is_some() => {}
             // The source closed: ended, once what a pause holds has been shown.
             Input::LiveClosed => self.take_live(live::Event::Ended(End::Closed), now),
         }
@@ -203,10 +215,12 @@ impl Runtime {
             } else {
                 self.feed.ended = None;
             }
-            if rp.recorded.follow && rp.pace.is_done() && now >= rp.next_follow {
-                rp.next_follow = now + FOLLOW_POLL;
+            // What followed files gained (reported by `source::follow`), once caught up: the
+            // lines are due the moment they exist.
+            while rp.pace.is_done() {
+                let Some(change) = rp.growth.pop_front() else { break };
                 let before = rp.recorded.len();
-                let added = rp.recorded.follow_growth(&time_of);
+                let added = rp.recorded.followed(change, &time_of);
                 if added > 0 {
                     apply(&rp.recorded, &mut self.pipeline, before..before + added);
                     rp.pace.append_applied(added, now);
@@ -280,10 +294,11 @@ impl Runtime {
     pub fn wake(&self, now: Instant) -> Instant {
         let mut deadline = None;
         if let Some(rp) = &self.replay {
-            deadline = if rp.pace.due(now) > 0 { Some(now) } else { rp.pace.next_deadline() };
-            if rp.recorded.follow {
-                deadline = Some(deadline.map_or(rp.next_follow, |d: Instant| d.min(rp.next_follow)));
-            }
+            deadline = if rp.pace.due(now) > 0 || (rp.pace.is_done() && !rp.growth.is_empty()) {
+                Some(now)
+            } else {
+                rp.pace.next_deadline()
+            };
         }
         if !self.feed.paused && !self.held.is_empty() {
             deadline = Some(now);
@@ -368,6 +383,8 @@ impl Runtime {
                     Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
             }
             live::Event::Ended(End::Closed) if self.feed.ended.is_some() => {}
+            // Only a replay follows files (handled in `input`).
+            live::Event::Followed(_) => {}
             live::Event::Ended(end) => {
                 self.finish();
                 self.feed.connection = None;
