@@ -4,17 +4,18 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use color_eyre::eyre::{Result, bail};
+use color_eyre::eyre::{Result, WrapErr, bail};
 use tokio::sync::mpsc;
 
 use super::cli::AttachArgs;
 use super::export::{live_request, start_live};
-use super::live::headless;
+use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
+use crate::wire::Clean;
 
 pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -31,14 +32,14 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = Clean::path(path.file_name().map_or(path.as_path(), std::path::Path::new));
         // Headless runs end with the stream; the screen stays, reconnects if the tee restarts and,
         // when the tee was found rather than named, follows a restarted tee to its new socket.
         let reconnect = !args.headless;
         let rediscover = (reconnect && args.socket.is_none()).then(|| path.parent().map(PathBuf::from)).flatten();
         tokio::spawn(attach::run(Options { path, reconnect, record, rediscover }, tx));
         if args.headless {
-            headless(rx, config, export).await
+            headless(rx, config, export, Ending::Marker).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
             monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None }).await
@@ -49,12 +50,16 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
 /// The socket to attach to when none was given: the only running tee, or the user's pick among
 /// several (`None`: several and nobody to ask; they were listed and the exit status is 2).
 fn pick() -> Result<Option<PathBuf>> {
-    let found = match attach::discover() {
-        Discovery::None { dir } => bail!("no running `swarmtop tee` found in {}", dir.display()),
+    let discovered = attach::discover().wrap_err("looking for running tees")?;
+    let mut err = std::io::stderr().lock();
+    for why in &discovered.refused {
+        writeln!(err, "swarmtop: ignoring {why}")?;
+    }
+    let found = match discovered.pick {
+        Discovery::None { dir } => bail!("no running `swarmtop tee` found in {}", Clean::path(&dir)),
         Discovery::One(path) => return Ok(Some(path)),
         Discovery::Several(found) => found,
     };
-    let mut err = std::io::stderr().lock();
     writeln!(err, "running tees (newest first):")?;
     for (i, f) in found.iter().enumerate() {
         writeln!(err, "  {}) {}", i + 1, attach::describe(f))?;

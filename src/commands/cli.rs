@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// Global options may stand before a subcommand (`swarmtop --log F tree X`): subcommand names are
+/// looked for after options too. A name after an input is an input (`swarmtop a.ndjson tree`).
 #[derive(Debug, Parser)]
 #[command(
     name = "swarmtop",
     version,
-    about = "The htop of agent swarms: watch live sub-agent trees, their output, tokens and cost",
-    args_conflicts_with_subcommands = true
+    about = "The htop of agent swarms: watch live sub-agent trees, their output, tokens and cost"
 )]
 pub struct Cli {
     #[command(subcommand)]

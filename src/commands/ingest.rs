@@ -27,23 +27,48 @@ pub fn config(global: &GlobalOpts) -> Result<Config> {
 /// thread alone: on the shared two-core machine it was measured, feeding one stream of Codex
 /// traffic across threads cost more than it gained in every run.
 pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
+    let (pipeline, error) = ingest_partial(paths, config, also)?;
+    match error {
+        Some(e) => Err(e),
+        None => Ok(pipeline),
+    }
+}
+
+/// [`ingest`], but an input that cannot be read to its end (a truncated `.gz`, a file that
+/// vanished) stops the stream there and still gives the pipeline of what was read, with the
+/// error: the figures of a damaged recording are worth printing. An input that cannot be opened
+/// (or listed) gives no pipeline, only the error.
+pub fn ingest_partial(
+    paths: &[PathBuf],
+    config: Config,
+    also: &mut (impl Sink + ?Sized),
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
+    let mut error = None;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if cores > 1 && inputs.len() > 1 {
+        // What was read before a failure has been routed: the figures so far stand.
         if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {
-            return Err(f.error).wrap_err(format!("{} {}", f.doing, f.input));
+            let e = color_eyre::Report::new(f.error).wrap_err(format!("{} {}", f.doing, f.input));
+            if f.doing == "opening" {
+                return Err(e);
+            }
+            error = Some(e);
         }
     } else {
         for input in &inputs {
             let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
             let origin = files::origin(input);
-            files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also))
-                .wrap_err_with(|| format!("reading {}", input.name()))?;
+            let read = files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also));
+            if let Err(e) = read {
+                error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
+                break;
+            }
         }
     }
     pipeline.finish_with(also);
-    Ok(pipeline)
+    Ok((pipeline, error))
 }
 
 /// A sink for callers that need nothing beyond the model.

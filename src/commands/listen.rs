@@ -10,13 +10,14 @@ use tokio::sync::mpsc;
 
 use super::cli::ListenArgs;
 use super::export::{live_request, start_live};
-use super::live::headless;
+use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
 use crate::source::socket::{self, SocketFile};
 use crate::source::{inbound, otlp};
+use crate::wire::Clean;
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -35,10 +36,11 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let receive = receive.transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
+        let shown = Clean::path(&path);
+        let listener = socket::bind(&path).wrap_err_with(|| format!("binding {shown}"))?;
         let _socket = SocketFile::new(path.clone());
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
-        let mut name = format!("listen {}", path.display());
+        let mut name = format!("listen {shown}");
         let otlp = match receive {
             Some(addr) => {
                 let tcp =
@@ -59,8 +61,8 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
         let receive = otlp.as_ref().map(|(_, c)| c.clone());
         tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
         if args.headless {
-            eprintln!("swarmtop listen: accepting producers on {}", path.display());
-            let code = headless(rx, config, export).await;
+            eprintln!("swarmtop listen: accepting producers on {shown}");
+            let code = headless(rx, config, export, Ending::Signal).await;
             if let Some(c) = &receive {
                 eprintln!("swarmtop listen: OTLP received: {}", c.describe());
             }

@@ -1,56 +1,96 @@
 //! Headless consumption of a live source: the `stats` pipeline fed from [`Event`]s instead of
 //! files, printing what `stats --json` would print when the stream ends or on Ctrl-C.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, eyre};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::export::finish_live;
 use super::stats::render_json;
+use super::terminal::{Quit, QuitSignals};
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
 use crate::source::live::{End, Event, Records};
 use crate::wire::Origin;
 
-/// Applies events until the stream ends, the consumer is interrupted (SIGINT or SIGTERM), or the
-/// source goes away; then prints the figures.
-pub async fn headless(events: mpsc::Receiver<Event>, config: Config, export: Option<Live>) -> Result<ExitCode> {
-    let pipeline = consume(events, config, export, true).await?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(render_json(&pipeline).as_bytes())?;
-    stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+/// What ends a live source's stream when all is well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The tee's `end` marker (attach): anything else — the tee closing the connection first, a
+    /// signal to us — leaves the figures partial, which is said, with a non-zero exit.
+    Marker,
+    /// Only a signal to us (listen): producers come and go, the stream never ends by itself.
+    Signal,
+}
+
+/// How a consumed stream stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The proxied command's end marker.
+    Exited,
+    /// The source closed without one.
+    Closed,
+    Signal(Quit),
+}
+
+/// Applies events until the stream ends, the consumer is interrupted (SIGINT, SIGQUIT, SIGTERM,
+/// SIGHUP), or the source goes away; then prints the figures, and says so (exit non-zero) when
+/// they are only part of a session that should have ended by itself (`ending`).
+pub async fn headless(
+    events: mpsc::Receiver<Event>,
+    config: Config,
+    export: Option<Live>,
+    ending: Ending,
+) -> Result<ExitCode> {
+    let (pipeline, stop) = consume_until(events, config, export, true).await?;
+    super::print(render_json(&pipeline).as_bytes())?;
+    let partial = match (ending, stop) {
+        (Ending::Signal, _) | (Ending::Marker, Stop::Exited) => None,
+        (Ending::Marker, Stop::Closed) => Some("the tee closed the connection before the session ended".to_owned()),
+        (Ending::Marker, Stop::Signal(quit)) => {
+            Some(format!("stopped by a signal ({quit:?}) before the session ended"))
+        }
+    };
+    match partial {
+        None => Ok(ExitCode::SUCCESS),
+        Some(why) => Err(eyre!("the figures above are partial: {why}")),
+    }
 }
 
 /// Applies events to a pipeline (exporting spans as they end, when asked) until the stream ends
 /// or, with `signals`, the consumer is interrupted; then settles the pipeline and the export.
 pub async fn consume(
+    events: mpsc::Receiver<Event>,
+    config: Config,
+    export: Option<Live>,
+    signals: bool,
+) -> Result<Pipeline> {
+    Ok(consume_until(events, config, export, signals).await?.0)
+}
+
+async fn consume_until(
     mut events: mpsc::Receiver<Event>,
     config: Config,
     mut export: Option<Live>,
     signals: bool,
-) -> Result<Pipeline> {
+) -> Result<(Pipeline, Stop)> {
     let mut pipeline = Pipeline::new(config.clone());
-    let mut interrupt = signals.then(|| signal(SignalKind::interrupt())).transpose()?;
-    let mut terminate = signals.then(|| signal(SignalKind::terminate())).transpose()?;
-    let mut interrupted = false;
-    loop {
+    let mut quit = if signals { Some(QuitSignals::new()?) } else { None };
+    let stop = loop {
         let event = tokio::select! {
             event = events.recv() => event,
-            Some(()) = async { interrupt.as_mut()?.recv().await } => { interrupted = true; break }
-            Some(()) = async { terminate.as_mut()?.recv().await } => { interrupted = true; break }
+            Some(q) = async { Some(quit.as_mut()?.recv().await) } => break Stop::Signal(q),
         };
         match event {
-            None | Some(Event::Ended(End::Exited(_) | End::Closed)) => break,
+            Some(Event::Ended(End::Exited(_))) => break Stop::Exited,
+            None | Some(Event::Ended(End::Closed)) => break Stop::Closed,
             Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
             Some(event) => apply(event, &mut pipeline, &config, &mut export),
         }
-    }
-    if interrupted {
+    };
+    if matches!(stop, Stop::Signal(_)) {
         // What the source had already taken in (an acknowledged OTLP request, a line read) still
         // counts: apply what arrives until the source has been quiet a moment.
         let until = tokio::time::Instant::now() + SETTLE_MAX;
@@ -68,7 +108,7 @@ pub async fn consume(
     if let Some(x) = export {
         finish_live(x, &pipeline.model, pipeline.format());
     }
-    Ok(pipeline)
+    Ok((pipeline, stop))
 }
 
 /// After Ctrl-C, how long the source may be quiet before the figures are final, and at most how
@@ -91,6 +131,11 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
                 x.update(&pipeline.model, pipeline.format());
             }
         }
+        Event::Oversized { len, head } => {
+            let record = files::Record::TooLong { len, head: &head };
+            pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
+        }
+        Event::Notice(notice) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
         Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Followed(_) => {}
     }
 }

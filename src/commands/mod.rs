@@ -18,8 +18,10 @@ use std::process::ExitCode;
 use clap::Parser;
 use color_eyre::eyre::{Result, WrapErr};
 
+use crate::wire::sanitize_line;
+
 pub use self::cli::{Cli, Command};
-pub use self::ingest::{config, ingest};
+pub use self::ingest::{config, ingest, ingest_partial};
 pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
@@ -34,6 +36,8 @@ pub fn main() -> ExitCode {
     let _log_guard = init_logging(cli.global.log.as_deref());
     match run(cli) {
         Ok(code) => code,
+        // `swarmtop tree X | head -1`: the reader has what it wanted.
+        Err(e) if e.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:?}");
             eprintln!("swarmtop: {}", one_line(&e));
@@ -42,9 +46,40 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes on one line: `reading x.ndjson: No such file or directory`.
+/// The error and its causes on one line: `reading x.ndjson: No such file or directory`. Messages
+/// carry names from the input and the file system (paths, socket names): sanitised, since a name
+/// can hold escape sequences or a newline that forges a second message.
 fn one_line(e: &color_eyre::Report) -> String {
-    e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
+    let text = e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ");
+    sanitize_line(&text).as_str().to_owned()
+}
+
+/// Whoever reads our standard output has closed it (`| head -1`): a normal end, not an error.
+#[derive(Debug)]
+pub struct StdoutClosed;
+
+impl std::fmt::Display for StdoutClosed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("standard output closed")
+    }
+}
+
+impl std::error::Error for StdoutClosed {}
+
+/// Maps a failed write to stdout: a closed pipe becomes [`StdoutClosed`].
+pub(crate) fn stdout_error(e: std::io::Error) -> color_eyre::Report {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        color_eyre::Report::new(StdoutClosed)
+    } else {
+        color_eyre::Report::new(e).wrap_err("writing to standard output")
+    }
+}
+
+/// Writes all of `text` to stdout and flushes it.
+pub(crate) fn print(text: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text).and_then(|()| stdout.flush()).map_err(stdout_error)
 }
 
 /// Logs go to a file, never to the terminal (the screen owns it).

@@ -11,12 +11,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use color_eyre::eyre::{Result, WrapErr};
 use crossterm::event::EventStream;
 use futures_util::StreamExt;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme};
 use super::export::{feed_of, finish_live, live_request, start_live};
-use super::terminal::TerminalGuard;
+use super::terminal::{QuitSignals, TerminalGuard};
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
@@ -166,8 +165,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     let mut exported = u64::MAX;
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut hangup = signal(SignalKind::hangup())?;
+    let mut signals = QuitSignals::new()?;
     let now = Instant::now();
     let settings =
         Settings { fps: opts.fps, stall_ms: opts.stall, max_gap_ms: opts.max_gap, pace: pace_of(opts.speed) };
@@ -222,8 +220,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
                 Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
                 None => break,
             },
-            _ = terminate.recv() => break,
-            _ = hangup.recv() => break,
+            // A request to quit, like `q`: the guard restores the terminal on the way out.
+            _ = signals.recv() => break,
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 let now = Instant::now();
                 if let Some(event) = event {

@@ -9,19 +9,19 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::RouteArgs;
-use super::ingest::ingest;
+use super::ingest::ingest_partial;
 use crate::pipeline::Config;
 use crate::router::{Class, Event, Sink, ThreadIdx};
 
 pub fn run(args: &RouteArgs, config: Config) -> Result<ExitCode> {
     let stdout = std::io::stdout().lock();
     let mut writer = RouteWriter { all: args.all, ids: Vec::new(), out: BufWriter::new(stdout), error: None };
-    ingest(&args.inputs, config, &mut writer)?;
+    let (_, error) = ingest_partial(&args.inputs, config, &mut writer)?;
     if let Some(e) = writer.error {
-        return Err(e.into());
+        return Err(super::stdout_error(e));
     }
-    writer.out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    writer.out.flush().map_err(super::stdout_error)?;
+    error.map_or(Ok(ExitCode::SUCCESS), Err)
 }
 
 /// Writes each routed line as it leaves the router, replays in their replay position.

@@ -2,7 +2,6 @@
 //! a tree for people.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::Result;
@@ -10,7 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::StatsArgs;
-use super::ingest::{ingest, nothing};
+use super::ingest::{ingest_partial, nothing};
 use super::tree::render_tree;
 use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
@@ -19,12 +18,10 @@ use crate::router::{Counters, Role, ThreadIdx};
 use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
-    let pipeline = ingest(&args.inputs, config, &mut nothing())?;
+    let (pipeline, error) = ingest_partial(&args.inputs, config, &mut nothing())?;
     let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(out.as_bytes())?;
-    stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    super::print(out.as_bytes())?;
+    error.map_or(Ok(ExitCode::SUCCESS), Err)
 }
 
 #[derive(Serialize)]

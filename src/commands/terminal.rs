@@ -1,6 +1,11 @@
 //! The terminal's lifecycle in one place: raw mode, the alternate screen and mouse capture are
 //! entered together and undone together — by the guard's `Drop` on every normal or error path, and
 //! by a panic hook chained before the previous one, so a panic message lands on a sane terminal.
+//!
+//! Signals that end the process by default (SIGINT, SIGQUIT, SIGTERM, SIGHUP) would skip every
+//! `Drop`: the terminal stays raw on the alternate screen and a socket file stays behind. Whoever
+//! owns a terminal or a socket listens for them with [`QuitSignals`] and returns normally instead,
+//! so that the guard and every other `Drop` run.
 
 use std::io::{self, IsTerminal, Stdout, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +16,7 @@ use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_ra
 use crossterm::{cursor, execute};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 /// Whether the terminal is in the monitor's modes now; restoring twice must be harmless.
 static ENTERED: AtomicBool = AtomicBool::new(false);
@@ -88,4 +94,45 @@ fn install_panic_hook() {
         restore();
         previous(info);
     }));
+}
+
+/// The signals that would end the process by default, caught so that the caller can end it
+/// itself, restoring what it changed. Must be made inside a tokio runtime.
+pub struct QuitSignals {
+    interrupt: Signal,
+    quit: Signal,
+    terminate: Signal,
+    hangup: Signal,
+}
+
+/// Which of [`QuitSignals`] arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quit {
+    Interrupt,
+    /// SIGQUIT (Ctrl-\\ on a cooked terminal).
+    CoreDump,
+    Terminate,
+    Hangup,
+}
+
+impl QuitSignals {
+    pub fn new() -> Result<Self> {
+        let on = |kind| signal(kind).wrap_err("installing signal handlers");
+        Ok(Self {
+            interrupt: on(SignalKind::interrupt())?,
+            quit: on(SignalKind::quit())?,
+            terminate: on(SignalKind::terminate())?,
+            hangup: on(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next of these signals.
+    pub async fn recv(&mut self) -> Quit {
+        tokio::select! {
+            _ = self.interrupt.recv() => Quit::Interrupt,
+            _ = self.quit.recv() => Quit::CoreDump,
+            _ = self.terminate.recv() => Quit::Terminate,
+            _ = self.hangup.recv() => Quit::Hangup,
+        }
+    }
 }

@@ -1,13 +1,12 @@
 //! `swarmtop tree`: the spawn tree as indented text, readable in a CI log.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::Result;
 
 use super::cli::TreeArgs;
-use super::ingest::{ingest, nothing};
+use super::ingest::{ingest_partial, nothing};
 use crate::model::{Model, format_usd};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
@@ -15,11 +14,9 @@ use crate::ui::status::Shown;
 use crate::ui::text::grouped;
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
-    let pipeline = ingest(&args.inputs, config, &mut nothing())?;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(render_tree(&pipeline.model).as_bytes())?;
-    stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    let (pipeline, error) = ingest_partial(&args.inputs, config, &mut nothing())?;
+    super::print(render_tree(&pipeline.model).as_bytes())?;
+    error.map_or(Ok(ExitCode::SUCCESS), Err)
 }
 
 /// Every session with its descendants, then the unattributed threads and anything still pending.
@@ -46,29 +43,50 @@ pub fn render_tree(model: &Model) -> String {
     out
 }
 
+/// Levels of indentation drawn; deeper threads are drawn at this indent with their depth written
+/// out, so that a chain thousands deep prints in linear, not quadratic, space.
+const DRAWN_LEVELS: usize = 48;
+
+/// One thread and its descendants, depth first. The walk keeps its own stack: a chain registered
+/// child-first can be far deeper than the call stack allows.
 fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut String) {
-    let t = model.thread(idx);
-    let model_name = t.model.as_ref().map_or("?", |m| m.as_str());
-    let _ = write!(
-        out,
-        "{lead}{} {}  {model_name}  {}  turns {}  items {}  {} tok  {}",
-        Shown::Is(t.status).glyph(),
-        t.name(),
-        t.status.as_str(),
-        t.turns.len(),
-        t.items.len(),
-        grouped(t.tokens.total),
-        format_usd(t.cost),
-    );
-    if !t.children.is_empty() {
-        let _ = write!(out, "  (subtree {} threads, {})", t.subtree.threads, format_usd(t.subtree.cost_usd()));
-    }
-    out.push('\n');
-    let n = t.children.len();
-    for (i, &child) in t.children.iter().enumerate() {
-        let last = i + 1 == n;
-        let child_lead = format!("{indent}{}", if last { "└─ " } else { "├─ " });
-        let child_indent = format!("{indent}{}", if last { "   " } else { "│  " });
-        node(model, child, &child_lead, &child_indent, out);
+    let mut stack = vec![(idx, 0usize, lead.to_owned(), indent.to_owned())];
+    while let Some((idx, level, lead, indent)) = stack.pop() {
+        let t = model.thread(idx);
+        let model_name = t.model.as_ref().map_or("?", |m| m.as_str());
+        if level > DRAWN_LEVELS {
+            let _ = write!(out, "{indent}[level {level}] ");
+        } else {
+            out.push_str(&lead);
+        }
+        let _ = write!(
+            out,
+            "{} {}  {model_name}  {}  turns {}  items {}  {} tok  {}",
+            Shown::Is(t.status).glyph(),
+            t.name(),
+            t.status.as_str(),
+            t.turns.len(),
+            t.items.len(),
+            grouped(t.tokens.total),
+            format_usd(t.cost),
+        );
+        if !t.children.is_empty() {
+            let _ = write!(out, "  (subtree {} threads, {})", t.subtree.threads, format_usd(t.subtree.cost_usd()));
+        }
+        out.push('\n');
+        let n = t.children.len();
+        // Pushed last child first, so the first child is drawn next.
+        for (i, &child) in t.children.iter().enumerate().rev() {
+            let last = i + 1 == n;
+            let (child_lead, child_indent) = if level >= DRAWN_LEVELS {
+                (String::new(), indent.clone())
+            } else {
+                (
+                    format!("{indent}{}", if last { "└─ " } else { "├─ " }),
+                    format!("{indent}{}", if last { "   " } else { "│  " }),
+                )
+            };
+            stack.push((child, level + 1, child_lead, child_indent));
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::origin::{Origin, OriginInfo};
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
-const HEAD: usize = 200;
+pub const HEAD: usize = 200;
 const READ_BUFFER: usize = 1 << 20;
 
 /// One input of the stream.
@@ -39,7 +39,7 @@ pub enum Record<'a> {
 }
 
 /// Expands the command line's inputs: a directory gives its `*.ndjson` / `*.jsonl` files (also
-/// `.gz`), recursively, in name order.
+/// `.gz`), recursively, in name order, each file once however many links lead to it.
 pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     let mut out = Vec::new();
     for p in paths {
@@ -49,8 +49,7 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
             // An OpenCode data directory: its store is the input.
             out.push(Input::File(store));
         } else if p.is_dir() {
-            let mut files = Vec::new();
-            collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
+            let mut files = collect_dir(p)?;
             // By the path as text, not component by component: `s.jsonl` then `s/subagents/…`, so a
             // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/'),
             // and a sub-agent's sidecar right before its transcript (it links the agent).
@@ -63,16 +62,41 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     Ok(out)
 }
 
-fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_dir(&path, out)?;
-        } else if is_recording_name(&path) {
-            out.push(path);
+/// The recordings under `root`. Directories are entered by their canonical path, once each, so a
+/// link back up (`a -> .`) cannot make the walk endless, and a file reached through several
+/// links is read once (under the name that sorts first). The walk keeps its own stack: a deep
+/// tree cannot overflow the call stack.
+fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
+    use std::collections::{HashMap, HashSet};
+    let mut entered: HashSet<PathBuf> = HashSet::new();
+    let mut files: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let canonical = std::fs::canonicalize(&dir).map_err(|e| with_path(&e, &dir))?;
+        if !entered.insert(canonical) {
+            continue;
+        }
+        for entry in std::fs::read_dir(&dir).map_err(|e| with_path(&e, &dir))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if is_recording_name(&path) {
+                // A dangling link is kept as it is: opening it reports the error with its name.
+                let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                match files.entry(key) {
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(path);
+                    }
+                    std::collections::hash_map::Entry::Occupied(mut o) => {
+                        if path.as_os_str() < o.get().as_os_str() {
+                            o.insert(path);
+                        }
+                    }
+                }
+            }
         }
     }
-    Ok(())
+    Ok(files.into_values().collect())
 }
 
 fn is_recording_name(path: &Path) -> bool {
@@ -173,7 +197,9 @@ pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
             return Ok(Box::new(io::Cursor::new(super::opencode::snapshot(p)?.records)));
         }
         Input::File(p) if is_sidecar(p) => Box::new(io::Cursor::new(read_sidecar(p)?)),
-        Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(&e, p))?),
+        // The caller names the input in its context ("opening X"); naming it here too would say
+        // it twice.
+        Input::File(p) => Box::new(File::open(p)?),
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER, raw);
     let gz = reader.fill_buf().map(|b| b.starts_with(&[0x1f, 0x8b]))?;
@@ -184,6 +210,11 @@ pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
 ///
 /// A record that is empty or only ASCII whitespace is not a record (routing.md §8). Lines are
 /// handed out straight from the read buffer when they fit in it, copied only when they span reads.
+///
+/// A UTF-8 byte order mark at the very start is not part of the first record (editors on Windows
+/// write one). When reading fails (a truncated `.gz`), the records before the failure have been
+/// handed out, the incomplete last line too, and the error is returned: a caller can show the
+/// figures of what was read along with the error.
 pub fn read_records(reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
     read_records_at(reader, max_line, |_, r| each(r))
 }
@@ -200,17 +231,27 @@ pub fn read_records_at(
     let mut overflow: Option<usize> = None;
     // Where the line in `partial` began.
     let mut partial_at = 0u64;
+    let mut first = true;
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => {
+                finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
+                return Err(e);
+            }
         };
         if chunk.is_empty() {
             break;
         }
         let len = chunk.len();
         let mut start = 0;
+        if std::mem::take(&mut first) {
+            // A mark split over two reads is not worth handling: readers fill far more than 3 bytes.
+            if chunk.starts_with(BOM) {
+                start = BOM.len();
+            }
+        }
         while let Some(i) = memchr::memchr(b'\n', &chunk[start..]) {
             let end = start + i;
             if partial.is_empty() && overflow.is_none() {
@@ -232,12 +273,16 @@ pub fn read_records_at(
     Ok(bytes)
 }
 
+/// The UTF-8 byte order mark.
+pub const BOM: &[u8] = b"\xef\xbb\xbf";
+
 fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
 }
 
 fn emit(line: &[u8], max_line: usize, each: &mut impl FnMut(Record<'_>)) {
-    if is_blank(line) {
+    // A later piece of an over-long line was counted with its first piece.
+    if is_blank(line) || super::recording::is_continuation(line) {
         return;
     }
     if line.len() > max_line {
@@ -269,6 +314,7 @@ fn finish_partial(
     each: &mut impl FnMut(Record<'_>),
 ) {
     match overflow.take() {
+        Some(_) if super::recording::is_continuation(partial) => {}
         Some(len) => each(Record::TooLong { len, head: partial }),
         None if !partial.is_empty() => emit(partial, max_line, each),
         None => {}
@@ -369,6 +415,55 @@ mod tests {
             let (r, _) = records(&data, cap, 500);
             assert_eq!(r, ["TOO LONG 1000 200", "ok"], "buffer {cap}");
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_record() {
+        for cap in [3, 5, 64] {
+            let (r, bytes) = records(b"\xef\xbb\xbf{}\n\xef\xbb\xbf[]\n", cap, 100);
+            assert_eq!(r, ["{}", "\u{feff}[]"], "buffer {cap}: only the stream's first mark goes");
+            assert_eq!(bytes, 12);
+        }
+    }
+
+    #[test]
+    fn a_truncated_gz_gives_what_was_read_then_the_error() {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for i in 0..2000 {
+            writeln!(enc, "{{\"id\":{i},\"result\":{{}}}}").unwrap();
+        }
+        let gz = enc.finish().unwrap();
+        let cut = &gz[..gz.len() / 2];
+        let reader = BufReader::new(MultiGzDecoder::new(cut));
+        let mut n = 0;
+        let err = read_records(reader, MAX_LINE, |_| n += 1).unwrap_err();
+        assert!(n > 100 && n < 2000, "{n} records before the cut");
+        assert!(err.to_string().contains("deflate"), "{err}");
+    }
+
+    #[test]
+    fn links_back_up_are_walked_once_and_each_file_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("s.ndjson"), b"{}\n").unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/t.jsonl"), b"{}\n").unwrap();
+        std::os::unix::fs::symlink(".", root.join("a")).unwrap();
+        std::os::unix::fs::symlink(".", root.join("b")).unwrap();
+        std::os::unix::fs::symlink("..", root.join("sub/up")).unwrap();
+        std::os::unix::fs::symlink("s.ndjson", root.join("z-link.ndjson")).unwrap();
+        let found = expand(&[root.to_owned()]).unwrap();
+        let names: Vec<String> = found
+            .iter()
+            .map(|i| match i {
+                Input::File(p) => p.strip_prefix(root).unwrap().display().to_string(),
+                Input::Stdin => "-".into(),
+            })
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().any(|n| n.ends_with("s.ndjson")), "{names:?}");
+        assert!(names.iter().any(|n| n.ends_with("t.jsonl")), "{names:?}");
     }
 
     #[test]

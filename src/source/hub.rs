@@ -5,7 +5,10 @@
 //! the file, and live batches are sent from it too (`sendfile`), so the tee holds no copy of a
 //! long session in memory and never copies a record into a monitor's socket. With `--no-record` the log is
 //! kept in memory, bounded by [`MEMORY_HISTORY_BYTES`]: a monitor attaching late to such a tee
-//! gets the header and the newest records only.
+//! gets the header and the newest records only. When the recording fails (disk full), what it
+//! holds stays the start of the history and the log goes on in memory from there: a monitor
+//! attaching later gets the file, then memory, without a gap (until memory's bound drops the
+//! oldest of what came after, which is counted).
 //!
 //! Offsets are byte positions in the log. Monitors get batches in log order, each only once its
 //! pump has forwarded it: a batch offered before an earlier one (the other pump is still
@@ -78,8 +81,18 @@ struct Stored {
 }
 
 enum Store {
-    File { recorder: Recorder, reader: Arc<File> },
-    Memory { header: Arc<Vec<u8>>, batches: VecDeque<Stored>, bytes: usize },
+    File {
+        recorder: Recorder,
+        reader: Arc<File>,
+    },
+    /// The log in memory, after `prefix` when there is one: the recording's first bytes (the
+    /// header and the records written before the recording failed), read from the file.
+    Memory {
+        header: Arc<Vec<u8>>,
+        prefix: Option<(Arc<File>, u64)>,
+        batches: VecDeque<Stored>,
+        bytes: usize,
+    },
 }
 
 enum Out {
@@ -126,6 +139,8 @@ struct Inner {
     held_bytes: usize,
     subscribers: Vec<Subscriber>,
     ended: Option<i32>,
+    /// Bytes of history dropped by [`MEMORY_HISTORY_BYTES`]: late monitors miss these.
+    history_dropped_bytes: u64,
 }
 
 pub struct Hub {
@@ -161,7 +176,7 @@ impl Hub {
     pub fn in_memory(header: Vec<u8>) -> Self {
         let header = Arc::new(header);
         let len = header.len() as u64;
-        let store = Store::Memory { header: header.clone(), batches: VecDeque::new(), bytes: 0 };
+        let store = Store::Memory { header: header.clone(), prefix: None, batches: VecDeque::new(), bytes: 0 };
         Self::new(store, None, header.to_vec(), len)
     }
 
@@ -176,6 +191,7 @@ impl Hub {
             held_bytes: 0,
             subscribers: Vec::new(),
             ended: None,
+            history_dropped_bytes: 0,
         };
         Self { inner: Mutex::new(inner), queue_bytes: SUBSCRIBER_QUEUE_BYTES, published_moved: Notify::new() }
     }
@@ -202,18 +218,22 @@ impl Hub {
         let start = inner.len;
         let mut failed = None;
         let mut body = Body::InFile;
+        let mut spilled = None;
         match &mut inner.store {
-            Store::File { recorder, .. } => {
+            Store::File { recorder, reader } => {
                 if let Err(e) = recorder.append(data) {
                     failed = Some((recorder.path().to_owned(), e));
+                    // The recorder cut the torn write off: the file holds the log up to here.
+                    spilled = Some((reader.clone(), recorder.len()));
                 }
             }
             Store::Memory { .. } => {}
         }
-        if failed.is_some() {
+        if let Some(prefix) = spilled {
             let header = inner.header.clone();
-            inner.store = Store::Memory { header, batches: VecDeque::new(), bytes: 0 };
+            inner.store = Store::Memory { header, prefix: Some(prefix), batches: VecDeque::new(), bytes: 0 };
         }
+        let mut evicted = 0;
         if let Store::Memory { batches, bytes, .. } = &mut inner.store {
             let data = Arc::new(data.to_vec());
             *bytes += data.len();
@@ -221,9 +241,14 @@ impl Hub {
             while *bytes > MEMORY_HISTORY_BYTES && batches.len() > 1 {
                 if let Some(old) = batches.pop_front() {
                     *bytes -= old.data.len();
+                    evicted += old.data.len() as u64;
                 }
             }
             body = Body::Bytes(data);
+        }
+        if evicted > 0 {
+            inner.history_dropped_bytes += evicted;
+            tracing::debug!(dropped = inner.history_dropped_bytes, "history beyond MEMORY_HISTORY_BYTES dropped");
         }
         let batch = Batch { start, len: data.len(), ts, body };
         inner.len += batch.len as u64;
@@ -332,9 +357,16 @@ impl Hub {
                     let len = (published - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
                     return Step::Read { file: reader.clone(), offset, len };
                 }
-                Store::Memory { header, batches, .. } => {
-                    if offset < header.len() as u64 {
-                        return Step::Send(vec![header.clone()], header.len() as u64);
+                Store::Memory { header, prefix, batches, .. } => {
+                    match prefix {
+                        Some((file, end)) if offset < *end => {
+                            let len = (*end - offset).min(HISTORY_SLICE_BYTES as u64) as usize;
+                            return Step::Read { file: file.clone(), offset, len };
+                        }
+                        None if offset < header.len() as u64 => {
+                            return Step::Send(vec![header.clone()], header.len() as u64);
+                        }
+                        _ => {}
                     }
                     let first = batches.partition_point(|b| b.start < offset);
                     let mut out = Vec::new();
@@ -635,6 +667,32 @@ mod tests {
         let (history, _) = subscribe(&hub);
         assert!(history.starts_with(b"H\nxxx"));
         assert_eq!(history.len(), 2 + MEMORY_HISTORY_BYTES);
+    }
+
+    /// A recording that fails after `good` bytes (a disk that fills up): like a real failure,
+    /// the write that hits the limit lands part-way.
+    fn failing_recording(dir: &std::path::Path, good: u64) -> (Recorder, std::path::PathBuf) {
+        let path = dir.join("r.ndjson");
+        let recorder = Recorder::create(&path, b"H\n").expect("create");
+        (recorder.failing_after(good), path)
+    }
+
+    #[test]
+    fn after_the_recording_fails_history_is_the_file_then_memory_without_a_gap() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (recorder, path) = failing_recording(dir.path(), 10);
+        let hub = Hub::recorded(recorder, b"H\n".to_vec()).expect("hub");
+        let (a, failed) = hub.append(b"A1\nA2\n", 1);
+        assert!(failed.is_none());
+        hub.offer(&a);
+        let (b, failed) = hub.append(b"B1\nB2\n", 2);
+        assert!(failed.is_some(), "the disk is full");
+        hub.offer(&b);
+        let c = append(&hub, b"C\n", 3);
+        hub.offer(&c);
+        assert_eq!(std::fs::read(&path).expect("read"), b"H\nA1\nA2\n", "the recording ends on a whole record");
+        let (history, _) = subscribe(&hub);
+        assert_eq!(history, b"H\nA1\nA2\nB1\nB2\nC\n");
     }
 
     #[test]

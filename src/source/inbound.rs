@@ -15,6 +15,18 @@ use super::recording::{self, Dir, Encoder, Recorder, Wrap};
 
 const READ_BYTES: usize = 128 << 10;
 
+/// Producers connected to one `listen` socket at once. Another is told why and closed: each
+/// holds up to [`PRODUCER_LINE_BYTES`] while a line is unfinished, so this bounds memory too.
+pub const MAX_PRODUCERS: usize = 32;
+
+/// Bytes of one unfinished line a producer may hold; a longer line is recorded in pieces of this
+/// size (each `partial`, each counted malformed), never buffered whole. The reader's line bound:
+/// a longer line is malformed anyway.
+pub const PRODUCER_LINE_BYTES: usize = super::files::MAX_LINE;
+
+/// The line a producer refused for [`MAX_PRODUCERS`] reads before the socket closes.
+const REFUSED_LINE: &str = "swarmtop listen: too many producers connected; try again later\n";
+
 /// Records what arrives (when asked) and passes it on, in that order.
 struct Journal {
     recorder: Option<Recorder>,
@@ -43,7 +55,8 @@ impl Journal {
         if let Some(rec) = &mut self.recorder {
             if let Err(e) = rec.append(records) {
                 // The live view goes on; only the recording stops, and the user is told once.
-                eprintln!("swarmtop: cannot write the recording {}: {e}; going on without it", rec.path().display());
+                let path = crate::wire::Clean::path(rec.path());
+                eprintln!("swarmtop: cannot write the recording {path}: {e}; going on without it");
                 self.recorder = None;
             }
         }
@@ -53,6 +66,8 @@ impl Journal {
 /// Accepts producers on `listener` (and OTLP/HTTP senders on `otlp`) until the consumer goes away.
 /// `header` is the header line the recorder (if any) was created with; it is also the first record
 /// the consumer gets. Each connection has its own line splitting, so lines of two producers never mix.
+/// At most [`MAX_PRODUCERS`] are served at once; the consumer hears of each one refused
+/// ([`Event::Notice`]).
 pub async fn listen(
     listener: UnixListener,
     otlp: Option<(tokio::net::TcpListener, Arc<super::otlp::Counters>)>,
@@ -69,11 +84,28 @@ pub async fn listen(
         tokio::spawn(super::otlp::serve(otlp, batch_tx.clone(), counters));
     }
     let batch_tx = Arc::new(batch_tx);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_PRODUCERS));
+    let mut refused = 0u64;
     loop {
         tokio::select! {
             conn = listener.accept() => match conn {
-                Ok((stream, _)) => {
-                    tokio::spawn(producer(stream, batch_tx.clone()));
+                // Only our own processes feed the monitor (see `socket::check_peer`).
+                Ok((stream, _)) if super::socket::check_peer(&stream).is_err() => drop(stream),
+                Ok((mut stream, _)) => {
+                    if let Ok(slot) = slots.clone().try_acquire_owned() {
+                        tokio::spawn(producer(stream, batch_tx.clone(), slot));
+                        continue;
+                    }
+                    refused += 1;
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncWriteExt as _;
+                        let write = stream.write_all(REFUSED_LINE.as_bytes());
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                    });
+                    let notice = format!("refused {refused} producer(s): {MAX_PRODUCERS} are connected at most");
+                    if journal.tx.send(Event::Notice(notice)).await.is_err() {
+                        return;
+                    }
                 }
                 Err(e) => {
                     let _ = journal.tx.send(Event::Ended(End::Failed(format!("accepting producers: {e}")))).await;
@@ -90,8 +122,12 @@ pub async fn listen(
     }
 }
 
-async fn producer(mut stream: UnixStream, batches: Arc<mpsc::Sender<Vec<u8>>>) {
-    let mut encoder = Encoder::new(Dir::In, Wrap::KeepEnvelopes);
+async fn producer(
+    mut stream: UnixStream,
+    batches: Arc<mpsc::Sender<Vec<u8>>>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+) {
+    let mut encoder = Encoder::new(Dir::In, Wrap::KeepEnvelopes).with_max_line(PRODUCER_LINE_BYTES);
     let mut buf = vec![0u8; READ_BYTES];
     loop {
         let n = match stream.read(&mut buf).await {

@@ -54,7 +54,8 @@ pub enum ResetReason {
 pub enum End {
     /// The proxied command exited with this status (the tee's `end` marker).
     Exited(i32),
-    /// The producer closed the stream without an end marker.
+    /// The producer closed the stream without an end marker: for a tee, what was received is
+    /// only part of its session.
     Closed,
     /// The source could not be read at all (e.g. nothing listens on the socket).
     Failed(String),
@@ -71,6 +72,12 @@ pub enum Event {
     /// history gives the same model.
     Reset(ResetReason),
     Records(Records),
+    /// A record longer than the line bound: its length and first bytes only. It counts as one
+    /// malformed line (`Pipeline::push_oversized`), as a line over the bound does in `stats`.
+    Oversized {
+        len: usize,
+        head: Vec<u8>,
+    },
     /// History is over; what follows happens now.
     Live,
     /// The connection is down; the next attempt is in `retry_in`.
@@ -78,6 +85,9 @@ pub enum Event {
         retry_in: Duration,
         reason: String,
     },
+    /// Something the user should know about the source that is not a record (a producer refused
+    /// for a bound). Sanitised by whoever shows it.
+    Notice(String),
     /// The stream is over for good; no event follows.
     Ended(End),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).

@@ -7,7 +7,7 @@
 
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,9 +19,24 @@ use serde::de::IgnoredAny;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Longest line kept in one record. A longer line (no newline for 64 MiB) is recorded in pieces,
-/// each a `rawB64` record with `"partial":true`, so the carry buffer stays bounded while the
-/// concatenated pieces still give back the exact bytes.
+/// so the carry buffer stays bounded while the concatenated pieces still give back the exact
+/// bytes: the first a `rawB64` record with `"partial":true`, each later one a `rawB64` record
+/// with `"continued":true` right after `dir` (and `"partial":true` while more follow). Readers
+/// count the line once, by its first piece: a continuation is not a line of its own
+/// ([`is_continuation`]), so a live view, `stats` on the recording and `stats` on the original
+/// input agree.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
+
+/// What follows `dir` in a continuation piece's envelope.
+const CONTINUED: &[u8] = b"\"continued\":true,\"rawB64\":\"";
+
+/// Whether a record (or the head of one) is a later piece of an over-long line (see
+/// [`MAX_LINE_BYTES`]). Only raw pieces qualify: a record with a `msg` is never skipped.
+pub fn is_continuation(record: &[u8]) -> bool {
+    // `{"ts":<at most 20 digits>,"dir":"<3 letters>",` comes first: the marker starts by byte 48.
+    record.starts_with(b"{\"ts\":")
+        && memchr::memmem::find(&record[..record.len().min(48 + CONTINUED.len())], CONTINUED).is_some()
+}
 
 /// Which side a line came from (`recording.md`, envelope `dir`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,11 +157,22 @@ pub struct Encoder {
     wrap: Wrap,
     carry: Vec<u8>,
     finished: bool,
+    max_line: usize,
+    /// A piece of the current line has been recorded: what follows of it is a continuation.
+    continuing: bool,
 }
 
 impl Encoder {
     pub fn new(dir: Dir, wrap: Wrap) -> Self {
-        Self { dir, wrap, carry: Vec::new(), finished: false }
+        Self { dir, wrap, carry: Vec::new(), finished: false, max_line: MAX_LINE_BYTES, continuing: false }
+    }
+
+    /// With a lower bound than [`MAX_LINE_BYTES`] on the bytes carried for one line (a source
+    /// with many producers at once bounds each of them more tightly).
+    #[must_use]
+    pub fn with_max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line.clamp(1, MAX_LINE_BYTES);
+        self
     }
 
     /// Encodes the complete lines of `chunk` (plus what was carried) into `out`.
@@ -158,7 +184,7 @@ impl Encoder {
         let mut prefix = Vec::with_capacity(48);
         encode_prefix(&mut prefix, ts, self.dir);
         let mut rest = chunk;
-        if !self.carry.is_empty() {
+        if !self.carry.is_empty() || self.continuing {
             let Some(i) = memchr::memchr(b'\n', rest) else {
                 self.carry.extend_from_slice(rest);
                 self.bound_carry(&prefix, out);
@@ -166,7 +192,11 @@ impl Encoder {
             };
             self.carry.extend_from_slice(&rest[..i]);
             let line = std::mem::take(&mut self.carry);
-            self.line(out, &prefix, &line, false);
+            if std::mem::take(&mut self.continuing) {
+                continuation(out, &prefix, &line, false);
+            } else {
+                self.line(out, &prefix, &line, false);
+            }
             // Keep the allocation for the next line that spans reads.
             self.carry = line;
             self.carry.clear();
@@ -192,15 +222,24 @@ impl Encoder {
             let mut prefix = Vec::with_capacity(48);
             encode_prefix(&mut prefix, ts, self.dir);
             let line = std::mem::take(&mut self.carry);
-            self.line(out, &prefix, &line, true);
+            if self.continuing {
+                continuation(out, &prefix, &line, true);
+            } else {
+                self.line(out, &prefix, &line, true);
+            }
         }
     }
 
     fn bound_carry(&mut self, prefix: &[u8], out: &mut Vec<u8>) {
-        if self.carry.len() >= MAX_LINE_BYTES {
+        if self.carry.len() >= self.max_line {
             let piece = std::mem::take(&mut self.carry);
-            out.extend_from_slice(prefix);
-            encode_body(out, &piece, false, true);
+            if self.continuing {
+                continuation(out, prefix, &piece, true);
+            } else {
+                out.extend_from_slice(prefix);
+                encode_body(out, &piece, false, true);
+                self.continuing = true;
+            }
         }
     }
 
@@ -220,6 +259,13 @@ impl Encoder {
         out.extend_from_slice(prefix);
         encode_body(out, line, json, partial);
     }
+}
+
+/// A later piece of an over-long line: raw bytes, marked so that readers do not count it again.
+fn continuation(out: &mut Vec<u8>, prefix: &[u8], piece: &[u8], partial: bool) {
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(b"\"continued\":true,");
+    encode_body(out, piece, false, partial);
 }
 
 enum Probe {
@@ -253,6 +299,9 @@ pub struct Recorder {
     file: File,
     path: PathBuf,
     len: u64,
+    /// Tests fill the disk: writes past this length fail, after writing what fits.
+    #[cfg(test)]
+    full_at: Option<u64>,
 }
 
 impl Recorder {
@@ -266,17 +315,50 @@ impl Recorder {
         // The umask can only remove bits from 0600, but a recording holds the whole session:
         // make the mode exact whatever the umask.
         file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        let mut rec = Self { file, path: path.to_owned(), len: 0 };
+        let mut rec = Self {
+            file,
+            path: path.to_owned(),
+            len: 0,
+            #[cfg(test)]
+            full_at: None,
+        };
         rec.append(header)?;
         Ok(rec)
     }
 
-    /// Appends whole records; returns the offset they start at.
+    /// Appends whole records; returns the offset they start at. A write that fails part-way (disk
+    /// full) is cut back off, so that the recording still ends on a whole record; the file is then
+    /// as it was before the call, and [`Recorder::len`] says how much of it is good.
     pub fn append(&mut self, records: &[u8]) -> io::Result<u64> {
         let start = self.len;
-        self.file.write_all(records)?;
+        if let Err(e) = self.write(records) {
+            // Best effort: if even this fails, readers still stop at the torn line's missing `\n`.
+            if self.file.set_len(start).is_ok() {
+                let _ = self.file.seek(io::SeekFrom::Start(start));
+            }
+            return Err(e);
+        }
         self.len += records.len() as u64;
         Ok(start)
+    }
+
+    fn write(&mut self, records: &[u8]) -> io::Result<()> {
+        #[cfg(test)]
+        if let Some(full_at) = self.full_at {
+            let room = usize::try_from(full_at.saturating_sub(self.len)).unwrap_or(usize::MAX);
+            if records.len() > room {
+                self.file.write_all(&records[..room])?;
+                return Err(io::ErrorKind::StorageFull.into());
+            }
+        }
+        self.file.write_all(records)
+    }
+
+    /// This recorder on a disk that is full once the file holds `len` bytes.
+    #[cfg(test)]
+    pub(crate) fn failing_after(mut self, len: u64) -> Self {
+        self.full_at = Some(len);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -462,11 +544,49 @@ mod tests {
     }
 
     #[test]
+    fn a_write_that_fails_part_way_is_cut_back_to_a_whole_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("rec.ndjson");
+        let mut rec = Recorder::create(&path, b"H\n").expect("create").failing_after(6);
+        rec.append(b"R1\n").expect("fits");
+        assert!(rec.append(b"R2\nR3\n").is_err());
+        assert_eq!(fs::read(&path).expect("read"), b"H\nR1\n");
+        assert_eq!(rec.len(), 5);
+    }
+
+    #[test]
     fn default_names_sort_by_time() {
         assert_eq!(default_file_name(Source::Tee, 0, 9), "19700101T000000Z-tee-9.ndjson");
         // 2026-11-29T08:57:49Z, and a leap day.
         assert_eq!(utc_stamp(1_795_942_669), "20261129T085749Z");
         assert_eq!(utc_stamp(951_782_400), "20000229T000000Z");
+    }
+
+    #[test]
+    fn an_over_long_line_is_recorded_in_pieces_that_give_it_back_and_count_once() {
+        let mut enc = Encoder::new(Dir::In, Wrap::Always).with_max_line(8);
+        let mut out = Vec::new();
+        enc.encode(1, b"{\"a\":1}\n0123456789", &mut out);
+        enc.encode(2, b"abcdefghij", &mut out);
+        enc.encode(3, b"XY\n{\"b\":2}\n", &mut out);
+        let text = String::from_utf8(out.clone()).expect("UTF-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        assert!(!is_continuation(lines[1].as_bytes()), "the first piece is the line's record");
+        assert!(lines[1].ends_with(",\"partial\":true}"));
+        assert!(lines[2..4].iter().all(|l| is_continuation(l.as_bytes())), "{text}");
+        assert!(lines[3].ends_with("\"}"), "the last piece ends the line: {}", lines[3]);
+        let mut back = Vec::new();
+        for l in &lines[1..4] {
+            let v: serde_json::Value = serde_json::from_str(l).expect("JSON");
+            let raw = v["rawB64"].as_str().expect("raw");
+            back.extend(base64::engine::general_purpose::STANDARD.decode(raw).expect("base64"));
+        }
+        assert_eq!(back, b"0123456789abcdefghijXY");
+        let mut records = 0;
+        super::super::files::read_records(out.as_slice(), 40, |_| records += 1).expect("read");
+        assert_eq!(records, 3, "{{a}}, the over-long line once, {{b}}");
+        assert!(!is_continuation(br#"{"ts":1,"dir":"in","continued":true,"msg":{}}"#), "a msg is never skipped");
     }
 
     #[test]

@@ -1,13 +1,22 @@
-//! Where live sockets live (`recording.md`, "Live socket protocol"), binding them privately, and
-//! finding the running ones.
+//! Where live sockets live (`recording.md`, "Live socket protocol"), binding them privately,
+//! finding the running ones, and deciding whether to trust one.
+//!
+//! Trust is one rule, applied wherever a socket is found or a peer connects: the socket directory
+//! is a real directory of ours that no one else can enter or write, the socket is a socket of ours
+//! that no one else can use, and the process at the other end runs as us (`SO_PEERCRED`). In a
+//! shared `/tmp` another local user could otherwise serve a fake session to our monitor, or plant
+//! socket names that carry escape sequences to our terminal.
 
 use std::fs::{self, DirBuilder};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use tokio::net::UnixListener;
+
+use crate::wire::{Clean, sanitize_line};
 
 /// `$XDG_RUNTIME_DIR/swarmtop` (else `/tmp/swarmtop-<uid>`), created mode 0700.
 pub fn default_dir() -> io::Result<PathBuf> {
@@ -38,14 +47,77 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
         Err(e) => return Err(e),
     }
     let meta = fs::symlink_metadata(dir)?;
-    if !meta.is_dir() {
-        return Err(io::Error::other(format!("{} is not a directory", dir.display())));
-    }
-    if meta.uid() != nix::unistd::getuid().as_raw() {
-        return Err(io::Error::other(format!("{} belongs to another user", dir.display())));
-    }
+    owned_dir(dir, &meta)?;
     if meta.permissions().mode() & 0o077 != 0 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+fn our_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+fn untrusted(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, what)
+}
+
+/// A real directory (not a link to one) that we own.
+fn owned_dir(dir: &Path, meta: &fs::Metadata) -> io::Result<()> {
+    if !meta.is_dir() {
+        return Err(untrusted(format!("{} is not a directory", Clean::path(dir))));
+    }
+    if meta.uid() != our_uid() {
+        return Err(untrusted(format!("{} belongs to another user (uid {})", Clean::path(dir), meta.uid())));
+    }
+    Ok(())
+}
+
+/// Whether the socket directory `dir` may be searched for sockets: ours, and no one else can add,
+/// rename or remove entries in it.
+pub fn check_dir(dir: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(dir)?;
+    owned_dir(dir, &meta)?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(untrusted(format!(
+            "{} is open to other users (mode {mode:03o}; `chmod 700` it)",
+            Clean::path(dir)
+        )));
+    }
+    Ok(())
+}
+
+/// Whether the file at `path` is a socket of ours that no one else can connect to (connecting
+/// takes write permission).
+pub fn check_socket(path: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(path)?;
+    check_socket_meta(path, &meta)
+}
+
+fn check_socket_meta(path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+    if !meta.file_type().is_socket() {
+        return Err(untrusted(format!("{} is not a socket", Clean::path(path))));
+    }
+    if meta.uid() != our_uid() {
+        return Err(untrusted(format!("{} belongs to another user (uid {})", Clean::path(path), meta.uid())));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Err(untrusted(format!("{} is open to other users (mode {mode:03o})", Clean::path(path))));
+    }
+    Ok(())
+}
+
+/// Whether the process at the other end of a connected Unix socket runs as us (`SO_PEERCRED`):
+/// the only check that holds whatever the file system says (a socket file can be renamed into
+/// our directory by whoever bound it).
+pub fn check_peer(stream: &impl AsFd) -> io::Result<()> {
+    let cred =
+        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).map_err(io::Error::from)?;
+    let uid = cred.uid();
+    if uid != our_uid() {
+        return Err(untrusted(format!("the peer runs as another user (uid {uid})")));
     }
     Ok(())
 }
@@ -120,14 +192,27 @@ pub struct Found {
     pub modified: SystemTime,
 }
 
-/// The live tee sockets in `dir`, newest first; stale ones are removed on the way. `listen`
-/// sockets are skipped: they accept producers and never send anything to a monitor.
-pub fn list(dir: &Path) -> Vec<Found> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
+/// What a look into the socket directory found.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Live tee sockets that pass every check, newest first.
+    pub found: Vec<Found>,
+    /// Sockets left alone, each with why (sanitised: names come from the file system).
+    pub refused: Vec<Clean>,
+}
+
+/// The live tee sockets in `dir` that we can trust, newest first; stale ones of ours are removed
+/// on the way. `listen` sockets are skipped: they accept producers and never send anything to a
+/// monitor. An untrusted directory is an error (nothing in it is looked at); an untrusted socket
+/// is left alone and reported in [`Listing::refused`]. A missing directory lists nothing.
+pub fn list(dir: &Path) -> io::Result<Listing> {
+    let mut listing = Listing::default();
+    match check_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(listing),
+        Err(e) => return Err(e),
+    }
+    for entry in fs::read_dir(dir)?.flatten() {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
@@ -137,17 +222,25 @@ pub fn list(dir: &Path) -> Vec<Found> {
         let Ok(meta) = fs::symlink_metadata(&path) else {
             continue;
         };
-        if !std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
+        if let Err(e) = check_socket_meta(&path, &meta) {
+            listing.refused.push(sanitize_line(&e.to_string()));
             continue;
         }
-        match probe(&path) {
-            Probe::Live => found.push(Found { path, modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH) }),
-            Probe::Stale => {
+        match std::os::unix::net::UnixStream::connect(&path) {
+            Ok(stream) => match check_peer(&stream) {
+                Ok(()) => {
+                    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    listing.found.push(Found { path, modified });
+                }
+                Err(e) => listing.refused.push(sanitize_line(&format!("{}: {e}", Clean::path(&path)))),
+            },
+            // Ours, and nobody listens: its tee died without removing it.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 let _ = fs::remove_file(&path);
             }
-            Probe::Missing | Probe::Unusable(_) => {}
+            Err(_) => {}
         }
     }
-    found.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
-    found
+    listing.found.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.path.cmp(&b.path)));
+    Ok(listing)
 }

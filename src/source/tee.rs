@@ -159,7 +159,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         Ok(c) => c,
         Err(e) => {
             let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
-            let message = format!("cannot run {}: {e}", program.to_string_lossy());
+            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
             return Err(Failure::Spawn { message, code });
         }
     };
@@ -199,6 +199,9 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
             Some(()) = term.recv() => forward(pid, Signal::SIGTERM),
             Some(()) = hup.recv() => forward(pid, Signal::SIGHUP),
             conn = listener.accept() => match conn {
+                // Only our own processes watch the session (the socket's mode says so too, but
+                // root and a socket passed on are not bound by it).
+                Ok((stream, _)) if socket::check_peer(&stream).is_err() => drop(stream),
                 Ok((stream, _)) => {
                     monitors.spawn(hub::serve(hub.clone(), stream));
                 }
@@ -343,7 +346,8 @@ fn record(
     }
     let (batch, failed) = hub.append(out, ts);
     if let Some((path, e)) = failed {
-        eprintln!("swarmtop tee: cannot write the recording {}: {e}; going on without it", path.display());
+        let path = crate::wire::Clean::path(&path);
+        eprintln!("swarmtop tee: cannot write the recording {path}: {e}; going on without it");
     }
     Some(batch)
 }

@@ -17,6 +17,7 @@ use super::theme::Theme;
 use crate::model::prices::Pico;
 use crate::model::{Model, Rollup, format_usd};
 use crate::router::Counters;
+use crate::wire::sanitize_line;
 
 /// What the header needs besides the feed.
 pub struct Figures<'a> {
@@ -95,7 +96,8 @@ fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
         } else {
             theme.dim.add_modifier(ratatui::style::Modifier::BOLD)
         };
-        return Span::styled(format!("■ {end}"), style);
+        // Connection and end texts carry socket names and peers' reasons: the one sanitiser.
+        return Span::styled(format!("■ {}", sanitize_line(end)), style);
     }
     if feed.paused {
         if feed.live && feed.arrived > 0 {
@@ -106,7 +108,7 @@ fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
     if feed.live {
         return match feed.connection.as_deref() {
             Some(c) if c.starts_with("connecting") => Span::styled("◌ connecting", theme.pending),
-            Some(c) => Span::styled(format!("⚠ {c}"), theme.warn),
+            Some(c) => Span::styled(format!("⚠ {}", sanitize_line(c)), theme.warn),
             None => Span::styled("● live", theme.running),
         };
     }
@@ -122,7 +124,8 @@ fn second_line(frame: &mut Frame, area: Rect, counters: &Counters, feed: &Feed, 
     // The path gets what the bar and the figures leave, but never less than its file name's worth.
     let rest = figures.as_ref().map_or(0, |f| width(f) + 9);
     let room = w.saturating_sub(marker_w + rest + 3).max(12.min(w));
-    let source = short_path(&feed.source, room);
+    // Names of files and sockets come from the file system: the one sanitiser, on one line.
+    let source = short_path(sanitize_line(&feed.source).as_str(), room);
     line.push(Span::styled(source, theme.bold));
     line.push(Span::raw("  "));
     if let (Some((done, total)), Some(figures)) = (feed.position, figures) {

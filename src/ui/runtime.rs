@@ -374,6 +374,10 @@ impl Runtime {
                 self.rate.add(n, now);
                 sample(&mut self.view, &self.pipeline.model);
             }
+            live::Event::Oversized { len, head } => {
+                self.pipeline.feed(Record::TooLong { len, head: &head }, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
+            }
+            live::Event::Notice(text) => self.notice(crate::wire::sanitize_line(&text).to_string()),
             live::Event::Disconnected { retry_in, reason } => {
                 self.feed.connection =
                     Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));

@@ -12,7 +12,8 @@ pub fn tokens(n: u64) -> String {
         1_000..=99_949 => format!("{:.1}k", n as f64 / 1e3),
         100_000..=999_499 => format!("{}k", (n + 500) / 1000),
         1_000_000..=99_949_999 => format!("{:.1}M", n as f64 / 1e6),
-        _ => format!("{}M", (n + 500_000) / 1_000_000),
+        // Token counts come from the input: 2^64-1 must print, not overflow.
+        _ => format!("{}M", n.saturating_add(500_000) / 1_000_000),
     }
 }
 

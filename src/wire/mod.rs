@@ -28,5 +28,5 @@ pub use json::{Str, parse_raw};
 pub use lower::{Stream, lower, lower_sidecar};
 pub use malformed::{Malformed, Shape};
 pub use record::{Decoded, Line, decode, decode_into};
-pub use sanitize::{Clean, CleanStr, sanitize};
+pub use sanitize::{Clean, CleanStr, sanitize, sanitize_line};
 pub use time::iso8601_ms;

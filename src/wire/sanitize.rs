@@ -4,8 +4,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-/// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides and no
-/// zero-width controls. Build it with [`sanitize`] or [`Clean::push`].
+/// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides, no
+/// zero-width controls, no line or paragraph separators and no tag characters. Build it with
+/// [`sanitize`], [`sanitize_line`], [`Clean::path`] or [`Clean::push`].
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Clean(String);
 
@@ -24,6 +25,11 @@ impl Clean {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// A file or socket name as it may be shown (not UTF-8 parts as U+FFFD), on one line.
+    pub fn path(path: &std::path::Path) -> Self {
+        sanitize_line(&path.to_string_lossy())
     }
 
     /// Appends `raw`, sanitised. A sequence split across two pushes (a stream delta ending in
@@ -79,6 +85,17 @@ pub fn sanitize(raw: &str) -> Clean {
     Clean(out)
 }
 
+/// [`sanitize`], then newlines and tabs as spaces: for what is printed as one line (an error
+/// message on stderr, a name in a header or a picker), where a planted newline could forge a
+/// second line.
+pub fn sanitize_line(raw: &str) -> Clean {
+    let mut clean = sanitize(raw);
+    if clean.0.contains(['\n', '\t']) {
+        clean.0 = clean.0.replace(['\n', '\t'], " ");
+    }
+    clean
+}
+
 const ESC: char = '\u{1b}';
 const BEL: char = '\u{07}';
 /// Longest string body (OSC, DCS, …) swallowed when its terminator never comes: an unterminated
@@ -90,11 +107,13 @@ fn is_plain_ascii(b: u8) -> bool {
 }
 
 /// Format characters that reorder or hide text: bidi embeddings, overrides and isolates, and the
-/// zero-width controls (Trojan Source, CVE-2021-42574).
+/// zero-width controls (Trojan Source, CVE-2021-42574); the line and paragraph separators, which
+/// some terminals and most JSON-consuming scripts take as line breaks (a forged line); and the tag
+/// characters, invisible yet read by language models (hidden instructions, "ASCII smuggling").
 fn is_invisible_control(c: char) -> bool {
     matches!(c,
-        '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{e0000}'..='\u{e007f}')
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -122,9 +141,10 @@ fn is_plain(raw: &[u8]) -> bool {
 
 /// A byte that may begin what the sanitiser drops: a C0 control but `\n` and `\t`, DEL, or the
 /// lead byte of a C1 control (0xC2), U+061C (0xD8), U+180E (0xE1), a bidi or zero-width control
-/// (0xE2) or U+FEFF (0xEF). Never a UTF-8 continuation byte, so always on a char boundary.
+/// or a line or paragraph separator (0xE2), U+FEFF (0xEF) or a tag character (0xF3). Never a UTF-8
+/// continuation byte, so always on a char boundary.
 fn may_drop(b: u8) -> bool {
-    (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef)
+    (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef | 0xf3)
 }
 
 /// The first byte at or after `from` that [`may_drop`], else the end; eight bytes at a time.
@@ -304,6 +324,17 @@ mod tests {
         assert_eq!(sanitize("abc\u{202e}fed\u{2066}x\u{200b}y").as_str(), "abcfedxy");
         assert_eq!(sanitize("tab\there\x7f").as_str(), "tab\there");
         assert_eq!(sanitize("\x1b(Bplain").as_str(), "plain");
+        assert_eq!(sanitize("a\u{2028}b\u{2029}c").as_str(), "abc");
+        // "hi" spelled in tag characters, then the cancel tag: invisible, and dropped.
+        assert_eq!(sanitize("ok\u{e0068}\u{e0069}\u{e007f}!").as_str(), "ok!");
+        assert_eq!(sanitize("flag \u{1f3f4}\u{e0067}\u{e0062}\u{e007f}").as_str(), "flag \u{1f3f4}");
+    }
+
+    #[test]
+    fn one_line_names_cannot_forge_lines() {
+        assert_eq!(sanitize_line("a\nb\tc\x1b]0;x\x07d").as_str(), "a b cd");
+        let path = std::path::Path::new("/tmp/tee-\x1b]52;c;aGk=\x07\n1.sock");
+        assert_eq!(Clean::path(path).as_str(), "/tmp/tee- 1.sock");
     }
 
     #[test]
@@ -336,6 +367,7 @@ mod tests {
                         Just("\\"), Just("P"), Just("("), Just("a"), Just("0;"), Just("\u{202e}"), Just("\u{2066}"),
                         Just("\u{200b}"), Just("\u{feff}"), Just("\u{61c}"), Just("\u{180e}"), Just("\u{85}"),
                         Just("\u{a9}"), Just("\u{2014}"), Just("é"), Just("日本"), Just("🦀"), Just("\r"), Just("\n"),
+                        Just("\u{2028}"), Just("\u{2029}"), Just("\u{e0041}"), Just("\u{e007f}"), Just("\u{f3000}"),
                         Just("\t"), Just("\x7f"), Just("\x01"), Just("plain text ")], 0..60)) {
             let s: String = parts.concat();
             let clean = sanitize(&s);
@@ -361,6 +393,20 @@ mod tests {
         #[test]
         fn no_control_chars_out(s in any::<String>()) {
             prop_assert!(!has_unsafe(sanitize(&s).as_str()));
+        }
+
+        #[test]
+        fn no_separators_or_tags_out(s in proptest::collection::vec(prop_oneof![
+            any::<char>(),
+            Just('\u{2028}'), Just('\u{2029}'),
+            (0xe0000u32..=0xe007f).prop_map(|c| char::from_u32(c).expect("a tag character")),
+        ], 0..40)) {
+            let s: String = s.into_iter().collect();
+            let clean = sanitize(&s);
+            let forbidden = |c: char| matches!(c, '\u{2028}' | '\u{2029}' | '\u{e0000}'..='\u{e007f}');
+            prop_assert!(!clean.as_str().chars().any(forbidden), "{:?}", clean);
+            let line = sanitize_line(&s);
+            prop_assert!(!line.as_str().contains(['\n', '\t']) && !has_unsafe(line.as_str()));
         }
 
         #[test]
