@@ -160,9 +160,29 @@ pub fn bind(path: &Path) -> io::Result<UnixListener> {
         Probe::Stale => fs::remove_file(path)?,
         Probe::Missing | Probe::Unusable(_) => {}
     }
-    let listener = UnixListener::bind(path)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+    // bind() makes the file a moment before listen(): a peer that connects in between is refused
+    // (seen as a flaky "Connection refused" by monitors and tests that wait for the file). Bound and
+    // listening under a hidden name first, the socket then appears at `path` ready, by rename.
+    let staging = staging_name(path);
+    let Ok(listener) = UnixListener::bind(&staging) else {
+        // A path too long for the hidden name still binds as it is.
+        let listener = UnixListener::bind(path)?;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+        return Ok(listener);
+    };
+    let placed =
+        fs::set_permissions(&staging, fs::Permissions::from_mode(0o600)).and_then(|()| fs::rename(&staging, path));
+    if let Err(e) = placed {
+        let _ = fs::remove_file(&staging);
+        return Err(e);
+    }
     Ok(listener)
+}
+
+/// `.<name>.<pid>.binding` beside `path`: hidden, so discovery never lists it.
+fn staging_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map_or_else(|| "socket".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.binding", std::process::id()))
 }
 
 /// Removes the socket file when the server stops.
