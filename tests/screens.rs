@@ -231,6 +231,28 @@ fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
 }
 
 #[test]
+fn diagnostics_show_the_thread_and_item_bounds_drops() {
+    let text = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
+    let mut config = swarmtop::pipeline::Config::default();
+    config.router.threads = 1;
+    config.model.items_per_thread = 2;
+    let mut p = Pipeline::new(config);
+    for l in text.lines() {
+        p.push(l.as_bytes());
+    }
+    p.finish();
+    let (over, items) = (p.counters().over_thread_limit, p.model.diagnostics.dropped_items);
+    assert!(over > 0 && items > 0, "the bounds must drop something: {over} {items}");
+    let f = feed("collab_v1", &p, p.counters().lines);
+    let mut v = view();
+    press(&mut v, &p, &chars("d"));
+    let screen = render(&p, &f, &mut v, (120, 40));
+    let grouped = |n: u64| swarmtop::ui::text::grouped(n);
+    assert!(screen.contains(&format!("thread limit {}", grouped(over))), "{screen}");
+    assert!(screen.contains(&format!("dropped items {}", grouped(items))), "{screen}");
+}
+
+#[test]
 fn filter_keeps_the_ancestors_of_matches() {
     let (p, total) = load("collab_v1", None);
     let f = feed("collab_v1", &p, total);
