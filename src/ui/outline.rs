@@ -164,6 +164,10 @@ pub fn matches(model: &Model, idx: ThreadIdx, q: &str) -> bool {
         || t.status.as_str().contains(q)
         || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(q))
         || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some())
+        || t.waiting_on().is_some_and(|w| match w {
+            crate::model::Wait::Approval => "approval".contains(q),
+            crate::model::Wait::UserInput => "input".contains(q),
+        })
 }
 
 /// A node's children, in display order; the same walk serves counting and emitting.
