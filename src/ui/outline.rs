@@ -87,6 +87,34 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
     (groups, loose)
 }
 
+/// [`groups`] of a parent, with its loose children.
+pub type Grouped = (Vec<Group>, Vec<ThreadIdx>);
+
+/// The card groups of the last parent asked about, kept for one tree structure: keys and frames
+/// over a card with 100k lanes must not regroup its children each time, only when the tree
+/// changes (`model.structure`).
+#[derive(Debug, Default)]
+pub struct GroupCache(std::sync::Mutex<Option<(GroupKey, std::sync::Arc<Grouped>)>>);
+
+/// What a parent's groups depend on: the tree's structure, the thread count (a seek may replace
+/// the model), the parent.
+type GroupKey = (u64, usize, ThreadIdx);
+
+impl GroupCache {
+    pub fn of(&self, model: &Model, parent: ThreadIdx) -> std::sync::Arc<Grouped> {
+        let key = (model.structure, model.threads.len(), parent);
+        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, g)) = slot.as_ref()
+            && *k == key
+        {
+            return std::sync::Arc::clone(g);
+        }
+        let g = std::sync::Arc::new(groups(model, model.thread(parent)));
+        *slot = Some((key, std::sync::Arc::clone(&g)));
+        g
+    }
+}
+
 /// A fingerprint of everything the rows are made of, cheaper than making them: most lines of a
 /// live stream (deltas, token counts, statuses) change the model but not the tree's shape, and
 /// then the rows of the last frame still stand. Linear in the threads, with no allocation.
@@ -108,21 +136,22 @@ pub fn shape(model: &Model) -> u64 {
 }
 
 /// The lanes a node shows in the lanes pane.
-pub fn lanes_of(model: &Model, id: NodeId) -> Vec<ThreadIdx> {
+pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache) -> Vec<ThreadIdx> {
     match id {
         NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
         NodeId::Thread(_) => Vec::new(),
         NodeId::Turn(t, turn) => {
-            let Some(th) = model.threads.get(t.index()) else {
+            if t.index() >= model.threads.len() {
                 return Vec::new();
-            };
-            groups(model, th).0.into_iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes).collect()
+            }
+            let g = cache.of(model, t);
+            g.0.iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes.iter().copied()).collect()
         }
         NodeId::Group(t, first) => {
-            let Some(th) = model.threads.get(t.index()) else {
+            if t.index() >= model.threads.len() {
                 return Vec::new();
-            };
-            groups(model, th).0.into_iter().find(|g| g.first == first).map(|g| g.lanes).unwrap_or_default()
+            }
+            cache.of(model, t).0.iter().find(|g| g.first == first).map(|g| g.lanes.clone()).unwrap_or_default()
         }
         NodeId::Unattributed => model.unattributed.clone(),
         NodeId::Pending => pending(model),

@@ -170,6 +170,8 @@ pub struct View {
     activity: Activity,
     activity_key: Option<(u64, usize)>,
     cache: Cache,
+    /// The card groups the lanes, titles and keys ask for, once per tree structure.
+    pub groups: outline::GroupCache,
 }
 
 #[derive(Debug, Default)]
@@ -235,6 +237,7 @@ impl View {
             activity: Activity::default(),
             activity_key: None,
             cache: Cache::default(),
+            groups: outline::GroupCache::default(),
         }
     }
 
@@ -296,7 +299,7 @@ impl View {
         }
         match self.selected? {
             NodeId::Thread(t) => Some(t),
-            other => outline::lanes_of(model, other).get(self.lane).copied().or(match other {
+            other => outline::lanes_of(model, other, &self.groups).get(self.lane).copied().or(match other {
                 NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
                 _ => None,
             }),
