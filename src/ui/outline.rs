@@ -10,7 +10,7 @@
 //! owned item and flattens them all on each render, which at 1,000 threads costs about as much as
 //! this whole screen (`benches/render.rs` prints the comparison).
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 use super::view::TreeSort;
 use crate::model::{Item, ItemKind, Model, Thread};
@@ -113,26 +113,6 @@ impl GroupCache {
         *slot = Some((key, std::sync::Arc::clone(&g)));
         g
     }
-}
-
-/// A fingerprint of everything the rows are made of, cheaper than making them: most lines of a
-/// live stream (deltas, token counts, statuses) change the model but not the tree's shape, and
-/// then the rows of the last frame still stand. Linear in the threads, with no allocation.
-///
-/// The shape is: who exists and in which role (roots, orphans, pending), each thread's children
-/// and the cards they know, and the items of the threads that have children (a card item can
-/// arrive after the child it announced; a root's turns come with its items).
-pub fn shape(model: &Model) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    (model.threads.len(), model.sessions.len(), model.unattributed.len()).hash(&mut h);
-    for t in &model.threads {
-        let cards = t.card.is_some();
-        (t.role as u8, cards).hash(&mut h);
-        if !t.children.is_empty() {
-            (t.children.len(), t.items.len(), t.turns.len()).hash(&mut h);
-        }
-    }
-    h.finish()
 }
 
 /// The lanes a node shows in the lanes pane.

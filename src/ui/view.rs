@@ -177,7 +177,7 @@ pub struct View {
 #[derive(Debug, Default)]
 struct Cache {
     /// (shape of the tree, thread count, folds, filter): what the rows depend on. See
-    /// [`outline::shape`]; the thread count is there because a seek may replace the model with a
+    /// `Model::structure`; the thread count is there because a seek may replace the model with a
     /// shorter one, and no cached row may name a thread it lacks.
     key: Option<(u64, usize, u64, String, TreeSort)>,
     rows: Vec<Row>,
@@ -311,7 +311,8 @@ impl View {
         // A filter looks at names, statuses and models, which change without the shape changing.
         // So does an order by figures.
         let by_figures = !self.filter.is_empty() || self.tree_sort != TreeSort::Arrival;
-        let shape = if by_figures { model.generation } else { outline::shape(model) };
+        // The model counts changes of the tree's shape itself: no pass over the threads per frame.
+        let shape = if by_figures { model.generation } else { model.structure };
         let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone(), self.tree_sort);
         if self.cache.key.as_ref() != Some(&key) {
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
