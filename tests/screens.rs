@@ -231,6 +231,28 @@ fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
 }
 
 #[test]
+fn diagnostics_show_the_thread_and_item_bounds_drops() {
+    let text = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
+    let mut config = swarmtop::pipeline::Config::default();
+    config.router.threads = 1;
+    config.model.items_per_thread = 2;
+    let mut p = Pipeline::new(config);
+    for l in text.lines() {
+        p.push(l.as_bytes());
+    }
+    p.finish();
+    let (over, items) = (p.counters().over_thread_limit, p.model.diagnostics.dropped_items);
+    assert!(over > 0 && items > 0, "the bounds must drop something: {over} {items}");
+    let f = feed("collab_v1", &p, p.counters().lines);
+    let mut v = view();
+    press(&mut v, &p, &chars("d"));
+    let screen = render(&p, &f, &mut v, (120, 40));
+    let grouped = |n: u64| swarmtop::ui::text::grouped(n);
+    assert!(screen.contains(&format!("thread limit {}", grouped(over))), "{screen}");
+    assert!(screen.contains(&format!("dropped items {}", grouped(items))), "{screen}");
+}
+
+#[test]
 fn filter_keeps_the_ancestors_of_matches() {
     let (p, total) = load("collab_v1", None);
     let f = feed("collab_v1", &p, total);
@@ -453,7 +475,7 @@ fn follow_keeps_the_newest_active_lane_selected() {
     }
     v.refresh(&p.model);
     let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
-    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap());
+    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups);
     let followed = lanes[v.lane];
     assert!(p.model.thread(followed).status.is_active());
     assert_eq!(lanes.len(), 3);
@@ -1169,4 +1191,83 @@ fn new_screens_at_every_size() {
         act(v, p, &[Action::PrevPane, Action::MoveDown, Action::MoveDown]);
         assert_eq!(v.focus, Pane::Cost);
     });
+}
+
+/// One session whose one spawn card started `kids` children, each in a turn of its own.
+fn one_card(kids: usize) -> Pipeline {
+    let id = |n: usize| format!("01a2292d-0000-7000-8000-{n:012x}");
+    let note =
+        |method: &str, params: String| format!(r#"{{"method":"{method}","params":{params},"emittedAtMs":1000}}"#);
+    let mut config = swarmtop::pipeline::Config::default();
+    config.router.threads = kids + 1;
+    let mut p = Pipeline::new(config);
+    let root = id(0);
+    let receivers: Vec<String> = (1..=kids).map(|k| format!("\"{}\"", id(k))).collect();
+    let lines = [
+        note("thread/started", format!(r#"{{"thread":{{"id":"{root}","model":"gpt-5.5","parentThreadId":null}}}}"#)),
+        note("turn/started", format!(r#"{{"threadId":"{root}","turn":{{"id":"t0","status":"inProgress"}}}}"#)),
+        note(
+            "item/completed",
+            format!(
+                r#"{{"threadId":"{root}","turnId":"t0","item":{{"type":"collabAgentToolCall","id":"card","tool":"spawnAgent","status":"completed","senderThreadId":"{root}","receiverThreadIds":[{}],"prompt":"fan out"}}}}"#,
+                receivers.join(",")
+            ),
+        ),
+    ];
+    for l in &lines {
+        p.push(l.as_bytes());
+    }
+    for k in 1..=kids {
+        let turn = format!(r#"{{"threadId":"{}","turn":{{"id":"k{k}","status":"inProgress"}}}}"#, id(k));
+        p.push(note("turn/started", turn).as_bytes());
+    }
+    p
+}
+
+/// Median time of one key through `update` plus the frame after it, and of a frame alone, with
+/// the spawn card of [`one_card`] selected and its lanes focused.
+fn key_and_frame_times(p: &Pipeline) -> (std::time::Duration, std::time::Duration) {
+    use std::time::{Duration, Instant};
+    let f = feed("synthetic", p, p.counters().lines);
+    let counters = p.counters();
+    let mut term = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
+    let mut v = view();
+    let mut frame = |v: &mut View| term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, v)).map(|_| ()).expect("draw");
+    frame(&mut v);
+    act(&mut v, p, &[Action::MoveDown, Action::MoveDown, Action::NextPane]);
+    frame(&mut v);
+    let median = |mut d: Vec<Duration>| {
+        d.sort_unstable();
+        d[d.len() / 2]
+    };
+    let (mut keys, mut frames) = (Vec::new(), Vec::new());
+    for _ in 0..15 {
+        for k in [KeyCode::Down, KeyCode::Enter, KeyCode::Esc] {
+            let start = Instant::now();
+            press(&mut v, p, &[key(k)]);
+            keys.push(start.elapsed());
+            let start = Instant::now();
+            frame(&mut v);
+            frames.push(start.elapsed());
+        }
+    }
+    (median(keys), median(frames))
+}
+
+/// 100,000 lanes under one card cost a key and a frame about what ten lanes do: the work follows
+/// what is visible. Prints the figures (`--nocapture`); the bound is loose, the machine is shared.
+#[test]
+fn a_hundred_thousand_lanes_under_one_card_cost_what_is_visible() {
+    let small = one_card(10);
+    let big = one_card(100_000);
+    assert_eq!(big.model.threads.len(), 100_001);
+    assert_eq!(big.model.threads[0].items.len(), 1, "one card");
+    let (small_key, small_frame) = key_and_frame_times(&small);
+    let (big_key, big_frame) = key_and_frame_times(&big);
+    let ratio = |a: std::time::Duration, b: std::time::Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
+    eprintln!(
+        "10 lanes: key {small_key:?} frame {small_frame:?}; 100k lanes: key {big_key:?} ({:.1}×) frame {big_frame:?} ({:.1}×)",
+        ratio(big_key, small_key),
+        ratio(big_frame, small_frame)
+    );
 }

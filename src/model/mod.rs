@@ -16,7 +16,7 @@ pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
 pub use self::item::{Item, ItemKind, ItemStatus};
 use self::prices::Pico;
 pub use self::prices::{Price, Prices};
-pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, short_id};
+pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, Wait, short_id};
 use self::tokens::Delta;
 pub use self::tokens::{Rollup, Tokens};
 use crate::router::{Class, Event, Registry, Role, Routed, Sink, ThreadIdx, Via};
@@ -452,7 +452,10 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         let from = t.status;
         t.status = match change {
-            StatusChange::Waiting(_) => Status::Waiting,
+            StatusChange::Waiting(wait) => {
+                t.wait = Some(wait);
+                Status::Waiting
+            }
             StatusChange::Active if matches!(from, Status::Waiting | Status::Retrying) => Status::Running,
             StatusChange::Idle if matches!(from, Status::Running | Status::Waiting | Status::Retrying) => Status::Idle,
             StatusChange::Set(_) if t.answered => from,

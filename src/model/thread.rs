@@ -10,7 +10,7 @@ use super::prices::Pico;
 use super::tokens::{Rollup, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
 use crate::wire::Clean;
-pub use crate::wire::fact::{ContextFill, Status};
+pub use crate::wire::fact::{ContextFill, Status, Wait};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnStatus {
@@ -48,6 +48,8 @@ pub struct Thread {
     pub agent_role: Option<Clean>,
     pub model: Option<Clean>,
     pub status: Status,
+    /// What a waiting thread waits for (read it through [`Thread::waiting_on`]).
+    pub(super) wait: Option<Wait>,
     /// The status a retrying thread returns to on its next line.
     pub(super) before_retry: Option<Status>,
     pub turns: Vec<Turn>,
@@ -101,6 +103,7 @@ impl Thread {
             agent_role: None,
             model: None,
             status: Status::Pending,
+            wait: None,
             before_retry: None,
             turns: Vec::new(),
             turn_index: FxHashMap::default(),
@@ -123,6 +126,12 @@ impl Thread {
             text_bytes: 0,
             text_floor: 0,
         }
+    }
+
+    /// Who a waiting thread needs: an approval or an answer; `None` when it is not waiting, or
+    /// its agent did not say (an OTLP `waiting`).
+    pub fn waiting_on(&self) -> Option<Wait> {
+        self.wait.filter(|_| self.status == Status::Waiting)
     }
 
     /// The best label known (routing.md §8): nickname, else the last segment of the agent path,

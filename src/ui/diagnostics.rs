@@ -41,6 +41,12 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
             ("dropped text", model.diagnostics.dropped_text_bytes, true),
             ("global log", model.diagnostics.global_count, false),
         ]),
+        Line::from(
+            [("thread limit", c.over_thread_limit), ("dropped items", model.diagnostics.dropped_items)]
+                .into_iter()
+                .flat_map(|(n, v)| figure(n, v, true))
+                .collect::<Vec<_>>(),
+        ),
         Line::from(Span::styled(
             if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
             theme.dim,

@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let focused = view.focus == Pane::Lanes && view.overlay.is_none();
     let lanes: Vec<ThreadIdx> = match (view.expanded, view.selected) {
         (Some(t), _) => vec![t],
-        (None, Some(sel)) => outline::lanes_of(model, sel),
+        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups),
         (None, None) => Vec::new(),
     };
     view.lane = view.lane.min(lanes.len().saturating_sub(1));
@@ -148,8 +148,8 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
         (Some(t), _) => format!(" lane · {} ", name(t)),
         (None, Some(NodeId::Thread(t))) => format!(" transcript · {} ", name(t)),
         (None, Some(NodeId::Group(t, first))) => {
-            let (gs, _) = outline::groups(model, model.thread(t));
-            let g = gs.iter().find(|g| g.first == first);
+            let grouped = view.groups.of(model, t);
+            let g = grouped.0.iter().find(|g| g.first == first);
             let turn = g.and_then(|g| g.turn).map(|k| format!(" · turn {}", k + 1)).unwrap_or_default();
             let label = g.map_or("spawn", |g| g.label);
             format!(" ⑂ {label} ×{}{turn} · {} ", lanes.len(), name(t))

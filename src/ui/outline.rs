@@ -10,7 +10,7 @@
 //! owned item and flattens them all on each render, which at 1,000 threads costs about as much as
 //! this whole screen (`benches/render.rs` prints the comparison).
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 use super::view::TreeSort;
 use crate::model::{Item, ItemKind, Model, Thread};
@@ -87,42 +87,51 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
     (groups, loose)
 }
 
-/// A fingerprint of everything the rows are made of, cheaper than making them: most lines of a
-/// live stream (deltas, token counts, statuses) change the model but not the tree's shape, and
-/// then the rows of the last frame still stand. Linear in the threads, with no allocation.
-///
-/// The shape is: who exists and in which role (roots, orphans, pending), each thread's children
-/// and the cards they know, and the items of the threads that have children (a card item can
-/// arrive after the child it announced; a root's turns come with its items).
-pub fn shape(model: &Model) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    (model.threads.len(), model.sessions.len(), model.unattributed.len()).hash(&mut h);
-    for t in &model.threads {
-        let cards = t.card.is_some();
-        (t.role as u8, cards).hash(&mut h);
-        if !t.children.is_empty() {
-            (t.children.len(), t.items.len(), t.turns.len()).hash(&mut h);
+/// [`groups`] of a parent, with its loose children.
+pub type Grouped = (Vec<Group>, Vec<ThreadIdx>);
+
+/// The card groups of the last parent asked about, kept for one tree structure: keys and frames
+/// over a card with 100k lanes must not regroup its children each time, only when the tree
+/// changes (`model.structure`).
+#[derive(Debug, Default)]
+pub struct GroupCache(std::sync::Mutex<Option<(GroupKey, std::sync::Arc<Grouped>)>>);
+
+/// What a parent's groups depend on: the tree's structure, the thread count (a seek may replace
+/// the model), the parent.
+type GroupKey = (u64, usize, ThreadIdx);
+
+impl GroupCache {
+    pub fn of(&self, model: &Model, parent: ThreadIdx) -> std::sync::Arc<Grouped> {
+        let key = (model.structure, model.threads.len(), parent);
+        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, g)) = slot.as_ref()
+            && *k == key
+        {
+            return std::sync::Arc::clone(g);
         }
+        let g = std::sync::Arc::new(groups(model, model.thread(parent)));
+        *slot = Some((key, std::sync::Arc::clone(&g)));
+        g
     }
-    h.finish()
 }
 
 /// The lanes a node shows in the lanes pane.
-pub fn lanes_of(model: &Model, id: NodeId) -> Vec<ThreadIdx> {
+pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache) -> Vec<ThreadIdx> {
     match id {
         NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
         NodeId::Thread(_) => Vec::new(),
         NodeId::Turn(t, turn) => {
-            let Some(th) = model.threads.get(t.index()) else {
+            if t.index() >= model.threads.len() {
                 return Vec::new();
-            };
-            groups(model, th).0.into_iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes).collect()
+            }
+            let g = cache.of(model, t);
+            g.0.iter().filter(|g| g.turn == Some(turn as usize)).flat_map(|g| g.lanes.iter().copied()).collect()
         }
         NodeId::Group(t, first) => {
-            let Some(th) = model.threads.get(t.index()) else {
+            if t.index() >= model.threads.len() {
                 return Vec::new();
-            };
-            groups(model, th).0.into_iter().find(|g| g.first == first).map(|g| g.lanes).unwrap_or_default()
+            }
+            cache.of(model, t).0.iter().find(|g| g.first == first).map(|g| g.lanes.clone()).unwrap_or_default()
         }
         NodeId::Unattributed => model.unattributed.clone(),
         NodeId::Pending => pending(model),
@@ -164,6 +173,10 @@ pub fn matches(model: &Model, idx: ThreadIdx, q: &str) -> bool {
         || t.status.as_str().contains(q)
         || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(q))
         || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some())
+        || t.waiting_on().is_some_and(|w| match w {
+            crate::model::Wait::Approval => "approval".contains(q),
+            crate::model::Wait::UserInput => "input".contains(q),
+        })
 }
 
 /// A node's children, in display order; the same walk serves counting and emitting.

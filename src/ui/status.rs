@@ -3,7 +3,7 @@
 //! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
 //! of 100k children must not overflow the stack).
 
-use crate::model::{ItemKind, Model, Status, Thread};
+use crate::model::{ItemKind, Model, Status, Thread, Wait};
 use crate::router::ThreadIdx;
 
 /// What a thread's descendants are doing, for one model generation.
@@ -68,8 +68,9 @@ pub enum Shown {
     Is(Status),
     /// An idle child: it answered and has nothing left to do.
     Done,
-    /// Waiting for a person: an approval or an answer (`waitingOnApproval` / `waitingOnUserInput`).
-    NeedsYou,
+    /// Waiting for a person: an approval (`waitingOnApproval`) or an answer (`waitingOnUserInput`);
+    /// `None` when the agent did not say which.
+    NeedsYou(Option<Wait>),
     /// Active but quiet (or in a `wait` call) while this many agents below it work.
     OnChildren(u32),
     /// Active, and no line for longer than the stall threshold in itself or anything below it.
@@ -97,7 +98,7 @@ impl Shown {
         };
         let quiet = clock.stall_ms > 0 && quiet_for(t.last_ms) > stall;
         match t.status {
-            Status::Waiting => Self::NeedsYou,
+            Status::Waiting => Self::NeedsYou(t.waiting_on()),
             s if s.is_active() && clock.ended => Self::Unfinished,
             Status::Running if below.active > 0 && (quiet || in_wait_call(t)) => {
                 let below_quiet = clock.stall_ms > 0 && quiet_for(below.last_ms) > stall;
@@ -113,7 +114,7 @@ impl Shown {
         match self {
             Self::Is(Status::Pending) => "○",
             Self::Is(Status::Running) => "●",
-            Self::Is(Status::Waiting) | Self::NeedsYou => "⚑",
+            Self::Is(Status::Waiting) | Self::NeedsYou(_) => "⚑",
             Self::Is(Status::Retrying) => "↻",
             Self::Is(Status::Idle) | Self::Done => "✓",
             Self::Is(Status::Failed) => "✗",
@@ -130,7 +131,9 @@ impl Shown {
         match self {
             Self::Is(s) => s.as_str().to_owned(),
             Self::Done => "done".to_owned(),
-            Self::NeedsYou => "needs you".to_owned(),
+            Self::NeedsYou(Some(Wait::Approval)) => "needs approval".to_owned(),
+            Self::NeedsYou(Some(Wait::UserInput)) => "needs input".to_owned(),
+            Self::NeedsYou(None) => "needs you".to_owned(),
             Self::OnChildren(n) => format!("waiting on {n}"),
             Self::Stalled => "stalled".to_owned(),
             Self::Unfinished => "unfinished".to_owned(),
@@ -218,5 +221,27 @@ mod tests {
         assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
         assert_eq!(a.active, 2);
         assert_eq!(a.need_you, 0);
+    }
+
+    #[test]
+    fn an_approval_and_an_answer_are_told_apart_and_both_need_a_person() {
+        let mut m = parent_and_child(5_000);
+        let waiting = |thread: &str, flag: &str| {
+            let status = serde_json::json!({"type": "active", "activeFlags": [flag]});
+            note("thread/status/changed", &serde_json::json!({"threadId": thread, "status": status}), 5_000)
+        };
+        m.push(waiting("root", "waitingOnApproval").as_bytes());
+        m.push(waiting("kid", "waitingOnUserInput").as_bytes());
+        let (root, kid) = (shown(&m, "root", clock(6_000)), shown(&m, "kid", clock(6_000)));
+        assert_eq!(root, Shown::NeedsYou(Some(Wait::Approval)));
+        assert_eq!(kid, Shown::NeedsYou(Some(Wait::UserInput)));
+        assert_eq!((root.word(), kid.word()), ("needs approval".to_owned(), "needs input".to_owned()));
+        assert_eq!(Activity::of(&m.model).need_you, 2);
+        let active = serde_json::json!({"type": "active", "activeFlags": []});
+        m.push(
+            note("thread/status/changed", &serde_json::json!({"threadId": "kid", "status": active}), 5_500).as_bytes(),
+        );
+        assert_eq!(shown(&m, "kid", clock(6_000)), Shown::Is(Status::Running));
+        assert_eq!(m.model.thread(m.find("kid").expect("kid")).waiting_on(), None, "a wait ended is forgotten");
     }
 }

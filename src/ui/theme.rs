@@ -198,7 +198,7 @@ impl Theme {
         match shown {
             Shown::Is(Status::Pending) => self.pending,
             Shown::Is(Status::Running) => self.running,
-            Shown::Is(Status::Waiting) | Shown::NeedsYou => self.waiting,
+            Shown::Is(Status::Waiting) | Shown::NeedsYou(_) => self.waiting,
             Shown::OnChildren(_) => self.running_quiet,
             Shown::Is(Status::Retrying) => self.retrying,
             Shown::Is(Status::Idle) | Shown::Done => self.done,

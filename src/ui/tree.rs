@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
-use super::outline::{NodeId, Row, groups};
+use super::outline::{NodeId, Row};
 use super::text::{duration, elapsed, short_model, tokens, truncate, width};
 use super::view::{Pane, View};
 use crate::model::{Model, ShownCost, Status, TurnStatus, format_usd};
@@ -192,9 +192,8 @@ fn row_cells(
             }
         }
         NodeId::Group(t, first) => {
-            let th = model.thread(t);
-            let (gs, _) = groups(model, th);
-            let g = gs.iter().find(|g| g.first == first);
+            let grouped = view.groups.of(model, t);
+            let g = grouped.0.iter().find(|g| g.first == first);
             let (label, n, active) = g.map_or(("spawn", 0, 0), |g| {
                 let active = g.lanes.iter().filter(|&&c| model.thread(c).status.is_active()).count();
                 (g.label, g.lanes.len(), active)

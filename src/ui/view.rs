@@ -170,12 +170,14 @@ pub struct View {
     activity: Activity,
     activity_key: Option<(u64, usize)>,
     cache: Cache,
+    /// The card groups the lanes, titles and keys ask for, once per tree structure.
+    pub groups: outline::GroupCache,
 }
 
 #[derive(Debug, Default)]
 struct Cache {
     /// (shape of the tree, thread count, folds, filter): what the rows depend on. See
-    /// [`outline::shape`]; the thread count is there because a seek may replace the model with a
+    /// `Model::structure`; the thread count is there because a seek may replace the model with a
     /// shorter one, and no cached row may name a thread it lacks.
     key: Option<(u64, usize, u64, String, TreeSort)>,
     rows: Vec<Row>,
@@ -235,6 +237,7 @@ impl View {
             activity: Activity::default(),
             activity_key: None,
             cache: Cache::default(),
+            groups: outline::GroupCache::default(),
         }
     }
 
@@ -296,7 +299,7 @@ impl View {
         }
         match self.selected? {
             NodeId::Thread(t) => Some(t),
-            other => outline::lanes_of(model, other).get(self.lane).copied().or(match other {
+            other => outline::lanes_of(model, other, &self.groups).get(self.lane).copied().or(match other {
                 NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
                 _ => None,
             }),
@@ -308,7 +311,8 @@ impl View {
         // A filter looks at names, statuses and models, which change without the shape changing.
         // So does an order by figures.
         let by_figures = !self.filter.is_empty() || self.tree_sort != TreeSort::Arrival;
-        let shape = if by_figures { model.generation } else { outline::shape(model) };
+        // The model counts changes of the tree's shape itself: no pass over the threads per frame.
+        let shape = if by_figures { model.generation } else { model.structure };
         let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone(), self.tree_sort);
         if self.cache.key.as_ref() != Some(&key) {
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));

@@ -15,9 +15,9 @@ use serde_json::value::RawValue;
 
 use super::codex::message::ThreadSpawn;
 use super::fact::{
-    Breakdown, CleanStr, ContextFill, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome,
-    TurnRef, TurnStarted, Usage, Via, Weight,
+    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Notice, Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
+    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
 use super::sanitize;
@@ -310,7 +310,25 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                 Some("user") => ItemKind::UserMessage,
                 _ => return,
             };
-            let text = sanitize(&joined(p.content.as_ref()));
+            let raw = joined(p.content.as_ref());
+            if item_kind == ItemKind::UserMessage {
+                match injected(&raw) {
+                    Some(Injected::Environment) => {
+                        out.weight = Weight::Noise;
+                        return;
+                    }
+                    Some(Injected::Notification(n)) => {
+                        facts.extend(n.fact());
+                        facts.push(item(p.id.as_deref(), ItemKind::Other(sanitize("agent reported")), time, |f| {
+                            f.text = Some(sanitize(&n.summary()));
+                            f.status = Some(ItemStatus::Completed);
+                        }));
+                        return;
+                    }
+                    None => {}
+                }
+            }
+            let text = sanitize(&raw);
             facts.push(item(p.id.as_deref(), item_kind, time, |f| {
                 f.text = Some(text);
                 f.status = Some(ItemStatus::Completed);
@@ -374,6 +392,67 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
     }
 }
 
+/// What Codex writes into a thread's history as a `user` message that the user never typed.
+enum Injected {
+    /// `<environment_context>`: the cwd, shell, date and sandbox, restated every turn: metadata.
+    Environment,
+    /// `<subagent_notification>`: a child's status reaching its parent.
+    Notification(Notification),
+}
+
+fn injected(text: &str) -> Option<Injected> {
+    let text = text.trim();
+    if text.starts_with("<environment_context>") {
+        return Some(Injected::Environment);
+    }
+    let body = text.strip_prefix("<subagent_notification>")?.strip_suffix("</subagent_notification>")?;
+    serde_json::from_str(body.trim()).ok().map(Injected::Notification)
+}
+
+/// The body of a `<subagent_notification>`: the child (v1: its thread id) and its `AgentStatus`,
+/// a bare word (`running`, `shutdown`, ...) or a one-key object (`{"completed": message}`).
+#[derive(Deserialize)]
+struct Notification {
+    agent_path: String,
+    status: serde_json::Value,
+}
+
+impl Notification {
+    /// The status word and the message it may carry.
+    fn status(&self) -> (&str, Option<&str>) {
+        match &self.status {
+            serde_json::Value::String(word) => (word, None),
+            serde_json::Value::Object(o) => {
+                o.iter().next().map_or(("", None), |(word, message)| (word.as_str(), message.as_str()))
+            }
+            _ => ("", None),
+        }
+    }
+
+    /// The child's end as its parent learns it; statuses that say nothing new of the child add nothing.
+    fn fact(&self) -> Option<Fact<'static>> {
+        let child: Id<'static> = Cow::Owned(self.agent_path.clone());
+        let answered = |status| Some(Fact::Answered(Answered { child: child.clone(), status }));
+        let set = |status| {
+            Some(Fact::Status(StatusFact { target: Target::Thread(child.clone()), change: StatusChange::Set(status) }))
+        };
+        match self.status().0 {
+            "completed" => answered(Status::Idle),
+            "errored" => answered(Status::Failed),
+            "interrupted" => set(Status::Interrupted),
+            "shutdown" => set(Status::Closed),
+            _ => None,
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self.status() {
+            (word, Some(message)) if !message.is_empty() => format!("{} {word}: {message}", self.agent_path),
+            (word, _) => format!("{} {word}", self.agent_path),
+        }
+    }
+}
+
 /// A transcript item, filed under the thread's latest turn. Items without an id of their own are
 /// told apart by the line that brought them.
 fn item<'l>(id: Option<&str>, kind: ItemKind, time: Option<i64>, fill: impl FnOnce(&mut ItemFact<'l>)) -> Fact<'l> {
@@ -426,5 +505,54 @@ mod tests {
         lowered(COUNT, &Origin::NONE, &mut Follow::default(), |l| assert_eq!(l.subject, Subject::Global));
         let file = Origin::new(crate::wire::OriginInfo { thread: Some("t".into()), ..Default::default() });
         lowered(COUNT, &file, &mut Follow::default(), |l| assert_eq!(l.subject, Subject::Thread("t".into())));
+    }
+
+    fn user(text: &str) -> String {
+        let content = serde_json::json!([{ "type": "input_text", "text": text }]);
+        serde_json::json!({
+            "timestamp": "2026-11-29T21:20:09.016Z",
+            "type": "response_item",
+            "payload": { "type": "message", "id": "m", "role": "user", "content": content }
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn injected_user_messages_are_not_the_users_words() {
+        let mut follow = Follow::default();
+        lowered(META, &Origin::NONE, &mut follow, |_| {});
+        let env = user("<environment_context>\n  <cwd>/home/dev</cwd>\n</environment_context>");
+        lowered(&env, &Origin::NONE, &mut follow, |l| {
+            assert!(l.facts.iter().next().is_none(), "environment context is no transcript item");
+            assert_eq!(l.weight, Weight::Noise);
+        });
+        let done = user(
+            "<subagent_notification>\n{\"agent_path\":\"k\",\"status\":{\"completed\":\"done: 42\"}}\n</subagent_notification>",
+        );
+        lowered(&done, &Origin::NONE, &mut follow, |l| {
+            let facts: Vec<_> = l.facts.iter().collect();
+            assert!(matches!(facts[0], Fact::Answered(a) if a.child == "k" && a.status == Status::Idle));
+            let Fact::Item(i) = facts[1] else { panic!("{facts:?}") };
+            assert_ne!(i.kind, Some(ItemKind::UserMessage));
+            assert_eq!(i.text.as_ref().map(super::super::Clean::as_str), Some("k completed: done: 42"));
+        });
+        let failed = user(
+            "<subagent_notification>{\"agent_path\":\"k\",\"status\":{\"errored\":\"boom\"}}</subagent_notification>",
+        );
+        lowered(&failed, &Origin::NONE, &mut follow, |l| {
+            assert!(matches!(l.facts.iter().next(), Some(Fact::Answered(a)) if a.status == Status::Failed));
+        });
+        let closed =
+            user("<subagent_notification>{\"agent_path\":\"k\",\"status\":\"shutdown\"}</subagent_notification>");
+        lowered(&closed, &Origin::NONE, &mut follow, |l| {
+            assert!(matches!(
+                l.facts.iter().next(),
+                Some(Fact::Status(StatusFact { target: Target::Thread(k), change: StatusChange::Set(Status::Closed) })) if k == "k"
+            ));
+        });
+        lowered(&user("<subagent_notification> not json"), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::UserMessage), "what is not a notification stays the user's");
+        });
     }
 }
