@@ -6,7 +6,9 @@ mod ingest;
 pub mod listen;
 mod live;
 mod monitor;
+pub mod ps;
 pub mod route;
+pub mod sessions;
 pub mod stats;
 pub mod tee;
 mod terminal;
@@ -68,6 +70,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Tee(args)) => tee::run(&args),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
     }

@@ -8,13 +8,16 @@
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
+//! - [`discover`]: every agent session on the machine; [`proc`]: which process runs it.
 
 pub mod attach;
+pub mod discover;
 pub mod files;
 pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod proc;
 pub mod recording;
 pub mod replay;
 pub mod socket;
