@@ -149,11 +149,17 @@ fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
     let history = tee::history(&t.socket, tee::HISTORY_TIMEOUT).ok()?;
     let mut pipeline = Pipeline::new(config.clone());
     feed(&mut pipeline, &history.records);
-    let tool = history
-        .command
-        .first()
-        .and_then(|c| std::path::Path::new(c).file_name())
-        .map_or_else(|| "tee".to_owned(), |n| n.to_string_lossy().into_owned());
+    // The agent is what the stream speaks; the command line (often a wrapper script) only
+    // when the stream says nothing yet.
+    let tool = match pipeline.format() {
+        f if f.starts_with("codex") => "codex".to_owned(),
+        f if f.starts_with("claude") => "claude".to_owned(),
+        _ => history
+            .command
+            .first()
+            .and_then(|c| std::path::Path::new(c).file_name())
+            .map_or_else(|| "tee".to_owned(), |n| n.to_string_lossy().into_owned()),
+    };
     Some(TeeSession { tee: t, history, pipeline, tool, project: None })
 }
 

@@ -9,6 +9,7 @@
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`discover`]: every agent session on the machine; [`proc`]: which process runs it.
+//! - [`watch`]: file-change notifications (`notify`, with its polling fallback) for followers.
 
 pub mod attach;
 pub mod discover;
@@ -22,3 +23,4 @@ pub mod recording;
 pub mod replay;
 pub mod socket;
 pub mod tee;
+pub mod watch;
