@@ -101,19 +101,12 @@ impl Watcher {
         let mode = if meta.is_dir() { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
         let native_ok = self.native.as_mut().is_some_and(|w| w.watch(path, mode).is_ok());
         if !native_ok {
-            let poller = match &mut self.polling {
-                Some(p) => p,
-                None => {
-                    let handler = Arc::clone(&self.shared);
-                    let config =
-                        notify::Config::default().with_poll_interval(POLL_INTERVAL).with_compare_contents(false);
-                    match PollWatcher::new(move |r| handler.note(r), config) {
-                        Ok(p) => self.polling.insert(p),
-                        Err(_) => return false,
-                    }
-                }
-            };
-            if poller.watch(path, mode).is_err() {
+            if self.polling.is_none() {
+                let handler = Arc::clone(&self.shared);
+                let config = notify::Config::default().with_poll_interval(POLL_INTERVAL).with_compare_contents(false);
+                self.polling = PollWatcher::new(move |r| handler.note(r), config).ok();
+            }
+            if self.polling.as_mut().is_none_or(|p| p.watch(path, mode).is_err()) {
                 return false;
             }
         }

@@ -30,6 +30,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// `2026-12-01T11:48:24.123Z`.
+#[allow(clippy::many_single_char_names)]
 pub fn iso(ms: i64) -> String {
     let (secs, millis) = (ms.div_euclid(1000), ms.rem_euclid(1000));
     let z = secs.div_euclid(86_400) + 719_468;
