@@ -23,13 +23,12 @@ use crate::source::inbound;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recording;
 use crate::source::replay::{Pace, Replay};
+use crate::source::watch::Watcher;
 use crate::ui::{self, Effect, Feed, View};
 use crate::wire::{Decoded, decode};
 
 /// Longest stretch of ingest between two looks at the keyboard.
 const INGEST_SLICE: Duration = Duration::from_millis(8);
-/// How often a followed file is checked for growth.
-const FOLLOW_POLL: Duration = Duration::from_millis(250);
 /// A followed file whose newest line is at most this old is taken to be written right now.
 const FOLLOW_CLOCK_SKEW_MS: i64 = 3_600_000;
 /// How often the screen is redrawn with nothing new, for its clocks.
@@ -160,6 +159,14 @@ impl Recorded {
                 }
                 Rec::TooLong { len, at, head, .. } => pipeline.push_oversized(len, &self.bytes[at..at + head], nothing),
             }
+        }
+    }
+
+    /// Watches every source file and followed folder (again after new files were added).
+    fn watch_with(&self, watcher: &mut Watcher) {
+        for path in self.sources.iter().filter_map(|s| s.path.as_deref()).chain(self.dirs.iter().map(PathBuf::as_path))
+        {
+            watcher.watch(path);
         }
     }
 
@@ -360,7 +367,13 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
         tracing::info!(source = %r.name, records = r.records.len(), "replaying");
         Replay::new(&r.times(), opts.max_gap, pace_of(opts.speed), now)
     });
-    let mut next_follow = now + FOLLOW_POLL;
+    // `--follow`: the watcher says when followed files or folders change.
+    let mut watcher = recorded.as_ref().filter(|r| r.follow).map(|r| {
+        let mut w = Watcher::new();
+        r.watch_with(&mut w);
+        w
+    });
+    let mut follow_due = false;
     let mut next_tick = now + TICK;
 
     loop {
@@ -388,10 +401,12 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             }
         }
         if let (Some(r), Some(rep)) = (recorded.as_mut(), replay.as_mut()) {
-            if r.follow && rep.is_done() && now >= next_follow {
-                next_follow = now + FOLLOW_POLL;
+            if r.follow && rep.is_done() && std::mem::take(&mut follow_due) {
                 let before = r.records.len();
                 r.follow_growth();
+                if let Some(w) = watcher.as_mut() {
+                    r.watch_with(w);
+                }
                 if r.records.len() > before {
                     r.apply(&mut m.pipeline, before..r.records.len());
                     rep.append_applied(r.records.len() - before, now);
@@ -446,9 +461,6 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 wake = wake.min(deadline);
             }
         }
-        if recorded.as_ref().is_some_and(|r| r.follow) {
-            wake = wake.min(next_follow);
-        }
 
         tokio::select! {
             biased;
@@ -462,6 +474,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
                 None => break,
             },
             _ = terminate.recv() => break,
+            _ = async { Some(watcher.as_ref()?.changed().await) }, if watcher.is_some() => follow_due = true,
             _ = hangup.recv() => break,
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 if let Some(event) = event {

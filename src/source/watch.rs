@@ -35,6 +35,8 @@ impl Shared {
         let mut changes = self.changes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match result {
             Ok(event) if event.need_rescan() => changes.everything = true,
+            // Opening and reading files (our own reads among them) changes nothing.
+            Ok(event) if event.kind.is_access() => return,
             Ok(event) => {
                 for path in event.paths {
                     if changes.paths.len() >= MAX_CHANGED {
