@@ -31,7 +31,8 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
             // The history that follows rebuilds the same model from scratch.
             Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
             Some(Event::Records(records)) => feed(&mut pipeline, &records),
-            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. }) => {}
+            Some(Event::Origin(thread)) => pipeline.set_rollout_thread(thread.as_deref()),
+            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Sessions(_)) => {}
         }
     }
     pipeline.finish();

@@ -5,6 +5,7 @@ pub mod cli;
 mod ingest;
 pub mod listen;
 mod live;
+mod machine;
 mod monitor;
 pub mod ps;
 pub mod route;
@@ -72,6 +73,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
-        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
+        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }
 }

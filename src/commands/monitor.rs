@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use super::cli::{MonitorOpts, Speed, Theme};
+use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
 use super::terminal::TerminalGuard;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
@@ -215,9 +215,9 @@ pub fn demo() -> Watch {
     Watch::Replay(Recorded::from_bytes("demo", include_bytes!("../../assets/demo.ndjson")))
 }
 
-/// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin plays the demo; `-` or a
+/// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin is the machine view; `-` or a
 /// piped stdin is a live source; anything else is replayed.
-pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
+pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts) -> Result<Watch> {
     let stdin_is_tty = std::io::stdin().is_terminal();
     let live_stdin = match inputs {
         [] => !stdin_is_tty,
@@ -225,7 +225,8 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
         _ => false,
     };
     if inputs.is_empty() && stdin_is_tty {
-        return Ok(demo());
+        let opts = super::sessions::Options::machine(super::sessions::window(window.since, window.all));
+        return Ok(Watch::Machine(opts));
     }
     if live_stdin {
         return stdin_live(opts.record.as_deref());
@@ -248,7 +249,12 @@ fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
 /// What the monitor watches.
 pub enum Watch {
     Replay(Recorded),
-    Live { name: String, events: mpsc::Receiver<live::Event> },
+    Live {
+        name: String,
+        events: mpsc::Receiver<live::Event>,
+    },
+    /// Every agent session on the machine (its source starts on the monitor's runtime).
+    Machine(super::sessions::Options),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
@@ -360,6 +366,12 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             m.feed.live = true;
             m.feed.connection = Some("connecting".to_owned());
             (None, Some(events))
+        }
+        Watch::Machine(opts) => {
+            "machine".clone_into(&mut m.feed.source);
+            m.feed.live = true;
+            m.feed.machine = Some(Box::default());
+            (None, Some(super::machine::spawn(opts)))
         }
     };
     let mut replay = recorded.as_ref().map(|r| {
@@ -534,6 +546,8 @@ fn apply_live(event: live::Event, m: &mut Monitor, now: Instant) {
             m.pipeline.add_bytes(bytes.len() as u64);
             m.rate.add(n, now);
         }
+        live::Event::Origin(thread) => m.pipeline.set_rollout_thread(thread.as_deref()),
+        live::Event::Sessions(snapshot) => m.feed.machine = Some(snapshot),
         live::Event::Disconnected { retry_in, reason } => {
             m.feed.connection = Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
         }

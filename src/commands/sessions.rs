@@ -14,6 +14,7 @@ use super::ingest::{ingest, nothing};
 use crate::model::prices::Pico;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::ThreadIdx;
+pub use crate::source::discover::State;
 use crate::source::discover::{self, Candidate, Env, Window, tee};
 use crate::source::files::{self, Input, Record};
 use crate::source::proc::{self, Proc, Usage};
@@ -22,25 +23,6 @@ use crate::wire::{Clean, Decoded, decode, sanitize};
 /// A session nobody is seen holding counts as possibly still running (`idle`) this long after
 /// its files last changed; older ones have `ended`.
 pub const IDLE_AGE: Duration = Duration::from_secs(5 * 60);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    /// A process holds one of its files open, or its tee runs.
-    Live,
-    /// No process is seen, but its files changed within [`IDLE_AGE`].
-    Idle,
-    Ended,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Live => "live",
-            Self::Idle => "idle",
-            Self::Ended => "ended",
-        }
-    }
-}
 
 /// One root session, with the figures `stats` gives for its subtree.
 #[derive(Debug, Clone)]

@@ -60,7 +60,8 @@ pub enum End {
     Failed(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Not `Eq`: a machine-wide snapshot holds CPU shares.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Connected to a tee; its history (from the header on) follows.
     Connected {
@@ -80,4 +81,9 @@ pub enum Event {
     },
     /// The stream is over for good; no event follows.
     Ended(End),
+    /// The records that follow come from a Codex rollout file of this thread (`None`: from
+    /// anything else), for sources that interleave several files.
+    Origin(Option<String>),
+    /// The sessions a machine-wide source follows, and their liveness.
+    Sessions(Box<super::discover::Snapshot>),
 }

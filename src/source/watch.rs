@@ -116,6 +116,10 @@ impl Watcher {
         true
     }
 
+    pub fn is_watched(&self, path: &Path) -> bool {
+        self.watched.contains(path)
+    }
+
     /// Waits until something changed, then takes what did.
     pub async fn changed(&self) -> Changes {
         loop {

@@ -30,6 +30,7 @@ mod header;
 mod help;
 pub mod keymap;
 mod lanes;
+pub mod machine;
 pub mod outline;
 mod sidebar;
 pub mod text;
@@ -76,6 +77,8 @@ pub struct Feed {
     pub now_ms: Option<i64>,
     /// Quiet time after which an active agent shows as stalled.
     pub stall_ms: u64,
+    /// The machine view's sessions (`swarmtop` with no arguments), as last sampled.
+    pub machine: Option<Box<crate::source::discover::Snapshot>>,
 }
 
 impl Default for Feed {
@@ -90,6 +93,7 @@ impl Default for Feed {
             connection: None,
             now_ms: None,
             stall_ms: 60_000,
+            machine: None,
         }
     }
 }
@@ -111,7 +115,20 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let header = Rect { height: 2, ..area };
     let footer = Rect { y: area.bottom() - 1, height: 1, ..area };
     let body = Rect { y: area.y + 2, height: area.height - 3, ..area };
+    let machine_feed;
+    let feed = match &feed.machine {
+        Some(snapshot) => {
+            machine_feed = Feed { source: machine::summary(model, view, snapshot), ..feed.clone() };
+            &machine_feed
+        }
+        None => feed,
+    };
     header::draw(frame, header, model, &total, counters, feed, &view.theme);
+    if let Some(snapshot) = feed.machine.as_deref().filter(|_| model.sessions.is_empty()) {
+        machine::draw_empty(frame, body, snapshot, &view.theme);
+        footer::draw(frame, footer, view);
+        return;
+    }
     let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
         let side = if area.width >= 180 { 40 } else { 32 };
         (((area.width * 3) / 10).clamp(36, 64), side)

@@ -116,6 +116,47 @@ pub fn scan(env: &Env, window: &Window) -> Found {
     found
 }
 
+/// Whether a session runs, as far as the machine can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// A process holds one of its files open, or its tee runs.
+    Live,
+    /// No process is seen, but its files changed recently (file age is the fallback).
+    Idle,
+    Ended,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Idle => "idle",
+            Self::Ended => "ended",
+        }
+    }
+}
+
+/// A session as the machine view lists it (strings unsanitised: the screen cleans them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seen {
+    pub tool: String,
+    pub id: String,
+    pub project: Option<String>,
+    /// Its file or its tee's socket.
+    pub source: PathBuf,
+    pub state: State,
+    pub pid: Option<u32>,
+    pub usage: Option<super::proc::Usage>,
+}
+
+/// Every session the machine view follows, and where it looked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub sessions: Vec<Seen>,
+    pub looked_in: Vec<(&'static str, PathBuf)>,
+    pub tee_dir: PathBuf,
+}
+
 /// The first line of a file, if it ends within [`FIRST_LINE_MAX`] bytes.
 pub fn first_line(path: &Path) -> Option<Vec<u8>> {
     let file = File::open(path).ok()?;
