@@ -1,6 +1,7 @@
-//! Ingest while rendering, as the monitor runs a replay at `--speed max`: records applied in 8 ms
-//! slices, a frame (200×60, `TestBackend`) drawn whenever 1/60 s has passed. Reported as lines per
-//! second next to plain `stats` ingest of the same corpus, in the same run.
+//! Ingest while rendering, as the monitor runs a replay at `--speed max`: records applied in the
+//! runtime's ingest slices and chunks, a frame (200×60, `TestBackend`) drawn when the monitor's
+//! own frame clock (`ui::frame::FrameClock`, 60 fps) says so. Reported as lines per second next
+//! to plain `stats` ingest of the same corpus, in the same run.
 //!
 //! `cargo bench --bench monitor` (SWARMTOP_BENCH_MIB sets the corpus size, default 100).
 
@@ -12,10 +13,10 @@ use std::time::{Duration, Instant};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use swarmtop::pipeline::Pipeline;
+use swarmtop::ui::frame::{FrameClock, INGEST_CHUNK, INGEST_SLICE};
 use swarmtop::ui::{self, Feed, View};
 
-const SLICE: Duration = Duration::from_millis(8);
-const FRAME: Duration = Duration::from_micros(16_667);
+const FPS: u32 = 60;
 
 /// The corpus's records (it has no blank or oversized lines).
 fn records(corpus: &[u8]) -> Vec<&[u8]> {
@@ -38,23 +39,23 @@ fn monitor(lines: &[&[u8]]) -> (Duration, u32) {
     let mut p = Pipeline::default();
     let total = lines.len() as u64;
     let start = Instant::now();
-    let mut last_frame: Option<Instant> = None;
+    let mut clock = FrameClock::new(FPS, Duration::from_secs(1), start);
     let mut frames = 0;
     let mut next = 0;
     while next < lines.len() {
         let slice = Instant::now();
-        while next < lines.len() && slice.elapsed() < SLICE {
-            let end = (next + 256).min(lines.len());
+        while next < lines.len() && slice.elapsed() < INGEST_SLICE {
+            let end = (next + INGEST_CHUNK).min(lines.len());
             for l in &lines[next..end] {
                 p.push(l);
             }
             next = end;
         }
         let now = Instant::now();
-        if last_frame.is_none_or(|t| now - t >= FRAME) || next == lines.len() {
+        if clock.due(true, now) || next == lines.len() {
             let counters = p.counters();
             let feed = Feed {
-                source: "replay: bench".into(),
+                source: "bench".into(),
                 speed: "max".into(),
                 position: Some((next as u64, total)),
                 now_ms: p.model.stream_ms,
@@ -62,7 +63,7 @@ fn monitor(lines: &[&[u8]]) -> (Duration, u32) {
             };
             terminal.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).unwrap();
             frames += 1;
-            last_frame = Some(now);
+            clock.drawn(now);
         }
     }
     p.finish();

@@ -8,6 +8,9 @@
 //! A third figure, "live", pushes a new item on a session between frames: the tree's shape changes,
 //! so every frame rebuilds the tree rows (most lines of a live stream do not, and cost as "static").
 //!
+//! The same three figures for the timeline (`t`) in the lanes' place: it must draw at frame rate
+//! for 1,000 agents.
+//!
 //! For reference it also times the agents pane alone drawn by `tui_tree_widget` over the same rows.
 //!
 //! `cargo bench --bench render`
@@ -123,15 +126,16 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn feed(p: &Pipeline) -> Feed {
     Feed {
-        source: "replay: bench".into(),
+        source: "bench".into(),
         position: Some((p.counters().lines, p.counters().lines)),
         now_ms: p.model.stream_ms,
         ..Feed::default()
     }
 }
 
-/// Median frame of the monitor over `p`, the first card selected (its lanes stacked).
-fn screen(p: &mut Pipeline, live: bool) -> Duration {
+/// Median frame of the monitor over `p`, the first card selected (its lanes stacked), or the
+/// timeline (`t`) in the lanes' place.
+fn screen(p: &mut Pipeline, live: bool, timeline: bool) -> Duration {
     let mut term = Terminal::new(TestBackend::new(W, H)).expect("terminal");
     let mut view = View::with_theme(Theme::dark());
     let f = feed(p);
@@ -139,6 +143,9 @@ fn screen(p: &mut Pipeline, live: bool) -> Duration {
     term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view)).expect("draw");
     for a in [Action::MoveDown, Action::MoveDown] {
         ui::update(&mut view, &p.model, a);
+    }
+    if timeline {
+        ui::update(&mut view, &p.model, Action::Timeline);
     }
     // A new item on the first session: it has children, so the tree's shape changes and the rows
     // are rebuilt, the worst case of a live stream.
@@ -219,7 +226,7 @@ fn items(
 /// Median frame of the agents pane alone (60 columns) drawn by `tui_tree_widget`.
 fn tree_widget(p: &Pipeline) -> Duration {
     let mut term = Terminal::new(TestBackend::new(60, H)).expect("terminal");
-    let rows = flatten(&p.model, &std::collections::HashSet::<NodeId>::new(), None);
+    let rows = flatten(&p.model, &std::collections::HashSet::<NodeId>::new(), None, swarmtop::ui::TreeSort::Arrival);
     let mut times = Vec::with_capacity(FRAMES);
     for _ in 0..FRAMES {
         let start = Instant::now();
@@ -245,9 +252,12 @@ fn main() {
     // One session with 9 children: 10 threads.
     let mut small = build(&swarm(1, 9, 0, 50));
     let floor = paragraph();
-    let small_t = screen(&mut small, false);
-    let big_t = screen(&mut big, false);
-    let big_live = screen(&mut big, true);
+    let small_t = screen(&mut small, false, false);
+    let big_t = screen(&mut big, false, false);
+    let big_live = screen(&mut big, true, false);
+    let small_timeline = screen(&mut small, false, true);
+    let big_timeline = screen(&mut big, false, true);
+    let big_timeline_live = screen(&mut big, true, true);
     let widget = tree_widget(&big);
     println!("render 200x60: {} threads, {items} items, all expanded", big.model.threads.len());
     println!("  paragraph floor       {floor:>10.1?}");
@@ -261,6 +271,17 @@ fn main() {
         "  1,000 threads, live   {big_live:>10.1?}  {:.2}x paragraph  {:.2}x 10 threads (rows rebuilt every frame)",
         ratio(big_live, floor),
         ratio(big_live, small_t)
+    );
+    println!("  timeline, 10 threads  {small_timeline:>10.1?}  {:.2}x paragraph", ratio(small_timeline, floor));
+    println!(
+        "  timeline, 1,000       {big_timeline:>10.1?}  {:.2}x paragraph  {:.2}x timeline of 10 threads  ({:.0} frames/s possible)",
+        ratio(big_timeline, floor),
+        ratio(big_timeline, small_timeline),
+        1.0 / big_timeline.as_secs_f64().max(1e-12)
+    );
+    println!(
+        "  timeline, 1,000, live {big_timeline_live:>10.1?}  {:.2}x paragraph (rows rebuilt every frame)",
+        ratio(big_timeline_live, floor)
     );
     println!(
         "  reference: the agents pane alone through tui-tree-widget, same 1,000 threads: {widget:.1?} ({:.2}x our whole screen)",

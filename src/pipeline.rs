@@ -1,9 +1,12 @@
-//! The one pipeline every consumer shares: records → router → model. Headless commands and the
-//! monitor differ only in where the events also go and what they print.
+//! The one pipeline every consumer shares: records → router (which decodes and lowers them) →
+//! model. Headless commands and the monitor differ only in where the events also go and what they
+//! print; every one of them feeds records through [`Pipeline::feed`].
 
 use crate::model::{self, Model, Prices};
-use crate::router::{self, Counters, Event, Router, Sink};
-use crate::wire::{Malformed, Shape};
+use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
+use crate::source::files::Record;
+use crate::wire::fact::Format;
+use crate::wire::{Line, Lowered, Malformed, Origin, Shape};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -30,7 +33,7 @@ struct Formats {
 pub struct Pipeline {
     pub router: Router,
     pub model: Model,
-    /// Decompressed bytes read.
+    /// Bytes of the records fed, each with its newline (decompressed).
     pub bytes: u64,
     formats: Formats,
 }
@@ -45,9 +48,12 @@ struct Tap<'a, S: Sink + ?Sized> {
 impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
-            Event::Line(r) if !r.replayed && r.line.msg.claude.is_some() => self.formats.claude = true,
-            Event::Line(r) if !r.replayed && r.line.msg.rollout.is_some() => self.formats.rollout = true,
-            Event::Line(r) if !r.replayed && r.line.msg.swarmtop.is_none() => self.formats.app_server = true,
+            Event::Line(r) if !r.replayed => match r.record.format {
+                Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
+                Format::CodexRollout => self.formats.rollout = true,
+                Format::CodexAppServer => self.formats.app_server = true,
+                Format::Marker => {}
+            },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
                 self.formats.claude = true;
@@ -75,30 +81,58 @@ impl Pipeline {
         }
     }
 
-    /// Routes one record (a line without its `\n`).
-    pub fn push(&mut self, record: &[u8]) {
-        self.push_with(record, &mut |_: &Event<'_, '_>| {});
-    }
-
-    /// Routes one record, showing every event to `also` after the model has applied it.
-    pub fn push_with(&mut self, record: &[u8], also: &mut (impl Sink + ?Sized)) {
+    /// Routes one record from `origin` into the model, showing every event to `also` after the
+    /// model has applied it. A record over the length bound is malformed, and never held whole.
+    pub fn feed(&mut self, record: Record<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
-        self.router.push(record, &mut tap);
+        match record {
+            Record::Line(line) => {
+                self.bytes = self.bytes.saturating_add(line.len() as u64 + 1);
+                self.router.push(line, origin, &mut tap);
+            }
+            Record::TooLong { len, head } => {
+                self.bytes = self.bytes.saturating_add(len as u64 + 1);
+                self.router.push_oversized(len, head, &mut tap);
+            }
+        }
     }
 
-    /// Counts a record over the length bound (it is malformed, and never held whole).
-    pub fn push_oversized(&mut self, len: usize, head: &[u8], also: &mut (impl Sink + ?Sized)) {
+    /// [`Pipeline::feed`] of a whole line decoded elsewhere.
+    pub fn feed_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
-        self.router.push_oversized(len, head, &mut tap);
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_line(record, line, origin, &mut tap);
     }
 
-    /// The thread whose rollout file the next records come from (see [`Router::set_rollout_thread`]).
-    pub fn set_rollout_thread(&mut self, thread: Option<&str>) {
-        self.router.set_rollout_thread(thread);
+    /// [`Pipeline::feed`] of a whole line decoded and lowered elsewhere (one that
+    /// [`Line::lowers_alone`]).
+    pub fn feed_lowered(
+        &mut self,
+        record: &[u8],
+        lowered: &Lowered<'_>,
+        origin: &Origin,
+        also: &mut (impl Sink + ?Sized),
+    ) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_lowered(record, lowered, origin, &mut tap);
     }
 
-    pub fn add_bytes(&mut self, n: u64) {
-        self.bytes += n;
+    /// [`Pipeline::feed`] of a whole line that did not decode.
+    pub fn feed_malformed(&mut self, record: &[u8], reason: &Malformed, also: &mut (impl Sink + ?Sized)) {
+        let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
+        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        self.router.push_malformed(record, reason, &mut tap);
+    }
+
+    /// [`Pipeline::feed`] of one whole line from no particular origin (tests, tools).
+    pub fn push(&mut self, line: &[u8]) {
+        self.feed(Record::Line(line), &Origin::NONE, &mut |_: &Event<'_, '_>| {});
+    }
+
+    /// [`Pipeline::push`], showing every event to `also`.
+    pub fn push_with(&mut self, line: &[u8], also: &mut (impl Sink + ?Sized)) {
+        self.feed(Record::Line(line), &Origin::NONE, also);
     }
 
     /// End of input: every pending thread is settled.
@@ -113,6 +147,11 @@ impl Pipeline {
 
     pub fn counters(&self) -> Counters {
         self.router.counters()
+    }
+
+    /// A thread's handle by its id (the router's registry is the one index of ids).
+    pub fn find(&self, id: &str) -> Option<ThreadIdx> {
+        self.router.find(id)
     }
 
     /// `input.format` of routing.md §7.

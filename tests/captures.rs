@@ -110,23 +110,26 @@ fn interleaved_rollout_files_are_attributed_by_file() {
     .expect("rollouts read");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    let halves: Vec<(Option<String>, Vec<String>, Vec<String>)> = files
+    let halves: Vec<(swarmtop::wire::Origin, Vec<String>, Vec<String>)> = files
         .iter()
         .map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
             let lines: Vec<String> = text.lines().map(str::to_owned).collect();
             let (a, b) = lines.split_at(lines.len() / 2);
-            let thread = swarmtop::source::files::rollout_thread(&swarmtop::source::files::Input::File(f.clone()));
-            (thread, a.to_vec(), b.to_vec())
+            let origin = swarmtop::source::files::origin(&swarmtop::source::files::Input::File(f.clone()));
+            (origin, a.to_vec(), b.to_vec())
         })
         .collect();
     let mut p = swarmtop::pipeline::Pipeline::default();
     // Every file's first half, then every second half: no second half starts with its session_meta.
     for pick in [1, 2] {
-        for (thread, first, second) in &halves {
-            p.set_rollout_thread(thread.as_deref());
+        for (origin, first, second) in &halves {
             for line in if pick == 1 { first } else { second } {
-                p.push(line.as_bytes());
+                p.feed(
+                    swarmtop::source::files::Record::Line(line.as_bytes()),
+                    origin,
+                    &mut |_: &swarmtop::router::Event<'_, '_>| {},
+                );
             }
         }
     }

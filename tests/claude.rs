@@ -27,8 +27,8 @@ fn usage_is_deduplicated_per_response_and_attributed_per_agent() {
     assert_eq!((c.malformed, c.orphan_threads, c.pending_at_end), (0, 0, 0));
     let m = &p.model;
     assert_eq!(m.threads.len(), 2, "the compaction side-chain is the session's own work, not an agent");
-    let root = m.thread(m.find(SESSION).unwrap());
-    let agent = m.thread(m.find("a2898e3").unwrap());
+    let root = m.thread(p.find(SESSION).unwrap());
+    let agent = m.thread(p.find("a2898e3").unwrap());
     assert_eq!(root.role, Role::Root);
     assert_eq!(agent.role, Role::Child);
     assert_eq!(agent.via, Some(swarmtop::router::Via::TaskTool));
@@ -50,10 +50,10 @@ fn usage_is_deduplicated_per_response_and_attributed_per_agent() {
 fn the_sub_agent_file_alone_is_an_orphan_until_its_session_comes() {
     let sub = fixture().join(SESSION).join("subagents/agent-a2898e3.jsonl");
     let p = ingest(std::slice::from_ref(&sub));
-    assert_eq!(p.model.thread(p.model.find("a2898e3").unwrap()).role, Role::Orphan);
+    assert_eq!(p.model.thread(p.find("a2898e3").unwrap()).role, Role::Orphan);
     // Read before its session, it moves under its card when the session announces it.
     let p = ingest(&[sub, fixture().join(format!("{SESSION}.jsonl"))]);
-    let agent = p.model.thread(p.model.find("a2898e3").unwrap());
+    let agent = p.model.thread(p.find("a2898e3").unwrap());
     assert_eq!(agent.role, Role::Child);
     assert_eq!(agent.tokens.cached_input, 604_156);
 }

@@ -87,11 +87,11 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
         return;
     };
 
-    // Claude's session (short id), Codex's root and its children, the tee's session.
+    // Claude's session and its sub-agent, Codex's children, the tee's session (by its prompt).
     let screen = tmux.wait_for("every session", |s| {
         s.contains("machine:")
-            && s.contains("611a9569")
-            && s.contains("18037869")
+            && s.contains("Explore transcri")
+            && s.contains("say hello")
             && s.contains("Kant")
             && s.contains("1 live")
     });
@@ -99,7 +99,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
 
     // A Codex session that starts after the screen opened.
     home.add_codex("collab_v2");
-    tmux.wait_for("the new Codex session", |s| s.contains("9a8eb718") && s.contains("Arendt"));
+    tmux.wait_for("the new Codex session", |s| s.contains("Arendt") && s.contains("Schrodinger"));
 
     // A Claude Code session whose sub-agent's file appears while it runs (written elsewhere
     // first, then moved in piece by piece as Claude Code would write it).
@@ -111,7 +111,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
     fs::create_dir_all(&project).unwrap();
     let file = project.join(staged.file_name().unwrap());
     fs::write(&file, lines[..2].join("\n") + "\n").unwrap();
-    tmux.wait_for("the new Claude session", |s| s.contains("b5c6d332"));
+    tmux.wait_for("the new Claude session", |s| s.contains("Survey the code"));
     let subagents = project.join(CLAUDE_NEW_SESSION).join("subagents");
     fs::create_dir_all(&subagents).unwrap();
     fs::copy(&staged_agent, subagents.join(staged_agent.file_name().unwrap())).unwrap();
@@ -122,7 +122,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
     let child_row = |l: &str| l.contains("└─") && l.contains("Survey the code") && l.contains("3.0k");
     let screen = tmux.wait_for("the sub-agent under its card", |s| s.lines().any(child_row));
     let lines: Vec<&str> = screen.lines().collect();
-    let card = lines.iter().position(|l| l.contains("b5c6d332")).expect("the session's row");
+    let card = lines.iter().position(|l| l.contains("Survey the code")).expect("the session's row");
     let child = lines.iter().position(|l| child_row(l)).expect("the child's row");
     let spawn = lines[card..child].iter().any(|l| l.contains("spawn"));
     assert!(child > card && spawn, "the child sits under the session's spawn card:\n{screen}");
@@ -141,5 +141,5 @@ fn with_nothing_found_says_where_it_looked_then_shows_what_starts() {
     assert!(screen.contains("swarmtop demo"), "{screen}");
     // The agent's folder did not exist when the screen opened.
     home.add_codex("collab_v1");
-    tmux.wait_for("the session that started", |s| s.contains("18037869") && s.contains("Kant"));
+    tmux.wait_for("the session that started", |s| s.contains("Kant") && s.contains("Anscombe"));
 }

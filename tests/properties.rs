@@ -191,7 +191,7 @@ proptest! {
         // The tree is the generator's tree.
         let m = &p.model;
         for (child, parent) in &s.parents {
-            let idx = m.find(child).expect("every thread is seen");
+            let idx = p.find(child).expect("every thread is seen");
             let t = m.thread(idx);
             match parent {
                 None => prop_assert_eq!(t.role, Role::Root),
@@ -205,7 +205,7 @@ proptest! {
 
         // Tokens are the max-merge of every frame, duplicates and late ones included.
         for (id, u) in &s.usage {
-            let t = m.thread(m.find(id).unwrap());
+            let t = m.thread(p.find(id).unwrap());
             prop_assert_eq!((t.tokens.input, t.tokens.cached_input, t.tokens.output), (u.input, u.cached, u.output));
         }
 
@@ -233,5 +233,82 @@ proptest! {
         }
         p.finish();
         prop_assert!(p.counters().conserved());
+    }
+}
+
+/// The depth of thread `i` in a tree given as parents.
+fn depth_of(parents: &[Option<usize>], mut i: usize) -> u32 {
+    let mut d = 0;
+    while let Some(p) = parents[i] {
+        d += 1;
+        i = p;
+    }
+    d
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Depth is a property of the settled tree: whatever order the registration signals come in
+    /// (a child before its parent, a grandchild first), every thread ends at its depth below the
+    /// root, those past the guard are refused, and a thread's lines name the root's session.
+    #[test]
+    fn registration_order_does_not_change_the_settled_tree(
+        seed in any::<u64>(),
+        threads in 2usize..60,
+        chain in any::<bool>(),
+        guard in 2u32..8,
+    ) {
+        let mut rng = Rng(seed | 1);
+        let parents: Vec<Option<usize>> =
+            (0..threads).map(|i| if i == 0 { None } else if chain { Some(i - 1) } else { Some(rng.below(i)) }).collect();
+        let mut order: Vec<usize> = (1..threads).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let mut lines: Vec<String> = order
+            .iter()
+            .map(|&i| {
+                let p = id(parents[i].expect("not the root"));
+                json!({"method": "thread/started", "params": {"thread": {"id": id(i), "parentThreadId": p}}}).to_string()
+            })
+            .collect();
+        lines.push(json!({"method": "thread/started", "params": {"thread": {"id": id(0), "parentThreadId": null}}}).to_string());
+        for i in 0..threads {
+            lines.push(json!({"method": "item/agentMessage/delta", "params": {"threadId": id(i), "itemId": "m", "delta": "x"}}).to_string());
+        }
+        let limits = swarmtop::router::Limits { max_depth: guard, ..swarmtop::router::Limits::default() };
+        let mut p = Pipeline::new(swarmtop::pipeline::Config { router: limits, ..swarmtop::pipeline::Config::default() });
+        let root = 0usize;
+        let mut sessions: BTreeMap<u32, Option<u32>> = BTreeMap::new();
+        let last_lines = lines.len() - threads;
+        for (n, l) in lines.iter().enumerate() {
+            let mut sink = |e: &Event<'_, '_>| {
+                if let Event::Line(r) = e {
+                    if n >= last_lines {
+                        sessions.insert(r.thread.unwrap().0, r.session.map(|s| s.0));
+                    }
+                }
+            };
+            p.push_with(l.as_bytes(), &mut sink);
+        }
+        p.finish();
+        let root_idx = p.find(&id(root)).unwrap();
+        for i in 0..threads {
+            let idx = p.find(&id(i)).unwrap();
+            let t = p.model.thread(idx);
+            let d = depth_of(&parents, i);
+            if d <= guard {
+                prop_assert_eq!(t.depth, d, "thread {} of {:?} in order {:?}", i, parents, order);
+                prop_assert_eq!(t.role, if i == 0 { Role::Root } else { Role::Child });
+                prop_assert_eq!(sessions[&idx.0], Some(root_idx.0));
+                prop_assert_eq!(p.model.root_of(idx), Some(root_idx));
+            } else {
+                prop_assert_eq!(t.role, Role::Orphan, "thread {} at depth {} past the guard {}", i, d, guard);
+                prop_assert_eq!(sessions[&idx.0], None);
+            }
+        }
+        let kept = (0..threads).filter(|&i| depth_of(&parents, i) <= guard).count() as u32;
+        prop_assert_eq!(p.model.thread(root_idx).subtree.threads, kept);
     }
 }

@@ -24,7 +24,7 @@ struct Run {
 
 impl Run {
     fn thread(&self, id: &str) -> &swarmtop::model::Thread {
-        let idx = self.p.model.find(id).unwrap_or_else(|| panic!("no thread {id}"));
+        let idx = self.p.find(id).unwrap_or_else(|| panic!("no thread {id}"));
         self.p.model.thread(idx)
     }
 
@@ -46,7 +46,7 @@ fn run_with(lines: &[String], limits: router::Limits, finish: bool) -> Run {
     let mut ids: Vec<String> = Vec::new();
     let mut out = Vec::new();
     let mut sink = |e: &Event<'_, '_>| match e {
-        Event::Seen { id, .. } => ids.push((*id).to_owned()),
+        Event::Seen { id, .. } => ids.push(id.to_string()),
         Event::Line(r) => out.push(Out {
             line: r.line_no,
             class: r.class,
@@ -617,4 +617,311 @@ fn subtree_rolls_up_descendants() {
     assert_eq!(p.subtree.threads, 3);
     assert_eq!(p.subtree.tokens.input, 700);
     assert_eq!(r.thread("C").subtree.tokens.output, 60);
+}
+
+// ---- the settled tree and its bounds (issue 8) ----
+
+fn child_started(t: &str, parent: &str) -> String {
+    note(
+        "thread/started",
+        &json!({"thread": {"id": t, "parentThreadId": parent, "source": {"subAgent": {"thread_spawn": {"parent_thread_id": parent, "depth": 1}}}}}),
+        None,
+    )
+}
+
+/// A chain announced deepest first: `t{n}` under `t{n-1}` … `t1` under `t0`, then `t0` a root.
+fn chain_child_first(n: usize) -> Vec<String> {
+    let mut input: Vec<String> =
+        (1..=n).rev().map(|d| child_started(&format!("t{d}"), &format!("t{}", d - 1))).collect();
+    input.push(root_started("t0"));
+    input
+}
+
+#[test]
+fn depth_is_derived_again_when_a_parent_registers_later() {
+    let r = run(&chain_child_first(25_000));
+    for d in [1, 2, 31, 32] {
+        let t = r.thread(&format!("t{d}"));
+        assert_eq!((t.role, t.depth), (Role::Child, d), "t{d}");
+    }
+    // Past the guard, whichever order the chain came in.
+    let deep = r.thread("t33");
+    assert_eq!(deep.role, Role::Orphan);
+    assert_eq!(r.thread("t25000").role, Role::Orphan);
+    assert_eq!(r.counters().depth_limited, 25_000 - 32);
+    assert_eq!(r.thread("t0").subtree.threads, 33, "the root's subtree is the part of the chain it keeps");
+    // Every walk of that tree is iterative: the headless renderings do not overflow.
+    assert!(swarmtop::commands::tree::render_tree(&r.p.model).lines().count() > 25_000);
+    assert!(swarmtop::commands::stats::render_text(&r.p).contains("depth-limited 24968"));
+}
+
+#[test]
+fn a_line_of_a_deep_thread_does_not_walk_its_chain() {
+    let mut input = chain_child_first(20_000);
+    let deepest = "t20000";
+    for i in 0..25_000u64 {
+        input.push(note(
+            "item/agentMessage/delta",
+            &json!({"threadId": deepest, "turnId": "u", "itemId": "m", "delta": "x"}),
+            None,
+        ));
+        input.push(tokens(deepest, i, 0, 1));
+    }
+    let start = std::time::Instant::now();
+    let r = run(&input);
+    // The old router walked 20,000 parents per line (7 s in a release build); this is a few ms.
+    assert!(start.elapsed() < std::time::Duration::from_secs(20), "{:?}", start.elapsed());
+    assert_eq!(r.thread(deepest).tokens.input, 24_999);
+    assert_eq!(r.lines_of(deepest).len(), 50_001);
+}
+
+#[test]
+fn threads_over_the_thread_bound_are_dropped_and_counted() {
+    let limits = router::Limits { threads: 3, ..router::Limits::default() };
+    let input = lines(&[
+        vec![root_started("P")],
+        spawn("P", "s1", "A"),
+        spawn("P", "s2", "B"),
+        spawn("P", "s3", "C"),
+        message("C", "m", "lost"),
+        message("A", "m", "kept"),
+    ]);
+    let r = run_with(&input, limits, true);
+    assert!(r.p.find("C").is_none(), "a fourth thread is never made");
+    assert_eq!(r.p.model.threads.len(), 3);
+    assert_eq!(r.counters().over_thread_limit, 2, "C's two lines");
+    assert_eq!(r.lines_of("A").len(), 2);
+}
+
+#[test]
+fn a_wild_first_time_does_not_hold_pending_windows_open() {
+    let text = std::fs::read_to_string("tests/fixtures/hostile/min-time.ndjson").unwrap();
+    let input: Vec<String> = text.lines().map(str::to_owned).collect();
+    // Without the end of input: the windows of C and D closed when stream time passed them.
+    let r = run_with(&input, router::Limits::default(), false);
+    assert_eq!(r.thread("C").role, Role::Orphan);
+    assert_eq!(r.thread("D").role, Role::Orphan);
+    assert_eq!(r.counters().pending_at_end, 1, "only R's line, the newest, still waits");
+}
+
+#[test]
+fn hostile_inputs_keep_their_figures() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir("tests/fixtures/hostile").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "ndjson") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let input: Vec<String> = text.lines().map(str::to_owned).collect();
+        let r = run(&input);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        match name.as_str() {
+            "token-wrap.ndjson" => {
+                assert_eq!(r.thread("R").subtree.tokens.input, u64::MAX, "saturates, never wraps");
+                assert_eq!(r.p.model.totals().tokens.input, u64::MAX);
+            }
+            "negative-cost.ndjson" => assert_eq!(r.thread("R").cost.unwrap().to_string(), "0.00005"),
+            "min-time.ndjson" => assert_eq!(r.thread("R").role, Role::Orphan),
+            "deep-chain-child-first.ndjson" => {
+                assert_eq!(r.thread("t32").depth, 32);
+                assert_eq!(r.thread("t33").role, Role::Orphan);
+                assert_eq!(r.counters().depth_limited, 200 - 32);
+            }
+            other => panic!("{other}: a hostile input without its figure"),
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 4);
+}
+
+/// X's rollout file, followed from its middle: no line names X; the file's name (its origin) does.
+fn rollout_of_x() -> Vec<String> {
+    [
+        json!({"timestamp": "2026-11-29T21:20:09.000Z", "type": "event_msg", "payload": {"type": "task_started", "turn_id": "u1"}}),
+        json!({"timestamp": "2026-11-29T21:20:10.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "id": "msg", "content": [{"type": "output_text", "text": "hi"}]}}),
+        json!({"timestamp": "2026-11-29T21:20:11.000Z", "type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}}}),
+        json!({"timestamp": "2026-11-29T21:20:12.000Z", "type": "event_msg", "payload": {"type": "task_complete", "turn_id": "u1"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect()
+}
+
+#[test]
+fn a_buffered_line_replays_to_the_facts_a_live_one_states() {
+    use swarmtop::source::files::Record;
+    use swarmtop::wire::{Origin, OriginInfo};
+    let file = Origin::new(OriginInfo { thread: Some("X".into()), ..OriginInfo::default() });
+    let parent = lines(&[vec![root_started("R")], spawn("R", "s1", "X")]);
+    let nothing = &mut |_: &Event<'_, '_>| {};
+    let figures = |p: &Pipeline| {
+        let t = p.model.thread(p.find("X").unwrap());
+        (
+            t.role,
+            t.status,
+            t.tokens.input,
+            t.turns.len(),
+            t.items.iter().map(|i| i.text.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    // Live: X is registered before its lines come.
+    let mut live = Pipeline::default();
+    for l in &parent {
+        live.push(l.as_bytes());
+    }
+    for l in rollout_of_x() {
+        live.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    live.finish();
+    // Replayed: X's lines wait in its pending buffer, then replay when the spawn registers it.
+    let mut replayed = Pipeline::default();
+    for l in rollout_of_x() {
+        replayed.feed(Record::Line(l.as_bytes()), &file, nothing);
+    }
+    for l in &parent {
+        replayed.push(l.as_bytes());
+    }
+    replayed.finish();
+    assert_eq!(replayed.counters().replayed, 4);
+    assert_eq!(figures(&live), figures(&replayed));
+    assert_eq!(figures(&live), (Role::Child, Status::Idle, 10, 1, vec!["hi".to_owned()]));
+}
+
+// ---- routing rules stated in facts (no format's lines) ----
+
+mod facts {
+    use std::borrow::Cow;
+
+    use swarmtop::pipeline::Pipeline;
+    use swarmtop::router::{Class, Event, Role, Via};
+    use swarmtop::wire::Origin;
+    use swarmtop::wire::fact::{Fact, Lowered, Parentage, Spawn, Subject, ThreadFact, Weight};
+
+    /// What a test sees of the events, in order.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Seen {
+        Registered(String, String),
+        Root(String),
+        Line(Class, String),
+    }
+
+    struct Run {
+        p: Pipeline,
+        ids: Vec<String>,
+        seen: Vec<Seen>,
+    }
+
+    impl Run {
+        fn new() -> Self {
+            Self { p: Pipeline::default(), ids: Vec::new(), seen: Vec::new() }
+        }
+
+        /// Routes one line stating `facts` about `subject`. (None of these lines waits in a pending
+        /// buffer: a buffered line is replayed from its record, which these lines have not.)
+        fn line(&mut self, subject: Subject<'_>, weight: Weight, facts: Vec<Fact<'_>>) {
+            let mut record = Lowered { subject, weight, ..Lowered::default() };
+            for f in facts {
+                record.facts.push(f);
+            }
+            let (ids, seen) = (&mut self.ids, &mut self.seen);
+            let mut sink = |e: &Event<'_, '_>| match e {
+                Event::Seen { id, .. } => ids.push(id.to_string()),
+                Event::Registered { child, parent, .. } => {
+                    seen.push(Seen::Registered(ids[child.index()].clone(), ids[parent.index()].clone()));
+                }
+                Event::BecameRoot { thread } => seen.push(Seen::Root(ids[thread.index()].clone())),
+                Event::Line(r) => {
+                    let who = r.thread.map_or_else(String::new, |t| ids[t.index()].clone());
+                    seen.push(Seen::Line(r.class, who));
+                }
+                _ => {}
+            };
+            self.p.feed_lowered(b"{}", &record, &Origin::NONE, &mut sink);
+        }
+    }
+
+    fn thread<'a>(id: &'a str, parentage: Parentage<'a>) -> Fact<'a> {
+        Fact::Thread(Box::new(ThreadFact::new(Cow::Borrowed(id), parentage)))
+    }
+
+    fn on(id: &str) -> Subject<'_> {
+        Subject::Thread(Cow::Borrowed(id))
+    }
+
+    fn spawn<'a>(child: &'a str, card: &'a str) -> Fact<'a> {
+        Fact::Spawn(Spawn {
+            child: Cow::Borrowed(child),
+            card: Some(Cow::Borrowed(card)),
+            via: Via::CollabAgentToolCall,
+        })
+    }
+
+    #[test]
+    fn a_thread_placed_by_its_own_line_is_placed_before_it_and_a_spawn_after_it() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Noise, vec![thread("R", Parentage::Root)]);
+        r.line(on("R"), Weight::Output, vec![spawn("C", "card")]);
+        let child = Parentage::Child { parent: Cow::Borrowed("C"), via: Via::ThreadStarted, card: None };
+        r.line(on("G"), Weight::Noise, vec![thread("G", child)]);
+        assert_eq!(
+            r.seen,
+            [
+                Seen::Root("R".into()),
+                Seen::Line(Class::Root, "R".into()),
+                Seen::Line(Class::Root, "R".into()),
+                Seen::Registered("C".into(), "R".into()),
+                Seen::Registered("G".into(), "C".into()),
+                Seen::Line(Class::Suppressed, "G".into()),
+            ]
+        );
+        let g = r.p.model.thread(r.p.find("G").unwrap());
+        assert_eq!(g.depth, 2);
+        assert_eq!(r.p.router.session_of(r.p.find("G").unwrap()), r.p.find("R"));
+    }
+
+    #[test]
+    fn a_childs_line_is_classed_by_its_weight_a_roots_is_not() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Closing, vec![thread("R", Parentage::Root), spawn("C", "card")]);
+        for w in [Weight::Output, Weight::Noise, Weight::Closing] {
+            r.line(on("C"), w, vec![]);
+        }
+        let lines: Vec<&Seen> = r.seen.iter().filter(|s| matches!(s, Seen::Line(..))).collect();
+        assert_eq!(
+            lines,
+            [
+                &Seen::Line(Class::Root, "R".into()),
+                &Seen::Line(Class::Rehomed, "C".into()),
+                &Seen::Line(Class::Suppressed, "C".into()),
+                &Seen::Line(Class::Suppressed, "C".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_control_line_places_the_thread_it_describes_or_only_names_it() {
+        let mut r = Run::new();
+        r.line(Subject::Control, Weight::Output, vec![thread("R", Parentage::Root)]);
+        r.line(Subject::Control, Weight::Output, vec![thread("unknown", Parentage::Unknown)]);
+        assert_eq!(
+            r.seen,
+            [Seen::Root("R".into()), Seen::Line(Class::Control, "R".into()), Seen::Line(Class::Control, String::new())]
+        );
+        assert!(r.p.find("unknown").is_none(), "describing a thread never makes one");
+        assert_eq!(r.p.model.thread(r.p.find("R").unwrap()).role, Role::Root);
+    }
+
+    #[test]
+    fn a_second_signal_for_a_registered_child_only_fills_its_card() {
+        let mut r = Run::new();
+        r.line(on("R"), Weight::Output, vec![thread("R", Parentage::Root)]);
+        r.line(on("P"), Weight::Output, vec![thread("P", Parentage::Root)]);
+        let child = Parentage::Child { parent: Cow::Borrowed("R"), via: Via::ThreadStarted, card: None };
+        r.line(on("C"), Weight::Noise, vec![thread("C", child)]);
+        r.line(on("P"), Weight::Output, vec![spawn("C", "late-card")]);
+        let c = r.p.model.thread(r.p.find("C").unwrap());
+        assert_eq!(r.p.model.thread(c.parent.unwrap()).id.as_ref(), "R", "first signal wins");
+        assert_eq!(c.card.as_deref(), Some("late-card"));
+    }
 }

@@ -123,8 +123,9 @@ fn demo_in_a_real_terminal() {
     }
     assert!(screen.contains("temporary errors"), "the failed lane shows its error: {screen}");
 
-    // Filter by name: the tree keeps the match and its ancestors.
-    tmux.keys(&["/"]);
+    // Filter by name (`/` in the tree; in the lanes it searches their text): the tree keeps the
+    // match and its ancestors.
+    tmux.keys(&["BTab", "/"]);
     let letters: Vec<String> = failed.chars().map(String::from).collect();
     tmux.keys(&letters.iter().map(String::as_str).collect::<Vec<_>>());
     tmux.keys(&["Enter"]);
@@ -141,6 +142,30 @@ fn demo_in_a_real_terminal() {
     tmux.wait_for("the help overlay", |s| s.contains("┌ keys") && s.contains("seek back"));
     tmux.keys(&["Escape"]);
     tmux.wait_for("help to close", |s| !s.contains("┌ keys"));
+
+    // Esc is "back", never quit: pressed far more often than there is anything to close.
+    tmux.keys(&["Escape", "Escape", "Escape", "Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let screen = tmux.screen();
+    assert!(screen.contains("┌ agents") && !screen.contains("EXIT="), "Esc never quits: {screen}");
+
+    // The timeline: one row per agent, bars over time.
+    tmux.keys(&["t"]);
+    let screen = tmux.wait_for("the timeline", |s| s.contains("┌ timeline") && s.contains("━"));
+    for child in &children {
+        assert!(screen.matches(child.as_str()).count() >= 2, "{child} has a timeline row: {screen}");
+    }
+    tmux.keys(&["t"]);
+    tmux.wait_for("the lanes again", |s| !s.contains("┌ timeline"));
+
+    // Text search in the transcript: highlighted, counted, n moves on.
+    tmux.keys(&["Home", "Tab", "/", "v", "e", "r", "i", "f", "y", "Enter"]);
+    let screen = tmux.wait_for("the search", |s| s.contains("/verify ·"));
+    assert!(screen.contains("transcript ·"), "{screen}");
+    tmux.keys(&["n"]);
+    tmux.wait_for("the next match", |s| s.contains("/verify · 2/"));
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the search cleared", |s| !s.contains("/verify"));
 
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
@@ -176,4 +201,50 @@ fn sigterm_restores_the_terminal() {
     let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
     assert!(screen.contains("TTY=restored"), "{screen}");
     assert!(screen.contains("EXIT=0"), "{screen}");
+}
+
+/// A live pipe: space freezes the view while lines keep arriving (counted), q asks before the
+/// stream is lost, Ctrl-Z gives the shell back and `fg` brings the screen back.
+#[test]
+fn live_pause_confirm_quit_and_ctrl_z() {
+    let bin = env!("CARGO_BIN_EXE_swarmtop");
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
+    let Some(tmux) = Tmux::start("live", 120, 40, "bash --norc --noprofile -i") else { return };
+    tmux.wait_for("the shell", |s| s.contains('$') || s.contains('#'));
+    let slow = format!(
+        "stty -g > /tmp/swarmtop-live-$$.tty; (while IFS= read -r l; do printf '%s\\n' \"$l\"; sleep 0.02; done < {demo}; sleep 60) | {bin}; echo EXIT=$?; [ \"$(stty -g)\" = \"$(cat /tmp/swarmtop-live-$$.tty)\" ] && echo TTY=restored"
+    );
+    tmux.run(&["send-keys", "-t", "t", &slow, "Enter"]);
+    tmux.wait_for("the live screen", |s| s.contains("● live") && s.contains("┌ agents"));
+
+    tmux.keys(&["Space"]);
+    let frozen = tmux.wait_for("the pause", |s| s.contains("‖ paused") && s.contains(" new"));
+    let tree = |s: &str| s.lines().skip(2).map(|l| l.chars().take(36).collect::<String>()).collect::<Vec<_>>();
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = tmux.screen();
+    assert_eq!(tree(&frozen), tree(&later), "the view is frozen while paused");
+    let count = |s: &str| -> u64 {
+        let head = s.lines().next().unwrap_or_default();
+        let Some(at) = head.find("paused · ") else { return 0 };
+        head[at + "paused · ".len()..].split(' ').next().unwrap_or("0").replace(',', "").parse().unwrap_or(0)
+    };
+    assert!(count(&later) > count(&frozen), "what arrives is counted: {frozen}\n{later}");
+    tmux.keys(&["Space"]);
+    tmux.wait_for("the resume", |s| s.contains("● live"));
+
+    tmux.keys(&["q"]);
+    tmux.wait_for("the question", |s| s.contains("quit?") && s.contains("stdin is live"));
+    tmux.keys(&["n"]);
+    let screen = tmux.wait_for("the question closed", |s| !s.contains("quit?"));
+    assert!(screen.contains("┌ agents") && !screen.contains("EXIT="), "{screen}");
+
+    tmux.keys(&["C-z"]);
+    let screen = tmux.wait_for("the shell after ^Z", |s| s.contains("Stopped"));
+    assert!(!screen.contains("┌ agents"), "the alternate screen is left: {screen}");
+    tmux.run(&["send-keys", "-t", "t", "fg", "Enter"]);
+    tmux.wait_for("the screen after fg", |s| s.contains("┌ agents") && s.contains("● live"));
+
+    tmux.keys(&["q", "y"]);
+    let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
+    assert!(screen.contains("TTY=restored"), "{screen}");
 }

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use color_eyre::eyre::{Result, WrapErr};
 
 use super::cli::GlobalOpts;
+use crate::feed;
 use crate::model::Prices;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Event, Sink};
-use crate::source::files::{self, Record};
+use crate::source::files;
 
 /// The pipeline's configuration from the global options (`--pricing`).
 pub fn config(global: &GlobalOpts) -> Result<Config> {
@@ -21,18 +22,23 @@ pub fn config(global: &GlobalOpts) -> Result<Config> {
 }
 
 /// Reads every input, in order, as one stream through a new pipeline, then ends the stream.
+/// With more than one core, records are decoded and lowered on all of them while this thread
+/// routes ([`feed`]), with the same result.
 pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
-    for input in &inputs {
-        let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-        pipeline.set_rollout_thread(files::rollout_thread(input).as_deref());
-        let bytes = files::read_records(reader, files::MAX_LINE, |record| match record {
-            Record::Line(line) => pipeline.push_with(line, also),
-            Record::TooLong { len, head } => pipeline.push_oversized(len, head, also),
-        })
-        .wrap_err_with(|| format!("reading {}", input.name()))?;
-        pipeline.add_bytes(bytes);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores > 1 {
+        if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {
+            return Err(f.error).wrap_err(format!("{} {}", f.doing, f.input));
+        }
+    } else {
+        for input in &inputs {
+            let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
+            let origin = files::origin(input);
+            files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also))
+                .wrap_err_with(|| format!("reading {}", input.name()))?;
+        }
     }
     pipeline.finish_with(also);
     Ok(pipeline)

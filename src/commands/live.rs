@@ -10,8 +10,9 @@ use tokio::sync::mpsc;
 
 use super::stats::render_json;
 use crate::pipeline::{Config, Pipeline};
-use crate::source::files::{self, Record};
+use crate::source::files;
 use crate::source::live::{End, Event, Records};
+use crate::wire::Origin;
 
 /// Applies events until the stream ends, the consumer is interrupted (SIGINT or SIGTERM), or the
 /// source goes away; then prints the figures.
@@ -31,8 +32,14 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
             // The history that follows rebuilds the same model from scratch.
             Some(Event::Reset(_)) => pipeline = Pipeline::new(config.clone()),
             Some(Event::Records(records)) => feed(&mut pipeline, &records),
-            Some(Event::Origin(thread)) => pipeline.set_rollout_thread(thread.as_deref()),
-            Some(Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Sessions(_)) => {}
+            // Origins and machine snapshots come only from the machine view's source.
+            Some(
+                Event::Connected { .. }
+                | Event::Live
+                | Event::Disconnected { .. }
+                | Event::Origin(_)
+                | Event::Sessions(_),
+            ) => {}
         }
     }
     pipeline.finish();
@@ -47,11 +54,7 @@ pub async fn headless(mut events: mpsc::Receiver<Event>, config: Config) -> Resu
 fn feed(pipeline: &mut Pipeline, records: &Records) {
     let bytes = records.as_bytes();
     // Reading from memory cannot fail.
-    let _ = files::read_records(bytes, files::MAX_LINE, |record| match record {
-        Record::Line(line) => pipeline.push(line),
-        Record::TooLong { len, head } => {
-            pipeline.push_oversized(len, head, &mut |_: &crate::router::Event<'_, '_>| {});
-        }
+    let _ = files::read_records(bytes, files::MAX_LINE, |record| {
+        pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
     });
-    pipeline.add_bytes(bytes.len() as u64);
 }

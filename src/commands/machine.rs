@@ -20,6 +20,7 @@ use crate::source::attach;
 use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
 use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
+use crate::source::origin::Origin;
 use crate::source::proc::{self, Sampler};
 use crate::source::watch::Watcher;
 use crate::wire::{Decoded, decode};
@@ -48,15 +49,15 @@ struct Gone;
 
 /// Which origin the consumer was last told of.
 #[derive(PartialEq, Eq)]
-enum Origin {
-    Unsaid,
-    Said(Option<String>),
+enum Told {
+    Nothing,
+    Origin(Origin),
 }
 
 struct Followed {
     path: PathBuf,
     canonical: PathBuf,
-    rollout_thread: Option<String>,
+    origin: Origin,
     /// Bytes consumed (whole lines only).
     read: u64,
     /// Only lines older than this (a tee carries the rest); `Some(i64::MIN)`: none at all.
@@ -101,7 +102,7 @@ struct Machine {
     tee_tx: mpsc::Sender<(usize, Event)>,
     tee_rx: mpsc::Receiver<(usize, Event)>,
     /// The origin last announced to the consumer; `None` before the first.
-    origin: Origin,
+    told: Told,
     sampler: Sampler,
     looked_in: Vec<(&'static str, PathBuf)>,
 }
@@ -120,7 +121,7 @@ impl Machine {
             tees: Vec::new(),
             tee_tx,
             tee_rx,
-            origin: Origin::Unsaid,
+            told: Told::Nothing,
             sampler: Sampler::default(),
             looked_in: Vec::new(),
         }
@@ -253,7 +254,7 @@ impl Machine {
                     out.push(b'\n');
                 }
                 if !out.is_empty() {
-                    self.forward(None, out).await?;
+                    self.forward(Origin::NONE, out).await?;
                 }
                 self.tee_session(i);
             }
@@ -280,10 +281,10 @@ impl Machine {
         self.tees[i].session = Some(index);
     }
 
-    async fn forward(&mut self, rollout_thread: Option<String>, bytes: Vec<u8>) -> Result<(), Gone> {
-        if self.origin != Origin::Said(rollout_thread.clone()) {
-            self.origin = Origin::Said(rollout_thread.clone());
-            self.send(Event::Origin(rollout_thread)).await?;
+    async fn forward(&mut self, origin: Origin, bytes: Vec<u8>) -> Result<(), Gone> {
+        if !matches!(&self.told, Told::Origin(o) if *o == origin) {
+            self.told = Told::Origin(origin.clone());
+            self.send(Event::Origin(origin)).await?;
         }
         self.send(Event::Records(Records::new(bytes))).await
     }
@@ -335,7 +336,7 @@ impl Machine {
                 let i = self.files.len();
                 self.files.push(Followed {
                     canonical: proc::canonical(&path),
-                    rollout_thread: files::rollout_thread(&input),
+                    origin: files::origin(&input),
                     path: path.clone(),
                     read: 0,
                     before_ms,
@@ -397,9 +398,9 @@ impl Machine {
                 chunk = keep_before(&chunk, before, &mut f.done);
             }
             let more = chunk.len() as u64 >= READ_CHUNK;
-            let thread = f.rollout_thread.clone();
+            let origin = f.origin.clone();
             if !chunk.is_empty() {
-                self.forward(thread, chunk).await?;
+                self.forward(origin, chunk).await?;
             }
             if !more {
                 return Ok(());
@@ -513,7 +514,7 @@ mod tests {
         let chunk = b"{\"timestamp\":\"2026-11-29T21:20:08.000Z\",\"type\":\"event_msg\",\"payload\":{}}\n\
 {\"timestamp\":\"2026-11-29T21:20:09.000Z\",\"type\":\"event_msg\",\"payload\":{}}\n";
         let mut done = false;
-        let split = crate::wire::claude::iso8601_ms("2026-11-29T21:20:08.500Z").unwrap();
+        let split = crate::wire::iso8601_ms("2026-11-29T21:20:08.500Z").unwrap();
         let kept = keep_before(chunk, split, &mut done);
         assert!(done);
         assert_eq!(kept.iter().filter(|&&b| b == b'\n').count(), 1);

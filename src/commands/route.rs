@@ -2,6 +2,7 @@
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use color_eyre::eyre::Result;
 use serde::Serialize;
@@ -26,7 +27,7 @@ pub fn run(args: &RouteArgs, config: Config) -> Result<ExitCode> {
 /// Writes each routed line as it leaves the router, replays in their replay position.
 pub struct RouteWriter<W: Write> {
     pub all: bool,
-    ids: Vec<Box<str>>,
+    ids: Vec<Arc<str>>,
     pub out: W,
     error: Option<std::io::Error>,
 }
@@ -50,7 +51,7 @@ struct RouteLine<'a> {
     raw: Option<String>,
 }
 
-fn id_of(ids: &[Box<str>], t: Option<ThreadIdx>) -> Option<&str> {
+fn id_of(ids: &[Arc<str>], t: Option<ThreadIdx>) -> Option<&str> {
     t.and_then(|t| ids.get(t.index())).map(|s| &**s)
 }
 
@@ -61,14 +62,14 @@ impl<W: Write> Sink for RouteWriter<W> {
         }
         let line = match event {
             Event::Seen { id, .. } => {
-                self.ids.push((*id).into());
+                self.ids.push(Arc::clone(id));
                 return;
             }
             Event::Line(r) => {
                 if !self.all && !matches!(r.class, Class::Root | Class::Rehomed) {
                     return;
                 }
-                let msg: Option<&RawValue> = serde_json::from_str(r.line.raw).ok();
+                let msg: Option<&RawValue> = serde_json::from_str(r.record.raw).ok();
                 RouteLine {
                     line: r.line_no,
                     class: r.class.as_str(),

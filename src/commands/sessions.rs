@@ -17,6 +17,7 @@ use crate::router::ThreadIdx;
 pub use crate::source::discover::State;
 use crate::source::discover::{self, Candidate, Env, Window, tee};
 use crate::source::files::{self, Input, Record};
+use crate::source::origin::Origin;
 use crate::source::proc::{self, Proc, Usage};
 use crate::wire::{Clean, Decoded, decode, sanitize};
 
@@ -82,11 +83,7 @@ fn unix_ms(t: SystemTime) -> Option<i64> {
 /// Routes whole records (as a live source delivers them) the way `stats` splits a file.
 pub fn feed(pipeline: &mut Pipeline, bytes: &[u8]) {
     let nothing = &mut nothing();
-    let _ = files::read_records(bytes, files::MAX_LINE, |record| match record {
-        Record::Line(line) => pipeline.push(line),
-        Record::TooLong { len, head } => pipeline.push_oversized(len, head, nothing),
-    });
-    pipeline.add_bytes(bytes.len() as u64);
+    let _ = files::read_records(bytes, files::MAX_LINE, |record| pipeline.feed(record, &Origin::NONE, nothing));
 }
 
 /// The lines of `files` written before `before_ms` (by their own time), as `stats` would route them.
@@ -95,7 +92,8 @@ fn feed_before(pipeline: &mut Pipeline, files: &[PathBuf], before_ms: i64) -> us
     for path in files {
         let input = Input::File(path.clone());
         let Ok(reader) = files::open(&input) else { continue };
-        pipeline.set_rollout_thread(files::rollout_thread(&input).as_deref());
+        let origin = files::origin(&input);
+        let nothing = &mut nothing();
         let _ = files::read_records(reader, files::MAX_LINE, |record| {
             if let Record::Line(line) = record {
                 let time = match decode(line) {
@@ -103,14 +101,12 @@ fn feed_before(pipeline: &mut Pipeline, files: &[PathBuf], before_ms: i64) -> us
                     Decoded::Malformed(_) => None,
                 };
                 if time.is_some_and(|t| t < before_ms) {
-                    pipeline.push(line);
-                    pipeline.add_bytes(line.len() as u64 + 1);
+                    pipeline.feed(record, &origin, nothing);
                     fed += 1;
                 }
             }
         });
     }
-    pipeline.set_rollout_thread(None);
     fed
 }
 
@@ -165,7 +161,7 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
     let mut by_tee: HashMap<usize, Vec<Candidate>> = HashMap::new();
     let mut on_disk = Vec::new();
     for c in found.candidates {
-        let by_id = tees.iter().position(|t| t.pipeline.model.find(&c.id).is_some());
+        let by_id = tees.iter().position(|t| t.pipeline.find(&c.id).is_some());
         let by_process = || {
             c.files.iter().find_map(|f| {
                 let pid = *scan.holders.get(&proc::canonical(f))?;
@@ -215,8 +211,8 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
 
     let now = SystemTime::now();
     for c in on_disk {
-        let Ok(mut pipeline) = ingest(&c.files, config.clone(), &mut nothing()) else { continue };
-        pipeline.finish();
+        // `ingest` ends the stream, as `stats` does.
+        let Ok(pipeline) = ingest(&c.files, config.clone(), &mut nothing()) else { continue };
         let pid = c.files.iter().filter_map(|f| scan.holders.get(&proc::canonical(f)).copied()).min();
         let state = match pid {
             Some(_) => State::Live,

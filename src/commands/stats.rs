@@ -34,6 +34,29 @@ struct StatsJson<'a> {
     routing: RoutingJson,
     threads: Vec<ThreadJson<'a>>,
     totals: TotalsJson,
+    /// What the bounds dropped; only there when they dropped something.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dropped: Option<DroppedJson>,
+}
+
+#[derive(Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+struct DroppedJson {
+    lines_over_thread_limit: u64,
+    item_lines: u64,
+    text_bytes: u64,
+}
+
+impl DroppedJson {
+    fn of(pipeline: &Pipeline) -> Option<Self> {
+        let d = &pipeline.model.diagnostics;
+        let dropped = Self {
+            lines_over_thread_limit: pipeline.counters().over_thread_limit,
+            item_lines: d.dropped_items,
+            text_bytes: d.dropped_text_bytes,
+        };
+        (dropped != Self { lines_over_thread_limit: 0, item_lines: 0, text_bytes: 0 }).then_some(dropped)
+    }
 }
 
 #[derive(Serialize)]
@@ -165,6 +188,7 @@ fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
     StatsJson {
         input: InputJson { lines: counters.lines, bytes: pipeline.bytes, format: pipeline.format() },
         routing: counters.into(),
+        dropped: DroppedJson::of(pipeline),
         threads,
         totals: TotalsJson {
             threads: totals.threads,
@@ -228,6 +252,13 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         "pending  early {} · replayed {} · evicted {} · pending at end {} · orphans {} · depth-limited {}",
         c.early, c.replayed, c.evicted, c.pending_at_end, c.orphan_threads, c.depth_limited
     );
+    if let Some(d) = DroppedJson::of(pipeline) {
+        let _ = writeln!(
+            out,
+            "bounds   dropped: {} lines over the thread limit · {} item lines · {} text bytes",
+            d.lines_over_thread_limit, d.item_lines, d.text_bytes
+        );
+    }
     let totals = model.totals();
     let unpriced = model.unpriced_threads();
     let _ = writeln!(

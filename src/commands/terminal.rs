@@ -44,6 +44,25 @@ impl TerminalGuard {
     }
 }
 
+impl TerminalGuard {
+    /// Ctrl-Z: raw mode turns the key into input, so the monitor stops itself — the terminal
+    /// restored first, exactly as on quit — and takes the screen back when the shell resumes it.
+    pub fn suspend(&mut self) -> Result<()> {
+        restore();
+        // The whole process group, as the terminal's own ^Z would: in `cmd | swarmtop` the shell
+        // reports the job stopped only once every process of it is.
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(0), nix::sys::signal::Signal::SIGTSTP)
+            .wrap_err("stopping")?;
+        // Here again after `fg` (SIGCONT).
+        enable_raw_mode().wrap_err("entering raw mode")?;
+        ENTERED.store(true, Ordering::SeqCst);
+        execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture, cursor::Hide)
+            .wrap_err("entering the alternate screen")?;
+        self.terminal.clear().wrap_err("clearing the screen")?;
+        Ok(())
+    }
+}
+
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
         restore();

@@ -11,7 +11,8 @@ use super::ingest::{ingest, nothing};
 use crate::model::{Model, format_usd};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
-use crate::ui::text::{Shown, grouped};
+use crate::ui::status::Shown;
+use crate::ui::text::grouped;
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     let pipeline = ingest(&args.inputs, config, &mut nothing())?;

@@ -2,7 +2,8 @@
 
 use std::collections::VecDeque;
 
-use crate::wire::{Clean, Line, Malformed, sanitize};
+use crate::wire::fact::Notice;
+use crate::wire::{Clean, Malformed, sanitize};
 
 /// How many samples of each kind are kept (the newest).
 const KEEP: usize = 200;
@@ -30,6 +31,8 @@ pub struct Diagnostics {
     pub global_count: u64,
     /// Text bytes dropped by the per-item and per-thread scrollback bounds.
     pub dropped_text_bytes: u64,
+    /// Item lines dropped by the items-per-thread bound.
+    pub dropped_items: u64,
 }
 
 impl Diagnostics {
@@ -40,17 +43,10 @@ impl Diagnostics {
         push_bounded(&mut self.malformed, sample);
     }
 
-    pub(super) fn global(&mut self, line_no: u64, line: &Line<'_>) {
+    pub(super) fn global(&mut self, line_no: u64, notice: &Notice<'_>) {
         self.global_count += 1;
-        let method = sanitize(line.msg.method().unwrap_or(""));
-        let message = line
-            .msg
-            .params
-            .rest()
-            .message
-            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
-            .map(|m| sanitize(&m))
-            .unwrap_or_default();
+        let method = notice.method.to_clean();
+        let message = notice.message.clone().unwrap_or_default();
         push_bounded(&mut self.globals, LogEntry { line_no, method, message });
     }
 }

@@ -1,16 +1,15 @@
 //! The tree the screen and `stats` show: sessions, threads, turns, items, cards and lanes, tokens
-//! and cost with subtree roll-ups. It consumes the router's events in order; pure, like the router.
+//! and cost with subtree roll-ups. It consumes the router's events in order and applies the facts
+//! each line states, whatever the format the line was in; pure, like the router.
 
-mod claude;
+mod account;
 mod diagnostics;
 mod item;
 pub mod prices;
-mod rollout;
 mod thread;
 mod tokens;
 
-use rustc_hash::FxHashMap;
-use serde::Deserialize;
+use std::sync::Arc;
 
 pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
 pub use self::item::{Item, ItemKind, ItemStatus};
@@ -19,9 +18,11 @@ pub use self::prices::{Price, Prices};
 pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, short_id};
 use self::tokens::Delta;
 pub use self::tokens::{Rollup, Tokens};
-use crate::router::{Class, Event, Role, Routed, Sink, ThreadIdx};
-use crate::wire::methods::Method;
-use crate::wire::{Line, Str, parse_raw, sanitize};
+use crate::router::{Class, Event, Registry, Role, Routed, Sink, ThreadIdx, Via};
+use crate::wire::CleanStr;
+use crate::wire::fact::{
+    self, Fact, ItemFact, Parentage, StatusChange, Target, TextRule, ThreadFact, TurnOutcome, TurnRef, Usage,
+};
 
 /// Bounds of what the model keeps; what they drop is counted in [`Diagnostics`].
 #[derive(Debug, Clone, Copy)]
@@ -30,11 +31,13 @@ pub struct Limits {
     pub item_text: usize,
     /// Item text kept per thread; older items lose their text first.
     pub thread_text: usize,
+    /// Items kept per thread; the lines about items past it are counted (`dropped_items`), not kept.
+    pub items_per_thread: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { item_text: 256 << 10, thread_text: 1 << 20 }
+        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000 }
     }
 }
 
@@ -50,9 +53,12 @@ pub struct Model {
     pub stream_ms: Option<i64>,
     /// Bumped by every change, so a screen knows when it must draw again.
     pub generation: u64,
+    /// Bumped only when the tree's shape changes (a thread appears or moves, a lane opens, a thread
+    /// with children gains a turn or an item, or one of its cards is relabelled): an outline of the
+    /// tree built at one value holds until it changes.
+    pub structure: u64,
     prices: Prices,
     limits: Limits,
-    by_id: FxHashMap<Box<str>, ThreadIdx>,
 }
 
 impl Model {
@@ -64,19 +70,15 @@ impl Model {
         &self.threads[idx.index()]
     }
 
-    pub fn find(&self, id: &str) -> Option<ThreadIdx> {
-        self.by_id.get(id).copied()
-    }
-
     /// Totals over every thread, whatever its place in the tree.
     pub fn totals(&self) -> Rollup {
         let mut total = Rollup::default();
         for t in &self.threads {
-            total.threads += 1;
+            total.threads = total.threads.saturating_add(1);
             total.tokens.add(&t.tokens);
             if let Some(c) = t.cost {
                 total.cost += c;
-                total.priced += 1;
+                total.priced = total.priced.saturating_add(1);
             }
         }
         total
@@ -86,7 +88,8 @@ impl Model {
         self.threads.iter().filter(|t| t.cost.is_none()).count()
     }
 
-    /// The chain from a thread up to its root or orphan, the thread first.
+    /// The chain from a thread up to its root or orphan, the thread first. The router keeps every
+    /// chain within its depth guard, so this is short.
     pub fn ancestors(&self, idx: ThreadIdx) -> impl Iterator<Item = ThreadIdx> + '_ {
         let mut next = Some(idx);
         let mut guard = self.threads.len() + 1;
@@ -104,20 +107,12 @@ impl Model {
         (self.threads[top.index()].role == Role::Root).then_some(top)
     }
 
-    fn seen(&mut self, idx: ThreadIdx, id: &str) {
+    fn seen(&mut self, idx: ThreadIdx, id: &Arc<str>) {
         debug_assert_eq!(idx.index(), self.threads.len());
-        self.threads.push(Thread::new(id));
-        self.by_id.insert(id.into(), idx);
+        self.threads.push(Thread::new(Arc::clone(id)));
     }
 
-    fn registered(
-        &mut self,
-        child: ThreadIdx,
-        parent: ThreadIdx,
-        via: crate::router::Via,
-        card: Option<&str>,
-        depth: u32,
-    ) {
+    fn registered(&mut self, child: ThreadIdx, parent: ThreadIdx, via: Via, card: Option<&str>, depth: u32) {
         let was_orphan = self.threads[child.index()].role == Role::Orphan;
         if was_orphan {
             self.unattributed.retain(|&t| t != child);
@@ -133,22 +128,37 @@ impl Model {
         self.propagate(parent, &delta);
         if let Some(card) = card {
             self.attach_lane(parent, card, child);
-            if via == crate::router::Via::TaskTool {
-                self.name_claude_agent(parent, card, child);
+            self.name_from_card(parent, card, child);
+        }
+    }
+
+    /// A child detached from its parent (the depth guard refused it once its chain was known).
+    fn detach(&mut self, child: ThreadIdx) {
+        let Some(parent) = self.threads[child.index()].parent.take() else { return };
+        let subtree = self.threads[child.index()].subtree;
+        for idx in self.ancestors(parent).collect::<Vec<_>>() {
+            self.threads[idx.index()].subtree.remove(&subtree);
+        }
+        let p = &mut self.threads[parent.index()];
+        p.children.retain(|&c| c != child);
+        if let Some(card) = self.threads[child.index()].card.clone() {
+            let p = &mut self.threads[parent.index()];
+            if let Some(&i) = p.item_index.get(&card) {
+                p.items[i].lanes.retain(|&c| c != child);
             }
         }
     }
 
-    /// A Claude Code sub-agent is known by its task's description, and its role is the agent type.
-    fn name_claude_agent(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
+    /// A card that says what its agents are called names the children it spawns.
+    fn name_from_card(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
         let Some(item) = self.threads[parent.index()].item(card) else { return };
-        let (title, kind) = (item.title.clone(), item.agent_type.clone());
+        let (nickname, role) = (item.lane_nickname.clone(), item.agent_type.clone());
         let t = &mut self.threads[child.index()];
-        if t.nickname.is_none() && !title.is_empty() {
-            t.nickname = Some(title);
+        if t.nickname.is_none() {
+            t.nickname = nickname;
         }
         if t.agent_role.is_none() {
-            t.agent_role = kind;
+            t.agent_role = role;
         }
     }
 
@@ -163,16 +173,23 @@ impl Model {
 
     /// Adds a change of figures to a thread's subtree and every ancestor's.
     fn propagate(&mut self, from: ThreadIdx, delta: &Delta) {
-        let chain: Vec<ThreadIdx> = self.ancestors(from).collect();
-        for idx in chain {
-            self.threads[idx.index()].subtree.apply(delta);
+        let mut next = Some(from);
+        let mut guard = self.threads.len() + 1;
+        while let Some(idx) = next {
+            guard = match guard.checked_sub(1) {
+                Some(g) => g,
+                None => break,
+            };
+            let t = &mut self.threads[idx.index()];
+            t.subtree.apply(delta);
+            next = t.parent;
         }
     }
 
     /// Recomputes a thread's own cost after its tokens or model changed, and rolls the change up.
     fn reprice(&mut self, idx: ThreadIdx, old_tokens: Tokens) {
         let t = &self.threads[idx.index()];
-        let new_cost = match &t.claude {
+        let new_cost = match &t.account {
             Some(account) => account.cost(),
             None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
         };
@@ -187,146 +204,124 @@ impl Model {
         self.propagate(idx, &delta);
     }
 
-    fn set_model(&mut self, idx: ThreadIdx, model: &str) {
+    fn set_model(&mut self, idx: ThreadIdx, model: &CleanStr<'_>) {
         if model.is_empty() {
             return;
         }
         let t = &mut self.threads[idx.index()];
-        if t.model.as_ref().is_some_and(|m| m.as_str() == model) {
+        if t.model.as_ref().is_some_and(|m| m.as_str() == model.as_str()) {
             return;
         }
-        t.model = Some(sanitize(model));
+        t.model = Some(model.to_clean());
         let tokens = t.tokens;
         self.reprice(idx, tokens);
     }
 
     fn apply(&mut self, r: &Routed<'_, '_>) {
-        let line = r.line;
-        if let Some(t) = line.time() {
+        let record = r.record;
+        if let Some(t) = record.time {
             self.stream_ms = Some(self.stream_ms.map_or(t, |s| s.max(t)));
         }
         match r.class {
-            Class::Control => self.apply_control(r.thread, line),
-            Class::Global => self.diagnostics.global(r.line_no, line),
+            Class::Control => {
+                // Responses and client traffic feed metadata only: names, models, agent paths.
+                if let Some(idx) = r.thread {
+                    for fact in record.facts.iter() {
+                        self.apply_fact(idx, fact, r);
+                    }
+                }
+            }
+            Class::Global => {
+                for fact in record.facts.iter() {
+                    if let Fact::Notice(n) = fact {
+                        self.diagnostics.global(r.line_no, n);
+                    }
+                }
+            }
             Class::Malformed => {}
             Class::Root | Class::Rehomed | Class::Suppressed => {
                 if let Some(idx) = r.thread {
-                    self.apply_thread_line(idx, line);
+                    self.thread_line(idx, r);
                 }
             }
         }
     }
 
-    /// Responses feed metadata: nicknames, roles, models, agent paths.
-    fn apply_control(&mut self, subject: Option<ThreadIdx>, line: &Line<'_>) {
-        let Some(idx) = subject else { return };
-        let Some(result) = &line.msg.result else {
-            return;
-        };
-        if let Some(info) = &result.thread {
-            self.learn_thread_info(idx, info);
-        }
-        if let Some(model) = result.model.as_deref() {
-            self.set_model(idx, model);
-        }
-    }
-
-    fn learn_thread_info(&mut self, idx: ThreadIdx, info: &crate::wire::ThreadInfo<'_>) {
-        let spawn = info.spawn();
+    fn thread_line(&mut self, idx: ThreadIdx, r: &Routed<'_, '_>) {
+        let time = r.record.time;
         let t = &mut self.threads[idx.index()];
-        let nickname = info.agent_nickname.as_deref().or(spawn.as_ref().and_then(|s| s.agent_nickname.as_deref()));
-        if t.nickname.is_none() {
-            t.nickname = nickname.filter(|n| !n.is_empty()).map(sanitize);
+        t.lines += 1;
+        if let Some(ms) = time {
+            t.first_ms.get_or_insert(ms);
+            t.last_ms = Some(t.last_ms.map_or(ms, |l| l.max(ms)));
         }
-        if t.agent_role.is_none() {
-            let role = info.agent_role.as_deref().or(spawn.as_ref().and_then(|s| s.agent_role.as_deref()));
-            t.agent_role = role.filter(|r| !r.is_empty()).map(sanitize);
+        // A retry is transient: the thread's next line puts back the status it had.
+        if t.status == Status::Retrying {
+            if let Some(before) = t.before_retry.take() {
+                t.status = before;
+            }
         }
-        if t.agent_path.is_none() {
-            t.agent_path = spawn.as_ref().and_then(|s| s.agent_path.as_deref()).filter(|p| !p.is_empty()).map(sanitize);
+        for fact in r.record.facts.iter() {
+            self.apply_fact(idx, fact, r);
         }
-        if let Some(model) = info.model.as_deref() {
-            self.set_model(idx, model);
+        self.generation += 1;
+    }
+
+    /// The thread a fact is about: the line's own, or one it names (skipped when not seen yet).
+    fn target(idx: ThreadIdx, target: &Target<'_>, registry: &Registry) -> Option<ThreadIdx> {
+        match target {
+            Target::Subject => Some(idx),
+            Target::Thread(id) => registry.find(id),
         }
     }
 
-    fn apply_thread_line(&mut self, idx: ThreadIdx, line: &Line<'_>) {
-        let time = line.time();
-        {
-            let t = &mut self.threads[idx.index()];
-            t.lines += 1;
-            if let Some(ms) = time {
-                t.first_ms.get_or_insert(ms);
-                t.last_ms = Some(t.last_ms.map_or(ms, |l| l.max(ms)));
-            }
-            // A retry is transient: the thread's next line puts back the status it had.
-            if t.status == Status::Retrying {
-                if let Some(before) = t.before_retry.take() {
-                    t.status = before;
-                }
-            }
-        }
-        if let Some(claude) = &line.msg.claude {
-            self.apply_claude(idx, claude, time);
-            self.generation += 1;
-            return;
-        }
-        if let Some(rollout) = &line.msg.rollout {
-            self.apply_rollout(idx, rollout, time);
-            self.generation += 1;
-            return;
-        }
-        let p = line.msg.params.rest();
-        match line.msg.kind {
-            Method::ThreadStarted => {
-                if let Some(info) = &p.thread {
-                    self.learn_thread_info(idx, info);
-                }
-            }
-            Method::ThreadStatusChanged => self.status_changed(idx, p.status),
-            Method::ThreadClosed => self.threads[idx.index()].status = Status::Closed,
-            Method::ThreadTokenUsageUpdated => {
-                if let Some(usage) = &p.token_usage {
-                    let t = &mut self.threads[idx.index()];
-                    let old = t.tokens;
-                    if let Some(total) = &usage.total {
-                        t.tokens.merge_max(total);
-                    }
-                    if let (Some(last), Some(window)) =
-                        (usage.last.and_then(|l| l.total_tokens), usage.model_context_window)
-                    {
-                        t.context = Some(ContextFill { used: last, window });
-                    }
-                    if t.tokens != old {
-                        self.reprice(idx, old);
+    fn apply_fact(&mut self, idx: ThreadIdx, fact: &Fact<'_>, r: &Routed<'_, '_>) {
+        let time = r.record.time;
+        match fact {
+            Fact::Thread(t) => self.describe(idx, t, r.registry),
+            // The router registered the children; their lanes open with the registration.
+            Fact::Spawn(_) | Fact::Notice(_) => {}
+            Fact::TurnStarted(turn) => {
+                if turn.ends_previous {
+                    let t = &self.threads[idx.index()];
+                    let last = t.turns.len().checked_sub(1).filter(|&l| t.turns[l].status == TurnStatus::InProgress);
+                    if let Some(last) = last {
+                        self.end_turn(idx, last, TurnStatus::Completed, time);
                     }
                 }
-            }
-            Method::ThreadSettingsUpdated => {
-                if let Some(model) = p.settings_model.as_deref() {
-                    self.set_model(idx, model);
+                if let Some(id) = turn.turn.as_deref() {
+                    let slot = self.turn_or_new(idx, id, time);
+                    let record = &mut self.threads[idx.index()].turns[slot];
+                    record.started_ms = record.started_ms.or(time);
                 }
             }
-            Method::ModelRerouted => {
-                if let Some(model) = p.to_model.as_deref() {
-                    self.set_model(idx, model);
+            Fact::TurnEnded(end) => self.turn_ended(idx, end, time),
+            Fact::Item(item) => self.item(idx, item, r.registry),
+            Fact::Delta(d) => {
+                let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
+                    return;
+                };
+                if let Some(text) = &d.text {
+                    self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
                 }
             }
-            Method::TurnStarted => {
-                if let Some(turn) = self.turn(idx, line) {
-                    let t = &mut self.threads[idx.index()];
-                    t.turns[turn].started_ms = t.turns[turn].started_ms.or(time);
+            Fact::Usage(usage) => self.usage(idx, usage),
+            Fact::Model(m) => {
+                if let Some(t) = Self::target(idx, &m.target, r.registry) {
+                    self.set_model(t, &m.model);
                 }
-                self.threads[idx.index()].status = Status::Running;
             }
-            Method::TurnCompleted => self.turn_completed(idx, line),
-            Method::Error => {
-                let message = parse_raw::<ErrorBody<'_>>(p.error).and_then(|e| e.message).map(|m| sanitize(&m));
+            Fact::Status(s) => {
+                if let Some(t) = Self::target(idx, &s.target, r.registry) {
+                    self.status(t, s.change);
+                }
+            }
+            Fact::Error(e) => {
                 let t = &mut self.threads[idx.index()];
-                if message.is_some() {
-                    t.last_error = message;
+                if e.message.is_some() {
+                    t.last_error.clone_from(&e.message);
                 }
-                if p.will_retry == Some(true) {
+                if e.retrying {
                     if t.status != Status::Retrying {
                         t.before_retry = Some(t.status);
                     }
@@ -335,66 +330,146 @@ impl Model {
                     t.status = Status::Failed;
                 }
             }
-            Method::ItemStarted => self.item_line(idx, line, false),
-            Method::ItemCompleted => self.item_line(idx, line, true),
-            _ if line.msg.method().unwrap_or("").starts_with("item/") => self.item_delta(idx, line),
-            _ => {}
+            Fact::Answered(a) => {
+                if let Some(child) = r.registry.find(&a.child) {
+                    let t = &mut self.threads[child.index()];
+                    t.status = a.status;
+                    t.answered = true;
+                }
+            }
+            Fact::CostReported(c) => self.reported_cost(idx, c),
+            Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
         }
-        self.generation += 1;
     }
 
-    fn status_changed(&mut self, idx: ThreadIdx, raw: Option<&serde_json::value::RawValue>) {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct StatusBody<'a> {
-            #[serde(rename = "type", borrow)]
-            kind: Option<Str<'a>>,
-            #[serde(default)]
-            active_flags: Vec<Str<'a>>,
-        }
-        let Some(body) = parse_raw::<StatusBody<'_>>(raw) else {
+    /// What a thread's description says of its names and model. A description of someone's
+    /// sub-agent never changes a root.
+    fn describe(&mut self, idx: ThreadIdx, fact: &ThreadFact<'_>, registry: &Registry) {
+        let about = if **registry.id(idx) == *fact.thread { Some(idx) } else { registry.find(&fact.thread) };
+        let Some(about) = about else { return };
+        let t = &mut self.threads[about.index()];
+        if fact.parentage == Parentage::SubAgent && t.role == Role::Root {
             return;
-        };
+        }
+        if t.nickname.is_none() {
+            t.nickname.clone_from(&fact.nickname);
+        }
+        if t.agent_role.is_none() {
+            t.agent_role.clone_from(&fact.role);
+        }
+        if t.agent_path.is_none() {
+            t.agent_path.clone_from(&fact.path);
+        }
+        if let Some(model) = &fact.model {
+            self.set_model(about, &CleanStr::from(model.clone()));
+        }
+    }
+
+    /// A status as reported; some depend on the one before (routing.md §6).
+    fn status(&mut self, idx: ThreadIdx, change: StatusChange) {
         let t = &mut self.threads[idx.index()];
         let from = t.status;
-        t.status = match body.kind.as_deref() {
-            Some("active")
-                if body.active_flags.iter().any(|f| f == "waitingOnApproval" || f == "waitingOnUserInput") =>
-            {
-                Status::Waiting
-            }
-            Some("active") if matches!(from, Status::Waiting | Status::Retrying) => Status::Running,
-            Some("idle") if matches!(from, Status::Running | Status::Waiting | Status::Retrying) => Status::Idle,
-            Some("notLoaded") => Status::Closed,
-            _ => from,
+        t.status = match change {
+            StatusChange::Waiting(_) => Status::Waiting,
+            StatusChange::Active if matches!(from, Status::Waiting | Status::Retrying) => Status::Running,
+            StatusChange::Idle if matches!(from, Status::Running | Status::Waiting | Status::Retrying) => Status::Idle,
+            StatusChange::Set(_) if t.answered => from,
+            StatusChange::Set(s) => s,
+            StatusChange::Active | StatusChange::Idle => from,
         };
     }
 
-    /// The turn a line names (creating it), as an index into the thread's turns.
-    fn turn(&mut self, idx: ThreadIdx, line: &Line<'_>) -> Option<usize> {
-        let id = line.msg.params.rest().turn.as_ref()?.id.as_deref()?;
-        Some(self.turn_or_new(idx, id, None))
+    fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>) {
+        match usage {
+            Usage::Cumulative { total, context } => {
+                let t = &mut self.threads[idx.index()];
+                let old = t.tokens;
+                if let Some(total) = total {
+                    t.tokens.merge_max(total);
+                }
+                if let Some(context) = context {
+                    t.context = Some(*context);
+                }
+                if t.tokens != old {
+                    self.reprice(idx, old);
+                }
+            }
+            Usage::Response(response) => {
+                let price = response.model.as_ref().and_then(|m| self.prices.lookup(m.as_str()));
+                let key = format!("{}\u{1f}{}", response.key.0, response.key.1);
+                let t = &mut self.threads[idx.index()];
+                let old = t.tokens;
+                let gained =
+                    t.account.get_or_insert_with(Default::default).state(&key, &Tokens::of(&response.tokens), price);
+                t.tokens.add(&gained);
+                self.reprice(idx, old);
+            }
+        }
+    }
+
+    fn reported_cost(&mut self, idx: ThreadIdx, c: &fact::CostReported<'_>) {
+        let Some(usd) = Pico::parse_usd(&c.usd) else { return };
+        let model = c.model.as_ref().map(CleanStr::to_clean).unwrap_or_default();
+        let t = &mut self.threads[idx.index()];
+        match t.reported_cost.iter_mut().find(|(m, _)| *m == model) {
+            Some((_, figure)) if c.cumulative => *figure = usd,
+            Some((_, figure)) => *figure += usd,
+            None => t.reported_cost.push((model, usd)),
+        }
+    }
+
+    /// Nothing of an ended session runs any more: what was still active stops.
+    fn session_ended(&mut self, idx: ThreadIdx, interrupted: bool) {
+        let end = if interrupted { Status::Interrupted } else { Status::Idle };
+        let mut stack = vec![idx];
+        while let Some(t) = stack.pop() {
+            let thread = &mut self.threads[t.index()];
+            if thread.status.is_active() || thread.status == Status::Pending {
+                thread.status = end;
+            }
+            stack.extend_from_slice(&thread.children);
+        }
+    }
+
+    /// The turn a reference means, as an index into the thread's turns.
+    fn turn_ref(&mut self, idx: ThreadIdx, turn: &TurnRef<'_>) -> Option<usize> {
+        let t = &self.threads[idx.index()];
+        match turn {
+            TurnRef::Id(id) => Some(self.turn_or_new(idx, id, None)),
+            TurnRef::IdOrLatest(id) => {
+                id.as_deref().and_then(|id| t.turn_index.get(id).copied()).or(t.turns.len().checked_sub(1))
+            }
+            TurnRef::Latest => t.turns.len().checked_sub(1),
+            TurnRef::Known(id) => id.as_deref().and_then(|id| t.turn_index.get(id).copied()),
+        }
     }
 
     /// The turn with this id; on first sight a new one, in progress.
-    pub(super) fn turn_or_new(&mut self, idx: ThreadIdx, id: &str, time: Option<i64>) -> usize {
+    fn turn_or_new(&mut self, idx: ThreadIdx, id: &str, time: Option<i64>) -> usize {
         let t = &mut self.threads[idx.index()];
-        *t.turn_index.entry(id.into()).or_insert_with(|| {
-            t.turns.push(Turn {
-                id: id.into(),
-                status: TurnStatus::InProgress,
-                started_ms: time,
-                completed_ms: None,
-                items: Vec::new(),
-                error: None,
-            });
-            t.turns.len() - 1
-        })
+        if let Some(&slot) = t.turn_index.get(id) {
+            return slot;
+        }
+        t.turns.push(Turn {
+            id: id.into(),
+            status: TurnStatus::InProgress,
+            started_ms: time,
+            completed_ms: None,
+            items: Vec::new(),
+            error: None,
+        });
+        let slot = t.turns.len() - 1;
+        t.turn_index.insert(id.into(), slot);
+        // The outline shows the turns and cards of the threads that have children.
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
+        slot
     }
 
     /// Ends a turn; its items still in progress end with it (an interrupted `wait` never gets its
     /// own item/completed, wire.md §3).
-    pub(super) fn end_turn(&mut self, idx: ThreadIdx, turn: usize, state: TurnStatus, time: Option<i64>) {
+    fn end_turn(&mut self, idx: ThreadIdx, turn: usize, state: TurnStatus, time: Option<i64>) {
         let item_state = match state {
             TurnStatus::Failed => ItemStatus::Failed,
             TurnStatus::Interrupted => ItemStatus::Interrupted,
@@ -412,46 +487,27 @@ impl Model {
         }
     }
 
-    fn turn_completed(&mut self, idx: ThreadIdx, line: &Line<'_>) {
-        let turn_status = line.msg.params.rest().turn.as_ref().and_then(|t| t.status.as_deref()).unwrap_or("");
-        let (turn_state, status) = match turn_status {
-            "completed" => (TurnStatus::Completed, Some(Status::Idle)),
-            "failed" => (TurnStatus::Failed, Some(Status::Failed)),
-            "interrupted" => (TurnStatus::Interrupted, Some(Status::Interrupted)),
-            _ => (TurnStatus::Completed, None),
+    fn turn_ended(&mut self, idx: ThreadIdx, end: &fact::TurnEnded<'_>, time: Option<i64>) {
+        let (state, status) = match end.outcome {
+            Some(TurnOutcome::Completed) => (TurnStatus::Completed, Some(Status::Idle)),
+            Some(TurnOutcome::Failed) => (TurnStatus::Failed, Some(Status::Failed)),
+            Some(TurnOutcome::Interrupted) => (TurnStatus::Interrupted, Some(Status::Interrupted)),
+            None => (TurnStatus::Completed, None),
         };
-        let error = line
-            .msg
-            .params
-            .rest()
-            .turn
-            .as_ref()
-            .and_then(|t| parse_raw::<ErrorBody<'_>>(t.error))
-            .and_then(|e| e.message)
-            .map(|m| sanitize(&m));
-        let time = line.time();
-        let Some(turn) = self.turn(idx, line) else {
-            return;
-        };
-        self.end_turn(idx, turn, turn_state, time);
+        let turn = self.turn_ref(idx, &end.turn);
+        if let Some(turn) = turn {
+            self.end_turn(idx, turn, state, time);
+        }
         let t = &mut self.threads[idx.index()];
         if let Some(s) = status {
             t.status = s;
         }
-        if error.is_some() {
-            t.turns[turn].error.clone_from(&error);
-            t.last_error = error;
+        if end.error.is_some() {
+            if let Some(turn) = turn {
+                t.turns[turn].error.clone_from(&end.error);
+            }
+            t.last_error.clone_from(&end.error);
         }
-    }
-
-    /// The item a line names, created on first sight and filed under the line's turn.
-    fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: &str, line: &Line<'_>) -> usize {
-        if let Some(slot) = self.known_item(idx, id) {
-            return slot;
-        }
-        let t = &self.threads[idx.index()];
-        let turn = line.msg.params.turn_id.as_deref().and_then(|tid| t.turn_index.get(tid).copied());
-        self.item_or_new(idx, id, ItemKind::of(kind), turn, None)
     }
 
     /// An item already seen. Deltas come in runs for one item: the last one is checked first.
@@ -465,23 +521,26 @@ impl Model {
         Some(slot)
     }
 
-    /// The item with this id; on first sight a new one of `kind`, filed under `turn`.
-    pub(super) fn item_or_new(
+    /// The item with this id; on first sight a new one of `kind`, filed under `turn`. `None` when
+    /// the thread holds as many items as it may (the bound counts what it drops).
+    fn item_slot(
         &mut self,
         idx: ThreadIdx,
         id: &str,
-        kind: ItemKind,
-        turn: Option<usize>,
-        time: Option<i64>,
-    ) -> usize {
+        kind: Option<&ItemKind>,
+        turn: Option<&TurnRef<'_>>,
+    ) -> Option<usize> {
         if let Some(slot) = self.known_item(idx, id) {
-            return slot;
+            return Some(slot);
         }
+        if self.threads[idx.index()].items.len() >= self.limits.items_per_thread {
+            self.diagnostics.dropped_items += 1;
+            return None;
+        }
+        let turn = turn.and_then(|t| self.turn_ref(idx, t));
         let t = &mut self.threads[idx.index()];
-        let mut item = Item::new(id, "");
-        item.kind = kind;
+        let mut item = Item::new(id, kind.cloned().unwrap_or_else(|| ItemKind::of("")));
         item.turn = turn;
-        item.started_ms = time;
         let slot = t.items.len();
         t.items.push(item);
         t.item_index.insert(id.into(), slot);
@@ -489,11 +548,14 @@ impl Model {
         if let Some(turn) = turn {
             t.turns[turn].items.push(slot);
         }
-        slot
+        if !t.children.is_empty() {
+            self.structure += 1;
+        }
+        Some(slot)
     }
 
     /// Changes an item through `edit`, keeping the thread's text accounting and bounds true.
-    pub(super) fn edit_item(&mut self, idx: ThreadIdx, slot: usize, edit: impl FnOnce(&mut Item)) {
+    fn edit_item(&mut self, idx: ThreadIdx, slot: usize, edit: impl FnOnce(&mut Item)) {
         let t = &mut self.threads[idx.index()];
         let item = &mut t.items[slot];
         let before = item.text.len();
@@ -502,72 +564,73 @@ impl Model {
         self.bound_text(idx, slot);
     }
 
-    fn item_line(&mut self, idx: ThreadIdx, line: &Line<'_>, completed: bool) {
-        let Some(wire_item) = &line.msg.params.rest().item else {
-            return;
-        };
-        let Some(id) = wire_item.id.as_deref() else {
-            return;
-        };
-        let slot = self.item_slot(idx, id, wire_item.kind(), line);
-        let time = line.time();
-        let receivers: Vec<ThreadIdx> = wire_item
-            .receiver_thread_ids
-            .iter()
-            .flatten()
-            .map(|r| &**r)
-            .chain(wire_item.agent_thread_id.as_deref())
-            .filter_map(|r| self.find(r))
-            .collect();
-        self.edit_item(idx, slot, |item| {
-            item.absorb(wire_item, completed);
-            if completed {
-                item.completed_ms = item.completed_ms.or(time);
-            } else {
-                item.started_ms = item.started_ms.or(time);
+    fn item(&mut self, idx: ThreadIdx, f: &ItemFact<'_>, registry: &Registry) {
+        let slot = match &f.id {
+            Some(id) if f.update_only => self.known_item(idx, id),
+            Some(id) => self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref()),
+            None if f.update_only => return,
+            None => {
+                // Items without an id of their own are told apart by the line that brought them.
+                let id = format!("line-{}", self.threads[idx.index()].lines);
+                self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref())
             }
+        };
+        let Some(slot) = slot else { return };
+        let receivers: Vec<ThreadIdx> = f.receivers.iter().filter_map(|r| registry.find(r)).collect();
+        let mut relabelled = false;
+        self.edit_item(idx, slot, |item| {
+            if let Some(kind) = &f.kind {
+                // An item first named by a delta has no kind yet.
+                if matches!(item.kind, ItemKind::Other(_)) && item.kind != *kind {
+                    item.kind = kind.clone();
+                    relabelled = true;
+                }
+            }
+            if let Some(status) = f.status {
+                item.status = status;
+            }
+            if f.exit_code.is_some() {
+                item.exit_code = f.exit_code;
+            }
+            if let Some(title) = &f.title {
+                item.title.clone_from(title);
+            }
+            if let Some(tool) = &f.tool {
+                if item.tool.as_deref() != Some(tool.as_str()) {
+                    item.tool = Some(tool.as_str().into());
+                    relabelled = true;
+                }
+            }
+            if let Some(text) = &f.text {
+                let replace = match f.text_rule {
+                    TextRule::Authoritative => true,
+                    TextRule::Provisional => item.text.is_empty(),
+                    TextRule::Output => item.kind != ItemKind::Collab,
+                };
+                if replace {
+                    item.text.clone_from(text);
+                }
+            }
+            if f.lane_nickname.is_some() {
+                item.lane_nickname.clone_from(&f.lane_nickname);
+            }
+            if f.lane_role.is_some() {
+                item.agent_type.clone_from(&f.lane_role);
+            }
+            item.started_ms = item.started_ms.or(f.started_ms);
+            item.completed_ms = item.completed_ms.or(f.completed_ms);
             for r in &receivers {
                 if !item.receivers.contains(r) {
                     item.receivers.push(*r);
                 }
             }
         });
-        match wire_item.kind() {
-            "collabAgentToolCall" => {
-                let tool = wire_item.tool();
-                let tool = tool.as_deref().unwrap_or("");
-                // The spawn's resolved model names the child's model; item/started's never does.
-                if completed && tool == "spawnAgent" {
-                    if let Some(model) = wire_item.model.as_deref() {
-                        for &r in &receivers {
-                            self.set_model(r, model);
-                        }
-                    }
-                }
-                if completed && tool == "closeAgent" && wire_item.status.as_deref() == Some("completed") {
-                    for &r in &receivers {
-                        self.threads[r.index()].status = Status::Closed;
-                    }
-                }
-                self.attach_known_lanes(idx, slot);
-            }
-            "subAgentActivity" => {
-                // An activity naming a root (a child's `interacted` about `/root`) changes nothing about
-                // it (routing.md §8).
-                let named = wire_item.agent_thread_id.as_deref().and_then(|c| self.find(c));
-                if let Some(child) = named.filter(|&c| self.threads[c.index()].role != Role::Root) {
-                    if let Some(model) = wire_item.model.as_deref() {
-                        self.set_model(child, model);
-                    }
-                    let path = wire_item.agent_path.as_deref().filter(|p| !p.is_empty());
-                    let t = &mut self.threads[child.index()];
-                    if t.agent_path.is_none() && wire_item.activity.as_deref() == Some("started") {
-                        t.agent_path = path.map(sanitize);
-                    }
-                }
-                self.attach_known_lanes(idx, slot);
-            }
-            _ => {}
+        // What a card is (its kind, its tool) names its row in the outline.
+        if relabelled && !self.threads[idx.index()].children.is_empty() {
+            self.structure += 1;
+        }
+        if f.card {
+            self.attach_known_lanes(idx, slot);
         }
     }
 
@@ -582,21 +645,9 @@ impl Model {
         for c in lanes {
             if !item.lanes.contains(&c) {
                 item.lanes.push(c);
+                self.structure += 1;
             }
         }
-    }
-
-    fn item_delta(&mut self, idx: ThreadIdx, line: &Line<'_>) {
-        let p = &line.msg.params;
-        let Some(item_id) = p.item_id.as_deref() else {
-            return;
-        };
-        let slot = self.item_slot(idx, item_id, "", line);
-        let Some(delta) = p.delta.as_deref() else {
-            return;
-        };
-        let index = p.summary_index.or(p.content_index);
-        self.edit_item(idx, slot, |item| item.push_delta(delta, index));
     }
 
     /// Applies the per-item and per-thread text bounds after an item's text grew.
@@ -621,35 +672,41 @@ impl Model {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorBody<'a> {
-    #[serde(borrow, default)]
-    message: Option<Str<'a>>,
-}
-
 impl Sink for Model {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
-            Event::Seen { thread, id } => self.seen(*thread, id),
+            Event::Seen { thread, id } => {
+                self.seen(*thread, id);
+                self.structure += 1;
+            }
             Event::Registered { child, parent, via, card, depth } => {
                 self.registered(*child, *parent, *via, *card, *depth);
+                self.structure += 1;
+            }
+            Event::Depth { thread, depth } => {
+                self.threads[thread.index()].depth = *depth;
+                self.structure += 1;
             }
             Event::CardKnown { child, card } => {
                 self.threads[child.index()].card = Some((*card).into());
                 if let Some(parent) = self.threads[child.index()].parent {
                     self.attach_lane(parent, card, *child);
                 }
+                self.structure += 1;
             }
             Event::BecameRoot { thread } => {
                 self.threads[thread.index()].role = Role::Root;
                 self.sessions.push(*thread);
+                self.structure += 1;
             }
             Event::Orphaned { thread, .. } => {
-                let t = &mut self.threads[thread.index()];
-                if t.role != Role::Orphan {
+                if self.threads[thread.index()].role != Role::Orphan {
+                    self.detach(*thread);
+                    let t = &mut self.threads[thread.index()];
                     t.role = Role::Orphan;
                     t.parent = None;
                     self.unattributed.push(*thread);
+                    self.structure += 1;
                 }
             }
             Event::Line(routed) => self.apply(routed),
@@ -675,6 +732,3 @@ pub fn format_usd(cost: Option<Pico>) -> String {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -138,25 +138,45 @@ impl Pico {
     pub fn usd(self) -> f64 {
         self.0 as f64 / 1e12
     }
+
+    /// A decimal number of US dollars as an agent writes it (`0.0123`, `1e-3`), exactly when it
+    /// has at most 12 decimals; `None` when it is not a finite, non-negative number.
+    pub fn parse_usd(text: &str) -> Option<Self> {
+        let t = text.trim();
+        if let Some((whole, frac)) = t.split_once('.').filter(|_| !t.contains(['e', 'E'])) {
+            let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+            if whole < 0 || frac.len() > 12 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let frac: i128 = format!("{frac:0<12}").parse().ok()?;
+            return Some(Self(whole.checked_mul(1_000_000_000_000)?.checked_add(frac)?));
+        }
+        if let Ok(whole) = t.parse::<i128>() {
+            return (whole >= 0).then(|| whole.checked_mul(1_000_000_000_000).map(Self))?;
+        }
+        let v: f64 = t.parse().ok()?;
+        (0.0..1e20).contains(&v).then(|| Self((v * 1e12).round() as i128))
+    }
 }
 
+// Money from input-derived figures never wraps: sums saturate.
 impl std::ops::Add for Pico {
     type Output = Self;
     fn add(self, rhs: Self) -> Self {
-        Self(self.0 + rhs.0)
+        Self(self.0.saturating_add(rhs.0))
     }
 }
 
 impl std::ops::AddAssign for Pico {
     fn add_assign(&mut self, rhs: Self) {
-        self.0 += rhs.0;
+        self.0 = self.0.saturating_add(rhs.0);
     }
 }
 
 impl std::ops::Sub for Pico {
     type Output = Self;
     fn sub(self, rhs: Self) -> Self {
-        Self(self.0 - rhs.0)
+        Self(self.0.saturating_sub(rhs.0))
     }
 }
 

@@ -1,45 +1,16 @@
 //! One thread (root or child) as the screen and `stats` see it.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
+use super::account::Account;
 use super::item::Item;
 use super::prices::Pico;
 use super::tokens::{Rollup, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
 use crate::wire::Clean;
-
-/// Thread status, the last transition wins (routing.md §6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Status {
-    Pending,
-    Running,
-    Waiting,
-    Retrying,
-    Idle,
-    Failed,
-    Interrupted,
-    Closed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Running => "running",
-            Self::Waiting => "waiting",
-            Self::Retrying => "retrying",
-            Self::Idle => "idle",
-            Self::Failed => "failed",
-            Self::Interrupted => "interrupted",
-            Self::Closed => "closed",
-        }
-    }
-
-    /// Still doing work (or about to).
-    pub fn is_active(self) -> bool {
-        matches!(self, Self::Running | Self::Waiting | Self::Retrying)
-    }
-}
+pub use crate::wire::fact::{ContextFill, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnStatus {
@@ -60,22 +31,10 @@ pub struct Turn {
     pub error: Option<Clean>,
 }
 
-/// How full the context window is, from the latest model response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ContextFill {
-    pub used: u64,
-    pub window: u64,
-}
-
-impl ContextFill {
-    pub fn ratio(self) -> f64 {
-        if self.window == 0 { 0.0 } else { (self.used as f64 / self.window as f64).min(1.0) }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct Thread {
-    pub id: Box<str>,
+    /// Shared with the router's registry: stored once.
+    pub id: Arc<str>,
     pub role: Role,
     pub parent: Option<ThreadIdx>,
     pub depth: u32,
@@ -108,8 +67,13 @@ pub struct Thread {
     pub last_ms: Option<i64>,
     pub lines: u64,
     pub last_error: Option<Clean>,
-    /// Per-response usage of a Claude Code thread (its cost comes from there, response by response).
-    pub(super) claude: Option<super::claude::Account>,
+    /// Usage stated per API response (its cost comes from there, response by response).
+    pub(super) account: Option<Account>,
+    /// Its parent has its final answer: its own lines no longer change its status.
+    pub(super) answered: bool,
+    /// What the agent itself reported this thread cost, by model (the agent's own figure, shown
+    /// where the price table does not know the model).
+    pub reported_cost: Vec<(Clean, Pico)>,
     /// Bytes of item text held, for the scrollback bound.
     pub(super) text_bytes: usize,
     /// Items before this index have had their text dropped by the scrollback bound.
@@ -117,9 +81,9 @@ pub struct Thread {
 }
 
 impl Thread {
-    pub(super) fn new(id: &str) -> Self {
+    pub(super) fn new(id: Arc<str>) -> Self {
         Self {
-            id: id.into(),
+            id,
             role: Role::Pending,
             parent: None,
             depth: 0,
@@ -145,7 +109,9 @@ impl Thread {
             last_ms: None,
             lines: 0,
             last_error: None,
-            claude: None,
+            account: None,
+            answered: false,
+            reported_cost: Vec::new(),
             text_bytes: 0,
             text_floor: 0,
         }

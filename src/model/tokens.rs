@@ -1,7 +1,7 @@
 //! Token figures of a thread and of a subtree, and what they cost.
 
 use super::prices::{Pico, Price};
-use crate::wire::Breakdown;
+use crate::wire::fact::Breakdown;
 
 /// Cumulative usage of one thread (`tokenUsage.total`), OpenAI semantics: input includes cached
 /// and cache-written input, output includes reasoning.
@@ -24,33 +24,63 @@ impl Tokens {
         m(&mut self.input, b.input_tokens);
         m(&mut self.cached_input, b.cached_input_tokens);
         m(&mut self.cache_write, b.cache_write_input_tokens);
+        m(&mut self.cache_write_1h, b.cache_write_1h_input_tokens);
         m(&mut self.output, b.output_tokens);
         m(&mut self.reasoning_output, b.reasoning_output_tokens);
         m(&mut self.total, b.total_tokens);
     }
 
+    /// One breakdown as figures (a missing figure is zero).
+    pub fn of(b: &Breakdown) -> Self {
+        let mut t = Self::default();
+        t.merge_max(b);
+        t
+    }
+
+    /// Field-wise max of two sets of figures.
+    #[must_use]
+    pub fn max(&self, o: &Self) -> Self {
+        Self {
+            input: self.input.max(o.input),
+            cached_input: self.cached_input.max(o.cached_input),
+            cache_write: self.cache_write.max(o.cache_write),
+            cache_write_1h: self.cache_write_1h.max(o.cache_write_1h),
+            output: self.output.max(o.output),
+            reasoning_output: self.reasoning_output.max(o.reasoning_output),
+            total: self.total.max(o.total),
+        }
+    }
+
     /// routing.md §6: uncached input at the input price, cached and cache-written input at their
     /// own, output (reasoning included) at the output price.
+    ///
+    /// Figures are the input's: a part larger than its whole (`cachedInputTokens` above
+    /// `inputTokens`) counts as the whole, and a cost never goes below zero nor wraps.
     pub fn cost(&self, price: &Price) -> Pico {
         let t = |v: u64| i128::from(v);
-        let uncached = t(self.input) - t(self.cached_input) - t(self.cache_write);
+        let cached = self.cached_input.min(self.input);
+        let written = self.cache_write.min(self.input - cached);
+        let written_1h = self.cache_write_1h.min(written);
+        let uncached = self.input - cached - written;
+        let part = |tokens: u64, price: i128| t(tokens).saturating_mul(price.max(0));
         Pico(
-            uncached * price.input
-                + t(self.cached_input) * price.cached_input
-                + (t(self.cache_write) - t(self.cache_write_1h)) * price.cache_write
-                + t(self.cache_write_1h) * price.cache_write_1h
-                + t(self.output) * price.output,
+            part(uncached, price.input)
+                .saturating_add(part(cached, price.cached_input))
+                .saturating_add(part(written - written_1h, price.cache_write))
+                .saturating_add(part(written_1h, price.cache_write_1h))
+                .saturating_add(part(self.output, price.output)),
         )
     }
 
+    /// Adds `o`, saturating: sums of input-derived figures never wrap.
     pub fn add(&mut self, o: &Self) {
-        self.input += o.input;
-        self.cached_input += o.cached_input;
-        self.cache_write += o.cache_write;
-        self.cache_write_1h += o.cache_write_1h;
-        self.output += o.output;
-        self.reasoning_output += o.reasoning_output;
-        self.total += o.total;
+        self.input = self.input.saturating_add(o.input);
+        self.cached_input = self.cached_input.saturating_add(o.cached_input);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
+        self.cache_write_1h = self.cache_write_1h.saturating_add(o.cache_write_1h);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning_output = self.reasoning_output.saturating_add(o.reasoning_output);
+        self.total = self.total.saturating_add(o.total);
     }
 
     /// `self - o`, field-wise; used for roll-up deltas, where `o` never exceeds `self`.
@@ -96,10 +126,18 @@ pub(super) struct Delta {
 
 impl Rollup {
     pub(super) fn apply(&mut self, d: &Delta) {
-        self.threads = (i64::from(self.threads) + d.threads).max(0) as u32;
+        self.threads = (i64::from(self.threads) + d.threads).clamp(0, i64::from(u32::MAX)) as u32;
         self.tokens.add(&d.tokens);
         self.cost += d.cost;
-        self.priced = (i64::from(self.priced) + d.priced).max(0) as u32;
+        self.priced = (i64::from(self.priced) + d.priced).clamp(0, i64::from(u32::MAX)) as u32;
+    }
+
+    /// Takes a whole subtree's figures out (a child detached from its parent).
+    pub(super) fn remove(&mut self, o: &Rollup) {
+        self.threads = self.threads.saturating_sub(o.threads);
+        self.tokens = self.tokens.minus(&o.tokens);
+        self.cost = self.cost - o.cost;
+        self.priced = self.priced.saturating_sub(o.priced);
     }
 
     pub(super) fn as_delta(&self) -> Delta {

@@ -2,19 +2,22 @@
 //! the traffic itself; every line ends in exactly one class. Pure: no I/O and no clock — time
 //! arrives with each line — so it is deterministic, property-tested and fuzzed.
 //!
-//! Output goes to a [`Sink`] as [`Event`]s, in the order the model must apply them.
+//! It reads lines as the facts `wire` lowers them into, whatever their format: where a line goes
+//! ([`Subject`]), what it weighs for a child ([`Weight`]), and the facts that place threads in the
+//! tree ([`Fact::Thread`], [`Fact::Spawn`]). Output goes to a [`Sink`] as [`Event`]s, in the order
+//! the model must apply them.
 
-mod classify;
 mod pending;
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use self::classify::{ChildClass, Side, child_class, side};
 use self::pending::{PendingBuffer, PendingLine};
-use crate::wire::methods::Method;
+pub use crate::wire::fact::Via;
+use crate::wire::fact::{Fact, Lowered, Origin, Parentage, Subject, Weight};
 use crate::wire::{self, Decoded, Line, Malformed};
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
@@ -51,29 +54,6 @@ impl Class {
     }
 }
 
-/// How a child was registered (`via` in `stats`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    CollabAgentToolCall,
-    SubAgentActivity,
-    ThreadStarted,
-    ThreadRead,
-    /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
-    TaskTool,
-}
-
-impl Via {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CollabAgentToolCall => "collabAgentToolCall",
-            Self::SubAgentActivity => "subAgentActivity",
-            Self::ThreadStarted => "threadStarted",
-            Self::ThreadRead => "threadRead",
-            Self::TaskTool => "taskTool",
-        }
-    }
-}
-
 /// Where a thread stands in the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -94,6 +74,8 @@ pub struct Limits {
     pub window_ms: i64,
     pub window_lines: u64,
     pub max_depth: u32,
+    /// Threads known at most; lines of threads beyond it are dropped (`over_thread_limit`).
+    pub threads: usize,
 }
 
 impl Default for Limits {
@@ -105,6 +87,7 @@ impl Default for Limits {
             window_ms: 30_000,
             window_lines: 10_000,
             max_depth: 32,
+            threads: 100_000,
         }
     }
 }
@@ -125,10 +108,13 @@ pub struct Counters {
     pub pending_at_end: u64,
     pub orphan_threads: u64,
     pub depth_limited: u64,
+    /// Lines dropped because their thread would have been over the thread bound.
+    pub over_thread_limit: u64,
 }
 
 impl Counters {
-    /// routing.md §5: every line is in exactly one class, or evicted, or still pending.
+    /// routing.md §5: every line is in exactly one class, or evicted, or still pending (or dropped
+    /// by the thread bound).
     pub fn conserved(&self) -> bool {
         self.lines
             == self.malformed
@@ -139,6 +125,7 @@ impl Counters {
                 + self.suppressed
                 + self.evicted
                 + self.pending_at_end
+                + self.over_thread_limit
     }
 }
 
@@ -148,8 +135,6 @@ pub struct Routed<'r, 'l> {
     /// 1-based record number in the whole input stream.
     pub line_no: u64,
     pub class: Class,
-    /// A child line that closes its lane's turn (`turn/completed`, a final `error`).
-    pub terminal: bool,
     /// The thread the line is about (none for global and most control lines).
     pub thread: Option<ThreadIdx>,
     /// The root whose session shows it; `None` while the thread's chain does not reach a root.
@@ -158,7 +143,10 @@ pub struct Routed<'r, 'l> {
     pub owner: Option<ThreadIdx>,
     /// Drained from a pending buffer rather than routed on arrival.
     pub replayed: bool,
-    pub line: &'r Line<'l>,
+    /// The line as lowered: its time, its facts, its raw text.
+    pub record: &'r Lowered<'l>,
+    /// Thread ids by handle, for the facts that name other threads.
+    pub registry: &'r Registry,
 }
 
 /// What the router tells its consumer, in order.
@@ -167,7 +155,7 @@ pub enum Event<'r, 'l> {
     /// A thread is named for the first time; handles are dense and in first-seen order.
     Seen {
         thread: ThreadIdx,
-        id: &'r str,
+        id: &'r Arc<str>,
     },
     /// `child` now hangs under `parent` (also when an orphan moves under its card).
     Registered {
@@ -175,6 +163,12 @@ pub enum Event<'r, 'l> {
         parent: ThreadIdx,
         via: Via,
         card: Option<&'r str>,
+        depth: u32,
+    },
+    /// A thread registered earlier under a thread whose own place was not known yet now has its
+    /// depth in the settled tree (routing.md §2: depth counts from the root).
+    Depth {
+        thread: ThreadIdx,
         depth: u32,
     },
     /// A later signal named the card of a child registered without one.
@@ -185,6 +179,8 @@ pub enum Event<'r, 'l> {
     BecameRoot {
         thread: ThreadIdx,
     },
+    /// The thread is not attributable. A registered child is detached from its parent when the
+    /// depth guard refuses it once its chain's depth is known.
     Orphaned {
         thread: ThreadIdx,
         depth_limited: bool,
@@ -207,20 +203,63 @@ impl<F: FnMut(&Event<'_, '_>)> Sink for F {
     }
 }
 
+/// Thread ids and their handles, stored once: the model, the screen and the commands read ids here
+/// (or share the same `Arc`).
+#[derive(Debug, Default)]
+pub struct Registry {
+    ids: Vec<Arc<str>>,
+    by_id: FxHashMap<Arc<str>, ThreadIdx>,
+}
+
+impl Registry {
+    pub fn find(&self, id: &str) -> Option<ThreadIdx> {
+        self.by_id.get(id).copied()
+    }
+
+    pub fn id(&self, thread: ThreadIdx) -> &Arc<str> {
+        &self.ids[thread.index()]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The handle of `id`, and whether it is new (handles are dense, in first-seen order).
+    pub fn insert(&mut self, id: &str) -> (ThreadIdx, bool) {
+        if let Some(&idx) = self.by_id.get(id) {
+            return (idx, false);
+        }
+        let idx = ThreadIdx(u32::try_from(self.ids.len()).expect("fewer than 2^32 threads"));
+        let id: Arc<str> = id.into();
+        self.ids.push(Arc::clone(&id));
+        self.by_id.insert(id, idx);
+        (idx, true)
+    }
+}
+
 /// What the router knows of one thread.
 #[derive(Debug)]
 struct ThreadFacts {
-    pub id: Box<str>,
-    pub role: Role,
-    pub parent: Option<ThreadIdx>,
-    /// Depth as decided at registration; for a depth-limited orphan, the depth it would have had,
-    /// so that its descendants are refused too.
-    pub depth: u32,
-    pub via: Option<Via>,
-    pub card: Option<Box<str>>,
-    pub depth_limited: bool,
+    role: Role,
+    parent: Option<ThreadIdx>,
+    /// Registered children, for re-deriving the place of a subtree whose top registers later.
+    children: Vec<ThreadIdx>,
+    /// Depth below the top of its chain (a root, a pending thread or an orphan): the depth in the
+    /// settled tree once the top is a root. For a depth-limited orphan, the depth it would have had,
+    /// so that its descendants are refused too. Never above `max_depth` for a child.
+    depth: u32,
+    /// The root at the top of its chain, when the chain reaches one (kept current on every
+    /// registration, so a line never walks the chain).
+    session: Option<ThreadIdx>,
+    via: Option<Via>,
+    card: Option<Box<str>>,
+    depth_limited: bool,
     has_children: bool,
-    /// Saw a `turn/started` whose turn is its own root turn: the mark of a root thread (0.171.0).
+    /// Saw a turn that is its own root turn: the mark of a root thread (0.171.0).
     own_root_turn: bool,
     buffer: Option<PendingBuffer>,
 }
@@ -236,7 +275,7 @@ struct Window {
 pub struct Router {
     limits: Limits,
     threads: Vec<ThreadFacts>,
-    by_id: FxHashMap<Box<str>, ThreadIdx>,
+    registry: Registry,
     /// The thread `see` named last: a thread's lines come in runs, and comparing one id is
     /// cheaper than hashing it.
     last_seen: Option<ThreadIdx>,
@@ -247,8 +286,8 @@ pub struct Router {
     /// Pending windows opened before any time was known; they close after `window_lines` lines.
     counted_windows: VecDeque<Window>,
     open_windows: usize,
-    /// The thread of the rollout file being read (from its `session_meta`).
-    rollout_thread: Option<Box<str>>,
+    /// What lowering remembers between records (a rollout file's thread).
+    stream: wire::Stream,
 }
 
 /// A registration a line asks for.
@@ -271,43 +310,67 @@ impl Router {
         c
     }
 
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     pub fn find(&self, id: &str) -> Option<ThreadIdx> {
-        self.by_id.get(id).copied()
+        self.registry.find(id)
     }
 
     /// The root whose session a thread's lines belong to, if its chain of parents reaches one.
-    pub fn session_of(&self, mut idx: ThreadIdx) -> Option<ThreadIdx> {
-        for _ in 0..=self.threads.len() {
-            let t = &self.threads[idx.index()];
-            match t.role {
-                Role::Root => return Some(idx),
-                Role::Child => idx = t.parent?,
-                Role::Pending | Role::Orphan => return None,
-            }
+    pub fn session_of(&self, idx: ThreadIdx) -> Option<ThreadIdx> {
+        self.threads[idx.index()].session
+    }
+
+    /// Routes one record (a line without its `\n`) from `origin`.
+    pub fn push(&mut self, record: &[u8], origin: &Origin, sink: &mut impl Sink) {
+        let mut line = Line::empty();
+        match wire::decode_into(record, &mut line) {
+            Ok(()) => self.push_line(record, &line, origin, sink),
+            Err(reason) => self.push_malformed(record, &reason, sink),
         }
-        None
     }
 
-    /// Says which thread's rollout file the records that follow come from (its name tells; `None`
-    /// when they come from anything else). Lines before a file's `session_meta` — a file followed
-    /// from its middle, or files interleaved as they grow — are then still its thread's.
-    pub fn set_rollout_thread(&mut self, thread: Option<&str>) {
-        self.rollout_thread = thread.map(Into::into);
+    /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
+    /// the stream told (a rollout file's thread).
+    pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
+        let lowered = wire::lower(line, origin, &mut self.stream);
+        self.push_lowered(record, &lowered, origin, sink);
     }
 
-    /// Routes one record (a line without its `\n`).
-    pub fn push(&mut self, record: &[u8], sink: &mut impl Sink) {
+    /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
+    /// [`Line::lowers_alone`], lowered with any stream context: it reads none).
+    pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
-        let mut line = Line::empty();
-        if let Err(reason) = wire::decode_into(record, &mut line) {
-            self.close_windows(None, line_no, sink);
-            self.counters.malformed += 1;
-            sink.event(&Event::Malformed { line_no, reason: &reason, record });
-        } else {
-            self.close_windows(line.time(), line_no, sink);
-            self.route(&line, record, line_no, sink);
+        self.close_windows(lowered.time, line_no, sink);
+        match &lowered.subject {
+            Subject::Control => self.control(lowered, line_no, sink),
+            Subject::Global => {
+                self.counters.global += 1;
+                sink.event(&Event::Line(Routed {
+                    line_no,
+                    class: Class::Global,
+                    thread: None,
+                    session: None,
+                    owner: None,
+                    replayed: false,
+                    record: lowered,
+                    registry: &self.registry,
+                }));
+            }
+            Subject::Thread(id) => self.thread_line(id, lowered, record, origin, line_no, sink),
         }
+    }
+
+    /// [`Router::push`] of a record that did not decode.
+    pub fn push_malformed(&mut self, record: &[u8], reason: &Malformed, sink: &mut impl Sink) {
+        self.counters.lines += 1;
+        let line_no = self.counters.lines;
+        self.close_windows(None, line_no, sink);
+        self.counters.malformed += 1;
+        sink.event(&Event::Malformed { line_no, reason, record });
     }
 
     /// Counts a record that was over the line-length bound and never buffered whole.
@@ -341,133 +404,111 @@ impl Router {
         }
     }
 
-    fn route(&mut self, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
-        // A rollout file names its thread once, in its first line: the lines after it are its own.
-        if line.msg.rollout.is_some() {
-            if let Some(id) = line.msg.thread_id() {
-                self.rollout_thread = Some(id.into());
-            }
-            if let Some(id) = self.rollout_thread.clone() {
-                self.thread_line(&id, line, record, line_no, sink);
-                return;
-            }
-        }
-        match side(line) {
-            Side::Control => self.control(line, line_no, sink),
-            Side::Global => {
-                self.counters.global += 1;
-                sink.event(&Event::Line(Routed {
-                    line_no,
-                    class: Class::Global,
-                    terminal: false,
-                    thread: None,
-                    session: None,
-                    owner: None,
-                    replayed: false,
-                    line,
-                }));
-            }
-            Side::Thread(id) => self.thread_line(id, line, record, line_no, sink),
-        }
-    }
-
-    /// Client traffic and responses feed metadata only, but two of them mark threads: a
-    /// `thread/read`-like response registers its thread, a `thread/start` response or a
-    /// `turn/start` request marks a root (routing.md §2, §8).
-    fn control(&mut self, line: &Line<'_>, line_no: u64, sink: &mut impl Sink) {
-        let msg = &line.msg;
+    /// Client traffic and responses feed metadata only, about the thread their description names;
+    /// that description may register it or mark it a root (routing.md §2, §8).
+    fn control(&mut self, lowered: &Lowered<'_>, line_no: u64, sink: &mut impl Sink) {
         let mut subject = None;
-        if let Some(thread) = msg.result.as_ref().and_then(|r| r.thread.as_ref()) {
-            let result = msg.result.as_ref().expect("checked above");
-            match thread.parent() {
-                Some(parent) => {
-                    let claim = Claim { child: Cow::Borrowed(&thread.id), parent, via: Via::ThreadRead, card: None };
-                    subject = Some(self.register(&claim, sink));
+        if let Some(fact) = lowered.facts.iter().find_map(|f| if let Fact::Thread(t) = f { Some(t) } else { None }) {
+            subject = match &fact.parentage {
+                Parentage::Child { parent, via, card } => {
+                    let claim = Claim {
+                        child: Cow::Borrowed(&fact.thread),
+                        parent: Cow::Borrowed(parent),
+                        via: *via,
+                        card: card.as_deref().map(Cow::Borrowed),
+                    };
+                    self.register(&claim, sink)
                 }
-                None if result.model.is_some() && result.model_provider.is_some() && !thread.id.is_empty() => {
-                    let t = self.see(&thread.id, sink);
+                Parentage::Root if self.admits(&fact.thread) => {
+                    let t = self.see(&fact.thread, sink);
                     self.mark_root(t, sink);
-                    subject = Some(t);
+                    Some(t)
                 }
-                None => subject = self.find(&thread.id),
-            }
-        } else if msg.kind == Method::TurnStart && msg.has_id {
-            if let Some(id) = msg.thread_id().filter(|t| !t.is_empty()) {
-                let t = self.see(id, sink);
-                self.mark_root(t, sink);
-                subject = Some(t);
-            }
+                Parentage::Root => None,
+                Parentage::SubAgent | Parentage::Unknown => self.find(&fact.thread),
+            };
         }
         self.counters.control += 1;
         sink.event(&Event::Line(Routed {
             line_no,
             class: Class::Control,
-            terminal: false,
             thread: subject,
             session: None,
             owner: None,
             replayed: false,
-            line,
+            record: lowered,
+            registry: &self.registry,
         }));
     }
 
-    fn thread_line(&mut self, id: &str, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
+    fn thread_line(
+        &mut self,
+        id: &str,
+        lowered: &Lowered<'_>,
+        record: &[u8],
+        origin: &Origin,
+        line_no: u64,
+        sink: &mut impl Sink,
+    ) {
+        if !self.admits(id) {
+            self.counters.over_thread_limit += 1;
+            return;
+        }
         let thread = self.see(id, sink);
 
-        // A thread that announces itself is settled before its own line (and its buffer first).
-        if line.msg.kind == Method::ThreadStarted {
-            if let Some(info) = &line.msg.params.rest().thread {
-                match info.parent() {
-                    Some(parent) => {
-                        let claim = Claim { child: Cow::Borrowed(id), parent, via: Via::ThreadStarted, card: None };
-                        self.register(&claim, sink);
-                    }
-                    None => self.mark_root(thread, sink),
-                }
-            }
-        }
-
-        // A rollout's `session_meta` announces its thread as `thread/started` does.
-        if let Some(meta) = line.msg.rollout.as_ref().and_then(|r| r.session_meta()) {
-            match meta.parent() {
-                Some(parent) => {
-                    let claim = Claim { child: Cow::Borrowed(id), parent, via: Via::ThreadStarted, card: None };
+        // A thread that describes its own place is settled before its own line (and its buffer first).
+        for fact in lowered.facts.iter() {
+            let Fact::Thread(fact) = fact else { continue };
+            match &fact.parentage {
+                Parentage::Child { parent, via, card } => {
+                    let claim = Claim {
+                        child: Cow::Borrowed(&fact.thread),
+                        parent: Cow::Borrowed(parent),
+                        via: *via,
+                        card: card.as_deref().map(Cow::Borrowed),
+                    };
                     self.register(&claim, sink);
                 }
-                None => self.mark_root(thread, sink),
+                Parentage::Root if self.admits(&fact.thread) => {
+                    let t = self.see(&fact.thread, sink);
+                    self.mark_root(t, sink);
+                }
+                Parentage::Root | Parentage::SubAgent | Parentage::Unknown => {}
             }
         }
 
-        // A line of a Claude session's own file names a root, as `thread/started` without a parent does.
-        if line.msg.claude.as_ref().is_some_and(|c| c.is_main()) {
-            self.mark_root(thread, sink);
-        }
-
-        let claims = claims_of(id, line);
-        for claim in &claims {
-            self.see(&claim.child, sink);
+        let spawns = || lowered.facts.iter().filter_map(|f| if let Fact::Spawn(s) = f { Some(s) } else { None });
+        for spawn in spawns() {
+            if self.admits(&spawn.child) {
+                self.see(&spawn.child, sink);
+            }
         }
 
         if self.threads[thread.index()].role == Role::Pending {
-            self.buffer(thread, line, record, line_no, sink);
+            self.buffer(thread, id, lowered, record, origin, line_no, sink);
         } else {
-            self.emit(thread, line, line_no, false, sink);
+            self.emit(thread, lowered, line_no, false, sink);
         }
 
         // A spawn item is classified first; the children it registers replay right after it.
-        for claim in &claims {
-            self.register(claim, sink);
+        for spawn in spawns() {
+            let claim = Claim {
+                child: Cow::Borrowed(&spawn.child),
+                parent: Cow::Borrowed(id),
+                via: spawn.via,
+                card: spawn.card.as_deref().map(Cow::Borrowed),
+            };
+            self.register(&claim, sink);
         }
     }
 
-    fn emit(&mut self, thread: ThreadIdx, line: &Line<'_>, line_no: u64, replayed: bool, sink: &mut impl Sink) {
+    fn emit(&mut self, thread: ThreadIdx, lowered: &Lowered<'_>, line_no: u64, replayed: bool, sink: &mut impl Sink) {
         let facts = &self.threads[thread.index()];
-        let (class, terminal, owner) = match facts.role {
-            Role::Root => (Class::Root, false, None),
-            Role::Child | Role::Orphan | Role::Pending => match child_class(line) {
-                ChildClass::Suppressed => (Class::Suppressed, false, Some(thread)),
-                ChildClass::Terminal => (Class::Suppressed, true, Some(thread)),
-                ChildClass::Rehomed => (Class::Rehomed, false, Some(thread)),
+        let (class, owner) = match facts.role {
+            Role::Root => (Class::Root, None),
+            Role::Child | Role::Orphan | Role::Pending => match lowered.weight {
+                Weight::Noise | Weight::Closing => (Class::Suppressed, Some(thread)),
+                Weight::Output => (Class::Rehomed, Some(thread)),
             },
         };
         match class {
@@ -482,32 +523,47 @@ impl Router {
         sink.event(&Event::Line(Routed {
             line_no,
             class,
-            terminal,
             thread: Some(thread),
             session,
             owner,
             replayed,
-            line,
+            record: lowered,
+            registry: &self.registry,
         }));
     }
 
-    fn buffer(&mut self, thread: ThreadIdx, line: &Line<'_>, record: &[u8], line_no: u64, sink: &mut impl Sink) {
+    #[allow(clippy::too_many_arguments)]
+    fn buffer(
+        &mut self,
+        thread: ThreadIdx,
+        id: &str,
+        lowered: &Lowered<'_>,
+        record: &[u8],
+        origin: &Origin,
+        line_no: u64,
+        sink: &mut impl Sink,
+    ) {
         self.counters.early += 1;
-        let facts = &mut self.threads[thread.index()];
-        if line.msg.kind == Method::TurnStarted {
-            if let Some(turn) = &line.msg.params.rest().turn {
-                if turn.id.is_some() && turn.id == turn.root_turn_id {
-                    facts.own_root_turn = true;
-                }
-            }
+        if lowered.facts.iter().any(|f| matches!(f, Fact::TurnStarted(t) if t.own_root_turn)) {
+            self.threads[thread.index()].own_root_turn = true;
         }
+        // The buffered line is known to be this thread's, whatever told that (its own text, its
+        // file, an earlier line): its replay lowers to the same facts.
+        let origin = if origin.thread() == Some(id) {
+            origin.clone()
+        } else {
+            let mut info = origin.info().cloned().unwrap_or_default();
+            info.thread = Some(id.into());
+            Origin::new(info)
+        };
         let pending = PendingLine {
             record: record.into(),
+            origin,
             line_no,
-            terminal: child_class(line) == ChildClass::Terminal,
+            terminal: lowered.weight == Weight::Closing,
             size: record.len() + 1,
         };
-        let opens_window = facts.buffer.is_none();
+        let opens_window = self.threads[thread.index()].buffer.is_none();
         if opens_window && self.open_windows >= self.limits.pending_threads {
             self.close_oldest_window(sink);
         }
@@ -532,7 +588,7 @@ impl Router {
             self.stream_ms = Some(self.stream_ms.map_or(t, |s| s.max(t)));
         }
         while let Some(w) = self.timed_windows.front().copied() {
-            let expired = self.stream_ms.is_some_and(|now| now - w.opened_ms > self.limits.window_ms);
+            let expired = self.stream_ms.is_some_and(|now| now.saturating_sub(w.opened_ms) > self.limits.window_ms);
             if self.is_open(w) && !expired {
                 break;
             }
@@ -595,7 +651,10 @@ impl Router {
         }
         facts.role = Role::Root;
         facts.depth = 0;
+        facts.session = Some(thread);
         sink.event(&Event::BecameRoot { thread });
+        // Children registered while it was pending now hang under a root.
+        self.place_subtree(thread, sink);
         self.drain(thread, sink);
     }
 
@@ -609,7 +668,10 @@ impl Router {
             return;
         }
         facts.role = Role::Orphan;
-        facts.parent = None;
+        facts.session = None;
+        if let Some(parent) = facts.parent.take() {
+            self.threads[parent.index()].children.retain(|&c| c != thread);
+        }
         sink.event(&Event::Orphaned { thread, depth_limited });
         self.drain(thread, sink);
     }
@@ -622,28 +684,37 @@ impl Router {
         self.open_windows -= 1;
         for pending in buffer.drain() {
             match wire::decode(&pending.record) {
-                Decoded::Line(line) => self.emit(thread, &line, pending.line_no, true, sink),
+                Decoded::Line(line) => {
+                    let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());
+                    self.emit(thread, &lowered, pending.line_no, true, sink);
+                }
                 // Only decoded lines are ever buffered; a record cannot decode differently twice.
                 Decoded::Malformed(_) => unreachable!("a buffered record decoded once already"),
             }
         }
     }
 
+    /// Whether a thread may be named: a known one always, a new one while under the thread bound.
+    fn admits(&self, id: &str) -> bool {
+        self.threads.len() < self.limits.threads || self.registry.find(id).is_some()
+    }
+
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
-        if let Some(idx) = self.last_seen.filter(|t| *self.threads[t.index()].id == *id) {
+        if let Some(idx) = self.last_seen.filter(|t| *self.registry.ids[t.index()] == *id) {
             return idx;
         }
-        if let Some(&idx) = self.by_id.get(id) {
-            self.last_seen = Some(idx);
+        let (idx, new) = self.registry.insert(id);
+        self.last_seen = Some(idx);
+        if !new {
             return idx;
         }
-        let idx = ThreadIdx(u32::try_from(self.threads.len()).expect("fewer than 2^32 threads"));
         self.threads.push(ThreadFacts {
-            id: id.into(),
             role: Role::Pending,
             parent: None,
+            children: Vec::new(),
             depth: 0,
+            session: None,
             via: None,
             card: None,
             depth_limited: false,
@@ -651,14 +722,15 @@ impl Router {
             own_root_turn: false,
             buffer: None,
         });
-        self.by_id.insert(id.into(), idx);
-        self.last_seen = Some(idx);
-        sink.event(&Event::Seen { thread: idx, id });
+        sink.event(&Event::Seen { thread: idx, id: &self.registry.ids[idx.index()] });
         idx
     }
 
     /// Applies one registration signal (routing.md §2) and its guards; returns the child's handle.
-    fn register(&mut self, claim: &Claim<'_>, sink: &mut impl Sink) -> ThreadIdx {
+    fn register(&mut self, claim: &Claim<'_>, sink: &mut impl Sink) -> Option<ThreadIdx> {
+        if !self.admits(&claim.child) || !self.admits(&claim.parent) {
+            return None;
+        }
         let child = self.see(&claim.child, sink);
         let parent = self.see(&claim.parent, sink);
         let facts = &self.threads[child.index()];
@@ -671,33 +743,71 @@ impl Router {
                         sink.event(&Event::CardKnown { child, card });
                     }
                 }
-                return child;
+                return Some(child);
             }
             Role::Pending | Role::Orphan => {}
         }
         if child == parent || self.is_ancestor(child, parent) {
-            return child;
+            return Some(child);
         }
-        let depth = self.threads[parent.index()].depth + 1;
+        let depth = self.threads[parent.index()].depth.saturating_add(1);
         if depth > self.limits.max_depth {
             self.threads[child.index()].depth = depth;
             self.orphan(child, true, sink);
-            return child;
+            self.place_subtree(child, sink);
+            return Some(child);
         }
+        let session = self.threads[parent.index()].session;
         self.threads[parent.index()].has_children = true;
+        self.threads[parent.index()].children.push(child);
         let facts = &mut self.threads[child.index()];
         facts.role = Role::Child;
         facts.parent = Some(parent);
         facts.depth = depth;
+        facts.session = session;
         facts.via = Some(claim.via);
         facts.card = claim.card.as_deref().map(Into::into);
         sink.event(&Event::Registered { child, parent, via: claim.via, card: claim.card.as_deref(), depth });
+        // Its own children, registered before it was, move down with it.
+        self.place_subtree(child, sink);
         self.drain(child, sink);
-        child
+        Some(child)
     }
 
-    /// Whether `ancestor` is on `thread`'s chain of parents (or is `thread` itself).
+    /// Re-derives depth and session below `top`, whose own place just changed, without recursion:
+    /// a descendant pushed past the depth guard is orphaned, and so is everything below it.
+    fn place_subtree(&mut self, top: ThreadIdx, sink: &mut impl Sink) {
+        if self.threads[top.index()].children.is_empty() {
+            return;
+        }
+        let mut stack: Vec<ThreadIdx> = self.threads[top.index()].children.clone();
+        while let Some(t) = stack.pop() {
+            let Some(parent) = self.threads[t.index()].parent else { continue };
+            let (depth, session) = {
+                let p = &self.threads[parent.index()];
+                (p.depth.saturating_add(1), p.session)
+            };
+            let facts = &mut self.threads[t.index()];
+            stack.extend_from_slice(&facts.children);
+            if depth > self.limits.max_depth {
+                facts.depth = depth;
+                self.orphan(t, true, sink);
+                continue;
+            }
+            facts.session = session;
+            if facts.depth != depth {
+                facts.depth = depth;
+                sink.event(&Event::Depth { thread: t, depth });
+            }
+        }
+    }
+
+    /// Whether `ancestor` is on `thread`'s chain of parents (or is `thread` itself). Chains are
+    /// never longer than the depth guard, so this walk is short.
     fn is_ancestor(&self, ancestor: ThreadIdx, mut thread: ThreadIdx) -> bool {
+        if self.threads[ancestor.index()].children.is_empty() {
+            return thread == ancestor;
+        }
         for _ in 0..=self.threads.len() {
             if thread == ancestor {
                 return true;
@@ -710,52 +820,3 @@ impl Router {
         true
     }
 }
-
-/// The children a line of `thread` announces (routing.md §2). `wait` and the other collab tools
-/// name children that are usually known already; `register` ignores those.
-fn claims_of<'l>(thread: &'l str, line: &'l Line<'_>) -> Vec<Claim<'l>> {
-    if let Some(claude) = &line.msg.claude {
-        return claude
-            .announced_agent()
-            .map(|(child, card)| Claim { child, parent: Cow::Borrowed(thread), via: Via::TaskTool, card })
-            .into_iter()
-            .collect();
-    }
-    if !matches!(line.msg.kind, Method::ItemStarted | Method::ItemCompleted) {
-        return Vec::new();
-    }
-    let Some(item) = &line.msg.params.rest().item else {
-        return Vec::new();
-    };
-    let card = item.id.as_deref().map(Cow::Borrowed);
-    match item.kind() {
-        "collabAgentToolCall" if item.status.as_deref() != Some("failed") => item
-            .receiver_thread_ids
-            .iter()
-            .flatten()
-            .filter(|c| !c.is_empty())
-            .map(|child| Claim {
-                child: Cow::Borrowed(child),
-                parent: Cow::Borrowed(thread),
-                via: Via::CollabAgentToolCall,
-                card: card.clone(),
-            })
-            .collect(),
-        "subAgentActivity" if item.activity.as_deref() == Some("started") => item
-            .agent_thread_id
-            .as_deref()
-            .filter(|c| !c.is_empty())
-            .map(|child| Claim {
-                child: Cow::Borrowed(child),
-                parent: Cow::Borrowed(thread),
-                via: Via::SubAgentActivity,
-                card: card.clone(),
-            })
-            .into_iter()
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -3,11 +3,15 @@
 
 use std::collections::VecDeque;
 
-/// A buffered line, kept as its raw record: it is decoded again when replayed, so nothing
-/// borrowed from a long-gone input buffer has to outlive it.
+use crate::wire::Origin;
+
+/// A buffered line, kept as its raw record: it is decoded and lowered again when replayed, so
+/// nothing borrowed from a long-gone input buffer has to outlive it.
 #[derive(Debug)]
 pub(super) struct PendingLine {
     pub record: Box<[u8]>,
+    /// Where it came from, its thread included: lowered again, it states the same facts.
+    pub origin: Origin,
     pub line_no: u64,
     /// `turn/completed` or a final `error`: the line that closes a lane, kept above all others.
     pub terminal: bool,
@@ -77,7 +81,7 @@ mod tests {
     use super::*;
 
     fn line(n: u64, terminal: bool, size: usize) -> PendingLine {
-        PendingLine { record: Box::default(), line_no: n, terminal, size }
+        PendingLine { record: Box::default(), origin: Origin::NONE, line_no: n, terminal, size }
     }
 
     fn numbers(b: &mut PendingBuffer) -> Vec<u64> {

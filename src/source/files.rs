@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::origin::{Origin, OriginInfo};
+
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;
 /// Bytes of an oversized record kept for its diagnostics sample.
@@ -30,7 +32,7 @@ impl Input {
 }
 
 /// A record: a line without its `\n`, or the fact of a line too long to keep.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub enum Record<'a> {
     Line(&'a [u8]),
     TooLong { len: usize, head: &'a [u8] },
@@ -91,6 +93,17 @@ pub fn rollout_thread(input: &Input) -> Option<String> {
     uuid_shaped.then(|| id.to_owned())
 }
 
+/// What an input's name tells about its records (the thread of a Codex rollout file), passed
+/// with each of them to the pipeline.
+pub fn origin(input: &Input) -> Origin {
+    let Input::File(path) = input else { return Origin::NONE };
+    Origin::new(OriginInfo {
+        file: Some(path.to_string_lossy().into()),
+        thread: rollout_thread(input).map(Into::into),
+        ..OriginInfo::default()
+    })
+}
+
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
@@ -106,10 +119,22 @@ pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
 ///
 /// A record that is empty or only ASCII whitespace is not a record (routing.md §8). Lines are
 /// handed out straight from the read buffer when they fit in it, copied only when they span reads.
-pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
+pub fn read_records(reader: impl BufRead, max_line: usize, mut each: impl FnMut(Record<'_>)) -> io::Result<u64> {
+    read_records_at(reader, max_line, |_, r| each(r))
+}
+
+/// [`read_records`], with each record's byte offset in the stream: a replay keeps offsets, not
+/// bytes, and reads records back from the file when it applies them.
+pub fn read_records_at(
+    mut reader: impl BufRead,
+    max_line: usize,
+    mut each: impl FnMut(u64, Record<'_>),
+) -> io::Result<u64> {
     let mut bytes = 0u64;
     let mut partial: Vec<u8> = Vec::new();
     let mut overflow: Option<usize> = None;
+    // Where the line in `partial` began.
+    let mut partial_at = 0u64;
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,
@@ -124,18 +149,21 @@ pub fn read_records(mut reader: impl BufRead, max_line: usize, mut each: impl Fn
         while let Some(i) = memchr::memchr(b'\n', &chunk[start..]) {
             let end = start + i;
             if partial.is_empty() && overflow.is_none() {
-                emit(&chunk[start..end], max_line, &mut each);
+                emit(&chunk[start..end], max_line, &mut |r| each(bytes + start as u64, r));
             } else {
                 append(&mut partial, &mut overflow, &chunk[start..end], max_line);
-                finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+                finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
             }
             start = end + 1;
+        }
+        if partial.is_empty() && overflow.is_none() {
+            partial_at = bytes + start as u64;
         }
         append(&mut partial, &mut overflow, &chunk[start..], max_line);
         bytes += len as u64;
         reader.consume(len);
     }
-    finish_partial(&mut partial, &mut overflow, max_line, &mut each);
+    finish_partial(&mut partial, &mut overflow, max_line, &mut |r| each(partial_at, r));
     Ok(bytes)
 }
 
@@ -200,6 +228,22 @@ mod tests {
         })
         .unwrap();
         (out, bytes)
+    }
+
+    #[test]
+    fn offsets_point_at_each_record_whatever_the_buffer() {
+        let data = b"a\n\n  \nbcd\r\nefghij\nk";
+        for cap in [1, 2, 3, 5, 64] {
+            let mut seen = Vec::new();
+            read_records_at(BufReader::with_capacity(cap, &data[..]), 1 << 20, |at, r| {
+                if let Record::Line(l) = r {
+                    assert_eq!(&data[at as usize..at as usize + l.len()], l, "buffer {cap}");
+                    seen.push(at);
+                }
+            })
+            .unwrap();
+            assert_eq!(seen, [0, 6, 11, 18], "buffer {cap}");
+        }
     }
 
     #[test]

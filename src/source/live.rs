@@ -81,9 +81,8 @@ pub enum Event {
     },
     /// The stream is over for good; no event follows.
     Ended(End),
-    /// The records that follow come from a Codex rollout file of this thread (`None`: from
-    /// anything else), for sources that interleave several files.
-    Origin(Option<String>),
+    /// Where the records that follow come from, for sources that interleave several files.
+    Origin(super::origin::Origin),
     /// The sessions a machine-wide source follows, and their liveness.
     Sessions(Box<super::discover::Snapshot>),
 }

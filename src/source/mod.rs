@@ -2,7 +2,8 @@
 //! Sources split bytes into records and know nothing of what the records mean; they know the
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
-//! - [`files`]: recorded inputs; [`replay`]: their pacing.
+//! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
+//!   [`replay`]: their pacing; [`origin`]: what a file's place tells.
 //! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
@@ -18,7 +19,9 @@ pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
+pub mod origin;
 pub mod proc;
+pub mod recorded;
 pub mod recording;
 pub mod replay;
 pub mod socket;

@@ -46,6 +46,9 @@ pub struct Replay {
     paused: bool,
     /// Replay time and wall time at the last (re)anchoring: after a pause, a seek or a speed change.
     anchor: (u64, Instant),
+    /// A seek under way: every line before this position is due at once, paused or not, and is
+    /// applied through the same bounded slices as playback.
+    seek: Option<usize>,
 }
 
 impl Replay {
@@ -65,7 +68,7 @@ impl Replay {
             }
             offset_ms.push(offset);
         }
-        Self { offset_ms, position: 0, pace, paused: false, anchor: (0, now) }
+        Self { offset_ms, position: 0, pace, paused: false, anchor: (0, now), seek: None }
     }
 
     pub fn len(&self) -> usize {
@@ -126,6 +129,9 @@ impl Replay {
 
     /// How many lines are due now (to be applied by the caller, who then calls `advance`).
     pub fn due(&self, now: Instant) -> usize {
+        if let Some(target) = self.seek {
+            return target.saturating_sub(self.position);
+        }
         if self.paused || self.is_done() {
             return 0;
         }
@@ -136,10 +142,42 @@ impl Replay {
     /// Marks `n` lines as applied.
     pub fn advance(&mut self, n: usize) {
         self.position = (self.position + n).min(self.offset_ms.len());
+        if self.seek.is_some_and(|t| self.position >= t) {
+            self.seek = None;
+        }
+    }
+
+    /// Starts a seek to an absolute position at or after the current one: the lines between
+    /// fall due at once (see [`Self::due`]); playback goes on from there at its pace.
+    pub fn seek_to(&mut self, target: usize, now: Instant) {
+        let target = target.min(self.offset_ms.len());
+        if target <= self.position {
+            return;
+        }
+        self.seek = Some(target);
+        self.anchor = (self.offset_ms[target - 1], now);
+    }
+
+    /// Whether a seek is still being applied.
+    pub fn seeking(&self) -> bool {
+        self.seek.is_some()
+    }
+
+    /// Replay time of line `i` (ms at 1×, gaps capped).
+    pub fn offset_of(&self, i: usize) -> u64 {
+        self.offset_ms.get(i).or(self.offset_ms.last()).copied().unwrap_or(0)
+    }
+
+    /// The first line at or after a replay time.
+    pub fn position_at(&self, ms: u64) -> usize {
+        self.offset_ms.partition_point(|&o| o < ms)
     }
 
     /// When the next line falls due, if it is not due already (none while paused, done or at max).
     pub fn next_deadline(&self) -> Option<Instant> {
+        if self.seek.is_some() {
+            return Some(self.anchor.1);
+        }
         if self.paused || self.is_done() {
             return None;
         }
@@ -185,6 +223,7 @@ impl Replay {
 
     /// Moves to an absolute position (the caller has applied exactly that many lines).
     pub fn jump(&mut self, position: usize, now: Instant) {
+        self.seek = None;
         self.position = position.min(self.offset_ms.len());
         self.anchor = (self.elapsed_ms(), now);
     }
@@ -263,6 +302,24 @@ mod tests {
         r.append_applied(3, t0 + ms(900));
         assert_eq!((r.position(), r.len(), r.is_done()), (5, 5, true));
         assert_eq!(r.elapsed_ms(), 500);
+    }
+
+    #[test]
+    fn a_seek_is_due_at_once_even_paused_then_playback_resumes() {
+        let t0 = Instant::now();
+        let times: Vec<Option<i64>> = (0..100).map(|i| Some(i * 1000)).collect();
+        let mut r = Replay::new(&times, 60_000, Pace::Times(1), t0);
+        r.toggle_pause(t0);
+        r.seek_to(40, t0);
+        assert_eq!(r.due(t0), 40, "paused, the seek's lines are due anyway");
+        r.advance(16);
+        assert!(r.seeking());
+        assert_eq!(r.due(t0), 24, "a seek goes in slices: what is left stays due");
+        r.advance(24);
+        assert!(!r.seeking());
+        assert_eq!(r.due(t0 + ms(5000)), 0, "paused again once the seek is done");
+        assert_eq!(r.elapsed_ms(), 39_000);
+        assert_eq!((r.position_at(10_000), r.offset_of(10)), (10, 10_000));
     }
 
     #[test]

@@ -1,5 +1,9 @@
-//! The two header lines: what is being watched and how fast; then the replay position (or the
-//! live connection) and the routing counters, problems highlighted.
+//! The two header lines. The first is what a person watches: the one state of the feed, agents,
+//! cost and burn, who needs them, the clock. The second says where the data comes from (the
+//! path shortened to fit) with the replay position or the connection, and a marker only when the
+//! routing counters show a problem (the counters themselves live behind `d`).
+
+use std::fmt::Write as _;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,62 +11,63 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::Feed;
+use super::status::Activity;
 use super::text::{clock, grouped, width};
 use super::theme::Theme;
+use crate::model::prices::Pico;
 use crate::model::{Model, Rollup, format_usd};
 use crate::router::Counters;
 
-pub fn draw(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    totals: &Rollup,
-    counters: &Counters,
-    feed: &Feed,
-    theme: &Theme,
-) {
+/// What the header needs besides the feed.
+pub struct Figures<'a> {
+    pub model: &'a Model,
+    pub totals: &'a Rollup,
+    pub counters: &'a Counters,
+    pub activity: &'a Activity,
+    pub burn: Option<Pico>,
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme: &Theme) {
     let w = area.width as usize;
     let sep = || Span::styled(" │ ", theme.dim);
-    let state = if feed.paused {
-        Span::styled("‖ paused", theme.warn)
-    } else if feed.live {
-        Span::styled("● live", theme.running)
-    } else {
-        Span::styled(format!("▶ {}", feed.speed), theme.running)
-    };
-    let agents = model.threads.len();
-    let sessions = model.sessions.len();
+    let agents = fig.model.threads.len();
+    let mut agents_text = format!("{agents} agent{}", if agents == 1 { "" } else { "s" });
+    if fig.activity.active > 0 && feed.ended.is_none() {
+        let _ = write!(agents_text, " · {} active", fig.activity.active);
+    }
     // (part, priority): when the line is too narrow the highest number goes first.
     let mut parts: Vec<(Span<'static>, u8)> = vec![
-        (Span::styled(feed.source.clone(), theme.bold), 1),
-        (state, 1),
-        (
-            Span::raw(format!(
-                "{sessions} session{} · {agents} agent{}",
-                if sessions == 1 { "" } else { "s" },
-                if agents == 1 { "" } else { "s" }
-            )),
-            2,
-        ),
-        (Span::styled(format_usd(totals.cost_usd()), theme.cost), 3),
-        (Span::raw(format!("{} ev/s", grouped(feed.events_per_sec.max(0.0).round() as u64))), 4),
+        (state(feed, theme), 1),
+        (Span::raw(agents_text), 2),
+        (Span::styled(format_usd(fig.totals.cost_usd()), theme.cost), 1),
     ];
+    if let Some(burn) = fig.burn {
+        parts.push((Span::styled(format!("{}/min", format_usd(Some(burn))), theme.cost), 3));
+    }
+    if fig.activity.need_you > 0 {
+        let n = fig.activity.need_you;
+        parts.push((Span::styled(format!("⚑ {n} need{} you", if n == 1 { "s" } else { "" }), theme.waiting), 1));
+    }
+    if feed.events_per_sec > 0.0 {
+        parts.push((Span::styled(format!("{} ev/s", grouped(feed.events_per_sec.round() as u64)), theme.dim), 5));
+    }
     let clock_text = feed.now_ms.map(|ms| format!("{} UTC ", clock(ms))).unwrap_or_default();
     let brand = Span::styled(" swarmtop", theme.brand);
-    let used = |parts: &[(Span<'_>, u8)]| {
-        width(&brand.content) + parts.iter().map(|(s, _)| width(&s.content) + 3).sum::<usize>()
+    let used = |parts: &[(Span<'_>, u8)], clock: &str| {
+        width(&brand.content) + parts.iter().map(|(s, _)| width(&s.content) + 3).sum::<usize>() + width(clock) + 1
     };
-    parts.retain(|(span, _)| !span.content.is_empty());
-    while parts.len() > 1 && used(&parts) + width(&clock_text) + 1 > w {
-        let Some(worst) = parts.iter().map(|p| p.1).max() else {
-            break;
-        };
-        let Some(at) = parts.iter().rposition(|p| p.1 == worst) else {
-            break;
-        };
+    let mut clock_text = clock_text;
+    while parts.len() > 1 && used(&parts, &clock_text) > w {
+        // The clock goes before anything the user watches.
+        if !clock_text.is_empty() {
+            clock_text.clear();
+            continue;
+        }
+        let Some(worst) = parts.iter().map(|p| p.1).max() else { break };
+        let Some(at) = parts.iter().rposition(|p| p.1 == worst) else { break };
         parts.remove(at);
     }
-    let mut left = vec![brand.clone()];
+    let mut left = vec![brand];
     for (part, _) in parts {
         left.push(sep());
         left.push(part);
@@ -71,56 +76,115 @@ pub fn draw(
     left.push(Span::raw(" ".repeat(pad)));
     left.push(Span::styled(clock_text, theme.dim));
     frame.render_widget(Paragraph::new(Line::from(left)).style(theme.header), Rect { height: 1, ..area });
-
-    if area.height < 2 {
-        return;
+    if area.height >= 2 {
+        second_line(frame, Rect { y: area.y + 1, height: 1, ..area }, fig.counters, feed, theme);
     }
-    let mut second: Vec<Span<'static>> = vec![Span::raw(" ")];
-    let counter_spans = counter_spans(counters, theme);
-    let counters_w = line_width(&counter_spans);
-    if let Some((done, total)) = feed.position {
-        let room = w.saturating_sub(counters_w + 4);
-        let figures = format!(" {} / {} lines", grouped(done), grouped(total));
-        let bar_w = room.saturating_sub(width(&figures)).min(60);
+}
+
+/// The one state of the feed, in one place: a paused live view says how much is waiting.
+fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
+    if let Some(end) = &feed.ended {
+        let style = if end.starts_with("failed") {
+            theme.error
+        } else {
+            theme.dim.add_modifier(ratatui::style::Modifier::BOLD)
+        };
+        return Span::styled(format!("■ {end}"), style);
+    }
+    if feed.paused {
+        if feed.live && feed.arrived > 0 {
+            return Span::styled(format!("‖ paused · {} new", grouped(feed.arrived)), theme.warn);
+        }
+        return Span::styled("‖ paused", theme.warn);
+    }
+    if feed.live {
+        return match feed.connection.as_deref() {
+            Some(c) if c.starts_with("connecting") => Span::styled("◌ connecting", theme.pending),
+            Some(c) => Span::styled(format!("⚠ {c}"), theme.warn),
+            None => Span::styled("● live", theme.running),
+        };
+    }
+    Span::styled(format!("▶ {}", feed.speed), theme.running)
+}
+
+fn second_line(frame: &mut Frame, area: Rect, counters: &Counters, feed: &Feed, theme: &Theme) {
+    let w = area.width as usize;
+    let marker = problems(counters);
+    let marker_w = if marker.is_empty() { 0 } else { width(&marker) + 2 };
+    let mut line: Vec<Span<'static>> = vec![Span::raw(" ")];
+    let figures = feed.position.map(|(done, total)| format!(" {} / {} lines", grouped(done), grouped(total)));
+    // The path gets what the bar and the figures leave, but never less than its file name's worth.
+    let rest = figures.as_ref().map_or(0, |f| width(f) + 9);
+    let room = w.saturating_sub(marker_w + rest + 3).max(12.min(w));
+    let source = short_path(&feed.source, room);
+    line.push(Span::styled(source, theme.bold));
+    line.push(Span::raw("  "));
+    if let (Some((done, total)), Some(figures)) = (feed.position, figures) {
+        let bar_w = w.saturating_sub(line_width(&line) + width(&figures) + marker_w + 1).min(60);
         if bar_w >= 8 {
             let filled =
                 if total == 0 { 0 } else { ((done.min(total) as f64 / total as f64) * bar_w as f64).round() as usize };
-            second.push(Span::styled("━".repeat(filled), theme.gauge));
-            second.push(Span::styled("─".repeat(bar_w - filled), theme.dim));
+            line.push(Span::styled("━".repeat(filled), theme.gauge));
+            line.push(Span::styled("─".repeat(bar_w - filled), theme.dim));
         }
-        second.push(Span::styled(figures, theme.dim));
-    } else if let Some(conn) = &feed.connection {
-        let style = if conn.starts_with("connected") { theme.running } else { theme.warn };
-        second.push(Span::styled(conn.clone(), style));
+        line.push(Span::styled(figures, theme.dim));
     }
-    let pad = w.saturating_sub(line_width(&second) + counters_w + 1);
-    second.push(Span::raw(" ".repeat(pad)));
-    second.extend(counter_spans);
-    let rest = Rect { y: area.y + 1, height: 1, ..area };
-    frame.render_widget(Paragraph::new(Line::from(second)), rest);
+    if !marker.is_empty() {
+        let pad = w.saturating_sub(line_width(&line) + width(&marker) + 1);
+        line.push(Span::raw(" ".repeat(pad)));
+        line.push(Span::styled(marker, theme.warn));
+    }
+    frame.render_widget(Paragraph::new(Line::from(line)), area);
 }
 
 fn line_width(spans: &[Span<'_>]) -> usize {
     spans.iter().map(|s| width(&s.content)).sum()
 }
 
-/// `early 2 · orphans 0 · evicted 0 · malformed 0`: the problems in the warning style when non-zero
-/// (early lines are normal traffic, held until their parent registers).
-fn counter_spans(c: &Counters, theme: &Theme) -> Vec<Span<'static>> {
+/// `⚠ 3 malformed · 1 orphan · d`: only what is off (early lines are normal traffic, held until
+/// their parent registers); empty when all is well.
+fn problems(c: &Counters) -> String {
     let items = [
-        ("early", c.early, false),
-        ("orphans", c.orphan_threads, true),
-        ("evicted", c.evicted, true),
-        ("malformed", c.malformed, true),
+        (c.orphan_threads, "orphan", "orphans"),
+        (c.evicted, "evicted", "evicted"),
+        (c.malformed, "malformed", "malformed"),
     ];
-    let mut out = Vec::new();
-    for (i, (name, n, problem)) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(Span::styled(" · ", theme.dim));
-        }
-        let style = if problem && n > 0 { theme.warn } else { theme.dim };
-        out.push(Span::styled(format!("{name} {}", grouped(n)), style));
+    let found: Vec<String> = items
+        .iter()
+        .filter(|(n, ..)| *n > 0)
+        .map(|&(n, one, many)| format!("{} {}", grouped(n), if n == 1 { one } else { many }))
+        .collect();
+    if found.is_empty() { String::new() } else { format!("⚠ {} · d ", found.join(" · ")) }
+}
+
+/// A path cut to `max` columns the way a person reads it: the file name whole, then as many
+/// directories as fit next to it, `…/` for the rest.
+pub fn short_path(path: &str, max: usize) -> String {
+    if width(path) <= max {
+        return path.to_owned();
     }
-    out.push(Span::raw(" "));
-    out
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some((name, dirs)) = parts.split_last() else { return super::text::truncate(path, max) };
+    let mut tail = (*name).to_owned();
+    for dir in dirs.iter().rev() {
+        let candidate = format!("{dir}/{tail}");
+        if width(&candidate) + 2 > max {
+            break;
+        }
+        tail = candidate;
+    }
+    let cut = if tail.len() == path.len() { tail } else { format!("…/{tail}") };
+    super::text::truncate(&cut, max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_path;
+
+    #[test]
+    fn paths_keep_their_file_name() {
+        assert_eq!(short_path("demo", 20), "demo");
+        assert_eq!(short_path("~/.codex/sessions/2026/11/30/rollout-abc.jsonl", 28), "…/11/30/rollout-abc.jsonl");
+        assert_eq!(short_path("/a/very-long-file-name.ndjson", 12), "…/very-long…");
+    }
 }

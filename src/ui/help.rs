@@ -35,7 +35,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
     let two = area.width >= 106;
     let col_w: usize = if two { 50 } else { 58 };
     let left_sections = [Section::Move, Section::Panes];
-    let right_sections = [Section::Filter, Section::Replay, Section::App];
+    let right_sections = [Section::Filter, Section::Timeline, Section::Replay, Section::App];
     let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
     let right: Vec<Line<'static>> = right_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
     let mut lines: Vec<Line<'static>> = if two {

@@ -18,7 +18,10 @@ pub enum Action {
     Fold,
     /// → : unfold the selected node, or go to its first child.
     Unfold,
-    /// Enter: open the selection's lane (tree), expand the selected lane (lanes).
+    ExpandAll,
+    CollapseAll,
+    /// Enter: open the selection's lane (tree), expand the selected lane (lanes), go to the
+    /// agent of the selected row (cost table, timeline).
     OpenLane,
     /// Fold or unfold the selected lane.
     ToggleLane,
@@ -29,13 +32,40 @@ pub enum Action {
     FilterBackspace,
     FilterAccept,
     FilterCancel,
+    /// `/` in the lanes: search the text shown there.
+    SearchStart,
+    SearchInput(char),
+    SearchBackspace,
+    SearchAccept,
+    SearchCancel,
+    /// `n`: the next match further back (older); `N`: towards the newest line.
+    SearchOlder,
+    SearchNewer,
     Follow,
+    /// The cost table's order (cost / tokens).
     Sort,
+    /// The tree's order among siblings (arrival, cost, tokens, elapsed, start).
+    SortTree,
+    Timeline,
+    /// Earlier / later on the timeline, and its scale.
+    TimeEarlier,
+    TimeLater,
+    TimeZoomIn,
+    TimeZoomOut,
+    /// Back to the newest moment (live) or the replay's position.
+    TimeNow,
+    Zoom,
+    /// Copy the selected agent's id, or the lane text on screen (OSC 52).
+    Yank,
     Help,
     Diagnostics,
-    /// Esc: closes the innermost thing open (filter, overlay, expanded lane), else quits.
+    /// Esc: closes the innermost thing open (prompt, overlay, zoom, expanded lane, filter). Never quits.
     Back,
+    /// `q`: quits, after asking while a live stream would be lost.
     Quit,
+    /// `y` in the question "quit?".
+    ConfirmQuit,
+    Suspend,
     TogglePause,
     Step,
     SeekBack,
@@ -55,7 +85,7 @@ pub enum Action {
 
 /// Where a binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct When(u8);
+pub struct When(u16);
 
 impl When {
     pub const TREE: Self = Self(1);
@@ -64,9 +94,16 @@ impl When {
     pub const HELP: Self = Self(8);
     pub const DIAG: Self = Self(16);
     pub const TYPING: Self = Self(32);
-    pub const PANES: Self = Self(1 | 2 | 4);
+    /// The question "quit?".
+    pub const CONFIRM: Self = Self(64);
+    /// Typing a text search (after `/` in the lanes).
+    pub const SEARCH: Self = Self(128);
+    /// The timeline in the lanes' place, focused.
+    pub const TIMELINE: Self = Self(256);
+    pub const PANES: Self = Self(1 | 2 | 4 | 256);
     pub const OVERLAYS: Self = Self(8 | 16);
-    pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16);
+    pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16 | 256);
+    pub const PROMPTS: Self = Self(32 | 128);
 
     const fn or(self, o: Self) -> Self {
         Self(self.0 | o.0)
@@ -82,6 +119,7 @@ pub enum Section {
     Move,
     Filter,
     Panes,
+    Timeline,
     Replay,
     App,
 }
@@ -90,7 +128,8 @@ impl Section {
     pub fn title(self) -> &'static str {
         match self {
             Self::Move => "Move",
-            Self::Filter => "Filter (after /)",
+            Self::Filter => "Filter and search (after /)",
+            Self::Timeline => "Timeline (t)",
             Self::Panes => "Panes and lanes",
             Self::Replay => "Replay",
             Self::App => "Screen",
@@ -159,22 +198,41 @@ pub static BINDINGS: &[Binding] = &[
     b(&[key(K::Enter)],             A::FilterAccept,    "keep the filter",                  Some("keep"),           1, When::TYPING, S::Filter),
     b(&[key(K::Esc)],               A::FilterCancel,    "clear the filter",                 Some("clear"),          1, When::TYPING, S::Filter),
     b(&[key(K::Backspace)],         A::FilterBackspace, "delete a character",               None,                   0, When::TYPING, S::Filter),
+    b(&[key(K::Enter)],             A::SearchAccept,    "keep the search (n/N to move)",    Some("keep"),           1, When::SEARCH, S::Filter),
+    b(&[key(K::Esc)],               A::SearchCancel,    "clear the search",                 Some("clear"),          1, When::SEARCH, S::Filter),
+    b(&[key(K::Backspace)],         A::SearchBackspace, "delete a character",               None,                   0, When::SEARCH, S::Filter),
+    b(&[ch('y'), ch('q')],          A::ConfirmQuit,     "quit and lose the live stream",    Some("quit"),           1, When::CONFIRM, S::App),
+    b(&[ch('n'), key(K::Esc)],      A::Back,            "stay",                             Some("stay"),           1, When::CONFIRM, S::App),
     b(&[key(K::Up), ch('k')],       A::MoveUp,          "move up",                          Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Down), ch('j')],     A::MoveDown,        "move down",                        Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Left), ch('h')],     A::Fold,            "fold, or go to the parent",        Some("fold"),           2, When::TREE, S::Move),
     b(&[key(K::Right), ch('l')],    A::Unfold,          "unfold, or go to the first child", Some("fold"),           2, When::TREE, S::Move),
+    b(&[key(K::Left), ch('h')],     A::TimeEarlier,     "earlier in time",                  Some("scroll"),         2, When::TIMELINE, S::Timeline),
+    b(&[key(K::Right), ch('l')],    A::TimeLater,       "later in time",                    Some("scroll"),         2, When::TIMELINE, S::Timeline),
+    b(&[ch('>')],                   A::TimeZoomIn,      "zoom in (less time, more detail)", Some("zoom"),           3, When::TIMELINE, S::Timeline),
+    b(&[ch('<')],                   A::TimeZoomOut,     "zoom out",                         Some("zoom"),           3, When::TIMELINE, S::Timeline),
+    b(&[ch('0')],                   A::TimeNow,         "back to now (follow the stream)",  Some("now"),            4, When::TIMELINE, S::Timeline),
     b(&[key(K::PageUp)],            A::PageUp,          "page up (lanes: scroll back)",     None,                   0, When::SCROLLABLE, S::Move),
     b(&[key(K::PageDown)],          A::PageDown,        "page down",                        None,                   0, When::SCROLLABLE, S::Move),
     b(&[key(K::Home), ch('g')],     A::Top,             "first row (lanes: oldest line)",   None,                   0, When::SCROLLABLE, S::Move),
     b(&[key(K::End), ch('G')],      A::Bottom,          "last row (lanes: newest line)",    None,                   0, When::SCROLLABLE, S::Move),
-    b(&[key(K::Enter)],             A::OpenLane,        "open the lane / expand it",        Some("open lane"),      2, When::TREE.or(When::LANES), S::Panes),
+    b(&[ch('e')],                   A::ExpandAll,       "unfold everything",                None,                   0, When::TREE, S::Move),
+    b(&[ch('E')],                   A::CollapseAll,     "fold everything",                  None,                   0, When::TREE, S::Move),
+    b(&[key(K::Enter)],             A::OpenLane,        "open the lane / expand it / go to the agent", Some("open"), 2, When::PANES, S::Panes),
     b(&[ch('x')],                   A::ToggleLane,      "fold the selected lane",           Some("fold lane"),      4, When::LANES, S::Panes),
     b(&[key(K::Tab)],               A::NextPane,        "next pane",                        Some("pane"),           3, When::PANES, S::Panes),
     b(&[key(K::BackTab)],           A::PrevPane,        "previous pane",                    None,                   0, When::PANES, S::Panes),
-    b(&[ch('/')],                   A::FilterStart,     "filter by name, status or model",  Some("filter"),         2, When::PANES, S::Panes),
+    b(&[ch('/')],                   A::FilterStart,     "filter agents by name, status or model", Some("filter"),   2, When::TREE.or(When::COST).or(When::TIMELINE), S::Panes),
+    b(&[ch('/')],                   A::SearchStart,     "search the text of the lanes",     Some("search"),         2, When::LANES, S::Panes),
+    b(&[ch('n')],                   A::SearchOlder,     "next match (further back)",        Some("next"),           3, When::LANES, S::Panes),
+    b(&[ch('N')],                   A::SearchNewer,     "previous match (towards the newest)", None,                0, When::LANES, S::Panes),
+    b(&[ch('t')],                   A::Timeline,        "timeline of the swarm / back to the lanes", Some("timeline"), 2, When::PANES, S::Panes),
+    b(&[ch('z')],                   A::Zoom,            "zoom the pane to the full screen", Some("zoom"),           4, When::PANES, S::Panes),
     b(&[ch('f')],                   A::Follow,          "follow the newest active lane",    Some("follow"),         3, When::PANES, S::Panes),
-    b(&[ch('s')],                   A::Sort,            "sort agents by cost / tokens",     Some("sort"),           4, When::PANES, S::Panes),
-    b(&[ch(' ')],                   A::TogglePause,     "pause / resume",                   Some("pause"),          2, When::PANES, S::Replay),
+    b(&[ch('o')],                   A::SortTree,        "order agents: arrival, cost, tokens, elapsed, start", Some("order"), 4, When::TREE.or(When::TIMELINE), S::Panes),
+    b(&[ch('s')],                   A::Sort,            "sort the cost table by cost / tokens", Some("sort"),       4, When::COST, S::Panes),
+    b(&[ch('y')],                   A::Yank,            "copy the agent's id (lanes: the text on screen)", Some("copy"), 5, When::PANES, S::Panes),
+    b(&[ch(' ')],                   A::TogglePause,     "pause / resume the view",          Some("pause"),          2, When::PANES, S::Replay),
     replay(b(&[ch('.')],            A::Step,            "step one event (paused)",          Some("step"),           4, When::PANES, S::Replay)),
     replay(b(&[ch('[')],            A::SeekBack,        "seek back 10 s",                   Some("seek"),           4, When::PANES, S::Replay)),
     replay(b(&[ch(']')],            A::SeekForward,     "seek forward 10 s",                Some("seek"),           4, When::PANES, S::Replay)),
@@ -183,23 +241,30 @@ pub static BINDINGS: &[Binding] = &[
     b(&[ch('d')],                   A::Diagnostics,     "diagnostics: counters, bad lines, log", Some("diagnostics"), 3, When::PANES.or(When::DIAG), S::App),
     b(&[ch('?')],                   A::Help,            "this help",                        Some("help"),           1, When::PANES.or(When::HELP), S::App),
     b(&[key(K::Esc), ch('q')],      A::Back,            "close",                            Some("close"),          1, When::OVERLAYS, S::App),
-    b(&[key(K::Esc)],               A::Back,            "close filter or lane, else quit",  None,                   0, When::PANES, S::App),
-    b(&[ch('q')],                   A::Quit,            "quit",                             Some("quit"),           1, When::PANES, S::App),
-    b(&[ctrl('c')],                 A::Quit,            "quit, from anywhere",              None,                   0, When::SCROLLABLE.or(When::TYPING), S::App),
+    b(&[key(K::Esc)],               A::Back,            "back: close the prompt, zoom, lane or filter", None,       0, When::PANES, S::App),
+    b(&[ch('q')],                   A::Quit,            "quit (asks first while live)",     Some("quit"),           1, When::PANES, S::App),
+    b(&[ctrl('c')],                 A::Quit,            "quit, from anywhere",              None,                   0, When::SCROLLABLE.or(When::PROMPTS), S::App),
+    b(&[ctrl('c')],                 A::ConfirmQuit,     "quit",                             None,                   0, When::CONFIRM, S::App),
+    b(&[ctrl('z')],                 A::Suspend,         "suspend to the shell (fg resumes)", None,                  0, When::SCROLLABLE.or(When::PROMPTS), S::App),
 ];
 
 /// The context the view is in: one overlay, the filter prompt, or a focused pane.
 pub fn context(view: &View) -> When {
-    if view.typing {
+    if view.overlay == Some(Overlay::ConfirmQuit) {
+        When::CONFIRM
+    } else if view.typing {
         When::TYPING
+    } else if view.searching {
+        When::SEARCH
     } else if let Some(o) = view.overlay {
         match o {
             Overlay::Help => When::HELP,
-            Overlay::Diagnostics => When::DIAG,
+            Overlay::Diagnostics | Overlay::ConfirmQuit => When::DIAG,
         }
     } else {
         match view.focus {
             Pane::Tree => When::TREE,
+            Pane::Lanes if view.timeline => When::TIMELINE,
             Pane::Lanes => When::LANES,
             Pane::Cost => When::COST,
         }
@@ -218,10 +283,11 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
     }
     // Shift is part of the character itself (`G`, `?`, `+`), not a modifier to match.
     let mods = ev.modifiers - KeyModifiers::SHIFT;
-    if view.typing {
+    let ctx = context(view);
+    if ctx == When::TYPING || ctx == When::SEARCH {
         if let KeyCode::Char(c) = ev.code {
             if !mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
-                return Some(Action::FilterInput(c));
+                return Some(if view.typing { Action::FilterInput(c) } else { Action::SearchInput(c) });
             }
         }
     }
@@ -234,7 +300,7 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
 }
 
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
-    if view.typing {
+    if view.typing || view.searching || view.overlay == Some(Overlay::ConfirmQuit) {
         return None;
     }
     let (column, row) = (ev.column, ev.row);
@@ -302,7 +368,17 @@ mod tests {
     /// In any one context a key means one thing: the table cannot shadow itself.
     #[test]
     fn no_key_is_bound_twice_in_one_context() {
-        let contexts = [When::TREE, When::LANES, When::COST, When::HELP, When::DIAG, When::TYPING];
+        let contexts = [
+            When::TREE,
+            When::LANES,
+            When::COST,
+            When::HELP,
+            When::DIAG,
+            When::TYPING,
+            When::CONFIRM,
+            When::SEARCH,
+            When::TIMELINE,
+        ];
         for ctx in contexts {
             let mut seen: Vec<Key> = Vec::new();
             for b in BINDINGS.iter().filter(|b| b.when.has(ctx)) {

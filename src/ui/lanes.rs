@@ -9,15 +9,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
+use super::label;
 use super::outline::{self, NodeId};
-use super::text::{Shown, duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
+use super::status::Shown;
+use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
-use super::view::{Pane, View};
+use super::view::{Jump, Pane, View};
 use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_usd};
 use crate::router::ThreadIdx;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
 const INDENT: usize = 2;
+
+/// Columns of an agent's name in the pane's title.
+const TITLE_NAME: usize = 28;
+
+/// How far back `n` looks for a match, in wrapped rows: a search costs at most this much
+/// wrapping per key, however long the history.
+pub const SEARCH_ROWS: usize = 5_000;
 
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View) {
     let focused = view.focus == Pane::Lanes && view.overlay.is_none();
@@ -27,44 +36,126 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         (None, None) => Vec::new(),
     };
     view.lane = view.lane.min(lanes.len().saturating_sub(1));
-    let theme = &view.theme;
-    let title = title(model, view, &lanes);
-    let block = Block::bordered()
-        .border_style(if focused { theme.border_focus } else { theme.border })
-        .title(Line::from(title));
-    let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let inner = Block::bordered().inner(area);
     view.layout.lanes = area;
     view.layout.lane_headers.clear();
-    if inner.height == 0 || inner.width < 4 {
-        return;
+    view.layout.lane_text.clear();
+    view.layout.lanes_note = None;
+    if inner.height > 0 && inner.width >= 4 {
+        if lanes.is_empty() {
+            let msg = "select an agent or a card in the tree";
+            frame.render_widget(Paragraph::new(Span::styled(msg, view.theme.dim)), inner);
+        } else if lanes.len() == 1 {
+            full(frame, inner, model, feed, view, lanes[0]);
+        } else {
+            stacked(frame, inner, model, feed, view, &lanes, focused);
+        }
+        if !view.search.is_empty() {
+            highlight(frame, inner, &view.search, view.theme.search);
+        }
     }
-    if lanes.is_empty() {
-        let msg = "select an agent or a card in the tree";
-        frame.render_widget(Paragraph::new(Span::styled(msg, view.theme.dim)), inner);
-        return;
+    // The border and title last: the title shows the scroll as clamped by the content.
+    let theme = &view.theme;
+    let mut block = Block::bordered()
+        .border_style(if focused { theme.border_focus } else { theme.border })
+        .title(Line::from(title(model, view, &lanes)));
+    if view.searching || !view.search.is_empty() {
+        let mut spans = vec![Span::styled(format!(" /{}", view.search), theme.warn)];
+        if view.searching {
+            spans.push(Span::styled("▏", theme.warn));
+        }
+        if let Some(note) = &view.search_note {
+            spans.push(Span::styled(format!(" · {note}"), theme.dim));
+        }
+        spans.push(Span::raw(" "));
+        block = block.title_bottom(Line::from(spans));
     }
-    if lanes.len() == 1 {
-        full(frame, inner, model, feed, view, lanes[0]);
-    } else {
-        stacked(frame, inner, model, feed, view, &lanes, focused);
+    if let Some(note) = &view.layout.lanes_note {
+        // Not every lane fits: which ones are on screen, on the bottom border.
+        block = block.title_bottom(Line::from(Span::styled(note.clone(), theme.dim)).right_aligned());
+    }
+    frame.render_widget(block, area);
+}
+
+/// Marks every occurrence of `query` (case-insensitive) in the cells of `area`.
+fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) {
+    let q = query.to_lowercase();
+    let buf = frame.buffer_mut();
+    for y in area.top()..area.bottom() {
+        // The row as text, and the cell where each byte of it starts.
+        let mut row = String::new();
+        let mut at: Vec<u16> = Vec::new();
+        for x in area.left()..area.right() {
+            let sym = buf[(x, y)].symbol().to_lowercase();
+            at.extend(std::iter::repeat_n(x, sym.len()));
+            row.push_str(&sym);
+        }
+        let mut from = 0;
+        while let Some(i) = row[from..].find(&q) {
+            let start = from + i;
+            let end = start + q.len();
+            let (x0, x1) = (at[start], at[end - 1]);
+            buf.set_style(Rect { x: x0, y, width: x1 - x0 + 1, height: 1 }, style);
+            from = end;
+        }
+    }
+}
+
+/// Resolves a pending `n`/`N`: the wrapped rows of the last [`SEARCH_ROWS`], the matches among
+/// them, and a scroll that puts the next one on screen.
+fn jump(model: &Model, thread: &Thread, tw: usize, rows: usize, view: &mut View, dir: Jump) {
+    let (lines, _) = tail(model, thread, tw, SEARCH_ROWS, &view.theme);
+    let q = view.search.to_lowercase();
+    let n = lines.len();
+    // Matches as distances from the newest row (0: the last row).
+    let hits: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().to_lowercase().contains(&q))
+        .map(|(i, _)| n - 1 - i)
+        .collect();
+    let bottom = view.scroll;
+    let top = bottom + rows.saturating_sub(1);
+    let next = match (dir, view.search_at) {
+        (Jump::Older, Some(at)) => hits.iter().copied().find(|&d| d > at),
+        (Jump::Older, None) => hits.iter().copied().find(|&d| d >= bottom),
+        (Jump::Newer, Some(at)) => hits.iter().rev().copied().find(|&d| d < at),
+        (Jump::Newer, None) => hits.iter().rev().copied().find(|&d| d < bottom),
+    };
+    match next {
+        Some(d) => {
+            view.search_at = Some(d);
+            if d < bottom || d > top {
+                // Put the match a third of the way down the pane.
+                view.scroll = d.saturating_sub(rows.saturating_sub(rows / 3 + 1));
+            }
+            let k = hits.iter().position(|&h| h == d).map_or(0, |k| k + 1);
+            view.search_note = Some(format!("{k}/{}", hits.len()));
+        }
+        None if hits.is_empty() => {
+            view.search_note = Some(format!("no match in the last {} rows", super::text::grouped(n as u64)));
+        }
+        None => view.search_note = Some(format!("{} matches, no more this way", hits.len())),
     }
 }
 
 fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> {
     let theme = &view.theme;
+    // A name in a title leaves room for the rest of it (the scroll mark above all).
+    let name = |t: ThreadIdx| truncate(&label::of(model, t).name, TITLE_NAME);
     let text = match (view.expanded, view.selected) {
-        (Some(t), _) => format!(" lane · {} ", model.thread(t).name()),
-        (None, Some(NodeId::Thread(t))) => format!(" transcript · {} ", model.thread(t).name()),
+        (Some(t), _) => format!(" lane · {} ", name(t)),
+        (None, Some(NodeId::Thread(t))) => format!(" transcript · {} ", name(t)),
         (None, Some(NodeId::Group(t, first))) => {
             let (gs, _) = outline::groups(model, model.thread(t));
             let g = gs.iter().find(|g| g.first == first);
             let turn = g.and_then(|g| g.turn).map(|k| format!(" · turn {}", k + 1)).unwrap_or_default();
             let label = g.map_or("spawn", |g| g.label);
-            format!(" ⑂ {label} ×{}{turn} · {} ", lanes.len(), model.thread(t).name())
+            format!(" ⑂ {label} ×{}{turn} · {} ", lanes.len(), name(t))
         }
         (None, Some(NodeId::Turn(t, k))) => {
-            format!(" turn {} · {} · {} lanes ", k + 1, model.thread(t).name(), lanes.len())
+            format!(" turn {} · {} · {} lanes ", k + 1, name(t), lanes.len())
         }
         (None, Some(NodeId::Unattributed)) => format!(" unattributed · {} ", lanes.len()),
         (None, Some(NodeId::Pending)) => format!(" pending · {} ", lanes.len()),
@@ -81,9 +172,14 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
 fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View, lane: ThreadIdx) {
     let theme = &view.theme;
     let t = model.thread(lane);
-    let header = lane_header(t, feed, theme, area.width as usize, true);
+    let header =
+        lane_header(t, &label::of(model, lane).name, view.shown(model, lane), feed, theme, area.width as usize, true);
     let rows = area.height.saturating_sub(1) as usize;
     let tw = (area.width as usize).saturating_sub(INDENT);
+    if let Some(dir) = view.jump.take() {
+        jump(model, t, tw, rows, view, dir);
+    }
+    let theme = &view.theme;
     let (mut lines, avail) = tail(model, t, tw, rows + view.scroll, theme);
     // Clamp the scroll to the history there is (Home asks for "as far as it goes").
     let max_scroll = avail.saturating_sub(rows);
@@ -95,6 +191,10 @@ fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut Vi
     out.push(header);
     out.extend(lines.drain(start..).map(indent));
     view.layout.lane_headers.push((Rect { height: 1, ..area }, 0));
+    view.layout.lane_text = out[1..]
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().trim().to_owned())
+        .collect();
     super::put_lines(frame, area, &out);
 }
 
@@ -142,9 +242,7 @@ fn stacked(
     if shown.len() < lanes.len() {
         // Not every lane fits: say which ones are on screen, on the pane's bottom border.
         let (from, to) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
-        let note = format!(" lanes {from}–{to} of {} ", lanes.len());
-        let x = area.right().saturating_sub(super::text::width(&note) as u16 + 1);
-        frame.buffer_mut().set_stringn(x, area.bottom(), &note, w, view.theme.dim);
+        view.layout.lanes_note = Some(format!(" lanes {from}–{to} of {} ", lanes.len()));
     }
     let rows_left = h.saturating_sub(shown.len());
     let open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
@@ -174,7 +272,15 @@ fn stacked(
     let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
     for (&i, lines) in shown.iter().zip(tails) {
         let t = model.thread(lanes[i]);
-        let mut header = lane_header(t, feed, theme, w, !view.collapsed.contains(&lanes[i]));
+        let mut header = lane_header(
+            t,
+            &label::of(model, lanes[i]).name,
+            view.shown(model, lanes[i]),
+            feed,
+            theme,
+            w,
+            !view.collapsed.contains(&lanes[i]),
+        );
         if i == sel {
             header = header.patch_style(if focused { theme.selected } else { theme.selected_idle });
         }
@@ -210,13 +316,21 @@ fn activity(t: &Thread) -> Option<(String, bool)> {
 }
 
 /// `● Kant  5.5  running 0:42  $ cargo test ─────── quiet 12s  1.8k  $0.0083`
-fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> Line<'static> {
-    let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
+fn lane_header(
+    t: &Thread,
+    name: &str,
+    shown: Shown,
+    feed: &Feed,
+    theme: &Theme,
+    w: usize,
+    open: bool,
+) -> Line<'static> {
     let status_style = theme.status(shown);
     let mut left: Vec<Span<'static>> = vec![
         Span::styled(if open { "" } else { "▸" }.to_owned(), theme.dim),
         Span::styled(format!("{} ", shown.glyph()), status_style),
-        Span::styled(t.name(), theme.bold),
+        // A task used as a name can be a whole sentence: it leaves room for the status.
+        Span::styled(truncate(name, (w / 4).max(12)), theme.bold),
     ];
     if let Some(m) = &t.model {
         left.push(Span::styled(format!("  {}", short_model(m.as_str())), theme.model));
@@ -234,7 +348,7 @@ fn lane_header(t: &Thread, feed: &Feed, theme: &Theme, w: usize, open: bool) -> 
     }
     right.push((Span::raw(format!("  {}", tokens(t.tokens.total))), 2));
     let cost_style = if t.cost.is_some() { theme.cost } else { theme.dim };
-    right.push((Span::styled(format!("  {} ", format_usd(t.cost)), cost_style), 1));
+    right.push((Span::styled(format!("  {} ", format_usd(t.cost)), cost_style), 0));
     let used = |s: &[Span<'_>]| s.iter().map(|x| width(&x.content)).sum::<usize>();
     let used_right = |r: &[(Span<'_>, u8)]| r.iter().map(|(x, _)| width(&x.content)).sum::<usize>();
     while !right.is_empty() && used(&left) + used_right(&right) > w {
@@ -350,11 +464,17 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
                 .receivers
                 .iter()
                 .filter(|r| r.index() < model.threads.len())
-                .map(|&r| model.thread(r).name())
+                .map(|&r| truncate(&label::of(model, r).name, 24))
                 .collect();
             let tool = item.tool.as_deref().unwrap_or("agent");
             let what = if names.is_empty() { tool.to_owned() } else { format!("{tool} → {}", names.join(", ")) };
-            out.push(part("⑂ ", theme.tool, what, theme.tool));
+            if item.status == ItemStatus::Failed {
+                // A spawn refused (the thread limit, say) registers no child: the card is all
+                // that shows it happened.
+                out.push(part("✗ ", theme.failed, format!("{what} failed"), theme.failed));
+            } else {
+                out.push(part("⑂ ", theme.tool, what, theme.tool));
+            }
             out.push(part("", theme.dim, title, theme.dim));
         }
         ItemKind::SubAgentActivity => {

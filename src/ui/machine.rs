@@ -9,31 +9,19 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::theme::Theme;
 use super::view::View;
 use crate::model::Model;
-use crate::model::prices::Pico;
 use crate::source::discover::{Snapshot, State};
 use crate::wire::sanitize;
-
-/// Burn is measured over this much stream time (the newest samples).
-const BURN_WINDOW_SECS: i64 = 60;
 
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`.
 pub fn summary(model: &Model, view: &View, snapshot: &Snapshot) -> String {
     let live = snapshot.sessions.iter().filter(|s| s.state == State::Live).count();
     let sessions = model.sessions.len().max(snapshot.sessions.len());
     let running = model.threads.iter().filter(|t| t.status.is_active()).count();
-    let burn = burn_per_min(view).map_or_else(|| "—/min".to_owned(), |usd| format!("${usd:.2}/min"));
+    let burn = view.burn_per_min().map_or_else(|| "—/min".to_owned(), |p| format!("${:.2}/min", p.usd()));
     format!(
         "machine: {live} live · {sessions} session{} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
     )
-}
-
-/// Dollars per minute over the last [`BURN_WINDOW_SECS`] of burn samples.
-fn burn_per_min(view: &View) -> Option<f64> {
-    let &(last_sec, last) = view.burn.back()?;
-    let &(first_sec, first) = view.burn.iter().find(|(sec, _)| last_sec - sec <= BURN_WINDOW_SECS)?;
-    let secs = last_sec - first_sec;
-    (secs > 0).then(|| Pico(last - first).usd() / secs as f64 * 60.0)
 }
 
 /// With no session found: where swarmtop looked and what to do next.

@@ -1,24 +1,16 @@
-//! The monitor screen. The runtime (`commands::monitor`) owns the terminal and the event loop; it
-//! turns input into [`Action`]s with [`action_for`] / [`action_for_mouse`], applies them with
-//! [`update`] (acting on the [`Effect`] it returns), and calls [`draw`] when something changed.
+//! The monitor screen. [`runtime::Runtime`] is the state machine that drives it: fed inputs and
+//! the time, it turns input into [`Action`]s with [`action_for`] / [`action_for_mouse`], applies
+//! them with [`update`] (acting on the [`Effect`] it returns), ingests in bounded slices and calls
+//! [`draw`] when [`frame::FrameClock`] says a frame is due. `commands::monitor` only owns the
+//! terminal, the keyboard, the signals and the sources.
 //!
 //! ```text
-//! header   source · ▶ speed · ev/s · sessions · cost                         clock
-//!          position bar / connection                 early · orphans · evicted · malformed
-//! ┌ agents ─────────┐┌ lanes ──────────────────────────┐┌ cost ─────────┐
+//! header   state · agents · cost · burn · need you · ev/s                      clock
+//!          source, position bar                                 ⚠ problems · d
+//! ┌ agents ─────────┐┌ lanes / timeline ───────────────┐┌ cost ─────────┐
 //! │ tree            ││ stacked lanes / transcript      ││ totals, table │
 //! └─────────────────┘└─────────────────────────────────┘└───────────────┘
 //! footer   keys valid right now
-//! ```
-//!
-//! What the runtime does with it:
-//!
-//! ```text
-//! let mut view = View::with_theme(Theme::named(&theme_arg).unwrap_or_default());
-//! on a key:    if let Some(a) = ui::action_for(key, &view) { act(ui::update(&mut view, &model, a)) }
-//! on a mouse:  if let Some(a) = ui::action_for_mouse(ev, &view) { act(ui::update(&mut view, &model, a)) }
-//!              where act handles Effect::{Quit, TogglePause, Step, Seek(ms), Speed(±1)}
-//! on a frame:  terminal.draw(|f| ui::draw(f, &model, &counters, &feed, &mut view))
 //! ```
 //!
 //! Draw again after every action (the view changed), whenever `model.generation` moved, and about
@@ -26,15 +18,20 @@
 
 mod diagnostics;
 mod footer;
+pub mod frame;
 mod header;
 mod help;
 pub mod keymap;
+pub mod label;
 mod lanes;
 pub mod machine;
 pub mod outline;
+pub mod runtime;
 mod sidebar;
+pub mod status;
 pub mod text;
 pub mod theme;
+mod timeline;
 mod tree;
 mod update;
 mod view;
@@ -48,7 +45,7 @@ pub use self::keymap::{Action, BINDINGS, Binding, action_for, action_for_mouse};
 pub use self::outline::NodeId;
 pub use self::theme::Theme;
 pub use self::update::{Effect, SEEK_STEP_MS, update};
-pub use self::view::{Overlay, Pane, SPARK_SAMPLES, Sort, View};
+pub use self::view::{Jump, Overlay, Pane, SPARK_SAMPLES, Sort, TimeWindow, TreeSort, View};
 use crate::model::Model;
 use crate::router::Counters;
 
@@ -62,17 +59,23 @@ const SIDEBAR_FROM: u16 = 110;
 /// What the runtime knows about its feed, for the header and the position bar.
 #[derive(Debug, Clone)]
 pub struct Feed {
-    /// `replay: demo`, `live: stdin`, `attach: tee-4121.sock`.
+    /// What is watched: `demo`, `~/runs/a.ndjson`, `stdin`, `tee-4121.sock`.
     pub source: String,
+    /// The feed is a live stream (stdin, attach, listen, a followed file that caught up).
     pub live: bool,
     pub paused: bool,
+    /// Lines that arrived from a live source while its view was paused (applied on resume).
+    pub arrived: u64,
     /// `1×`, `10×`, `max`.
     pub speed: String,
     /// Lines applied / total, for replays.
     pub position: Option<(u64, u64)>,
     pub events_per_sec: f64,
-    /// `connected`, `reconnecting in 2s`, `lagged: resynced`, `ended (exit 0)`.
+    /// What a live connection is doing when it is not simply live: `connecting`,
+    /// `reconnecting in 2s`, `lagged: resyncing`.
     pub connection: Option<String>,
+    /// The feed is over and why: `replay ended`, `ended (exit 0)`, `failed: …`.
+    pub ended: Option<String>,
     /// The clock: stream time (`model.stream_ms`) in replays, so snapshots are deterministic.
     pub now_ms: Option<i64>,
     /// Quiet time after which an active agent shows as stalled.
@@ -87,10 +90,12 @@ impl Default for Feed {
             source: String::new(),
             live: false,
             paused: false,
+            arrived: 0,
             speed: "1×".to_owned(),
             position: None,
             events_per_sec: 0.0,
             connection: None,
+            ended: None,
             now_ms: None,
             stall_ms: 60_000,
             machine: None,
@@ -104,10 +109,11 @@ impl Default for Feed {
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let area = frame.area();
     view.replay = !feed.live;
+    view.live_source = feed.live && feed.ended.is_none();
+    view.clock = status::Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
     view.refresh(model);
     // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.
     let total = model.totals();
-    view.sample_burn(feed.now_ms, total.cost.0);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         too_small(frame, area, view);
         return;
@@ -123,39 +129,92 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         }
         None => feed,
     };
-    header::draw(frame, header, model, &total, counters, feed, &view.theme);
+    let figures =
+        header::Figures { model, totals: &total, counters, activity: view.activity(), burn: view.burn_per_min() };
+    header::draw(frame, header, &figures, feed, &view.theme);
     if let Some(snapshot) = feed.machine.as_deref().filter(|_| model.sessions.is_empty()) {
         machine::draw_empty(frame, body, snapshot, &view.theme);
         footer::draw(frame, footer, view);
         return;
     }
-    let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
-        let side = if area.width >= 180 { 40 } else { 32 };
-        (((area.width * 3) / 10).clamp(36, 64), side)
-    } else {
-        (((area.width * 4) / 10).clamp(28, 44), 0)
-    };
-    let tree_rect = Rect { width: tree_w, ..body };
-    let right_rect = Rect { x: body.x + tree_w, width: body.width - tree_w, ..body };
-    tree::draw(frame, tree_rect, model, feed, view);
+    view.layout.tree = Rect::default();
     view.layout.cost = Rect::default();
     view.layout.lanes = Rect::default();
-    if side_w > 0 {
-        let lanes_rect = Rect { width: right_rect.width - side_w, ..right_rect };
-        let side_rect = Rect { x: lanes_rect.right(), width: side_w, ..right_rect };
-        lanes::draw(frame, lanes_rect, model, feed, view);
-        sidebar::draw(frame, side_rect, model, &total, feed, view);
-    } else if view.focus == Pane::Cost {
-        sidebar::draw(frame, right_rect, model, &total, feed, view);
+    view.layout.timeline = Rect::default();
+    view.layout.timeline_rows.clear();
+    if view.zoom {
+        // One pane on the whole body: the focused one.
+        match view.focus {
+            Pane::Tree => tree::draw(frame, body, model, feed, view),
+            Pane::Cost => sidebar::draw(frame, body, model, &total, view),
+            Pane::Lanes => right_pane(frame, body, model, feed, view),
+        }
     } else {
-        lanes::draw(frame, right_rect, model, feed, view);
+        let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
+            let side = if area.width >= 180 { 40 } else { 32 };
+            (((area.width * 3) / 10).clamp(36, 64), side)
+        } else {
+            (((area.width * 4) / 10).clamp(28, 44), 0)
+        };
+        let tree_rect = Rect { width: tree_w, ..body };
+        let right_rect = Rect { x: body.x + tree_w, width: body.width - tree_w, ..body };
+        tree::draw(frame, tree_rect, model, feed, view);
+        if side_w > 0 {
+            let lanes_rect = Rect { width: right_rect.width - side_w, ..right_rect };
+            let side_rect = Rect { x: lanes_rect.right(), width: side_w, ..right_rect };
+            right_pane(frame, lanes_rect, model, feed, view);
+            sidebar::draw(frame, side_rect, model, &total, view);
+        } else if view.focus == Pane::Cost {
+            sidebar::draw(frame, right_rect, model, &total, view);
+        } else {
+            right_pane(frame, right_rect, model, feed, view);
+        }
     }
     footer::draw(frame, footer, view);
     match view.overlay {
         Some(Overlay::Help) => help::draw(frame, body, view),
         Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, model, counters, view),
+        Some(Overlay::ConfirmQuit) => confirm_quit(frame, body, feed, view),
         None => view.layout.overlay = Rect::default(),
     }
+}
+
+/// The lanes, or the timeline in their place.
+fn right_pane(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View) {
+    if view.timeline {
+        timeline::draw(frame, area, model, feed, view);
+    } else {
+        lanes::draw(frame, area, model, feed, view);
+    }
+}
+
+/// "Quit?" while a live stream would be lost: what is lost, and the two answers.
+fn confirm_quit(frame: &mut Frame, area: Rect, feed: &Feed, view: &mut View) {
+    let theme = &view.theme;
+    let lines = vec![
+        Line::from(Span::styled(format!("{} is live.", feed.source), theme.bold)),
+        Line::from("Quitting stops watching it; what it sends"),
+        Line::from("from now on will not be shown again."),
+        Line::default(),
+        Line::from(vec![
+            Span::styled("y", theme.key),
+            Span::raw(" quit   "),
+            Span::styled("n", theme.key),
+            Span::raw("/"),
+            Span::styled("Esc", theme.key),
+            Span::raw(" stay"),
+        ]),
+    ];
+    let w = 48.min(area.width);
+    let h = (lines.len() as u16 + 2).min(area.height);
+    let rect = help::centred(area, w, h);
+    let block = ratatui::widgets::Block::bordered()
+        .border_style(theme.warn)
+        .title(Span::styled(" quit? ", theme.title))
+        .padding(ratatui::widgets::Padding::horizontal(1));
+    frame.render_widget(ratatui::widgets::Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block), rect);
+    view.layout.overlay = rect;
 }
 
 /// Writes lines top-down into `area`, each cut at its width. Panes use this rather than a

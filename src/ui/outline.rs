@@ -12,6 +12,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use super::view::TreeSort;
 use crate::model::{Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
 
@@ -167,7 +168,23 @@ struct Walk<'a, S> {
     model: &'a Model,
     folded: &'a std::collections::HashSet<NodeId, S>,
     keep: Option<&'a [bool]>,
+    sort: TreeSort,
     rows: Vec<Row>,
+}
+
+/// Siblings in the chosen order; ties (and `Arrival`) keep registration order.
+fn sort_siblings(model: &Model, sort: TreeSort, kids: &mut [ThreadIdx]) {
+    let t = |i: &ThreadIdx| model.thread(*i);
+    match sort {
+        TreeSort::Arrival => {}
+        TreeSort::Cost => kids.sort_by_key(|i| std::cmp::Reverse(t(i).subtree.cost.0)),
+        TreeSort::Tokens => kids.sort_by_key(|i| std::cmp::Reverse(t(i).subtree.tokens.total)),
+        TreeSort::Elapsed => kids.sort_by_key(|i| {
+            let th = t(i);
+            std::cmp::Reverse(th.last_ms.zip(th.first_ms).map_or(0, |(l, f)| l.saturating_sub(f)))
+        }),
+        TreeSort::Start => kids.sort_by_key(|i| t(i).first_ms.unwrap_or(i64::MAX)),
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -211,9 +228,12 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
             .into_iter()
             .filter_map(|mut g| {
                 g.lanes.retain(|&c| self.kept(c));
+                sort_siblings(model, self.sort, &mut g.lanes);
                 (!g.lanes.is_empty()).then_some(g)
             })
             .collect();
+        let mut loose = loose;
+        sort_siblings(model, self.sort, &mut loose);
         let mut kids: Vec<Child<'_>> = Vec::new();
         if t.role == Role::Root {
             // A root shows its turns (a session's turns are the user's prompts); a child shows its
@@ -271,9 +291,12 @@ pub fn flatten<S: std::hash::BuildHasher>(
     model: &Model,
     folded: &std::collections::HashSet<NodeId, S>,
     keep: Option<&[bool]>,
+    sort: TreeSort,
 ) -> Vec<Row> {
-    let mut walk = Walk { model, folded, keep, rows: Vec::new() };
-    for &root in &model.sessions {
+    let mut walk = Walk { model, folded, keep, sort, rows: Vec::new() };
+    let mut sessions = model.sessions.clone();
+    sort_siblings(model, sort, &mut sessions);
+    for &root in &sessions {
         if walk.kept(root) {
             walk.thread(root, 0, true, 0);
         }

@@ -8,16 +8,14 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
-use super::Feed;
-use super::text::{Shown, fit, right, short_model, tokens, truncate, width};
+use super::text::{fit, right, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
-use crate::model::prices::Pico;
 use crate::model::{Model, Rollup, format_usd};
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed: &Feed, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view: &mut View) {
     let focused = view.focus == Pane::Cost && view.overlay.is_none();
     let block = Block::bordered()
         .border_style(if focused { view.theme.border_focus } else { view.theme.border })
@@ -42,7 +40,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
         theme.dim,
     )];
     if unpriced > 0 {
-        agents.push(Span::styled(format!(" · {unpriced} unpriced —"), theme.warn));
+        // `—` is how an unpriced cost prints; say what it means once, here.
+        agents.push(Span::styled(format!(" · {unpriced} unpriced (—)"), theme.warn));
     }
     lines.push(Line::from(agents));
     lines.push(burn_line(view, theme, w));
@@ -54,10 +53,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
         let scope = if n == 1 { String::new() } else { format!(" · {n} agents") };
         // Unpriced threads are left out of the sum, never counted as $0: say how many.
         let unpriced = sub.threads.saturating_sub(sub.priced);
-        let missing = if unpriced > 0 { format!(" · {unpriced} —") } else { String::new() };
+        let missing = if unpriced > 0 { format!(" · {unpriced} unpriced") } else { String::new() };
         let name_w = w.saturating_sub(width(&scope) + width(&missing));
         lines.push(Line::from(vec![
-            Span::styled(fit(&th.name(), name_w).trim_end().to_owned(), theme.bold),
+            Span::styled(fit(&super::label::of(model, t).name, name_w).trim_end().to_owned(), theme.bold),
             Span::styled(scope, theme.dim),
             Span::styled(missing, theme.warn),
         ]));
@@ -89,6 +88,13 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
     lines.push(Line::from(Span::styled(head, theme.dim)));
     let focus = view.focus_thread(model);
     let total = model.threads.len();
+    // The selected row stays on screen, scrolling as little as possible.
+    view.cost_row = view.cost_row.min(total.saturating_sub(1));
+    if view.cost_row < view.cost_scroll {
+        view.cost_scroll = view.cost_row;
+    } else if table_rows > 0 && view.cost_row >= view.cost_scroll + table_rows {
+        view.cost_scroll = view.cost_row + 1 - table_rows;
+    }
     view.cost_scroll = view.cost_scroll.min(total.saturating_sub(table_rows));
     let scroll = view.cost_scroll;
     let selected_style = if focused { view.theme.selected } else { view.theme.selected_idle };
@@ -96,14 +102,22 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
     let top = lines.len();
     super::put_lines(frame, inner, &lines);
     // The table's rows are placed cell by cell, like the tree's: no padding written.
-    let order = view.agent_order(model, scroll + table_rows);
+    let order = view.agent_order(model, scroll + table_rows).to_vec();
+    view.layout.cost_rows.clear();
     let buf = frame.buffer_mut();
-    for (&idx, y) in order.iter().skip(scroll).take(table_rows).zip(inner.top() + top as u16..) {
+    for (k, (&idx, y)) in order.iter().skip(scroll).take(table_rows).zip(inner.top() + top as u16..).enumerate() {
+        view.layout.cost_rows.push((y, idx));
         let t = model.thread(idx);
-        let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
+        let shown = view.shown(model, idx);
         let x = inner.x;
         buf.set_stringn(x, y, shown.glyph(), 1, theme.status(shown));
-        buf.set_stringn(x + 2, y, truncate(&t.name(), name_w.saturating_sub(3)), name_w, Style::new());
+        buf.set_stringn(
+            x + 2,
+            y,
+            truncate(&super::label::of(model, idx).name, name_w.saturating_sub(3)),
+            name_w,
+            Style::new(),
+        );
         let mut end = w;
         let cost = format_usd(t.cost);
         let style = if t.cost.is_some() { theme.cost } else { theme.dim };
@@ -114,7 +128,10 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, feed:
             let mx = end.saturating_sub(model_w) + 1;
             buf.set_stringn(x + mx as u16, y, truncate(m, model_w - 1), model_w - 1, theme.model);
         }
-        if Some(idx) == focus {
+        // Focused, the table has its own cursor (Enter goes to that agent); otherwise it marks
+        // the agent the rest of the screen describes.
+        let marked = if focused { scroll + k == view.cost_row } else { Some(idx) == focus };
+        if marked {
             buf.set_style(Rect { y, height: 1, ..inner }, selected_style);
         }
     }
@@ -133,14 +150,7 @@ fn put_right(buf: &mut Buffer, inner: Rect, y: u16, end: usize, col_w: usize, te
 /// last minute of stream time.
 fn burn_line(view: &View, theme: &Theme, w: usize) -> Line<'static> {
     let samples = &view.burn;
-    let rate = match (samples.back(), samples.len()) {
-        (Some(&(sec, total)), n) if n >= 2 => {
-            let from = samples.iter().find(|s| s.0 >= sec - 60).copied().unwrap_or(samples[0]);
-            let mins = (sec - from.0) as f64 / 60.0;
-            (mins > 0.0).then(|| format!("{}/min", format_usd(Some(Pico(((total - from.1) as f64 / mins) as i128)))))
-        }
-        _ => None,
-    };
+    let rate = view.burn_per_min().map(|p| format!("{}/min", format_usd(Some(p))));
     let rate = rate.unwrap_or_else(|| "—/min".to_owned());
     let room = w.saturating_sub(width(&rate) + 7);
     let deltas: Vec<i128> = samples.iter().zip(samples.iter().skip(1)).map(|(a, b)| (b.1 - a.1).max(0)).collect();

@@ -3,7 +3,7 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::model::{Status, Thread};
+use crate::model::Thread;
 
 /// Tokens the way htop prints memory: `942`, `11.5k`, `2.4M`.
 pub fn tokens(n: u64) -> String {
@@ -80,55 +80,6 @@ pub fn short_command(cmd: &str) -> &str {
         }
     }
     cmd
-}
-
-/// How a thread shows: its routing status, plus the display states `done` and `stalled`
-/// (routing.md §6: those two are derived from status and time, never part of `stats`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shown {
-    Is(Status),
-    /// An idle child: it answered and has nothing left to do.
-    Done,
-    /// Active, but no line for longer than the stall threshold.
-    Stalled,
-}
-
-impl Shown {
-    pub fn of(t: &Thread, now_ms: Option<i64>, stall_ms: u64) -> Self {
-        let quiet = match (now_ms, t.last_ms) {
-            (Some(now), Some(last)) => now.saturating_sub(last),
-            _ => 0,
-        };
-        if t.status.is_active() && stall_ms > 0 && quiet > i64::try_from(stall_ms).unwrap_or(i64::MAX) {
-            Self::Stalled
-        } else if t.status == Status::Idle && t.parent.is_some() {
-            Self::Done
-        } else {
-            Self::Is(t.status)
-        }
-    }
-
-    pub fn glyph(self) -> &'static str {
-        match self {
-            Self::Is(Status::Pending) => "○",
-            Self::Is(Status::Running) => "●",
-            Self::Is(Status::Waiting) => "◐",
-            Self::Is(Status::Retrying) => "↻",
-            Self::Is(Status::Idle) | Self::Done => "✓",
-            Self::Is(Status::Failed) => "✗",
-            Self::Is(Status::Interrupted) => "◼",
-            Self::Is(Status::Closed) => "·",
-            Self::Stalled => "◔",
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Is(s) => s.as_str(),
-            Self::Done => "done",
-            Self::Stalled => "stalled",
-        }
-    }
 }
 
 /// Elapsed time of a thread: first line to last, or to now while it is still active.

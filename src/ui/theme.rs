@@ -3,7 +3,7 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use super::text::Shown;
+use super::status::Shown;
 use crate::model::Status;
 
 #[derive(Debug, Clone)]
@@ -35,6 +35,8 @@ pub struct Theme {
     pub gauge: Style,
     pub spark: Style,
     pub running: Style,
+    /// A parent quiet while its children work: alive, not the news.
+    pub running_quiet: Style,
     pub waiting: Style,
     pub retrying: Style,
     pub done: Style,
@@ -43,19 +45,25 @@ pub struct Theme {
     pub closed: Style,
     pub pending: Style,
     pub stalled: Style,
+    /// A match of the text search.
+    pub search: Style,
 }
 
 impl Theme {
-    /// The default: the terminal's own background, colour for status and emphasis only.
+    /// The default: the terminal's own background, colour for status and emphasis only. Greys
+    /// come from the 256-colour ramp, not palette colour 8 (`DarkGray`), which several terminal
+    /// themes set to the background colour or close to it.
     pub fn dark() -> Self {
         let fg = |c| Style::new().fg(c);
+        let grey = Color::Indexed(245);
+        let faint = Color::Indexed(240);
         Self {
             name: "dark",
             base: Style::new(),
-            dim: fg(Color::DarkGray),
+            dim: fg(grey),
             bold: Style::new().add_modifier(Modifier::BOLD),
             title: Style::new().add_modifier(Modifier::BOLD),
-            border: fg(Color::DarkGray),
+            border: fg(faint),
             border_focus: fg(Color::Cyan),
             selected: Style::new().bg(Color::Rgb(38, 52, 74)).add_modifier(Modifier::BOLD),
             selected_idle: Style::new().bg(Color::Rgb(40, 40, 40)),
@@ -67,7 +75,7 @@ impl Theme {
             cost: fg(Color::Green),
             model: fg(Color::Blue),
             user: fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            reasoning: fg(Color::DarkGray).add_modifier(Modifier::ITALIC),
+            reasoning: fg(grey).add_modifier(Modifier::ITALIC),
             command: fg(Color::Yellow),
             output: fg(Color::Gray),
             diff_add: fg(Color::Green),
@@ -76,14 +84,16 @@ impl Theme {
             gauge: fg(Color::Cyan),
             spark: fg(Color::Green),
             running: fg(Color::Green).add_modifier(Modifier::BOLD),
+            running_quiet: fg(Color::Cyan),
             waiting: fg(Color::Yellow).add_modifier(Modifier::BOLD),
             retrying: fg(Color::Magenta).add_modifier(Modifier::BOLD),
             done: fg(Color::Green),
             failed: fg(Color::Red).add_modifier(Modifier::BOLD),
             interrupted: fg(Color::LightRed),
-            closed: fg(Color::DarkGray),
-            pending: fg(Color::DarkGray),
+            closed: fg(grey),
+            pending: fg(grey),
             stalled: fg(Color::Yellow),
+            search: Style::new().fg(Color::Black).bg(Color::Yellow),
         }
     }
 
@@ -110,6 +120,7 @@ impl Theme {
             gauge: fg(Color::Blue),
             spark: fg(Color::Rgb(0, 120, 0)),
             running: fg(Color::Rgb(0, 130, 0)).add_modifier(Modifier::BOLD),
+            running_quiet: fg(Color::Blue),
             waiting: fg(Color::Rgb(160, 100, 0)).add_modifier(Modifier::BOLD),
             done: fg(Color::Rgb(0, 130, 0)),
             closed: fg(grey),
@@ -151,6 +162,7 @@ impl Theme {
             gauge: plain,
             spark: plain,
             running: bold,
+            running_quiet: plain,
             waiting: bold,
             retrying: bold,
             done: plain,
@@ -159,6 +171,7 @@ impl Theme {
             closed: dim,
             pending: dim,
             stalled: bold,
+            search: Style::new().add_modifier(Modifier::REVERSED),
         }
     }
 
@@ -185,11 +198,12 @@ impl Theme {
         match shown {
             Shown::Is(Status::Pending) => self.pending,
             Shown::Is(Status::Running) => self.running,
-            Shown::Is(Status::Waiting) => self.waiting,
+            Shown::Is(Status::Waiting) | Shown::NeedsYou => self.waiting,
+            Shown::OnChildren(_) => self.running_quiet,
             Shown::Is(Status::Retrying) => self.retrying,
             Shown::Is(Status::Idle) | Shown::Done => self.done,
             Shown::Is(Status::Failed) => self.failed,
-            Shown::Is(Status::Interrupted) => self.interrupted,
+            Shown::Is(Status::Interrupted) | Shown::Unfinished => self.interrupted,
             Shown::Is(Status::Closed) => self.closed,
             Shown::Stalled => self.stalled,
         }

@@ -11,10 +11,9 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::{NodeId, Row, groups};
-use super::text::{Shown, duration, elapsed, short_model, tokens, truncate, width};
-use super::theme::Theme;
+use super::text::{duration, elapsed, short_model, tokens, truncate, width};
 use super::view::{Pane, View};
-use crate::model::{ItemKind, Model, Status, Thread, TurnStatus, format_usd};
+use crate::model::{Model, Status, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
 
 /// Which figure columns fit, widest pane first.
@@ -93,7 +92,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let highlight = if focused { theme.selected } else { theme.selected_idle };
     let buf = frame.buffer_mut();
     for ((i, row), y) in rows.iter().enumerate().skip(offset).take(height).zip(inner.top()..) {
-        for (x, span) in row_cells(model, feed, theme, row, w, cols) {
+        for (x, span) in row_cells(model, feed, view, row, w, cols) {
             let Some(room) = w.checked_sub(x).filter(|&r| r > 0) else { continue };
             buf.set_span(inner.x + x as u16, y, &span, room as u16);
         }
@@ -152,11 +151,12 @@ impl Cells {
 fn row_cells(
     model: &Model,
     feed: &Feed,
-    theme: &Theme,
+    view: &View,
     row: &Row,
     w: usize,
     mut cols: Columns,
 ) -> Vec<(usize, Span<'static>)> {
+    let theme = &view.theme;
     let mut cells = Cells { spans: Vec::with_capacity(8), at: 0 };
     cells.push(Span::styled(guides(row), theme.dim));
     let lead = cells.at;
@@ -169,7 +169,7 @@ fn row_cells(
     // Rows that are not threads have no figures: their label may use the whole row.
     let wide_w = w.saturating_sub(lead);
     match row.id {
-        NodeId::Thread(t) => thread_cells(model, feed, theme, t, label_w, w, cols, &mut cells),
+        NodeId::Thread(t) => thread_cells(model, feed, view, t, label_w, w, cols, &mut cells),
         NodeId::Turn(t, turn) => {
             let th = model.thread(t);
             let (glyph, style) = match th.turns.get(turn as usize).map(|x| x.status) {
@@ -182,7 +182,7 @@ fn row_cells(
             cells.push(Span::styled(glyph, style));
             let label = format!("turn {}", turn + 1);
             let room = wide_w.saturating_sub(2);
-            match prompt_of_turn(th, turn as usize) {
+            match super::label::prompt_of_turn(th, turn as usize) {
                 Some(prompt) if room >= width(&label) + 10 => {
                     let rest = room - width(&label) - 1;
                     cells.push(Span::raw(label));
@@ -223,7 +223,7 @@ fn row_cells(
 fn thread_cells(
     model: &Model,
     feed: &Feed,
-    theme: &Theme,
+    view: &View,
     idx: ThreadIdx,
     label_w: usize,
     w: usize,
@@ -231,7 +231,8 @@ fn thread_cells(
     cells: &mut Cells,
 ) {
     let t = model.thread(idx);
-    let shown = Shown::of(t, feed.now_ms, feed.stall_ms);
+    let theme = &view.theme;
+    let shown = view.shown(model, idx);
     cells.push(Span::styled(shown.glyph(), theme.status(shown)));
     cells.at += 1;
     let name_style = match t.status {
@@ -240,27 +241,14 @@ fn thread_cells(
         _ => Style::new(),
     };
     let room = label_w.saturating_sub(2);
-    let name = t.name();
-    // Until a child's nickname arrives (often only with `thread/read`), and for every root, the
-    // name is a short id; the prompt that spawned the child, or the root's first prompt, says
-    // which one it is.
-    let hint = (t.nickname.is_none() && t.agent_path.is_none())
-        .then(|| match t.parent {
-            Some(p) => {
-                let parent = model.threads.get(p.index())?;
-                let prompt = parent.item(t.card.as_deref()?)?.title.as_str();
-                prompt.lines().next().filter(|p| !p.is_empty())
-            }
-            None => prompt_of_turn(t, 0),
-        })
-        .flatten();
-    match hint {
-        Some(prompt) if room >= width(&name) + 10 => {
-            let rest = room - width(&name) - 1;
-            cells.push(Span::styled(name, name_style));
-            cells.push(Span::styled(format!(" {}", truncate(prompt, rest)), theme.dim));
+    // The name first, whole if it fits; the id only in the room left after it.
+    let label = super::label::of(model, idx);
+    cells.push(Span::styled(truncate(&label.name, room), name_style));
+    if let Some(id) = label.id {
+        let left = room.saturating_sub(width(&label.name) + 1);
+        if left >= width(&id) {
+            cells.push(Span::styled(format!(" {id}"), theme.dim));
         }
-        _ => cells.push(Span::styled(truncate(&name, room), name_style)),
     }
     // The figure columns, from the right edge leftwards.
     let mut end = w;
@@ -283,11 +271,4 @@ fn thread_cells(
         let x = end.saturating_sub(MODEL_W) + 1;
         cells.spans.push((x, Span::styled(truncate(m, MODEL_W - 1), theme.model)));
     }
-}
-
-/// The first line of the user message that opened a turn, if the turn starts with one.
-fn prompt_of_turn(t: &Thread, turn: usize) -> Option<&str> {
-    let &first = t.turns.get(turn)?.items.first()?;
-    let item = t.items.get(first)?;
-    (item.kind == ItemKind::UserMessage).then(|| item.text.as_str().lines().next()).flatten().filter(|l| !l.is_empty())
 }

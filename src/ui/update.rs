@@ -5,14 +5,14 @@ use ratatui::layout::{Position, Rect};
 
 use super::keymap::Action;
 use super::outline::{self, NodeId};
-use super::view::{Overlay, Pane, Sort, View};
+use super::view::{Jump, Overlay, Pane, Sort, View};
 use crate::model::Model;
 
 /// How far `[` and `]` seek, in stream milliseconds.
 pub const SEEK_STEP_MS: i64 = 10_000;
 
 /// What the runtime must do after an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     None,
     Quit,
@@ -24,13 +24,26 @@ pub enum Effect {
     Seek(i64),
     /// +1 one speed step faster, -1 slower (1× → 2× → 10× → max).
     Speed(i32),
+    /// Ctrl-Z: give the terminal back to the shell until `fg`.
+    Suspend,
+    /// Put this text on the terminal's clipboard (OSC 52).
+    Copy(String),
 }
+
+/// How far the timeline's arrows move, as a share of the window.
+const TIME_STEP_DIV: i64 = 4;
+/// The narrowest timeline window.
+const MIN_SPAN_MS: i64 = 1_000;
 
 pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     view.refresh(model);
     match action {
-        Action::Quit => return Effect::Quit,
-        Action::Back => return back(view),
+        Action::Quit if view.live_source => {
+            view.overlay = Some(Overlay::ConfirmQuit);
+        }
+        Action::Quit | Action::ConfirmQuit => return Effect::Quit,
+        Action::Suspend => return Effect::Suspend,
+        Action::Back => back(view),
         Action::TogglePause => return Effect::TogglePause,
         Action::Step => return Effect::Step,
         Action::SeekBack => return Effect::Seek(-SEEK_STEP_MS),
@@ -56,6 +69,38 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
             view.typing = false;
             view.filter.clear();
         }
+        Action::SearchStart => {
+            view.searching = true;
+            view.search.clear();
+            view.search_note = None;
+            view.search_at = None;
+        }
+        Action::SearchInput(c) => {
+            view.search.push(c);
+            view.search_note = None;
+            view.search_at = None;
+        }
+        Action::SearchBackspace => {
+            view.search.pop();
+            view.search_note = None;
+            view.search_at = None;
+        }
+        Action::SearchAccept => {
+            view.searching = false;
+            if !view.search.is_empty() {
+                // Enter goes to the newest match at or above the bottom of the pane.
+                view.jump = Some(Jump::Older);
+            }
+        }
+        Action::SearchCancel => {
+            view.searching = false;
+            view.search.clear();
+            view.search_note = None;
+        }
+        Action::SearchOlder | Action::SearchNewer if !view.search.is_empty() => {
+            view.jump = Some(if action == Action::SearchOlder { Jump::Older } else { Jump::Newer });
+        }
+        Action::SearchOlder | Action::SearchNewer => {}
         Action::Follow => view.follow = !view.follow,
         Action::Sort => {
             view.sort = match view.sort {
@@ -63,6 +108,20 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
                 Sort::Tokens => Sort::Cost,
             };
         }
+        Action::SortTree => view.tree_sort = view.tree_sort.next(),
+        Action::ExpandAll => view.expand_all(),
+        Action::CollapseAll => view.collapse_all(model),
+        Action::Timeline => {
+            view.timeline = !view.timeline;
+            if view.timeline {
+                view.expanded = None;
+            }
+        }
+        Action::TimeEarlier | Action::TimeLater => pan_time(view, model, action == Action::TimeLater),
+        Action::TimeZoomIn | Action::TimeZoomOut => zoom_time(view, model, action == Action::TimeZoomIn),
+        Action::TimeNow => view.window.end_ms = None,
+        Action::Zoom => view.zoom = !view.zoom,
+        Action::Yank => return yank(view, model),
         Action::NextPane => view.focus = cycle(view.focus, true),
         Action::PrevPane => view.focus = cycle(view.focus, false),
         Action::MoveUp => step(view, model, -1),
@@ -84,24 +143,79 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     Effect::None
 }
 
-/// Esc closes the innermost thing: the filter prompt, an overlay, an expanded lane, an applied
-/// filter; only then does it quit.
-fn back(view: &mut View) -> Effect {
+/// Esc closes the innermost thing: a prompt, an overlay (the quit question among them), the
+/// zoom, an expanded lane, the timeline, a search, an applied filter. It never quits: with
+/// `cmd | swarmtop` a stream lost is lost for good.
+fn back(view: &mut View) {
     if view.typing {
         view.typing = false;
         view.filter.clear();
+    } else if view.searching {
+        view.searching = false;
+        view.search.clear();
     } else if view.overlay.is_some() {
         view.overlay = None;
         view.overlay_scroll = 0;
+    } else if view.zoom {
+        view.zoom = false;
     } else if view.expanded.is_some() {
         view.expanded = None;
         view.scroll = 0;
+    } else if view.timeline {
+        view.timeline = false;
+    } else if !view.search.is_empty() {
+        view.search.clear();
+        view.search_note = None;
     } else if !view.filter.is_empty() {
         view.filter.clear();
-    } else {
-        return Effect::Quit;
     }
-    Effect::None
+}
+
+/// The stream's extent in time: (first line, newest line), over the threads.
+pub(super) fn time_extent(model: &Model) -> Option<(i64, i64)> {
+    let first = model.threads.iter().filter_map(|t| t.first_ms).min()?;
+    let last = model.stream_ms.or_else(|| model.threads.iter().filter_map(|t| t.last_ms).max())?;
+    Some((first, last.max(first)))
+}
+
+/// The window as drawn: a zero span means the whole run.
+pub(super) fn resolved_window(view: &View, model: &Model, now_ms: Option<i64>) -> Option<(i64, i64)> {
+    let (first, last) = time_extent(model)?;
+    let now = now_ms.unwrap_or(last).max(last);
+    let span = if view.window.span_ms > 0 { view.window.span_ms } else { (now - first).max(MIN_SPAN_MS) };
+    let end = view.window.end_ms.unwrap_or(now);
+    Some((end - span, end))
+}
+
+fn pan_time(view: &mut View, model: &Model, later: bool) {
+    let Some((from, to)) = resolved_window(view, model, view.clock.now_ms) else { return };
+    let span = to - from;
+    let shift = (span / TIME_STEP_DIV).max(1);
+    let now = view.clock.now_ms.or(model.stream_ms).unwrap_or(to);
+    let end = if later { to.saturating_add(shift) } else { to.saturating_sub(shift) };
+    view.window.span_ms = span;
+    // Past now is now again: the window follows the stream from there.
+    view.window.end_ms = (end < now).then_some(end);
+}
+
+fn zoom_time(view: &mut View, model: &Model, zoom_in: bool) {
+    let Some((from, to)) = resolved_window(view, model, view.clock.now_ms) else { return };
+    let span = to - from;
+    view.window.span_ms = if zoom_in { (span / 2).max(MIN_SPAN_MS) } else { span.saturating_mul(2) };
+}
+
+/// `y`: the lane text on screen when the lanes have the focus, else the selected agent's id.
+fn yank(view: &View, model: &Model) -> Effect {
+    if view.focus == Pane::Lanes && !view.timeline && !view.layout.lane_text.is_empty() {
+        return Effect::Copy(view.layout.lane_text.join("\n"));
+    }
+    let thread = match view.focus {
+        Pane::Cost => view.layout.cost_rows.get(view.cost_row).map(|&(_, t)| t),
+        _ => view.focus_thread(model),
+    };
+    thread
+        .filter(|t| t.index() < model.threads.len())
+        .map_or(Effect::None, |t| Effect::Copy(model.thread(t).id.to_string()))
 }
 
 /// While typing a filter the cursor goes to the first thread that matches (not to an ancestor
@@ -158,7 +272,9 @@ fn step(view: &mut View, model: &Model, delta: isize) {
         return;
     }
     match view.focus {
+        // The timeline's rows are the tree's agents: one selection for both.
         Pane::Tree => move_tree(view, delta),
+        Pane::Lanes if view.timeline => move_timeline(view, delta),
         Pane::Lanes if lanes_scroll_text(view, model) => {
             // Up reads older lines: scroll grows away from the newest line.
             view.scroll = view.scroll.saturating_add_signed(-delta);
@@ -168,8 +284,27 @@ fn step(view: &mut View, model: &Model, delta: isize) {
             view.lane = view.lane.saturating_add_signed(delta).min(n.saturating_sub(1));
             view.follow = false;
         }
-        Pane::Cost => view.cost_scroll = view.cost_scroll.saturating_add_signed(delta),
+        Pane::Cost => {
+            let last = model.threads.len().saturating_sub(1);
+            view.cost_row = view.cost_row.saturating_add_signed(delta).min(last);
+        }
     }
+}
+
+/// Up and down on the timeline go from agent to agent (its rows are the tree's threads).
+fn move_timeline(view: &mut View, delta: isize) {
+    let threads: Vec<usize> =
+        view.rows().iter().enumerate().filter(|(_, r)| matches!(r.id, NodeId::Thread(_))).map(|(i, _)| i).collect();
+    if threads.is_empty() {
+        return;
+    }
+    let at = view.selected_row().unwrap_or(0);
+    // The nearest thread row at or above the selection, then `delta` threads on.
+    let here = threads.iter().rposition(|&i| i <= at).unwrap_or(0);
+    let to = here.saturating_add_signed(delta).min(threads.len() - 1);
+    let id = view.rows()[threads[to]].id;
+    view.select(id);
+    view.follow = false;
 }
 
 fn page_rows(area: Rect) -> isize {
@@ -181,7 +316,7 @@ fn page(view: &mut View, model: &Model, dir: isize) {
         (Some(_), _) => page_rows(view.layout.overlay),
         (None, Pane::Tree) => page_rows(view.layout.tree),
         (None, Pane::Lanes) => page_rows(view.layout.lanes),
-        (None, Pane::Cost) => page_rows(view.layout.cost),
+        (None, Pane::Cost) => page_rows(view.layout.cost).min(10),
     };
     step(view, model, dir * rows);
 }
@@ -226,7 +361,16 @@ fn open(view: &mut View, model: &Model) {
                 view.expanded = Some(t);
                 view.scroll = 0;
             }
+            view.timeline = false;
             view.focus = Pane::Lanes;
+        }
+        Pane::Lanes if view.timeline => {
+            // From a row of the timeline to that agent's transcript.
+            if let Some(NodeId::Thread(t)) = view.selected {
+                view.expanded = Some(t);
+                view.scroll = 0;
+            }
+            view.timeline = false;
         }
         Pane::Lanes => {
             if view.expanded.is_some() {
@@ -239,7 +383,13 @@ fn open(view: &mut View, model: &Model) {
             }
             view.scroll = 0;
         }
-        Pane::Cost => {}
+        Pane::Cost => {
+            // The table's row, in the order it was drawn: go to that agent in the tree.
+            if let Some(&(_, t)) = view.layout.cost_rows.get(view.cost_row.saturating_sub(view.cost_scroll)) {
+                view.reveal(model, t);
+                view.focus = Pane::Tree;
+            }
+        }
     }
 }
 
@@ -296,6 +446,23 @@ fn click(view: &mut View, model: &Model, at: Position) {
         }
     } else if layout.cost.contains(at) {
         view.focus = Pane::Cost;
+        if let Some(k) = layout.cost_rows.iter().position(|&(y, _)| y == at.y) {
+            let row = view.cost_scroll + k;
+            if view.cost_row == row {
+                // A second click on the row goes to the agent, as Enter does.
+                open(view, model);
+            } else {
+                view.cost_row = row;
+            }
+        }
+    } else if let Some(&(_, row)) =
+        layout.timeline_rows.iter().find(|&&(y, _)| y == at.y).filter(|_| layout.timeline.contains(at))
+    {
+        view.focus = Pane::Lanes;
+        if let Some(id) = view.rows().get(row).map(|r| r.id) {
+            view.select(id);
+            view.follow = false;
+        }
     }
 }
 
@@ -316,6 +483,9 @@ fn scroll(view: &mut View, model: &Model, at: Position, delta: i16) {
             view.lane = view.lane.saturating_add_signed(delta.signum()).min(n.saturating_sub(1));
         }
     } else if layout.cost.contains(at) {
-        view.cost_scroll = view.cost_scroll.saturating_add_signed(delta);
+        let last = model.threads.len().saturating_sub(1);
+        view.cost_row = view.cost_row.saturating_add_signed(delta).min(last);
+    } else if layout.timeline.contains(at) {
+        move_timeline(view, delta.signum());
     }
 }

@@ -11,8 +11,10 @@ use ratatui::layout::Rect;
 use rustc_hash::FxHashSet;
 
 use super::outline::{self, NodeId, Row};
+use super::status::{Activity, Clock, Shown};
 use super::theme::Theme;
 use crate::model::Model;
+use crate::model::prices::Pico;
 use crate::router::{Role, ThreadIdx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +28,58 @@ pub enum Pane {
 pub enum Overlay {
     Help,
     Diagnostics,
+    /// "Quit and lose the live stream?"
+    ConfirmQuit,
+}
+
+/// The order of siblings in the tree (and of rows on the timeline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeSort {
+    /// Registration order: the parent's catalog.
+    Arrival,
+    Cost,
+    Tokens,
+    Elapsed,
+    Start,
+}
+
+impl TreeSort {
+    #[must_use]
+    pub fn next(self) -> Self {
+        match self {
+            Self::Arrival => Self::Cost,
+            Self::Cost => Self::Tokens,
+            Self::Tokens => Self::Elapsed,
+            Self::Elapsed => Self::Start,
+            Self::Start => Self::Arrival,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Arrival => "arrival",
+            Self::Cost => "cost",
+            Self::Tokens => "tokens",
+            Self::Elapsed => "elapsed",
+            Self::Start => "start",
+        }
+    }
+}
+
+/// A pending jump to a search match, resolved by the next draw of the lanes (which knows the
+/// wrapping width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Jump {
+    Older,
+    Newer,
+}
+
+/// The timeline's window on time: `span_ms` wide (0: the whole run), ending at `end_ms`
+/// (`None`: at now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeWindow {
+    pub span_ms: i64,
+    pub end_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,11 +99,23 @@ pub struct Layout {
     /// Lane headers drawn: (row on screen, lane index).
     pub lane_headers: Vec<(Rect, usize)>,
     pub overlay: Rect,
+    /// Rows of the cost table drawn, from `cost_scroll` on: (screen row, thread).
+    pub cost_rows: Vec<(u16, ThreadIdx)>,
+    pub timeline: Rect,
+    /// First agent drawn at the top of the timeline.
+    pub timeline_offset: usize,
+    /// Rows of the timeline drawn: (screen row, tree row index).
+    pub timeline_rows: Vec<(u16, usize)>,
+    /// `lanes 292–300 of 300` when not every lane of a card fits.
+    pub lanes_note: Option<String>,
+    /// The text of the lane rows on screen, for `y`.
+    pub lane_text: Vec<String>,
 }
 
 /// How many burn-rate samples are kept: one per stream second, two minutes.
 pub const SPARK_SAMPLES: usize = 120;
 
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug)]
 pub struct View {
     pub theme: Theme,
@@ -61,6 +127,25 @@ pub struct View {
     pub filter: String,
     /// Keys go to the filter query (after `/`, until Enter or Esc).
     pub typing: bool,
+    /// The text search of the lanes pane; highlights while non-empty.
+    pub search: String,
+    /// Keys go to the search query.
+    pub searching: bool,
+    pub jump: Option<Jump>,
+    /// The match the last jump went to, as rows back from the newest.
+    pub search_at: Option<usize>,
+    /// What the last jump found: `no match in the last 5,000 rows`.
+    pub search_note: Option<String>,
+    /// The timeline in the lanes' place (`t`).
+    pub timeline: bool,
+    pub window: TimeWindow,
+    /// The focused pane alone on the body of the screen (`z`).
+    pub zoom: bool,
+    pub tree_sort: TreeSort,
+    /// Selected row of the cost table.
+    pub cost_row: usize,
+    /// A one-line message for the footer (`copied …`), until the next key.
+    pub notice: Option<String>,
     pub follow: bool,
     pub sort: Sort,
     /// Selected lane among the lanes of the selected node.
@@ -75,9 +160,15 @@ pub struct View {
     pub overlay_scroll: usize,
     /// Whether the feed is a replay (step, seek and speed keys apply); noted by `draw`.
     pub replay: bool,
+    /// Whether quitting would lose a live stream for good (`cmd | swarmtop`): `q` asks first.
+    pub live_source: bool,
     pub layout: Layout,
     /// (stream second, total cost in pico-dollars), oldest first; bounded by [`SPARK_SAMPLES`].
     pub burn: VecDeque<(i64, i128)>,
+    /// The time statuses are judged at, noted by `draw` from the feed.
+    pub clock: Clock,
+    activity: Activity,
+    activity_key: Option<(u64, usize)>,
     cache: Cache,
 }
 
@@ -86,7 +177,7 @@ struct Cache {
     /// (shape of the tree, thread count, folds, filter): what the rows depend on. See
     /// [`outline::shape`]; the thread count is there because a seek may replace the model with a
     /// shorter one, and no cached row may name a thread it lacks.
-    key: Option<(u64, usize, u64, String)>,
+    key: Option<(u64, usize, u64, String, TreeSort)>,
     rows: Vec<Row>,
     /// Index of the selected row, found once per refresh.
     selected_row: Option<usize>,
@@ -117,6 +208,17 @@ impl View {
             folded: FxHashSet::default(),
             filter: String::new(),
             typing: false,
+            search: String::new(),
+            searching: false,
+            jump: None,
+            search_at: None,
+            search_note: None,
+            timeline: false,
+            window: TimeWindow::default(),
+            zoom: false,
+            tree_sort: TreeSort::Arrival,
+            cost_row: 0,
+            notice: None,
             follow: false,
             sort: Sort::Cost,
             lane: 0,
@@ -126,8 +228,12 @@ impl View {
             cost_scroll: 0,
             overlay_scroll: 0,
             replay: false,
+            live_source: false,
             layout: Layout::default(),
             burn: VecDeque::new(),
+            clock: Clock { now_ms: None, stall_ms: 60_000, ended: false },
+            activity: Activity::default(),
+            activity_key: None,
             cache: Cache::default(),
         }
     }
@@ -144,6 +250,23 @@ impl View {
             Some(i) if self.cache.rows.get(i).is_some_and(|r| r.id == sel) => Some(i),
             _ => self.cache.rows.iter().position(|r| r.id == sel),
         }
+    }
+
+    /// Unfolds every node.
+    pub(super) fn expand_all(&mut self) {
+        self.cache.folds += 1;
+        self.folded.clear();
+    }
+
+    /// Folds every node that has children, down to the sessions.
+    pub(super) fn collapse_all(&mut self, model: &Model) {
+        self.expand_all();
+        self.refresh_rows(model);
+        let open: Vec<NodeId> = self.cache.rows.iter().filter(|r| r.has_children).map(|r| r.id).collect();
+        self.folded.extend(open);
+        self.cache.folds += 1;
+        // The selection may have gone inside a fold: its session stands for it.
+        self.refresh_rows(model);
     }
 
     pub(super) fn fold(&mut self, id: NodeId) -> bool {
@@ -183,17 +306,34 @@ impl View {
     /// Rebuilds the tree rows if what they depend on changed.
     fn refresh_rows(&mut self, model: &Model) {
         // A filter looks at names, statuses and models, which change without the shape changing.
-        let shape = if self.filter.is_empty() { outline::shape(model) } else { model.generation };
-        let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone());
+        // So does an order by figures.
+        let by_figures = !self.filter.is_empty() || self.tree_sort != TreeSort::Arrival;
+        let shape = if by_figures { model.generation } else { outline::shape(model) };
+        let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone(), self.tree_sort);
         if self.cache.key.as_ref() != Some(&key) {
             let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
-            self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref());
+            self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref(), self.tree_sort);
             self.cache.key = Some(key);
         }
     }
 
+    /// How a thread shows right now (its subtree's activity as of the last refresh).
+    pub fn shown(&self, model: &Model, idx: ThreadIdx) -> Shown {
+        Shown::of(model.thread(idx), self.activity.subtree(idx), self.clock)
+    }
+
+    /// Counts over the whole model, as of the last refresh.
+    pub fn activity(&self) -> &Activity {
+        &self.activity
+    }
+
     /// Brings the derived state up to date with the model: rows, follow, clamping.
     pub fn refresh(&mut self, model: &Model) {
+        let key = (model.generation, model.threads.len());
+        if self.activity_key != Some(key) {
+            self.activity = Activity::of(model);
+            self.activity_key = Some(key);
+        }
         self.refresh_rows(model);
         if self.follow && self.cache.follow_key != Some(model.generation) {
             self.cache.follow_key = Some(model.generation);
@@ -231,10 +371,16 @@ impl View {
             self.select(NodeId::Thread(child));
             return;
         };
-        // Every node above the lane must be open for its row to be there: each ancestor, the
-        // turn and the card through which the chain passes.
+        self.open_chain(model, child);
+        self.select(NodeId::Group(parent, first));
+        self.lane = lane;
+    }
+
+    /// Every node above a thread opened, so its row is in the tree: each ancestor, the turn and
+    /// the card through which the chain passes.
+    fn open_chain(&mut self, model: &Model, thread: ThreadIdx) {
         let mut changed = false;
-        let chain: Vec<ThreadIdx> = model.ancestors(child).collect();
+        let chain: Vec<ThreadIdx> = model.ancestors(thread).collect();
         for pair in chain.windows(2) {
             let (c, p) = (pair[0], pair[1]);
             changed |= self.folded.remove(&NodeId::Thread(p));
@@ -250,8 +396,21 @@ impl View {
             self.cache.folds += 1;
             self.refresh_rows(model);
         }
-        self.select(NodeId::Group(parent, first));
-        self.lane = lane;
+    }
+
+    /// Selects a thread's own row in the tree, opening what hides it (a filter that hides it
+    /// is cleared).
+    pub(super) fn reveal(&mut self, model: &Model, thread: ThreadIdx) {
+        if thread.index() >= model.threads.len() {
+            return;
+        }
+        self.open_chain(model, thread);
+        if !self.filter.is_empty() && !self.cache.rows.iter().any(|r| r.id == NodeId::Thread(thread)) {
+            self.filter.clear();
+            self.refresh_rows(model);
+        }
+        self.select(NodeId::Thread(thread));
+        self.follow = false;
     }
 
     /// The first `rows` threads in the sidebar's order (cost or tokens, largest first), cached
@@ -277,8 +436,16 @@ impl View {
         &self.cache.order
     }
 
+    /// Cost per minute of stream time over the last minute of samples (`None` before two).
+    pub fn burn_per_min(&self) -> Option<Pico> {
+        let &(sec, total) = self.burn.back()?;
+        let from = self.burn.iter().find(|s| s.0 >= sec - 60).copied()?;
+        let mins = (sec - from.0) as f64 / 60.0;
+        (mins > 0.0).then(|| Pico(((total - from.1) as f64 / mins) as i128))
+    }
+
     /// Notes the total cost at a stream time, one sample per stream second (bounded).
-    pub(super) fn sample_burn(&mut self, now_ms: Option<i64>, total: i128) {
+    pub fn sample_burn(&mut self, now_ms: Option<i64>, total: i128) {
         let Some(now) = now_ms else { return };
         let sec = now.div_euclid(1000);
         match self.burn.back_mut() {

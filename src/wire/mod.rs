@@ -1,15 +1,28 @@
-//! Bytes to typed lines. Decoding borrows from the input buffer; unknown shapes are data, not
-//! errors (wire.md §1). Text that may reach a screen leaves this stage only through [`Clean`].
+//! Bytes to facts. A record is decoded into a [`Line`] of its format (borrowing from the input
+//! buffer; unknown shapes are data, not errors, wire.md §1), then lowered into the one vocabulary
+//! of [`fact`] that router and model read. Text that may reach a screen leaves this stage only
+//! as [`Clean`] or [`CleanStr`].
+//!
+//! One module per format: [`codex`] (app-server messages and recording envelopes), [`rollout`]
+//! (Codex rollout files), [`claude`] (Claude Code transcripts). [`record`] tells them apart per
+//! line; [`lower()`] sends each line to its format's lowering.
 
 pub mod claude;
-mod decode;
-pub mod methods;
+pub mod codex;
+pub mod fact;
+mod json;
+mod lower;
+mod malformed;
+pub mod record;
 pub mod rollout;
 mod sanitize;
-mod scan;
+mod time;
 
-pub use decode::{
-    Breakdown, Decoded, Dir, Item, Line, Malformed, Message, Params, ParamsRest, ResultBody, Shape, Str, ThreadInfo,
-    TokenUsage, TurnInfo, decode, decode_into, parse_raw,
-};
-pub use sanitize::{Clean, sanitize};
+pub use codex::methods;
+pub use fact::{Fact, Lowered, Origin, OriginInfo, Subject, Weight};
+pub use json::{Str, parse_raw};
+pub use lower::{Stream, lower};
+pub use malformed::{Malformed, Shape};
+pub use record::{Decoded, Line, decode, decode_into};
+pub use sanitize::{Clean, CleanStr, sanitize};
+pub use time::iso8601_ms;

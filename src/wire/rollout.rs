@@ -1,23 +1,31 @@
 //! Codex rollout files: what the plain `codex` command line (and the app-server) writes for every
 //! session under `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<threadId>.jsonl`, one file per
 //! thread. Lines are `{"timestamp", "type", "payload"}`; only the first, `session_meta`, names its
-//! thread (a child's also its parent), so the router attributes a file's later lines to the thread
-//! of the `session_meta` before them.
+//! thread (a child's also its parent): a file's later lines belong to the thread of the
+//! `session_meta` before them, else to the thread its name tells (its [`Origin`]).
 //!
-//! A rollout line becomes a [`Message`] whose method is `rollout/<type>` (with the payload's own
-//! type for `response_item` and `event_msg`: `rollout/event_msg/token_count`).
+//! `response_item`s are the transcript (messages, reasoning, function calls and their outputs),
+//! `event_msg` `token_count` the usage (cumulative, merged with `max` as for the app-server),
+//! `task_started` / `task_complete` the turns.
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::claude::iso8601_ms;
-use super::decode::{Message, Str, opt_str};
+use super::codex::message::ThreadSpawn;
+use super::fact::{
+    Breakdown, CleanStr, ContextFill, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
+    Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome,
+    TurnRef, TurnStarted, Usage, Via, Weight,
+};
+use super::json::{Str, opt_str, req_str};
+use super::sanitize;
+use super::time::iso8601_ms;
 
 #[derive(Debug, Deserialize)]
 pub struct RolloutLine<'a> {
-    #[serde(rename = "type", borrow, deserialize_with = "super::decode::req_str")]
+    #[serde(rename = "type", borrow, deserialize_with = "req_str")]
     pub kind: Str<'a>,
     #[serde(borrow, default)]
     pub payload: Option<&'a RawValue>,
@@ -51,11 +59,11 @@ struct Source<'a> {
 #[derive(Debug, Default, Deserialize)]
 struct SubAgent<'a> {
     #[serde(borrow, default)]
-    thread_spawn: Option<super::decode::ThreadSpawn<'a>>,
+    thread_spawn: Option<ThreadSpawn<'a>>,
 }
 
 impl<'a> SessionMeta<'a> {
-    pub fn spawn(&self) -> Option<super::decode::ThreadSpawn<'a>> {
+    pub fn spawn(&self) -> Option<ThreadSpawn<'a>> {
         let raw = self.source?.get();
         if !raw.starts_with('{') {
             return None;
@@ -84,50 +92,339 @@ impl<'a> RolloutLine<'a> {
     }
 }
 
-/// Builds the message of a rollout line; `None` when it is not one.
-pub(super) fn message(text: &str) -> Option<Message<'_>> {
+impl RolloutLine<'_> {
+    pub fn time(&self) -> Option<i64> {
+        self.timestamp.as_deref().and_then(iso8601_ms)
+    }
+}
+
+/// Parses a rollout line; `None` when it is not one (its `type` is not a string).
+pub fn parse(text: &str) -> Option<RolloutLine<'_>> {
+    serde_json::from_str(text).ok()
+}
+
+/// Which file's lines are being read, and the thread its `session_meta` named: the lines after it
+/// are that thread's, until records come from another file.
+#[derive(Debug, Default)]
+pub struct Follow {
+    origin: Origin,
+    thread: Option<Box<str>>,
+}
+
+impl Follow {
+    fn thread_for(&mut self, origin: &Origin, named: Option<&str>) -> Option<Box<str>> {
+        if self.origin != *origin {
+            self.origin = origin.clone();
+            self.thread = None;
+        }
+        if let Some(id) = named {
+            self.thread = Some(id.into());
+        }
+        self.thread.clone().or_else(|| origin.thread().map(Into::into))
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Payload<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    role: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    content: Option<Vec<Part<'a>>>,
+    #[serde(borrow, default)]
+    summary: Option<Vec<Part<'a>>>,
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    arguments: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    call_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    turn_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    model: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    thread_settings: Option<Settings<'a>>,
+    #[serde(default)]
+    info: Option<Info>,
+}
+
+#[derive(Deserialize, Default)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Str<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Settings<'a> {
+    #[serde(borrow, default)]
+    model: Option<Str<'a>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct Info {
+    #[serde(default)]
+    total_token_usage: Option<TokenCounts>,
+    #[serde(default)]
+    last_token_usage: Option<TokenCounts>,
+    #[serde(default)]
+    model_context_window: Option<u64>,
+}
+
+/// The app-server's breakdown in snake_case (the field names are the format's).
+#[allow(clippy::struct_field_names)]
+#[derive(Deserialize, Default, Clone, Copy)]
+struct TokenCounts {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cached_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_write_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    reasoning_output_tokens: Option<u64>,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+impl TokenCounts {
+    fn breakdown(self) -> Breakdown {
+        Breakdown {
+            total_tokens: self.total_tokens,
+            input_tokens: self.input_tokens,
+            cached_input_tokens: self.cached_input_tokens,
+            cache_write_input_tokens: self.cache_write_input_tokens,
+            cache_write_1h_input_tokens: None,
+            output_tokens: self.output_tokens,
+            reasoning_output_tokens: self.reasoning_output_tokens,
+        }
+    }
+}
+
+fn joined(parts: Option<&Vec<Part<'_>>>) -> String {
+    parts.map(|p| p.iter().filter_map(|p| p.text.as_deref()).collect::<Vec<_>>().join("\n\n")).unwrap_or_default()
+}
+
+/// A function call's arguments, for its title.
+#[derive(Deserialize, Default)]
+struct Arguments<'a> {
+    #[serde(borrow, default)]
+    cmd: Option<Str<'a>>,
+    #[serde(default)]
+    command: Option<serde_json::Value>,
+    #[serde(borrow, default)]
+    message: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    target: Option<Str<'a>>,
+}
+
+/// Lowers one rollout line into `out` (whose time and raw text the caller has set).
+pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow, out: &mut Lowered<'l>) {
     #[derive(Deserialize)]
     struct Kind<'a> {
         #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
         kind: Option<Str<'a>>,
     }
-    let line: RolloutLine<'_> = serde_json::from_str(text).ok()?;
+    out.format = Format::CodexRollout;
     let sub = match &*line.kind {
         "response_item" | "event_msg" => line.payload::<Kind<'_>>().and_then(|k| k.kind),
         _ => None,
     };
-    let method = match sub {
-        Some(sub) => format!("rollout/{}/{sub}", line.kind),
-        None => format!("rollout/{}", line.kind),
+    let sub = sub.as_deref().unwrap_or("");
+    let meta = line.session_meta();
+    let Some(thread) = follow.thread_for(origin, meta.as_ref().and_then(|m| m.id.as_deref())) else {
+        // No file and no `session_meta` yet: nothing tells whose line it is.
+        out.subject = Subject::Global;
+        let method =
+            if sub.is_empty() { format!("rollout/{}", line.kind) } else { format!("rollout/{}/{sub}", line.kind) };
+        out.facts.push(Fact::Notice(Notice { method: sanitize(&method).into(), message: None }));
+        return;
     };
-    let mut msg = Message {
-        method: Some(Cow::Owned(method)),
-        emitted_at_ms: line.timestamp.as_deref().and_then(iso8601_ms),
-        ..Message::default()
+    out.weight = match (&*line.kind, sub) {
+        ("event_msg", "task_complete" | "turn_aborted") => Weight::Closing,
+        ("session_meta" | "turn_context" | "world_state" | "token_usage_record", _)
+        | ("event_msg", "token_count" | "task_started" | "thread_settings_applied") => Weight::Noise,
+        _ => Weight::Output,
     };
-    if let Some(meta) = line.session_meta() {
-        msg.params.thread_id = meta.id.map(|id| Cow::Owned(id.into_owned()));
+    let id: Id<'l> = Cow::Owned(thread.into_string());
+    if let Some(meta) = &meta {
+        let parentage = match meta.parent() {
+            Some(parent) => Parentage::Child { parent, via: Via::ThreadStarted, card: None },
+            None => Parentage::Root,
+        };
+        let mut fact = ThreadFact::new(id.clone(), parentage);
+        fact.nickname = meta.agent_nickname.as_deref().filter(|n| !n.is_empty()).map(sanitize);
+        fact.role = meta.agent_role.as_deref().filter(|n| !n.is_empty()).map(sanitize);
+        out.facts.push(Fact::Thread(Box::new(fact)));
     }
-    msg.rollout = Some(Box::new(line));
-    Some(msg)
+    out.subject = Subject::Thread(id);
+    let time = out.time;
+    let facts = &mut out.facts;
+    let Some(p) = line.payload::<Payload<'_>>() else { return };
+    let status = |status| Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Set(status) });
+    let model = |m: Option<&str>| {
+        m.filter(|m| !m.is_empty())
+            .map(|m| Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m).to_clean().into() }))
+    };
+    let kind = p.kind.as_deref().unwrap_or_default();
+    match (&*line.kind, kind) {
+        ("turn_context", _) => facts.extend(model(p.model.as_deref())),
+        ("event_msg", "thread_settings_applied") => {
+            facts.extend(model(p.thread_settings.as_ref().and_then(|s| s.model.as_deref())));
+        }
+        ("event_msg", "task_started") => {
+            let turn = p.turn_id.as_deref().map_or(Cow::Borrowed("turn"), |t| Cow::Owned(t.to_owned()));
+            facts.push(Fact::TurnStarted(TurnStarted { turn: Some(turn), own_root_turn: false, ends_previous: false }));
+            facts.push(status(Status::Running));
+        }
+        ("event_msg", "task_complete" | "turn_aborted") => {
+            let aborted = kind == "turn_aborted";
+            facts.push(Fact::TurnEnded(TurnEnded {
+                turn: TurnRef::IdOrLatest(p.turn_id.as_deref().map(|t| Cow::Owned(t.to_owned()))),
+                outcome: Some(if aborted { TurnOutcome::Interrupted } else { TurnOutcome::Completed }),
+                error: None,
+            }));
+        }
+        ("event_msg", "token_count") => {
+            let Some(info) = p.info else { return };
+            let context = match (info.last_token_usage.and_then(|l| l.total_tokens), info.model_context_window) {
+                (Some(used), Some(window)) => Some(ContextFill { used, window }),
+                _ => None,
+            };
+            facts.push(Fact::Usage(Usage::Cumulative {
+                total: info.total_token_usage.map(TokenCounts::breakdown),
+                context,
+            }));
+        }
+        ("response_item", "message") => {
+            // The instructions Codex sends as developer messages are not the conversation.
+            let item_kind = match p.role.as_deref() {
+                Some("assistant") => ItemKind::AgentMessage,
+                Some("user") => ItemKind::UserMessage,
+                _ => return,
+            };
+            let text = sanitize(&joined(p.content.as_ref()));
+            facts.push(item(p.id.as_deref(), item_kind, time, |f| {
+                f.text = Some(text);
+                f.status = Some(ItemStatus::Completed);
+            }));
+        }
+        ("response_item", "reasoning") => {
+            let text = sanitize(&joined(p.summary.as_ref()));
+            facts.push(item(p.id.as_deref(), ItemKind::Reasoning, time, |f| {
+                f.text = Some(text);
+                f.status = Some(ItemStatus::Completed);
+            }));
+        }
+        ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
+            let name = p.name.as_deref().unwrap_or("tool");
+            let args: Arguments<'_> =
+                p.arguments.as_deref().and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
+            let command = args.cmd.as_deref().map(str::to_owned).or_else(|| match &args.command {
+                Some(serde_json::Value::String(s)) => Some(s.clone()),
+                Some(serde_json::Value::Array(a)) => {
+                    Some(a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "))
+                }
+                _ => None,
+            });
+            let (item_kind, tool, title) = match name {
+                "spawn_agent" => {
+                    (ItemKind::Collab, Some("spawnAgent"), args.message.as_deref().unwrap_or_default().to_owned())
+                }
+                "wait_agent" | "wait" => (ItemKind::Collab, Some("wait"), String::new()),
+                "send_input" | "send_message" => {
+                    (ItemKind::Collab, Some("sendInput"), args.message.as_deref().unwrap_or_default().to_owned())
+                }
+                "close_agent" => {
+                    (ItemKind::Collab, Some("closeAgent"), args.target.as_deref().unwrap_or_default().to_owned())
+                }
+                _ if command.is_some() => (ItemKind::Command, None, command.unwrap_or_default()),
+                _ => (ItemKind::DynamicTool, None, name.to_owned()),
+            };
+            facts.push(item(p.call_id.as_deref().or(p.id.as_deref()), item_kind, time, |f| {
+                f.title = Some(sanitize(&title));
+                f.tool = tool.map(sanitize);
+                f.status = Some(ItemStatus::InProgress);
+            }));
+        }
+        ("response_item", "function_call_output" | "custom_tool_call_output") => {
+            let Some(call) = p.call_id.as_deref() else { return };
+            let output =
+                p.output.map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
+            let mut fact = ItemFact {
+                id: Some(Cow::Owned(call.to_owned())),
+                update_only: true,
+                text: output.map(|o| sanitize(&o)),
+                text_rule: TextRule::Output,
+                status: Some(ItemStatus::Completed),
+                completed_ms: time,
+                ..ItemFact::default()
+            };
+            fact.turn = None;
+            facts.push(Fact::Item(Box::new(fact)));
+        }
+        _ => {}
+    }
 }
 
+/// A transcript item, filed under the thread's latest turn. Items without an id of their own are
+/// told apart by the line that brought them.
+fn item<'l>(id: Option<&str>, kind: ItemKind, time: Option<i64>, fill: impl FnOnce(&mut ItemFact<'l>)) -> Fact<'l> {
+    let mut fact = ItemFact {
+        id: id.map(|i| Cow::Owned(i.to_owned())),
+        turn: Some(TurnRef::Latest),
+        kind: Some(kind),
+        text_rule: TextRule::Authoritative,
+        started_ms: time,
+        ..ItemFact::default()
+    };
+    fill(&mut fact);
+    Fact::Item(Box::new(fact))
+}
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lowered(text: &str, origin: &Origin, follow: &mut Follow, check: impl FnOnce(&Lowered<'_>)) {
+        let line = parse(text).expect("a rollout line");
+        let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
+        lower(&line, origin, follow, &mut out);
+        check(&out);
+    }
+
+    const META: &str = r#"{"timestamp":"2026-11-29T21:20:08.513Z","type":"session_meta","payload":{"id":"c","parent_thread_id":"p","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_nickname":"Kant"}}},"agent_nickname":"Kant"}}"#;
+    const COUNT: &str = r#"{"timestamp":"2026-11-29T21:20:09.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"total_tokens":7},"last_token_usage":{"total_tokens":7},"model_context_window":100}}}"#;
+
     #[test]
-    fn lines_become_messages() {
-        let meta = r#"{"timestamp":"2026-11-29T21:20:08.513Z","type":"session_meta","payload":{"id":"c","parent_thread_id":"p","source":{"subagent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_nickname":"Kant"}}},"agent_nickname":"Kant"}}"#;
-        let m = message(meta).unwrap();
-        assert_eq!(m.method(), Some("rollout/session_meta"));
-        assert_eq!(m.thread_id(), Some("c"));
-        let line = m.rollout.as_ref().unwrap();
-        assert_eq!(line.session_meta().unwrap().parent().as_deref(), Some("p"));
-        let count = r#"{"timestamp":"2026-11-29T21:20:09.000Z","type":"event_msg","payload":{"type":"token_count","info":null}}"#;
-        let m = message(count).unwrap();
-        assert_eq!(m.method(), Some("rollout/event_msg/token_count"));
-        assert_eq!(m.thread_id(), None, "only session_meta names its thread");
-        assert!(m.emitted_at_ms.is_some());
+    fn session_meta_announces_its_thread_and_owns_the_lines_after_it() {
+        let mut follow = Follow::default();
+        lowered(META, &Origin::NONE, &mut follow, |l| {
+            assert_eq!(l.subject, Subject::Thread("c".into()));
+            assert_eq!(l.weight, Weight::Noise);
+            let Some(Fact::Thread(t)) = l.facts.iter().next() else { panic!() };
+            assert!(matches!(&t.parentage, Parentage::Child { parent, via: Via::ThreadStarted, .. } if parent == "p"));
+            assert_eq!(t.nickname.as_ref().map(super::super::Clean::as_str), Some("Kant"));
+        });
+        lowered(COUNT, &Origin::NONE, &mut follow, |l| {
+            assert_eq!(l.subject, Subject::Thread("c".into()), "the thread of the session_meta before it");
+            assert!(l.time.is_some());
+            assert!(
+                matches!(l.facts.iter().next(), Some(Fact::Usage(Usage::Cumulative { context: Some(c), .. })) if c.window == 100)
+            );
+        });
+    }
+
+    #[test]
+    fn a_line_names_no_thread_but_its_file_may() {
+        lowered(COUNT, &Origin::NONE, &mut Follow::default(), |l| assert_eq!(l.subject, Subject::Global));
+        let file = Origin::new(crate::wire::OriginInfo { thread: Some("t".into()), ..Default::default() });
+        lowered(COUNT, &file, &mut Follow::default(), |l| assert_eq!(l.subject, Subject::Thread("t".into())));
     }
 }

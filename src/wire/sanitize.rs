@@ -1,6 +1,7 @@
 //! Untrusted text (model output, command output, file names) made safe for a terminal, once, where
 //! it enters the model. Only [`Clean`] reaches a widget, so raw text cannot get there by accident.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides and no
@@ -54,6 +55,12 @@ impl Clean {
     }
 }
 
+impl AsRef<str> for Clean {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Debug for Clean {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
@@ -90,22 +97,48 @@ fn is_invisible_control(c: char) -> bool {
         | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of every byte of a word that may be below 0x20 or at 0x7f and above: a byte below
+/// 0x20 borrows into its clear high bit; one at 0x7f or above has its high bit set once 1 is
+/// added. Never misses such a byte; may flag a plain one.
+fn suspects(x: u64) -> u64 {
+    (x.wrapping_sub(ONES * 0x20) & !x | x.wrapping_add(ONES) | x) & HIGHS
+}
+
 /// Whether every byte is printable ASCII, newline or tab: the text of nearly every delta.
 /// Eight bytes at a time (SWAR); a word that may hold anything else is checked byte by byte.
 fn is_plain(raw: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut words = raw.chunks_exact(8);
     for word in &mut words {
         let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        // A byte below 0x20 borrows into its clear high bit; one at 0x7f or above has its high
-        // bit set once 1 is added. Neither test misses a byte; both may flag a plain one.
-        let suspect = (x.wrapping_sub(ONES * 0x20) & !x | x.wrapping_add(ONES) | x) & HIGHS;
-        if suspect != 0 && !word.iter().copied().all(is_plain_ascii) {
+        if suspects(x) != 0 && !word.iter().copied().all(is_plain_ascii) {
             return false;
         }
     }
     words.remainder().iter().copied().all(is_plain_ascii)
+}
+
+/// A byte that may begin what the sanitiser drops: a C0 control but `\n` and `\t`, DEL, or the
+/// lead byte of a C1 control (0xC2), U+061C (0xD8), U+180E (0xE1), a bidi or zero-width control
+/// (0xE2) or U+FEFF (0xEF). Never a UTF-8 continuation byte, so always on a char boundary.
+fn may_drop(b: u8) -> bool {
+    (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef)
+}
+
+/// The first byte at or after `from` that [`may_drop`], else the end; eight bytes at a time.
+fn next_suspect(raw: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while let Some(word) = raw.get(i..i + 8) {
+        if suspects(u64::from_le_bytes(word.try_into().expect("eight bytes"))) != 0 {
+            if let Some(k) = word.iter().position(|&b| may_drop(b)) {
+                return i + k;
+            }
+        }
+        i += 8;
+    }
+    raw[i..].iter().position(|&b| may_drop(b)).map_or(raw.len(), |k| i + k)
 }
 
 fn push_sanitized(out: &mut String, raw: &str) {
@@ -113,33 +146,70 @@ fn push_sanitized(out: &mut String, raw: &str) {
         out.push_str(raw);
         return;
     }
-    let mut chars = raw.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            ESC => match chars.next() {
-                Some('[') => skip_csi(&mut chars),
-                Some(']' | 'P' | 'X' | '^' | '_') => skip_string(&mut chars),
-                // Two-character escapes (ESC 7, ESC c, ESC ( B …): the intermediate bytes and
-                // the final byte go together.
-                Some(' '..='/') => {
-                    while chars.next_if(|c| (' '..='/').contains(c)).is_some() {}
-                    chars.next();
-                }
-                _ => {}
-            },
-            '\u{9b}' => skip_csi(&mut chars),
-            '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if c.is_control() => {}
-            c if is_invisible_control(c) => {}
-            c => out.push(c),
+    // Text that cannot hold a control (accents, CJK, emoji) is copied a run at a time; only a
+    // char that may be one, and the sequence it may introduce, goes through the rules.
+    let mut at = 0;
+    while at < raw.len() {
+        let next = next_suspect(raw.as_bytes(), at);
+        out.push_str(&raw[at..next]);
+        let mut chars = Cursor { text: raw, at: next };
+        if let Some(c) = chars.next() {
+            one_char(out, c, &mut chars);
         }
+        at = chars.at;
+    }
+}
+
+/// A position in a text, read a char at a time.
+struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<char> {
+        self.text[self.at..].chars().next()
+    }
+
+    fn next(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.at += c.len_utf8();
+        Some(c)
+    }
+
+    fn next_if(&mut self, f: impl FnOnce(char) -> bool) -> Option<char> {
+        let c = self.peek().filter(|&c| f(c))?;
+        self.at += c.len_utf8();
+        Some(c)
+    }
+}
+
+/// One char of text that is not plain, with what it introduces.
+fn one_char(out: &mut String, c: char, chars: &mut Cursor<'_>) {
+    match c {
+        '\n' | '\t' => out.push(c),
+        ESC => match chars.next() {
+            Some('[') => skip_csi(chars),
+            Some(']' | 'P' | 'X' | '^' | '_') => skip_string(chars),
+            // Two-character escapes (ESC 7, ESC c, ESC ( B …): the intermediate bytes and
+            // the final byte go together.
+            Some(' '..='/') => {
+                while chars.next_if(|c| (' '..='/').contains(&c)).is_some() {}
+                chars.next();
+            }
+            _ => {}
+        },
+        '\u{9b}' => skip_csi(chars),
+        '\u{9d}' | '\u{90}' | '\u{98}' | '\u{9e}' | '\u{9f}' => skip_string(chars),
+        c if c.is_control() => {}
+        c if is_invisible_control(c) => {}
+        c => out.push(c),
     }
 }
 
 /// CSI: parameter and intermediate bytes, then one final byte in `@`..=`~`.
-fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
-    for c in chars.by_ref() {
+fn skip_csi(chars: &mut Cursor<'_>) {
+    while let Some(c) = chars.next() {
         if ('\u{40}'..='\u{7e}').contains(&c) || c.is_control() && c != '\u{7f}' {
             return;
         }
@@ -147,9 +217,9 @@ fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 }
 
 /// OSC, DCS, SOS, PM, APC: a body ended by BEL, ST (`ESC \`) or the 8-bit ST.
-fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+fn skip_string(chars: &mut Cursor<'_>) {
     let mut taken = 0;
-    while let Some(&c) = chars.peek() {
+    while let Some(c) = chars.peek() {
         if taken >= MAX_STRING_BODY {
             return;
         }
@@ -158,11 +228,57 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
         match c {
             BEL | '\u{9c}' => return,
             ESC => {
-                chars.next_if_eq(&'\\');
+                chars.next_if(|c| c == '\\');
                 return;
             }
             _ => {}
         }
+    }
+}
+
+/// Text through the sanitiser that borrows its input when that was clean already (nearly every
+/// stream delta): what a lowered fact carries, so clean text is not copied twice.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct CleanStr<'a>(Cow<'a, str>);
+
+impl<'a> CleanStr<'a> {
+    pub fn new(raw: &'a str) -> Self {
+        if is_plain(raw.as_bytes()) { Self(Cow::Borrowed(raw)) } else { Self(Cow::Owned(sanitize(raw).0)) }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn into_clean(self) -> Clean {
+        Clean(self.0.into_owned())
+    }
+
+    pub fn to_clean(&self) -> Clean {
+        Clean(self.0.as_ref().to_owned())
+    }
+}
+
+impl From<Clean> for CleanStr<'_> {
+    fn from(c: Clean) -> Self {
+        Self(Cow::Owned(c.0))
+    }
+}
+
+impl fmt::Debug for CleanStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Clean {
+    /// Appends text that is clean already.
+    pub fn push_clean(&mut self, text: &CleanStr<'_>) {
+        self.0.push_str(&text.0);
     }
 }
 
@@ -203,7 +319,35 @@ mod tests {
         assert_eq!(sanitize(&long).len(), 12, "the body is swallowed up to its bound, then text shows again");
     }
 
+    /// The rules one char at a time, as the sanitiser applied them before it copied runs.
+    fn char_by_char(raw: &str) -> String {
+        let mut out = String::new();
+        let mut chars = Cursor { text: raw, at: 0 };
+        while let Some(c) = chars.next() {
+            one_char(&mut out, c, &mut chars);
+        }
+        out
+    }
+
     proptest! {
+        #[test]
+        fn runs_copied_whole_give_what_the_rules_give(parts in proptest::collection::vec(
+            prop_oneof![Just("\x1b"), Just("["), Just("]"), Just("\x07"), Just("\u{9b}"), Just("\u{9c}"),
+                        Just("\\"), Just("P"), Just("("), Just("a"), Just("0;"), Just("\u{202e}"), Just("\u{2066}"),
+                        Just("\u{200b}"), Just("\u{feff}"), Just("\u{61c}"), Just("\u{180e}"), Just("\u{85}"),
+                        Just("\u{a9}"), Just("\u{2014}"), Just("é"), Just("日本"), Just("🦀"), Just("\r"), Just("\n"),
+                        Just("\t"), Just("\x7f"), Just("\x01"), Just("plain text ")], 0..60)) {
+            let s: String = parts.concat();
+            let clean = sanitize(&s);
+            prop_assert_eq!(clean.as_str(), char_by_char(&s));
+        }
+
+        #[test]
+        fn any_text_gives_what_the_rules_give(s in any::<String>()) {
+            let clean = sanitize(&s);
+            prop_assert_eq!(clean.as_str(), char_by_char(&s));
+        }
+
         #[test]
         fn word_check_agrees_with_bytes(s in proptest::collection::vec(any::<u8>(), 0..40)) {
             prop_assert_eq!(is_plain(&s), s.iter().copied().all(is_plain_ascii));

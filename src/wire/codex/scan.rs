@@ -12,7 +12,10 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::decode::{Breakdown, Item, Message, Params, ShapeKeys, Str, TokenUsage, TopRest, wants_full_params};
+use super::message::{Item, Message, Params, TokenUsage, TopRest, wants_full_params};
+use crate::wire::fact::Breakdown;
+use crate::wire::json::Str;
+use crate::wire::malformed::ShapeKeys;
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
 const MAX_DEPTH: usize = 100;
@@ -535,7 +538,7 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
             "threadSettings" => {
                 #[derive(serde::Deserialize)]
                 struct Settings<'a> {
-                    #[serde(borrow, default, deserialize_with = "super::decode::opt_str")]
+                    #[serde(borrow, default, deserialize_with = "crate::wire::json::opt_str")]
                     model: Option<Str<'a>>,
                 }
                 p.rest_mut().settings_model = serde_part::<Option<Settings<'a>>>(s.value(2)?)?.and_then(|x| x.model);
@@ -557,7 +560,7 @@ fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
     s.opt_int()
 }
 
-/// The top level of a record, as [`super::decode::Top`]: the message's own members into `msg`,
+/// The top level of a record, as [`super::message::Top`]: the message's own members into `msg`,
 /// the rest into `top`. Both start empty.
 pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
     let mut s = Scanner::new(text);
@@ -577,11 +580,9 @@ pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRe
             }
             "result" => {
                 top.parts.result = Some(raw(s.value(1)?)?);
-                m.has_result_or_error = true;
             }
             "error" => {
                 s.value(1)?;
-                m.has_result_or_error = true;
             }
             "emittedAtMs" => m.emitted_at_ms = millis(s)?,
             "swarmtop" => {
@@ -618,8 +619,8 @@ pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRe
 
 /// [`top_into`] by value, for the tests.
 #[cfg(test)]
-fn top(text: &str) -> Scan<super::decode::Top<'_>> {
-    let mut t = super::decode::Top::default();
+fn top(text: &str) -> Scan<super::message::Top<'_>> {
+    let mut t = super::message::Top::default();
     top_into(text, &mut t.message, &mut t.rest)?;
     Some(t)
 }
@@ -647,15 +648,19 @@ mod tests {
 mod agreement {
     use proptest::prelude::*;
 
+    use super::super::message::{Top, finish, is_message, serde_only};
     use super::*;
-    use crate::wire::decode::{Top, finish, serde_only};
+    use crate::wire::malformed::Malformed;
 
     /// What the reducer reads of a line, for comparing the two paths.
     fn summary(t: Top<'_>) -> String {
         let Top { message: mut m, rest: t } = t;
         let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
-        if let Err(e) = finish(&mut m, t.parts, "") {
+        if let Err(e) = finish(&mut m, t.parts) {
             return format!("malformed {e:?}|{envelope}");
+        }
+        if !is_message(&m) {
+            return format!("malformed {:?}|{envelope}", Malformed::NotAMessage(t.parts.shape));
         }
         let p = &m.params;
         let r = p.rest();

@@ -27,10 +27,10 @@ fn names(text: &'static str) -> FxHashSet<&'static str> {
 }
 
 static LISTS: LazyLock<Lists> = LazyLock::new(|| Lists {
-    server_notifications: names(include_str!("../../assets/methods/server-notifications.txt")),
-    server_requests: names(include_str!("../../assets/methods/server-requests.txt")),
-    client_requests: names(include_str!("../../assets/methods/client-requests.txt")),
-    client_notifications: names(include_str!("../../assets/methods/client-notifications.txt")),
+    server_notifications: names(include_str!("../../../assets/methods/server-notifications.txt")),
+    server_requests: names(include_str!("../../../assets/methods/server-requests.txt")),
+    client_requests: names(include_str!("../../../assets/methods/client-requests.txt")),
+    client_notifications: names(include_str!("../../../assets/methods/client-notifications.txt")),
 });
 
 /// The methods the router and the model branch on, named once when a line is decoded: later

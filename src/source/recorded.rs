@@ -1,0 +1,367 @@
+//! A replay's records: where each one lies, not its bytes. Plain files are read back record by
+//! record when the replay applies them (issue 8: holding a 512 MB recording in memory cost
+//! 767 MB of RSS); what cannot be read back at an offset — stdin, `.gz`, the built-in demo — is
+//! kept in memory. With `--follow` the files are re-read as they grow, and new files in the
+//! followed directories join the replay.
+//!
+//! Record times are needed up front (the position bar's duration, seeking by time), so the
+//! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing
+//! of what records mean.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+use super::files::{self, Input, MAX_LINE, Record};
+use super::origin::Origin;
+
+/// Reads a record's time (unix ms), if it has one.
+pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;
+
+/// One record as the replay hands it out.
+pub enum Piece<'a> {
+    /// The records that follow come from another source, which can tell whose records they are
+    /// (a rollout file's name, a Claude sub-agent's file).
+    Source {
+        origin: &'a Origin,
+    },
+    Line(&'a [u8]),
+    TooLong {
+        len: usize,
+        head: &'a [u8],
+    },
+}
+
+pub struct Recorded {
+    pub name: String,
+    sources: Vec<Source>,
+    records: Vec<Rec>,
+    times: Vec<Option<i64>>,
+    /// The heads of over-long records (the rest is gone: only its length is kept).
+    heads: Vec<u8>,
+    /// Keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
+    pub follow: bool,
+    dirs: Vec<PathBuf>,
+    /// Start a few seconds before the first child registers (the demo), the opening applied at once.
+    pub start_at_action: bool,
+}
+
+struct Source {
+    path: Option<PathBuf>,
+    origin: Origin,
+    /// Bytes read so far (whole lines only), for following.
+    read: u64,
+    data: Backing,
+}
+
+enum Backing {
+    /// Records are read back at their offsets.
+    File(File),
+    /// Records are offsets into these bytes.
+    Memory(Vec<u8>),
+    Static(&'static [u8]),
+}
+
+#[derive(Clone, Copy)]
+enum Rec {
+    Line { at: u64, len: u32, source: u32 },
+    TooLong { len: usize, head: u32, head_len: u16, source: u32 },
+}
+
+impl Rec {
+    fn source(self) -> u32 {
+        match self {
+            Self::Line { source, .. } | Self::TooLong { source, .. } => source,
+        }
+    }
+}
+
+impl Recorded {
+    /// A recording compiled into the binary (the demo).
+    pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
+        let mut r = Self::empty(name.to_owned(), false);
+        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0, data: Backing::Static(data) });
+        let read = r.index(0, 0, data, time_of).expect("reading memory cannot fail");
+        r.sources[0].read = read;
+        r
+    }
+
+    fn empty(name: String, follow: bool) -> Self {
+        Self {
+            name,
+            sources: Vec::new(),
+            records: Vec::new(),
+            times: Vec::new(),
+            heads: Vec::new(),
+            follow,
+            dirs: Vec::new(),
+            start_at_action: false,
+        }
+    }
+
+    /// `paths` as the user named them (for the name shown), `inputs` as they expand.
+    pub fn from_inputs(paths: &[PathBuf], inputs: &[Input], follow: bool, time_of: TimeOf<'_>) -> io::Result<Self> {
+        // Named as the user named it: a directory by itself, not by its first file.
+        let shown = |p: &PathBuf| if p.as_os_str() == "-" { "stdin".to_owned() } else { p.display().to_string() };
+        let name = match (paths, inputs) {
+            ([one], _) => shown(one),
+            ([first, rest @ ..], _) => format!("{} (+{})", shown(first), rest.len()),
+            ([], [one, ..]) => one.name(),
+            ([], []) => String::new(),
+        };
+        let mut r = Self::empty(name, follow);
+        r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
+        for input in inputs {
+            r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
+        }
+        Ok(r)
+    }
+
+    fn add_source(&mut self, input: &Input, time_of: TimeOf<'_>) -> io::Result<()> {
+        let path = match input {
+            Input::File(p) => Some(p.clone()),
+            Input::Stdin => None,
+        };
+        let plain = match input {
+            Input::File(p) => {
+                let mut f = File::open(p)?;
+                let mut magic = [0u8; 2];
+                let n = f.read(&mut magic)?;
+                f.seek(SeekFrom::Start(0))?;
+                // Gzip cannot be read back at an offset: those are decompressed into memory.
+                (n < 2 || magic != [0x1f, 0x8b]).then_some(f)
+            }
+            Input::Stdin => None,
+        };
+        let source = self.sources.len();
+        let origin = files::origin(input);
+        if let Some(file) = plain {
+            let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
+            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file) });
+            let read = self.index(source, 0, reader, time_of)?;
+            self.sources[source].read = read;
+        } else {
+            let mut bytes = Vec::new();
+            files::open(input)?.read_to_end(&mut bytes)?;
+            let read = bytes.len() as u64;
+            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()) });
+            self.index(source, 0, bytes.as_slice(), time_of)?;
+            self.sources[source].data = Backing::Memory(bytes);
+            self.sources[source].read = read;
+        }
+        Ok(())
+    }
+
+    /// Notes the records of `reader`, which starts at byte `base` of the source; returns the bytes read.
+    fn index(&mut self, source: usize, base: u64, reader: impl BufRead, time_of: TimeOf<'_>) -> io::Result<u64> {
+        let src = u32::try_from(source).unwrap_or(u32::MAX);
+        let (records, times, heads) = (&mut self.records, &mut self.times, &mut self.heads);
+        files::read_records_at(reader, MAX_LINE, |at, record| match record {
+            Record::Line(line) => {
+                records.push(Rec::Line {
+                    at: base + at,
+                    len: u32::try_from(line.len()).unwrap_or(u32::MAX),
+                    source: src,
+                });
+                times.push(time_of(line));
+            }
+            Record::TooLong { len, head } => {
+                let start = u32::try_from(heads.len()).unwrap_or(u32::MAX);
+                heads.extend_from_slice(head);
+                records.push(Rec::TooLong { len, head: start, head_len: head.len() as u16, source: src });
+                times.push(None);
+            }
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Every record's time (unix ms, `None` when it has none), in order.
+    pub fn times(&self) -> &[Option<i64>] {
+        &self.times
+    }
+
+    /// Hands out the records of `range` in order, with a [`Piece::Source`] before the first and
+    /// whenever the source changes (records of followed files can alternate). Consecutive records
+    /// of a file are read back with one read.
+    pub fn each(&self, range: Range<usize>, mut visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
+        let range = range.start.min(self.records.len())..range.end.min(self.records.len());
+        let mut buf: Vec<u8> = Vec::new();
+        let mut current = None;
+        let mut next = range.start;
+        while next < range.end {
+            let rec = self.records[next];
+            let source = rec.source() as usize;
+            if current != Some(source) {
+                current = Some(source);
+                visit(Piece::Source { origin: &self.sources[source].origin });
+            }
+            match rec {
+                Rec::TooLong { len, head, head_len, .. } => {
+                    let head = &self.heads[head as usize..head as usize + usize::from(head_len)];
+                    visit(Piece::TooLong { len, head });
+                    next += 1;
+                }
+                Rec::Line { at, len, .. } => match &self.sources[source].data {
+                    Backing::Memory(bytes) => {
+                        visit(Piece::Line(slice(bytes, at, len)));
+                        next += 1;
+                    }
+                    Backing::Static(bytes) => {
+                        visit(Piece::Line(slice(bytes, at, len)));
+                        next += 1;
+                    }
+                    Backing::File(file) => {
+                        // The run of lines of this file that follow: one read for all of them.
+                        let mut end = next + 1;
+                        let mut last = (at, len);
+                        while end < range.end {
+                            match self.records[end] {
+                                Rec::Line { at: off, len: n, source: src }
+                                    if src as usize == source && off >= last.0 =>
+                                {
+                                    last = (off, n);
+                                    end += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        let span = (last.0 + u64::from(last.1) - at) as usize;
+                        buf.resize(span, 0);
+                        file.read_exact_at(&mut buf, at)?;
+                        for rec in &self.records[next..end] {
+                            if let Rec::Line { at: off, len: n, .. } = *rec {
+                                visit(Piece::Line(slice(&buf, off - at, n)));
+                            }
+                        }
+                        next = end;
+                    }
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what followed files gained since last time (whole lines only), and files that have
+    /// appeared in followed directories since (a new session's rollout, say); returns how many
+    /// records were added.
+    /// What `--follow` watches: every file read and every folder given.
+    pub fn watch_paths(&self) -> Vec<PathBuf> {
+        self.sources.iter().filter_map(|s| s.path.clone()).chain(self.dirs.iter().cloned()).collect()
+    }
+
+    pub fn follow_growth(&mut self, time_of: TimeOf<'_>) -> usize {
+        let before = self.records.len();
+        for source in 0..self.sources.len() {
+            let Some(path) = self.sources[source].path.clone() else { continue };
+            let Ok(mut file) = File::open(&path) else { continue };
+            let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
+            let read = self.sources[source].read;
+            if len < read {
+                // Truncated or replaced: what is new starts at its beginning.
+                self.sources[source].read = 0;
+                if let Backing::Memory(bytes) = &mut self.sources[source].data {
+                    bytes.clear();
+                }
+            }
+            let read = self.sources[source].read;
+            if len == read || file.seek(SeekFrom::Start(read)).is_err() {
+                continue;
+            }
+            let mut buf = Vec::new();
+            if file.take(len - read).read_to_end(&mut buf).is_err() {
+                continue;
+            }
+            let Some(end) = buf.iter().rposition(|&b| b == b'\n') else { continue };
+            buf.truncate(end + 1);
+            self.sources[source].read += buf.len() as u64;
+            let base = match &mut self.sources[source].data {
+                Backing::Memory(bytes) => {
+                    let base = bytes.len() as u64;
+                    bytes.extend_from_slice(&buf);
+                    base
+                }
+                Backing::File(_) | Backing::Static(_) => read,
+            };
+            let _ = self.index(source, base, buf.as_slice(), time_of);
+        }
+        if !self.dirs.is_empty() {
+            let known: std::collections::HashSet<PathBuf> =
+                self.sources.iter().filter_map(|s| s.path.clone()).collect();
+            if let Ok(found) = files::expand(&self.dirs) {
+                for input in found {
+                    if matches!(&input, Input::File(p) if !known.contains(p)) {
+                        let _ = self.add_source(&input, time_of);
+                    }
+                }
+            }
+        }
+        self.records.len() - before
+    }
+}
+
+fn slice(bytes: &[u8], at: u64, len: u32) -> &[u8] {
+    let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
+    let end = start.saturating_add(len as usize).min(bytes.len());
+    &bytes[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(r: &Recorded, range: Range<usize>) -> Vec<String> {
+        let mut out = Vec::new();
+        r.each(range, |p| match p {
+            Piece::Source { .. } => out.push("|".to_owned()),
+            Piece::Line(l) => out.push(String::from_utf8_lossy(l).into_owned()),
+            Piece::TooLong { len, .. } => out.push(format!("too long {len}")),
+        })
+        .expect("read");
+        out
+    }
+
+    #[test]
+    fn a_file_is_read_back_at_its_offsets_and_follows_growth() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.ndjson");
+        std::fs::write(&path, "one\n\ntwo\nthree\n").expect("write");
+        let time = |l: &[u8]| i64::try_from(l.len()).ok();
+        let mut r = Recorded::from_inputs(std::slice::from_ref(&path), &[Input::File(path.clone())], true, &time)
+            .expect("load");
+        assert!(matches!(r.sources[0].data, Backing::File(_)), "a plain file is not held in memory");
+        assert_eq!(r.times(), [Some(3), Some(3), Some(5)]);
+        assert_eq!(lines_of(&r, 0..3), ["|", "one", "two", "three"]);
+        assert_eq!(lines_of(&r, 1..2), ["|", "two"]);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
+        std::io::Write::write_all(&mut f, b"four\nfi").expect("append");
+        assert_eq!(r.follow_growth(&time), 1, "whole lines only");
+        assert_eq!(lines_of(&r, 3..4), ["|", "four"]);
+        std::io::Write::write_all(&mut f, b"ve\n").expect("append");
+        assert_eq!(r.follow_growth(&time), 1);
+        assert_eq!(lines_of(&r, 0..5), ["|", "one", "two", "three", "four", "five"]);
+    }
+
+    #[test]
+    fn gzip_and_static_data_are_kept_in_memory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.ndjson.gz");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, b"x\ny\n").expect("gz");
+        std::fs::write(&path, gz.finish().expect("gz")).expect("write");
+        let none = |_: &[u8]| None;
+        let r = Recorded::from_inputs(std::slice::from_ref(&path), &[Input::File(path.clone())], false, &none)
+            .expect("load");
+        assert_eq!(lines_of(&r, 0..2), ["|", "x", "y"]);
+        let s = Recorded::from_static("demo", b"a\nb\n", &none);
+        assert_eq!(lines_of(&s, 0..2), ["|", "a", "b"]);
+    }
+}

@@ -1,0 +1,94 @@
+//! What an agent is called on screen. A child's nickname often arrives late or never (with
+//! `thread/read` only), so until then it is named by what was known when it was spawned: its
+//! role, the agent type, or the task in its spawn prompt. A root is named by its first prompt.
+//! The id is secondary: shown only where room is left, never in place of the name.
+
+use crate::model::{ItemKind, Model, Thread};
+use crate::router::ThreadIdx;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    pub name: String,
+    /// The short id, when the name is not already it.
+    pub id: Option<String>,
+}
+
+pub fn of(model: &Model, idx: ThreadIdx) -> Label {
+    let t = model.thread(idx);
+    let own = t.nickname.is_some() || t.agent_path.is_some();
+    let known = if own {
+        None
+    } else if t.parent.is_some() {
+        spawned_as(model, t)
+    } else {
+        first_prompt(t).map(task_name)
+    };
+    match known {
+        Some(name) => Label { name, id: Some(t.name()) },
+        None => Label { name: t.name(), id: None },
+    }
+}
+
+/// The role, the agent type, or the first line of the prompt the parent spawned it with.
+fn spawned_as(model: &Model, t: &Thread) -> Option<String> {
+    if let Some(role) = t.agent_role.as_ref().filter(|r| !r.is_empty()) {
+        return Some(role.to_string());
+    }
+    let parent = model.threads.get(t.parent?.index())?;
+    let card = parent.item(t.card.as_deref()?)?;
+    if let Some(kind) = card.agent_type.as_ref().filter(|k| !k.is_empty()) {
+        return Some(kind.to_string());
+    }
+    first_line(card.title.as_str()).map(task_name)
+}
+
+/// A short name for a task from the first line of its prompt: a leading tag (`[task:scout] …`,
+/// `[tester] …`) names it; otherwise its first words do.
+pub fn task_name(line: &str) -> String {
+    if let Some(rest) = line.strip_prefix('[') {
+        if let Some((tag, _)) = rest.split_once(']') {
+            let name = tag.rsplit(':').next().unwrap_or(tag).trim();
+            if !name.is_empty() && name.len() <= 32 {
+                return name.to_owned();
+            }
+        }
+    }
+    // `scout: map the callers`: a one-word lead before a colon.
+    if let Some((head, rest)) = line.split_once(':') {
+        if !head.is_empty() && head.len() <= 24 && !head.contains(char::is_whitespace) && !rest.starts_with("//") {
+            return head.to_owned();
+        }
+    }
+    line.to_owned()
+}
+
+/// The first line of the user message that opened the thread's first turn.
+pub fn first_prompt(t: &Thread) -> Option<&str> {
+    prompt_of_turn(t, 0)
+}
+
+/// The first line of the user message that opened a turn, if the turn starts with one.
+pub fn prompt_of_turn(t: &Thread, turn: usize) -> Option<&str> {
+    let &first = t.turns.get(turn)?.items.first()?;
+    let item = t.items.get(first)?;
+    (item.kind == ItemKind::UserMessage).then(|| first_line(item.text.as_str())).flatten()
+}
+
+fn first_line(s: &str) -> Option<&str> {
+    s.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_name;
+
+    #[test]
+    fn a_leading_tag_names_the_task() {
+        assert_eq!(task_name("[task:scout] Find every call site"), "scout");
+        assert_eq!(task_name("[tester] run the suite"), "tester");
+        assert_eq!(task_name("Review src/http/middleware.rs"), "Review src/http/middleware.rs");
+        assert_eq!(task_name("[] odd"), "[] odd");
+        assert_eq!(task_name("CHILD-TASK-1: run a command"), "CHILD-TASK-1");
+        assert_eq!(task_name("see https://example.com"), "see https://example.com");
+    }
+}

@@ -1,0 +1,222 @@
+//! How an agent shows on screen, beyond its routing status (routing.md §6): whether a quiet
+//! parent is waiting on its children or truly stalled needs the activity of its whole subtree,
+//! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
+//! of 100k children must not overflow the stack).
+
+use crate::model::{ItemKind, Model, Status, Thread};
+use crate::router::ThreadIdx;
+
+/// What a thread's descendants are doing, for one model generation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Subtree {
+    /// Newest line time among the descendants (the thread itself excluded).
+    pub last_ms: Option<i64>,
+    /// Descendants whose own status is active.
+    pub active: u32,
+}
+
+/// [`Subtree`] of every thread, indexed like `model.threads`.
+#[derive(Debug, Default)]
+pub struct Activity {
+    of: Vec<Subtree>,
+    /// People needed: agents waiting for an approval or for input.
+    pub need_you: usize,
+    pub active: usize,
+    /// The newest line time of any thread.
+    pub newest_ms: Option<i64>,
+}
+
+impl Activity {
+    pub fn of(model: &Model) -> Self {
+        let n = model.threads.len();
+        let mut of = vec![Subtree::default(); n];
+        // Preorder from every top (a root, an orphan, a pending thread), then fold each thread
+        // into its parent from the leaves up: reversed preorder visits children before parents.
+        let mut order = Vec::with_capacity(n);
+        let mut stack: Vec<ThreadIdx> = Vec::new();
+        for (i, t) in model.threads.iter().enumerate() {
+            if t.parent.is_none_or(|p| p.index() >= n) {
+                stack.push(ThreadIdx(i as u32));
+                while let Some(at) = stack.pop() {
+                    order.push(at);
+                    stack.extend(model.thread(at).children.iter().copied().filter(|c| c.index() < n));
+                }
+            }
+        }
+        for &idx in order.iter().rev() {
+            let t = model.thread(idx);
+            let Some(p) = t.parent.filter(|p| p.index() < n) else { continue };
+            let mine = of[idx.index()];
+            let up = &mut of[p.index()];
+            up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
+            up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
+        }
+        let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
+        let active = model.threads.iter().filter(|t| t.status.is_active()).count();
+        let newest_ms = model.threads.iter().filter_map(|t| t.last_ms).max();
+        Self { of, need_you, active, newest_ms }
+    }
+
+    pub fn subtree(&self, idx: ThreadIdx) -> Subtree {
+        self.of.get(idx.index()).copied().unwrap_or_default()
+    }
+}
+
+/// A thread's state as the screen names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    Is(Status),
+    /// An idle child: it answered and has nothing left to do.
+    Done,
+    /// Waiting for a person: an approval or an answer (`waitingOnApproval` / `waitingOnUserInput`).
+    NeedsYou,
+    /// Active but quiet (or in a `wait` call) while this many agents below it work.
+    OnChildren(u32),
+    /// Active, and no line for longer than the stall threshold in itself or anything below it.
+    Stalled,
+    /// The stream ended (a replay's last line, a closed pipe) while the thread was still active:
+    /// nothing more will come, so it is neither running nor failed.
+    Unfinished,
+}
+
+/// What [`Shown::of`] needs besides the thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    pub now_ms: Option<i64>,
+    pub stall_ms: u64,
+    /// The feed has ended: nothing more will arrive.
+    pub ended: bool,
+}
+
+impl Shown {
+    pub fn of(t: &Thread, below: Subtree, clock: Clock) -> Self {
+        let stall = i64::try_from(clock.stall_ms).unwrap_or(i64::MAX);
+        let quiet_for = |last: Option<i64>| match (clock.now_ms, last) {
+            (Some(now), Some(last)) => now.saturating_sub(last),
+            _ => 0,
+        };
+        let quiet = clock.stall_ms > 0 && quiet_for(t.last_ms) > stall;
+        match t.status {
+            Status::Waiting => Self::NeedsYou,
+            s if s.is_active() && clock.ended => Self::Unfinished,
+            Status::Running if below.active > 0 && (quiet || in_wait_call(t)) => {
+                let below_quiet = clock.stall_ms > 0 && quiet_for(below.last_ms) > stall;
+                if below_quiet { Self::Stalled } else { Self::OnChildren(below.active) }
+            }
+            s if s.is_active() && quiet => Self::Stalled,
+            Status::Idle if t.parent.is_some() => Self::Done,
+            s => Self::Is(s),
+        }
+    }
+
+    pub fn glyph(self) -> &'static str {
+        match self {
+            Self::Is(Status::Pending) => "○",
+            Self::Is(Status::Running) => "●",
+            Self::Is(Status::Waiting) | Self::NeedsYou => "⚑",
+            Self::Is(Status::Retrying) => "↻",
+            Self::Is(Status::Idle) | Self::Done => "✓",
+            Self::Is(Status::Failed) => "✗",
+            Self::Is(Status::Interrupted) => "◼",
+            Self::Is(Status::Closed) => "·",
+            Self::OnChildren(_) => "◷",
+            Self::Stalled => "◔",
+            Self::Unfinished => "◌",
+        }
+    }
+
+    /// One word (or two) for the lane header and the legend.
+    pub fn word(self) -> String {
+        match self {
+            Self::Is(s) => s.as_str().to_owned(),
+            Self::Done => "done".to_owned(),
+            Self::NeedsYou => "needs you".to_owned(),
+            Self::OnChildren(n) => format!("waiting on {n}"),
+            Self::Stalled => "stalled".to_owned(),
+            Self::Unfinished => "unfinished".to_owned(),
+        }
+    }
+}
+
+/// A parent inside a collab `wait` call is waiting on its children, however recent its last line.
+fn in_wait_call(t: &Thread) -> bool {
+    t.current_item().is_some_and(|i| i.kind == ItemKind::Collab && i.tool.as_deref() == Some("wait"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clock(now: i64) -> Clock {
+        Clock { now_ms: Some(now), stall_ms: 60_000, ended: false }
+    }
+
+    fn note(method: &str, params: &serde_json::Value, ms: i64) -> String {
+        serde_json::json!({"method": method, "params": params, "emittedAtMs": ms}).to_string()
+    }
+
+    /// A root that spawned one child; both in a turn; the root's last line at t=1000, the child's
+    /// at `child_ms`.
+    fn parent_and_child(child_ms: i64) -> crate::pipeline::Pipeline {
+        use serde_json::json;
+        let collab = |event: &str, status: &str, receivers: &[&str]| {
+            note(
+                event,
+                &json!({"threadId": "root", "turnId": "t1", "item": {"type": "collabAgentToolCall", "id": "c1",
+                    "tool": "spawnAgent", "status": status, "senderThreadId": "root",
+                    "receiverThreadIds": receivers, "prompt": "scout the repo", "agentsStates": {}}}),
+                1000,
+            )
+        };
+        let lines = [
+            note("thread/started", &json!({"thread": {"id": "root", "parentThreadId": null}}), 0),
+            note("turn/started", &json!({"threadId": "root", "turn": {"id": "t1", "status": "inProgress"}}), 0),
+            collab("item/started", "inProgress", &[]),
+            collab("item/completed", "completed", &["kid"]),
+            note("turn/started", &json!({"threadId": "kid", "turn": {"id": "k1", "status": "inProgress"}}), child_ms),
+        ];
+        let mut p = crate::pipeline::Pipeline::default();
+        for l in &lines {
+            p.push(l.as_bytes());
+        }
+        p
+    }
+
+    fn shown(p: &crate::pipeline::Pipeline, id: &str, c: Clock) -> Shown {
+        let idx = p.find(id).expect("thread");
+        Shown::of(p.model.thread(idx), Activity::of(&p.model).subtree(idx), c)
+    }
+
+    #[test]
+    fn a_quiet_parent_with_a_busy_child_is_waiting_not_stalled() {
+        let m = parent_and_child(100_000);
+        assert_eq!(m.model.threads.len(), 2);
+        assert_eq!(shown(&m, "root", clock(120_000)), Shown::OnChildren(1));
+        assert_eq!(shown(&m, "kid", clock(120_000)), Shown::Is(Status::Running));
+    }
+
+    #[test]
+    fn stalled_means_the_whole_subtree_is_quiet() {
+        let m = parent_and_child(2_000);
+        assert_eq!(shown(&m, "root", clock(200_000)), Shown::Stalled);
+        assert_eq!(shown(&m, "kid", clock(200_000)), Shown::Stalled);
+        assert_eq!(shown(&m, "root", clock(30_000)), Shown::Is(Status::Running), "not quiet yet");
+    }
+
+    #[test]
+    fn an_ended_stream_leaves_active_agents_unfinished() {
+        let m = parent_and_child(2_000);
+        let ended = Clock { ended: true, ..clock(3_000) };
+        assert_eq!(shown(&m, "kid", ended), Shown::Unfinished);
+    }
+
+    #[test]
+    fn activity_counts_descendants_without_recursion() {
+        let m = parent_and_child(5_000);
+        let a = Activity::of(&m.model);
+        let root = m.find("root").expect("root");
+        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
+        assert_eq!(a.active, 2);
+        assert_eq!(a.need_you, 0);
+    }
+}

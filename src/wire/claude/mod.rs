@@ -1,0 +1,6 @@
+//! Claude Code (wire.md §6): session transcripts and their sub-agents' files, each lowered into
+//! the facts every format shares.
+
+mod transcript;
+
+pub use transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse};

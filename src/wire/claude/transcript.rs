@@ -1,0 +1,504 @@
+//! Claude Code transcript lines (wire.md §6): `~/.claude/projects/<project>/<sessionId>.jsonl`, with
+//! sub-agents in `<sessionId>/subagents/agent-<agentId>.jsonl`.
+//!
+//! A line's thread is the sub-agent's `agentId`, else the session; what it says is lowered into
+//! the facts every format shares (wire.md §6).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::wire::fact::{
+    Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
+    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnRef,
+    TurnStarted, Usage as FactUsage, Via,
+};
+use crate::wire::json::{Str, opt_str};
+use crate::wire::sanitize;
+use crate::wire::time::iso8601_ms;
+
+/// The parts of a transcript line swarmtop reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaudeLine<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub uuid: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub session_id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_id: Option<Str<'a>>,
+    #[serde(default)]
+    pub is_sidechain: Option<bool>,
+    #[serde(default)]
+    pub is_meta: Option<bool>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub timestamp: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub request_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub message: Option<ClaudeMessage<'a>>,
+    #[serde(borrow, default)]
+    pub data: Option<ProgressData<'a>>,
+    #[serde(rename = "parentToolUseID", borrow, default, deserialize_with = "opt_str")]
+    pub parent_tool_use_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub tool_use_result: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ClaudeMessage<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub model: Option<Str<'a>>,
+    /// A string, or an array of content blocks.
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub stop_reason: Option<Str<'a>>,
+}
+
+/// Anthropic usage of one API response. `input_tokens` excludes the cache.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation: Option<CacheCreation>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct CacheCreation {
+    #[serde(default)]
+    pub ephemeral_5m_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub ephemeral_1h_input_tokens: Option<u64>,
+}
+
+/// `data` of a `progress` line: a sub-agent's progress names it (`agent_progress`, `agentId`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressData<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_id: Option<Str<'a>>,
+}
+
+/// One content block of a message.
+#[derive(Debug, Deserialize)]
+pub struct Block<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub text: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub thinking: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub input: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub tool_use_id: Option<Str<'a>>,
+    /// A tool result's content: a string or blocks.
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(default)]
+    pub is_error: Option<bool>,
+}
+
+/// `toolUseResult` of a tool result line, when a sub-agent answered it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentResult<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub agent_id: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub status: Option<Str<'a>>,
+}
+
+impl<'a> ClaudeLine<'a> {
+    pub fn time(&self) -> Option<i64> {
+        self.timestamp.as_deref().and_then(iso8601_ms)
+    }
+
+    /// A compaction side-chain (`acompact-…`) is the session's own work, not a sub-agent.
+    pub fn sub_agent(&self) -> Option<&str> {
+        self.agent_id.as_deref().filter(|a| !a.is_empty() && !a.starts_with("acompact"))
+    }
+
+    /// The thread a line belongs to: its sub-agent, else its session.
+    pub fn thread(&self) -> Option<&str> {
+        self.sub_agent().or(self.session_id.as_deref()).filter(|t| !t.is_empty())
+    }
+
+    /// A line of the session's own work — its file, or its compaction side-chain — which marks the
+    /// session as a root. (An inline side-chain line without an `agentId`, the oldest layout, names
+    /// no agent and marks nothing.)
+    pub fn is_main(&self) -> bool {
+        self.sub_agent().is_none() && (self.agent_id.is_some() || self.is_sidechain != Some(true))
+    }
+
+    pub fn blocks(&self) -> Vec<Block<'a>> {
+        blocks_of(self.message.as_ref().and_then(|m| m.content))
+    }
+
+    /// The sub-agent a line announces, with its card (the `Task` / `Agent` tool use), if any.
+    pub fn announced_agent(&self) -> Option<(Cow<'a, str>, Option<Cow<'a, str>>)> {
+        if let Some(data) = &self.data {
+            if data.kind.as_deref() == Some("agent_progress") {
+                let agent = data.agent_id.clone().filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
+                return Some((agent, self.parent_tool_use_id.clone()));
+            }
+        }
+        let result: AgentResult<'a> = serde_json::from_str(self.tool_use_result?.get()).ok()?;
+        let agent = result.agent_id.filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
+        let card = self.blocks().into_iter().find_map(|b| b.tool_use_id);
+        Some((agent, card))
+    }
+}
+
+/// Content as blocks: a plain string is one text block.
+pub fn blocks_of(content: Option<&RawValue>) -> Vec<Block<'_>> {
+    let Some(raw) = content else { return Vec::new() };
+    if raw.get().starts_with('"') {
+        let text: Option<Str<'_>> = serde_json::from_str(raw.get()).ok();
+        return text
+            .map(|t| {
+                vec![Block {
+                    kind: Some(Cow::Borrowed("text")),
+                    text: Some(t),
+                    thinking: None,
+                    id: None,
+                    name: None,
+                    input: None,
+                    tool_use_id: None,
+                    content: None,
+                    is_error: None,
+                }]
+            })
+            .unwrap_or_default();
+    }
+    serde_json::from_str(raw.get()).unwrap_or_default()
+}
+
+/// Parses a transcript line; `None` when it is not one (it has no `type`).
+pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
+    let line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
+    line.kind.is_some().then_some(line)
+}
+
+/// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
+fn breakdown(u: &Usage) -> Breakdown {
+    let v = |x: Option<u64>| x.unwrap_or(0);
+    let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
+    let input = fresh.saturating_add(written).saturating_add(read);
+    let output = v(u.output_tokens);
+    Breakdown {
+        input_tokens: Some(input),
+        cached_input_tokens: Some(read),
+        cache_write_input_tokens: Some(written),
+        cache_write_1h_input_tokens: Some(
+            u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written),
+        ),
+        output_tokens: Some(output),
+        reasoning_output_tokens: Some(0),
+        total_tokens: Some(input.saturating_add(output)),
+    }
+}
+
+/// A tool's input, for its one-line title.
+#[derive(Deserialize, Default)]
+struct ToolInput<'a> {
+    #[serde(borrow, default)]
+    command: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    description: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    prompt: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    subagent_type: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    file_path: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pattern: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    url: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    query: Option<Str<'a>>,
+}
+
+/// The text of a tool result's content (a string or text blocks).
+fn result_text(content: Option<&RawValue>) -> String {
+    blocks_of(content).iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n")
+}
+
+/// Lowers one transcript line into `out` (whose time and raw text the caller has set).
+pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
+    out.format = Format::ClaudeTranscript;
+    let Some(thread) = line.thread() else {
+        // A line of no session (`file-history-snapshot`, `summary`): nothing to attribute.
+        out.subject = Subject::Global;
+        let method = format!("claude/{}", line.kind.as_deref().unwrap_or_default());
+        out.facts.push(Fact::Notice(Notice { method: sanitize(&method).into(), message: None }));
+        return;
+    };
+    out.subject = Subject::Thread(Cow::Borrowed(thread));
+    // A line of a Claude session's own file names a root, as `thread/started` without a parent does.
+    if line.is_main() {
+        out.facts.push(Fact::Thread(Box::new(ThreadFact::new(Cow::Borrowed(thread), Parentage::Root))));
+    }
+    match line.kind.as_deref() {
+        Some("assistant") => assistant(line, out),
+        Some("user") => user(line, out),
+        _ => {}
+    }
+    if let Some((child, card)) = line.announced_agent() {
+        out.facts.push(Fact::Spawn(Spawn { child, card, via: Via::TaskTool }));
+    }
+}
+
+fn status<'l>(status: Status) -> Fact<'l> {
+    Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Set(status) })
+}
+
+/// Usage is per API response, and one response is written as several lines (one per content block)
+/// repeating it: each line states the response's usage under its `(message.id, requestId)` key.
+/// Each response is priced by its own model, so a session that switches models, or a local
+/// `<synthetic>` message, is costed right.
+fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
+    let Some(message) = &line.message else { return };
+    let time = out.time;
+    let facts = &mut out.facts;
+    let model = message.model.as_deref().filter(|m| !m.is_empty());
+    // `<synthetic>` messages are made locally: free, and no change of the thread's model.
+    if let Some(m) = model.filter(|m| *m != "<synthetic>") {
+        facts.push(Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m) }));
+    }
+    if let Some(usage) = &message.usage {
+        facts.push(Fact::Usage(FactUsage::Response(Box::new(ResponseUsage {
+            key: (
+                message.id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+                line.request_id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+            ),
+            tokens: breakdown(usage),
+            model: model.map(CleanStr::new),
+        }))));
+    }
+    let uuid = line.uuid.as_deref().unwrap_or_default();
+    let blocks = line.blocks();
+    for (i, block) in blocks.iter().enumerate() {
+        match block.kind.as_deref() {
+            Some("text") => {
+                if let Some(text) = block.text.as_deref() {
+                    facts.push(block_item(format!("{uuid}#{i}"), ItemKind::AgentMessage, text, time));
+                }
+            }
+            Some("thinking") => {
+                if let Some(text) = block.thinking.as_deref() {
+                    facts.push(block_item(format!("{uuid}#{i}"), ItemKind::Reasoning, text, time));
+                }
+            }
+            Some("tool_use") => facts.extend(tool_use(block, time)),
+            _ => {}
+        }
+    }
+    // Claude Code writes most lines with `stop_reason: null`; what a message holds tells more: a
+    // tool call waits for its result, an answer without one ends the turn.
+    let asks_tool = blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use"));
+    let ended = message.stop_reason.as_deref() == Some("end_turn") || !asks_tool;
+    facts.push(status(if ended { Status::Idle } else { Status::Running }));
+}
+
+fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> Fact<'l> {
+    Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Owned(id)),
+        turn: Some(TurnRef::Latest),
+        kind: Some(kind),
+        status: Some(ItemStatus::Completed),
+        text: Some(sanitize(text)),
+        started_ms: time,
+        ..ItemFact::default()
+    }))
+}
+
+fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
+    let id = block.id.as_deref()?;
+    let name = block.name.as_deref().unwrap_or("tool");
+    let input: ToolInput<'_> = block.input.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    let (kind, title) = match name {
+        "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
+        "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
+        _ => {
+            let arg = [&input.file_path, &input.pattern, &input.command, &input.url, &input.query, &input.description]
+                .into_iter()
+                .find_map(|a| a.as_deref());
+            (ItemKind::DynamicTool, arg.map_or_else(|| name.to_owned(), |a| format!("{name} {a}")))
+        }
+    };
+    let spawn = kind == ItemKind::Collab;
+    let mut fact = ItemFact {
+        id: Some(Cow::Owned(id.to_owned())),
+        turn: Some(TurnRef::Latest),
+        kind: Some(kind),
+        status: Some(ItemStatus::InProgress),
+        title: Some(sanitize(&title)),
+        started_ms: time,
+        ..ItemFact::default()
+    };
+    if spawn {
+        // Drawn like a Codex spawn card; the task's description and agent type name its lanes.
+        fact.tool = Some(sanitize("spawnAgent"));
+        fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
+        fact.lane_nickname = Some(sanitize(&title)).filter(|t| !t.is_empty());
+        fact.lane_role = input.subagent_type.as_deref().map(sanitize);
+    }
+    Some(Fact::Item(Box::new(fact)))
+}
+
+fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
+    let time = out.time;
+    let facts = &mut out.facts;
+    let blocks = line.blocks();
+    let results: Vec<&Block<'_>> = blocks.iter().filter(|b| b.kind.as_deref() == Some("tool_result")).collect();
+    if results.is_empty() {
+        // A prompt (not a tool's answer, not Claude Code's own meta text) opens a turn.
+        if line.is_meta != Some(true) {
+            let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+            let uuid = line.uuid.as_deref().unwrap_or_default();
+            facts.push(Fact::TurnStarted(TurnStarted {
+                turn: Some(Cow::Borrowed(uuid)),
+                own_root_turn: false,
+                ends_previous: true,
+            }));
+            facts.push(block_item(uuid.to_owned(), ItemKind::UserMessage, &text.join("\n"), time));
+            facts.push(status(Status::Running));
+        }
+        return;
+    }
+    for block in results {
+        let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
+        let failed = block.is_error == Some(true);
+        facts.push(Fact::Item(Box::new(ItemFact {
+            id: Some(Cow::Owned(tool_use.to_owned())),
+            update_only: true,
+            text: Some(sanitize(&result_text(block.content))),
+            text_rule: TextRule::Output,
+            status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
+            completed_ms: time,
+            ..ItemFact::default()
+        })));
+    }
+    // A sub-agent's answer ends it.
+    let result: Option<AgentResult<'_>> = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
+    if let Some(agent) = result.as_ref().and_then(|r| r.agent_id.as_deref()) {
+        // Background agents first answer with a launch acknowledgement, not their end.
+        let end = match result.as_ref().and_then(|r| r.status.as_deref()) {
+            Some("completed") => Some(Status::Idle),
+            Some("failed" | "error") => Some(Status::Failed),
+            _ => None,
+        };
+        if let Some(end) = end {
+            facts.push(Fact::Answered(Answered { child: Cow::Owned(agent.to_owned()), status: end }));
+        }
+    }
+    facts.push(status(Status::Running));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Clean;
+    use crate::wire::fact::{Fact, ItemStatus, Lowered, Parentage, Status, StatusChange, Subject};
+
+    fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
+        let line = parse(text).expect("a transcript line");
+        let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
+        lower(&line, &mut out);
+        check(&out);
+    }
+
+    fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
+        l.facts.iter().collect()
+    }
+
+    #[test]
+    fn a_session_line_is_the_root_s_own_and_states_its_response() {
+        let main = r#"{"type":"assistant","sessionId":"s","isSidechain":false,"uuid":"u","requestId":"r","timestamp":"2026-02-12T16:02:27.718Z","message":{"id":"m","model":"claude-opus-4-6","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"cache_read_input_tokens":10,"output_tokens":2}}}"#;
+        lowered(main, |l| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            assert_eq!(l.time, Some(1_770_912_147_718));
+            let f = facts(l);
+            assert!(matches!(f[0], Fact::Thread(t) if t.parentage == Parentage::Root && t.thread == "s"));
+            assert!(matches!(f[1], Fact::Model(m) if m.model.as_str() == "claude-opus-4-6"));
+            let Fact::Usage(crate::wire::fact::Usage::Response(r)) = f[2] else { panic!("{:?}", f[2]) };
+            assert_eq!((&*r.key.0, &*r.key.1), ("m", "r"));
+            assert_eq!(r.tokens.input_tokens, Some(13), "input includes the cache reads");
+            assert_eq!(r.tokens.cached_input_tokens, Some(10));
+            assert!(matches!(f[3], Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("hi")));
+            assert!(matches!(f[4], Fact::Status(s) if s.change == StatusChange::Set(Status::Idle)));
+        });
+    }
+
+    #[test]
+    fn sub_agent_and_compaction_lines() {
+        let sub = r#"{"type":"user","sessionId":"s","agentId":"a1","isSidechain":true,"uuid":"v"}"#;
+        lowered(sub, |l| {
+            assert_eq!(l.subject, Subject::Thread("a1".into()));
+            assert!(!l.facts.iter().any(|f| matches!(f, Fact::Thread(_))), "a sub-agent's line marks no root");
+        });
+        // A compaction side-chain is the session's own work.
+        let compact = r#"{"type":"user","sessionId":"s","agentId":"acompact-1","isSidechain":true,"uuid":"w"}"#;
+        lowered(compact, |l| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            assert!(matches!(facts(l)[0], Fact::Thread(t) if t.parentage == Parentage::Root));
+        });
+        let snapshot = r#"{"type":"file-history-snapshot","messageId":"x","snapshot":{}}"#;
+        lowered(snapshot, |l| assert_eq!(l.subject, Subject::Global));
+    }
+
+    #[test]
+    fn announced_agents() {
+        let progress = r#"{"type":"progress","sessionId":"s","uuid":"u","parentToolUseID":"toolu_1","data":{"type":"agent_progress","agentId":"a1","message":{}}}"#;
+        lowered(progress, |l| {
+            let spawn = l.facts.iter().find_map(|f| if let Fact::Spawn(s) = f { Some(s) } else { None });
+            let spawn = spawn.expect("a spawn");
+            assert_eq!((&*spawn.child, spawn.card.as_deref()), ("a1", Some("toolu_1")));
+        });
+        let result = r#"{"type":"user","sessionId":"s","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_2","content":"done"}]},"toolUseResult":{"status":"completed","agentId":"a2"}}"#;
+        lowered(result, |l| {
+            let f = facts(l);
+            assert!(matches!(f[1], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Completed)));
+            assert!(matches!(f[2], Fact::Answered(a) if a.child == "a2" && a.status == Status::Idle));
+            assert!(
+                matches!(f.last(), Some(Fact::Spawn(s)) if s.child == "a2" && s.card.as_deref() == Some("toolu_2"))
+            );
+        });
+        let bash = r#"{"type":"progress","sessionId":"s","data":{"type":"bash_progress"}}"#;
+        lowered(bash, |l| assert!(!l.facts.iter().any(|f| matches!(f, Fact::Spawn(_)))));
+    }
+
+    #[test]
+    fn a_task_names_its_lanes() {
+        let task = r#"{"type":"assistant","sessionId":"s","uuid":"u","message":{"id":"m","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_1","name":"Task","input":{"description":"Find \u001b[31mit","prompt":"look","subagent_type":"Explore"}}]}}"#;
+        lowered(task, |l| {
+            let item = l.facts.iter().find_map(|f| if let Fact::Item(i) = f { Some(i) } else { None }).unwrap();
+            assert_eq!(item.lane_nickname.as_ref().map(Clean::as_str), Some("Find it"), "sanitised");
+            assert_eq!(item.lane_role.as_ref().map(Clean::as_str), Some("Explore"));
+            assert_eq!(item.text.as_ref().map(Clean::as_str), Some("look"));
+        });
+    }
+}

@@ -1,0 +1,563 @@
+//! The one vocabulary every input format is lowered into. Router and model read only these facts:
+//! a new agent format is a new lowering in `wire/` (and maybe a source), never a branch downstream.
+//!
+//! One record lowers to one [`Lowered`]: where the line goes ([`Subject`]), what it weighs when it
+//! belongs to a child ([`Weight`]), its time, and the [`Fact`]s it states, in the order they apply.
+//!
+//! Strings are of three kinds, and the types keep them apart:
+//! - [`Id`]: a thread, turn, item or card id. A key, compared byte for byte and never drawn as it is
+//!   (names on screen come from [`Clean`] fields or go through `short_id`, which sanitises).
+//! - [`CleanStr`] / [`Clean`]: text that may reach a terminal, already through the one sanitiser.
+//!   A fact cannot carry unsanitised display text: there is no field of type `&str` for it.
+//! - `raw` of [`Lowered`]: the record's own JSON text, for `swarmtop route` (written as JSON, escaped).
+
+use std::borrow::Cow;
+
+pub use super::sanitize::{Clean, CleanStr};
+pub use crate::source::origin::{Origin, OriginInfo};
+
+/// A thread, turn, item or card id: a key, never display text.
+pub type Id<'a> = Cow<'a, str>;
+
+/// Which format a record was in (for `input.format`; nothing downstream branches on it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// A Codex app-server message (JSON-RPC), bare or in a recording envelope.
+    #[default]
+    CodexAppServer,
+    /// A line of a Codex rollout file (`rollout-<time>-<threadId>.jsonl`).
+    CodexRollout,
+    /// A line of a Claude Code transcript (`<sessionId>.jsonl`, `subagents/agent-<id>.jsonl`).
+    ClaudeTranscript,
+    /// A line of `claude -p … --output-format stream-json`.
+    ClaudeStream,
+    /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
+    Marker,
+}
+
+/// One record, lowered.
+#[derive(Debug, Default)]
+pub struct Lowered<'a> {
+    pub format: Format,
+    /// Where the line goes (routing.md §3).
+    pub subject: Subject<'a>,
+    /// What the line is to a child's lane (routing.md §3); read only when its thread is not a root.
+    pub weight: Weight,
+    /// The line's stream time, unix ms: the envelope's `ts`, else the line's own time
+    /// (`emittedAtMs`, an ISO `timestamp`), else `None`.
+    pub time: Option<i64>,
+    /// The message's own JSON text (inside its envelope when there is one).
+    pub raw: &'a str,
+    pub facts: Facts<'a>,
+}
+
+/// Where a line goes before any thread state is consulted (routing.md §3).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub enum Subject<'a> {
+    /// Client traffic, responses, headers and markers: metadata at most (about the thread of a
+    /// [`Fact::Thread`] it carries), never a stream line.
+    #[default]
+    Control,
+    /// Agent traffic that names no thread (`account/*`, `configWarning`, …).
+    Global,
+    /// Agent traffic of one thread.
+    Thread(Id<'a>),
+}
+
+/// How a child's line is routed (routing.md §3).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Weight {
+    /// Substantive output: re-homed onto the root's session under its owner's id.
+    #[default]
+    Output,
+    /// Lifecycle noise: drives the lane's state but never reaches the parent's stream.
+    Noise,
+    /// Noise that closes the lane's current turn (`turn/completed`, a final `error`, a rollout's
+    /// `task_complete`): the line a pending buffer keeps above all others.
+    Closing,
+}
+
+/// The facts of one record, in order. Most records state one fact: that one is held inline, so
+/// lowering a stream delta allocates nothing.
+#[derive(Debug, Default)]
+pub struct Facts<'a> {
+    first: Option<Fact<'a>>,
+    rest: Vec<Fact<'a>>,
+}
+
+impl<'a> Facts<'a> {
+    pub fn push(&mut self, fact: Fact<'a>) {
+        if self.first.is_none() {
+            self.first = Some(fact);
+        } else {
+            self.rest.push(fact);
+        }
+    }
+
+    pub fn extend(&mut self, facts: impl IntoIterator<Item = Fact<'a>>) {
+        for f in facts {
+            self.push(f);
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Fact<'a>> {
+        self.first.iter().chain(&self.rest)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+}
+
+/// What a line says. Facts about "the thread" mean the line's [`Subject`] unless they name
+/// another ([`Target`]).
+#[derive(Debug)]
+pub enum Fact<'a> {
+    /// A thread introduces itself or is described: its place in the tree and its names.
+    /// Codex `thread/started`, `thread/start`/`thread/read`-like responses, `turn/start` requests
+    /// (a root), rollout `session_meta`, a Claude session's own lines (a root), Claude `meta.json`,
+    /// stream-json `system/init` and `task_started`; `subAgentActivity` items describe a sub-agent.
+    Thread(Box<ThreadFact<'a>>),
+    /// A parent announces a child under a card (routing.md §2). Codex `collabAgentToolCall`
+    /// (unless failed) and `subAgentActivity` `started` items; Claude `agent_progress` lines and
+    /// `toolUseResult.agentId` (2.1.39), `meta.json`; stream-json `task_started`.
+    Spawn(Spawn<'a>),
+    /// A turn begins. Codex `turn/started`, rollout `task_started`, a Claude user prompt.
+    TurnStarted(TurnStarted<'a>),
+    /// A turn ends. Codex `turn/completed`, rollout `task_complete` / `turn_aborted`.
+    TurnEnded(TurnEnded<'a>),
+    /// An item is created or changed: a message, reasoning, a command, a tool call, a card.
+    /// Codex `item/started` / `item/completed`, rollout `response_item`s, Claude content blocks
+    /// and tool results.
+    Item(Box<ItemFact<'a>>),
+    /// Streamed text appended to an item. Codex `item/*/delta` (and any `item/…` line naming an
+    /// item, which creates it).
+    Delta(Delta<'a>),
+    /// Token usage. Codex `thread/tokenUsage/updated` and rollout `token_count` are cumulative;
+    /// Claude assistant lines are per API response, repeated per content block.
+    Usage(Usage<'a>),
+    /// The model a thread runs on. Codex `thread/settings/updated`, `model/rerouted`, a spawn's
+    /// resolved model, `subAgentActivity`'s model; rollout `turn_context`; Claude `message.model`.
+    Model(ModelChange<'a>),
+    /// The thread's status changes. Codex `thread/status/changed`, `thread/closed`, `turn/started`,
+    /// `closeAgent`; rollout task events; Claude lines (working / waiting for a tool / done).
+    Status(StatusFact<'a>),
+    /// An error. Codex `error` (`willRetry` says whether it is transient); Claude synthetic
+    /// API-error lines.
+    Error(ErrorFact),
+    /// A parent received a child's final answer: the child's end, which its own later lines do not
+    /// undo. Claude `toolUseResult` {`status`, `agentId`}; stream-json `task_updated`.
+    Answered(Answered<'a>),
+    /// What the agent itself says it cost: Claude `cost-state` lines and `result.modelUsage[m].costUSD`,
+    /// OpenCode's per-message `cost`. Shown when the price table does not know the model.
+    CostReported(CostReported<'a>),
+    /// The session ended (the process exited, or was interrupted): nothing of it is running any more.
+    /// Claude `[Request interrupted by user]`, `isAbortedMidStream`, stream-json `result`.
+    SessionEnded(SessionEnded),
+    /// A line for the diagnostics log (global traffic: `configWarning`, `account/*`, …).
+    Notice(Notice<'a>),
+}
+
+/// Which thread a fact is about.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// The line's own thread (or, for control lines, the thread their [`Fact::Thread`] names).
+    #[default]
+    Subject,
+    /// Another thread, by id; a thread not seen yet is left alone.
+    Thread(Id<'a>),
+}
+
+/// How a child was registered (`via` in `stats`): which signal of routing.md §2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    CollabAgentToolCall,
+    SubAgentActivity,
+    ThreadStarted,
+    ThreadRead,
+    /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
+    TaskTool,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CollabAgentToolCall => "collabAgentToolCall",
+            Self::SubAgentActivity => "subAgentActivity",
+            Self::ThreadStarted => "threadStarted",
+            Self::ThreadRead => "threadRead",
+            Self::TaskTool => "taskTool",
+        }
+    }
+}
+
+/// What a [`ThreadFact`] says about the thread's place in the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parentage<'a> {
+    /// A child of `parent` (registers it, routing.md §2), announced by `via`, under `card` if known.
+    Child { parent: Id<'a>, via: Via, card: Option<Id<'a>> },
+    /// A root: a session of its own (registers it as one).
+    Root,
+    /// Said by another thread about one of its sub-agents: describes a child, so it never changes a
+    /// root (routing.md §8: a child's `interacted` about `/root`).
+    SubAgent,
+    /// Nothing about the tree: names and model only.
+    Unknown,
+}
+
+#[derive(Debug, Clone)]
+pub struct ThreadFact<'a> {
+    pub thread: Id<'a>,
+    pub parentage: Parentage<'a>,
+    /// The agent's nickname (Codex `agentNickname`, Claude `description`). Fills an unnamed thread.
+    pub nickname: Option<Clean>,
+    /// Its role or agent type (Codex `agentRole`, Claude `agentType`). Fills.
+    pub role: Option<Clean>,
+    /// Its path in the agent tree (Codex `agent_path`, `/root/a`). Fills.
+    pub path: Option<Clean>,
+    /// Its model. Replaces.
+    pub model: Option<Clean>,
+    /// The depth the format states (Claude `spawnDepth`); the router derives its own from the tree.
+    pub depth: Option<u32>,
+}
+
+impl<'a> ThreadFact<'a> {
+    pub fn new(thread: Id<'a>, parentage: Parentage<'a>) -> Self {
+        Self { thread, parentage, nickname: None, role: None, path: None, model: None, depth: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawn<'a> {
+    pub child: Id<'a>,
+    /// The parent's item that announced it (its card, whose lanes the child joins).
+    pub card: Option<Id<'a>>,
+    pub via: Via,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TurnStarted<'a> {
+    /// `None` when the line names no turn: the thread still starts working.
+    pub turn: Option<Id<'a>>,
+    /// The turn is the thread's own root turn (Codex `turn.id == turn.rootTurnId`): the mark of a
+    /// root thread when no other signal settles it (routing.md §8).
+    pub own_root_turn: bool,
+    /// The agent runs one turn at a time and says nothing when one ends (Claude): a new turn ends
+    /// the one still in progress.
+    pub ends_previous: bool,
+}
+
+/// Which turn a line means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnRef<'a> {
+    /// This turn; created if new.
+    Id(Id<'a>),
+    /// This turn if known, else the thread's latest.
+    IdOrLatest(Option<Id<'a>>),
+    /// The thread's latest turn.
+    Latest,
+    /// A known turn, or none: the line's item is filed under no turn if it is not known.
+    Known(Option<Id<'a>>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnOutcome {
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnEnded<'a> {
+    pub turn: TurnRef<'a>,
+    /// `None` when the format's status was not one swarmtop knows: the turn ends, the thread's
+    /// status stays.
+    pub outcome: Option<TurnOutcome>,
+    pub error: Option<Clean>,
+}
+
+/// The kind of an item, in Codex's names (the other formats map onto them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemKind {
+    UserMessage,
+    AgentMessage,
+    Reasoning,
+    Command,
+    FileChange,
+    McpTool,
+    DynamicTool,
+    WebSearch,
+    Plan,
+    ImageView,
+    Compaction,
+    /// `collabAgentToolCall`: spawn, wait, send, close … (a card when it announces children).
+    Collab,
+    /// `subAgentActivity` (multi-agent v2).
+    SubAgentActivity,
+    /// An item type swarmtop does not know, by its name.
+    Other(Clean),
+}
+
+impl ItemKind {
+    /// By Codex's `type` names; anything else is [`ItemKind::Other`].
+    pub fn of(kind: &str) -> Self {
+        match kind {
+            "userMessage" => Self::UserMessage,
+            "agentMessage" => Self::AgentMessage,
+            "reasoning" => Self::Reasoning,
+            "commandExecution" => Self::Command,
+            "fileChange" => Self::FileChange,
+            "mcpToolCall" => Self::McpTool,
+            "dynamicToolCall" => Self::DynamicTool,
+            "webSearch" => Self::WebSearch,
+            "plan" => Self::Plan,
+            "imageView" => Self::ImageView,
+            "contextCompaction" => Self::Compaction,
+            "collabAgentToolCall" => Self::Collab,
+            "subAgentActivity" => Self::SubAgentActivity,
+            other => Self::Other(super::sanitize(other)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemStatus {
+    InProgress,
+    Completed,
+    Failed,
+    Interrupted,
+    Declined,
+}
+
+impl ItemStatus {
+    /// By Codex's names.
+    pub fn of(s: &str) -> Option<Self> {
+        Some(match s {
+            "inProgress" => Self::InProgress,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "interrupted" => Self::Interrupted,
+            "declined" => Self::Declined,
+            _ => return None,
+        })
+    }
+}
+
+/// How an item's carried text relates to what it holds already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TextRule {
+    /// Replaces it (Codex `item/completed` is authoritative over the deltas, routing.md §6).
+    #[default]
+    Authoritative,
+    /// Fills it only while it has none (Codex `item/started`: the deltas that follow are newer).
+    Provisional,
+    /// A tool's output: replaces the text, except a card's, which stays its prompt.
+    Output,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ItemFact<'a> {
+    /// `None`: an item of its own with no id in the format, told apart by the line that brought it.
+    pub id: Option<Id<'a>>,
+    /// Only changes an item already known (a tool result naming its call); never creates one.
+    pub update_only: bool,
+    /// The turn a new item is filed under.
+    pub turn: Option<TurnRef<'a>>,
+    /// The kind of a new item; an item first named by a delta takes it when it is learnt.
+    pub kind: Option<ItemKind>,
+    pub status: Option<ItemStatus>,
+    /// One line: the command, the tool, the files, the collab call. Replaces.
+    pub title: Option<Clean>,
+    pub text: Option<Clean>,
+    pub text_rule: TextRule,
+    pub exit_code: Option<i64>,
+    /// Collab tool name (`spawnAgent`, `wait`, …) or `subAgentActivity` kind (`started`, …).
+    pub tool: Option<Clean>,
+    /// What the children this item spawns are called: a Claude `Task`'s `description` and
+    /// `subagent_type` name its lanes' agents.
+    pub lane_nickname: Option<Clean>,
+    pub lane_role: Option<Clean>,
+    /// Threads the item names (collab receivers, the activity's agent); unknown ones are skipped.
+    pub receivers: Vec<Id<'a>>,
+    /// A card: children registered with it as their card before it was applied still join its
+    /// lanes (a spawn line replayed from a pending parent).
+    pub card: bool,
+    /// Times, each kept once set.
+    pub started_ms: Option<i64>,
+    pub completed_ms: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delta<'a> {
+    pub item: Id<'a>,
+    /// The turn the item is filed under if the delta creates it (a known turn only).
+    pub turn: Option<Id<'a>>,
+    /// `None`: the line names the item (creating it) but carries no text.
+    pub text: Option<CleanStr<'a>>,
+    /// Reasoning summary / content part: a new part starts a new paragraph.
+    pub part: Option<i64>,
+}
+
+/// Token figures, OpenAI semantics: input includes cached and cache-written input, output includes
+/// reasoning (wire.md §4). A missing figure counts as zero.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Breakdown {
+    #[serde(default)]
+    pub total_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cached_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_write_input_tokens: Option<u64>,
+    /// The part of the cache writes kept for an hour (Anthropic), priced higher.
+    #[serde(skip)]
+    pub cache_write_1h_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub reasoning_output_tokens: Option<u64>,
+}
+
+/// How full the context window is, from the latest model response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextFill {
+    pub used: u64,
+    pub window: u64,
+}
+
+impl ContextFill {
+    pub fn ratio(self) -> f64 {
+        if self.window == 0 { 0.0 } else { (self.used as f64 / self.window as f64).min(1.0) }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Usage<'a> {
+    /// The thread's totals so far: merged field-wise by max, so duplicated and late frames are
+    /// harmless (wire.md §4); priced by the thread's model.
+    Cumulative { total: Option<Breakdown>, context: Option<ContextFill> },
+    /// One API response's usage. The same response may be stated again (Claude writes one line per
+    /// content block, repeating it): figures are merged by max per `key`, then summed over keys.
+    /// Priced by the response's own model.
+    Response(Box<ResponseUsage<'a>>),
+}
+
+#[derive(Debug, Clone)]
+pub struct ResponseUsage<'a> {
+    /// Identifies the response: Claude `(message.id, requestId)`.
+    pub key: (Id<'a>, Id<'a>),
+    pub tokens: Breakdown,
+    /// The response's model, for its price (`None`: the thread's).
+    pub model: Option<CleanStr<'a>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelChange<'a> {
+    pub target: Target<'a>,
+    /// Never empty.
+    pub model: CleanStr<'a>,
+}
+
+/// Thread status, the last transition wins (routing.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    Pending,
+    Running,
+    Waiting,
+    Retrying,
+    Idle,
+    Failed,
+    Interrupted,
+    Closed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Waiting => "waiting",
+            Self::Retrying => "retrying",
+            Self::Idle => "idle",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+            Self::Closed => "closed",
+        }
+    }
+
+    /// Still doing work (or about to).
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::Waiting | Self::Retrying)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Approval,
+    UserInput,
+}
+
+/// A status as the agent reports it; some depend on the status before (routing.md §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusChange {
+    /// Active with no flag: ends a wait or a retry, else changes nothing.
+    Active,
+    /// Active, waiting on approval or on the user's input.
+    Waiting(Wait),
+    /// Idle: ends work, a wait or a retry; a thread already ended stays ended.
+    Idle,
+    /// This status, whatever came before; except that a child whose parent has its final answer
+    /// ([`Fact::Answered`]) keeps that end.
+    Set(Status),
+}
+
+#[derive(Debug, Clone)]
+pub struct StatusFact<'a> {
+    pub target: Target<'a>,
+    pub change: StatusChange,
+}
+
+#[derive(Debug, Clone)]
+pub struct ErrorFact {
+    pub message: Option<Clean>,
+    /// The agent retries (transient: the thread's next line puts back its status), else final.
+    pub retrying: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Answered<'a> {
+    /// The child whose answer it is.
+    pub child: Id<'a>,
+    /// `Idle` (completed) or `Failed`.
+    pub status: Status,
+}
+
+#[derive(Debug, Clone)]
+pub struct CostReported<'a> {
+    /// The model the figure is for, when the agent splits it by model.
+    pub model: Option<CleanStr<'a>>,
+    /// US dollars as the agent wrote the number (kept as text: it is summed exactly).
+    pub usd: Cow<'a, str>,
+    /// A running total that replaces the previous figure (Claude `cost-state`, `modelUsage`), or an
+    /// amount to add (OpenCode's per-message `cost`).
+    pub cumulative: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct SessionEnded {
+    /// Interrupted (by the user, a signal) rather than finished.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Notice<'a> {
+    /// What kind of line it was (a Codex method name).
+    pub method: CleanStr<'a>,
+    pub message: Option<Clean>,
+}

@@ -1,0 +1,69 @@
+//! Why a record is not a line swarmtop can read (routing.md §3), and what it looked like.
+
+use std::fmt;
+
+/// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
+#[derive(Default)]
+pub(crate) struct ShapeKeys {
+    payload: bool,
+    kind: bool,
+    transcript: bool,
+}
+
+impl ShapeKeys {
+    pub fn note(&mut self, key: &str) {
+        match key {
+            "payload" => self.payload = true,
+            "type" => self.kind = true,
+            "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            _ => {}
+        }
+    }
+
+    pub fn shape(&self) -> Shape {
+        match (self.kind, self.payload, self.transcript) {
+            (true, true, _) => Shape::CodexRollout,
+            (true, _, true) => Shape::ClaudeTranscript,
+            _ => Shape::Other,
+        }
+    }
+}
+
+/// What kind of non-Codex record a malformed line looked like (for `input.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    CodexRollout,
+    ClaudeTranscript,
+    #[default]
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Malformed {
+    NotUtf8,
+    NotJson(String),
+    /// JSON, but a field the reducer reads has the wrong type (`threadId: 7`, `willRetry: "yes"`).
+    WrongType(String),
+    /// A JSON object, but neither a Codex message, an envelope nor a swarmtop marker.
+    NotAMessage(Shape),
+    /// An envelope that kept bytes which were not JSON (`rawB64`).
+    RawBytes,
+    TooLong(usize),
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotUtf8 => f.write_str("not UTF-8"),
+            Self::NotJson(e) => write!(f, "not JSON: {e}"),
+            Self::WrongType(e) => write!(f, "wrong type: {e}"),
+            Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
+            Self::NotAMessage(Shape::ClaudeTranscript) => {
+                f.write_str("a Claude Code transcript line, not an app-server message")
+            }
+            Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
+            Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
+            Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),
+        }
+    }
+}

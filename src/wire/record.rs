@@ -1,0 +1,233 @@
+//! One record (a line without its `\n`) to a [`Line`]: a Codex message or swarmtop marker,
+//! possibly inside a recording envelope (recording.md), else a line of another format swarmtop
+//! reads. Which format a line is in is told by its own keys, line by line (wire.md §1).
+
+use super::claude::{self, ClaudeLine};
+use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
+use super::codex::{self};
+use super::malformed::{Malformed, Shape};
+use super::rollout::{self, RolloutLine};
+
+/// A line of a format other than Codex app-server messages.
+#[derive(Debug)]
+pub enum Other<'a> {
+    Claude(Box<ClaudeLine<'a>>),
+    Rollout(Box<RolloutLine<'a>>),
+}
+
+impl Other<'_> {
+    fn time(&self) -> Option<i64> {
+        match self {
+            Self::Claude(l) => l.time(),
+            Self::Rollout(l) => l.time(),
+        }
+    }
+}
+
+#[allow(clippy::large_enum_variant)] // Decoded once per line and matched at once: boxing would cost more.
+pub enum Decoded<'a> {
+    Line(Line<'a>),
+    Malformed(Malformed),
+}
+
+/// A decoded record: the message and where it came from.
+#[derive(Debug)]
+pub struct Line<'a> {
+    pub dir: Dir,
+    /// The envelope's receive time, unix ms.
+    pub ts: Option<i64>,
+    pub msg: Message<'a>,
+    /// A line of another format, when the record is not a Codex message or marker.
+    pub other: Option<Other<'a>>,
+    /// The message's own text, verbatim (inside the envelope when there is one).
+    pub raw: &'a str,
+}
+
+impl Line<'_> {
+    /// A slot for [`decode_into`].
+    pub fn empty() -> Self {
+        Self { dir: Dir::Bare, ts: None, msg: Message::default(), other: None, raw: "" }
+    }
+
+    /// Whether lowering it needs nothing from the lines before it: every format's lines but a
+    /// rollout's, whose thread the file's first line may have named.
+    pub fn lowers_alone(&self) -> bool {
+        !matches!(self.other, Some(Other::Rollout(_)))
+    }
+
+    /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`, else
+    /// the line's own ISO `timestamp`.
+    pub fn time(&self) -> Option<i64> {
+        self.ts.or(self.msg.emitted_at_ms).or_else(|| self.other.as_ref().and_then(Other::time))
+    }
+}
+
+/// Decodes one record. Never panics; every failure is a [`Malformed`] reason.
+pub fn decode(record: &[u8]) -> Decoded<'_> {
+    let mut line = Line::empty();
+    match decode_into(record, &mut line) {
+        Ok(()) => Decoded::Line(line),
+        Err(e) => Decoded::Malformed(e),
+    }
+}
+
+/// [`decode`] into a line the caller owns. A decoded message is some 200 bytes: built in place it
+/// is never copied from the scanner to the router (the copies were an eighth of ingest time).
+/// On error the slot holds no meaningful line.
+pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malformed> {
+    let Ok(text) = std::str::from_utf8(record) else {
+        return Err(Malformed::NotUtf8);
+    };
+    let mut top = TopRest::default();
+    parse_top(text, &mut line.msg, &mut top)?;
+    if top.raw_b64 {
+        return Err(Malformed::RawBytes);
+    }
+    if let Some(inner) = top.envelope_msg {
+        line.dir = match top.dir.as_deref() {
+            Some("s2c") => Dir::ServerToClient,
+            Some("c2s") => Dir::ClientToServer,
+            _ => Dir::In,
+        };
+        line.ts = top.ts;
+        line.raw = inner.get();
+        // The envelope's own members are not the message's.
+        line.msg = Message::default();
+        return decode_message_into(inner.get(), line);
+    }
+    line.dir = Dir::Bare;
+    line.ts = None;
+    line.raw = text;
+    finish(line, top.parts, text)
+}
+
+fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
+    let mut top = TopRest::default();
+    parse_top(text, &mut line.msg, &mut top)?;
+    finish(line, top.parts, text)
+}
+
+/// A Codex message or marker is finished; anything else is tried as the format its keys suggest
+/// (wire.md §1: Claude Code transcripts, Codex rollouts).
+pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -> Result<(), Malformed> {
+    line.other = None;
+    codex::message::finish(&mut line.msg, parts)?;
+    if !codex::message::is_message(&line.msg) {
+        let other = match parts.shape {
+            Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
+            Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::Other => None,
+        };
+        line.other = Some(other.ok_or(Malformed::NotAMessage(parts.shape))?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    fn line(s: &str) -> Line<'_> {
+        match decode(s.as_bytes()) {
+            Decoded::Line(l) => l,
+            Decoded::Malformed(m) => panic!("malformed: {m}"),
+        }
+    }
+
+    fn malformed(s: &[u8]) -> Malformed {
+        match decode(s) {
+            Decoded::Line(l) => panic!("decoded: {l:?}"),
+            Decoded::Malformed(m) => m,
+        }
+    }
+
+    #[test]
+    fn notification_borrows_its_strings() {
+        let l = line(
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"u","itemId":"m","delta":"hi"},"emittedAtMs":5}"#,
+        );
+        assert_eq!(l.msg.method(), Some("item/agentMessage/delta"));
+        assert_eq!(l.msg.thread_id(), Some("t1"));
+        assert!(matches!(l.msg.params.delta, Some(Cow::Borrowed("hi"))));
+        assert_eq!(l.time(), Some(5));
+        assert_eq!(l.dir, Dir::Bare);
+    }
+
+    #[test]
+    fn params_before_method_are_still_read() {
+        let l = line(r#"{"params":{"threadId":"t1","willRetry":true},"method":"error"}"#);
+        assert_eq!(l.msg.thread_id(), Some("t1"));
+        assert_eq!(l.msg.params.rest().will_retry, Some(true));
+    }
+
+    #[test]
+    fn envelope_unwraps_verbatim() {
+        let inner = r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1","rootTurnId":"u1"}}}"#;
+        let rec = format!(r#"{{"ts":42,"dir":"s2c","msg":{inner}}}"#);
+        let l = line(&rec);
+        assert_eq!(l.dir, Dir::ServerToClient);
+        assert_eq!(l.ts, Some(42));
+        assert_eq!(l.raw, inner);
+        assert_eq!(l.msg.params.rest().turn.as_ref().unwrap().root_turn_id.as_deref(), Some("u1"));
+    }
+
+    #[test]
+    fn unknown_method_reusing_a_key_is_not_malformed() {
+        let l = line(r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#);
+        assert_eq!(l.msg.thread_id(), Some("t"));
+    }
+
+    #[test]
+    fn string_status_on_other_methods_is_fine() {
+        line(r#"{"method":"remoteControl/status/changed","params":{"status":"disabled"}}"#);
+    }
+
+    #[test]
+    fn wrong_types_where_needed_are_malformed() {
+        malformed(br#"{"method":"error","params":{"threadId":"t","willRetry":"yes"}}"#);
+        malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#);
+        malformed(br#"{"method":"item/completed","params":{"threadId":"t","item":{"type":"collabAgentToolCall","receiverThreadIds":"c"}}}"#);
+    }
+
+    #[test]
+    fn malformed_kinds() {
+        assert_eq!(malformed(b"\xff\xfe"), Malformed::NotUtf8);
+        assert!(matches!(malformed(b"{\"method\":"), Malformed::NotJson(_)));
+        assert!(matches!(malformed(b"[1,2]"), Malformed::WrongType(_)), "JSON, but not an object");
+        assert!(matches!(malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#), Malformed::WrongType(_)));
+        assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
+        // A rollout line is read as one; one whose type is not a word is not.
+        assert!(matches!(line(r#"{"timestamp":"x","type":"event_msg","payload":{}}"#).other, Some(Other::Rollout(_))));
+        assert_eq!(
+            malformed(br#"{"timestamp":"x","type":5,"payload":{}}"#),
+            Malformed::NotAMessage(Shape::CodexRollout)
+        );
+        assert_eq!(malformed(br#"{"ts":1,"dir":"in","rawB64":"AAA="}"#), Malformed::RawBytes);
+    }
+
+    #[test]
+    fn responses_and_markers() {
+        let l = line(
+            r#"{"id":2,"result":{"thread":{"id":"t","parentThreadId":null},"model":"gpt-5.5","modelProvider":"openai"}}"#,
+        );
+        let r = l.msg.result.unwrap();
+        assert_eq!(r.thread.unwrap().id, "t");
+        assert_eq!(r.model_provider.as_deref(), Some("openai"));
+        let l = line(r#"{"swarmtop":"recording","version":1}"#);
+        assert_eq!(l.msg.swarmtop.as_deref(), Some("recording"));
+        let l = line(r#"{"id":3,"result":[]}"#);
+        assert!(l.msg.result.is_none() && l.msg.has_id);
+    }
+
+    #[test]
+    fn spawn_source_gives_the_parent() {
+        let l = line(
+            r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#,
+        );
+        let t = l.msg.params.rest().thread.as_ref().unwrap();
+        assert_eq!(t.parent().as_deref(), Some("p"));
+        assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));
+    }
+}
