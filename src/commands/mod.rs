@@ -5,7 +5,7 @@ pub mod cli;
 mod ingest;
 pub mod listen;
 mod live;
-mod machine;
+pub mod machine;
 mod monitor;
 pub mod ps;
 pub mod route;
