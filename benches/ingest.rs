@@ -1,7 +1,9 @@
 //! `stats` ingest throughput against a parse-only floor, and `stats` against ccusage, in one run.
 //!
 //! Floor: every line parsed by serde_json into `IgnoredAny` (the least any JSON consumer does).
-//! Ingest: the whole headless pipeline (records → decode → route → model), as `stats` runs it.
+//! Ingest: the whole headless pipeline (records → decode → lower → route → model), as `stats` runs
+//! it on one input (one core); the same fed on every core (`swarmtop::feed`, what `stats` does
+//! with several inputs) is printed next to it.
 //! Measured on two corpora: the synthetic one of `support/corpus.rs` and one made of the real
 //! capture lines (`support/captures.rs`). Target: ingest ≥ 0.5 × the floor on both; memory bounded
 //! by the caps, not the input.
@@ -24,6 +26,7 @@ mod corpus;
 
 use std::time::{Duration, Instant};
 
+use swarmtop::feed;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::source::files::{MAX_LINE, Record, read_records};
 use swarmtop::wire::Origin;
@@ -52,29 +55,40 @@ fn floor(corpus: &[u8]) -> Duration {
     start.elapsed()
 }
 
-/// Decoding alone, to see where ingest time goes.
-fn decode_only(corpus: &[u8]) -> Duration {
-    let start = Instant::now();
-    let mut n = 0u64;
-    read_records(corpus, MAX_LINE, |r| {
-        if let Record::Line(l) = r {
-            if let swarmtop::wire::Decoded::Line(line) = swarmtop::wire::decode(l) {
-                n += u64::from(line.msg.thread_id().is_some());
-            }
-        }
-    })
-    .unwrap();
-    std::hint::black_box(n);
-    start.elapsed()
+/// The corpus as the one input of a stream.
+struct Memory<'a>(&'a [u8]);
+
+impl feed::Inputs for Memory<'_> {
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: usize) -> String {
+        "corpus".to_owned()
+    }
+    fn origin(&self, _: usize) -> Origin {
+        Origin::NONE
+    }
+    fn open(&self, _: usize) -> std::io::Result<Box<dyn std::io::BufRead + Send + '_>> {
+        Ok(Box::new(self.0))
+    }
 }
 
-fn ingest(corpus: &[u8]) -> (Duration, Pipeline) {
+/// `stats` ingest: on this thread only (`cores` = 1, as `stats` reads one input), or fed on every core.
+fn ingest(corpus: &[u8], cores: usize) -> (Duration, Pipeline) {
     let start = Instant::now();
     let mut p = Pipeline::default();
-    read_records(corpus, MAX_LINE, |r| p.feed(r, &Origin::NONE, &mut |_: &swarmtop::router::Event<'_, '_>| {}))
-        .unwrap();
+    let mut nothing = |_: &swarmtop::router::Event<'_, '_>| {};
+    if cores > 1 {
+        feed::feed(&Memory(corpus), cores, feed::CHUNK_BYTES, &mut p, &mut nothing).unwrap();
+    } else {
+        read_records(corpus, MAX_LINE, |r| p.feed(r, &Origin::NONE, &mut nothing)).unwrap();
+    }
     p.finish();
     (start.elapsed(), p)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// Three rounds of floor, ingest and decode on one corpus; the median ingest/floor ratio.
@@ -84,18 +98,20 @@ fn ratio_on(corpus: &[u8]) -> f64 {
     let mut ratios = Vec::new();
     for round in 1..=3 {
         let floor_time = floor(corpus);
-        let (ingest_time, p) = ingest(corpus);
+        // `stats` reads one input on one core; `feed` on every core is measured beside it.
+        let (ingest_time, p) = ingest(corpus, 1);
         let c = p.counters();
         assert!(c.conserved());
-        let decode_time = decode_only(corpus);
+        let (feed_time, _) = ingest(corpus, cores());
         let ratio = floor_time.as_secs_f64() / ingest_time.as_secs_f64();
         println!(
-            "  round {round}: floor {:.0} MiB/s, ingest {:.0} MiB/s, decode only {:.0} MiB/s ({:.0} % of ingest \
-             time) → ingest/floor = {ratio:.2}",
+            "  round {round}: floor {:.0} MiB/s, ingest {:.0} MiB/s (fed on {} cores: {:.0} MiB/s, {:.2}× the floor) \
+             → ingest/floor = {ratio:.2}",
             size / floor_time.as_secs_f64(),
             size / ingest_time.as_secs_f64(),
-            size / decode_time.as_secs_f64(),
-            decode_time.as_secs_f64() / ingest_time.as_secs_f64() * 100.0
+            cores(),
+            size / feed_time.as_secs_f64(),
+            floor_time.as_secs_f64() / feed_time.as_secs_f64(),
         );
         if round == 3 {
             println!(

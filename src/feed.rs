@@ -17,9 +17,10 @@ use crate::router::Sink;
 use crate::source::files::{self, Input, Record};
 use crate::wire::{self, Line, Lowered, Malformed, Origin};
 
-/// Record bytes per chunk: big enough that handing one over costs nothing, small enough that
-/// routing starts at once.
-pub const CHUNK_BYTES: usize = 1 << 20;
+/// Record bytes per chunk: big enough that handing one over costs next to nothing, small enough
+/// that a chunk and its decoded lines stay below the allocator's mmap threshold (128 KiB): a
+/// megabyte chunk was mapped and faulted in afresh every time, which cost more than it saved.
+pub const CHUNK_BYTES: usize = 48 << 10;
 /// Chunks read but not yet routed, at most: what bounds the memory of the hand-over.
 const IN_FLIGHT: usize = 8;
 
@@ -70,7 +71,17 @@ struct Records {
 
 impl Records {
     fn new(origin: Origin) -> Self {
-        Self { origin, bytes: Vec::with_capacity(CHUNK_BYTES + (64 << 10)), spans: Vec::new() }
+        Self { origin, bytes: Vec::with_capacity(CHUNK_BYTES + (16 << 10)), spans: Vec::new() }
+    }
+
+    /// A routed chunk's buffers, emptied for the next records (its lines are dropped here, on the
+    /// reader's thread, not on the router's).
+    fn reuse(chunk: Chunk, origin: Origin) -> Self {
+        let mut records = chunk.into_owner().into_owner();
+        records.origin = origin;
+        records.bytes.clear();
+        records.spans.clear();
+        records
     }
 }
 
@@ -118,29 +129,68 @@ fn decode(records: Records) -> Chunk {
             .collect()
     });
     Chunk::new(decoded, |d| {
-        let origin = &d.borrow_owner().origin;
-        d.borrow_dependent()
+        let records = d.borrow_owner();
+        let origin = &records.origin;
+        records
+            .spans
             .iter()
-            .map(|line| match line {
-                Some(Ok(line)) if line.lowers_alone() => Some(wire::lower(line, origin, &mut wire::Stream::default())),
-                _ => None,
+            .zip(d.borrow_dependent())
+            .map(|(span, line)| {
+                // A sidecar (one object about a thread) lowers whole, by what its origin says it is.
+                if let Span::Line(range) = span
+                    && let Some(Ok(lowered)) = wire::lower_sidecar(&records.bytes[range.clone()], origin)
+                {
+                    return Some(lowered);
+                }
+                match line {
+                    Some(Ok(line)) if line.lowers_alone() => {
+                        Some(wire::lower(line, origin, &mut wire::Stream::default()))
+                    }
+                    _ => None,
+                }
             })
             .collect()
     })
 }
 
-/// Reads every input in order into chunks; stops early when `send` says the router has gone.
-fn read(inputs: &(impl Inputs + ?Sized), chunk_bytes: usize, send: &mut impl FnMut(Step<Records>) -> bool) {
+/// The reader's end of the hand-over: chunks numbered in input order, one token per chunk in
+/// flight, and the routed chunks coming back to be dropped and their buffers reused.
+struct Handover {
+    work: mpsc::SyncSender<(u64, Step<Records>)>,
+    tokens: mpsc::Receiver<Option<Chunk>>,
+    seq: u64,
+}
+
+impl Handover {
+    /// Hands a chunk on; the buffers for the next one, or `None` when the router has gone.
+    fn chunk(&mut self, records: Records) -> Option<Records> {
+        let token = self.tokens.recv().ok()?;
+        let origin = records.origin.clone();
+        self.seq += 1;
+        self.work.send((self.seq, Step::Chunk(records))).ok()?;
+        Some(match token {
+            Some(routed) => Records::reuse(routed, origin),
+            None => Records::new(origin),
+        })
+    }
+
+    fn failed(&mut self, failed: Failed) {
+        self.seq += 1;
+        let _ = self.work.send((self.seq, Step::Failed(failed)));
+    }
+}
+
+/// Reads every input in order into chunks; stops early when the router has gone.
+fn read(inputs: &(impl Inputs + ?Sized), chunk_bytes: usize, handover: &mut Handover) {
+    let mut spare: Option<Records> = None;
     for n in 0..inputs.count() {
         let reader = match inputs.open(n) {
             Ok(r) => r,
-            Err(error) => {
-                send(Step::Failed(Failed { doing: "opening", input: inputs.name(n), error }));
-                return;
-            }
+            Err(error) => return handover.failed(Failed { doing: "opening", input: inputs.name(n), error }),
         };
         let origin = inputs.origin(n);
-        let mut records = Records::new(origin.clone());
+        let mut records = spare.take().unwrap_or_else(|| Records::new(origin.clone()));
+        records.origin = origin;
         let mut gone = false;
         let read = files::read_records(reader, files::MAX_LINE, |record| {
             if gone {
@@ -158,15 +208,27 @@ fn read(inputs: &(impl Inputs + ?Sized), chunk_bytes: usize, send: &mut impl FnM
                 }
             }
             if records.bytes.len() >= chunk_bytes {
-                gone = !send(Step::Chunk(std::mem::replace(&mut records, Records::new(origin.clone()))));
+                let full = std::mem::replace(&mut records, Records::new(Origin::NONE));
+                match handover.chunk(full) {
+                    Some(next) => records = next,
+                    None => gone = true,
+                }
             }
         });
-        if gone || !records.spans.is_empty() && !send(Step::Chunk(records)) {
+        if gone {
             return;
         }
+        // A chunk never spans two inputs: each input's records go with its origin.
+        if records.spans.is_empty() {
+            spare = Some(records);
+        } else {
+            match handover.chunk(records) {
+                Some(next) => spare = Some(next),
+                None => return,
+            }
+        }
         if let Err(error) = read {
-            send(Step::Failed(Failed { doing: "reading", input: inputs.name(n), error }));
-            return;
+            return handover.failed(Failed { doing: "reading", input: inputs.name(n), error });
         }
     }
 }
@@ -214,22 +276,13 @@ pub fn feed(
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::channel::<(u64, Step<Chunk>)>();
     // One token per chunk in flight: the reader takes one before it hands a chunk on, the router
-    // gives it back once the chunk is routed.
-    let (token_tx, token_rx) = mpsc::sync_channel::<()>(IN_FLIGHT);
+    // gives it back, with the routed chunk, once it is routed.
+    let (token_tx, token_rx) = mpsc::sync_channel::<Option<Chunk>>(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
-        token_tx.send(()).expect("room for every token");
+        token_tx.send(None).expect("room for every token");
     }
     std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut seq = 0;
-            read(inputs, chunk_bytes, &mut |step| {
-                if matches!(step, Step::Chunk(_)) && token_rx.recv().is_err() {
-                    return false;
-                }
-                seq += 1;
-                work_tx.send((seq, step)).is_ok()
-            });
-        });
+        scope.spawn(move || read(inputs, chunk_bytes, &mut Handover { work: work_tx, tokens: token_rx, seq: 0 }));
         for _ in 0..decoders.max(1) {
             let (work_rx, done_tx) = (&work_rx, done_tx.clone());
             scope.spawn(move || {
@@ -257,7 +310,7 @@ pub fn feed(
                 match step {
                     Step::Chunk(chunk) => {
                         route(&chunk, pipeline, also);
-                        let _ = token_tx.send(());
+                        let _ = token_tx.send(Some(chunk));
                     }
                     Step::Failed(f) => return Err(f),
                 }

@@ -2,10 +2,12 @@
 //!
 //! The data flows one way through the stages, each a folder with a small public face:
 //! `source` (bytes + arrival time) → `wire` (decode) → `router` (routing.md reducer) → `model`
-//! (threads, items, tokens, cost) → `ui` (ratatui). `pipeline` joins wire, router and model for
-//! every consumer, and `feed` runs it on every core for recorded inputs; `commands` are the thin edges (CLI, headless output, the monitor loop).
+//! (threads, items, tokens, cost) → `ui` (ratatui) and `export` (OTLP traces). `pipeline` joins
+//! wire, router and model for every consumer, and `feed` runs it on every core for recorded inputs;
+//! `commands` are the thin edges (CLI, headless output, the monitor loop).
 
 pub mod commands;
+pub mod export;
 pub mod feed;
 pub mod model;
 pub mod pipeline;

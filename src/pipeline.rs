@@ -22,11 +22,15 @@ impl Default for Config {
 }
 
 /// Which kinds of line the input held, for `input.format`.
+// Independent flags, one per kind of line seen: not a state machine in disguise.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Default, Clone, Copy)]
 struct Formats {
     app_server: bool,
     rollout: bool,
     claude: bool,
+    otlp: bool,
+    claude_stream: bool,
 }
 
 #[derive(Debug)]
@@ -49,14 +53,19 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Line(r) if !r.replayed => match r.record.format {
-                Format::ClaudeTranscript | Format::ClaudeStream => self.formats.claude = true,
+                Format::ClaudeTranscript => self.formats.claude = true,
+                Format::ClaudeStream => self.formats.claude_stream = true,
                 Format::CodexRollout => self.formats.rollout = true,
                 Format::CodexAppServer => self.formats.app_server = true,
+                Format::Otlp => self.formats.otlp = true,
                 Format::Marker => {}
             },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
             Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
                 self.formats.claude = true;
+            }
+            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeStream), .. } => {
+                self.formats.claude_stream = true;
             }
             _ => {}
         }
@@ -157,10 +166,14 @@ impl Pipeline {
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
         let f = self.formats;
-        match (f.app_server, f.rollout, f.claude) {
-            (_, false, false) => "codex-app-server",
-            (false, true, false) => "codex-rollout",
-            (false, false, true) => "claude-transcript",
+        if f.otlp {
+            return if f.app_server || f.rollout || f.claude || f.claude_stream { "mixed" } else { "otlp" };
+        }
+        match (f.app_server, f.rollout, f.claude, f.claude_stream) {
+            (_, false, false, false) => "codex-app-server",
+            (false, true, false, false) => "codex-rollout",
+            (false, false, true, false) => "claude-transcript",
+            (false, false, false, true) => "claude-stream-json",
             _ => "mixed",
         }
     }

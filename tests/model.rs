@@ -541,3 +541,56 @@ fn what_the_agent_reports_it_cost_is_kept_by_model() {
         w.get("r").reported_cost.iter().map(|(m, c)| (m.to_string(), c.to_string())).collect();
     assert_eq!(figures, [("claude-next".into(), "0.75".into()), ("haiku".into(), "0.003".into())]);
 }
+
+fn reported(model: &'static str, input: u64, output: u64, usd: &'static str) -> Vec<Fact<'static>> {
+    vec![
+        Fact::ReportedUsage(swarmtop::wire::fact::ReportedUsage {
+            model: CleanStr::new(model),
+            tokens: Breakdown {
+                input_tokens: Some(input),
+                output_tokens: Some(output),
+                total_tokens: Some(input + output),
+                ..Breakdown::default()
+            },
+        }),
+        Fact::CostReported(swarmtop::wire::fact::CostReported {
+            model: Some(CleanStr::new(model)),
+            usd: Cow::Borrowed(usd),
+            cumulative: true,
+        }),
+    ]
+}
+
+#[test]
+fn what_the_agent_reported_beyond_its_threads_is_the_session_s_unattributed_part() {
+    let mut w = World::new();
+    let s = w.root("s");
+    w.child("a", "s", Some("card"));
+    w.say("s", None, vec![response("m1", "claude-sonnet-4-5", 1_000, 10)]);
+    w.say("a", None, vec![response("m2", "claude-sonnet-4-5", 2_000, 20)]);
+    // The agent's running totals replace each other: the last one counts, never their sum.
+    w.say("s", None, reported("claude-sonnet-4-5", 2_500, 25, "0.01"));
+    w.say("s", None, reported("claude-sonnet-4-5", 4_000, 40, "0.0126"));
+    let r = w.model.reconciled(s).expect("reported");
+    assert_eq!(r.reported.total, 4_040);
+    assert_eq!(r.unattributed.total, 4_040 - 3_030, "reported, less what the threads account for");
+    assert_eq!(w.model.thread(s).subtree.tokens.total + r.unattributed.total, r.reported.total);
+    // 3,000 input at $3 and 30 output at $15 per million: $0.00945 seen, $0.0126 reported.
+    assert_eq!(r.unattributed_cost.map(|c| c.to_string()).as_deref(), Some("0.00315"));
+}
+
+#[test]
+fn a_model_the_table_lacks_shows_the_agent_s_own_figure() {
+    let mut w = World::new();
+    w.root("s");
+    let a = w.child("a", "s", Some("card"));
+    let nova = || Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new("claude-nova-9") });
+    w.say("a", None, vec![nova(), response("m1", "claude-nova-9", 1_000, 10)]);
+    assert_eq!(w.model.shown_cost(a), model::ShownCost::Unpriced);
+    w.say("s", None, reported("claude-nova-9", 1_000, 10, "0.5"));
+    assert_eq!(model::format_shown(w.model.shown_cost(a)), "$0.50 (agent)");
+    // Two threads on that model: the figure is the session's, not one agent's.
+    w.child("b", "s", Some("card2"));
+    w.say("b", None, vec![nova(), response("m2", "claude-nova-9", 1_000, 10)]);
+    assert_eq!(w.model.shown_cost(a), model::ShownCost::Unpriced);
+}

@@ -187,6 +187,13 @@ fn failed_and_retrying_roots() {
     let f = feed("retry", &p, total);
     let mut v = view();
     insta::assert_snapshot!("retry_retrying_80x24", render(&p, &f, &mut v, (80, 24)));
+    // Once through, the retry stays on the lane.
+    let (p, total) = load("retry", None);
+    let f = feed("retry", &p, total);
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("↻ retried") && screen.contains("idle"), "{screen}");
+    insta::assert_snapshot!("retry_retried_120x40", screen);
 }
 
 #[test]
@@ -661,9 +668,11 @@ fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
     assert_ne!(back, newest);
     assert!(back.contains(&format!("↑{}", v.scroll)), "{back}");
     press(&mut v, &p, &[key(KeyCode::Home)]);
-    render(&p, &f, &mut v, (120, 40));
+    let first = render(&p, &f, &mut v, (120, 40));
     let oldest = v.scroll;
     assert!(oldest < 1 << 20, "Home is clamped to the history there is: {oldest}");
+    // The indicator shows the scroll as clamped on that same frame, never the raw request.
+    assert!(first.contains(&format!("↑{oldest} ")) && !first.contains("↑1073741"), "{first}");
     let top = render(&p, &f, &mut v, (120, 40));
     assert!(top.contains("› [task:lead]"), "{top}");
     press(&mut v, &p, &[key(KeyCode::Char('k'))]);
@@ -1124,4 +1133,40 @@ fn the_footer_and_help_list_the_new_keys() {
     for what in ["timeline", "zoom", "search the text", "order agents", "copy", "suspend"] {
         assert!(help.contains(what), "{what}: {help}");
     }
+}
+
+/// The screens issue 10 added, each at the three sizes.
+#[test]
+fn new_screens_at_every_size() {
+    let (p, _) = load("collab_v1", Some(80));
+    let live = live_feed(&p);
+    snap_sizes("confirm_quit", &p, &live, |v, p| {
+        ui::update(v, &p.model, Action::Quit);
+        assert_eq!(v.overlay, Some(Overlay::ConfirmQuit));
+    });
+    let paused = Feed { paused: true, arrived: 1234, ..live_feed(&p) };
+    snap_sizes("live_paused", &p, &paused, |_, _| {});
+    let (done, total) = load("collab_v1", None);
+    let mut ended = feed("collab_v1", &done, total);
+    ended.ended = Some("replay ended".into());
+    snap_sizes("replay_ended", &done, &ended, |_, _| {});
+    let (d, total) = demo(usize::MAX);
+    let f = feed("demo", &d, total);
+    snap_sizes("search", &d, &f, |v, p| {
+        act(v, p, &[Action::NextPane, Action::SearchStart]);
+        for c in "verify_token".chars() {
+            ui::update(v, &p.model, Action::SearchInput(c));
+        }
+        ui::update(v, &p.model, Action::SearchAccept);
+    });
+    snap_sizes("zoom_tree", &d, &f, |v, p| {
+        act(v, p, &[Action::Zoom]);
+    });
+    snap_sizes("zoom_timeline", &d, &f, |v, p| {
+        act(v, p, &[Action::Timeline, Action::NextPane, Action::Zoom]);
+    });
+    snap_sizes("cost_table_cursor", &d, &f, |v, p| {
+        act(v, p, &[Action::PrevPane, Action::MoveDown, Action::MoveDown]);
+        assert_eq!(v.focus, Pane::Cost);
+    });
 }

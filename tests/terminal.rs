@@ -248,3 +248,26 @@ fn live_pause_confirm_quit_and_ctrl_z() {
     let screen = tmux.wait_for("the exit", |s| s.contains("EXIT="));
     assert!(screen.contains("TTY=restored"), "{screen}");
 }
+
+/// `--follow`: a recording still being written is replayed, then shown live as it grows (its
+/// growth reported by the follower, off the monitor's thread).
+#[test]
+fn a_followed_file_goes_live_and_grows() {
+    let bin = env!("CARGO_BIN_EXE_swarmtop");
+    let demo = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let lines: Vec<&str> = demo.lines().collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("growing.ndjson");
+    std::fs::write(&path, lines[..40].join("\n") + "\n").expect("write");
+    let cmd = format!("sh -c '{bin} --follow --speed max {}; sleep 60'", path.display());
+    let Some(tmux) = Tmux::start("follow", 120, 40, &cmd) else { return };
+    let screen = tmux.wait_for("the replay caught up", |s| s.contains("● live"));
+    assert!(screen.contains("1 agent"), "only the root so far: {screen}");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
+    std::io::Write::write_all(&mut f, (lines[40..].join("\n") + "\n").as_bytes()).expect("append");
+    let screen = tmux.wait_for("the growth", |s| s.contains("7 agents"));
+    assert!(screen.contains("● live"), "{screen}");
+    // Nothing is lost by quitting a file: q quits at once.
+    tmux.keys(&["q"]);
+    tmux.wait_for("the exit", |s| !s.contains("┌ agents"));
+}

@@ -8,8 +8,9 @@ use color_eyre::eyre::{Result, bail};
 use tokio::sync::mpsc;
 
 use super::cli::AttachArgs;
+use super::export::{live_request, start_live};
 use super::live::headless;
-use super::monitor::{self, Watch};
+use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
@@ -26,6 +27,7 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Attach, None, started);
     let record = recording::open_requested(args.monitor.record.as_deref(), Source::Attach, started, &header)?;
+    let export = start_live(live_request(&args.monitor.otlp, false))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
@@ -36,9 +38,10 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
         let rediscover = (reconnect && args.socket.is_none()).then(|| path.parent().map(PathBuf::from)).flatten();
         tokio::spawn(attach::run(Options { path, reconnect, record, rediscover }, tx));
         if args.headless {
-            headless(rx, config).await
+            headless(rx, config, export).await
         } else {
-            monitor::screen(Watch::Live { name: format!("attach {name}"), events: rx }, &args.monitor, config).await
+            let watch = Watch::Live { name: format!("attach {name}"), events: rx };
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None }).await
         }
     })
 }

@@ -72,6 +72,11 @@ pub struct MonitorOpts {
     /// Colour theme.
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
+    /// Export spawn trees as traces to this OTLP/HTTP collector while watching (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318). On `listen`, an
+    /// address without `http://` receives OTLP instead.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", action = clap::ArgAction::Append)]
+    pub otlp: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -131,6 +136,27 @@ pub enum Command {
     Attach(AttachArgs),
     /// Accept producers that push NDJSON lines into a socket, and monitor them.
     Listen(ListenArgs),
+    /// Send spawn trees to an OpenTelemetry collector as traces (or write them as OTLP/JSON lines).
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// OTLP/HTTP collector (default: $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318).
+    #[arg(long, value_name = "URL", conflicts_with = "otlp_file")]
+    pub otlp: Option<String>,
+    /// Write OTLP/JSON lines (one export request per line) to this file instead.
+    #[arg(long, value_name = "PATH")]
+    pub otlp_file: Option<PathBuf>,
+    /// How long to keep retrying while the collector is down (e.g. 30s).
+    #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
+    pub wait: std::time::Duration,
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+}
+
+fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_ms(s).map(std::time::Duration::from_millis)
 }
 
 #[derive(Debug, Args)]
@@ -183,6 +209,10 @@ pub struct TeeArgs {
     /// Do not write a recording.
     #[arg(long)]
     pub no_record: bool,
+    /// Export the session's spawn tree as traces to this OTLP/HTTP collector (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318).
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
     /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub monitor_queue_bytes: Option<usize>,

@@ -22,13 +22,15 @@ pub fn config(global: &GlobalOpts) -> Result<Config> {
 }
 
 /// Reads every input, in order, as one stream through a new pipeline, then ends the stream.
-/// With more than one core, records are decoded and lowered on all of them while this thread
-/// routes ([`feed`]), with the same result.
+/// With more than one input and more than one core, records are decoded and lowered on all of
+/// them while this thread routes ([`feed`]), with the same result. One input is read on this
+/// thread alone: on the shared two-core machine it was measured, feeding one stream of Codex
+/// traffic across threads cost more than it gained in every run.
 pub fn ingest(paths: &[PathBuf], config: Config, also: &mut (impl Sink + ?Sized)) -> Result<Pipeline> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    if cores > 1 {
+    if cores > 1 && inputs.len() > 1 {
         if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {
             return Err(f.error).wrap_err(format!("{} {}", f.doing, f.input));
         }

@@ -1,19 +1,22 @@
 //! `swarmtop listen [--socket PATH] [--headless] [--record FILE]`: producers push NDJSON into a
 //! socket (e.g. `… | nc -U PATH`), each connection its own stream.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
 use super::cli::ListenArgs;
+use super::export::{live_request, start_live};
 use super::live::headless;
-use super::monitor::{self, Watch};
+use super::monitor::{self, Outlets, Watch};
 use crate::pipeline::Config;
-use crate::source::inbound;
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
 use crate::source::socket::{self, SocketFile};
+use crate::source::{inbound, otlp};
 
 pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -23,18 +26,48 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Listen, None, started);
     let recorder = recording::open_requested(args.monitor.record.as_deref(), Source::Listen, started, &header)?;
+    let export = start_live(live_request(&args.monitor.otlp, true))?;
+    // `--otlp` values without a scheme (or none) are where to receive OTLP; URLs are where to send.
+    let receive = args.monitor.otlp.iter().rfind(|v| !v.contains("://")).map(|v| {
+        let addr = if v.is_empty() { otlp::DEFAULT_ADDR } else { v.as_str() };
+        addr.parse::<SocketAddr>().wrap_err_with(|| format!("--otlp {addr}: not an address (try 127.0.0.1:4318)"))
+    });
+    let receive = receive.transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         let listener = socket::bind(&path).wrap_err_with(|| format!("binding {}", path.display()))?;
         let _socket = SocketFile::new(path.clone());
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
-        tokio::spawn(inbound::listen(listener, header, recorder, tx));
+        let mut name = format!("listen {}", path.display());
+        let otlp = match receive {
+            Some(addr) => {
+                let tcp =
+                    tokio::net::TcpListener::bind(addr).await.wrap_err_with(|| format!("binding {addr} for OTLP"))?;
+                let bound = tcp.local_addr().unwrap_or(addr);
+                if !otlp::is_loopback(&bound) {
+                    eprintln!(
+                        "swarmtop listen: WARNING: receiving OTLP on {bound}, which other machines can reach: \
+                         anyone who can connect can feed this monitor (bind 127.0.0.1 to keep it local)"
+                    );
+                }
+                eprintln!("swarmtop listen: receiving OTLP/HTTP traces and logs at http://{bound}");
+                name = format!("{name} + otlp {bound}");
+                Some((tcp, Arc::new(otlp::Counters::default())))
+            }
+            None => None,
+        };
+        let receive = otlp.as_ref().map(|(_, c)| c.clone());
+        tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
         if args.headless {
             eprintln!("swarmtop listen: accepting producers on {}", path.display());
-            headless(rx, config).await
+            let code = headless(rx, config, export).await;
+            if let Some(c) = &receive {
+                eprintln!("swarmtop listen: OTLP received: {}", c.describe());
+            }
+            code
         } else {
-            let watch = Watch::Live { name: format!("listen {}", path.display()), events: rx };
-            monitor::screen(watch, &args.monitor, config).await
+            let watch = Watch::Live { name, events: rx };
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive }).await
         }
     })
 }

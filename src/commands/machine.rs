@@ -258,7 +258,7 @@ impl Machine {
                 }
                 self.tee_session(i);
             }
-            Event::Disconnected { .. } | Event::Origin(_) | Event::Sessions(_) => {}
+            Event::Disconnected { .. } | Event::Origin(_) | Event::Sessions(_) | Event::Followed(_) => {}
         }
         Ok(())
     }

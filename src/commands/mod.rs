@@ -2,6 +2,7 @@
 
 pub mod attach;
 pub mod cli;
+pub mod export;
 mod ingest;
 pub mod listen;
 mod live;
@@ -22,6 +23,7 @@ use color_eyre::eyre::{Result, WrapErr};
 
 pub use self::cli::{Cli, Command};
 pub use self::ingest::{config, ingest};
+pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {
@@ -68,10 +70,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Stats(args)) => stats::run(&args, config),
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
-        Some(Command::Tee(args)) => tee::run(&args),
+        Some(Command::Tee(args)) => tee::run(&args, config),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
+        Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use color_eyre::eyre::{Result, WrapErr};
@@ -14,15 +15,18 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
+use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::TerminalGuard;
-use crate::pipeline::Config;
+use crate::export::Live;
+use crate::pipeline::{Config, Pipeline};
 use crate::source::files;
+use crate::source::follow;
 use crate::source::inbound;
 use crate::source::live;
+use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
 use crate::source::replay::Pace;
-use crate::source::watch::Watcher;
 use crate::ui::frame::INGEST_SLICE;
 use crate::ui::runtime::{Input, Runtime, Settings, time_of};
 use crate::ui::{self, Effect, View};
@@ -79,9 +83,10 @@ pub enum Watch {
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    runtime.block_on(screen(watch, opts, config))
+    runtime.block_on(screen(watch, opts, config, Outlets { export, receive: None }))
 }
 
 fn pace_of(speed: Speed) -> Pace {
@@ -116,8 +121,29 @@ fn home_short(name: &str) -> String {
     }
 }
 
+/// Where a live session's telemetry goes out (`--otlp URL`) and comes in from (`listen --otlp`).
+#[derive(Default)]
+pub struct Outlets {
+    pub export: Option<Live>,
+    pub receive: Option<Arc<otlp::Counters>>,
+}
+
+fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
+    use std::sync::atomic::Ordering::Relaxed;
+    ui::ReceiveFeed {
+        requests: c.requests.load(Relaxed),
+        spans: c.spans.load(Relaxed),
+        logs: c.logs.load(Relaxed),
+        refused: c.refused.load(Relaxed),
+        forgotten: c.forgotten.load(Relaxed),
+    }
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
-pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
+    let Outlets { mut export, receive } = outlets;
+    // The model generation the export last looked at.
+    let mut exported = u64::MAX;
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate())?;
@@ -129,25 +155,35 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     let (mut rt, mut live_rx) = match watch {
         Watch::Replay(mut r) => {
             r.name = home_short(&r.name);
-            (Runtime::replay(r, view, &settings, config, now), None)
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, &settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
         Watch::Machine(opts) => (Runtime::machine(view, &settings, config, now), Some(super::machine::spawn(opts))),
     };
-    // `--follow`: the file watcher says when followed files or folders change.
-    let mut watcher = None;
-    let paths = rt.watch_paths();
-    if !paths.is_empty() {
-        let mut w = Watcher::new();
-        for p in &paths {
-            w.watch(p);
-        }
-        rt.follow_by_events();
-        watcher = Some(w);
-    }
+
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());
+        if let Some(x) = export.as_mut() {
+            // Only queues the spans that ended: the exporter's thread sends them.
+            if rt.model().generation != exported {
+                x.update(rt.model(), rt.format());
+                exported = rt.model().generation;
+            }
+            rt.feed.export = Some(feed_of(x));
+        }
+        if let Some(r) = &receive {
+            rt.feed.receive = Some(receive_feed(r));
+        }
         if rt.frame_due(now) {
             guard.terminal.draw(|frame| rt.draw(frame, now)).wrap_err("drawing")?;
         }
@@ -170,15 +206,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
             },
             _ = terminate.recv() => break,
             _ = hangup.recv() => break,
-            _ = async { Some(watcher.as_ref()?.changed().await) }, if watcher.is_some() => {
-                rt.input(Input::FilesChanged, Instant::now());
-                // New files found in followed folders are watched too.
-                if let Some(w) = watcher.as_mut() {
-                    for p in rt.watch_paths() {
-                        w.watch(&p);
-                    }
-                }
-            }
+
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 let now = Instant::now();
                 if let Some(event) = event {
@@ -203,6 +231,9 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<
     }
     drop(guard);
     tracing::info!(lines = rt.lines(), "monitor closed");
+    if let Some(x) = export {
+        finish_live(x, rt.model(), rt.format());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -222,4 +253,39 @@ fn copy_to_clipboard(text: &str) -> String {
     let lines = text.lines().count();
     let what = if lines > 1 { format!("{lines} lines") } else { text.to_owned() };
     format!("copied {}", ui::text::truncate(&what, 40))
+}
+
+/// `swarmtop --follow FILES/DIRS` without a screen: the monitor's own reading of files that grow
+/// (and of files that appear in followed folders), applied to a pipeline as the monitor applies
+/// them after its replay has caught up. For tests and tools that need to see what a `--follow`
+/// monitor shows at a given moment.
+pub struct Follow {
+    recorded: Recorded,
+    follower: follow::Follower,
+    pub pipeline: Pipeline,
+}
+
+impl Follow {
+    /// Reads what is there already, as the monitor does on start.
+    pub fn start(paths: &[PathBuf], config: Config) -> Result<Self> {
+        let inputs = files::expand(paths).wrap_err("listing inputs")?;
+        let recorded =
+            Recorded::from_inputs(paths, &inputs, true, &ui::runtime::time_of).wrap_err("reading the inputs")?;
+        let mut pipeline = Pipeline::new(config);
+        ui::runtime::apply(&recorded, &mut pipeline, 0..recorded.len());
+        let (files, dirs) = recorded.watched();
+        Ok(Self { recorded, follower: follow::Follower::new(files, dirs), pipeline })
+    }
+
+    /// One look of the monitor's follower: what grew or appeared since, applied. Returns the
+    /// number of new records.
+    pub fn poll(&mut self) -> usize {
+        let before = self.recorded.len();
+        let mut added = 0;
+        for change in self.follower.changes() {
+            added += self.recorded.followed(change, &ui::runtime::time_of);
+        }
+        ui::runtime::apply(&self.recorded, &mut self.pipeline, before..before + added);
+        added
+    }
 }

@@ -13,7 +13,7 @@ use super::cli::StatsArgs;
 use super::ingest::{ingest, nothing};
 use super::tree::render_tree;
 use crate::model::prices::Pico;
-use crate::model::{Model, Tokens, format_usd};
+use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
 use crate::ui::text::grouped;
@@ -141,7 +141,40 @@ struct ThreadJson<'a> {
     items: usize,
     tokens: TokensJson,
     cost_usd: Option<Box<RawValue>>,
+    /// The agent's own figure, for a thread the price table cannot cost (its model is unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reported_cost_usd: Option<Box<RawValue>>,
     subtree: SubtreeJson,
+    /// A session whose agent reported its own totals: those, and the part no thread accounts for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reported: Option<ReportedJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportedJson {
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+    /// Reported, less what the session's threads account for: shown as the session's own
+    /// unattributed part, never added to an agent.
+    unattributed: UnattributedJson,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UnattributedJson {
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+}
+
+impl From<Reconciled> for ReportedJson {
+    fn from(r: Reconciled) -> Self {
+        Self {
+            tokens: (&r.reported).into(),
+            cost_usd: money(r.reported_cost),
+            unattributed: UnattributedJson { tokens: (&r.unattributed).into(), cost_usd: money(r.unattributed_cost) },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -228,11 +261,16 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         items: t.items.len(),
         tokens: (&t.tokens).into(),
         cost_usd: money(t.cost),
+        reported_cost_usd: match model.shown_cost(idx) {
+            ShownCost::Reported(c) => money(Some(c)),
+            _ => None,
+        },
         subtree: SubtreeJson {
             threads: t.subtree.threads,
             tokens: (&t.subtree.tokens).into(),
             cost_usd: money(t.subtree.cost_usd()),
         },
+        reported: (t.role == Role::Root).then(|| model.reconciled(idx)).flatten().map(Into::into),
     }
 }
 
@@ -288,7 +326,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
                 t.turns.len().to_string(),
                 t.items.len().to_string(),
                 grouped(t.tokens.total),
-                format_usd(t.cost),
+                format_shown(model.shown_cost(idx)),
                 format_usd(model.thread(idx).subtree.cost_usd()),
             ]
         })
@@ -317,6 +355,19 @@ pub fn render_text(pipeline: &Pipeline) -> String {
     for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         let _ = writeln!(out, "{}", line(&cells));
+    }
+    for (i, t) in model.threads.iter().enumerate() {
+        let idx = ThreadIdx(i as u32);
+        let Some(r) = (t.role == Role::Root).then(|| model.reconciled(idx)).flatten() else { continue };
+        let _ = writeln!(
+            out,
+            "\nreported by the agent for session {}: {} tokens · {}; unattributed (no agent's): {} tokens · {}",
+            t.name(),
+            grouped(r.reported.total),
+            format_usd(r.reported_cost),
+            grouped(r.unattributed.total),
+            format_usd(r.unattributed_cost),
+        );
     }
     out.push('\n');
     out.push_str(&render_tree(model));

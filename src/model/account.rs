@@ -7,19 +7,28 @@ use rustc_hash::FxHashMap;
 
 use super::prices::{Pico, Price};
 use super::tokens::Tokens;
+use crate::wire::Clean;
 
 /// The responses of one thread, for deduplicating and pricing them.
 #[derive(Debug, Clone, Default)]
 pub struct Account {
-    responses: FxHashMap<Box<str>, Response>,
+    /// Index into `list` by response key.
+    responses: FxHashMap<Box<str>, usize>,
+    /// The responses in the order they were first stated (what `export` sends as `chat` spans).
+    list: Vec<Response>,
     cost: Pico,
     unpriced: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Response {
-    tokens: Tokens,
+/// One API response: its merged figures, its model, when it was first and last stated.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub key: Box<str>,
+    pub tokens: Tokens,
     price: Option<Price>,
+    pub model: Option<Clean>,
+    pub first_ms: Option<i64>,
+    pub last_ms: Option<i64>,
 }
 
 impl Account {
@@ -28,14 +37,28 @@ impl Account {
         (self.unpriced == 0 && !self.responses.is_empty()).then_some(self.cost)
     }
 
-    /// Adds one statement of a response's usage; returns what the thread's figures gain.
-    pub fn state(&mut self, key: &str, usage: &Tokens, price: Option<Price>) -> Tokens {
-        let before = self.responses.get(key).copied();
-        let merged = before.map_or(*usage, |b| b.tokens.max(usage));
-        let price = price.or(before.and_then(|b| b.price));
-        if let Some(b) = before {
-            match b.price {
-                Some(p) => self.cost = self.cost - b.tokens.cost(&p),
+    /// The responses, in the order they were first stated.
+    pub fn responses(&self) -> &[Response] {
+        &self.list
+    }
+
+    /// Adds one statement of a response's usage (its model, the statement's time); returns what the
+    /// thread's figures gain.
+    pub fn state(
+        &mut self,
+        key: &str,
+        usage: &Tokens,
+        price: Option<Price>,
+        model: Option<Clean>,
+        time: Option<i64>,
+    ) -> Tokens {
+        let at = self.responses.get(key).copied();
+        let before = at.map(|i| (self.list[i].tokens, self.list[i].price));
+        let merged = before.map_or(*usage, |(t, _)| t.max(usage));
+        let price = price.or(before.and_then(|(_, p)| p));
+        if let Some((tokens, p)) = before {
+            match p {
+                Some(p) => self.cost = self.cost - tokens.cost(&p),
                 None => self.unpriced = self.unpriced.saturating_sub(1),
             }
         }
@@ -43,7 +66,23 @@ impl Account {
             Some(p) => self.cost += merged.cost(&p),
             None => self.unpriced += 1,
         }
-        self.responses.insert(key.into(), Response { tokens: merged, price });
-        merged.minus(&before.map(|b| b.tokens).unwrap_or_default())
+        let i = *self.responses.entry(key.into()).or_insert_with(|| {
+            self.list.push(Response {
+                key: key.into(),
+                tokens: merged,
+                price,
+                model: None,
+                first_ms: time,
+                last_ms: time,
+            });
+            self.list.len() - 1
+        });
+        let r = &mut self.list[i];
+        r.tokens = merged;
+        r.price = price;
+        r.model = model.or(r.model.take());
+        r.first_ms = r.first_ms.or(time);
+        r.last_ms = time.max(r.last_ms);
+        merged.minus(&before.map(|(t, _)| t).unwrap_or_default())
     }
 }

@@ -3,6 +3,7 @@
 //! each line states, whatever the format the line was in; pure, like the router.
 
 mod account;
+pub use self::account::Response;
 mod diagnostics;
 mod item;
 pub mod prices;
@@ -82,6 +83,76 @@ impl Model {
             }
         }
         total
+    }
+
+    /// A session's figures reconciled with what its agent reported for the whole session, when it
+    /// did (`None` otherwise): what the agent reported, and the part of it no thread of the
+    /// session accounts for (a stream omits responses by design).
+    pub fn reconciled(&self, root: ThreadIdx) -> Option<Reconciled> {
+        let t = &self.threads[root.index()];
+        if t.reported_usage.is_empty() && t.reported_cost.is_empty() {
+            return None;
+        }
+        let mut reported = Tokens::default();
+        for (_, tokens) in &t.reported_usage {
+            reported.add(tokens);
+        }
+        let reported_cost = (!t.reported_cost.is_empty())
+            .then(|| t.reported_cost.iter().fold(Pico::default(), |sum, (_, usd)| sum + *usd));
+        let seen = t.subtree.tokens;
+        // The session's threads can only fall short of the agent's own total; where a figure of
+        // theirs is above it (a figure the agent does not count), nothing is unattributed there.
+        let unattributed =
+            if t.reported_usage.is_empty() { Tokens::default() } else { reported.saturating_minus(&seen) };
+        // A thread that used nothing costs nothing, priced or not (a depth-2 agent a stream never shows).
+        let mut all_priced = true;
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let th = &self.threads[i.index()];
+            all_priced &= th.cost.is_some() || th.tokens == Tokens::default();
+            stack.extend_from_slice(&th.children);
+        }
+        let unattributed_cost = match reported_cost {
+            Some(r) if all_priced && r > t.subtree.cost => Some(r - t.subtree.cost),
+            Some(_) if all_priced => Some(Pico::default()),
+            _ => None,
+        };
+        Some(Reconciled { reported, reported_cost, unattributed, unattributed_cost })
+    }
+
+    /// What a thread cost, as shown: from the price table; else, when the thread is the only one of
+    /// its session on its model, the agent's own figure for that model (a model the table does
+    /// not know yet is still costed, marked as the agent's figure); else unpriced.
+    pub fn shown_cost(&self, idx: ThreadIdx) -> ShownCost {
+        let t = &self.threads[idx.index()];
+        if let Some(c) = t.cost {
+            return ShownCost::Priced(c);
+        }
+        let Some(model) = t.model.as_ref() else { return ShownCost::Unpriced };
+        let Some(root) = self.root_of(idx) else { return ShownCost::Unpriced };
+        let Some(&(_, usd)) = self.threads[root.index()].reported_cost.iter().find(|(m, _)| m == model) else {
+            return ShownCost::Unpriced;
+        };
+        let mut same_model = 0usize;
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let th = &self.threads[i.index()];
+            same_model += usize::from(th.model.as_ref() == Some(model));
+            stack.extend_from_slice(&th.children);
+        }
+        if same_model == 1 { ShownCost::Reported(usd) } else { ShownCost::Unpriced }
+    }
+
+    /// Over every session that reported its own totals: the part no thread accounts for.
+    pub fn unattributed_reported(&self) -> Option<(Tokens, Option<Pico>)> {
+        let mut any = false;
+        let (mut tokens, mut cost) = (Tokens::default(), Some(Pico::default()));
+        for r in self.sessions.iter().filter_map(|&s| self.reconciled(s)) {
+            any = true;
+            tokens.add(&r.unattributed);
+            cost = cost.zip(r.unattributed_cost).map(|(a, b)| a + b);
+        }
+        any.then_some((tokens, cost))
     }
 
     pub fn unpriced_threads(&self) -> usize {
@@ -305,7 +376,7 @@ impl Model {
                     self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
                 }
             }
-            Fact::Usage(usage) => self.usage(idx, usage),
+            Fact::Usage(usage) => self.usage(idx, usage, time),
             Fact::Model(m) => {
                 if let Some(t) = Self::target(idx, &m.target, r.registry) {
                     self.set_model(t, &m.model);
@@ -338,6 +409,15 @@ impl Model {
                 }
             }
             Fact::CostReported(c) => self.reported_cost(idx, c),
+            Fact::ReportedUsage(u) => {
+                let model = u.model.to_clean();
+                let tokens = Tokens::of(&u.tokens);
+                let t = &mut self.threads[idx.index()];
+                match t.reported_usage.iter_mut().find(|(m, _)| *m == model) {
+                    Some((_, figure)) => *figure = tokens,
+                    None => t.reported_usage.push((model, tokens)),
+                }
+            }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
         }
     }
@@ -379,7 +459,7 @@ impl Model {
         };
     }
 
-    fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>) {
+    fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>, time: Option<i64>) {
         match usage {
             Usage::Cumulative { total, context } => {
                 let t = &mut self.threads[idx.index()];
@@ -395,12 +475,15 @@ impl Model {
                 }
             }
             Usage::Response(response) => {
-                let price = response.model.as_ref().and_then(|m| self.prices.lookup(m.as_str()));
+                // Some models bill a request by its prompt's size (Claude Haiku 5.5 above 100,000).
+                let prompt = response.tokens.input_tokens.unwrap_or(0);
+                let price = response.model.as_ref().and_then(|m| self.prices.lookup_for_prompt(m.as_str(), prompt));
                 let key = format!("{}\u{1f}{}", response.key.0, response.key.1);
                 let t = &mut self.threads[idx.index()];
                 let old = t.tokens;
-                let gained =
-                    t.account.get_or_insert_with(Default::default).state(&key, &Tokens::of(&response.tokens), price);
+                let model = response.model.as_ref().map(CleanStr::to_clean);
+                let account = t.account.get_or_insert_with(Default::default);
+                let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
                 t.tokens.add(&gained);
                 self.reprice(idx, old);
             }
@@ -717,6 +800,33 @@ impl Sink for Model {
 }
 
 /// Pretty money for people (`$0.84`, `$0.0031`); `stats --json` prints the exact decimal instead.
+/// A thread's cost as shown (see [`Model::shown_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownCost {
+    Priced(Pico),
+    /// The agent's own figure: the price table does not know the model.
+    Reported(Pico),
+    Unpriced,
+}
+
+impl ShownCost {
+    pub fn priced(self) -> Option<Pico> {
+        match self {
+            Self::Priced(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// `$0.02`, `$0.02 (agent)` for the agent's own figure, `—` unpriced.
+pub fn format_shown(cost: ShownCost) -> String {
+    match cost {
+        ShownCost::Priced(c) => format_usd(Some(c)),
+        ShownCost::Reported(c) => format!("{} (agent)", format_usd(Some(c))),
+        ShownCost::Unpriced => format_usd(None),
+    }
+}
+
 pub fn format_usd(cost: Option<Pico>) -> String {
     match cost {
         None => "—".to_owned(),
@@ -731,4 +841,17 @@ pub fn format_usd(cost: Option<Pico>) -> String {
             }
         }
     }
+}
+
+/// A session against its agent's own report (see [`Model::reconciled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reconciled {
+    /// The agent's total for the session, every model.
+    pub reported: Tokens,
+    /// The agent's own cost figure for the session, when it gave one.
+    pub reported_cost: Option<Pico>,
+    /// What no thread of the session accounts for: `reported` less the session's subtree.
+    pub unattributed: Tokens,
+    /// The same in money, when every thread of the session is priced.
+    pub unattributed_cost: Option<Pico>,
 }

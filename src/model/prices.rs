@@ -24,6 +24,9 @@ pub struct Price {
 #[derive(Debug, Clone, Default)]
 pub struct Prices {
     models: FxHashMap<String, Price>,
+    /// Models billed at other rates when a request's prompt is long (Claude Haiku 5.5 above 100,000
+    /// prompt tokens): the threshold and the rates above it.
+    long_prompt: FxHashMap<String, (u64, Price)>,
 }
 
 #[derive(Debug)]
@@ -55,6 +58,37 @@ struct Entry {
     cache_read: Option<f64>,
     cache_write_5m: Option<f64>,
     cache_write_1h: Option<f64>,
+    long_prompt: Option<LongPrompt>,
+}
+
+/// Rates for requests whose prompt (input, cache reads and cache writes) exceeds a threshold; they
+/// apply to every token of such a request, output included. Keys as in [`Entry`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LongPrompt {
+    above_prompt_tokens: u64,
+    input: f64,
+    output: f64,
+    cached_input: Option<f64>,
+    cache_write: Option<f64>,
+    cache_read: Option<f64>,
+    cache_write_5m: Option<f64>,
+    cache_write_1h: Option<f64>,
+}
+
+impl LongPrompt {
+    fn entry(&self) -> Entry {
+        Entry {
+            input: self.input,
+            output: self.output,
+            cached_input: self.cached_input,
+            cache_write: self.cache_write,
+            cache_read: self.cache_read,
+            cache_write_5m: self.cache_write_5m,
+            cache_write_1h: self.cache_write_1h,
+            long_prompt: None,
+        }
+    }
 }
 
 fn micro(usd_per_million: f64, model: &str) -> Result<i128, PriceError> {
@@ -95,9 +129,29 @@ impl Prices {
         let file: File = toml::from_str(text).map_err(|e| PriceError(format!("price table: {e}")))?;
         for (name, entry) in file.models {
             let price = entry.price(&name)?;
+            // A user entry replaces the model as a whole, its long-prompt rates included.
+            match &entry.long_prompt {
+                Some(long) => {
+                    let rates = long.entry().price(&name)?;
+                    self.long_prompt.insert(name.clone(), (long.above_prompt_tokens, rates));
+                }
+                None => {
+                    self.long_prompt.remove(&name);
+                }
+            }
             self.models.insert(name, price);
         }
         Ok(())
+    }
+
+    /// The rates one request is billed at, given its prompt size (input + cache reads + cache
+    /// writes): a model's long-prompt rates above its threshold, else [`Prices::lookup`].
+    pub fn lookup_for_prompt(&self, model: &str, prompt_tokens: u64) -> Option<Price> {
+        let long = self.long_prompt.get(model).or_else(|| self.long_prompt.get(strip_date(model)?));
+        match long {
+            Some(&(above, rates)) if prompt_tokens > above => Some(rates),
+            _ => self.lookup(model),
+        }
     }
 
     /// Exact name, else the name without a trailing date (`-2025-09-29`, `-20250929`).
@@ -145,10 +199,14 @@ impl Pico {
         let t = text.trim();
         if let Some((whole, frac)) = t.split_once('.').filter(|_| !t.contains(['e', 'E'])) {
             let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
-            if whole < 0 || frac.len() > 12 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            if whole < 0 || !frac.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            let frac: i128 = format!("{frac:0<12}").parse().ok()?;
+            // Past 12 decimals (a float printed in full, `0.0005234950000000001`): rounded to the
+            // pico-dollar, half up.
+            let (kept, rest) = frac.split_at(frac.len().min(12));
+            let up = i128::from(rest.as_bytes().first().is_some_and(|&d| d >= b'5'));
+            let frac: i128 = format!("{kept:0<12}").parse::<i128>().ok()? + up;
             return Some(Self(whole.checked_mul(1_000_000_000_000)?.checked_add(frac)?));
         }
         if let Ok(whole) = t.parse::<i128>() {
@@ -247,6 +305,40 @@ mod tests {
         assert!(p.lookup("acme-1").is_some());
         assert!(p.merge_toml("[models.x]\ninput = -1.0\noutput = 1.0").is_err());
         assert!(p.merge_toml("[models.x]\ninptu = 1.0\noutput = 1.0").is_err());
+    }
+
+    #[test]
+    fn current_claude_models_are_priced_as_the_cli_prices_them() {
+        let p = Prices::builtin();
+        // The CLI's own figure for the haiku child of the e2e run: 2,061 input, 261 output, 10,427 cache
+        // reads, 661 5-minute writes cost $0.000523495.
+        let haiku = p.lookup_for_prompt("claude-haiku-5-5", 2_061 + 10_427 + 661).unwrap();
+        let pico = 2_061 * haiku.input + 261 * haiku.output + 10_427 * haiku.cached_input + 661 * haiku.cache_write;
+        assert_eq!(Pico(pico).to_string(), "0.000523495");
+        // Above 100,000 prompt tokens every token of the request is billed 5x.
+        let long = p.lookup_for_prompt("claude-haiku-5-5", 100_001).unwrap();
+        assert_eq!((long.input, long.output, long.cached_input), (500_000, 2_500_000, 50_000));
+        assert_eq!(p.lookup_for_prompt("claude-haiku-5-5", 100_000).unwrap(), haiku);
+        assert_eq!(p.lookup_for_prompt("claude-sonnet-4-5", 1_000_000), p.lookup("claude-sonnet-4-5"));
+        assert_eq!(p.lookup("claude-sonnet-5-5").unwrap().cached_input, 100_000);
+        assert_eq!(p.lookup("claude-opus-5-5").unwrap().cache_write_1h, 8_000_000);
+    }
+
+    #[test]
+    fn a_user_entry_without_long_prompt_rates_drops_them() {
+        let mut p = Prices::builtin();
+        p.merge_toml("[models.\"claude-haiku-5-5\"]\ninput = 1.0\noutput = 2.0\n").unwrap();
+        assert_eq!(p.lookup_for_prompt("claude-haiku-5-5", 500_000).unwrap().input, 1_000_000);
+        assert!(
+            p.merge_toml("[models.x]\ninput = 1.0\noutput = 1.0\nlong_prompt = { input = 1.0, output = 1.0 }").is_err()
+        );
+    }
+
+    #[test]
+    fn agents_figures_parse_to_the_pico_dollar() {
+        assert_eq!(Pico::parse_usd("0.0005234950000000001").map(|p| p.to_string()).as_deref(), Some("0.000523495"));
+        assert_eq!(Pico::parse_usd("0.0000000000015").map(|p| p.0), Some(2));
+        assert_eq!(Pico::parse_usd("0.07751535").map(|p| p.to_string()).as_deref(), Some("0.07751535"));
     }
 
     #[test]

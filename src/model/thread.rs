@@ -74,6 +74,9 @@ pub struct Thread {
     /// What the agent itself reported this thread cost, by model (the agent's own figure, shown
     /// where the price table does not know the model).
     pub reported_cost: Vec<(Clean, Pico)>,
+    /// What the agent itself reported its whole session used, by model (a session's own figure,
+    /// every agent of it included: stream-json `result.modelUsage`, `cost-state`).
+    pub reported_usage: Vec<(Clean, Tokens)>,
     /// Bytes of item text held, for the scrollback bound.
     pub(super) text_bytes: usize,
     /// Items before this index have had their text dropped by the scrollback bound.
@@ -112,6 +115,7 @@ impl Thread {
             account: None,
             answered: false,
             reported_cost: Vec::new(),
+            reported_usage: Vec::new(),
             text_bytes: 0,
             text_floor: 0,
         }
@@ -119,6 +123,11 @@ impl Thread {
 
     /// The best label known (routing.md §8): nickname, else the last segment of the agent path,
     /// else the last 8 hex digits of the id (UUIDv7 ids of one session share their first digits).
+    /// The API responses whose usage was stated one by one (Claude Code), first stated first.
+    pub fn responses(&self) -> &[super::Response] {
+        self.account.as_ref().map_or(&[], |a| a.responses())
+    }
+
     pub fn name(&self) -> String {
         if let Some(n) = self.nickname.as_ref().filter(|n| !n.is_empty()) {
             return n.to_string();

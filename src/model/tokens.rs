@@ -83,6 +83,20 @@ impl Tokens {
         self.total = self.total.saturating_add(o.total);
     }
 
+    /// `self - o`, field-wise, each figure at least zero.
+    #[must_use]
+    pub fn saturating_minus(&self, o: &Self) -> Self {
+        Self {
+            input: self.input.saturating_sub(o.input),
+            cached_input: self.cached_input.saturating_sub(o.cached_input),
+            cache_write: self.cache_write.saturating_sub(o.cache_write),
+            cache_write_1h: self.cache_write_1h.saturating_sub(o.cache_write_1h),
+            output: self.output.saturating_sub(o.output),
+            reasoning_output: self.reasoning_output.saturating_sub(o.reasoning_output),
+            total: self.total.saturating_sub(o.total),
+        }
+    }
+
     /// `self - o`, field-wise; used for roll-up deltas, where `o` never exceeds `self`.
     #[must_use]
     pub fn minus(&self, o: &Self) -> Self {

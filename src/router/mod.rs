@@ -325,6 +325,14 @@ impl Router {
 
     /// Routes one record (a line without its `\n`) from `origin`.
     pub fn push(&mut self, record: &[u8], origin: &Origin, sink: &mut impl Sink) {
+        // A sidecar is one object about a thread, lowered whole by what its origin says it is.
+        if let Some(sidecar) = wire::lower_sidecar(record, origin) {
+            match sidecar {
+                Ok(lowered) => self.push_lowered(record, &lowered, origin, sink),
+                Err(reason) => self.push_malformed(record, &reason, sink),
+            }
+            return;
+        }
         let mut line = Line::empty();
         match wire::decode_into(record, &mut line) {
             Ok(()) => self.push_line(record, &line, origin, sink),
@@ -683,6 +691,12 @@ impl Router {
         };
         self.open_windows -= 1;
         for pending in buffer.drain() {
+            // A sidecar lowers whole, as it did when it was buffered.
+            if let Some(sidecar) = wire::lower_sidecar(&pending.record, &pending.origin) {
+                let lowered = sidecar.expect("a buffered sidecar lowered once already");
+                self.emit(thread, &lowered, pending.line_no, true, sink);
+                continue;
+            }
             match wire::decode(&pending.record) {
                 Decoded::Line(line) => {
                     let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());

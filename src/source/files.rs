@@ -49,8 +49,9 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
             let mut files = Vec::new();
             collect_dir(p, &mut files).map_err(|e| with_path(&e, p))?;
             // By the path as text, not component by component: `s.jsonl` then `s/subagents/…`, so a
-            // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/').
-            files.sort_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+            // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/'),
+            // and a sub-agent's sidecar right before its transcript (it links the agent).
+            files.sort_by_cached_key(|p| sort_key(p));
             out.extend(files.into_iter().map(Input::File));
         } else {
             out.push(Input::File(p.clone()));
@@ -74,7 +75,44 @@ fn collect_dir(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 fn is_recording_name(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
-    [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext))
+    [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext)) || is_sidecar(path)
+}
+
+/// `agent-<id>.meta.json` sorts as `agent-<id>.jsonl` does, just before it.
+fn sort_key(path: &Path) -> (std::ffi::OsString, bool) {
+    let text = path.as_os_str().to_string_lossy();
+    match text.strip_suffix(SIDECAR_SUFFIX) {
+        Some(stem) if is_sidecar(path) => (format!("{stem}.jsonl").into(), false),
+        _ => (path.as_os_str().to_owned(), true),
+    }
+}
+
+const SIDECAR_SUFFIX: &str = ".meta.json";
+
+/// A Claude Code sub-agent's sidecar, `agent-<id>.meta.json` (wire.md §6).
+pub fn is_sidecar(path: &Path) -> bool {
+    claude_agent(path).is_some_and(|(_, sidecar)| sidecar)
+}
+
+/// The Claude Code sub-agent a file is about, from its name: `agent-<id>.jsonl` (its transcript)
+/// or `agent-<id>.meta.json` (its sidecar, `true`).
+fn claude_agent(path: &Path) -> Option<(&str, bool)> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_prefix("agent-")?;
+    let (id, sidecar) = match stem.strip_suffix(SIDECAR_SUFFIX) {
+        Some(id) => (id, true),
+        None => (stem.strip_suffix(".gz").unwrap_or(stem).strip_suffix(".jsonl")?, false),
+    };
+    (!id.is_empty()).then_some((id, sidecar))
+}
+
+/// The session a sub-agent file belongs to: the `<sessionId>` of `<sessionId>/subagents/<file>`.
+fn claude_session(path: &Path) -> Option<&str> {
+    let dir = path.parent()?;
+    if dir.file_name()? != "subagents" {
+        return None;
+    }
+    dir.parent()?.file_name()?.to_str()
 }
 
 fn with_path(e: &io::Error, path: &Path) -> io::Error {
@@ -97,17 +135,37 @@ pub fn rollout_thread(input: &Input) -> Option<String> {
 /// with each of them to the pipeline.
 pub fn origin(input: &Input) -> Origin {
     let Input::File(path) = input else { return Origin::NONE };
+    let agent = claude_agent(path);
+    let thread = rollout_thread(input).or_else(|| agent.map(|(id, _)| id.to_owned()));
     Origin::new(OriginInfo {
         file: Some(path.to_string_lossy().into()),
-        thread: rollout_thread(input).map(Into::into),
-        ..OriginInfo::default()
+        thread: thread.map(Into::into),
+        session: agent.and(claude_session(path)).map(Into::into),
+        sidecar: agent.is_some_and(|(_, sidecar)| sidecar),
     })
+}
+
+/// A sidecar as one record: the whole file, its line breaks (only ever between JSON tokens: a
+/// string cannot hold a raw one) made spaces, ending in one `\n`.
+pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = std::fs::read(path).map_err(|e| with_path(&e, path))?;
+    for b in &mut bytes {
+        if matches!(*b, b'\n' | b'\r') {
+            *b = b' ';
+        }
+    }
+    while bytes.last().is_some_and(u8::is_ascii_whitespace) {
+        bytes.pop();
+    }
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
+        Input::File(p) if is_sidecar(p) => Box::new(io::Cursor::new(read_sidecar(p)?)),
         Input::File(p) => Box::new(File::open(p).map_err(|e| with_path(&e, p))?),
     };
     let mut reader = BufReader::with_capacity(READ_BUFFER, raw);
@@ -214,6 +272,46 @@ fn finish_partial(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_sub_agent_files_name_their_agent_and_session_and_sidecars_come_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sub = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        for name in ["agent-b2.jsonl", "agent-a1.jsonl", "agent-a1.meta.json", "agent-b2.meta.json", "notes.json"] {
+            std::fs::write(sub.join(name), "{}\n").expect("write");
+        }
+        std::fs::write(dir.path().join("s1.jsonl"), "{}\n").expect("write");
+        let names: Vec<String> = expand(&[dir.path().to_path_buf()])
+            .expect("expand")
+            .iter()
+            .map(|i| i.name().rsplit('/').next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(names, ["s1.jsonl", "agent-a1.meta.json", "agent-a1.jsonl", "agent-b2.meta.json", "agent-b2.jsonl"]);
+        let meta = origin(&Input::File(sub.join("agent-a1.meta.json")));
+        let info = meta.info().expect("an origin");
+        assert_eq!((info.thread.as_deref(), info.session.as_deref(), info.sidecar), (Some("a1"), Some("s1"), true));
+        let transcript = origin(&Input::File(sub.join("agent-a1.jsonl")));
+        assert!(!transcript.info().expect("an origin").sidecar);
+        // An old-layout sub-agent file beside its session names no session.
+        let old = origin(&Input::File(dir.path().join("agent-c3.jsonl")));
+        assert_eq!((old.thread(), old.info().and_then(|i| i.session.as_deref())), (Some("c3"), None));
+    }
+
+    #[test]
+    fn a_sidecar_reads_as_one_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("agent-a1.meta.json");
+        std::fs::write(&path, "{\n  \"spawnDepth\": 2\n}\n").expect("write");
+        let mut got = Vec::new();
+        read_records(open(&Input::File(path)).expect("open"), MAX_LINE, |r| {
+            if let Record::Line(l) = r {
+                got.push(String::from_utf8_lossy(l).into_owned());
+            }
+        })
+        .expect("read");
+        assert_eq!(got, ["{   \"spawnDepth\": 2 }"]);
+    }
 
     fn records(data: &[u8], cap: usize, max: usize) -> (Vec<String>, u64) {
         let mut out = Vec::new();

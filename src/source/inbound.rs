@@ -50,15 +50,24 @@ impl Journal {
     }
 }
 
-/// Accepts producers on `listener` until the consumer goes away. `header` is the header line the
-/// recorder (if any) was created with; it is also the first record the consumer gets. Each
-/// connection has its own line splitting, so lines of two producers never mix.
-pub async fn listen(listener: UnixListener, header: Vec<u8>, recorder: Option<Recorder>, tx: mpsc::Sender<Event>) {
+/// Accepts producers on `listener` (and OTLP/HTTP senders on `otlp`) until the consumer goes away.
+/// `header` is the header line the recorder (if any) was created with; it is also the first record
+/// the consumer gets. Each connection has its own line splitting, so lines of two producers never mix.
+pub async fn listen(
+    listener: UnixListener,
+    otlp: Option<(tokio::net::TcpListener, Arc<super::otlp::Counters>)>,
+    header: Vec<u8>,
+    recorder: Option<Recorder>,
+    tx: mpsc::Sender<Event>,
+) {
     let mut journal = Journal { recorder, tx };
     if journal.tx.send(Event::Records(Records::new(header))).await.is_err() {
         return;
     }
     let (batch_tx, mut batches) = mpsc::channel::<Vec<u8>>(CHANNEL_EVENTS);
+    if let Some((otlp, counters)) = otlp {
+        tokio::spawn(super::otlp::serve(otlp, batch_tx.clone(), counters));
+    }
     let batch_tx = Arc::new(batch_tx);
     loop {
         tokio::select! {

@@ -85,4 +85,6 @@ pub enum Event {
     Origin(super::origin::Origin),
     /// The sessions a machine-wide source follows, and their liveness.
     Sessions(Box<super::discover::Snapshot>),
+    /// A followed replay's file changed (`--follow`, see [`super::follow`]).
+    Followed(super::follow::Change),
 }

@@ -3,7 +3,7 @@
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
 //! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
-//!   [`replay`]: their pacing; [`origin`]: what a file's place tells.
+//!   [`replay`]: their pacing; [`follow`]: their files' growth; [`origin`]: what a file's place tells.
 //! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
@@ -11,15 +11,18 @@
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`discover`]: every agent session on the machine; [`proc`]: which process runs it.
 //! - [`watch`]: file-change notifications (`notify`, with its polling fallback) for followers.
+//! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
 pub mod attach;
 pub mod discover;
 pub mod files;
+pub mod follow;
 pub mod hub;
 pub mod inbound;
 pub mod json;
 pub mod live;
 pub mod origin;
+pub mod otlp;
 pub mod proc;
 pub mod recorded;
 pub mod recording;

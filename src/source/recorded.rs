@@ -15,6 +15,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::files::{self, Input, MAX_LINE, Record};
+use super::follow::{Change, Watched};
 use super::origin::Origin;
 
 /// Reads a record's time (unix ms), if it has one.
@@ -54,6 +55,9 @@ struct Source {
     /// Bytes read so far (whole lines only), for following.
     read: u64,
     data: Backing,
+    /// A sidecar is rewritten, not appended to: it is read whole again when it changes, and this
+    /// is when it was read last.
+    modified: Option<std::time::SystemTime>,
 }
 
 enum Backing {
@@ -82,7 +86,13 @@ impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
         let mut r = Self::empty(name.to_owned(), false);
-        r.sources.push(Source { path: None, origin: Origin::NONE, read: 0, data: Backing::Static(data) });
+        r.sources.push(Source {
+            path: None,
+            origin: Origin::NONE,
+            read: 0,
+            data: Backing::Static(data),
+            modified: None,
+        });
         let read = r.index(0, 0, data, time_of).expect("reading memory cannot fail");
         r.sources[0].read = read;
         r
@@ -124,7 +134,10 @@ impl Recorded {
             Input::File(p) => Some(p.clone()),
             Input::Stdin => None,
         };
+        let sidecar = matches!(input, Input::File(p) if files::is_sidecar(p));
         let plain = match input {
+            // A sidecar is read whole and flattened into one record: kept in memory.
+            Input::File(_) if sidecar => None,
             Input::File(p) => {
                 let mut f = File::open(p)?;
                 let mut magic = [0u8; 2];
@@ -139,14 +152,20 @@ impl Recorded {
         let origin = files::origin(input);
         if let Some(file) = plain {
             let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
-            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file) });
+            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file), modified: None });
             let read = self.index(source, 0, reader, time_of)?;
             self.sources[source].read = read;
         } else {
             let mut bytes = Vec::new();
             files::open(input)?.read_to_end(&mut bytes)?;
-            let read = bytes.len() as u64;
-            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()) });
+            let mut read = bytes.len() as u64;
+            let mut modified = None;
+            if let (true, Some(p)) = (sidecar, &path) {
+                // What counts for a sidecar is the file as it is on disk, not its flattened text.
+                let meta = std::fs::metadata(p)?;
+                (read, modified) = (meta.len(), meta.modified().ok());
+            }
+            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()), modified });
             self.index(source, 0, bytes.as_slice(), time_of)?;
             self.sources[source].data = Backing::Memory(bytes);
             self.sources[source].read = read;
@@ -250,61 +269,79 @@ impl Recorded {
         Ok(())
     }
 
-    /// Reads what followed files gained since last time (whole lines only), and files that have
-    /// appeared in followed directories since (a new session's rollout, say); returns how many
-    /// records were added.
-    /// What `--follow` watches: every file read and every folder given.
-    pub fn watch_paths(&self) -> Vec<PathBuf> {
-        self.sources.iter().filter_map(|s| s.path.clone()).chain(self.dirs.iter().cloned()).collect()
+    /// What [`super::follow`] must watch: the plain files and the sidecars, as far as they were
+    /// read, and the directories where new files may appear.
+    pub fn watched(&self) -> (Vec<Watched>, Vec<PathBuf>) {
+        let files = self
+            .sources
+            .iter()
+            .filter(|s| matches!(s.data, Backing::File(_)) || s.modified.is_some())
+            .filter_map(|s| Some(Watched { path: s.path.clone()?, read: s.read, modified: s.modified }))
+            .collect();
+        (files, self.dirs.clone())
     }
 
-    pub fn follow_growth(&mut self, time_of: TimeOf<'_>) -> usize {
+    /// Takes in a followed file's change; returns how many records it added (at the end).
+    pub fn followed(&mut self, change: Change, time_of: TimeOf<'_>) -> usize {
         let before = self.records.len();
-        for source in 0..self.sources.len() {
-            let Some(path) = self.sources[source].path.clone() else { continue };
-            let Ok(mut file) = File::open(&path) else { continue };
-            let Ok(len) = file.metadata().map(|m| m.len()) else { continue };
-            let read = self.sources[source].read;
-            if len < read {
-                // Truncated or replaced: what is new starts at its beginning.
-                self.sources[source].read = 0;
-                if let Backing::Memory(bytes) = &mut self.sources[source].data {
-                    bytes.clear();
-                }
-            }
-            let read = self.sources[source].read;
-            if len == read || file.seek(SeekFrom::Start(read)).is_err() {
-                continue;
-            }
-            let mut buf = Vec::new();
-            if file.take(len - read).read_to_end(&mut buf).is_err() {
-                continue;
-            }
-            let Some(end) = buf.iter().rposition(|&b| b == b'\n') else { continue };
-            buf.truncate(end + 1);
-            self.sources[source].read += buf.len() as u64;
-            let base = match &mut self.sources[source].data {
-                Backing::Memory(bytes) => {
-                    let base = bytes.len() as u64;
-                    bytes.extend_from_slice(&buf);
-                    base
-                }
-                Backing::File(_) | Backing::Static(_) => read,
-            };
-            let _ = self.index(source, base, buf.as_slice(), time_of);
-        }
-        if !self.dirs.is_empty() {
-            let known: std::collections::HashSet<PathBuf> =
-                self.sources.iter().filter_map(|s| s.path.clone()).collect();
-            if let Ok(found) = files::expand(&self.dirs) {
-                for input in found {
-                    if matches!(&input, Input::File(p) if !known.contains(p)) {
-                        let _ = self.add_source(&input, time_of);
+        let find = |sources: &[Source], file: &PathBuf| sources.iter().position(|s| s.path.as_ref() == Some(file));
+        match change {
+            Change::Appeared { file } => {
+                if find(&self.sources, &file).is_none() {
+                    let origin = files::origin(&Input::File(file.clone()));
+                    // A sidecar's text comes with `Rewritten`; a plain file's lines with `Grew`.
+                    let data = if files::is_sidecar(&file) {
+                        Some(Backing::Memory(Vec::new()))
+                    } else {
+                        File::open(&file).ok().map(Backing::File)
+                    };
+                    if let Some(data) = data {
+                        self.sources.push(Source { path: Some(file), origin, read: 0, data, modified: None });
                     }
+                }
+            }
+            Change::Rewritten { file } => {
+                if let Some(source) = find(&self.sources, &file) {
+                    self.reread_sidecar(source, &file, time_of);
+                }
+            }
+            Change::Restarted { file } => {
+                if let Some(source) = find(&self.sources, &file) {
+                    // Records already applied stay; what the file holds now is read from its start.
+                    self.sources[source].read = 0;
+                    if let Ok(f) = File::open(&file) {
+                        self.sources[source].data = Backing::File(f);
+                    }
+                }
+            }
+            Change::Grew { file, at, bytes } => {
+                if let Some(source) = find(&self.sources, &file) {
+                    self.sources[source].read = at + bytes.len() as u64;
+                    let _ = self.index(source, at, bytes.as_slice(), time_of);
                 }
             }
         }
         self.records.len() - before
+    }
+}
+
+impl Recorded {
+    /// A sidecar changed (Claude Code rewrites it with `finished: true`): its whole new text is one
+    /// more record, lowered like the first.
+    fn reread_sidecar(&mut self, source: usize, path: &std::path::Path, time_of: TimeOf<'_>) {
+        let Ok(meta) = std::fs::metadata(path) else { return };
+        let modified = meta.modified().ok();
+        let s = &self.sources[source];
+        if s.read == meta.len() && s.modified == modified {
+            return;
+        }
+        let Ok(text) = files::read_sidecar(path) else { return };
+        let Backing::Memory(bytes) = &mut self.sources[source].data else { return };
+        let base = bytes.len() as u64;
+        bytes.extend_from_slice(&text);
+        self.sources[source].read = meta.len();
+        self.sources[source].modified = modified;
+        let _ = self.index(source, base, text.as_slice(), time_of);
     }
 }
 
@@ -330,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_is_read_back_at_its_offsets_and_follows_growth() {
+    fn a_file_is_read_back_at_its_offsets_and_takes_in_its_growth() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("a.ndjson");
         std::fs::write(&path, "one\n\ntwo\nthree\n").expect("write");
@@ -341,13 +378,41 @@ mod tests {
         assert_eq!(r.times(), [Some(3), Some(3), Some(5)]);
         assert_eq!(lines_of(&r, 0..3), ["|", "one", "two", "three"]);
         assert_eq!(lines_of(&r, 1..2), ["|", "two"]);
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
-        std::io::Write::write_all(&mut f, b"four\nfi").expect("append");
-        assert_eq!(r.follow_growth(&time), 1, "whole lines only");
+        let grew = |at: u64, b: &[u8]| Change::Grew { file: path.clone(), at, bytes: b.to_vec() };
+        std::fs::write(&path, "one\n\ntwo\nthree\nfour\nfive\n").expect("append");
+        assert_eq!(r.watched().0, [Watched { path: path.clone(), read: 15, modified: None }]);
+        assert_eq!(r.followed(grew(15, b"four\n"), &time), 1);
         assert_eq!(lines_of(&r, 3..4), ["|", "four"]);
-        std::io::Write::write_all(&mut f, b"ve\n").expect("append");
-        assert_eq!(r.follow_growth(&time), 1);
+        assert_eq!(r.followed(grew(20, b"five\n"), &time), 1);
         assert_eq!(lines_of(&r, 0..5), ["|", "one", "two", "three", "four", "five"]);
+        let other = dir.path().join("b.ndjson");
+        std::fs::write(&other, "six\n").expect("write");
+        assert_eq!(r.followed(Change::Appeared { file: other.clone() }, &time), 0);
+        assert_eq!(r.followed(Change::Grew { file: other, at: 0, bytes: b"six\n".to_vec() }, &time), 1);
+        assert_eq!(lines_of(&r, 4..6), ["|", "five", "|", "six"]);
+    }
+
+    #[test]
+    fn a_sidecar_is_one_record_read_again_when_it_is_rewritten() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let subagents = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&subagents).expect("mkdir");
+        let meta = subagents.join("agent-a1.meta.json");
+        std::fs::write(&meta, "{\"description\":\"d\",\n \"spawnDepth\":1}").expect("write");
+        let time = |_: &[u8]| None;
+        let mut r = Recorded::from_inputs(&[dir.path().to_path_buf()], &[Input::File(meta.clone())], true, &time)
+            .expect("load");
+        assert_eq!(lines_of(&r, 0..1), ["|", "{\"description\":\"d\",  \"spawnDepth\":1}"]);
+        let origin = r.sources[0].origin.info().cloned().expect("an origin");
+        assert_eq!(
+            (origin.thread.as_deref(), origin.session.as_deref(), origin.sidecar),
+            (Some("a1"), Some("s1"), true)
+        );
+        assert_eq!(r.watched().0.len(), 1, "the sidecar is watched");
+        assert_eq!(r.followed(Change::Rewritten { file: meta.clone() }, &time), 0, "unchanged");
+        std::fs::write(&meta, "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}").expect("rewrite");
+        assert_eq!(r.followed(Change::Rewritten { file: meta.clone() }, &time), 1, "rewritten: read whole again");
+        assert_eq!(lines_of(&r, 1..2), ["|", "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}"]);
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub struct Options {
     pub record: RecordTo,
     /// Per-monitor queue bound; `None` is [`hub::SUBSCRIBER_QUEUE_BYTES`].
     pub queue_bytes: Option<usize>,
+    /// Wait up to this long for a first monitor before starting the command (`--otlp`: the
+    /// exporting monitor must see the session even when the command is over in a millisecond).
+    pub first_monitor: Option<Duration>,
 }
 
 /// Why the tee could not run the command at all.
@@ -138,6 +141,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         Some(n) => hub.with_queue_bytes(n),
         None => hub,
     });
+    let mut monitors = JoinSet::new();
+    if let Some(wait) = opts.first_monitor {
+        if let Ok(Ok((stream, _))) = tokio::time::timeout(wait, listener.accept()).await {
+            monitors.spawn(hub::serve(hub.clone(), stream));
+        }
+    }
 
     let mut child = match Command::new(program)
         .args(&opts.command[1..])
@@ -183,7 +192,6 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         return Err(Failure::Setup(format!("starting a thread: {e}")));
     }
 
-    let mut monitors = JoinSet::new();
     let status = loop {
         tokio::select! {
             status = &mut status_rx => break status,

@@ -28,6 +28,8 @@ pub struct Changes {
 struct Shared {
     changes: Mutex<Changes>,
     wake: Notify,
+    /// For followers on a thread of their own.
+    wake_thread: std::sync::Condvar,
 }
 
 impl Shared {
@@ -50,6 +52,7 @@ impl Shared {
         }
         drop(changes);
         self.wake.notify_one();
+        self.wake_thread.notify_all();
     }
 }
 
@@ -128,6 +131,17 @@ impl Watcher {
             }
             self.shared.wake.notified().await;
         }
+    }
+
+    /// Blocks the calling thread until something changed or `timeout` passed; takes what changed.
+    pub fn wait(&self, timeout: Duration) -> Changes {
+        let changes = self.shared.changes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (mut changes, _) = self
+            .shared
+            .wake_thread
+            .wait_timeout_while(changes, timeout, |c| !c.everything && c.paths.is_empty())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *changes)
     }
 
     /// What changed since the last look, if anything.

@@ -8,10 +8,11 @@ use ratatui::widgets::{Block, Clear, Paragraph};
 use super::help::centred;
 use super::text::{grouped, truncate};
 use super::view::View;
+use super::{ExportFeed, Feed, ReceiveFeed};
 use crate::model::Model;
 use crate::router::Counters;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let theme = &view.theme;
     let w = area.width.saturating_sub(4).min(110);
     let h = area.height.saturating_sub(2);
@@ -45,8 +46,17 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, v
             theme.dim,
         )),
         Line::default(),
-        Line::from(Span::styled(format!("Malformed lines ({} kept)", model.diagnostics.malformed.len()), theme.title)),
     ];
+    if let Some(x) = &feed.export {
+        lines.extend(export_lines(x, &row, theme, text_w));
+    }
+    if let Some(r) = &feed.receive {
+        lines.extend(receive_lines(r, &row, theme));
+    }
+    lines.extend([Line::from(Span::styled(
+        format!("Malformed lines ({} kept)", model.diagnostics.malformed.len()),
+        theme.title,
+    ))]);
     if model.diagnostics.malformed.is_empty() {
         lines.push(Line::from(Span::styled("  none", theme.dim)));
     }
@@ -84,4 +94,39 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, v
     frame.render_widget(Clear, rect);
     frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
     view.layout.overlay = rect;
+}
+
+/// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).
+fn receive_lines(
+    r: &ReceiveFeed,
+    row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
+    theme: &super::Theme,
+) -> Vec<Line<'static>> {
+    vec![
+        Line::from(Span::styled("OTLP receiver", theme.title)),
+        row([("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
+        row([("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
+        Line::default(),
+    ]
+}
+
+/// The OTLP export's counters: what left, what waits for a collector that is down, what was lost.
+fn export_lines(
+    x: &ExportFeed,
+    row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
+    theme: &super::Theme,
+    text_w: usize,
+) -> Vec<Line<'static>> {
+    let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);
+    let state = if x.failing { "  collector unreachable: retrying with backoff" } else { "  collector reachable" };
+    vec![
+        Line::from(vec![
+            Span::styled("OTLP export ", theme.title),
+            Span::styled(truncate(&x.target, text_w.saturating_sub(12)), theme.dim),
+        ]),
+        row([("spans", x.queued, false), ("sent", x.sent, false), ("waiting", waiting, false)]),
+        row([("retried", x.retried, false), ("dropped", x.dropped, true), ("rejected", x.rejected, true)]),
+        Line::from(Span::styled(state, if x.failing { theme.warn } else { theme.dim })),
+        Line::default(),
+    ]
 }

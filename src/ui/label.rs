@@ -67,11 +67,29 @@ pub fn first_prompt(t: &Thread) -> Option<&str> {
     prompt_of_turn(t, 0)
 }
 
-/// The first line of the user message that opened a turn, if the turn starts with one.
+/// The first line of the user message that opened a turn, if the turn starts with one. Context
+/// the client wraps in a tag and sends as a user message (`<environment_context>` in rollouts)
+/// is not what a person asked: the prompt is the first user message after it.
 pub fn prompt_of_turn(t: &Thread, turn: usize) -> Option<&str> {
-    let &first = t.turns.get(turn)?.items.first()?;
-    let item = t.items.get(first)?;
-    (item.kind == ItemKind::UserMessage).then(|| first_line(item.text.as_str())).flatten()
+    let items = &t.turns.get(turn)?.items;
+    items
+        .iter()
+        .take(PROMPT_SEARCH)
+        .filter_map(|&i| t.items.get(i))
+        .take_while(|item| item.kind == ItemKind::UserMessage)
+        .map(|item| item.text.as_str())
+        .find(|text| !is_envelope(text))
+        .and_then(first_line)
+}
+
+/// Items at the start of a turn looked at for its prompt.
+const PROMPT_SEARCH: usize = 4;
+
+/// `<environment_context>…`, `<subagent_notification …>`: a tagged block, not a prompt.
+fn is_envelope(text: &str) -> bool {
+    let Some(rest) = text.trim_start().strip_prefix('<') else { return false };
+    let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
+    name.starts_with(|c: char| c.is_ascii_alphabetic()) && rest[name.len()..].starts_with(['>', ' '])
 }
 
 fn first_line(s: &str) -> Option<&str> {
@@ -90,5 +108,9 @@ mod tests {
         assert_eq!(task_name("[] odd"), "[] odd");
         assert_eq!(task_name("CHILD-TASK-1: run a command"), "CHILD-TASK-1");
         assert_eq!(task_name("see https://example.com"), "see https://example.com");
+        assert!(super::is_envelope("<environment_context>\n  <cwd>/x</cwd>"));
+        assert!(super::is_envelope("<subagent_notification agent=\"a\">done"));
+        assert!(!super::is_envelope("<3 this code"));
+        assert!(!super::is_envelope("fix the parser"));
     }
 }

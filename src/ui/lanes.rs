@@ -337,6 +337,11 @@ fn lane_header(
     }
     let when = elapsed(t, feed.now_ms).map(|e| format!(" {}", duration(e))).unwrap_or_default();
     left.push(Span::styled(format!("  {}{when}", shown.word()), status_style));
+    if t.last_error.is_some() && !matches!(t.status, Status::Failed | Status::Retrying) {
+        // It got through, after an error: a retry leaves its mark on the lane (the error is in
+        // the transcript's last lines while it retries).
+        left.push(Span::styled("  ↻ retried", theme.retrying));
+    }
     // (part, priority): when the row is short the highest number goes first, the cost last.
     let mut right: Vec<(Span<'static>, u8)> = Vec::new();
     if let (true, Some(now), Some(last)) = (t.status.is_active(), feed.now_ms, t.last_ms) {
@@ -416,6 +421,8 @@ struct Part<'a> {
     text: std::borrow::Cow<'a, str>,
     style: Style,
     diff: bool,
+    /// Agent prose: Markdown lists, emphasis and code are rendered, not shown raw.
+    markdown: bool,
 }
 
 fn part<'a>(
@@ -424,7 +431,7 @@ fn part<'a>(
     text: impl Into<std::borrow::Cow<'a, str>>,
     style: Style,
 ) -> Part<'a> {
-    Part { lead, lead_style, text: text.into(), style, diff: false }
+    Part { lead, lead_style, text: text.into(), style, diff: false, markdown: false }
 }
 
 fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
@@ -433,7 +440,11 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
     let mut out = Vec::new();
     match &item.kind {
         ItemKind::UserMessage => out.push(part("› ", theme.user, text, theme.user)),
-        ItemKind::AgentMessage => out.push(part("", theme.base, text, theme.base)),
+        ItemKind::AgentMessage => {
+            let mut prose = part("", theme.base, text, theme.base);
+            prose.markdown = true;
+            out.push(prose);
+        }
         ItemKind::Reasoning => out.push(part("", theme.reasoning, text, theme.reasoning)),
         ItemKind::Command => {
             out.push(part("$ ", theme.command, short_command(title), theme.command));
@@ -505,14 +516,22 @@ fn item_lines(model: &Model, item: &Item, width: usize, max: usize, theme: &Them
             break;
         }
         let lead_w = super::text::width(p.lead);
-        let (rows, more) = wrap_tail(&p.text, width.saturating_sub(lead_w).max(1), max - have);
+        let wrap = if p.markdown { super::text::wrap_tail_markdown } else { wrap_tail };
+        let (rows, more) = wrap(&p.text, width.saturating_sub(lead_w).max(1), max - have);
         let n = rows.len();
         let mut lines = Vec::with_capacity(n);
+        let mut marks = Marks::default();
         for (k, row) in rows.into_iter().enumerate() {
             let first = k == 0 && !more;
             let lead = if first { p.lead.to_owned() } else { " ".repeat(lead_w) };
-            let style = if p.diff { diff_style(&row, theme, p.style) } else { p.style };
-            lines.push(Line::from(vec![Span::styled(lead, p.lead_style), Span::styled(row, style)]));
+            let mut spans = vec![Span::styled(lead, p.lead_style)];
+            if p.markdown {
+                spans.extend(inline(&row, p.style, theme, &mut marks));
+            } else {
+                let style = if p.diff { diff_style(&row, theme, p.style) } else { p.style };
+                spans.push(Span::styled(row, style));
+            }
+            lines.push(Line::from(spans));
         }
         if n == 0 && !p.lead.is_empty() {
             lines.push(Line::from(Span::styled(p.lead.to_owned(), p.lead_style)));
@@ -527,6 +546,60 @@ fn item_lines(model: &Model, item: &Item, width: usize, max: usize, theme: &Them
     let cut = out.len().saturating_sub(max);
     out.drain(..cut);
     out
+}
+
+/// Emphasis open at the end of a wrapped row, carried into the next.
+#[derive(Default)]
+struct Marks {
+    bold: bool,
+    code: bool,
+}
+
+/// One wrapped row of Markdown prose as styled spans, its marks removed: `**bold**`,
+/// `` `code` `` (no marks inside code), `# heading`. Done on rows already wrapped, so the cost
+/// stays that of the rows on screen; a row is as wide as with its marks, or narrower.
+fn inline(row: &str, base: Style, theme: &Theme, marks: &mut Marks) -> Vec<Span<'static>> {
+    let (row, heading) = match row.trim_start_matches('#') {
+        rest if rest.len() < row.len() && rest.starts_with(' ') && row.len() - rest.len() <= 6 => (&rest[1..], true),
+        _ => (row, false),
+    };
+    let style_of = |m: &Marks| {
+        let mut s = if m.code { theme.command } else { base };
+        if m.bold || heading {
+            s = s.add_modifier(ratatui::style::Modifier::BOLD);
+        }
+        s
+    };
+    let mut spans = Vec::new();
+    let mut text = String::new();
+    let mut rest = row;
+    while let Some(c) = rest.chars().next() {
+        let mark = if !marks.code && rest.starts_with("**") {
+            Some(2)
+        } else if c == '`' {
+            Some(1)
+        } else {
+            None
+        };
+        if let Some(n) = mark {
+            if !text.is_empty() {
+                spans.push(Span::styled(std::mem::take(&mut text), style_of(marks)));
+            }
+            if n == 2 {
+                marks.bold = !marks.bold;
+            } else {
+                marks.code = !marks.code;
+            }
+            rest = &rest[n..];
+        } else {
+            text.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    if !text.is_empty() {
+        spans.push(Span::styled(text, style_of(marks)));
+    }
+    spans
 }
 
 fn diff_style(row: &str, theme: &Theme, base: Style) -> Style {

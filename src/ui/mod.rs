@@ -82,6 +82,34 @@ pub struct Feed {
     pub stall_ms: u64,
     /// The machine view's sessions (`swarmtop` with no arguments), as last sampled.
     pub machine: Option<Box<crate::source::discover::Snapshot>>,
+    /// The OTLP export's counters, when the session exports (`--otlp`).
+    pub export: Option<ExportFeed>,
+    /// The OTLP receiver's counters, when `listen --otlp` receives.
+    pub receive: Option<ReceiveFeed>,
+}
+
+/// What the OTLP receiver has taken in and refused, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiveFeed {
+    pub requests: u64,
+    pub spans: u64,
+    pub logs: u64,
+    pub refused: u64,
+    /// Spans forgotten by the join bound before their parent arrived.
+    pub forgotten: u64,
+}
+
+/// What the OTLP exporter has done so far, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportFeed {
+    pub target: String,
+    pub queued: u64,
+    pub sent: u64,
+    pub retried: u64,
+    pub dropped: u64,
+    pub rejected: u64,
+    /// The last attempt failed and is being retried (the collector is down).
+    pub failing: bool,
 }
 
 impl Default for Feed {
@@ -99,6 +127,8 @@ impl Default for Feed {
             now_ms: None,
             stall_ms: 60_000,
             machine: None,
+            export: None,
+            receive: None,
         }
     }
 }
@@ -109,7 +139,8 @@ impl Default for Feed {
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let area = frame.area();
     view.replay = !feed.live;
-    view.live_source = feed.live && feed.ended.is_none();
+    // A followed file is live too, but quitting loses nothing: it is all in the file.
+    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none();
     view.clock = status::Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
     view.refresh(model);
     // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.
@@ -173,7 +204,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     footer::draw(frame, footer, view);
     match view.overlay {
         Some(Overlay::Help) => help::draw(frame, body, view),
-        Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, model, counters, view),
+        Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, model, counters, feed, view),
         Some(Overlay::ConfirmQuit) => confirm_quit(frame, body, feed, view),
         None => view.layout.overlay = Rect::default(),
     }

@@ -143,8 +143,8 @@ pub fn pending(model: &Model) -> Vec<ThreadIdx> {
 pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
     let q = query.to_lowercase();
     let mut keep = vec![false; model.threads.len()];
-    for (i, t) in model.threads.iter().enumerate() {
-        if matches(t, &q) && !keep[i] {
+    for i in 0..model.threads.len() {
+        if !keep[i] && matches(model, ThreadIdx(i as u32), &q) {
             for a in model.ancestors(ThreadIdx(i as u32)) {
                 if std::mem::replace(&mut keep[a.index()], true) {
                     break;
@@ -155,9 +155,12 @@ pub fn filter_keep(model: &Model, query: &str) -> Vec<bool> {
     keep
 }
 
-/// Whether a thread matches a (lower-case) filter query: by name, status word or model.
-pub fn matches(t: &Thread, q: &str) -> bool {
+/// Whether a thread matches a (lower-case) filter query: by name (its label too: `scout` finds
+/// the child spawned as the scout before its nickname arrives), status word or model.
+pub fn matches(model: &Model, idx: ThreadIdx, q: &str) -> bool {
+    let t = model.thread(idx);
     t.name().to_lowercase().contains(q)
+        || super::label::of(model, idx).name.to_lowercase().contains(q)
         || t.status.as_str().contains(q)
         || t.model.as_ref().is_some_and(|m| m.as_str().to_lowercase().contains(q))
         || (q == "done" && t.status == crate::model::Status::Idle && t.parent.is_some())
@@ -187,11 +190,21 @@ fn sort_siblings(model: &Model, sort: TreeSort, kids: &mut [ThreadIdx]) {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Child<'g> {
+/// A node waiting to be laid out, with what its row needs. The walk keeps these on its own
+/// stack rather than recursing: a chain of agents as deep as the model allows cannot overflow
+/// the call stack.
+enum Task {
     Thread(ThreadIdx),
-    Turn(ThreadIdx, usize, &'g [Group]),
-    Group(ThreadIdx, &'g Group),
+    /// A root's turn and the cards of that turn.
+    Turn(ThreadIdx, usize, Vec<Group>),
+    Group(ThreadIdx, Group),
+}
+
+struct Frame {
+    task: Task,
+    depth: u16,
+    last: bool,
+    guides: u64,
 }
 
 impl<S: std::hash::BuildHasher> Walk<'_, S> {
@@ -215,15 +228,13 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
         if depth == 0 || depth > 64 || last { guides } else { guides | (1 << (depth - 1)) }
     }
 
-    fn thread(&mut self, idx: ThreadIdx, depth: u16, last: bool, guides: u64) {
+    /// A thread's children as tasks: a root's turns (a session's turns are the user's prompts),
+    /// a child's cards directly (so depth grows by two per generation, not three), then the
+    /// children no card announced.
+    fn thread_kids(&self, idx: ThreadIdx) -> Vec<Task> {
         let model = self.model;
         let t = model.thread(idx);
-        if t.children.is_empty() {
-            // Most threads of a swarm are leaves: no cards to group, nothing to allocate.
-            self.push(NodeId::Thread(idx), depth, false, last, guides);
-            return;
-        }
-        let (groups, loose) = groups(model, t);
+        let (groups, mut loose) = groups(model, t);
         let groups: Vec<Group> = groups
             .into_iter()
             .filter_map(|mut g| {
@@ -232,57 +243,72 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
                 (!g.lanes.is_empty()).then_some(g)
             })
             .collect();
-        let mut loose = loose;
         sort_siblings(model, self.sort, &mut loose);
-        let mut kids: Vec<Child<'_>> = Vec::new();
+        let mut kids: Vec<Task> = Vec::new();
         if t.role == Role::Root {
-            // A root shows its turns (a session's turns are the user's prompts); a child shows its
-            // cards directly, so depth grows by two per generation, not three.
             let mut turns: Vec<usize> = groups.iter().filter_map(|g| g.turn).collect();
-            turns.dedup();
             turns.sort_unstable();
             turns.dedup();
             for turn in turns {
-                kids.push(Child::Turn(idx, turn, &groups));
+                let inner = groups.iter().filter(|g| g.turn == Some(turn)).cloned().collect();
+                kids.push(Task::Turn(idx, turn, inner));
             }
-            for g in groups.iter().filter(|g| g.turn.is_none()) {
-                kids.push(Child::Group(idx, g));
-            }
+            kids.extend(groups.into_iter().filter(|g| g.turn.is_none()).map(|g| Task::Group(idx, g)));
         } else {
-            for g in &groups {
-                kids.push(Child::Group(idx, g));
-            }
+            kids.extend(groups.into_iter().map(|g| Task::Group(idx, g)));
         }
-        kids.extend(loose.into_iter().filter(|&c| self.kept(c)).map(Child::Thread));
-        let open = self.push(NodeId::Thread(idx), depth, !kids.is_empty(), last, guides);
-        if open {
-            self.children(&kids, depth + 1, Self::child_guides(depth, last, guides));
+        kids.extend(loose.into_iter().filter(|&c| self.kept(c)).map(Task::Thread));
+        kids
+    }
+
+    /// Lays out `frames` and everything open below them, in order.
+    fn run(&mut self, frames: Vec<Frame>) {
+        let mut stack: Vec<Frame> = frames.into_iter().rev().collect();
+        while let Some(Frame { task, depth, last, guides }) = stack.pop() {
+            let kids: Vec<Task> = match task {
+                Task::Thread(idx) => {
+                    if self.model.thread(idx).children.is_empty() {
+                        // Most threads of a swarm are leaves: no cards to group, nothing to allocate.
+                        self.push(NodeId::Thread(idx), depth, false, last, guides);
+                        continue;
+                    }
+                    let kids = self.thread_kids(idx);
+                    if !self.push(NodeId::Thread(idx), depth, !kids.is_empty(), last, guides) {
+                        continue;
+                    }
+                    kids
+                }
+                Task::Turn(t, turn, groups) => {
+                    if !self.push(NodeId::Turn(t, turn as u32), depth, !groups.is_empty(), last, guides) {
+                        continue;
+                    }
+                    groups.into_iter().map(|g| Task::Group(t, g)).collect()
+                }
+                Task::Group(t, g) => {
+                    if !self.push(NodeId::Group(t, g.first), depth, true, last, guides) {
+                        continue;
+                    }
+                    g.lanes.into_iter().map(Task::Thread).collect()
+                }
+            };
+            let inner = Self::child_guides(depth, last, guides);
+            let n = kids.len();
+            for (i, task) in kids.into_iter().enumerate().rev() {
+                stack.push(Frame { task, depth: depth + 1, last: i + 1 == n, guides: inner });
+            }
         }
     }
 
-    fn children(&mut self, kids: &[Child<'_>], depth: u16, guides: u64) {
-        let n = kids.len();
-        for (i, kid) in kids.iter().enumerate() {
-            let last = i + 1 == n;
-            match *kid {
-                Child::Thread(c) => self.thread(c, depth, last, guides),
-                Child::Turn(t, turn, groups) => {
-                    let inner: Vec<Child<'_>> =
-                        groups.iter().filter(|g| g.turn == Some(turn)).map(|g| Child::Group(t, g)).collect();
-                    let id = NodeId::Turn(t, turn as u32);
-                    if self.push(id, depth, !inner.is_empty(), last, guides) {
-                        self.children(&inner, depth + 1, Self::child_guides(depth, last, guides));
-                    }
-                }
-                Child::Group(t, g) => {
-                    let inner: Vec<Child<'_>> = g.lanes.iter().map(|&c| Child::Thread(c)).collect();
-                    let id = NodeId::Group(t, g.first);
-                    if self.push(id, depth, true, last, guides) {
-                        self.children(&inner, depth + 1, Self::child_guides(depth, last, guides));
-                    }
-                }
-            }
-        }
+    /// `threads` as the children of a top row (unattributed, pending).
+    fn under_top(&mut self, threads: Vec<ThreadIdx>) {
+        let n = threads.len();
+        let frames = threads.into_iter().enumerate().map(|(i, t)| Frame {
+            task: Task::Thread(t),
+            depth: 1,
+            last: i + 1 == n,
+            guides: 0,
+        });
+        self.run(frames.collect());
     }
 }
 
@@ -296,19 +322,19 @@ pub fn flatten<S: std::hash::BuildHasher>(
     let mut walk = Walk { model, folded, keep, sort, rows: Vec::new() };
     let mut sessions = model.sessions.clone();
     sort_siblings(model, sort, &mut sessions);
-    for &root in &sessions {
-        if walk.kept(root) {
-            walk.thread(root, 0, true, 0);
-        }
-    }
-    let orphans: Vec<Child<'_>> =
-        model.unattributed.iter().copied().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
+    let roots: Vec<Frame> = sessions
+        .into_iter()
+        .filter(|&root| walk.kept(root))
+        .map(|root| Frame { task: Task::Thread(root), depth: 0, last: true, guides: 0 })
+        .collect();
+    walk.run(roots);
+    let orphans: Vec<ThreadIdx> = model.unattributed.iter().copied().filter(|&t| walk.kept(t)).collect();
     if !orphans.is_empty() && walk.push(NodeId::Unattributed, 0, true, true, 0) {
-        walk.children(&orphans, 1, 0);
+        walk.under_top(orphans);
     }
-    let waiting: Vec<Child<'_>> = pending(model).into_iter().filter(|&t| walk.kept(t)).map(Child::Thread).collect();
+    let waiting: Vec<ThreadIdx> = pending(model).into_iter().filter(|&t| walk.kept(t)).collect();
     if !waiting.is_empty() && walk.push(NodeId::Pending, 0, true, true, 0) {
-        walk.children(&waiting, 1, 0);
+        walk.under_top(waiting);
     }
     walk.rows
 }

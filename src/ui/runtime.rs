@@ -22,15 +22,12 @@ use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
 use crate::source::files::{self, MAX_LINE, Record};
+use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
 use crate::wire::{Decoded, Origin, decode};
 
-/// With a file watcher, followed files are also looked at this often, in case a report was lost.
-const FOLLOW_BY_EVENTS_SAFETY: Duration = Duration::from_secs(60);
-/// How often a followed file is checked for growth (without a file watcher).
-const FOLLOW_POLL: Duration = Duration::from_millis(250);
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
 const CLOCK_SKEW_MS: i64 = 3_600_000;
@@ -47,8 +44,6 @@ pub enum Input {
     Live(live::Event),
     /// The live source's channel closed.
     LiveClosed,
-    /// Followed files or folders changed (the shell's file watcher says so).
-    FilesChanged,
 }
 
 /// How the monitor was asked to run.
@@ -69,7 +64,7 @@ pub fn time_of(line: &[u8]) -> Option<i64> {
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.
-fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
+pub fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize>) {
     let nothing = &mut |_: &Event<'_, '_>| {};
     // An `Origin` is an `Arc`: cloned once per change of file.
     let mut origin = Origin::NONE;
@@ -107,9 +102,8 @@ impl Rate {
 struct Replayed {
     recorded: Recorded,
     pace: Replay,
-    next_follow: Instant,
-    /// Followed files are read when the watcher reports a change, not on a timer.
-    by_events: bool,
+    /// Growth of followed files reported before the replay caught up, applied once it has.
+    growth: VecDeque<Change>,
 }
 
 pub struct Runtime {
@@ -159,7 +153,7 @@ impl Runtime {
             apply(&recorded, &mut rt.pipeline, 0..start);
             pace.jump(start, now);
         }
-        rt.replay = Some(Replayed { recorded, pace, next_follow: now + FOLLOW_POLL, by_events: false });
+        rt.replay = Some(Replayed { recorded, pace, growth: VecDeque::new() });
         rt
     }
 
@@ -180,18 +174,6 @@ impl Runtime {
         rt
     }
 
-    /// A watcher reports changes of followed files: no polling from here on ([`Input::FilesChanged`]).
-    pub fn follow_by_events(&mut self) {
-        if let Some(rp) = self.replay.as_mut() {
-            rp.by_events = true;
-        }
-    }
-
-    /// What `--follow` watches (nothing when not following).
-    pub fn watch_paths(&self) -> Vec<std::path::PathBuf> {
-        self.replay.as_ref().filter(|rp| rp.recorded.follow).map(|rp| rp.recorded.watch_paths()).unwrap_or_default()
-    }
-
     pub fn model(&self) -> &Model {
         &self.pipeline.model
     }
@@ -200,18 +182,25 @@ impl Runtime {
         self.pipeline.counters().lines
     }
 
+    /// `input.format` of what was read so far.
+    pub fn format(&self) -> &'static str {
+        self.pipeline.format()
+    }
+
     /// Takes one input; returns what only the caller can do (quit, suspend, copy).
     pub fn input(&mut self, input: Input, now: Instant) -> Option<Effect> {
         match input {
             Input::Terminal(event) => return self.terminal(&event, now),
-            Input::Live(event) => self.take_live(event, now),
-            // The source closed: ended, once what a pause holds has been shown.
-            Input::LiveClosed => self.take_live(live::Event::Ended(End::Closed), now),
-            Input::FilesChanged => {
+            Input::Live(live::Event::Followed(change)) => {
                 if let Some(rp) = self.replay.as_mut() {
-                    rp.next_follow = now;
+                    rp.growth.push_back(change);
                 }
             }
+            Input::Live(event) => self.take_live(event, now),
+            // A replay's follower stopping ends nothing: the recording is all there.
+            Input::LiveClosed if self.replay.is_some() => {}
+            // The source closed: ended, once what a pause holds has been shown.
+            Input::LiveClosed => self.take_live(live::Event::Ended(End::Closed), now),
         }
         None
     }
@@ -237,11 +226,12 @@ impl Runtime {
             } else {
                 self.feed.ended = None;
             }
-            if rp.recorded.follow && rp.pace.is_done() && now >= rp.next_follow {
-                // With a watcher, the next read waits for its next report.
-                rp.next_follow = now + if rp.by_events { FOLLOW_BY_EVENTS_SAFETY } else { FOLLOW_POLL };
+            // What followed files gained (reported by `source::follow`), once caught up: the
+            // lines are due the moment they exist.
+            while rp.pace.is_done() {
+                let Some(change) = rp.growth.pop_front() else { break };
                 let before = rp.recorded.len();
-                let added = rp.recorded.follow_growth(&time_of);
+                let added = rp.recorded.followed(change, &time_of);
                 if added > 0 {
                     apply(&rp.recorded, &mut self.pipeline, before..before + added);
                     rp.pace.append_applied(added, now);
@@ -315,10 +305,11 @@ impl Runtime {
     pub fn wake(&self, now: Instant) -> Instant {
         let mut deadline = None;
         if let Some(rp) = &self.replay {
-            deadline = if rp.pace.due(now) > 0 { Some(now) } else { rp.pace.next_deadline() };
-            if rp.recorded.follow {
-                deadline = Some(deadline.map_or(rp.next_follow, |d: Instant| d.min(rp.next_follow)));
-            }
+            deadline = if rp.pace.due(now) > 0 || (rp.pace.is_done() && !rp.growth.is_empty()) {
+                Some(now)
+            } else {
+                rp.pace.next_deadline()
+            };
         }
         if !self.feed.paused && !self.held.is_empty() {
             deadline = Some(now);
@@ -402,6 +393,8 @@ impl Runtime {
                     Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
             }
             live::Event::Ended(End::Closed) if self.feed.ended.is_some() => {}
+            // Only a replay follows files (handled in `input`).
+            live::Event::Followed(_) => {}
             live::Event::Ended(end) => {
                 self.finish();
                 self.feed.connection = None;

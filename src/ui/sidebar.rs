@@ -11,7 +11,7 @@ use ratatui::widgets::Block;
 use super::text::{fit, right, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
-use crate::model::{Model, Rollup, format_usd};
+use crate::model::{Model, Rollup, format_shown, format_usd};
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
@@ -119,7 +119,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view:
             Style::new(),
         );
         let mut end = w;
-        let cost = format_usd(t.cost);
+        let cost = format_shown(model.shown_cost(idx));
         let style = if t.cost.is_some() { theme.cost } else { theme.dim };
         end = put_right(buf, inner, y, end, cost_w, &cost, style);
         end = put_right(buf, inner, y, end, tok_w, &tokens(t.tokens.total), Style::new());

@@ -185,6 +185,50 @@ pub fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
 /// before them were left out. Walks logical lines from the end, so the cost is bounded by the
 /// rows asked for, whatever the length of `text`.
 pub fn wrap_tail(text: &str, width: usize, max_rows: usize) -> (Vec<String>, bool) {
+    wrap_tail_with(text, width, max_rows, wrap_line)
+}
+
+/// [`wrap_tail`] of Markdown: list items keep their bullet alone on the left, wrapped rows
+/// hang under the item's text (the inline marks are styled later, row by row).
+pub fn wrap_tail_markdown(text: &str, width: usize, max_rows: usize) -> (Vec<String>, bool) {
+    wrap_tail_with(text, width, max_rows, wrap_markdown_line)
+}
+
+/// A list item's lead as it prints (`• `, `  • `, `3. `) and the item's text.
+fn list_lead(line: &str) -> Option<(String, &str)> {
+    let trimmed = line.trim_start_matches(' ');
+    let indent = " ".repeat(line.len() - trimmed.len());
+    if let Some(rest) = trimmed.strip_prefix("- ").or_else(|| trimmed.strip_prefix("* ")) {
+        return Some((format!("{indent}• "), rest));
+    }
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    if (1..=3).contains(&digits) && trimmed[digits..].starts_with(". ") {
+        return Some((format!("{indent}{} ", &trimmed[..=digits]), &trimmed[digits + 2..]));
+    }
+    None
+}
+
+/// One Markdown line wrapped: a list item with a hanging indent, anything else as [`wrap_line`].
+pub fn wrap_markdown_line(line: &str, width: usize, out: &mut Vec<String>) {
+    let Some((lead, rest)) = list_lead(line) else {
+        wrap_line(line, width, out);
+        return;
+    };
+    let lead_w = UnicodeWidthStr::width(lead.as_str());
+    let mut rows = Vec::new();
+    wrap_line(rest, width.saturating_sub(lead_w).max(1), &mut rows);
+    let pad = " ".repeat(lead_w);
+    for (k, row) in rows.into_iter().enumerate() {
+        out.push(if k == 0 { format!("{lead}{row}") } else { format!("{pad}{row}") });
+    }
+}
+
+fn wrap_tail_with(
+    text: &str,
+    width: usize,
+    max_rows: usize,
+    wrap: fn(&str, usize, &mut Vec<String>),
+) -> (Vec<String>, bool) {
     let width = width.max(1);
     let text = text.trim_end_matches(['\n', ' ']);
     let mut rows: Vec<String> = Vec::new();
@@ -207,7 +251,7 @@ pub fn wrap_tail(text: &str, width: usize, max_rows: usize) -> (Vec<String>, boo
             cut += 1;
         }
         let mut piece = Vec::new();
-        wrap_line(&line[cut..], width, &mut piece);
+        wrap(&line[cut..], width, &mut piece);
         let need = max_rows - rows.len();
         if piece.len() > need {
             piece.drain(..piece.len() - need);
@@ -273,6 +317,19 @@ mod tests {
         let (rows, more) = wrap_tail("a\nb", 10, 5);
         assert_eq!(rows, ["a", "b"]);
         assert!(!more);
+    }
+
+    #[test]
+    fn wrapped_list_items_hang_under_their_text() {
+        let mut out = Vec::new();
+        wrap_markdown_line("- one two three four", 10, &mut out);
+        assert_eq!(out, ["• one two", "  three", "  four"]);
+        out.clear();
+        wrap_markdown_line("12. alpha beta", 9, &mut out);
+        assert_eq!(out, ["12. alpha", "    beta"]);
+        out.clear();
+        wrap_markdown_line("-not a list", 20, &mut out);
+        assert_eq!(out, ["-not a list"]);
     }
 
     #[test]

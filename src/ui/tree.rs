@@ -13,7 +13,7 @@ use super::Feed;
 use super::outline::{NodeId, Row, groups};
 use super::text::{duration, elapsed, short_model, tokens, truncate, width};
 use super::view::{Pane, View};
-use crate::model::{Model, Status, TurnStatus, format_usd};
+use crate::model::{Model, ShownCost, Status, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
 
 /// Which figure columns fit, widest pane first.
@@ -254,7 +254,12 @@ fn thread_cells(
     let mut end = w;
     if cols.cost {
         let style = if t.cost.is_none() { theme.dim } else { theme.cost };
-        cells.right(end, truncate(&format_usd(t.cost), COST_W - 1), style);
+        // The agent's own figure for a model the table lacks, marked `*` in this narrow column.
+        let text = match model.shown_cost(idx) {
+            ShownCost::Reported(c) => format!("{}*", format_usd(Some(c))),
+            _ => format_usd(t.cost),
+        };
+        cells.right(end, truncate(&text, COST_W - 1), style);
         end -= COST_W;
     }
     if cols.tokens {

@@ -224,7 +224,7 @@ fn select_first_match(view: &mut View, model: &Model) {
     view.refresh(model);
     let q = view.filter.to_lowercase();
     let hit = view.rows().iter().find_map(|r| match r.id {
-        NodeId::Thread(t) if !q.is_empty() && outline::matches(model.thread(t), &q) => Some(r.id),
+        NodeId::Thread(t) if !q.is_empty() && outline::matches(model, t, &q) => Some(r.id),
         _ => None,
     });
     if let Some(id) = hit {

@@ -33,6 +33,8 @@ pub enum Format {
     ClaudeStream,
     /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
     Marker,
+    /// An OpenTelemetry span, log record or span link, as `listen --otlp` receives them.
+    Otlp,
 }
 
 /// One record, lowered.
@@ -155,6 +157,12 @@ pub enum Fact<'a> {
     /// What the agent itself says it cost: Claude `cost-state` lines and `result.modelUsage[m].costUSD`,
     /// OpenCode's per-message `cost`. Shown when the price table does not know the model.
     CostReported(CostReported<'a>),
+    /// The agent's own running total of its whole session's tokens, by model: every response of
+    /// every agent, also those whose lines never came (stream-json `result.modelUsage`; the stream
+    /// omits responses by design). Replaces the previous figure for the model. What the session's
+    /// threads do not account for is the session's unattributed remainder: shown as such, never
+    /// added to an agent, never counted twice.
+    ReportedUsage(ReportedUsage<'a>),
     /// The session ended (the process exited, or was interrupted): nothing of it is running any more.
     /// Claude `[Request interrupted by user]`, `isAbortedMidStream`, stream-json `result`.
     SessionEnded(SessionEnded),
@@ -181,6 +189,8 @@ pub enum Via {
     ThreadRead,
     /// A Claude Code sub-agent, announced by its parent's `Task` / `Agent` tool use.
     TaskTool,
+    /// An agent whose spans hang under another agent's spawn call in an OpenTelemetry trace.
+    OtlpTrace,
 }
 
 impl Via {
@@ -191,6 +201,7 @@ impl Via {
             Self::ThreadStarted => "threadStarted",
             Self::ThreadRead => "threadRead",
             Self::TaskTool => "taskTool",
+            Self::OtlpTrace => "otlpTrace",
         }
     }
 }
@@ -547,6 +558,13 @@ pub struct CostReported<'a> {
     /// A running total that replaces the previous figure (Claude `cost-state`, `modelUsage`), or an
     /// amount to add (OpenCode's per-message `cost`).
     pub cumulative: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportedUsage<'a> {
+    pub model: CleanStr<'a>,
+    /// The session's totals for the model so far (cumulative: it replaces, never adds).
+    pub tokens: Breakdown,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -1,8 +1,9 @@
 //! Every decoded line to the one vocabulary of [`super::fact`], by the module of its format.
 
-use super::fact::{Lowered, Origin};
+use super::fact::{Format, Lowered, Origin};
+use super::malformed::{Malformed, Shape};
 use super::record::{Line, Other};
-use super::{claude, codex, rollout};
+use super::{claude, codex, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
 /// line's time orders pending windows: a wild one must not hold them open (or shut) for ever.
@@ -23,8 +24,25 @@ pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lo
     let mut out = Lowered { time, raw: line.raw, ..Lowered::default() };
     match &line.other {
         Some(Other::Claude(l)) => claude::lower(l, &mut out),
+        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut out),
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
+        Some(Other::Otlp(l)) => otlp::lower(l, &mut out),
         None => codex::lower(&line.msg, line.dir, &mut out),
     }
     out
+}
+
+/// A record of a file that is one object describing a thread rather than a stream of lines (a
+/// Claude Code sub-agent's `agent-<id>.meta.json`, wire.md §6), lowered by what its origin says
+/// the file is. `None` when the origin is not such a file.
+pub fn lower_sidecar<'l>(record: &'l [u8], origin: &Origin) -> Option<Result<Lowered<'l>, Malformed>> {
+    if !origin.info().is_some_and(|i| i.sidecar) {
+        return None;
+    }
+    let Ok(text) = std::str::from_utf8(record) else { return Some(Err(Malformed::NotUtf8)) };
+    let mut out = Lowered { format: Format::ClaudeTranscript, raw: text, ..Lowered::default() };
+    Some(match claude::sidecar::lower(text, origin, &mut out) {
+        Some(()) => Ok(out),
+        None => Err(Malformed::NotAMessage(Shape::ClaudeTranscript)),
+    })
 }

@@ -3,11 +3,15 @@
 use std::fmt;
 
 /// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
+// Independent flags, one per telling key seen.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Default)]
 pub(crate) struct ShapeKeys {
     payload: bool,
     kind: bool,
     transcript: bool,
+    otlp: bool,
+    stream: bool,
 }
 
 impl ShapeKeys {
@@ -16,14 +20,21 @@ impl ShapeKeys {
             "payload" => self.payload = true,
             "type" => self.kind = true,
             "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            "otlp" => self.otlp = true,
+            // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
+            "session_id" => self.stream = true,
             _ => {}
         }
     }
 
     pub fn shape(&self) -> Shape {
-        match (self.kind, self.payload, self.transcript) {
-            (true, true, _) => Shape::CodexRollout,
-            (true, _, true) => Shape::ClaudeTranscript,
+        if self.otlp {
+            return Shape::Otlp;
+        }
+        match (self.kind, self.payload, self.transcript, self.stream) {
+            (true, true, _, _) => Shape::CodexRollout,
+            (true, _, _, true) => Shape::ClaudeStream,
+            (true, _, true, _) => Shape::ClaudeTranscript,
             _ => Shape::Other,
         }
     }
@@ -34,6 +45,9 @@ impl ShapeKeys {
 pub enum Shape {
     CodexRollout,
     ClaudeTranscript,
+    ClaudeStream,
+    /// A record of `listen --otlp` (`{"otlp": …}`).
+    Otlp,
     #[default]
     Other,
 }
@@ -60,6 +74,10 @@ impl fmt::Display for Malformed {
             Self::NotAMessage(Shape::CodexRollout) => f.write_str("a Codex rollout line, not an app-server message"),
             Self::NotAMessage(Shape::ClaudeTranscript) => {
                 f.write_str("a Claude Code transcript line, not an app-server message")
+            }
+            Self::NotAMessage(Shape::Otlp) => f.write_str("an OTLP record swarmtop could not read"),
+            Self::NotAMessage(Shape::ClaudeStream) => {
+                f.write_str("a Claude Code stream-json line, not an app-server message")
             }
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),

@@ -4,7 +4,8 @@
 //! as [`Clean`] or [`CleanStr`].
 //!
 //! One module per format: [`codex`] (app-server messages and recording envelopes), [`rollout`]
-//! (Codex rollout files), [`claude`] (Claude Code transcripts). [`record`] tells them apart per
+//! (Codex rollout files), [`claude`] (Claude Code transcripts), [`otlp`] (OpenTelemetry
+//! spans and logs, as `listen --otlp` receives them). [`record`] tells them apart per
 //! line; [`lower()`] sends each line to its format's lowering.
 
 pub mod claude;
@@ -13,6 +14,7 @@ pub mod fact;
 mod json;
 mod lower;
 mod malformed;
+pub mod otlp;
 pub mod record;
 pub mod rollout;
 mod sanitize;
@@ -21,7 +23,7 @@ mod time;
 pub use codex::methods;
 pub use fact::{Fact, Lowered, Origin, OriginInfo, Subject, Weight};
 pub use json::{Str, parse_raw};
-pub use lower::{Stream, lower};
+pub use lower::{Stream, lower, lower_sidecar};
 pub use malformed::{Malformed, Shape};
 pub use record::{Decoded, Line, decode, decode_into};
 pub use sanitize::{Clean, CleanStr, sanitize};

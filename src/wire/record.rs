@@ -2,7 +2,7 @@
 //! possibly inside a recording envelope (recording.md), else a line of another format swarmtop
 //! reads. Which format a line is in is told by its own keys, line by line (wire.md §1).
 
-use super::claude::{self, ClaudeLine};
+use super::claude::{self, ClaudeLine, stream::StreamLine};
 use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
 use super::codex::{self};
 use super::malformed::{Malformed, Shape};
@@ -12,14 +12,18 @@ use super::rollout::{self, RolloutLine};
 #[derive(Debug)]
 pub enum Other<'a> {
     Claude(Box<ClaudeLine<'a>>),
+    ClaudeStream(Box<StreamLine<'a>>),
     Rollout(Box<RolloutLine<'a>>),
+    Otlp(Box<super::otlp::OtlpLine>),
 }
 
 impl Other<'_> {
     fn time(&self) -> Option<i64> {
         match self {
             Self::Claude(l) => l.time(),
+            Self::ClaudeStream(l) => l.time(),
             Self::Rollout(l) => l.time(),
+            Self::Otlp(l) => l.time(),
         }
     }
 }
@@ -78,6 +82,19 @@ pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malf
     let Ok(text) = std::str::from_utf8(record) else {
         return Err(Malformed::NotUtf8);
     };
+    // A Claude Code transcript line is read once, not first by the Codex scanner (which walks all
+    // of its tool results only to find that it is no Codex message).
+    if starts_like_transcript(text) {
+        if let Some(l) = claude::parse_alone(text) {
+            *line = Line { other: Some(Other::Claude(Box::new(l))), raw: text, ..Line::empty() };
+            return Ok(());
+        }
+    }
+    read_into(text, line)
+}
+
+/// [`decode_into`] the long way: as a Codex message or envelope first, then as what its keys say.
+fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
     let mut top = TopRest::default();
     parse_top(text, &mut line.msg, &mut top)?;
     if top.raw_b64 {
@@ -101,6 +118,14 @@ pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malf
     finish(line, top.parts, text)
 }
 
+/// Whether the first member is one a Claude Code transcript line starts with (a guess that only
+/// saves time: [`claude::parse_alone`] decides).
+fn starts_like_transcript(text: &str) -> bool {
+    const FIRST: [&str; 6] =
+        ["{\"parentUuid\":", "{\"type\":", "{\"isSidechain\":", "{\"uuid\":", "{\"leafUuid\":", "{\"sessionId\":"];
+    FIRST.iter().any(|f| text.starts_with(f))
+}
+
 fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
     let mut top = TopRest::default();
     parse_top(text, &mut line.msg, &mut top)?;
@@ -111,14 +136,22 @@ fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Mal
 /// (wire.md §1: Claude Code transcripts, Codex rollouts).
 pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -> Result<(), Malformed> {
     line.other = None;
+    let shape = parts.shape;
+    // A Claude Code line can carry an `id` of its own (2.1.332 `api-request`) without being a
+    // JSON-RPC response: its `type` and session keys say what it is.
+    let claude = matches!(shape, Shape::ClaudeTranscript | Shape::ClaudeStream);
     codex::message::finish(&mut line.msg, parts)?;
-    if !codex::message::is_message(&line.msg) {
-        let other = match parts.shape {
+    let codex =
+        codex::message::is_message(&line.msg) && !(claude && line.msg.method.is_none() && line.msg.swarmtop.is_none());
+    if !codex {
+        let other = match shape {
             Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
+            Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
+            Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
             Shape::Other => None,
         };
-        line.other = Some(other.ok_or(Malformed::NotAMessage(parts.shape))?);
+        line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
     }
     Ok(())
 }
@@ -140,6 +173,63 @@ mod tests {
         match decode(s) {
             Decoded::Line(l) => panic!("decoded: {l:?}"),
             Decoded::Malformed(m) => m,
+        }
+    }
+
+    /// Both ways of reading a record, as text to compare.
+    fn both_ways(record: &str) -> (String, String) {
+        let mut fast = Line::empty();
+        let fast = format!("{:?}", decode_into(record.as_bytes(), &mut fast).map(|()| fast));
+        let mut long = Line::empty();
+        let long = format!("{:?}", read_into(record, &mut long).map(|()| long));
+        (fast, long)
+    }
+
+    #[test]
+    fn transcript_lines_read_alone_as_the_long_way_reads_them() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.39/");
+        let session = "4d5611e5-241a-462a-8d15-5122611a9569";
+        let mut lines = 0;
+        for file in [
+            format!("{session}.jsonl"),
+            format!("{session}/subagents/agent-a2898e3.jsonl"),
+            format!("{session}/subagents/agent-acompact-e1f845.jsonl"),
+        ] {
+            for record in std::fs::read_to_string(format!("{root}{file}")).unwrap().lines() {
+                let (fast, long) = both_ways(record);
+                assert_eq!(fast, long, "{record}");
+                lines += 1;
+            }
+        }
+        assert!(lines > 1600);
+    }
+
+    #[test]
+    fn lines_that_only_start_like_transcripts_are_read_the_long_way() {
+        let t = r#""type":"user","uuid":"u","sessionId":"s""#;
+        for record in [
+            format!("{{{t},\"method\":\"turn/started\",\"params\":{{\"threadId\":\"x\"}}}}"),
+            format!("{{{t},\"method\":null}}"),
+            format!("{{{t},\"id\":3,\"result\":{{}}}}"),
+            format!("{{{t},\"payload\":{{}},\"timestamp\":\"2026-01-01T00:00:00Z\"}}"),
+            format!("{{{t},\"emittedAtMs\":5}}"),
+            format!("{{{t},\"ts\":1,\"dir\":\"s2c\",\"msg\":{{\"method\":\"x\"}}}}"),
+            format!("{{{t},\"swarmtop\":\"recording\"}}"),
+            format!("{{{t},\"rawB64\":\"AA==\"}}"),
+            format!("{{{t},\"error\":{{\"message\":\"x\"}}}}"),
+            format!("{{{t},\"type\":\"assistant\"}}"),
+            format!("{{{t}}} trailing"),
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s"}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"u","session_id":"s","parent_tool_use_id":null}"#.to_owned(),
+            r#"{"type":5,"uuid":"u"}"#.to_owned(),
+            r#"{"type":"user"}"#.to_owned(),
+            r#"{"type":"file-history-snapshot","messageId":"m"}"#.to_owned(),
+            // stream-json carries `uuid` too, and its snake-case `session_id` says what it is.
+            r#"{"type":"system","subtype":"init","uuid":"u","session_id":"s","model":"m"}"#.to_owned(),
+            r#"{"parentUuid":null,"uuid":"u","type":"user","message":{"content":7}}"#.to_owned(),
+        ] {
+            let (fast, long) = both_ways(&record);
+            assert_eq!(fast, long, "{record}");
         }
     }
 

@@ -137,15 +137,16 @@ impl Drop for MockModel {
     }
 }
 
-struct Request {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// One HTTP/1.1 request as read off the socket (shared with the Anthropic mock).
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
 impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 }
@@ -164,7 +165,7 @@ async fn serve_connection(
     Ok(())
 }
 
-async fn read_request<R: AsyncBufReadExt + Unpin>(read: &mut R) -> std::io::Result<Option<Request>> {
+pub async fn read_request<R: AsyncBufReadExt + Unpin>(read: &mut R) -> std::io::Result<Option<Request>> {
     let mut line = String::new();
     if read.read_line(&mut line).await? == 0 {
         return Ok(None);
@@ -274,7 +275,7 @@ fn next_response_number() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-async fn write_json<W: AsyncWriteExt + Unpin>(write: &mut W, status: u16, body: &Value) -> std::io::Result<()> {
+pub async fn write_json<W: AsyncWriteExt + Unpin>(write: &mut W, status: u16, body: &Value) -> std::io::Result<()> {
     let body = serde_json::to_vec(body).expect("serialising a Value cannot fail");
     let head = format!(
         "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
@@ -316,7 +317,7 @@ async fn stream_events<W: AsyncWriteExt + Unpin>(
     Ok(())
 }
 
-fn reason(status: u16) -> &'static str {
+pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
@@ -324,6 +325,7 @@ fn reason(status: u16) -> &'static str {
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",
+        529 => "Overloaded",
         _ => "Status",
     }
 }

@@ -1,6 +1,11 @@
 //! Claude Code (wire.md §6): session transcripts and their sub-agents' files, each lowered into
 //! the facts every format shares.
 
+pub mod outcome;
+pub mod sidecar;
+pub mod stream;
 mod transcript;
 
-pub use transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse};
+pub use transcript::{
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse, parse_alone,
+};

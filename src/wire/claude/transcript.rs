@@ -18,6 +18,8 @@ use crate::wire::json::{Str, opt_str};
 use crate::wire::sanitize;
 use crate::wire::time::iso8601_ms;
 
+use super::outcome;
+
 /// The parts of a transcript line swarmtop reads.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -46,6 +48,59 @@ pub struct ClaudeLine<'a> {
     pub parent_tool_use_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub tool_use_result: Option<&'a RawValue>,
+    /// A synthetic line for a request that failed for good (2.1.332), with its HTTP status.
+    #[serde(default)]
+    pub is_api_error_message: Option<bool>,
+    #[serde(default)]
+    pub api_error_status: Option<u64>,
+    /// An answer cut short by an interrupt.
+    #[serde(default)]
+    pub is_aborted_mid_stream: Option<bool>,
+    /// `toolUseResult` read as a sub-agent's answer, once (it is often a whole file's contents).
+    #[serde(skip)]
+    pub agent_result: Option<AgentResult<'a>>,
+    // The top-level members a Codex message, an envelope or a rollout line has, by whether they
+    // are there at all (null included): a line with any of them is not read as a transcript line
+    // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
+    #[serde(default)]
+    method: Present,
+    #[serde(default)]
+    params: Present,
+    #[serde(default)]
+    id: Present,
+    #[serde(default)]
+    result: Present,
+    #[serde(default)]
+    error: Present,
+    #[serde(default)]
+    emitted_at_ms: Present,
+    #[serde(default)]
+    swarmtop: Present,
+    #[serde(default)]
+    ts: Present,
+    #[serde(default)]
+    dir: Present,
+    #[serde(default)]
+    msg: Present,
+    #[serde(default)]
+    raw_b64: Present,
+    #[serde(default)]
+    payload: Present,
+    /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
+    /// stream line, never a transcript line read alone.
+    #[serde(rename = "session_id", default)]
+    stream_session_id: Present,
+}
+
+/// A member whose value does not matter, only that it is there.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Present(bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d)?;
+        Ok(Self(true))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,8 +219,8 @@ impl<'a> ClaudeLine<'a> {
                 return Some((agent, self.parent_tool_use_id.clone()));
             }
         }
-        let result: AgentResult<'a> = serde_json::from_str(self.tool_use_result?.get()).ok()?;
-        let agent = result.agent_id.filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
+        let agent =
+            self.agent_result.as_ref()?.agent_id.clone().filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
         let card = self.blocks().into_iter().find_map(|b| b.tool_use_id);
         Some((agent, card))
     }
@@ -197,8 +252,36 @@ pub fn blocks_of(content: Option<&RawValue>) -> Vec<Block<'_>> {
 
 /// Parses a transcript line; `None` when it is not one (it has no `type`).
 pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
-    let line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
-    line.kind.is_some().then_some(line)
+    let mut line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
+    line.kind.as_ref()?;
+    line.agent_result = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
+    Some(line)
+}
+
+/// [`parse`] of a record that is plainly a transcript line and nothing else, without first
+/// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
+/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+/// stream-json line.
+/// `None` when that is not plain: the record reader then reads it the long way, to the same end.
+pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
+    let line = parse(text)?;
+    let o = [
+        line.method,
+        line.params,
+        line.id,
+        line.result,
+        line.error,
+        line.emitted_at_ms,
+        line.swarmtop,
+        line.ts,
+        line.dir,
+        line.msg,
+        line.raw_b64,
+        line.payload,
+        line.stream_session_id,
+    ];
+    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
+    plain.then_some(line)
 }
 
 /// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
@@ -264,6 +347,10 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     match line.kind.as_deref() {
         Some("assistant") => assistant(line, out),
         Some("user") => user(line, out),
+        Some("cost-state") => {
+            let raw = out.raw;
+            outcome::cost_state(raw, &mut out.facts);
+        }
         _ => {}
     }
     if let Some((child, card)) = line.announced_agent() {
@@ -321,6 +408,12 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     let asks_tool = blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use"));
     let ended = message.stop_reason.as_deref() == Some("end_turn") || !asks_tool;
     facts.push(status(if ended { Status::Idle } else { Status::Running }));
+    if line.is_api_error_message == Some(true) {
+        let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+        outcome::api_error(line.api_error_status, &text.join("\n"), facts);
+    } else if line.is_aborted_mid_stream == Some(true) {
+        outcome::interrupted(line.is_main(), facts);
+    }
 }
 
 fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> Fact<'l> {
@@ -378,6 +471,10 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         // A prompt (not a tool's answer, not Claude Code's own meta text) opens a turn.
         if line.is_meta != Some(true) {
             let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+            if text.first().is_some_and(|t| outcome::is_interrupt_note(t)) {
+                outcome::interrupted(line.is_main(), facts);
+                return;
+            }
             let uuid = line.uuid.as_deref().unwrap_or_default();
             facts.push(Fact::TurnStarted(TurnStarted {
                 turn: Some(Cow::Borrowed(uuid)),
@@ -403,10 +500,10 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         })));
     }
     // A sub-agent's answer ends it.
-    let result: Option<AgentResult<'_>> = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
-    if let Some(agent) = result.as_ref().and_then(|r| r.agent_id.as_deref()) {
+    let result = line.agent_result.as_ref();
+    if let Some(agent) = result.and_then(|r| r.agent_id.as_deref()) {
         // Background agents first answer with a launch acknowledgement, not their end.
-        let end = match result.as_ref().and_then(|r| r.status.as_deref()) {
+        let end = match result.and_then(|r| r.status.as_deref()) {
             Some("completed") => Some(Status::Idle),
             Some("failed" | "error") => Some(Status::Failed),
             _ => None,

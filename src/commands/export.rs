@@ -1,0 +1,72 @@
+//! `swarmtop export [--otlp URL | --otlp-file PATH] INPUT…`: recordings, transcripts and rollouts
+//! as OpenTelemetry traces. Exits 1 when any span was not accepted.
+
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, eyre};
+
+use super::cli::ExportArgs;
+use super::ingest::{ingest, nothing};
+use crate::export::{self, Exporter, Live, Provider, Request, Summary, all_spans, sender};
+use crate::model::Model;
+use crate::pipeline::Config;
+use crate::ui::ExportFeed;
+
+pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
+    let request = Request { url: args.otlp.clone().filter(|u| !u.is_empty()), file: args.otlp_file.clone() };
+    let settings = export::config::resolve(&request, &|k| std::env::var(k).ok()).map_err(|e| eyre!(e))?;
+    let pipeline = ingest(&args.inputs, config, &mut nothing())?;
+    let spans = all_spans(&pipeline.model, Provider::of_format(pipeline.format()));
+    let traces = pipeline.model.threads.len() - pipeline.model.threads.iter().filter(|t| t.parent.is_some()).count();
+    let exporter = Exporter::start(settings, sender::QUEUE_SPANS)?;
+    let target = exporter.target().to_owned();
+    for span in spans {
+        exporter.send(span);
+    }
+    let summary = exporter.finish(args.wait);
+    eprintln!("swarmtop export: {} ({traces} traces)", export::describe(&summary, &target));
+    Ok(if summary.all_accepted() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// What a live command's `--otlp` values ask to export to: a URL, or the environment's collector
+/// for a bare `--otlp`. On `listen`, values without a scheme are addresses to receive on instead.
+pub(super) fn live_request(values: &[String], listen: bool) -> Option<Request> {
+    values
+        .iter()
+        .rfind(|v| !listen || v.contains("://"))
+        .map(|v| Request { url: (!v.is_empty()).then(|| v.clone()), file: None })
+}
+
+/// Starts exporting for a live session, when asked to.
+pub(super) fn start_live(request: Option<Request>) -> Result<Option<Live>> {
+    let Some(request) = request else { return Ok(None) };
+    if let Some(url) = request.url.as_deref().filter(|u| !u.contains("://") && std::path::Path::new(u).exists()) {
+        return Err(eyre!(
+            "--otlp took {url:?} as the collector's URL: put --otlp after the inputs, or write --otlp=URL"
+        ));
+    }
+    let settings = export::config::resolve(&request, &|k| std::env::var(k).ok()).map_err(|e| eyre!(e))?;
+    Ok(Some(Live::start(settings)?))
+}
+
+/// The exporter's counters for the diagnostics view.
+pub(super) fn feed_of(live: &Live) -> ExportFeed {
+    let s = live.summary();
+    ExportFeed {
+        target: live.target().to_owned(),
+        queued: s.queued,
+        sent: s.sent,
+        retried: s.retried,
+        dropped: s.dropped,
+        rejected: s.rejected,
+        failing: s.failing,
+    }
+}
+
+/// Ends a live session's export and says on stderr what became of its spans.
+pub(super) fn finish_live(live: Live, model: &Model, format: &str) -> Summary {
+    let target = live.target().to_owned();
+    let summary = live.finish(model, format);
+    eprintln!("swarmtop: OTLP export: {}", export::describe(&summary, &target));
+    summary
+}

@@ -1,0 +1,648 @@
+//! `claude -p … --output-format stream-json --verbose` (wire.md §6, captures in NOTES of the e2e run):
+//! one JSON object per line, snake_case, told from a transcript line by its `session_id`.
+//!
+//! What each line says:
+//! - `system` `init`: the session (a root) and its model; one per turn (a background child's
+//!   notification starts a second turn with a second `init`).
+//! - `system` `task_started`: a sub-agent (`task_id` = its agent id) spawned by the tool use
+//!   `tool_use_id` of the session, or of `parent_task_id` at depth >= 2; `description`,
+//!   `subagent_type`, `spawn_depth`, `is_backgrounded`.
+//! - `system` `task_progress`: the sub-agent works; `task_updated` `patch.status` and
+//!   `task_notification` `status` end it: `completed`, `failed` (with the error), `killed` / `stopped`.
+//! - `tool_progress` with `subagent_retry`: a sub-agent's request failed and is retried.
+//! - `assistant` / `user`: a message of the session (`parent_tool_use_id: null`) or of the sub-agent
+//!   `agent_id`. Their usage is the stream-start usage (output 1), and much of what sub-agents say is
+//!   not emitted at all: per-agent figures from a stream are partial.
+//! - `result`: the end of a turn, with `modelUsage`, the CLI's own running total of the whole session
+//!   by model (every agent, cumulative over the turns): the figures the partial ones are reconciled with.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Block, Usage, blocks_of};
+use crate::wire::fact::{
+    Answered, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Parentage, ReportedUsage, SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule,
+    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Via, Weight,
+};
+use crate::wire::{CleanStr, sanitize};
+
+type Str<'a> = Cow<'a, str>;
+
+/// The parts of a stream-json line swarmtop reads.
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamLine<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub subtype: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub session_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub uuid: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub timestamp: Option<Str<'a>>,
+    /// `init`: the session's model.
+    #[serde(borrow, default)]
+    pub model: Option<Str<'a>>,
+    /// The sub-agent an `assistant` / `user` line belongs to.
+    #[serde(borrow, default)]
+    pub agent_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub parent_tool_use_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub message: Option<StreamMessage<'a>>,
+    #[serde(borrow, default)]
+    pub task_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub tool_use_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub parent_task_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub description: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub subagent_type: Option<Str<'a>>,
+    #[serde(default)]
+    pub spawn_depth: Option<u32>,
+    /// `task_notification`'s end status.
+    #[serde(borrow, default)]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub patch: Option<Patch<'a>>,
+    #[serde(borrow, default)]
+    pub subagent_retry: Option<Retry<'a>>,
+    #[serde(borrow, default)]
+    pub terminal_reason: Option<Str<'a>>,
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// `result.modelUsage`: model -> the session's totals so far.
+    #[serde(rename = "modelUsage", borrow, default)]
+    pub model_usage: Option<BTreeMap<Str<'a>, ModelUsage<'a>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamMessage<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub model: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub content: Option<&'a RawValue>,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Patch<'a> {
+    #[serde(borrow, default)]
+    pub status: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pub error: Option<Str<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Retry<'a> {
+    #[serde(borrow, default)]
+    pub agent_id: Option<Str<'a>>,
+    #[serde(default)]
+    pub attempt: Option<u64>,
+    #[serde(default)]
+    pub max_retries: Option<u64>,
+    #[serde(default)]
+    pub error_status: Option<u64>,
+    #[serde(borrow, default)]
+    pub error_category: Option<Str<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage<'a> {
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(rename = "cacheCreationEphemeral1hInputTokens", default)]
+    pub cache_creation_1h_input_tokens: Option<u64>,
+    /// Kept as the number's text: money is summed exactly.
+    #[serde(rename = "costUSD", borrow, default)]
+    pub cost_usd: Option<&'a RawValue>,
+}
+
+/// A stream-json line, or `None` when the text is not one (a transcript line has `sessionId`).
+pub fn parse(text: &str) -> Option<StreamLine<'_>> {
+    let line: StreamLine<'_> = serde_json::from_str(text).ok()?;
+    (line.kind.is_some() && line.session_id.is_some()).then_some(line)
+}
+
+impl StreamLine<'_> {
+    /// Only `user` lines carry a time.
+    pub fn time(&self) -> Option<i64> {
+        self.timestamp.as_deref().and_then(crate::wire::time::iso8601_ms)
+    }
+
+    /// The agent a message line belongs to: its sub-agent, else the session.
+    fn speaker(&self) -> Option<&str> {
+        self.agent_id.as_deref().filter(|_| self.parent_tool_use_id.is_some()).or(self.session_id.as_deref())
+    }
+}
+
+fn id(s: &str) -> Cow<'_, str> {
+    Cow::Borrowed(s)
+}
+
+fn set(target: Target<'_>, status: Status) -> Fact<'_> {
+    Fact::Status(StatusFact { target, change: StatusChange::Set(status) })
+}
+
+/// Lowers one stream-json line.
+pub fn lower<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    out.format = Format::ClaudeStream;
+    let Some(session) = line.session_id.as_deref() else { return };
+    out.subject = Subject::Thread(id(session));
+    out.weight = Weight::Noise;
+    match (line.kind.as_deref(), line.subtype.as_deref()) {
+        (Some("system"), Some("init")) => init(line, session, out),
+        (Some("system"), Some("task_started")) => task_started(line, session, out),
+        (Some("system"), Some("task_progress")) => {
+            if let Some(task) = line.task_id.as_deref() {
+                out.subject = Subject::Thread(id(task));
+                out.facts.push(Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Active }));
+            }
+        }
+        (Some("system"), Some("task_updated")) => {
+            let patch = line.patch.as_ref();
+            task_end(line, patch.and_then(|p| p.status.as_deref()), patch.and_then(|p| p.error.as_deref()), out);
+        }
+        (Some("system"), Some("task_notification")) => task_end(line, line.status.as_deref(), None, out),
+        (Some("tool_progress"), _) => retry(line, out),
+        (Some("assistant"), _) => assistant(line, out),
+        (Some("user"), _) => user(line, out),
+        (Some("result"), _) => result(line, out),
+        // `thinking_tokens`, `background_tasks_changed`, and what comes next: the session's, no fact.
+        _ => {}
+    }
+}
+
+fn init<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
+    let mut thread = ThreadFact::new(id(session), Parentage::Root);
+    thread.model = line.model.as_deref().filter(|m| !m.is_empty()).map(sanitize);
+    out.facts.push(Fact::Thread(Box::new(thread)));
+    out.facts.push(Fact::TurnStarted(TurnStarted {
+        turn: line.uuid.as_deref().map(id),
+        own_root_turn: true,
+        ends_previous: true,
+    }));
+    out.facts.push(set(Target::Subject, Status::Running));
+}
+
+fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
+    let Some(task) = line.task_id.as_deref() else { return };
+    // The spawning agent: the session at depth 1, `parent_task_id` deeper.
+    let parent = line.parent_task_id.as_deref().unwrap_or(session);
+    let card = line.tool_use_id.as_deref().map(id);
+    out.subject = Subject::Thread(id(parent));
+    let mut thread =
+        ThreadFact::new(id(task), Parentage::Child { parent: id(parent), via: Via::TaskTool, card: card.clone() });
+    thread.nickname = line.description.as_deref().filter(|d| !d.is_empty()).map(sanitize);
+    thread.role = line.subagent_type.as_deref().filter(|r| !r.is_empty()).map(sanitize);
+    thread.depth = line.spawn_depth;
+    out.facts.push(Fact::Thread(Box::new(thread)));
+    out.facts.push(Fact::Spawn(Spawn { child: id(task), card, via: Via::TaskTool }));
+    out.facts.push(set(Target::Thread(id(task)), Status::Running));
+}
+
+/// A sub-agent's end, from `task_updated` or `task_notification` (both come; the facts are the same).
+fn task_end<'l>(line: &'l StreamLine<'_>, status: Option<&str>, error: Option<&str>, out: &mut Lowered<'l>) {
+    let Some(task) = line.task_id.as_deref() else { return };
+    out.subject = Subject::Thread(id(task));
+    let end = match status {
+        Some("completed") => Status::Idle,
+        Some("failed") => Status::Failed,
+        Some("killed" | "stopped") => Status::Interrupted,
+        // `running` and what a newer CLI adds: it still works.
+        _ => {
+            out.facts.push(Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Active }));
+            return;
+        }
+    };
+    out.weight = Weight::Closing;
+    if end == Status::Failed {
+        out.facts.push(Fact::Error(ErrorFact { message: error.map(sanitize), retrying: false }));
+    }
+    let outcome = match end {
+        Status::Idle => TurnOutcome::Completed,
+        Status::Failed => TurnOutcome::Failed,
+        _ => TurnOutcome::Interrupted,
+    };
+    out.facts.push(Fact::TurnEnded(TurnEnded {
+        turn: TurnRef::Latest,
+        outcome: Some(outcome),
+        error: error.map(sanitize),
+    }));
+    if matches!(end, Status::Idle | Status::Failed) {
+        out.facts.push(Fact::Answered(Answered { child: id(task), status: end }));
+    }
+    out.facts.push(set(Target::Subject, end));
+}
+
+fn retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let Some(r) = &line.subagent_retry else { return };
+    let Some(agent) = r.agent_id.as_deref() else { return };
+    out.subject = Subject::Thread(id(agent));
+    let what = match (r.error_status, r.error_category.as_deref()) {
+        (Some(s), Some(c)) => format!("HTTP {s} ({c})"),
+        (Some(s), None) => format!("HTTP {s}"),
+        (None, Some(c)) => c.to_owned(),
+        (None, None) => "API error".to_owned(),
+    };
+    let attempt = match (r.attempt, r.max_retries) {
+        (Some(a), Some(m)) => format!(", retry {a}/{m}"),
+        _ => String::new(),
+    };
+    out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
+    out.facts.push(set(Target::Subject, Status::Retrying));
+}
+
+fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let Some(speaker) = line.speaker() else { return };
+    out.subject = Subject::Thread(id(speaker));
+    out.weight = Weight::Output;
+    let Some(message) = &line.message else { return };
+    let model = message.model.as_deref().filter(|m| !m.is_empty() && *m != "<synthetic>");
+    if let Some(m) = model {
+        out.facts.push(Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m) }));
+    }
+    if let (Some(usage), Some(mid)) = (&message.usage, message.id.as_deref()) {
+        // The stream-start usage: partial, and reconciled with `result.modelUsage` downstream.
+        out.facts.push(Fact::Usage(crate::wire::fact::Usage::Response(Box::new(crate::wire::fact::ResponseUsage {
+            key: (id(mid), id("")),
+            tokens: breakdown(usage),
+            model: model.map(CleanStr::new),
+        }))));
+    }
+    let uuid = line.uuid.as_deref().unwrap_or_default();
+    let blocks = blocks_of(message.content);
+    for (i, block) in blocks.iter().enumerate() {
+        let item = match block.kind.as_deref() {
+            Some("text") => block.text.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::AgentMessage, t)),
+            Some("thinking") => {
+                block.thinking.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::Reasoning, t))
+            }
+            Some("tool_use") => tool_use(block),
+            _ => None,
+        };
+        out.facts.extend(item);
+    }
+    out.facts.push(set(Target::Subject, Status::Running));
+}
+
+fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let Some(speaker) = line.speaker() else { return };
+    out.subject = Subject::Thread(id(speaker));
+    out.weight = Weight::Output;
+    let Some(message) = &line.message else { return };
+    let blocks = blocks_of(message.content);
+    let mut results = false;
+    for block in blocks.iter().filter(|b| b.kind.as_deref() == Some("tool_result")) {
+        results = true;
+        let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
+        let failed = block.is_error == Some(true);
+        out.facts.push(Fact::Item(Box::new(ItemFact {
+            id: Some(Cow::Owned(tool_use.to_owned())),
+            update_only: true,
+            text: Some(sanitize(&text_of(block.content))),
+            text_rule: TextRule::Output,
+            status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
+            completed_ms: out.time,
+            ..ItemFact::default()
+        })));
+    }
+    if results {
+        return;
+    }
+    let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
+    let text = text.join("\n");
+    // The CLI's own note of a SIGINT / Esc: nothing of the agent runs any more.
+    if text.starts_with("[Request interrupted by user") {
+        out.facts.push(Fact::TurnEnded(TurnEnded {
+            turn: TurnRef::Latest,
+            outcome: Some(TurnOutcome::Interrupted),
+            error: None,
+        }));
+        out.facts.push(set(Target::Subject, Status::Interrupted));
+        if line.agent_id.is_none() {
+            out.facts.push(Fact::SessionEnded(SessionEnded { interrupted: true }));
+        }
+        return;
+    }
+    // A sub-agent's first message is its prompt: its turn starts.
+    let uuid = line.uuid.as_deref().unwrap_or_default();
+    out.facts.push(Fact::TurnStarted(TurnStarted { turn: Some(id(uuid)), own_root_turn: false, ends_previous: true }));
+    out.facts.push(text_item(uuid.to_owned(), ItemKind::UserMessage, &text));
+    out.facts.push(set(Target::Subject, Status::Running));
+}
+
+fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    out.weight = Weight::Closing;
+    let aborted = line.terminal_reason.as_deref().is_some_and(|r| r.starts_with("aborted"));
+    let outcome = if aborted {
+        TurnOutcome::Interrupted
+    } else if line.is_error == Some(true) || line.subtype.as_deref().is_some_and(|s| s != "success") {
+        TurnOutcome::Failed
+    } else {
+        TurnOutcome::Completed
+    };
+    out.facts.push(Fact::TurnEnded(TurnEnded { turn: TurnRef::Latest, outcome: Some(outcome), error: None }));
+    for (model, usage) in line.model_usage.iter().flatten() {
+        out.facts
+            .push(Fact::ReportedUsage(ReportedUsage { model: CleanStr::new(model), tokens: model_breakdown(usage) }));
+        if let Some(usd) = usage.cost_usd {
+            out.facts.push(Fact::CostReported(CostReported {
+                model: Some(CleanStr::new(model)),
+                usd: Cow::Borrowed(usd.get()),
+                cumulative: true,
+            }));
+        }
+    }
+    let end = match outcome {
+        TurnOutcome::Completed => Status::Idle,
+        TurnOutcome::Failed => Status::Failed,
+        TurnOutcome::Interrupted => Status::Interrupted,
+    };
+    out.facts.push(set(Target::Subject, end));
+    if aborted {
+        out.facts.push(Fact::SessionEnded(SessionEnded { interrupted: true }));
+    }
+}
+
+fn text_item<'l>(item: String, kind: ItemKind, text: &str) -> Fact<'l> {
+    Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Owned(item)),
+        turn: Some(TurnRef::Latest),
+        kind: Some(kind),
+        status: Some(ItemStatus::Completed),
+        text: Some(sanitize(text)),
+        ..ItemFact::default()
+    }))
+}
+
+#[derive(Deserialize, Default)]
+struct ToolInput<'a> {
+    #[serde(borrow, default)]
+    command: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    description: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    prompt: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    subagent_type: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    file_path: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    pattern: Option<Str<'a>>,
+}
+
+/// A tool call: a command, a spawn card (`Task` / `Agent`), or another tool, as in transcripts.
+fn tool_use<'l>(block: &Block<'_>) -> Option<Fact<'l>> {
+    let tool = block.id.as_deref()?;
+    let name = block.name.as_deref().unwrap_or("tool");
+    let input: ToolInput<'_> = block.input.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    let (kind, title) = match name {
+        "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
+        "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
+        _ => {
+            let arg = [&input.file_path, &input.pattern, &input.command, &input.description]
+                .into_iter()
+                .find_map(|a| a.as_deref());
+            (ItemKind::DynamicTool, arg.map_or_else(|| name.to_owned(), |a| format!("{name} {a}")))
+        }
+    };
+    let mut fact = ItemFact {
+        id: Some(Cow::Owned(tool.to_owned())),
+        turn: Some(TurnRef::Latest),
+        kind: Some(kind.clone()),
+        status: Some(ItemStatus::InProgress),
+        title: Some(sanitize(&title)),
+        ..ItemFact::default()
+    };
+    if kind == ItemKind::Collab {
+        fact.card = true;
+        fact.tool = Some(sanitize("spawnAgent"));
+        fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
+        fact.lane_nickname = Some(sanitize(&title)).filter(|t| !t.is_empty());
+        fact.lane_role = input.subagent_type.as_deref().map(sanitize);
+    }
+    Some(Fact::Item(Box::new(fact)))
+}
+
+fn text_of(content: Option<&RawValue>) -> String {
+    blocks_of(content).iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n")
+}
+
+/// Anthropic usage in the vocabulary's terms: input includes the cache reads and writes.
+fn breakdown(u: &Usage) -> Breakdown {
+    let v = |x: Option<u64>| x.unwrap_or(0);
+    let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
+    let one_hour = u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
+    tokens(fresh, read, written, one_hour, v(u.output_tokens))
+}
+
+fn model_breakdown(u: &ModelUsage<'_>) -> Breakdown {
+    let v = |x: Option<u64>| x.unwrap_or(0);
+    let written = v(u.cache_creation_input_tokens);
+    let one_hour = v(u.cache_creation_1h_input_tokens).min(written);
+    tokens(v(u.input_tokens), v(u.cache_read_input_tokens), written, one_hour, v(u.output_tokens))
+}
+
+fn tokens(fresh: u64, read: u64, written: u64, one_hour: u64, output: u64) -> Breakdown {
+    let input = fresh.saturating_add(written).saturating_add(read);
+    Breakdown {
+        input_tokens: Some(input),
+        cached_input_tokens: Some(read),
+        cache_write_input_tokens: Some(written),
+        cache_write_1h_input_tokens: Some(one_hour),
+        output_tokens: Some(output),
+        reasoning_output_tokens: Some(0),
+        total_tokens: Some(input.saturating_add(output)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Clean;
+
+    fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>, Vec<&Fact<'_>>)) {
+        let line = parse(text).expect("a stream-json line");
+        let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
+        lower(&line, &mut out);
+        let facts: Vec<&Fact<'_>> = out.facts.iter().collect();
+        check(&out, facts);
+    }
+
+    fn is_set(f: &Fact<'_>, target: &Target<'_>, status: Status) -> bool {
+        matches!(f, Fact::Status(s) if s.target == *target && s.change == StatusChange::Set(status))
+    }
+
+    #[test]
+    fn a_transcript_line_is_not_a_stream_line() {
+        assert!(parse(r#"{"type":"user","sessionId":"s","uuid":"u"}"#).is_none());
+        assert!(parse(r#"{"type":"user","session_id":"s","uuid":"u"}"#).is_some());
+        assert!(parse("not json").is_none());
+    }
+
+    #[test]
+    fn init_is_the_session_a_root_on_its_model_starting_a_turn() {
+        lowered(
+            r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-sonnet-4-5","uuid":"i1"}"#,
+            |l, f| {
+                assert_eq!(l.format, Format::ClaudeStream);
+                assert_eq!(l.subject, Subject::Thread("s".into()));
+                let Fact::Thread(t) = f[0] else { panic!("{:?}", f[0]) };
+                assert_eq!(
+                    (t.parentage.clone(), t.model.as_ref().map(Clean::as_str)),
+                    (Parentage::Root, Some("claude-sonnet-4-5"))
+                );
+                assert!(matches!(f[1], Fact::TurnStarted(t) if t.ends_previous));
+                assert!(is_set(f[2], &Target::Subject, Status::Running));
+            },
+        );
+    }
+
+    #[test]
+    fn task_started_links_a_child_under_its_card_and_a_grandchild_under_its_parent_task() {
+        let child = r#"{"type":"system","subtype":"task_started","task_id":"a1","tool_use_id":"toolu_1","description":"Survey the project","subagent_type":"general-purpose","is_backgrounded":false,"spawn_depth":1,"session_id":"s"}"#;
+        lowered(child, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()), "said by the spawning agent");
+            let Fact::Thread(t) = f[0] else { panic!() };
+            assert_eq!(t.thread, "a1");
+            assert_eq!(
+                t.parentage,
+                Parentage::Child { parent: "s".into(), via: Via::TaskTool, card: Some("toolu_1".into()) }
+            );
+            assert_eq!(t.nickname.as_ref().map(Clean::as_str), Some("Survey the project"));
+            assert_eq!(t.role.as_ref().map(Clean::as_str), Some("general-purpose"));
+            assert_eq!(t.depth, Some(1));
+            assert!(matches!(f[1], Fact::Spawn(s) if s.child == "a1" && s.card.as_deref() == Some("toolu_1")));
+            assert!(is_set(f[2], &Target::Thread("a1".into()), Status::Running), "running as soon as it starts");
+        });
+        let grandchild = r#"{"type":"system","subtype":"task_started","task_id":"a2","tool_use_id":"toolu_2","description":"Grep","spawn_depth":2,"parent_task_id":"a1","session_id":"s"}"#;
+        lowered(grandchild, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("a1".into()));
+            assert!(
+                matches!(f[0], Fact::Thread(t) if matches!(&t.parentage, Parentage::Child { parent, .. } if parent == "a1"))
+            );
+        });
+    }
+
+    #[test]
+    fn task_updated_ends_a_child_completed_failed_or_killed() {
+        let done = r#"{"type":"system","subtype":"task_updated","task_id":"a1","patch":{"status":"completed","end_time":1},"session_id":"s"}"#;
+        lowered(done, |l, f| {
+            assert_eq!((l.subject.clone(), l.weight), (Subject::Thread("a1".into()), Weight::Closing));
+            assert!(f.iter().any(|f| matches!(f, Fact::Answered(a) if a.child == "a1" && a.status == Status::Idle)));
+            assert!(is_set(f[f.len() - 1], &Target::Subject, Status::Idle));
+        });
+        let failed = r#"{"type":"system","subtype":"task_updated","task_id":"a1","patch":{"status":"failed","error":"Agent terminated early due to an API error: API Error: 529 Overloaded."},"session_id":"s"}"#;
+        lowered(failed, |_, f| {
+            assert!(
+                matches!(f[0], Fact::Error(e) if !e.retrying && e.message.as_ref().unwrap().as_str().contains("529"))
+            );
+            assert!(f.iter().any(|f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Failed))));
+            assert!(is_set(f[f.len() - 1], &Target::Subject, Status::Failed));
+        });
+        let killed =
+            r#"{"type":"system","subtype":"task_updated","task_id":"a1","patch":{"status":"killed"},"session_id":"s"}"#;
+        lowered(killed, |_, f| {
+            assert!(!f.iter().any(|f| matches!(f, Fact::Answered(_))), "an interrupted child answered nothing");
+            assert!(is_set(f[f.len() - 1], &Target::Subject, Status::Interrupted));
+        });
+        let stopped =
+            r#"{"type":"system","subtype":"task_notification","task_id":"a1","status":"stopped","session_id":"s"}"#;
+        lowered(stopped, |_, f| assert!(is_set(f[f.len() - 1], &Target::Subject, Status::Interrupted)));
+    }
+
+    #[test]
+    fn a_retry_is_a_transient_error_of_the_child() {
+        let line = r#"{"type":"tool_progress","tool_use_id":"agent_msg_x","parent_tool_use_id":"toolu_1","session_id":"s","subagent_retry":{"agent_id":"a1","attempt":1,"max_retries":1,"retry_delay_ms":566,"error_status":529,"error_category":"overloaded"}}"#;
+        lowered(line, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("a1".into()));
+            assert!(
+                matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/1")
+            );
+            assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+    }
+
+    #[test]
+    fn message_lines_go_to_the_sub_agent_that_says_them() {
+        let child = r#"{"type":"assistant","message":{"id":"msg_1","model":"claude-haiku-5-5","content":[{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"ls -la"}}],"usage":{"input_tokens":1030,"cache_creation_input_tokens":330,"cache_read_input_tokens":5210,"output_tokens":1}},"parent_tool_use_id":"toolu_1","agent_id":"a1","session_id":"s","uuid":"u1"}"#;
+        lowered(child, |l, f| {
+            assert_eq!((l.subject.clone(), l.weight), (Subject::Thread("a1".into()), Weight::Output));
+            assert!(matches!(f[0], Fact::Model(m) if m.model.as_str() == "claude-haiku-5-5"));
+            let Fact::Usage(crate::wire::fact::Usage::Response(r)) = f[1] else { panic!("{:?}", f[1]) };
+            assert_eq!(r.tokens.input_tokens, Some(1030 + 330 + 5210));
+            assert_eq!(r.tokens.output_tokens, Some(1), "the stream-start figure, as the stream carries it");
+            assert!(
+                matches!(f[2], Fact::Item(i) if i.kind == Some(ItemKind::Command) && i.title.as_ref().unwrap().as_str() == "ls -la")
+            );
+        });
+        let session = r#"{"type":"assistant","message":{"id":"msg_0","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Agent","input":{"description":"Survey","prompt":"go","subagent_type":"general-purpose"}}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u0"}"#;
+        lowered(session, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            let Fact::Item(card) = f[1] else { panic!("{:?}", f[1]) };
+            assert!(card.card && card.kind == Some(ItemKind::Collab));
+            assert_eq!(card.lane_nickname.as_ref().map(Clean::as_str), Some("Survey"));
+        });
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_session_and_a_tool_result_updates_its_call() {
+        let note = r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u9","timestamp":"2026-12-01T12:02:47.625Z"}"#;
+        lowered(note, |l, f| {
+            assert_eq!(l.time, Some(1_796_126_567_625));
+            assert!(f.iter().any(|f| is_set(f, &Target::Subject, Status::Interrupted)));
+            assert!(f.iter().any(|f| matches!(f, Fact::SessionEnded(e) if e.interrupted)));
+        });
+        let result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"User rejected tool use","is_error":true}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u8"}"#;
+        lowered(result, |_, f| {
+            assert!(matches!(f[0], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Failed)));
+            assert_eq!(f.len(), 1);
+        });
+    }
+
+    #[test]
+    fn result_reports_the_session_totals_by_model_and_ends_the_turn() {
+        let line = r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s","terminal_reason":"completed","total_cost_usd":0.078038845,"modelUsage":{"claude-sonnet-4-5":{"inputTokens":10206,"outputTokens":1206,"cacheReadInputTokens":51442,"cacheCreationInputTokens":3206,"cacheCreationEphemeral1hInputTokens":601,"costUSD":0.07751535},"claude-haiku-5-5":{"inputTokens":2061,"outputTokens":261,"cacheReadInputTokens":10427,"cacheCreationInputTokens":661,"costUSD":0.000523495}}}"#;
+        lowered(line, |l, f| {
+            assert_eq!((l.subject.clone(), l.weight), (Subject::Thread("s".into()), Weight::Closing));
+            assert!(matches!(f[0], Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Completed)));
+            let reported: Vec<(&str, Breakdown)> = f
+                .iter()
+                .filter_map(|f| match f {
+                    Fact::ReportedUsage(r) => Some((r.model.as_str(), r.tokens)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(reported[1].0, "claude-sonnet-4-5");
+            assert_eq!(reported[1].1.input_tokens, Some(10206 + 51442 + 3206));
+            assert_eq!(reported[1].1.cache_write_1h_input_tokens, Some(601));
+            let costs: Vec<&str> =
+                f.iter().filter_map(|f| if let Fact::CostReported(c) = f { Some(&*c.usd) } else { None }).collect();
+            assert_eq!(costs, ["0.000523495", "0.07751535"], "the CLI's figures, as written");
+            assert!(is_set(f[f.len() - 1], &Target::Subject, Status::Idle));
+        });
+        let aborted = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"s","terminal_reason":"aborted_tools"}"#;
+        lowered(aborted, |_, f| {
+            assert!(matches!(f[0], Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Interrupted)));
+            assert!(f.iter().any(|f| matches!(f, Fact::SessionEnded(e) if e.interrupted)));
+        });
+    }
+}
