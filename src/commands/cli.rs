@@ -23,7 +23,21 @@ pub struct Cli {
     pub monitor: MonitorOpts,
 
     #[command(flatten)]
+    pub window: WindowOpts,
+
+    #[command(flatten)]
     pub global: GlobalOpts,
+}
+
+/// Which sessions the machine view and `ps` show.
+#[derive(Debug, Clone, Args)]
+pub struct WindowOpts {
+    /// Sessions active within this long (e.g. 30m, 2h, 1d).
+    #[arg(long, default_value = "30m", value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub since: u64,
+    /// Every session found, however old.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Clone, Args, Default)]
@@ -99,7 +113,8 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
         "" | "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
-        _ => return Err(format!("unknown unit in {s:?} (use ms, s, m or h)")),
+        "d" => 86_400_000,
+        _ => return Err(format!("unknown unit in {s:?} (use ms, s, m, h or d)")),
     };
     Ok(n.saturating_mul(factor))
 }
@@ -108,6 +123,8 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
 pub enum Command {
     /// Play the built-in demo recording.
     Demo(DemoArgs),
+    /// List the agent sessions on this machine (what the machine view shows), like `ps`.
+    Ps(PsArgs),
     /// Print the routing figures and the tree (routing.md §7).
     Stats(StatsArgs),
     /// Print the routed stream as NDJSON.
@@ -147,6 +164,15 @@ fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
 pub struct DemoArgs {
     #[command(flatten)]
     pub monitor: MonitorOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// One JSON array of sessions instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub window: WindowOpts,
 }
 
 #[derive(Debug, Args)]

@@ -136,7 +136,13 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
             pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
         }
         Event::Notice(notice) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
-        Event::Ended(_) | Event::Connected { .. } | Event::Live | Event::Disconnected { .. } | Event::Followed(_) => {}
+        Event::Ended(_)
+        | Event::Connected { .. }
+        | Event::Live
+        | Event::Disconnected { .. }
+        | Event::Followed(_)
+        | Event::Origin(_)
+        | Event::Sessions(_) => {}
     }
 }
 

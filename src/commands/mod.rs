@@ -6,8 +6,11 @@ pub mod export;
 mod ingest;
 pub mod listen;
 mod live;
+pub mod machine;
 mod monitor;
+pub mod ps;
 pub mod route;
+pub mod sessions;
 pub mod stats;
 pub mod tee;
 mod terminal;
@@ -105,8 +108,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Tee(args)) => tee::run(&args, config),
         Some(Command::Attach(args)) => attach::run(&args, config),
         Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
-        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor)?, &cli.monitor, config),
+        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }
 }

@@ -13,7 +13,7 @@ use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::cli::{MonitorOpts, Speed, Theme};
+use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::{QuitSignals, TerminalGuard};
 use crate::export::Live;
@@ -38,9 +38,9 @@ pub fn demo() -> Watch {
     Watch::Replay(r)
 }
 
-/// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin plays the demo; `-` or a
+/// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin is the machine view; `-` or a
 /// piped stdin is a live source; anything else is replayed.
-pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
+pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts) -> Result<Watch> {
     let stdin_is_tty = std::io::stdin().is_terminal();
     let live_stdin = match inputs {
         [] => !stdin_is_tty,
@@ -48,7 +48,8 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts) -> Result<Watch> {
         _ => false,
     };
     if inputs.is_empty() && stdin_is_tty {
-        return Ok(demo());
+        let opts = super::sessions::Options::machine(super::sessions::window(window.since, window.all));
+        return Ok(Watch::Machine(opts));
     }
     if live_stdin {
         return stdin_live(opts.record.as_deref());
@@ -98,7 +99,12 @@ fn reader_live(
 /// What the monitor watches.
 pub enum Watch {
     Replay(Recorded),
-    Live { name: String, events: mpsc::Receiver<live::Event> },
+    Live {
+        name: String,
+        events: mpsc::Receiver<live::Event>,
+    },
+    /// Every agent session on the machine (its source starts on the monitor's runtime).
+    Machine(super::sessions::Options),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
@@ -185,7 +191,9 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
             (Runtime::replay(r, view, &settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
+        Watch::Machine(opts) => (Runtime::machine(view, &settings, config, now), Some(super::machine::spawn(opts))),
     };
+
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());

@@ -192,7 +192,7 @@ struct TotalsJson {
 }
 
 /// Money as an exact JSON number (12 decimal places at most), never through binary floats.
-fn money(cost: Option<Pico>) -> Option<Box<RawValue>> {
+pub(super) fn money(cost: Option<Pico>) -> Option<Box<RawValue>> {
     cost.map(|c| RawValue::from_string(c.to_string()).expect("a decimal is a JSON number"))
 }
 

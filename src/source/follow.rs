@@ -1,7 +1,6 @@
 //! `--follow`: watches a replay's files and directories and reports what they gain — whole lines
 //! only — as live events through the monitor's live channel, off the monitor's thread. Its one
-//! job is noticing growth; it polls today, and a file-system watcher can take its place without
-//! the rest changing. Plain files are followed by their new lines; a sidecar (Claude Code's
+//! job is noticing growth, woken by the file watcher ([`super::watch`]). Plain files are followed by their new lines; a sidecar (Claude Code's
 //! `agent-<id>.meta.json`) is rewritten, not appended to, and is reported when it changes; a
 //! `.gz` is not followed (it cannot be appended to line by line).
 
@@ -15,9 +14,10 @@ use tokio::sync::mpsc;
 
 use super::files::{self, Input};
 use super::live::Event;
+use super::watch::Watcher;
 
-/// How often the files are looked at.
-pub const POLL: Duration = Duration::from_millis(250);
+/// Longest time between two looks when the watcher reports nothing.
+pub const POLL: Duration = Duration::from_secs(5);
 /// Bytes read from one file per look: a file that grew by gigabytes is sent in pieces.
 pub const READ_MAX: u64 = 8 << 20;
 
@@ -83,16 +83,27 @@ impl Follower {
     }
 }
 
-/// Follows on a thread of its own, a look every [`POLL`], sending changes to `tx` until its
-/// receiver is gone.
+/// Follows on a thread of its own, sending changes to `tx` until its receiver is gone. It looks
+/// when the file watcher ([`super::watch`]: inotify, or notify's polling fallback) reports a
+/// change, and every [`POLL`] at most when nothing is reported, in case a report was lost.
 pub fn spawn(mut follower: Follower, tx: mpsc::Sender<Event>) -> io::Result<()> {
     std::thread::Builder::new().name("follow".to_owned()).spawn(move || {
+        let mut watcher = Watcher::new();
+        for path in follower.files.iter().map(|w| &w.path).chain(&follower.dirs) {
+            watcher.watch(path);
+        }
         loop {
-            std::thread::sleep(POLL);
+            let _ = watcher.wait(POLL);
             for change in follower.changes() {
+                if let Change::Appeared { file } = &change {
+                    watcher.watch(file);
+                }
                 if tx.blocking_send(Event::Followed(change)).is_err() {
                     return;
                 }
+            }
+            if tx.is_closed() {
+                return;
             }
         }
     })?;

@@ -61,7 +61,8 @@ pub enum End {
     Failed(String),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+// Not `Eq`: a machine-wide snapshot holds CPU shares.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Connected to a tee; its history (from the header on) follows.
     Connected {
@@ -90,6 +91,10 @@ pub enum Event {
     Notice(String),
     /// The stream is over for good; no event follows.
     Ended(End),
+    /// Where the records that follow come from, for sources that interleave several files.
+    Origin(super::origin::Origin),
+    /// The sessions a machine-wide source follows, and their liveness.
+    Sessions(Box<super::discover::Snapshot>),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).
     Followed(super::follow::Change),
 }

@@ -10,9 +10,12 @@
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
+//! - [`discover`]: every agent session on the machine; [`proc`]: which process runs it.
+//! - [`watch`]: file-change notifications (`notify`, with its polling fallback) for followers.
 //! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
 pub mod attach;
+pub mod discover;
 pub mod files;
 pub mod follow;
 pub mod hub;
@@ -22,8 +25,10 @@ pub mod live;
 pub mod opencode;
 pub mod origin;
 pub mod otlp;
+pub mod proc;
 pub mod recorded;
 pub mod recording;
 pub mod replay;
 pub mod socket;
 pub mod tee;
+pub mod watch;

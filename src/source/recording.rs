@@ -427,7 +427,7 @@ fn utc_stamp(unix_secs: i64) -> String {
 
 /// Proleptic Gregorian date of a day count, computed in 400-year eras (146 097 days each) with
 /// years starting in March so that the leap day falls at the end of the year.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -24,6 +24,7 @@ mod help;
 pub mod keymap;
 pub mod label;
 mod lanes;
+pub mod machine;
 pub mod outline;
 pub mod runtime;
 mod sidebar;
@@ -79,6 +80,8 @@ pub struct Feed {
     pub now_ms: Option<i64>,
     /// Quiet time after which an active agent shows as stalled.
     pub stall_ms: u64,
+    /// The machine view's sessions (`swarmtop` with no arguments), as last sampled.
+    pub machine: Option<Box<crate::source::discover::Snapshot>>,
     /// The OTLP export's counters, when the session exports (`--otlp`).
     pub export: Option<ExportFeed>,
     /// The OTLP receiver's counters, when `listen --otlp` receives.
@@ -123,6 +126,7 @@ impl Default for Feed {
             ended: None,
             now_ms: None,
             stall_ms: 60_000,
+            machine: None,
             export: None,
             receive: None,
         }
@@ -148,9 +152,22 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let header = Rect { height: 2, ..area };
     let footer = Rect { y: area.bottom() - 1, height: 1, ..area };
     let body = Rect { y: area.y + 2, height: area.height - 3, ..area };
+    let machine_feed;
+    let feed = match &feed.machine {
+        Some(snapshot) => {
+            machine_feed = Feed { source: machine::summary(model, view, snapshot), ..feed.clone() };
+            &machine_feed
+        }
+        None => feed,
+    };
     let figures =
         header::Figures { model, totals: &total, counters, activity: view.activity(), burn: view.burn_per_min() };
     header::draw(frame, header, &figures, feed, &view.theme);
+    if let Some(snapshot) = feed.machine.as_deref().filter(|_| model.sessions.is_empty()) {
+        machine::draw_empty(frame, body, snapshot, &view.theme);
+        footer::draw(frame, footer, view);
+        return;
+    }
     view.layout.tree = Rect::default();
     view.layout.cost = Rect::default();
     view.layout.lanes = Rect::default();

@@ -120,6 +120,8 @@ pub struct Runtime {
     held_bytes: usize,
     clock: FrameClock,
     replay: Option<Replayed>,
+    /// Where the live records that follow come from (a machine-wide source interleaves files).
+    live_origin: Origin,
 }
 
 impl Runtime {
@@ -136,6 +138,7 @@ impl Runtime {
             held_bytes: 0,
             clock: FrameClock::new(settings.fps, TICK, now),
             replay: None,
+            live_origin: Origin::NONE,
         }
     }
 
@@ -160,6 +163,14 @@ impl Runtime {
         rt.feed.source = name;
         rt.feed.live = true;
         rt.feed.connection = Some("connecting".to_owned());
+        rt
+    }
+
+    /// The machine view: a live source of every session on the machine (`swarmtop`, no arguments).
+    pub fn machine(view: View, settings: &Settings, config: Config, now: Instant) -> Self {
+        let mut rt = Self::live("machine".to_owned(), view, settings, config, now);
+        rt.feed.connection = None;
+        rt.feed.machine = Some(Box::default());
         rt
     }
 
@@ -367,9 +378,10 @@ impl Runtime {
                 let mut n = 0;
                 let nothing = &mut |_: &Event<'_, '_>| {};
                 let pipeline = &mut self.pipeline;
+                let origin = &self.live_origin;
                 let _ = files::read_records(bytes, MAX_LINE, |record| {
                     n += 1;
-                    pipeline.feed(record, &Origin::NONE, nothing);
+                    pipeline.feed(record, origin, nothing);
                 });
                 self.rate.add(n, now);
                 sample(&mut self.view, &self.pipeline.model);
@@ -378,6 +390,8 @@ impl Runtime {
                 self.pipeline.feed(Record::TooLong { len, head: &head }, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
             }
             live::Event::Notice(text) => self.notice(crate::wire::sanitize_line(&text).to_string()),
+            live::Event::Origin(origin) => self.live_origin = origin,
+            live::Event::Sessions(snapshot) => self.feed.machine = Some(snapshot),
             live::Event::Disconnected { retry_in, reason } => {
                 self.feed.connection =
                     Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));

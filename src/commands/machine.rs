@@ -1,0 +1,535 @@
+//! The machine view's source: every session `ps` finds, read from the start and followed live, as
+//! one stream of [`Event`]s for the monitor. Session files are followed through the notify
+//! watcher; new sessions and new sub-agent files are found when their folders change; running
+//! tees are attached and new ones picked up from the socket folder. Every few seconds the
+//! sessions' liveness (from `/proc`) goes out as a [`Snapshot`].
+//!
+//! One session, once, as in `ps`: a rollout file of a thread a tee carries (by the ids the tee's
+//! stream names, or because a process under the tee holds the file) gives only the lines written
+//! before that tee started.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::mpsc;
+
+use super::sessions::{IDLE_AGE, Options};
+use crate::source::attach;
+use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
+use crate::source::files::{self, Input};
+use crate::source::live::{CHANNEL_EVENTS, Event, Records};
+use crate::source::origin::Origin;
+use crate::source::proc::{self, Sampler};
+use crate::source::watch::Watcher;
+use crate::wire::{Decoded, decode};
+
+/// How often liveness is sampled and folders that did not exist yet are looked for.
+const TICK: Duration = Duration::from_secs(2);
+/// Longest wait at start for the running tees' history before the files are read (so that a
+/// tee's rollouts are known to be its own).
+const TEE_HISTORY_WAIT: Duration = Duration::from_secs(2);
+/// Fewest time between two scans of the agents' folders.
+const RESCAN_EVERY: Duration = Duration::from_millis(300);
+/// Bytes read from one file before the others get their turn.
+const READ_CHUNK: u64 = 4 << 20;
+
+/// The machine view's events; the source runs on the current runtime until the receiver goes.
+pub fn spawn(opts: Options) -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+    tokio::spawn(async move {
+        let _ = Machine::new(opts, tx).run().await;
+    });
+    rx
+}
+
+/// The consumer is gone.
+struct Gone;
+
+/// Which origin the consumer was last told of.
+#[derive(PartialEq, Eq)]
+enum Told {
+    Nothing,
+    Origin(Origin),
+}
+
+struct Followed {
+    path: PathBuf,
+    canonical: PathBuf,
+    origin: Origin,
+    /// Bytes consumed (whole lines only).
+    read: u64,
+    /// Only lines older than this (a tee carries the rest); `Some(i64::MIN)`: none at all.
+    before_ms: Option<i64>,
+    /// A line at or after `before_ms` was seen: the rest of the file is the tee's.
+    done: bool,
+}
+
+struct Session {
+    tool: String,
+    id: String,
+    project: Option<String>,
+    source: PathBuf,
+    files: Vec<usize>,
+    tee: Option<usize>,
+}
+
+struct TeeFeed {
+    socket: PathBuf,
+    pid: Option<u32>,
+    started_ms: Option<i64>,
+    threads: HashSet<String>,
+    /// Records of this tee forwarded, and to skip after a resync (its history comes again).
+    forwarded: u64,
+    skip: u64,
+    first: bool,
+    header: Option<Vec<u8>>,
+    live: bool,
+    ended: bool,
+    session: Option<usize>,
+}
+
+struct Machine {
+    opts: Options,
+    tx: mpsc::Sender<Event>,
+    watcher: Watcher,
+    files: Vec<Followed>,
+    by_path: HashMap<PathBuf, usize>,
+    sessions: Vec<Session>,
+    by_key: HashMap<(String, String), usize>,
+    tees: Vec<TeeFeed>,
+    tee_tx: mpsc::Sender<(usize, Event)>,
+    tee_rx: mpsc::Receiver<(usize, Event)>,
+    /// The origin last announced to the consumer; `None` before the first.
+    told: Told,
+    sampler: Sampler,
+    looked_in: Vec<(&'static str, PathBuf)>,
+}
+
+impl Machine {
+    fn new(opts: Options, tx: mpsc::Sender<Event>) -> Self {
+        let (tee_tx, tee_rx) = mpsc::channel(CHANNEL_EVENTS);
+        Self {
+            opts,
+            tx,
+            watcher: Watcher::new(),
+            files: Vec::new(),
+            by_path: HashMap::new(),
+            sessions: Vec::new(),
+            by_key: HashMap::new(),
+            tees: Vec::new(),
+            tee_tx,
+            tee_rx,
+            told: Told::Nothing,
+            sampler: Sampler::default(),
+            looked_in: Vec::new(),
+        }
+    }
+
+    async fn send(&self, event: Event) -> Result<(), Gone> {
+        self.tx.send(event).await.map_err(|_| Gone)
+    }
+
+    async fn run(mut self) -> Result<(), Gone> {
+        self.find_tees();
+        // The tees' history first, so their threads are known before rollouts are read.
+        let deadline = tokio::time::Instant::now() + TEE_HISTORY_WAIT;
+        while self.tees.iter().any(|t| !t.live && !t.ended) {
+            match tokio::time::timeout_at(deadline, self.tee_rx.recv()).await {
+                Ok(Some((i, event))) => self.tee_event(i, event).await?,
+                _ => break,
+            }
+        }
+        self.rescan().await?;
+        self.snapshot().await?;
+        let mut tick = tokio::time::interval(TICK);
+        tick.tick().await;
+        let mut rescan_due: Option<Instant> = None;
+        loop {
+            let rescan_sleep = rescan_due.map(|at| tokio::time::sleep_until(at.into()));
+            tokio::select! {
+                changes = self.watcher.changed() => {
+                    let mut unknown = changes.everything;
+                    let mut grown = Vec::new();
+                    for path in &changes.paths {
+                        match self.by_path.get(path) {
+                            Some(&i) => grown.push(i),
+                            None => unknown = true,
+                        }
+                    }
+                    if changes.everything {
+                        grown = (0..self.files.len()).collect();
+                    }
+                    grown.sort_unstable();
+                    grown.dedup();
+                    for i in grown {
+                        self.read_file(i).await?;
+                    }
+                    if unknown && rescan_due.is_none() {
+                        rescan_due = Some(Instant::now() + RESCAN_EVERY);
+                    }
+                }
+                Some((i, event)) = self.tee_rx.recv() => self.tee_event(i, event).await?,
+                () = async { rescan_sleep.expect("guarded").await }, if rescan_due.is_some() => {
+                    rescan_due = None;
+                    self.rescan().await?;
+                }
+                _ = tick.tick() => {
+                    self.snapshot().await?;
+                }
+                () = self.tx.closed() => return Err(Gone),
+            }
+        }
+    }
+
+    /// Attaches to every trusted tee not attached yet.
+    fn find_tees(&mut self) {
+        for t in tee::running_in(&self.opts.tee_dir) {
+            if self.tees.iter().any(|known| known.socket == t.socket && !known.ended) {
+                continue;
+            }
+            let index = self.tees.len();
+            self.tees.push(TeeFeed {
+                socket: t.socket.clone(),
+                pid: t.pid,
+                started_ms: None,
+                threads: HashSet::new(),
+                forwarded: 0,
+                skip: 0,
+                first: true,
+                header: None,
+                live: false,
+                ended: false,
+                session: None,
+            });
+            let (one_tx, mut one_rx) = mpsc::channel(CHANNEL_EVENTS);
+            let options = attach::Options { path: t.socket, reconnect: false, record: None, rediscover: None };
+            tokio::spawn(attach::run(options, one_tx));
+            let all = self.tee_tx.clone();
+            tokio::spawn(async move {
+                while let Some(event) = one_rx.recv().await {
+                    if all.send((index, event)).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+
+    async fn tee_event(&mut self, i: usize, event: Event) -> Result<(), Gone> {
+        match event {
+            Event::Connected { .. } => self.tees[i].first = true,
+            // The history comes again on the new connection: what was forwarded is skipped.
+            Event::Reset(_) => self.tees[i].skip = self.tees[i].forwarded,
+            Event::Live => self.tees[i].live = true,
+            Event::Ended(_) => {
+                self.tees[i].ended = true;
+                self.tees[i].live = false;
+            }
+            Event::Records(records) => {
+                let mut out = Vec::new();
+                for line in records.iter() {
+                    let t = &mut self.tees[i];
+                    if std::mem::take(&mut t.first) && t.header.as_deref() != Some(line) {
+                        // Another session on this socket: a fresh start.
+                        t.header = Some(line.to_vec());
+                        t.started_ms = header_started(line);
+                        t.forwarded = 0;
+                        t.skip = 0;
+                    }
+                    if t.skip > 0 {
+                        t.skip -= 1;
+                        continue;
+                    }
+                    t.forwarded += 1;
+                    if let Decoded::Line(l) = decode(line) {
+                        if let Some(id) = l.msg.thread_id() {
+                            if !t.threads.contains(id) {
+                                t.threads.insert(id.to_owned());
+                            }
+                        }
+                    }
+                    out.extend_from_slice(line);
+                    out.push(b'\n');
+                }
+                if !out.is_empty() {
+                    self.forward(Origin::NONE, out).await?;
+                }
+                self.tee_session(i);
+            }
+            // A record over the bound takes its place in the stream's count, but there is nothing to forward.
+            Event::Oversized { .. } => {
+                let t = &mut self.tees[i];
+                if t.skip > 0 {
+                    t.skip -= 1;
+                } else {
+                    t.forwarded += 1;
+                }
+            }
+            Event::Disconnected { .. }
+            | Event::Origin(_)
+            | Event::Sessions(_)
+            | Event::Followed(_)
+            | Event::Notice(_) => {}
+        }
+        Ok(())
+    }
+
+    /// A tee is listed as one session, under the first root thread its stream names.
+    fn tee_session(&mut self, i: usize) {
+        if self.tees[i].session.is_some() {
+            return;
+        }
+        let Some(id) = self.tees[i].threads.iter().min().cloned() else { return };
+        let index = self.sessions.len();
+        self.sessions.push(Session {
+            tool: "codex".to_owned(),
+            id,
+            project: self.tees[i].pid.and_then(|p| self.opts.proc.cwd(p)).map(|p| p.display().to_string()),
+            source: self.tees[i].socket.clone(),
+            files: Vec::new(),
+            tee: Some(i),
+        });
+        self.tees[i].session = Some(index);
+    }
+
+    async fn forward(&mut self, origin: Origin, bytes: Vec<u8>) -> Result<(), Gone> {
+        if !matches!(&self.told, Told::Origin(o) if *o == origin) {
+            self.told = Told::Origin(origin.clone());
+            self.send(Event::Origin(origin)).await?;
+        }
+        self.send(Event::Records(Records::new(bytes))).await
+    }
+
+    /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
+    async fn rescan(&mut self) -> Result<(), Gone> {
+        self.find_tees();
+        let found = discover::scan(&self.opts.env, &self.opts.window);
+        self.looked_in.clone_from(&found.looked_in);
+        for (_, root) in &found.looked_in {
+            self.watcher.watch(root);
+        }
+        self.watcher.watch(&self.opts.tee_dir);
+        let mut fresh = Vec::new();
+        let held = self.holders(&found.candidates);
+        // Oldest first, so the first screen fills in the order things happened.
+        for c in found.candidates.into_iter().rev() {
+            let key = (c.tool.to_owned(), c.id.clone());
+            let session = if let Some(&s) = self.by_key.get(&key) {
+                s
+            } else {
+                let s = self.sessions.len();
+                let tee = self.tee_of(&c, &held);
+                self.sessions.push(Session {
+                    tool: c.tool.to_owned(),
+                    id: c.id.clone(),
+                    project: c.project.clone(),
+                    source: c.location.clone(),
+                    files: Vec::new(),
+                    tee,
+                });
+                if let Some(t) = tee {
+                    if let Some(ts) = self.tees[t].session {
+                        // The tee's row takes the project its rollouts name.
+                        if self.sessions[ts].project.is_none() {
+                            self.sessions[ts].project.clone_from(&c.project);
+                        }
+                    }
+                }
+                self.by_key.insert(key, s);
+                s
+            };
+            let before_ms = self.sessions[session].tee.map(|t| self.tees[t].started_ms.unwrap_or(i64::MIN));
+            for path in c.files {
+                if self.by_path.contains_key(&path) {
+                    continue;
+                }
+                let input = Input::File(path.clone());
+                let i = self.files.len();
+                self.files.push(Followed {
+                    canonical: proc::canonical(&path),
+                    origin: files::origin(&input),
+                    path: path.clone(),
+                    read: 0,
+                    before_ms,
+                    done: false,
+                });
+                self.by_path.insert(path.clone(), i);
+                self.sessions[session].files.push(i);
+                self.watcher.watch(&path);
+                fresh.push(i);
+            }
+        }
+        for i in fresh {
+            self.read_file(i).await?;
+        }
+        Ok(())
+    }
+
+    /// Which candidate files some process holds open, and that process.
+    fn holders(&self, candidates: &[Candidate]) -> HashMap<PathBuf, u32> {
+        if self.tees.is_empty() {
+            return HashMap::new();
+        }
+        let wanted: HashSet<PathBuf> =
+            candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
+        self.opts.proc.open_files(&wanted).holders
+    }
+
+    /// The tee carrying a candidate: by the threads its stream named, or by the process under it
+    /// that holds the candidate's file.
+    fn tee_of(&self, c: &Candidate, held: &HashMap<PathBuf, u32>) -> Option<usize> {
+        if let Some(i) = self.tees.iter().position(|t| t.threads.contains(&c.id)) {
+            return Some(i);
+        }
+        let pids: HashMap<u32, usize> = self.tees.iter().enumerate().filter_map(|(i, t)| Some((t.pid?, i))).collect();
+        c.files.iter().find_map(|f| {
+            let mut pid = *held.get(&proc::canonical(f))?;
+            for _ in 0..proc::MAX_PROCESSES {
+                if let Some(&i) = pids.get(&pid) {
+                    return Some(i);
+                }
+                pid = self.opts.proc.process(pid)?.ppid;
+                if pid <= 1 {
+                    return None;
+                }
+            }
+            None
+        })
+    }
+
+    /// Sends what a followed file gained since the last read (whole lines only).
+    async fn read_file(&mut self, i: usize) -> Result<(), Gone> {
+        loop {
+            let f = &mut self.files[i];
+            if f.done {
+                return Ok(());
+            }
+            let Some(mut chunk) = grow(&f.path, &mut f.read) else { return Ok(()) };
+            if let Some(before) = f.before_ms {
+                chunk = keep_before(&chunk, before, &mut f.done);
+            }
+            let more = chunk.len() as u64 >= READ_CHUNK;
+            let origin = f.origin.clone();
+            if !chunk.is_empty() {
+                self.forward(origin, chunk).await?;
+            }
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Liveness of every session, sent to the screen.
+    async fn snapshot(&mut self) -> Result<(), Gone> {
+        // A folder that appeared since (the agent's first run): what it holds already sent no events.
+        let roots = self.looked_in.iter().map(|(_, r)| r.clone()).chain([self.opts.tee_dir.clone()]);
+        let appeared = roots.filter(|r| !self.watcher.is_watched(r)).collect::<Vec<_>>();
+        if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
+            self.rescan().await?;
+        }
+        let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
+        let held = self.opts.proc.open_files(&wanted).holders;
+        let now = SystemTime::now();
+        let at = Instant::now();
+        let mut seen = Vec::with_capacity(self.sessions.len());
+        for s in &self.sessions {
+            // A session a tee carries is listed as that tee's row.
+            if s.tee.is_some() && !s.files.is_empty() {
+                continue;
+            }
+            let (state, pid) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
+                (if t.ended { State::Ended } else { State::Live }, t.pid)
+            } else {
+                let pid = s.files.iter().filter_map(|&f| held.get(&self.files[f].canonical).copied()).min();
+                let newest = s.files.iter().map(|&f| discover::modified(&self.files[f].path)).max();
+                let recent = newest.is_some_and(|m| now.duration_since(m).unwrap_or_default() <= IDLE_AGE);
+                (
+                    match (pid, recent) {
+                        (Some(_), _) => State::Live,
+                        (None, true) => State::Idle,
+                        (None, false) => State::Ended,
+                    },
+                    pid,
+                )
+            };
+            let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
+            seen.push(Seen {
+                tool: s.tool.clone(),
+                id: s.id.clone(),
+                project: s.project.clone(),
+                source: s.source.clone(),
+                state,
+                pid,
+                usage,
+            });
+        }
+        let snapshot =
+            Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() };
+        self.send(Event::Sessions(Box::new(snapshot))).await
+    }
+}
+
+/// `startedMs` of a recording header line.
+fn header_started(line: &[u8]) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct Header {
+        #[serde(rename = "startedMs")]
+        started_ms: Option<i64>,
+    }
+    serde_json::from_slice::<Header>(line).ok()?.started_ms
+}
+
+/// Up to [`READ_CHUNK`] new bytes of `path` from `read` on, cut after the last newline; `read`
+/// moves past them. A file that shrank (rewritten) is read again from its start.
+fn grow(path: &Path, read: &mut u64) -> Option<Vec<u8>> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    if len < *read {
+        *read = 0;
+    }
+    if len == *read {
+        return None;
+    }
+    file.seek(SeekFrom::Start(*read)).ok()?;
+    let mut buf = Vec::new();
+    file.take((len - *read).min(READ_CHUNK)).read_to_end(&mut buf).ok()?;
+    let end = memchr::memrchr(b'\n', &buf)?;
+    buf.truncate(end + 1);
+    *read += buf.len() as u64;
+    Some(buf)
+}
+
+/// The lines of `chunk` older than `before_ms`, up to the first that is not (then `done`).
+fn keep_before(chunk: &[u8], before_ms: i64, done: &mut bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in chunk.split_inclusive(|&b| b == b'\n') {
+        let time = match decode(line.strip_suffix(b"\n").unwrap_or(line)) {
+            Decoded::Line(l) => l.time(),
+            Decoded::Malformed(_) => None,
+        };
+        if time.is_some_and(|t| t >= before_ms) {
+            *done = true;
+            break;
+        }
+        out.extend_from_slice(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lines_before_the_tee_are_kept() {
+        let chunk = b"{\"timestamp\":\"2026-11-29T21:20:08.000Z\",\"type\":\"event_msg\",\"payload\":{}}\n\
+{\"timestamp\":\"2026-11-29T21:20:09.000Z\",\"type\":\"event_msg\",\"payload\":{}}\n";
+        let mut done = false;
+        let split = crate::wire::iso8601_ms("2026-11-29T21:20:08.500Z").unwrap();
+        let kept = keep_before(chunk, split, &mut done);
+        assert!(done);
+        assert_eq!(kept.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+}

@@ -1,0 +1,281 @@
+//! Every agent session on the machine as rows: discovery (`source::discover`), each session read
+//! through its own pipeline exactly as `stats` reads it, liveness from `/proc`, and one row per
+//! root session even when a Codex session is both behind a tee and in rollout files.
+//!
+//! One session, once: when a tee carries a thread whose rollout files were also found, the tee's
+//! stream is the session (it is richer: deltas, client requests); the rollout lines written
+//! before the tee started go first, to fill in what it never saw.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::ingest::{ingest, nothing};
+use crate::model::prices::Pico;
+use crate::pipeline::{Config, Pipeline};
+use crate::router::ThreadIdx;
+pub use crate::source::discover::State;
+use crate::source::discover::{self, Candidate, Env, Window, tee};
+use crate::source::files::{self, Input, Record};
+use crate::source::origin::Origin;
+use crate::source::proc::{self, Proc, Usage};
+use crate::wire::{Clean, Decoded, decode, sanitize};
+
+/// A session nobody is seen holding counts as possibly still running (`idle`) this long after
+/// its files last changed; older ones have `ended`.
+pub const IDLE_AGE: Duration = Duration::from_secs(5 * 60);
+
+/// One root session, with the figures `stats` gives for its subtree.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// `claude`, `codex`, … (for a tee: the command it runs).
+    pub tool: Clean,
+    pub id: Clean,
+    pub project: Option<Clean>,
+    /// The session's file or the tee's socket.
+    pub source: Clean,
+    pub state: State,
+    pub last_activity_ms: Option<i64>,
+    pub pid: Option<u32>,
+    pub usage: Option<Usage>,
+    /// Threads in the tree, the root included.
+    pub agents: u32,
+    pub tokens: u64,
+    pub cost: Option<Pico>,
+}
+
+/// What was looked at, for the screen that found nothing.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub looked_in: Vec<(&'static str, PathBuf)>,
+    pub tee_dir: PathBuf,
+    /// Tees whose history could not be read whole (timeout, size, broken connection).
+    pub partial_tees: usize,
+}
+
+pub struct Options {
+    pub window: Window,
+    pub env: Env,
+    pub proc: Proc,
+    pub tee_dir: PathBuf,
+}
+
+impl Options {
+    /// This machine: the process environment, `/proc`, the user's socket folder.
+    pub fn machine(window: Window) -> Self {
+        Self { window, env: Env::from_process(), proc: Proc::default(), tee_dir: crate::source::socket::lookup_dir() }
+    }
+}
+
+/// `--since D` / `--all` as a window ending now.
+pub fn window(since_ms: u64, all: bool) -> Window {
+    if all {
+        return Window::all();
+    }
+    Window { since: SystemTime::now().checked_sub(Duration::from_millis(since_ms)) }
+}
+
+fn unix_ms(t: SystemTime) -> Option<i64> {
+    t.duration_since(UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
+}
+
+/// Routes whole records (as a live source delivers them) the way `stats` splits a file.
+pub fn feed(pipeline: &mut Pipeline, bytes: &[u8]) {
+    let nothing = &mut nothing();
+    let _ = files::read_records(bytes, files::MAX_LINE, |record| pipeline.feed(record, &Origin::NONE, nothing));
+}
+
+/// The lines of `files` written before `before_ms` (by their own time), as `stats` would route them.
+fn feed_before(pipeline: &mut Pipeline, files: &[PathBuf], before_ms: i64) -> usize {
+    let mut fed = 0;
+    for path in files {
+        let input = Input::File(path.clone());
+        let Ok(reader) = files::open(&input) else { continue };
+        let origin = files::origin(&input);
+        let nothing = &mut nothing();
+        let _ = files::read_records(reader, files::MAX_LINE, |record| {
+            if let Record::Line(line) = record {
+                let time = match decode(line) {
+                    Decoded::Line(l) => l.time(),
+                    Decoded::Malformed(_) => None,
+                };
+                if time.is_some_and(|t| t < before_ms) {
+                    pipeline.feed(record, &origin, nothing);
+                    fed += 1;
+                }
+            }
+        });
+    }
+    fed
+}
+
+fn roots(pipeline: &Pipeline) -> Vec<ThreadIdx> {
+    pipeline.model.sessions.clone()
+}
+
+/// A tee, read: its history through a pipeline.
+struct TeeSession {
+    tee: tee::Tee,
+    history: tee::History,
+    pipeline: Pipeline,
+    tool: String,
+    project: Option<String>,
+}
+
+fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
+    let history = tee::history(&t.socket, tee::HISTORY_TIMEOUT).ok()?;
+    let mut pipeline = Pipeline::new(config.clone());
+    feed(&mut pipeline, &history.records);
+    // The agent is what the stream speaks; the command line (often a wrapper script) only
+    // when the stream says nothing yet.
+    let tool = match pipeline.format() {
+        f if f.starts_with("codex") => "codex".to_owned(),
+        f if f.starts_with("claude") => "claude".to_owned(),
+        _ => history
+            .command
+            .first()
+            .and_then(|c| std::path::Path::new(c).file_name())
+            .map_or_else(|| "tee".to_owned(), |n| n.to_string_lossy().into_owned()),
+    };
+    Some(TeeSession { tee: t, history, pipeline, tool, project: None })
+}
+
+/// Everything within the window, newest activity first.
+pub fn collect(opts: &Options, config: &Config) -> Report {
+    let found = discover::scan(&opts.env, &opts.window);
+    let mut report = Report { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Report::default() };
+
+    let mut tees: Vec<TeeSession> =
+        tee::running_in(&opts.tee_dir).into_iter().filter_map(|t| read_tee(t, config)).collect();
+    report.partial_tees = tees.iter().filter(|t| t.history.partial).count();
+
+    // Liveness: who holds which session file open.
+    let wanted: HashSet<PathBuf> =
+        found.candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
+    let scan = opts.proc.open_files(&wanted);
+    let tee_pids: HashMap<u32, usize> = tees.iter().enumerate().filter_map(|(i, t)| Some((t.tee.pid?, i))).collect();
+
+    // A candidate carried by a tee: by the thread ids the tee has seen, or by its file being held
+    // by a process running under the tee.
+    let mut by_tee: HashMap<usize, Vec<Candidate>> = HashMap::new();
+    let mut on_disk = Vec::new();
+    for c in found.candidates {
+        let by_id = tees.iter().position(|t| t.pipeline.find(&c.id).is_some());
+        let by_process = || {
+            c.files.iter().find_map(|f| {
+                let pid = *scan.holders.get(&proc::canonical(f))?;
+                ancestors(&opts.proc, pid).find_map(|a| tee_pids.get(&a).copied())
+            })
+        };
+        match by_id.or_else(by_process) {
+            Some(i) => by_tee.entry(i).or_default().push(c),
+            None => on_disk.push(c),
+        }
+    }
+
+    for (i, candidates) in by_tee {
+        let t = &mut tees[i];
+        t.project = candidates.iter().find_map(|c| c.project.clone());
+        let Some(started) = t.history.started_ms else { continue };
+        let files: Vec<PathBuf> = candidates.iter().flat_map(|c| c.files.iter().cloned()).collect();
+        let mut pipeline = Pipeline::new(config.clone());
+        if feed_before(&mut pipeline, &files, started) > 0 {
+            feed(&mut pipeline, &t.history.records);
+            t.pipeline = pipeline;
+        }
+    }
+
+    for mut t in tees {
+        t.pipeline.finish();
+        // Found by a successful connect; it has ended only if it said so.
+        let live = t.history.exit_code.is_none();
+        let pid = t.tee.pid;
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        let project = t.project.clone().or_else(|| pid.and_then(|p| opts.proc.cwd(p)).map(|p| p.display().to_string()));
+        let last = t.pipeline.model.stream_ms;
+        for root in roots(&t.pipeline) {
+            report.rows.push(row(
+                &t.pipeline,
+                root,
+                &t.tool,
+                project.as_deref(),
+                &t.tee.socket.display().to_string(),
+                if live { State::Live } else { State::Ended },
+                last,
+                pid,
+                usage,
+            ));
+        }
+    }
+
+    let now = SystemTime::now();
+    for c in on_disk {
+        // `ingest` ends the stream, as `stats` does.
+        let Ok(pipeline) = ingest(&c.files, config.clone(), &mut nothing()) else { continue };
+        let pid = c.files.iter().filter_map(|f| scan.holders.get(&proc::canonical(f)).copied()).min();
+        let state = match pid {
+            Some(_) => State::Live,
+            None if now.duration_since(c.modified).unwrap_or_default() <= IDLE_AGE => State::Idle,
+            None => State::Ended,
+        };
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        for root in roots(&pipeline) {
+            report.rows.push(row(
+                &pipeline,
+                root,
+                c.tool,
+                c.project.as_deref(),
+                &c.location.display().to_string(),
+                state,
+                unix_ms(c.modified),
+                pid,
+                usage,
+            ));
+        }
+    }
+    report
+        .rows
+        .sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.id.as_str().cmp(b.id.as_str())));
+    report
+}
+
+/// A pid and its parents, up to init (bounded by the pid space, in case `/proc` changes under us).
+fn ancestors(proc: &Proc, pid: u32) -> impl Iterator<Item = u32> + '_ {
+    let mut next = Some(pid);
+    let mut guard = proc::MAX_PROCESSES;
+    std::iter::from_fn(move || {
+        let cur = next.filter(|&p| p > 1)?;
+        guard = guard.checked_sub(1)?;
+        next = proc.process(cur).map(|p| p.ppid);
+        Some(cur)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    pipeline: &Pipeline,
+    root: ThreadIdx,
+    tool: &str,
+    project: Option<&str>,
+    source: &str,
+    state: State,
+    last_activity_ms: Option<i64>,
+    pid: Option<u32>,
+    usage: Option<Usage>,
+) -> Row {
+    let t = pipeline.model.thread(root);
+    Row {
+        tool: sanitize(tool),
+        id: sanitize(&t.id),
+        project: project.map(sanitize),
+        source: sanitize(source),
+        state,
+        last_activity_ms: last_activity_ms.or(t.last_ms),
+        pid,
+        usage,
+        agents: t.subtree.threads,
+        tokens: t.subtree.tokens.total,
+        cost: t.subtree.cost_usd(),
+    }
+}

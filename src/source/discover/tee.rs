@@ -1,0 +1,145 @@
+//! Running `swarmtop tee`s: their sockets (only those the user owns are trusted), the pid in the
+//! socket's name, and their history read once (header, records, up to the `live` marker).
+
+use std::io::{self, Read};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::source::socket;
+
+/// Longest wait for a tee to send its history.
+pub const HISTORY_TIMEOUT: Duration = Duration::from_secs(3);
+/// Most history bytes taken from one tee (a session's recording; beyond it the rest is dropped
+/// and the read reports itself partial).
+pub const HISTORY_MAX: usize = 512 << 20;
+
+/// A tee found running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tee {
+    pub socket: PathBuf,
+    /// From `tee-<pid>.sock`.
+    pub pid: Option<u32>,
+}
+
+/// The tees running in the user's socket folder, newest first.
+pub fn running() -> Vec<Tee> {
+    running_in(&socket::lookup_dir())
+}
+
+pub fn running_in(dir: &Path) -> Vec<Tee> {
+    if !owned_private(dir, true) {
+        return Vec::new();
+    }
+    // `socket::list` applies the one trust rule (owner, mode) to the folder and each socket.
+    socket::list(dir)
+        .map(|l| l.found)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| trusted(&f.path))
+        .map(|f| Tee { pid: pid_of(&f.path), socket: f.path })
+        .collect()
+}
+
+/// Whether a socket may be read: it and its folder belong to this user and nobody else can
+/// write to them. The one place that decides, so a stricter check (peer credentials) goes here.
+pub fn trusted(path: &Path) -> bool {
+    owned_private(path, false) && path.parent().is_some_and(|dir| owned_private(dir, true))
+}
+
+fn owned_private(path: &Path, dir: bool) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+    let mine = meta.uid() == nix::unistd::getuid().as_raw();
+    let mode = meta.permissions().mode();
+    mine && meta.is_dir() == dir && mode & 0o022 == 0
+}
+
+fn pid_of(path: &Path) -> Option<u32> {
+    path.file_name()?.to_str()?.strip_prefix("tee-")?.strip_suffix(".sock")?.parse().ok()
+}
+
+/// What a tee sent before going live.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Whole records (header first), each ending in `\n`.
+    pub records: Vec<u8>,
+    /// `startedMs` of the recording header.
+    pub started_ms: Option<i64>,
+    /// The command had exited already (the tee's `end` marker).
+    pub exit_code: Option<i32>,
+    /// The history did not arrive whole (timeout, size bound, or the connection broke).
+    pub partial: bool,
+    /// The proxied command line, from the header (unsanitised).
+    pub command: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Marker {
+    swarmtop: String,
+    #[serde(rename = "startedMs")]
+    started_ms: Option<i64>,
+    #[serde(rename = "exitCode")]
+    exit_code: Option<i64>,
+    command: Option<Vec<String>>,
+}
+
+/// Connects and reads the history, until `live`, `end`, the connection closing or `timeout`.
+pub fn history(path: &Path, timeout: Duration) -> io::Result<History> {
+    let mut stream = UnixStream::connect(path)?;
+    let deadline = Instant::now() + timeout;
+    let mut out = History::default();
+    let mut buf = vec![0u8; 256 << 10];
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || out.records.len() > HISTORY_MAX {
+            out.partial = true;
+            return Ok(out);
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = match stream.read(&mut buf) {
+            Ok(0) => {
+                out.partial = out.exit_code.is_none();
+                return Ok(out);
+            }
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted) => continue,
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                out.partial = true;
+                return Ok(out);
+            }
+            Err(e) => return Err(e),
+        };
+        pending.extend_from_slice(&buf[..n]);
+        let mut start = 0;
+        while let Some(i) = memchr::memchr(b'\n', &pending[start..]) {
+            let line = &pending[start..start + i];
+            start += i + 1;
+            if line.starts_with(b"{\"swarmtop\":") {
+                if let Ok(marker) = serde_json::from_slice::<Marker>(line) {
+                    match marker.swarmtop.as_str() {
+                        "live" => return Ok(out),
+                        "end" => {
+                            out.exit_code = Some(marker.exit_code.unwrap_or(0) as i32);
+                            return Ok(out);
+                        }
+                        "recording" => {
+                            out.started_ms = marker.started_ms;
+                            out.command = marker.command.unwrap_or_default();
+                        }
+                        _ => {}
+                    }
+                    if marker.swarmtop != "recording" {
+                        continue;
+                    }
+                }
+            }
+            out.records.extend_from_slice(line);
+            out.records.push(b'\n');
+        }
+        pending.drain(..start);
+    }
+}

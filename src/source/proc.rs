@@ -1,0 +1,258 @@
+//! Which process is behind a session, read from `/proc` (Linux): who holds a file open, and how
+//! much CPU and memory a process uses, the way htop shows it.
+//!
+//! The scan is bounded: only processes of the current user are looked at (others' `fd` folders
+//! cannot be read anyway), at most [`MAX_PROCESSES`] of them and [`MAX_FDS`] descriptors each;
+//! what the bounds skip is counted in [`Scan`]. Without `/proc` everything here finds nothing,
+//! and callers fall back on file age.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Processes looked at in one scan; the rest are counted in [`Scan::processes_skipped`].
+pub const MAX_PROCESSES: usize = 32_768;
+/// Descriptors read per process; the rest are counted in [`Scan::fds_skipped`].
+pub const MAX_FDS: usize = 4_096;
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed at 100 in the Linux ABI).
+const TICKS_PER_SEC: f64 = 100.0;
+
+/// The root of the proc file system (a parameter so tests and odd mounts can name another).
+#[derive(Debug, Clone)]
+pub struct Proc {
+    root: PathBuf,
+    uid: u32,
+}
+
+impl Default for Proc {
+    fn default() -> Self {
+        Self { root: PathBuf::from("/proc"), uid: nix::unistd::getuid().as_raw() }
+    }
+}
+
+/// What one look at the open files found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// For each wanted path that some process holds open: the lowest such pid.
+    pub holders: HashMap<PathBuf, u32>,
+    pub processes_scanned: usize,
+    /// Processes left out by [`MAX_PROCESSES`].
+    pub processes_skipped: usize,
+    /// Descriptors left out by [`MAX_FDS`].
+    pub fds_skipped: usize,
+}
+
+/// One process as `/proc/<pid>/stat` and `status` describe it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    /// `utime + stime`, in clock ticks.
+    pub cpu_ticks: u64,
+    /// Start time after boot, in clock ticks.
+    pub start_ticks: u64,
+    pub rss_bytes: u64,
+}
+
+impl Proc {
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), uid: nix::unistd::getuid().as_raw() }
+    }
+
+    /// Pids of the current user's processes, in no particular order.
+    fn own_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        fs::read_dir(&self.root).into_iter().flatten().flatten().filter_map(move |entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let meta = entry.metadata().ok()?;
+            (meta.uid() == self.uid).then_some(pid)
+        })
+    }
+
+    /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
+    pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
+        let mut scan = Scan::default();
+        if wanted.is_empty() {
+            return scan;
+        }
+        let me = std::process::id();
+        for pid in self.own_pids() {
+            if pid == me {
+                continue;
+            }
+            if scan.processes_scanned >= MAX_PROCESSES {
+                scan.processes_skipped += 1;
+                continue;
+            }
+            scan.processes_scanned += 1;
+            let Ok(fds) = fs::read_dir(self.root.join(pid.to_string()).join("fd")) else { continue };
+            for (n, fd) in fds.flatten().enumerate() {
+                if n >= MAX_FDS {
+                    scan.fds_skipped += 1;
+                    continue;
+                }
+                let Ok(target) = fs::read_link(fd.path()) else { continue };
+                if wanted.contains(&target) {
+                    let holder = scan.holders.entry(target).or_insert(pid);
+                    *holder = (*holder).min(pid);
+                }
+            }
+        }
+        scan
+    }
+
+    pub fn process(&self, pid: u32) -> Option<Process> {
+        let dir = self.root.join(pid.to_string());
+        let stat = fs::read_to_string(dir.join("stat")).ok()?;
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so split after the last `)`.
+        let rest = stat.get(stat.rfind(')')? + 2..)?;
+        let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+        // Field numbers of proc(5), counted from `state` (field 3) as index 0.
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        let rss_kib = fs::read_to_string(dir.join("status")).ok().and_then(|status| {
+            status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        });
+        Some(Process {
+            pid,
+            ppid: u32::try_from(field(4)?).ok()?,
+            cpu_ticks: field(14)?.saturating_add(field(15)?),
+            start_ticks: field(22)?,
+            rss_bytes: rss_kib.unwrap_or(0).saturating_mul(1024),
+        })
+    }
+
+    /// The working directory of `pid`.
+    pub fn cwd(&self, pid: u32) -> Option<PathBuf> {
+        fs::read_link(self.root.join(pid.to_string()).join("cwd")).ok()
+    }
+
+    /// Whether `pid` runs now.
+    pub fn alive(&self, pid: u32) -> bool {
+        self.root.join(pid.to_string()).join("stat").exists()
+    }
+
+    /// `pid` and every process below it, at most [`MAX_PROCESSES`].
+    pub fn tree(&self, pid: u32) -> Vec<Process> {
+        let all: Vec<Process> = self.own_pids().take(MAX_PROCESSES).filter_map(|p| self.process(p)).collect();
+        let mut out: Vec<Process> = all.iter().filter(|p| p.pid == pid).cloned().collect();
+        let mut i = 0;
+        while i < out.len() {
+            let parent = out[i].pid;
+            out.extend(all.iter().filter(|p| p.ppid == parent && p.pid != parent).cloned());
+            i += 1;
+        }
+        out
+    }
+
+    /// Seconds since boot, from `/proc/uptime`.
+    fn uptime_secs(&self) -> Option<f64> {
+        fs::read_to_string(self.root.join("uptime")).ok()?.split_ascii_whitespace().next()?.parse().ok()
+    }
+
+    /// CPU % over the process's whole life, as `ps` shows it (100 = one core busy).
+    pub fn lifetime_cpu_percent(&self, process: &Process) -> Option<f64> {
+        let alive_secs = self.uptime_secs()? - process.start_ticks as f64 / TICKS_PER_SEC;
+        (alive_secs > 0.0).then(|| process.cpu_ticks as f64 / TICKS_PER_SEC / alive_secs * 100.0)
+    }
+}
+
+/// CPU and memory of a process (and what runs under it), as one row shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Usage {
+    /// 100 = one core busy.
+    pub cpu_percent: f64,
+    pub rss_bytes: u64,
+}
+
+impl Usage {
+    /// The lifetime figures of `pid`'s process tree (what `ps` prints).
+    pub fn lifetime(proc: &Proc, pid: u32) -> Option<Self> {
+        let tree = proc.tree(pid);
+        if tree.is_empty() {
+            return None;
+        }
+        let cpu_percent = tree.iter().filter_map(|p| proc.lifetime_cpu_percent(p)).sum();
+        Some(Self { cpu_percent, rss_bytes: tree.iter().map(|p| p.rss_bytes).sum() })
+    }
+}
+
+/// CPU % between two looks, like htop's refresh: remembers each pid's ticks from the last sample.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    last: HashMap<u32, (u64, Instant)>,
+}
+
+impl Sampler {
+    /// The usage of `pid`'s process tree since the previous call for it (the first call gives
+    /// the lifetime average).
+    pub fn sample(&mut self, proc: &Proc, pid: u32, now: Instant) -> Option<Usage> {
+        let tree = proc.tree(pid);
+        if tree.is_empty() {
+            self.last.remove(&pid);
+            return None;
+        }
+        let ticks: u64 = tree.iter().map(|p| p.cpu_ticks).sum();
+        let rss_bytes = tree.iter().map(|p| p.rss_bytes).sum();
+        let cpu_percent = match self.last.insert(pid, (ticks, now)) {
+            Some((before, then)) if now > then => {
+                ticks.saturating_sub(before) as f64 / TICKS_PER_SEC / now.duration_since(then).as_secs_f64() * 100.0
+            }
+            _ => tree.iter().filter_map(|p| proc.lifetime_cpu_percent(p)).sum(),
+        };
+        Some(Usage { cpu_percent, rss_bytes })
+    }
+}
+
+/// The path as `/proc/<pid>/fd` links show it: absolute, symlinks resolved.
+pub fn canonical(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_held_open_names_its_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("held.jsonl");
+        fs::write(&path, b"{}\n").unwrap();
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3<\"$1\"; sleep 30")
+            .arg("sh")
+            .arg(&path)
+            .spawn()
+            .unwrap();
+        let wanted: HashSet<PathBuf> = [canonical(&path)].into();
+        let proc = Proc::default();
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        let mut scan = proc.open_files(&wanted);
+        while scan.holders.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            scan = proc.open_files(&wanted);
+        }
+        let holder = scan.holders.get(&canonical(&path)).copied();
+        let process = holder.and_then(|pid| proc.process(pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(holder, Some(child.id()));
+        let process = process.unwrap();
+        assert_eq!(process.ppid, std::process::id());
+        assert!(process.rss_bytes > 0);
+        assert!(!proc.alive(child.id()) || proc.process(child.id()).is_none_or(|p| p.ppid == std::process::id()));
+    }
+
+    #[test]
+    fn our_own_tree_has_usage() {
+        let proc = Proc::default();
+        let usage = Usage::lifetime(&proc, std::process::id()).unwrap();
+        assert!(usage.rss_bytes > 0 && usage.cpu_percent >= 0.0);
+        let mut sampler = Sampler::default();
+        let now = Instant::now();
+        assert!(sampler.sample(&proc, std::process::id(), now).is_some());
+        assert!(sampler.sample(&proc, std::process::id(), now + std::time::Duration::from_secs(1)).is_some());
+        assert!(proc.process(u32::MAX).is_none());
+    }
+}

@@ -1,0 +1,60 @@
+//! The machine view's own pieces (`swarmtop` with no arguments): the header's summary of every
+//! session on the machine, and the screen that says where it looked when it found nothing.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::theme::Theme;
+use super::view::View;
+use crate::model::Model;
+use crate::source::discover::{Snapshot, State};
+use crate::wire::sanitize;
+
+/// `machine: 2 live · 5 sessions · 3 running · $0.12/min`.
+pub fn summary(model: &Model, view: &View, snapshot: &Snapshot) -> String {
+    let live = snapshot.sessions.iter().filter(|s| s.state == State::Live).count();
+    let sessions = model.sessions.len().max(snapshot.sessions.len());
+    let running = model.threads.iter().filter(|t| t.status.is_active()).count();
+    let burn = view.burn_per_min().map_or_else(|| "—/min".to_owned(), |p| format!("${:.2}/min", p.usd()));
+    format!(
+        "machine: {live} live · {sessions} session{} · {running} running · {burn}",
+        if sessions == 1 { "" } else { "s" }
+    )
+}
+
+/// With no session found: where swarmtop looked and what to do next.
+pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, theme: &Theme) {
+    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty() && h != "/");
+    let show = |p: &std::path::Path| {
+        let text = p.display().to_string();
+        let short = match &home {
+            Some(h) if text.starts_with(h.as_str()) => format!("~{}", &text[h.len()..]),
+            _ => text,
+        };
+        sanitize(&short).to_string()
+    };
+    let mut lines = vec![
+        Line::from(Span::styled("No agent sessions found on this machine yet.", theme.bold)),
+        Line::default(),
+        Line::from("Looked in:"),
+    ];
+    for (tool, dir) in &snapshot.looked_in {
+        lines.push(Line::from(vec![Span::raw(format!("  {tool:<7} ")), Span::styled(show(dir), theme.dim)]));
+    }
+    lines.push(Line::from(vec![Span::raw("  tees    "), Span::styled(show(&snapshot.tee_dir), theme.dim)]));
+    lines.extend([
+        Line::default(),
+        Line::from("Sessions appear here as they start; this screen keeps watching."),
+        Line::from(vec![
+            Span::raw("Watch Codex live (deltas, every sub-agent):  "),
+            Span::styled("swarmtop tee -- codex app-server", theme.bold),
+        ]),
+        Line::from(vec![Span::raw("See swarmtop at work now:  "), Span::styled("swarmtop demo", theme.bold)]),
+    ]);
+    let h = (lines.len() as u16).min(area.height);
+    let rect =
+        Rect { y: area.y + (area.height - h) / 2, height: h, x: area.x + 2, width: area.width.saturating_sub(4) };
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rect);
+}

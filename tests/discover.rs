@@ -1,0 +1,145 @@
+//! The machine view (`swarmtop` with no arguments) in a real terminal under tmux, on a fresh
+//! HOME: every session found is on the screen, a session that starts later appears, a sub-agent
+//! file that appears later lands under its spawn card, and with nothing found the screen says
+//! where it looked and what to run. Needs tmux (installed by `scripts/test`); without it the
+//! tests say so and pass, except in CI, where they fail.
+
+#[path = "support/home.rs"]
+mod home;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use home::{CLAUDE_NEW_AGENT, CLAUDE_NEW_SESSION, Home};
+
+struct Tmux {
+    server: String,
+}
+
+impl Tmux {
+    fn start(name: &str, home: &Home) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (scripts/test installs it)");
+            eprintln!("skipping: tmux is not installed");
+            return None;
+        }
+        let t = Self { server: format!("swarmtop-discover-{name}-{}", std::process::id()) };
+        let command = format!(
+            "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
+            home.path().display(),
+            home.run_dir().display(),
+            home.state_dir().display(),
+            env!("CARGO_BIN_EXE_swarmtop"),
+        );
+        let out = t.run(&["new-session", "-d", "-s", "t", "-x", "160", "-y", "45", &command]);
+        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
+        Some(t)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new("tmux").args(["-L", &self.server, "-f", "/dev/null"]).args(args).output().expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-t", "t", "-p"]).stdout).into_owned()
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.run(&["send-keys", "-t", "t", "q"]);
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = self.run(&["kill-server"]);
+    }
+}
+
+/// The line of the agents pane that names `what`.
+fn row<'a>(screen: &'a str, what: &str) -> Option<&'a str> {
+    screen.lines().find(|l| l.contains(what))
+}
+
+#[test]
+fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
+    let home = Home::new();
+    home.add_claude_old();
+    home.add_codex("collab_v1");
+    let mut tee = home
+        .tee_serving(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0/probe.server.ndjson"));
+    home.wait_tee(5);
+    let Some(tmux) = Tmux::start("sessions", &home) else {
+        tee.kill().unwrap();
+        tee.wait().unwrap();
+        return;
+    };
+
+    // Claude's session and its sub-agent, Codex's children, the tee's session (by its prompt).
+    let screen = tmux.wait_for("every session", |s| {
+        s.contains("machine:")
+            && s.contains("Explore transcri")
+            && s.contains("say hello")
+            && s.contains("Kant")
+            && s.contains("1 live")
+    });
+    assert!(row(&screen, "machine:").unwrap().contains("3 sessions"), "{screen}");
+
+    // A Codex session that starts after the screen opened.
+    home.add_codex("collab_v2");
+    tmux.wait_for("the new Codex session", |s| s.contains("Arendt") && s.contains("Schrodinger"));
+
+    // A Claude Code session whose sub-agent's file appears while it runs (written elsewhere
+    // first, then moved in piece by piece as Claude Code would write it).
+    let staging = Home::new();
+    let staged = staging.add_claude_new();
+    let staged_agent = staged.with_extension("").join(format!("subagents/agent-{CLAUDE_NEW_AGENT}.jsonl"));
+    let lines: Vec<String> = fs::read_to_string(&staged).unwrap().lines().map(str::to_owned).collect();
+    let project = home.claude_projects().join("-home-dev-web");
+    fs::create_dir_all(&project).unwrap();
+    let file = project.join(staged.file_name().unwrap());
+    fs::write(&file, lines[..2].join("\n") + "\n").unwrap();
+    tmux.wait_for("the new Claude session", |s| s.contains("Survey the code"));
+    let subagents = project.join(CLAUDE_NEW_SESSION).join("subagents");
+    fs::create_dir_all(&subagents).unwrap();
+    fs::copy(&staged_agent, subagents.join(staged_agent.file_name().unwrap())).unwrap();
+    let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    f.write_all((lines[2..].join("\n") + "\n").as_bytes()).unwrap();
+    drop(f);
+    // The child's own spend (3,040 tokens) comes from its file.
+    let child_row = |l: &str| l.contains("└─") && l.contains("Survey the code") && l.contains("3.0k");
+    let screen = tmux.wait_for("the sub-agent under its card", |s| s.lines().any(child_row));
+    let lines: Vec<&str> = screen.lines().collect();
+    let card = lines.iter().position(|l| l.contains("Survey the code")).expect("the session's row");
+    let child = lines.iter().position(|l| child_row(l)).expect("the child's row");
+    let spawn = lines[card..child].iter().any(|l| l.contains("spawn"));
+    assert!(child > card && spawn, "the child sits under the session's spawn card:\n{screen}");
+
+    tee.kill().unwrap();
+    tee.wait().unwrap();
+}
+
+#[test]
+fn with_nothing_found_says_where_it_looked_then_shows_what_starts() {
+    let home = Home::new();
+    let Some(tmux) = Tmux::start("empty", &home) else { return };
+    let screen = tmux.wait_for("the empty screen", |s| s.contains("No agent sessions found") && s.contains("~/.codex"));
+    assert!(screen.contains("~/.claude/projects") && screen.contains("~/.codex/sessions"), "{screen}");
+    assert!(screen.contains("swarmtop tee -- codex app-server"), "{screen}");
+    assert!(screen.contains("swarmtop demo"), "{screen}");
+    // The agent's folder did not exist when the screen opened.
+    home.add_codex("collab_v1");
+    tmux.wait_for("the session that started", |s| s.contains("Kant") && s.contains("Anscombe"));
+}
