@@ -52,7 +52,7 @@ fn a_collector_that_comes_up_during_a_session_loses_nothing() {
     let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{port}");
-    let script = format!("cat '{}'; sleep 3", capture.display());
+    let script = format!("cat '{}'; sleep 4", capture.display());
     let session = std::thread::spawn({
         let dir = dir.path().to_owned();
         move || tee(&dir, &url, &script)

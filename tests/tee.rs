@@ -607,8 +607,8 @@ fn listen_records_each_producer_as_its_own_stream() {
         .stderr(Stdio::null())
         .spawn()
         .expect("listen");
-    wait_for("the listen socket", || sock.exists().then_some(()));
-    let mut a = UnixStream::connect(&sock).expect("a");
+    // The socket file appears at bind(), a moment before listen(): wait until it takes a connection.
+    let mut a = wait_for("the listen socket", || UnixStream::connect(&sock).ok());
     let mut b = UnixStream::connect(&sock).expect("b");
     let envelope = b"{\"ts\":5,\"dir\":\"s2c\",\"msg\":{\"method\":\"thread/started\",\"params\":{}}}\n";
     a.write_all(b"{\"method\":\"a\",").expect("a");

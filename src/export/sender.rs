@@ -25,6 +25,8 @@ pub const BATCH_SPANS: usize = 512;
 const LINGER: Duration = Duration::from_millis(200);
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// The longest wait between attempts once swarmtop is stopping.
+const GRACE_RETRY: Duration = Duration::from_millis(250);
 /// Most of a response body read (a partial-success message, an error text).
 const RESPONSE_BYTES: u64 = 64 << 10;
 
@@ -317,8 +319,12 @@ impl Worker {
                 }
                 Outcome::Retry(after) => {
                     self.counters.failing.store(true, Ordering::Relaxed);
-                    let wait = after.unwrap_or(backoff).min(BACKOFF_MAX);
+                    let mut wait = after.unwrap_or(backoff).min(BACKOFF_MAX);
                     backoff = (backoff * 2).min(BACKOFF_MAX);
+                    // Stopping: the grace left is short, so try often rather than sleep through it.
+                    if self.deadline().is_some() {
+                        wait = wait.min(GRACE_RETRY);
+                    }
                     if !self.sleep_until_retry(wait) {
                         self.counters.dropped.fetch_add(n, Ordering::Relaxed);
                         return;

@@ -186,6 +186,17 @@ mod tests {
     }
 
     #[test]
+    fn stream_json_lines_are_not_taken_for_transcript_lines() {
+        let init = r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u","model":"claude-sonnet-4-5"}"#;
+        assert!(matches!(line(init).other, Some(Other::ClaudeStream(_))));
+        let (fast, long) = both_ways(init);
+        assert_eq!(fast, long);
+        // A 2.1.332 transcript line with an `id` of its own is still a transcript line.
+        let api = r#"{"type":"api-request","sessionId":"s","id":"0fdb","timestamp":"2026-12-01T12:02:44.295Z"}"#;
+        assert!(matches!(line(api).other, Some(Other::Claude(_))));
+    }
+
+    #[test]
     fn transcript_lines_read_alone_as_the_long_way_reads_them() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.39/");
         let session = "4d5611e5-241a-462a-8d15-5122611a9569";
