@@ -394,53 +394,14 @@ fn text_item<'l>(item: String, kind: ItemKind, text: &str) -> Fact<'l> {
     }))
 }
 
-#[derive(Deserialize, Default)]
-struct ToolInput<'a> {
-    #[serde(borrow, default)]
-    command: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    description: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    prompt: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    subagent_type: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    file_path: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pattern: Option<Str<'a>>,
-}
-
-/// A tool call: a command, a spawn card (`Task` / `Agent`), or another tool, as in transcripts.
+/// A tool call, lowered as a transcript's is; a spawn is a card here, the only place its lanes are
+/// announced in a stream.
 fn tool_use<'l>(block: &Block<'_>) -> Option<Fact<'l>> {
-    let tool = block.id.as_deref()?;
-    let name = block.name.as_deref().unwrap_or("tool");
-    let input: ToolInput<'_> = block.input.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
-    let (kind, title) = match name {
-        "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
-        "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
-        _ => {
-            let arg = [&input.file_path, &input.pattern, &input.command, &input.description]
-                .into_iter()
-                .find_map(|a| a.as_deref());
-            (ItemKind::DynamicTool, arg.map_or_else(|| name.to_owned(), |a| format!("{name} {a}")))
-        }
-    };
-    let mut fact = ItemFact {
-        id: Some(Cow::Owned(tool.to_owned())),
-        turn: Some(TurnRef::Latest),
-        kind: Some(kind.clone()),
-        status: Some(ItemStatus::InProgress),
-        title: Some(sanitize(&title)),
-        ..ItemFact::default()
-    };
-    if kind == ItemKind::Collab {
-        fact.card = true;
-        fact.tool = Some(sanitize("spawnAgent"));
-        fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
-        fact.lane_nickname = Some(sanitize(&title)).filter(|t| !t.is_empty());
-        fact.lane_role = input.subagent_type.as_deref().map(sanitize);
+    let mut fact = super::transcript::tool_use(block, None)?;
+    if let Fact::Item(item) = &mut fact {
+        item.card = item.kind == Some(ItemKind::Collab);
     }
-    Some(Fact::Item(Box::new(fact)))
+    Some(fact)
 }
 
 fn text_of(content: Option<&RawValue>) -> String {

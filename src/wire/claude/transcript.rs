@@ -428,7 +428,7 @@ fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> 
     }))
 }
 
-fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
+pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
     let id = block.id.as_deref()?;
     let name = block.name.as_deref().unwrap_or("tool");
     let input: ToolInput<'_> = block.input.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
