@@ -89,19 +89,7 @@ const WORDS: &[&str] = &[
     "200}",
 ];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use super::corpus::Rng;
 
 /// A piece of a template line.
 #[derive(Debug, Clone)]

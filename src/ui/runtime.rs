@@ -590,16 +590,15 @@ mod tests {
         assert!(rt.lines() > 0);
     }
 
+    /// A live view of stdin at full speed, as `cmd | swarmtop` opens it.
+    fn live_stdin(t0: Instant) -> Runtime {
+        Runtime::live("stdin".into(), View::with_theme(Theme::no_color()), &settings(Pace::Max), Config::default(), t0)
+    }
+
     #[test]
     fn a_paused_live_view_holds_what_arrives_and_counts_it() {
         let t0 = Instant::now();
-        let mut rt = Runtime::live(
-            "stdin".into(),
-            View::with_theme(Theme::no_color()),
-            &settings(Pace::Max),
-            Config::default(),
-            t0,
-        );
+        let mut rt = live_stdin(t0);
         let lines: Vec<&[u8]> = DEMO.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
         rt.input(records(&lines[..100]), t0);
         assert_eq!(rt.feed.connection, None, "data flows: no longer connecting");
@@ -624,13 +623,7 @@ mod tests {
     #[test]
     fn quitting_a_live_stream_asks_first_and_esc_never_quits() {
         let t0 = Instant::now();
-        let mut rt = Runtime::live(
-            "stdin".into(),
-            View::with_theme(Theme::no_color()),
-            &settings(Pace::Max),
-            Config::default(),
-            t0,
-        );
+        let mut rt = live_stdin(t0);
         let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).expect("terminal");
         term.draw(|f| rt.draw(f, t0)).expect("draw");
         let esc = Input::Terminal(TermEvent::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
