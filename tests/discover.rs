@@ -10,62 +10,23 @@ mod home;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 use home::{CLAUDE_NEW_AGENT, CLAUDE_NEW_SESSION, Home};
 
-struct Tmux {
-    server: String,
-}
+#[path = "support/tmux.rs"]
+mod tmux;
+use tmux::Tmux;
 
-impl Tmux {
-    fn start(name: &str, home: &Home) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (scripts/test installs it)");
-            eprintln!("skipping: tmux is not installed");
-            return None;
-        }
-        let t = Self { server: format!("swarmtop-discover-{name}-{}", std::process::id()) };
-        let command = format!(
-            "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
-            home.path().display(),
-            home.run_dir().display(),
-            home.state_dir().display(),
-            env!("CARGO_BIN_EXE_swarmtop"),
-        );
-        let out = t.run(&["new-session", "-d", "-s", "t", "-x", "160", "-y", "45", &command]);
-        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
-        Some(t)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux").args(["-L", &self.server, "-f", "/dev/null"]).args(args).output().expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-t", "t", "-p"]).stdout).into_owned()
-    }
-
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; the screen:\n{screen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["send-keys", "-t", "t", "q"]);
-        std::thread::sleep(Duration::from_millis(200));
-        let _ = self.run(&["kill-server"]);
-    }
+/// The machine view of `home`, as `swarmtop` with no arguments opens it there.
+fn machine_view(name: &str, home: &Home) -> Option<Tmux> {
+    let command = format!(
+        "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
+        home.path().display(),
+        home.run_dir().display(),
+        home.state_dir().display(),
+        env!("CARGO_BIN_EXE_swarmtop"),
+    );
+    Tmux::start(&format!("discover-{name}"), 160, 45, &command)
 }
 
 /// The line of the agents pane that names `what`.
@@ -81,7 +42,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
     let mut tee = home
         .tee_serving(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0/probe.server.ndjson"));
     home.wait_tee(5);
-    let Some(tmux) = Tmux::start("sessions", &home) else {
+    let Some(tmux) = machine_view("sessions", &home) else {
         tee.kill().unwrap();
         tee.wait().unwrap();
         return;
@@ -134,7 +95,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
 #[test]
 fn with_nothing_found_says_where_it_looked_then_shows_what_starts() {
     let home = Home::new();
-    let Some(tmux) = Tmux::start("empty", &home) else { return };
+    let Some(tmux) = machine_view("empty", &home) else { return };
     let screen = tmux.wait_for("the empty screen", |s| s.contains("No agent sessions found") && s.contains("~/.codex"));
     assert!(screen.contains("~/.claude/projects") && screen.contains("~/.codex/sessions"), "{screen}");
     assert!(screen.contains("swarmtop tee -- codex app-server"), "{screen}");

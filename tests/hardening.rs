@@ -19,6 +19,10 @@ use swarmtop::commands::{ingest_partial, route::RouteWriter, stats, tree};
 use swarmtop::pipeline::Config;
 use swarmtop::ui::{self, Feed, Theme, View};
 
+#[path = "support/tmux.rs"]
+mod tmux;
+use tmux::{Tmux, watched};
+
 const BIN: &str = env!("CARGO_BIN_EXE_swarmtop");
 const HEADER: &[u8] = b"{\"swarmtop\":\"recording\",\"version\":1,\"startedMs\":1,\"source\":\"tee\",\"host\":\"h\"}\n";
 
@@ -617,62 +621,11 @@ fn after_the_recording_fails_a_late_monitor_still_gets_the_whole_session() {
 // ---------------------------------------------------------------------------------------------
 // Signals to the monitor, in a real terminal
 
-struct Tmux {
-    server: String,
-}
-
-impl Tmux {
-    fn start(name: &str, shell_command: &str) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (scripts/test installs it)");
-            eprintln!("SKIPPED: tmux is not installed");
-            return None;
-        }
-        let t = Self { server: format!("swarmtop-harden-{name}-{}", std::process::id()) };
-        let out = t.run(&["new-session", "-d", "-s", "t", "-x", "120", "-y", "40", shell_command]);
-        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
-        Some(t)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux").args(["-L", &self.server, "-f", "/dev/null"]).args(args).output().expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-t", "t", "-p"]).stdout).into_owned()
-    }
-
-    fn format(&self, f: &str) -> String {
-        String::from_utf8_lossy(&self.run(&["display-message", "-p", "-t", "t", f]).stdout).trim().to_owned()
-    }
-
-    /// The pid of the shell's child (swarmtop).
-    fn child_pid(&self) -> Option<i32> {
-        let shell = self.format("#{pane_pid}");
-        let children = fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).ok()?;
-        children.split_whitespace().next()?.parse().ok()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-fn watched(args: &str) -> String {
-    let script = format!(
-        "before=$(stty -g); {BIN} {args}; code=$?; after=$(stty -g); \
-         [ \"$before\" = \"$after\" ] && echo TTY=restored || echo TTY=changed; echo EXIT=$code; sleep 60"
-    );
-    format!("sh -c '{}'", script.replace('\'', "'\\''"))
-}
-
 #[test]
 fn sigint_and_sigquit_to_the_monitor_restore_the_terminal() {
     // Taken as a request to quit, like `q` (and SIGTERM, tested in tests/terminal.rs): exit 0.
     for signal in [Signal::SIGINT, Signal::SIGQUIT] {
-        let Some(t) = Tmux::start(&format!("{signal:?}"), &watched("demo")) else { return };
+        let Some(t) = Tmux::start(&format!("{signal:?}"), 120, 40, &watched("demo")) else { return };
         let pid = wait_for("the monitor", || {
             let on = t.format("#{alternate_on}") == "1";
             on.then(|| t.child_pid()).flatten()
@@ -691,7 +644,9 @@ fn sigint_and_sigquit_to_the_monitor_restore_the_terminal() {
 fn sigint_to_listen_on_a_screen_restores_the_terminal_and_removes_the_socket() {
     let (_dir, sockets) = runtime_dir();
     let socket = sockets.join("listen-screen.sock");
-    let Some(t) = Tmux::start("listen", &watched(&format!("listen --socket {}", socket.display()))) else { return };
+    let Some(t) = Tmux::start("listen", 120, 40, &watched(&format!("listen --socket {}", socket.display()))) else {
+        return;
+    };
     let pid = wait_for("the monitor", || {
         let on = t.format("#{alternate_on}") == "1" && socket.exists();
         on.then(|| t.child_pid()).flatten()

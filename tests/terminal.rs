@@ -3,80 +3,13 @@
 //! after quit. Needs tmux (installed by `scripts/test`); without it the test says so and passes,
 //! except in CI, where it fails.
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-struct Tmux {
-    server: String,
-}
+#[path = "support/tmux.rs"]
+mod tmux;
 
-impl Tmux {
-    fn start(name: &str, width: u16, height: u16, shell_command: &str) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            assert!(std::env::var_os("CI").is_none(), "tmux is required in CI (scripts/test installs it)");
-            eprintln!("skipping: tmux is not installed");
-            return None;
-        }
-        let t = Self { server: format!("swarmtop-test-{name}-{}", std::process::id()) };
-        let out = t.run(&[
-            "new-session",
-            "-d",
-            "-s",
-            "t",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            shell_command,
-        ]);
-        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
-        Some(t)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new("tmux").args(["-L", &self.server, "-f", "/dev/null"]).args(args).output().expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.run(&["capture-pane", "-t", "t", "-p"]).stdout).into_owned()
-    }
-
-    /// Sends keys one at a time: a lone Escape followed at once by a key would read as Alt-key.
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.run(&["send-keys", "-t", "t", k]);
-            std::thread::sleep(Duration::from_millis(120));
-        }
-    }
-
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(Instant::now() < deadline, "timed out waiting for {what}; the screen:\n{screen}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.run(&["kill-server"]);
-    }
-}
-
-/// A shell around swarmtop that reports whether the terminal's settings came back, and its exit code.
-fn watched(args: &str) -> String {
-    let bin = env!("CARGO_BIN_EXE_swarmtop");
-    let script = format!(
-        "before=$(stty -g); {bin} {args}; code=$?; after=$(stty -g); \
-         [ \"$before\" = \"$after\" ] && echo TTY=restored || echo TTY=changed; echo EXIT=$code; sleep 60"
-    );
-    format!("sh -c '{}'", script.replace('\'', "'\\''"))
-}
+use tmux::{Tmux, watched};
 
 /// The pid of the swarmtop running in the pane (the pane's shell's child).
 fn swarmtop_pid(tmux: &Tmux) -> String {
