@@ -88,6 +88,8 @@ struct TeeFeed {
     live: bool,
     ended: bool,
     session: Option<usize>,
+    /// Wall time of the last record it sent (unix ms).
+    last_ms: Option<i64>,
 }
 
 struct Machine {
@@ -143,6 +145,9 @@ impl Machine {
         }
         self.rescan().await?;
         self.snapshot().await?;
+        // What was on disk at start is in: from here on, what arrives is new (the burn rate
+        // counts from this point).
+        self.send(Event::Live).await?;
         let mut tick = tokio::time::interval(TICK);
         tick.tick().await;
         let mut rescan_due: Option<Instant> = None;
@@ -202,6 +207,7 @@ impl Machine {
                 live: false,
                 ended: false,
                 session: None,
+                last_ms: None,
             });
             let (one_tx, mut one_rx) = mpsc::channel(CHANNEL_EVENTS);
             let options = attach::Options { path: t.socket, reconnect: false, record: None, rediscover: None };
@@ -254,6 +260,7 @@ impl Machine {
                     out.push(b'\n');
                 }
                 if !out.is_empty() {
+                    self.tees[i].last_ms = unix_ms(SystemTime::now());
                     self.forward(Origin::NONE, out).await?;
                 }
                 self.tee_session(i);
@@ -439,8 +446,8 @@ impl Machine {
             if s.tee.is_some() && !s.files.is_empty() {
                 continue;
             }
-            let (state, pid) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
-                (if t.ended { State::Ended } else { State::Live }, t.pid)
+            let (state, pid, last_activity_ms) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
+                (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
             } else {
                 let pid = s.files.iter().filter_map(|&f| held.get(&self.files[f].canonical).copied()).min();
                 let newest = s.files.iter().map(|&f| discover::modified(&self.files[f].path)).max();
@@ -452,6 +459,7 @@ impl Machine {
                         (None, false) => State::Ended,
                     },
                     pid,
+                    newest.and_then(unix_ms),
                 )
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
@@ -463,12 +471,17 @@ impl Machine {
                 state,
                 pid,
                 usage,
+                last_activity_ms,
             });
         }
         let snapshot =
             Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() };
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
+}
+
+fn unix_ms(t: SystemTime) -> Option<i64> {
+    t.duration_since(std::time::UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
 }
 
 /// `startedMs` of a recording header line.
