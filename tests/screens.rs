@@ -475,7 +475,7 @@ fn follow_keeps_the_newest_active_lane_selected() {
     }
     v.refresh(&p.model);
     let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
-    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups);
+    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups, &v.tops);
     let followed = lanes[v.lane];
     assert!(p.model.thread(followed).status.is_active());
     assert_eq!(lanes.len(), 3);

@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let focused = view.focus == Pane::Lanes && view.overlay.is_none();
     let lanes: Vec<ThreadIdx> = match (view.expanded, view.selected) {
         (Some(t), _) => vec![t],
-        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups),
+        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups, &view.tops),
         (None, None) => Vec::new(),
     };
     view.lane = view.lane.min(lanes.len().saturating_sub(1));
@@ -140,6 +140,10 @@ fn jump(model: &Model, thread: &Thread, tw: usize, rows: usize, view: &mut View,
     }
 }
 
+fn sessions(n: usize) -> String {
+    format!("{n} session{}", if n == 1 { "" } else { "s" })
+}
+
 fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> {
     let theme = &view.theme;
     // A name in a title leaves room for the rest of it (the scroll mark above all).
@@ -159,6 +163,11 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
         }
         (None, Some(NodeId::Unattributed)) => format!(" unattributed · {} ", lanes.len()),
         (None, Some(NodeId::Pending)) => format!(" pending · {} ", lanes.len()),
+        (None, Some(NodeId::Agent(a))) => format!(" {} · {} ", view.tops.agent(a), sessions(lanes.len())),
+        (None, Some(NodeId::Project(p))) => {
+            let project = view.tops.project(p).map_or("?", |p| p.name.as_str());
+            format!(" {} · {} ", truncate(project, TITLE_NAME), sessions(lanes.len()))
+        }
         (None, None) => " lanes ".to_owned(),
     };
     let mut spans = vec![Span::styled(text, theme.title)];
