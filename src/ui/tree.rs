@@ -367,6 +367,8 @@ const AGO_W: usize = 6;
 const PID_W: usize = 8;
 const CPU_W: usize = 6;
 const MEM_W: usize = 6;
+/// From this pane width a session row shows its last activity.
+const AGO_FROM: usize = 40;
 /// From this pane width a session row shows pid, CPU % and memory.
 const PROCESS_FROM: usize = 64;
 
@@ -401,7 +403,8 @@ fn session_cells(
         cells.right(end, tokens(t.subtree.tokens.total), Style::new());
         end -= TOKENS_W;
     }
-    if cols.elapsed {
+    // On a narrow pane the session's name goes before its last activity.
+    if cols.elapsed && w >= AGO_FROM {
         let last = session.last_activity_ms.or(t.last_ms);
         let ago = match (feed.now_ms, last) {
             (Some(now), Some(last)) if now.saturating_sub(last) < 2_000 => "now".to_owned(),
