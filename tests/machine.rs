@@ -138,11 +138,11 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     let row_of = |needle: &str, nth: usize| {
         screen.lines().enumerate().filter(|(_, l)| l.contains(needle)).nth(nth).map(|(y, _)| y as u16).expect(needle)
     };
+    // The screen's text is `"…"` per line, so a needle's column is one left of its place in it.
     let style_at = |y: u16, needle: &str| {
-        let line: String = screen.lines().nth(y as usize).unwrap().to_owned();
-        let x = line.chars().position(|_| true).unwrap();
-        let col = line.find(needle).map(|b| line[..b].chars().count()).unwrap_or(x) as u16;
-        buf[(col + 1, y)].style()
+        let line = screen.lines().nth(y as usize).unwrap();
+        let col = line.find(needle).map_or(0, |b| line[..b].chars().count()) as u16;
+        buf[(col.saturating_sub(1), y)].style()
     };
     let arendt = row_of("Arendt", 0);
     assert_eq!(style_at(arendt, "Arendt").fg, dim.fg, "a child of the ended session is dimmed:\n{screen}");
@@ -229,4 +229,19 @@ fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
     act(&mut v, &p, &[Action::MoveDown, Action::MoveDown, Action::OpenLane]);
     assert!(matches!(v.selected, Some(NodeId::Thread(_))));
     assert!(v.expanded.is_some());
+}
+
+#[test]
+fn help_says_how_the_machine_view_groups_and_ages_out() {
+    let p = machine_pipeline();
+    let f = feed(snapshot(State::Ended, 20 * MINUTE));
+    let mut v = view(Some(30 * MINUTE));
+    render(&p, &f, &mut v, (200, 60));
+    act(&mut v, &p, &[Action::Help]);
+    let screen = text(&render(&p, &f, &mut v, (200, 60)));
+    assert!(screen.contains("agent ▸ project ▸ session rows fold with ←→"), "{screen}");
+    assert!(screen.contains("leave 30m after their last activity (--keep)"), "{screen}");
+    // Quitting loses nothing: the sessions are on disk. `q` quits without asking.
+    act(&mut v, &p, &[Action::Back]);
+    assert_eq!(ui::update(&mut v, &p.model, Action::Quit), ui::Effect::Quit);
 }

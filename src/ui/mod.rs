@@ -140,8 +140,9 @@ impl Default for Feed {
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let area = frame.area();
     view.replay = !feed.live;
-    // A followed file is live too, but quitting loses nothing: it is all in the file.
-    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none();
+    // A followed file is live too, but quitting loses nothing: it is all in the file. So with the
+    // machine view: its sessions are on disk, and a tee serves its history to the next attach.
+    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none() && feed.machine.is_none();
     view.clock = status::Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
     view.machine = feed.machine.is_some();
     if let Some(snapshot) = feed.machine.as_deref() {
