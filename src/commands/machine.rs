@@ -259,11 +259,15 @@ impl Machine {
                     out.extend_from_slice(line);
                     out.push(b'\n');
                 }
+                if self.tee_session(i) {
+                    // Its row's group is known before its threads arrive.
+                    let snapshot = self.sessions_now();
+                    self.send(Event::Sessions(Box::new(snapshot))).await?;
+                }
                 if !out.is_empty() {
                     self.tees[i].last_ms = unix_ms(SystemTime::now());
                     self.forward(Origin::NONE, out).await?;
                 }
-                self.tee_session(i);
             }
             // A record over the bound takes its place in the stream's count, but there is nothing to forward.
             Event::Oversized { .. } => {
@@ -283,12 +287,13 @@ impl Machine {
         Ok(())
     }
 
-    /// A tee is listed as one session, under the first root thread its stream names.
-    fn tee_session(&mut self, i: usize) {
+    /// A tee is listed as one session, under the first root thread its stream names; whether
+    /// this call listed it.
+    fn tee_session(&mut self, i: usize) -> bool {
         if self.tees[i].session.is_some() {
-            return;
+            return false;
         }
-        let Some(id) = self.tees[i].threads.iter().min().cloned() else { return };
+        let Some(id) = self.tees[i].threads.iter().min().cloned() else { return false };
         let index = self.sessions.len();
         self.sessions.push(Session {
             tool: "codex".to_owned(),
@@ -299,6 +304,7 @@ impl Machine {
             tee: Some(i),
         });
         self.tees[i].session = Some(index);
+        true
     }
 
     async fn forward(&mut self, origin: Origin, bytes: Vec<u8>) -> Result<(), Gone> {
@@ -319,6 +325,7 @@ impl Machine {
         }
         self.watcher.watch(&self.opts.tee_dir);
         let mut fresh = Vec::new();
+        let sessions_before = self.sessions.len();
         let held = self.holders(&found.candidates);
         // Oldest first, so the first screen fills in the order things happened.
         for c in found.candidates.into_iter().rev() {
@@ -367,6 +374,12 @@ impl Machine {
                 self.watcher.watch(&path);
                 fresh.push(i);
             }
+        }
+        if self.sessions.len() > sessions_before {
+            // The screen learns whose a new session's threads are before they arrive, so they
+            // land in their agent's group at once, not two seconds later.
+            let snapshot = self.sessions_now();
+            self.send(Event::Sessions(Box::new(snapshot))).await?;
         }
         for i in fresh {
             self.read_file(i).await?;
@@ -436,6 +449,12 @@ impl Machine {
         if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
             self.rescan().await?;
         }
+        let snapshot = self.sessions_now();
+        self.send(Event::Sessions(Box::new(snapshot))).await
+    }
+
+    /// Every session as the screen lists it, liveness sampled now.
+    fn sessions_now(&mut self) -> Snapshot {
         let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
         let held = self.opts.proc.open_files(&wanted).holders;
         let now = SystemTime::now();
@@ -474,9 +493,7 @@ impl Machine {
                 last_activity_ms,
             });
         }
-        let snapshot =
-            Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() };
-        self.send(Event::Sessions(Box::new(snapshot))).await
+        Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() }
     }
 }
 
