@@ -11,6 +11,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod liveness;
 pub mod tee;
 
 use std::collections::HashMap;
@@ -116,10 +117,10 @@ pub fn scan(env: &Env, window: &Window) -> Found {
     found
 }
 
-/// Whether a session runs, as far as the machine can tell.
+/// Whether a session runs, as far as the machine can tell ([`liveness`] decides).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
-    /// A process holds one of its files open, or its tee runs.
+    /// A process runs it (see [`liveness`]), or its tee runs.
     Live,
     /// No process is seen, but its files changed recently (file age is the fallback).
     Idle,
