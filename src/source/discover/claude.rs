@@ -270,8 +270,9 @@ mod tests {
             running(env, &proc)
                 .into_iter()
                 .filter_map(|r| match r.claim {
-                    Claim::Session(id) => Some(id),
-                    Claim::Project(_) => None,
+                    // Only this test's files (Claude Code may be running on this machine).
+                    Claim::Session(id) if id.starts_with("s-") => Some(id),
+                    _ => None,
                 })
                 .collect()
         };
