@@ -242,3 +242,183 @@ async fn codex_exec_holds_its_rollout_open_while_it_runs() {
     assert_eq!(only_row(&rows, &id)["state"], "idle");
     assert_eq!(rows.len(), 1, "one session, one row: {rows:#?}");
 }
+
+/// A process that holds `file` open (appending, as Codex does) until killed.
+fn holder(file: &Path) -> Child {
+    Command::new("sh").arg("-c").arg("exec 3>>\"$0\"; exec sleep 600").arg(file).stdin(Stdio::null()).spawn().unwrap()
+}
+
+fn stop(mut child: Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// The machine view's next snapshot in which `want` holds for session `id` (listed once), and when.
+async fn next_state(
+    events: &mut tokio::sync::mpsc::Receiver<swarmtop::source::live::Event>,
+    id: &str,
+    want: impl Fn(&swarmtop::source::discover::Seen) -> bool,
+) -> (swarmtop::source::discover::Seen, Instant) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let event = tokio::time::timeout_at(deadline, events.recv()).await;
+        let Ok(Some(event)) = event else { panic!("no snapshot for {id} came") };
+        if let swarmtop::source::live::Event::Sessions(snapshot) = event {
+            let mine: Vec<_> = snapshot.sessions.iter().filter(|s| s.id == id).collect();
+            assert!(mine.len() <= 1, "{id} listed once: {:#?}", snapshot.sessions);
+            if let Some(seen) = mine.first().filter(|s| want(s)) {
+                return ((*seen).clone(), Instant::now());
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_machine_view_sees_a_session_end_within_a_tick_and_come_back_when_resumed() {
+    use swarmtop::commands::{machine, sessions};
+    use swarmtop::source::discover::{Env, State};
+
+    let home = Home::new();
+    let quiet = home.add_codex("collab_v2");
+    let recent = home.add_codex("collab_v1");
+    // collab_v2 was last written ten minutes ago (past the idle age), collab_v1 just now.
+    let ten_minutes_ago = std::time::SystemTime::now() - Duration::from_secs(600);
+    for f in &quiet {
+        std::fs::File::options().append(true).open(f).unwrap().set_modified(ten_minutes_ago).unwrap();
+    }
+    let root_of =
+        |files: &[PathBuf], id: &str| files.iter().find(|f| f.to_string_lossy().contains(id)).unwrap().clone();
+    let (quiet_id, recent_id) = (home::CODEX_V2_ROOT, home::CODEX_V1_ROOT);
+    let quiet_holder = holder(&root_of(&quiet, quiet_id));
+    let recent_holder = holder(&root_of(&recent, recent_id));
+    let (quiet_pid, recent_pid) = (quiet_holder.id(), recent_holder.id());
+
+    let opts = sessions::Options {
+        window: sessions::window(30 * 60 * 1000, false),
+        env: Env::default().with("HOME", home.path()),
+        proc: swarmtop::source::proc::Proc::default(),
+        tee_dir: home.run_dir().join("swarmtop"),
+    };
+    let mut events = machine::spawn(opts);
+    let live = |pid: u32| move |s: &swarmtop::source::discover::Seen| s.state == State::Live && s.pid == Some(pid);
+    next_state(&mut events, quiet_id, live(quiet_pid)).await;
+    let (seen, _) = next_state(&mut events, recent_id, live(recent_pid)).await;
+    assert!(seen.usage.is_some_and(|u| u.rss_bytes > 0), "the row shows the process: {seen:?}");
+
+    // The processes exit: within one tick (2 s) the sessions are no longer live. The one written
+    // just now may still be running for all the machine knows (idle); the other has ended.
+    let killed = Instant::now();
+    stop(quiet_holder);
+    stop(recent_holder);
+    let (seen, at) = next_state(&mut events, quiet_id, |s| s.state != State::Live).await;
+    assert_eq!((seen.state, seen.pid), (State::Ended, None));
+    assert!(at - killed <= Duration::from_millis(3500), "seen after {:?}", at - killed);
+    let (seen, _) = next_state(&mut events, recent_id, |s| s.state != State::Live).await;
+    assert_eq!((seen.state, seen.pid), (State::Idle, None));
+
+    // Resumed (a new process appends to the same rollout): live again, the same single row.
+    let resumed = holder(&root_of(&quiet, quiet_id));
+    let again = resumed.id();
+    let (seen, _) = next_state(&mut events, quiet_id, live(again)).await;
+    assert_eq!(seen.pid, Some(again));
+    stop(resumed);
+}
+
+/// The real `codex app-server` behind `swarmtop tee`, as a user runs it (the socket in the
+/// default folder): mid-run, while the app-server also writes the session's rollouts, `ps` and
+/// the machine view list the session once, as the tee's live row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
+    use std::sync::{Arc, Mutex};
+    use support::harness::{World, run_scenario};
+    use support::scenario::Pacing;
+    use swarmtop::commands::{machine, sessions};
+    use swarmtop::source::discover::{Env, State};
+
+    let bin = match codex_binary() {
+        CodexBinary::Found(p) => Ok(p),
+        CodexBinary::Unavailable(why) => Err(why),
+    };
+    let Some(codex) = skip_unless(bin, "codex through a tee") else { return };
+    let world_root: Arc<Mutex<Option<PathBuf>>> = Arc::default();
+    let launch = {
+        let world_root = Arc::clone(&world_root);
+        move |world: &World| {
+            let root = world.root.path().to_owned();
+            *world_root.lock().unwrap() = Some(root.clone());
+            let args: Vec<OsString> = vec![
+                format!("XDG_RUNTIME_DIR={}", root.join("run").display()).into(),
+                format!("XDG_STATE_HOME={}", root.join("state").display()).into(),
+                env!("CARGO_BIN_EXE_swarmtop").into(),
+                "tee".into(),
+                "--".into(),
+                codex.into(),
+                "app-server".into(),
+            ];
+            (OsString::from("env"), args)
+        }
+    };
+    let (first_child_tx, first_child_rx) = tokio::sync::oneshot::channel();
+    let mid_run = tokio::spawn({
+        let world_root = Arc::clone(&world_root);
+        async move {
+            first_child_rx.await.ok()?;
+            let root = world_root.lock().unwrap().clone()?;
+            let ps = tokio::process::Command::new(env!("CARGO_BIN_EXE_swarmtop"))
+                .args(["ps", "--json"])
+                .env("HOME", root.join("home"))
+                .env("CODEX_HOME", root.join("codex-home"))
+                .env("XDG_RUNTIME_DIR", root.join("run"))
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .output()
+                .await
+                .ok()?;
+            let rows: Value = serde_json::from_slice(&ps.stdout).ok()?;
+            let opts = sessions::Options {
+                window: sessions::window(30 * 60 * 1000, false),
+                env: Env::default().with("HOME", root.join("home")).with("CODEX_HOME", root.join("codex-home")),
+                proc: swarmtop::source::proc::Proc::default(),
+                tee_dir: root.join("run/swarmtop"),
+            };
+            let mut events = machine::spawn(opts);
+            let mut snapshot = None;
+            while let Ok(Some(event)) = tokio::time::timeout(Duration::from_secs(10), events.recv()).await {
+                if let swarmtop::source::live::Event::Sessions(s) = event {
+                    snapshot = Some(s);
+                    break;
+                }
+            }
+            let rollouts = walk(&root.join("codex-home/sessions"));
+            Some((rows, snapshot?, rollouts))
+        }
+    });
+    let run = run_scenario(Box::new(launch), Pacing::TEST, Duration::from_secs(60), Some(first_child_tx))
+        .await
+        .unwrap_or_else(|e| panic!("the scripted session did not complete: {e}"));
+    let (rows, snapshot, rollouts) = mid_run.await.unwrap().expect("ps and the machine view ran mid-run");
+    let root = run.session.root_thread.clone();
+    assert!(!rollouts.is_empty(), "the app-server wrote rollouts beside the tee");
+
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "one session, once: {rows:#?}");
+    let row = &rows[0];
+    assert_eq!(row["id"], root.as_str());
+    assert_eq!(row["tool"], "codex");
+    assert_eq!(row["state"], "live");
+    assert!(row["source"].as_str().unwrap().ends_with(".sock"), "the tee's stream wins: {row}");
+    assert!(row["pid"].as_u64().is_some(), "{row}");
+
+    let seen: Vec<_> = snapshot.sessions.iter().collect();
+    assert_eq!(seen.len(), 1, "the machine view too: {seen:#?}");
+    assert_eq!((seen[0].id.as_str(), seen[0].state), (root.as_str(), State::Live));
+    assert!(seen[0].source.to_string_lossy().ends_with(".sock"));
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
