@@ -422,3 +422,143 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A minimal stdio client of the app-server (requests by id, notifications by method).
+struct AppServer {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+    next_id: u64,
+}
+
+impl AppServer {
+    fn start(program: &Path, args: &[OsString], home: &Home, project: &Path) -> Self {
+        let mut child = Command::new(program)
+            .args(args)
+            .env("CODEX_HOME", home.path().join(".codex"))
+            .env("HOME", home.path())
+            .env("MOCK_API_KEY", "sk-mock-not-a-real-key")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("RUST_LOG", "warn")
+            .env("XDG_RUNTIME_DIR", home.run_dir())
+            .env("XDG_STATE_HOME", home.state_dir())
+            .env_remove("OPENAI_API_KEY")
+            .current_dir(project)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let mut server = Self { stdin: child.stdin.take(), child, lines, next_id: 1 };
+        server.request(
+            "initialize",
+            serde_json::json!({"clientInfo": {"name": "liveness", "title": null, "version": "0"}}),
+        );
+        server.send(&serde_json::json!({"method": "initialized"}));
+        server
+    }
+
+    fn send(&mut self, v: &Value) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(format!("{v}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&serde_json::json!({"id": id, "method": method, "params": params}));
+        self.until(&format!("the answer to {method}"), |v| v["id"] == id && v.get("method").is_none())
+    }
+
+    fn until(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.lines.recv_timeout(left).unwrap_or_else(|_| panic!("never got {what}"));
+            if want(&v) {
+                return v;
+            }
+        }
+    }
+
+    fn turn(&mut self, thread: &str, text: &str) {
+        let input = serde_json::json!([{"type": "text", "text": text}]);
+        self.request("turn/start", serde_json::json!({"threadId": thread, "input": input}));
+    }
+
+    fn turn_completed(&mut self) {
+        self.until("turn/completed", |v| v["method"] == "turn/completed");
+    }
+
+    fn close(mut self) {
+        drop(self.stdin.take());
+        wait_exit(&mut self.child);
+    }
+}
+
+/// A session run by a plain `codex app-server`, then resumed by one behind `swarmtop tee`: the
+/// tee starts mid-session. While it runs the session is one live row (the tee's), and its tokens
+/// are the first turn's (only in the rollout, from before the tee) plus what the tee carries,
+/// exactly what the mock served, nothing counted twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
+    let bin = match codex_binary() {
+        CodexBinary::Found(p) => Ok(p),
+        CodexBinary::Unavailable(why) => Err(why),
+    };
+    let Some(codex) = skip_unless(bin, "a tee started mid-session") else { return };
+    let mock = MockModel::start(SlowCodex).await.unwrap();
+    let served_tokens = || mock.served().iter().filter_map(|s| s.usage).map(|u| u.total()).sum::<u64>();
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(home.path().join(".codex/config.toml"), config_toml(&mock.base_url())).unwrap();
+    let project = home.path().join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+
+    tokio::task::block_in_place(|| {
+        let mut plain = AppServer::start(&codex, &["app-server".into()], &home, &project);
+        let started = plain.request("thread/start", serde_json::json!({"cwd": project.display().to_string()}));
+        let thread = started["result"]["thread"]["id"].as_str().unwrap().to_owned();
+        plain.turn(&thread, "first");
+        plain.turn_completed();
+        plain.close();
+        let first = served_tokens();
+        assert!(first > 0);
+
+        let tee_args: Vec<OsString> =
+            vec!["tee".into(), "--".into(), codex.clone().into_os_string(), "app-server".into()];
+        let mut teed = AppServer::start(Path::new(env!("CARGO_BIN_EXE_swarmtop")), &tee_args, &home, &project);
+        teed.request("thread/resume", serde_json::json!({"threadId": thread}));
+        teed.turn(&thread, "second");
+        // The answer takes THINK: meanwhile the session is the tee's live row, with turn one's tokens.
+        let rows = ps(&home);
+        assert_eq!(rows.len(), 1, "one session, once: {rows:#?}");
+        let row = &rows[0];
+        assert_eq!(row["id"], thread.as_str());
+        assert_eq!(row["state"], "live");
+        assert!(row["source"].as_str().unwrap().ends_with(".sock"), "the tee's stream wins: {row}");
+        assert_eq!(row["project"], project.display().to_string().as_str());
+        assert_eq!(row["tokens"], first, "the rollout fills in what the tee missed: {row}");
+
+        teed.turn_completed();
+        let rows = ps(&home);
+        assert_eq!(rows.len(), 1, "one session, once: {rows:#?}");
+        assert_eq!(rows[0]["tokens"], served_tokens(), "both turns, each once: {:#?}", rows[0]);
+        assert!(served_tokens() > first);
+        teed.close();
+    });
+}
