@@ -405,13 +405,18 @@ async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
     assert_eq!(row["id"], root.as_str());
     assert_eq!(row["tool"], "codex");
     assert_eq!(row["state"], "live");
-    assert!(row["source"].as_str().unwrap().ends_with(".sock"), "the tee's stream wins: {row}");
+    assert!(is_socket(row["source"].as_str().unwrap()), "the tee's stream wins: {row}");
     assert!(row["pid"].as_u64().is_some(), "{row}");
 
     let seen: Vec<_> = snapshot.sessions.iter().collect();
     assert_eq!(seen.len(), 1, "the machine view too: {seen:#?}");
     assert_eq!((seen[0].id.as_str(), seen[0].state), (root.as_str(), State::Live));
-    assert!(seen[0].source.to_string_lossy().ends_with(".sock"));
+    assert!(is_socket(&seen[0].source.to_string_lossy()));
+}
+
+/// A tee's socket (`tee-<pid>.sock`), not a session file.
+fn is_socket(path: &str) -> bool {
+    Path::new(path).extension().is_some_and(|e| e == "sock")
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -464,7 +469,7 @@ impl AppServer {
         let mut server = Self { stdin: child.stdin.take(), child, lines, next_id: 1 };
         server.request(
             "initialize",
-            serde_json::json!({"clientInfo": {"name": "liveness", "title": null, "version": "0"}}),
+            &serde_json::json!({"clientInfo": {"name": "liveness", "title": null, "version": "0"}}),
         );
         server.send(&serde_json::json!({"method": "initialized"}));
         server
@@ -477,7 +482,7 @@ impl AppServer {
         stdin.flush().unwrap();
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    fn request(&mut self, method: &str, params: &Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&serde_json::json!({"id": id, "method": method, "params": params}));
@@ -497,7 +502,7 @@ impl AppServer {
 
     fn turn(&mut self, thread: &str, text: &str) {
         let input = serde_json::json!([{"type": "text", "text": text}]);
-        self.request("turn/start", serde_json::json!({"threadId": thread, "input": input}));
+        self.request("turn/start", &serde_json::json!({"threadId": thread, "input": input}));
     }
 
     fn turn_completed(&mut self) {
@@ -531,7 +536,7 @@ async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
 
     tokio::task::block_in_place(|| {
         let mut plain = AppServer::start(&codex, &["app-server".into()], &home, &project);
-        let started = plain.request("thread/start", serde_json::json!({"cwd": project.display().to_string()}));
+        let started = plain.request("thread/start", &serde_json::json!({"cwd": project.display().to_string()}));
         let thread = started["result"]["thread"]["id"].as_str().unwrap().to_owned();
         plain.turn(&thread, "first");
         plain.turn_completed();
@@ -542,7 +547,7 @@ async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
         let tee_args: Vec<OsString> =
             vec!["tee".into(), "--".into(), codex.clone().into_os_string(), "app-server".into()];
         let mut teed = AppServer::start(Path::new(env!("CARGO_BIN_EXE_swarmtop")), &tee_args, &home, &project);
-        teed.request("thread/resume", serde_json::json!({"threadId": thread}));
+        teed.request("thread/resume", &serde_json::json!({"threadId": thread}));
         teed.turn(&thread, "second");
         // The answer takes THINK: meanwhile the session is the tee's live row, with turn one's tokens.
         let rows = ps(&home);
@@ -550,7 +555,7 @@ async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
         let row = &rows[0];
         assert_eq!(row["id"], thread.as_str());
         assert_eq!(row["state"], "live");
-        assert!(row["source"].as_str().unwrap().ends_with(".sock"), "the tee's stream wins: {row}");
+        assert!(is_socket(row["source"].as_str().unwrap()), "the tee's stream wins: {row}");
         assert_eq!(row["project"], project.display().to_string().as_str());
         assert_eq!(row["tokens"], first, "the rollout fills in what the tee missed: {row}");
 
