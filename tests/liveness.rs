@@ -567,3 +567,54 @@ async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
         teed.close();
     });
 }
+
+/// Field 22 of `/proc/<pid>/stat`: when the process started, in clock ticks after boot.
+fn start_ticks(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    rest.split(' ').nth(19).unwrap().to_owned()
+}
+
+#[test]
+fn a_running_session_is_listed_however_long_it_has_been_quiet() {
+    let home = Home::new();
+    let two_days_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 86_400);
+    // A Claude Code session last written two days ago, whose process still runs (an open
+    // `claude` left waiting): its `sessions/<pid>.json`, as 2.1.332 writes it, names it.
+    let claude_file = home.add_old_claude_session();
+    let claude_id = claude_file.file_stem().unwrap().to_str().unwrap().to_owned();
+    let waiting = Command::new("sleep").arg("600").spawn().unwrap();
+    let sessions = home.path().join(".claude/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let session_file = sessions.join(format!("{}.json", waiting.id()));
+    std::fs::write(
+        &session_file,
+        format!(
+            r#"{{"pid":{},"sessionId":"{claude_id}","cwd":"/home/dev/old","procStart":"{}","kind":"interactive","status":"idle"}}"#,
+            waiting.id(),
+            start_ticks(waiting.id())
+        ),
+    )
+    .unwrap();
+    // A Codex thread last written two days ago that a process still holds (a loaded app-server thread).
+    let codex_files = home.add_codex("collab_v2");
+    for f in &codex_files {
+        std::fs::File::options().append(true).open(f).unwrap().set_modified(two_days_ago).unwrap();
+    }
+    let loaded = holder(codex_files.iter().find(|f| f.to_string_lossy().contains(home::CODEX_V2_ROOT)).unwrap());
+
+    let rows = home::wait_for("both running sessions", || {
+        let rows = ps(&home);
+        (rows.len() == 2 && rows.iter().all(|r| r["state"] == "live")).then_some(rows)
+    });
+    assert_eq!(only_row(&rows, &claude_id)["pid"], waiting.id());
+    let codex = only_row(&rows, home::CODEX_V2_ROOT);
+    assert_eq!(codex["pid"], loaded.id());
+    assert_eq!(codex["agents"], 4, "the whole session, children too: {codex}");
+
+    // Once they exit they are outside the window again (the stale `sessions/` file counts for nothing).
+    stop(waiting);
+    stop(loaded);
+    assert_eq!(ps(&home), Vec::<Value>::new());
+    assert!(session_file.exists());
+}

@@ -306,7 +306,7 @@ impl Machine {
     /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
     async fn rescan(&mut self) -> Result<(), Gone> {
         self.find_tees();
-        let found = discover::scan(&self.opts.env, &self.opts.window);
+        let found = discover::scan_running(&self.opts.env, &self.opts.window, &self.opts.proc);
         self.looked_in.clone_from(&found.looked_in);
         for (_, root) in &found.looked_in {
             self.watcher.watch(root);

@@ -141,7 +141,7 @@ fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
 
 /// Everything within the window, newest activity first.
 pub fn collect(opts: &Options, config: &Config) -> Report {
-    let found = discover::scan(&opts.env, &opts.window);
+    let found = discover::scan_running(&opts.env, &opts.window, &opts.proc);
     let mut report = Report { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Report::default() };
 
     let mut tees: Vec<TeeSession> =

@@ -75,10 +75,19 @@ impl Proc {
 
     /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
     pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
-        let mut scan = Scan::default();
         if wanted.is_empty() {
-            return scan;
+            return Scan::default();
         }
+        self.open_where(|target| wanted.contains(target))
+    }
+
+    /// The files below `dir` (canonical) that some process of ours holds open.
+    pub fn open_below(&self, dir: &Path) -> Scan {
+        self.open_where(|target| target.starts_with(dir))
+    }
+
+    fn open_where(&self, wanted: impl Fn(&Path) -> bool) -> Scan {
+        let mut scan = Scan::default();
         let me = std::process::id();
         for pid in self.own_pids() {
             if pid == me {
@@ -96,7 +105,7 @@ impl Proc {
                     continue;
                 }
                 let Ok(target) = fs::read_link(fd.path()) else { continue };
-                if wanted.contains(&target) {
+                if wanted(&target) {
                     let holder = scan.holders.entry(target).or_insert(pid);
                     *holder = (*holder).min(pid);
                 }

@@ -28,7 +28,7 @@ use crate::source::proc::{self, Proc};
 pub const PLACE: Place =
     Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
 
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running };
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions };
 
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;
@@ -170,27 +170,61 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         for entry in entries.flatten() {
             let path = entry.path();
             let Some(id) = session_id(&path) else { continue };
-            let session_dir = project_dir.join(id);
-            let subagents = sub_agent_files(&session_dir);
-            let newest = subagents.iter().map(|p| modified(p)).chain([modified(&path)]).max();
-            let Some(newest) = newest.filter(|m| window.contains(*m)) else { continue };
-            let mut files = vec![path.clone()];
-            if session_dir.is_dir() {
-                // What `stats` reads from the session's folder, in its order.
-                let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
-                files.extend(inputs.into_iter().filter_map(|i| match i {
-                    Input::File(p) => Some(p),
-                    Input::Stdin => None,
-                }));
+            if let Some(c) = candidate(&project_dir, &path, id, window) {
+                out.push(c);
             }
-            out.push(Candidate {
-                tool: PLACE.tool,
-                id: id.to_owned(),
-                project: working_dir(&path),
-                location: path,
-                files,
-                modified: newest,
-            });
+        }
+    }
+    out
+}
+
+/// The session of `path` (`<project_dir>/<id>.jsonl`), if it or a sub-agent changed within the window.
+fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Option<Candidate> {
+    let session_dir = project_dir.join(id);
+    let subagents = sub_agent_files(&session_dir);
+    let newest = subagents.iter().map(|p| modified(p)).chain([modified(path)]).max();
+    let newest = newest.filter(|m| window.contains(*m))?;
+    let mut files = vec![path.to_owned()];
+    if session_dir.is_dir() {
+        // What `stats` reads from the session's folder, in its order.
+        let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
+        files.extend(inputs.into_iter().filter_map(|i| match i {
+            Input::File(p) => Some(p),
+            Input::Stdin => None,
+        }));
+    }
+    Some(Candidate {
+        tool: PLACE.tool,
+        id: id.to_owned(),
+        project: working_dir(path),
+        location: path.to_owned(),
+        files,
+        modified: newest,
+    })
+}
+
+/// The sessions running processes name, wherever their files are in time.
+fn running_sessions(env: &Env, _: &Proc, running: &[Running]) -> Vec<Candidate> {
+    let Some(root) = root(env) else { return Vec::new() };
+    let ids: HashSet<&str> = running
+        .iter()
+        .filter(|r| r.tool == PLACE.tool)
+        .filter_map(|r| match &r.claim {
+            Claim::Session(id) => Some(id.as_str()),
+            Claim::Project(_) => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for project in fs::read_dir(&root).into_iter().flatten().flatten() {
+        let project_dir = project.path();
+        for id in &ids {
+            let path = project_dir.join(format!("{id}.jsonl"));
+            if session_id(&path) == Some(id) {
+                out.extend(candidate(&project_dir, &path, id, &Window::all()));
+            }
         }
     }
     out

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{Env, State, claude};
+use super::{Candidate, Env, State, claude, codex};
 use crate::source::proc::{self, Proc, Scan};
 
 /// A session nobody is seen running counts as possibly still running (`idle`) this long after
@@ -42,15 +42,33 @@ pub struct Running {
     pub started: Option<SystemTime>,
 }
 
-/// How to find an agent's running processes (agents whose open files already say it all, as
-/// Codex's rollouts do, need none).
+/// How to find an agent's running processes, and the sessions they run.
 pub struct Runner {
     pub tool: &'static str,
+    /// Its processes that say what they run (agents whose open files say it all find none).
     pub find: fn(&Env, &Proc) -> Vec<Running>,
+    /// The sessions its running processes run (given what `find` found), outside any window.
+    pub sessions: fn(&Env, &Proc, &[Running]) -> Vec<Candidate>,
 }
 
 /// Every agent whose processes are looked for.
-pub const RUNNERS: &[Runner] = &[claude::RUNNER];
+pub const RUNNERS: &[Runner] = &[claude::RUNNER, codex::RUNNER];
+
+/// The sessions some process runs that `found` lacks: a session quiet for longer than the window
+/// is listed all the same while it runs (an open Claude Code left waiting, a loaded app-server thread).
+pub fn running_outside(env: &Env, proc: &Proc, found: &[Candidate]) -> Vec<Candidate> {
+    let known: HashSet<(&str, &str)> = found.iter().map(|c| (c.tool, c.id.as_str())).collect();
+    let mut out: Vec<Candidate> = Vec::new();
+    for runner in RUNNERS {
+        let running = (runner.find)(env, proc);
+        for c in (runner.sessions)(env, proc, &running) {
+            if !known.contains(&(c.tool, c.id.as_str())) && !out.iter().any(|o| o.tool == c.tool && o.id == c.id) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
 
 /// One look at the machine's processes.
 #[derive(Debug, Default)]
