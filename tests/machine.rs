@@ -161,6 +161,16 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     let screen = text(&render(&p, &f, &mut v, (120, 40)));
     insta::assert_snapshot!("diagnostics_aged_out_120x40", screen);
 
+    // A session that ends while on screen greys out at the next snapshot.
+    let mut v = view(None);
+    render(&p, &feed(snapshot(State::Idle, 20 * MINUTE)), &mut v, (200, 60));
+    let term = render(&p, &feed(snapshot(State::Ended, 20 * MINUTE)), &mut v, (200, 60));
+    let screen = text(&term);
+    let y = screen.lines().position(|l| l.contains("Arendt")).expect("Arendt") as u16;
+    let line = screen.lines().nth(y as usize).unwrap();
+    let col = line[..line.find("Arendt").unwrap()].chars().count() as u16;
+    assert_eq!(term.backend().buffer()[(col - 1, y)].style().fg, dim.fg, "{screen}");
+
     // Not ended: it stays, however old.
     let mut v = view(Some(10 * MINUTE));
     let screen = agents_pane(&text(&render(&p, &feed(snapshot(State::Idle, 20 * MINUTE)), &mut v, (200, 60))));

@@ -158,13 +158,25 @@ impl Tops {
         }
         self.key = Some(key);
         self.snapshot = Some(snapshot.clone());
+        let before: Vec<(ThreadIdx, Option<State>)> = self.states();
         let groups = self.build(model, snapshot, now_ms);
-        if groups == self.groups {
+        // Rows carry each session's ended state: a change of state is a change of rows too.
+        if groups == self.groups && self.states() == before {
             return false;
         }
         self.groups = groups;
         self.generation += 1;
         true
+    }
+
+    /// Each listed root's state, in row order.
+    fn states(&self) -> Vec<(ThreadIdx, Option<State>)> {
+        self.groups
+            .iter()
+            .flat_map(|g| &g.projects)
+            .flat_map(|p| &p.roots)
+            .map(|&r| (r, self.sessions.get(&r).and_then(|s| s.state)))
+            .collect()
     }
 
     fn build(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> Vec<AgentGroup> {
