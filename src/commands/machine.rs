@@ -487,12 +487,11 @@ impl Machine {
         // The on-disk sessions' newest file times, in the verdicts' order.
         let mut modified = subjects.iter().map(|s| s.modified).collect::<Vec<_>>().into_iter();
         for s in listed {
-            let (state, pid, last_activity_ms) = match s.tee.map(|t| &self.tees[t]) {
-                Some(t) => (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms),
-                None => {
-                    let last = modified.next().filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(unix_ms);
-                    verdicts.next().map_or((State::Ended, None, last), |v| (v.state, v.pid, last))
-                }
+            let (state, pid, last_activity_ms) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
+                (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
+            } else {
+                let last = modified.next().filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(unix_ms);
+                verdicts.next().map_or((State::Ended, None, last), |v| (v.state, v.pid, last))
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
             seen.push(Seen {
