@@ -253,18 +253,12 @@ impl<'a> Scanner<'a> {
         if self.is_null() { Some(None) } else { self.string().map(Some) }
     }
 
-    /// A plain integer (no fraction or exponent) that fits an i64.
-    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
-    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
-    fn opt_int(&mut self) -> Scan<Option<i64>> {
-        if self.is_null() {
-            return Some(None);
-        }
+    /// The digits of a plain whole number at the cursor (no sign), read while they are scanned:
+    /// its value (wrapped past 19 digits) and how many digits it has. A leading zero before more
+    /// digits, a fraction or an exponent gives up, as the grammar or a typed integer would.
+    #[inline]
+    fn whole_digits(&mut self) -> Scan<(u64, usize)> {
         let b = self.bytes;
-        let negative = b.get(self.pos) == Some(&b'-');
-        if negative {
-            self.pos += 1;
-        }
         let start = self.pos;
         let mut v: u64 = 0;
         while let Some(&d) = b.get(self.pos).filter(|d| d.is_ascii_digit()) {
@@ -275,6 +269,22 @@ impl<'a> Scanner<'a> {
         if digits == 0 || (digits > 1 && b[start] == b'0') || matches!(b.get(self.pos), Some(b'.' | b'e' | b'E')) {
             return None;
         }
+        Some((v, digits))
+    }
+
+    /// A plain integer (no fraction or exponent) that fits an i64.
+    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
+    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
+    fn opt_int(&mut self) -> Scan<Option<i64>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        let negative = self.bytes.get(self.pos) == Some(&b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let (v, digits) = self.whole_digits()?;
         // serde reads `-0` as the float -0.0, which a typed integer refuses.
         if negative && v == 0 {
             return None;
@@ -297,12 +307,19 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A whole number that fits a u64, as serde reads one; anything else gives up.
+    /// A whole number that fits a u64, as serde reads one; anything else (a sign, a fraction, an
+    /// overflow) gives up. Read while it is scanned: token figures are on every usage line.
     fn opt_u64(&mut self) -> Scan<Option<u64>> {
         if self.is_null() {
             return Some(None);
         }
-        self.number()?.parse().ok().map(Some)
+        let start = self.pos;
+        let (v, digits) = self.whole_digits()?;
+        if digits > 19 {
+            // Below 10^19 the sum cannot have wrapped; past it, the standard parser judges.
+            return self.text[start..self.pos].parse().ok().map(Some);
+        }
+        Some(Some(v))
     }
 
     fn opt_raw(&mut self, depth: usize) -> Scan<Option<Raw<'a>>> {
@@ -886,6 +903,7 @@ mod agreement {
             r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p"}}},"parentThreadId":null,"model":"gpt-5.5","agentNickname":"Kant","agentRole":null,"turns":[]}}}"#,
             r#"{"id":4,"result":{"thread":{"id":"t","status":{"type":"idle"},"turns":[]},"model":"gpt-5.5","modelProvider":"openai","sandbox":{"type":"x"}}}"#,
             r#"{"id":5,"result":{"thread":null,"model":null}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":0,"outputTokens":9999999999999999999},"modelContextWindow":18446744073709551615}}}"#,
             r#"{"id":6,"result":{"model":"a"},"result":7}"#,
             r#"{"id":6,"result":3,"result":{"model":"b"}}"#,
         ];
@@ -900,6 +918,9 @@ mod agreement {
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-0}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":18446744073709551616}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":1e3}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":07}}}}"#,
             // serde reads `-0` as a float.
             r#"{"method":"item/agentMessage/delta","params":{"summaryIndex":-0}}"#,
             r#"{"method":"thread/started","params":{"thread":{"parentThreadId":"p"}}}"#,
