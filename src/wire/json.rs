@@ -67,13 +67,6 @@ impl<'a> Raw<'a> {
     pub fn parse<T: Deserialize<'a>>(self) -> Option<T> {
         serde_json::from_str(self.0).ok()
     }
-
-    /// The value as a string, when it is one. Most texts hold no escape: validated already, such
-    /// a string is the bytes between its quotes, borrowed without a parse.
-    pub fn str(self) -> Option<Str<'a>> {
-        let inner = self.0.strip_prefix('"')?.strip_suffix('"')?;
-        if inner.contains('\\') { self.parse() } else { Some(Cow::Borrowed(inner)) }
-    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {

@@ -41,7 +41,7 @@ pub fn lower<'l>(msg: &'l Message<'_>, dir: Dir, out: &mut Lowered<'l>) {
     }
     let Some(thread) = msg.thread_id().filter(|t| !t.is_empty()) else {
         out.subject = crate::wire::fact::Subject::Global;
-        let message = msg.params.rest().message.and_then(Raw::str);
+        let message = msg.params.rest().message.and_then(super::scan::string_of);
         out.facts.push(Fact::Notice(Notice { method: CleanStr::new(method), message: message.map(|m| sanitize(&m)) }));
         return;
     };
@@ -287,7 +287,7 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
     let card = Cow::Borrowed(id);
     match item.kind() {
         "collabAgentToolCall" => {
-            let tool = item.tool();
+            let tool = raw_str(item.tool);
             let tool = tool.as_deref().unwrap_or("");
             // The spawn's resolved model names the child's model; item/started's never does.
             if completed && tool == "spawnAgent" {
@@ -351,7 +351,7 @@ fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<Raw<'a>>) -> Option<T> {
 
 /// An optional raw field as a string; `None` when absent, null or not a string.
 fn raw_str(raw: Option<Raw<'_>>) -> Option<Str<'_>> {
-    raw?.str()
+    super::scan::string_of(raw?)
 }
 
 /// The item's one-line title and tool name, by its kind.
@@ -378,7 +378,7 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
         }
         ItemKind::McpTool | ItemKind::DynamicTool => {
             let server = raw_str(item.server);
-            let name = match (server, item.tool()) {
+            let name = match (server, raw_str(item.tool)) {
                 (Some(s), Some(t)) => format!("{s}.{t}"),
                 (None, Some(t)) => t.into_owned(),
                 (Some(s), None) => s.into_owned(),
@@ -392,7 +392,7 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
             }
         }
         ItemKind::Collab => {
-            tool = item.tool().map(|t| sanitize(&t));
+            tool = raw_str(item.tool).map(|t| sanitize(&t));
             if let Some(prompt) = raw_str(item.prompt) {
                 title.push(&prompt);
             }

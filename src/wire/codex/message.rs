@@ -190,6 +190,7 @@ pub struct Item<'a> {
     pub id: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub status: Option<Str<'a>>,
+    /// A string for collab calls; other item types may use the key otherwise.
     #[serde(borrow, default)]
     pub tool: Option<Raw<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_vec_str")]
@@ -232,11 +233,6 @@ pub struct Item<'a> {
 impl Item<'_> {
     pub fn kind(&self) -> &str {
         self.kind.as_deref().unwrap_or("")
-    }
-
-    /// `tool` is a string for collab calls; other item types may use the key otherwise.
-    pub fn tool(&self) -> Option<Str<'_>> {
-        self.tool?.str()
     }
 }
 

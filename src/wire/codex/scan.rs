@@ -123,7 +123,9 @@ impl<'a> Scanner<'a> {
                     });
                 }
                 b'\\' => {
-                    let s = owned.get_or_insert_with(String::new);
+                    // Room for the rest of a usual string at once: growing from nothing
+                    // reallocated on most escaped texts.
+                    let s = owned.get_or_insert_with(|| String::with_capacity((self.bytes.len() - start).min(4096)));
                     s.push_str(&self.text[run..self.pos]);
                     s.push(self.escape()?);
                     run = self.pos;
@@ -378,6 +380,17 @@ impl<'a> Scanner<'a> {
         self.ws();
         (self.pos == self.bytes.len()).then_some(())
     }
+}
+
+/// A raw value as a string, when it is one: unescaped by the scanner, by serde where the scanner
+/// gives up (`\u` escapes). Item texts hold escapes (`\n`, `\"`) more often than not, and serde's
+/// `Cow<str>` always copies them out of its scratch buffer once more.
+pub(super) fn string_of(raw: Raw<'_>) -> Option<Str<'_>> {
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    let mut s = Scanner::new(raw.get());
+    s.string().filter(|_| s.end().is_some()).or_else(|| raw.parse())
 }
 
 /// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
@@ -888,6 +901,16 @@ mod agreement {
             Just("5"),
         ]
         .prop_map(str::to_owned)
+    }
+
+    #[test]
+    fn strings_of_raw_values_read_as_serde_reads_them() {
+        let texts =
+            [r#""plain""#, r#""a\nb \"c\" \\ d\t\/""#, r#""caf\u00e9 \ud83e\udd80""#, "\"\"", "7", "null", r#"["a"]"#];
+        for text in texts {
+            let raw = Raw::validated(text);
+            assert_eq!(string_of(raw), raw.parse::<Str<'_>>(), "{text}");
+        }
     }
 
     /// The typed nested objects the scanner reads itself, on lines shaped like real ones.
