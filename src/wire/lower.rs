@@ -14,17 +14,19 @@ pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 #[derive(Debug, Default)]
 pub struct Stream {
     rollout: rollout::Follow,
+    claude: claude::partial::Partials,
 }
 
 /// Lowers one decoded line from `origin`. Lowering the same line from the same origin again gives
 /// the same facts, whatever came between, except where the format says a line belongs to the
-/// thread an earlier line named (rollouts): a caller replaying a line knows its thread already.
+/// thread an earlier line named (rollouts: a caller replaying a line knows its thread already) or
+/// finishes what earlier lines streamed (Claude stream-json `--include-partial-messages`).
 pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lowered<'l> {
     let time = line.time().map(|t| t.clamp(0, MAX_TIME_MS));
     let mut out = Lowered { time, raw: line.raw, ..Lowered::default() };
     match &line.other {
         Some(Other::Claude(l)) => claude::lower(l, &mut out),
-        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut out),
+        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut stream.claude, &mut out),
         Some(Other::OpenCode(l)) => opencode::lower(l, &mut out),
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
         Some(Other::Otlp(l)) => otlp::lower(l, &mut out),

@@ -57,9 +57,14 @@ impl Line<'_> {
     }
 
     /// Whether lowering it needs nothing from the lines before it: every format's lines but a
-    /// rollout's, whose thread the file's first line may have named.
+    /// rollout's, whose thread the file's first line may have named, and a Claude stream-json line
+    /// that finishes what earlier lines streamed.
     pub fn lowers_alone(&self) -> bool {
-        !matches!(self.other, Some(Other::Rollout(_)))
+        match &self.other {
+            Some(Other::Rollout(_)) => false,
+            Some(Other::ClaudeStream(l)) => !l.reads_stream(),
+            _ => true,
+        }
     }
 
     /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`, else

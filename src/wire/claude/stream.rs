@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::partial::Partials;
 use super::{Block, Usage, blocks_of};
 use crate::wire::fact::{
     Answered, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
@@ -81,6 +82,22 @@ pub struct StreamLine<'a> {
     /// `result.modelUsage`: model -> the session's totals so far.
     #[serde(rename = "modelUsage", borrow, default)]
     pub model_usage: Option<BTreeMap<Str<'a>, ModelUsage<'a>>>,
+    /// `stream_event`: the API's own server-sent event, read by [`super::partial`].
+    #[serde(borrow, default)]
+    pub event: Option<&'a RawValue>,
+    /// `stream_event`: the response it is part of (`message.id`).
+    #[serde(borrow, default)]
+    pub api_message_id: Option<Str<'a>>,
+    /// `api_retry` (the session's request failed and is retried): attempt n of `max_retries`.
+    #[serde(default)]
+    pub attempt: Option<u64>,
+    #[serde(default)]
+    pub max_retries: Option<u64>,
+    #[serde(default)]
+    pub error_status: Option<u64>,
+    /// `api_retry`: a category (`unknown`, `rate_limit`, ...); kept raw, as other lines may say more.
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -148,6 +165,16 @@ impl StreamLine<'_> {
     }
 
     /// The agent a message line belongs to: its sub-agent, else the session.
+    /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
+    /// session's `assistant` line, which finishes the block the events streamed.
+    pub fn reads_stream(&self) -> bool {
+        match self.kind.as_deref() {
+            Some("stream_event") => true,
+            Some("assistant") => self.parent_tool_use_id.is_none(),
+            _ => false,
+        }
+    }
+
     fn speaker(&self) -> Option<&str> {
         self.agent_id.as_deref().filter(|_| self.parent_tool_use_id.is_some()).or(self.session_id.as_deref())
     }
@@ -157,12 +184,13 @@ fn id(s: &str) -> Cow<'_, str> {
     Cow::Borrowed(s)
 }
 
-fn set(target: Target<'_>, status: Status) -> Fact<'_> {
+pub(super) fn set(target: Target<'_>, status: Status) -> Fact<'_> {
     Fact::Status(StatusFact { target, change: StatusChange::Set(status) })
 }
 
-/// Lowers one stream-json line.
-pub fn lower<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+/// Lowers one stream-json line; `partials` is what the stream's earlier lines said of the responses
+/// still streaming.
+pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lowered<'l>) {
     out.format = Format::ClaudeStream;
     let Some(session) = line.session_id.as_deref() else { return };
     out.subject = Subject::Thread(id(session));
@@ -181,11 +209,14 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
             task_end(line, patch.and_then(|p| p.status.as_deref()), patch.and_then(|p| p.error.as_deref()), out);
         }
         (Some("system"), Some("task_notification")) => task_end(line, line.status.as_deref(), None, out),
+        (Some("system"), Some("api_retry")) => api_retry(line, out),
         (Some("tool_progress"), _) => retry(line, out),
-        (Some("assistant"), _) => assistant(line, out),
+        (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
+        (Some("assistant"), _) => assistant(line, partials, out),
         (Some("user"), _) => user(line, out),
         (Some("result"), _) => result(line, out),
-        // `thinking_tokens`, `background_tasks_changed`, and what comes next: the session's, no fact.
+        // `status` (`requesting`), `thinking_tokens`, `background_tasks_changed`, and what comes
+        // next: the session's, no fact.
         _ => {}
     }
 }
@@ -270,7 +301,26 @@ fn retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     out.facts.push(set(Target::Subject, Status::Retrying));
 }
 
-fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+/// `api_retry`: a request of the session failed and is retried (a sub-agent's come as
+/// `tool_progress` `subagent_retry`).
+fn api_retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let category = line.error.and_then(|e| serde_json::from_str::<Str<'_>>(e.get()).ok());
+    let what = match (line.error_status, category.as_deref()) {
+        (Some(s), Some(c)) => format!("HTTP {s} ({c})"),
+        (Some(s), None) => format!("HTTP {s}"),
+        (None, Some(c)) => format!("API error ({c})"),
+        (None, None) => "API error".to_owned(),
+    };
+    let attempt = match (line.attempt, line.max_retries) {
+        (Some(a), Some(m)) => format!(", retry {a}/{m}"),
+        _ => String::new(),
+    };
+    out.weight = Weight::Output;
+    out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
+    out.facts.push(set(Target::Subject, Status::Retrying));
+}
+
+fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
     let Some(speaker) = line.speaker() else { return };
     out.subject = Subject::Thread(id(speaker));
     out.weight = Weight::Output;
@@ -289,12 +339,18 @@ fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
     let blocks = blocks_of(message.content);
+    // A block that streamed is the item its deltas built, finished here.
+    let item = |i: usize| {
+        message
+            .id
+            .as_deref()
+            .and_then(|m| partials.item_of(m, i, blocks.len()))
+            .unwrap_or_else(|| format!("{uuid}#{i}"))
+    };
     for (i, block) in blocks.iter().enumerate() {
         let item = match block.kind.as_deref() {
-            Some("text") => block.text.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::AgentMessage, t)),
-            Some("thinking") => {
-                block.thinking.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::Reasoning, t))
-            }
+            Some("text") => block.text.as_deref().map(|t| text_item(item(i), ItemKind::AgentMessage, t)),
+            Some("thinking") => block.thinking.as_deref().map(|t| text_item(item(i), ItemKind::Reasoning, t)),
             Some("tool_use") => tool_use(block),
             _ => None,
         };
@@ -409,7 +465,7 @@ fn text_of(content: Option<&RawValue>) -> String {
 }
 
 /// Anthropic usage in the vocabulary's terms: input includes the cache reads and writes.
-fn breakdown(u: &Usage) -> Breakdown {
+pub(super) fn breakdown(u: &Usage) -> Breakdown {
     let v = |x: Option<u64>| x.unwrap_or(0);
     let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
     let one_hour = u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
@@ -444,7 +500,7 @@ mod tests {
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>, Vec<&Fact<'_>>)) {
         let line = parse(text).expect("a stream-json line");
         let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
-        lower(&line, &mut out);
+        lower(&line, &mut Partials::default(), &mut out);
         let facts: Vec<&Fact<'_>> = out.facts.iter().collect();
         check(&out, facts);
     }
@@ -540,6 +596,23 @@ mod tests {
                 matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/1")
             );
             assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+    }
+
+    #[test]
+    fn an_api_retry_is_a_transient_error_of_the_session() {
+        let line = r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":563,"error_status":529,"error":"overloaded","session_id":"s","uuid":"r1"}"#;
+        lowered(line, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            assert!(
+                matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/10")
+            );
+            assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+        // No HTTP status when the connection failed; an error of another shape is still a retry.
+        let refused = r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error_status":null,"error":{"kind":"x"},"session_id":"s"}"#;
+        lowered(refused, |_, f| {
+            assert!(matches!(f[0], Fact::Error(e) if e.message.as_ref().unwrap().as_str() == "API error, retry 2/10"));
         });
     }
 
