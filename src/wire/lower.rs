@@ -3,7 +3,7 @@
 use super::fact::{Format, Lowered, Origin};
 use super::malformed::{Malformed, Shape};
 use super::record::{Line, Other};
-use super::{claude, codex, opencode, otlp, rollout};
+use super::{claude, codex, exec, opencode, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
 /// line's time orders pending windows: a wild one must not hold them open (or shut) for ever.
@@ -15,6 +15,7 @@ pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 pub struct Stream {
     rollout: rollout::Follow,
     claude: claude::partial::Partials,
+    exec: exec::Follow,
 }
 
 /// Lowers one decoded line from `origin`. Lowering the same line from the same origin again gives
@@ -30,6 +31,7 @@ pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lo
         Some(Other::OpenCode(l)) => opencode::lower(l, &mut out),
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
         Some(Other::Otlp(l)) => otlp::lower(l, &mut out),
+        Some(Other::CodexExec(l)) => exec::lower(l, origin, &mut stream.exec, &mut out),
         None => codex::lower(&line.msg, line.dir, &mut out),
     }
     out

@@ -11,6 +11,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod exec;
 pub mod fact;
 mod json;
 mod lower;

@@ -17,6 +17,7 @@ pub enum Other<'a> {
     Rollout(Box<RolloutLine<'a>>),
     OpenCode(Box<OpenCodeLine<'a>>),
     Otlp(Box<super::otlp::OtlpLine>),
+    CodexExec(Box<super::exec::ExecLine<'a>>),
 }
 
 impl Other<'_> {
@@ -27,6 +28,8 @@ impl Other<'_> {
             Self::Rollout(l) => l.time(),
             Self::OpenCode(l) => l.time(),
             Self::Otlp(l) => l.time(),
+            // `codex exec --json` carries no times.
+            Self::CodexExec(_) => None,
         }
     }
 }
@@ -61,7 +64,7 @@ impl Line<'_> {
     /// that finishes what earlier lines streamed.
     pub fn lowers_alone(&self) -> bool {
         match &self.other {
-            Some(Other::Rollout(_)) => false,
+            Some(Other::Rollout(_) | Other::CodexExec(_)) => false,
             Some(Other::ClaudeStream(l)) => !l.reads_stream(),
             _ => true,
         }
@@ -158,6 +161,7 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
             Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
             Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
+            Shape::Typed => super::exec::parse(text).map(|l| Other::CodexExec(Box::new(l))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
