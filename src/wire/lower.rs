@@ -3,7 +3,7 @@
 use super::fact::{Format, Lowered, Origin};
 use super::malformed::{Malformed, Shape};
 use super::record::{Line, Other};
-use super::{claude, codex, exec, opencode, otlp, rollout};
+use super::{claude, codex, exec, opencode, opencode_run, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
 /// line's time orders pending windows: a wild one must not hold them open (or shut) for ever.
@@ -32,6 +32,7 @@ pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lo
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
         Some(Other::Otlp(l)) => otlp::lower(l, &mut out),
         Some(Other::CodexExec(l)) => exec::lower(l, origin, &mut stream.exec, &mut out),
+        Some(Other::OpenCodeRun(l)) => opencode_run::lower(l, &mut out),
         None => codex::lower(&line.msg, line.dir, &mut out),
     }
     out

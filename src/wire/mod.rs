@@ -17,6 +17,7 @@ mod json;
 mod lower;
 mod malformed;
 pub mod opencode;
+pub mod opencode_run;
 pub mod otlp;
 pub mod record;
 pub mod rollout;

@@ -18,6 +18,7 @@ pub enum Other<'a> {
     OpenCode(Box<OpenCodeLine<'a>>),
     Otlp(Box<super::otlp::OtlpLine>),
     CodexExec(Box<super::exec::ExecLine<'a>>),
+    OpenCodeRun(Box<super::opencode_run::RunLine<'a>>),
 }
 
 impl Other<'_> {
@@ -30,6 +31,7 @@ impl Other<'_> {
             Self::Otlp(l) => l.time(),
             // `codex exec --json` carries no times.
             Self::CodexExec(_) => None,
+            Self::OpenCodeRun(l) => l.time(),
         }
     }
 }
@@ -161,7 +163,10 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
             Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
             Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
-            Shape::Typed => super::exec::parse(text).map(|l| Other::CodexExec(Box::new(l))),
+            // An OpenCode line names its session; a `codex exec` line never does.
+            Shape::Typed => super::opencode_run::parse(text)
+                .map(|l| Other::OpenCodeRun(Box::new(l)))
+                .or_else(|| super::exec::parse(text).map(|l| Other::CodexExec(Box::new(l)))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
