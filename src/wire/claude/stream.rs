@@ -88,6 +88,9 @@ pub struct StreamLine<'a> {
     /// `stream_event`: the response it is part of (`message.id`).
     #[serde(borrow, default)]
     pub api_message_id: Option<Str<'a>>,
+    /// `compact_boundary`: how the context was compacted.
+    #[serde(borrow, default)]
+    pub compact_metadata: Option<Compaction<'a>>,
     /// `api_retry` (the session's request failed and is retried): attempt n of `max_retries`.
     #[serde(default)]
     pub attempt: Option<u64>,
@@ -110,6 +113,18 @@ pub struct StreamMessage<'a> {
     pub content: Option<&'a RawValue>,
     #[serde(default)]
     pub usage: Option<Usage>,
+}
+
+/// `compact_boundary` `compact_metadata`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Compaction<'a> {
+    /// `manual` (`/compact`) or `auto`.
+    #[serde(borrow, default)]
+    pub trigger: Option<Str<'a>>,
+    #[serde(default)]
+    pub pre_tokens: Option<u64>,
+    #[serde(default)]
+    pub post_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -210,6 +225,7 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
         }
         (Some("system"), Some("task_notification")) => task_end(line, line.status.as_deref(), None, out),
         (Some("system"), Some("api_retry")) => api_retry(line, out),
+        (Some("system"), Some("compact_boundary")) => compacted(line, out),
         (Some("tool_progress"), _) => retry(line, out),
         (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
         (Some("assistant"), _) => assistant(line, partials, out),
@@ -299,6 +315,27 @@ fn retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     };
     out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
     out.facts.push(set(Target::Subject, Status::Retrying));
+}
+
+/// `compact_boundary`: the session's context was summarised (`/compact` or automatically); the
+/// summary request itself is not reported as a message.
+fn compacted<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let Some(uuid) = line.uuid.as_deref() else { return };
+    let meta = line.compact_metadata.as_ref();
+    let trigger = meta.and_then(|m| m.trigger.as_deref()).unwrap_or("compacted");
+    let tokens = match (meta.and_then(|m| m.pre_tokens), meta.and_then(|m| m.post_tokens)) {
+        (Some(pre), Some(post)) => format!(": {pre} → {post} tokens of context"),
+        _ => String::new(),
+    };
+    out.weight = Weight::Output;
+    out.facts.push(Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Borrowed(uuid)),
+        turn: Some(TurnRef::Latest),
+        kind: Some(ItemKind::Compaction),
+        status: Some(ItemStatus::Completed),
+        title: Some(sanitize(&format!("context compacted ({trigger}){tokens}"))),
+        ..ItemFact::default()
+    })));
 }
 
 /// `api_retry`: a request of the session failed and is retried (a sub-agent's come as
@@ -596,6 +633,20 @@ mod tests {
                 matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/1")
             );
             assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+    }
+
+    #[test]
+    fn a_compact_boundary_is_a_compaction_of_the_session() {
+        let line = r#"{"type":"system","subtype":"compact_boundary","session_id":"s","uuid":"c1","compact_metadata":{"trigger":"manual","pre_tokens":10008,"post_tokens":2845,"cumulative_dropped_tokens":7163}}"#;
+        lowered(line, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            let Fact::Item(i) = f[0] else { panic!("{:?}", f[0]) };
+            assert_eq!(i.kind, Some(ItemKind::Compaction));
+            assert_eq!(
+                i.title.as_ref().map(Clean::as_str),
+                Some("context compacted (manual): 10008 → 2845 tokens of context")
+            );
         });
     }
 
