@@ -35,17 +35,26 @@ use crate::wire::{CleanStr, fact};
 /// forgotten: its last block is then written as an item of its own, its final output figure lost.
 pub const OPEN_RESPONSES: usize = 16;
 
+/// How many sub-agents' spawning tool uses are remembered per input, to tell whose a line without
+/// an `agent_id` is (2.1.63). Past the bound the oldest is forgotten: its lines are the session's.
+pub const TASKS: usize = 1024;
+
 /// What the lines of one stream tell about the responses still streaming.
 #[derive(Debug, Default)]
 pub struct Partials {
     open: Vec<Open>,
     /// Responses forgotten past [`OPEN_RESPONSES`].
     pub forgotten: u64,
+    /// Spawning tool use → the sub-agent it started (`task_started`).
+    tasks: Vec<(Box<str>, Box<str>)>,
+    /// Sub-agents forgotten past [`TASKS`].
+    pub forgotten_tasks: u64,
 }
 
 #[derive(Debug)]
 struct Open {
     message: Box<str>,
+    session: Box<str>,
     model: Option<Box<str>>,
     usage: Usage,
     /// The block streaming now: its index and whether it is text the `assistant` line repeats.
@@ -57,13 +66,40 @@ impl Partials {
         self.open.iter_mut().find(|o| &*o.message == message)
     }
 
-    fn start(&mut self, message: &str, model: Option<&str>, usage: Usage) {
+    fn start(&mut self, message: &str, session: &str, model: Option<&str>, usage: Usage) {
         self.open.retain(|o| &*o.message != message);
         if self.open.len() >= OPEN_RESPONSES {
             self.open.remove(0);
             self.forgotten = self.forgotten.saturating_add(1);
         }
-        self.open.push(Open { message: message.into(), model: model.map(Into::into), usage, block: None });
+        self.open.push(Open {
+            message: message.into(),
+            session: session.into(),
+            model: model.map(Into::into),
+            usage,
+            block: None,
+        });
+    }
+
+    pub(super) fn started(&mut self, card: &str, task: &str) {
+        if self.tasks.iter().any(|(c, _)| &**c == card) {
+            return;
+        }
+        if self.tasks.len() >= TASKS {
+            self.tasks.remove(0);
+            self.forgotten_tasks = self.forgotten_tasks.saturating_add(1);
+        }
+        self.tasks.push((card.into(), task.into()));
+    }
+
+    pub(super) fn task_of(&self, card: &str) -> Option<&str> {
+        self.tasks.iter().find(|(c, _)| &**c == card).map(|(_, t)| &**t)
+    }
+
+    /// The response a session streams now: one at a time, the one an event of a CLI that does not
+    /// name it (2.1.63: no `api_message_id`) belongs to.
+    fn current(&self, session: &str) -> Option<&str> {
+        self.open.iter().rev().find(|o| &*o.session == session).map(|o| &*o.message)
     }
 
     fn stop(&mut self, message: &str) {
@@ -136,14 +172,16 @@ pub fn lower<'l>(
     // An event of a shape this CLI does not write yet is the session's, and no fact.
     let Some(event) = event.and_then(|e| serde_json::from_str::<Event<'l>>(e.get()).ok()) else { return };
     let named = event.message.as_ref().and_then(|m| m.id.clone());
-    let Some(message) = line.api_message_id.as_deref().or(named.as_deref()) else { return };
+    let session = line.session_id.as_deref().unwrap_or_default();
+    let current = partials.current(session).map(str::to_owned);
+    let Some(message) = line.api_message_id.as_deref().or(named.as_deref()).or(current.as_deref()) else { return };
     out.weight = Weight::Output;
     match event.kind.as_deref() {
         Some("message_start") => {
             let m = event.message.as_ref();
             let model = m.and_then(|m| m.model.as_deref()).filter(|m| !m.is_empty() && *m != "<synthetic>");
             let usage = m.and_then(|m| m.usage).unwrap_or_default();
-            partials.start(message, model, usage);
+            partials.start(message, session, model, usage);
             if let Some(model) = partials.get(message).and_then(|o| o.model.as_deref()) {
                 out.facts.push(Fact::Model(ModelChange {
                     target: Target::Subject,
@@ -350,6 +388,52 @@ mod tests {
         assert!(facts[1].contains("Reasoning"));
         assert!(facts[2].contains(r#""Plan""#));
         assert_eq!(&facts[3..], ["[]", "[]", "[]", "[]", "[]"]);
+    }
+
+    #[test]
+    fn events_that_do_not_name_their_response_are_the_one_the_session_streams_now() {
+        // 2.1.63 writes no `api_message_id`: only `message_start` names the response.
+        let unnamed = |line: &String| line.replace(r#","api_message_id":"msg_1""#, "");
+        let lines: Vec<String> = response().iter().map(unnamed).collect();
+        let facts = lowered(&lines);
+        assert!(facts[2].contains(r#"item: "msg_1#0""#), "{}", facts[2]);
+        assert!(facts[4].contains(r#"id: Some("msg_1#0")"#), "{}", facts[4]);
+        assert!(facts[6].contains("output_tokens: Some(100)"), "{}", facts[6]);
+    }
+
+    #[test]
+    fn a_sub_agents_line_without_agent_id_is_the_task_its_tool_use_started() {
+        let mut stream = crate::wire::Stream::default();
+        let mut subject = |text: &str| {
+            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
+            let who = match &out.subject {
+                Subject::Thread(t) => t.to_string(),
+                other => format!("{other:?}"),
+            };
+            (who, format!("{:?}", out.facts.iter().collect::<Vec<_>>()))
+        };
+        subject(
+            r#"{"type":"system","subtype":"task_started","task_id":"a7","tool_use_id":"toolu_A","description":"List","session_id":"s"}"#,
+        );
+        let (who, _) = subject(
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"ls"}]},"parent_tool_use_id":"toolu_A","session_id":"s","uuid":"u2"}"#,
+        );
+        assert_eq!(who, "a7");
+        let (who, _) = subject(
+            r#"{"type":"user","message":{"content":[{"type":"text","text":"go"}]},"parent_tool_use_id":"toolu_Z","session_id":"s","uuid":"u3"}"#,
+        );
+        assert_eq!(who, "s", "a tool use no task started: the session's, as before");
+        // The hand-back in the session's tool result ends it (2.1.63 writes no task_updated).
+        let (who, facts) = subject(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_A","content":"done"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u4","tool_use_result":{"status":"completed","agentId":"a7"}}"#,
+        );
+        assert_eq!(who, "s");
+        assert!(facts.contains(r#"Answered { child: "a7", status: Idle }"#), "{facts}");
+        let (_, launched) = subject(
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_B","content":"started"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u5","tool_use_result":{"isAsync":true,"status":"async_launched","agentId":"a8"}}"#,
+        );
+        assert!(!launched.contains("Answered"), "a background launch has not ended: {launched}");
     }
 
     #[test]

@@ -88,6 +88,10 @@ pub struct StreamLine<'a> {
     /// `stream_event`: the response it is part of (`message.id`).
     #[serde(borrow, default)]
     pub api_message_id: Option<Str<'a>>,
+    /// A `user` line's tool result as the CLI read it: for a foreground sub-agent's hand-back,
+    /// `{status: completed, agentId, ...}` (the only end of a sub-agent 2.1.63 writes to a stream).
+    #[serde(borrow, default)]
+    pub tool_use_result: Option<&'a RawValue>,
     /// `compact_boundary`: how the context was compacted.
     #[serde(borrow, default)]
     pub compact_metadata: Option<Compaction<'a>>,
@@ -183,15 +187,26 @@ impl StreamLine<'_> {
     /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
     /// session's `assistant` line, which finishes the block the events streamed.
     pub fn reads_stream(&self) -> bool {
-        match self.kind.as_deref() {
-            Some("stream_event") => true,
-            Some("assistant") => self.parent_tool_use_id.is_none(),
+        match (self.kind.as_deref(), self.subtype.as_deref()) {
+            (Some("stream_event"), _) | (Some("system"), Some("task_started")) => true,
+            // A sub-agent's line without its `agent_id` (2.1.63) is told by its spawn's tool use.
+            (Some("assistant" | "user"), _) => self.parent_tool_use_id.is_none() || self.agent_id.is_none(),
             _ => false,
         }
     }
 
-    fn speaker(&self) -> Option<&str> {
-        self.agent_id.as_deref().filter(|_| self.parent_tool_use_id.is_some()).or(self.session_id.as_deref())
+    /// The agent a message line belongs to: its sub-agent (by `agent_id`, else by the task its
+    /// `parent_tool_use_id` started), else the session.
+    fn speaker<'l>(&'l self, partials: &Partials) -> Option<Cow<'l, str>> {
+        if let Some(card) = self.parent_tool_use_id.as_deref() {
+            if let Some(agent) = self.agent_id.as_deref() {
+                return Some(Cow::Borrowed(agent));
+            }
+            if let Some(task) = partials.task_of(card) {
+                return Some(Cow::Owned(task.to_owned()));
+            }
+        }
+        self.session_id.as_deref().map(Cow::Borrowed)
     }
 }
 
@@ -212,7 +227,7 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
     out.weight = Weight::Noise;
     match (line.kind.as_deref(), line.subtype.as_deref()) {
         (Some("system"), Some("init")) => init(line, session, out),
-        (Some("system"), Some("task_started")) => task_started(line, session, out),
+        (Some("system"), Some("task_started")) => task_started(line, session, partials, out),
         (Some("system"), Some("task_progress")) => {
             if let Some(task) = line.task_id.as_deref() {
                 out.subject = Subject::Thread(id(task));
@@ -229,7 +244,7 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
         (Some("tool_progress"), _) => retry(line, out),
         (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
         (Some("assistant"), _) => assistant(line, partials, out),
-        (Some("user"), _) => user(line, out),
+        (Some("user"), _) => user(line, partials, out),
         (Some("result"), _) => result(line, out),
         // `status` (`requesting`), `thinking_tokens`, `background_tasks_changed`, and what comes
         // next: the session's, no fact.
@@ -249,8 +264,11 @@ fn init<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
     out.facts.push(set(Target::Subject, Status::Running));
 }
 
-fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
+fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, partials: &mut Partials, out: &mut Lowered<'l>) {
     let Some(task) = line.task_id.as_deref() else { return };
+    if let Some(card) = line.tool_use_id.as_deref() {
+        partials.started(card, task);
+    }
     // The spawning agent: the session at depth 1, `parent_task_id` deeper.
     let parent = line.parent_task_id.as_deref().unwrap_or(session);
     let card = line.tool_use_id.as_deref().map(id);
@@ -358,8 +376,8 @@ fn api_retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
 }
 
 fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
-    let Some(speaker) = line.speaker() else { return };
-    out.subject = Subject::Thread(id(speaker));
+    let Some(speaker) = line.speaker(partials) else { return };
+    out.subject = Subject::Thread(speaker);
     out.weight = Weight::Output;
     let Some(message) = &line.message else { return };
     let model = message.model.as_deref().filter(|m| !m.is_empty() && *m != "<synthetic>");
@@ -396,9 +414,9 @@ fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowere
     out.facts.push(set(Target::Subject, Status::Running));
 }
 
-fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
-    let Some(speaker) = line.speaker() else { return };
-    out.subject = Subject::Thread(id(speaker));
+fn user<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
+    let Some(speaker) = line.speaker(partials) else { return };
+    out.subject = Subject::Thread(speaker);
     out.weight = Weight::Output;
     let Some(message) = &line.message else { return };
     let blocks = blocks_of(message.content);
@@ -418,6 +436,7 @@ fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         })));
     }
     if results {
+        handed_back(line, out);
         return;
     }
     let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
@@ -440,6 +459,27 @@ fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     out.facts.push(Fact::TurnStarted(TurnStarted { turn: Some(id(uuid)), own_root_turn: false, ends_previous: true }));
     out.facts.push(text_item(uuid.to_owned(), ItemKind::UserMessage, &text));
     out.facts.push(set(Target::Subject, Status::Running));
+}
+
+/// A sub-agent's answer in its parent's tool result: it has finished (the `task_updated` of newer
+/// CLIs says the same). A background launch (`async_launched`) or an error names no end.
+fn handed_back<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct HandBack<'a> {
+        #[serde(borrow, default)]
+        status: Option<Str<'a>>,
+        #[serde(borrow, default)]
+        agent_id: Option<Str<'a>>,
+    }
+    let Some(raw) = line.tool_use_result else { return };
+    let Ok(back) = serde_json::from_str::<HandBack<'l>>(raw.get()) else { return };
+    if back.status.as_deref() != Some("completed") {
+        return;
+    }
+    let Some(agent) = back.agent_id.filter(|a| !a.is_empty()) else { return };
+    out.facts.push(Fact::Answered(Answered { child: agent.clone(), status: Status::Idle }));
+    out.facts.push(set(Target::Thread(agent), Status::Idle));
 }
 
 fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
