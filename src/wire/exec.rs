@@ -332,11 +332,12 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
     if is_error {
         facts.push(Fact::Error(ErrorFact { message: item.message.as_deref().map(sanitize), retrying: false }));
     }
-    if !collab || status == Some(ItemStatus::Failed) {
+    if !collab {
         return;
     }
     let parent = item.sender_thread_id.as_deref().filter(|s| !s.is_empty());
-    if tool == "spawn_agent" && completed {
+    // A failed spawn spawned nothing; a failed `wait` still says how its children are (one errored).
+    if tool == "spawn_agent" && completed && status != Some(ItemStatus::Failed) {
         for child in &receivers {
             // A child says nothing of its own here: its spawn is all that registers it.
             if let Some(parent) = parent {
@@ -446,6 +447,15 @@ mod tests {
         let wait = &got[3].1;
         assert!(wait.contains(r#"Answered { child: "c1", status: Idle }"#), "{wait}");
         assert!(!got[4].1.contains("Spawn("), "a failed spawn spawned nothing");
+        let failed_wait = lowered(&[
+            STARTED,
+            r#"{"type":"item.completed","item":{"id":"item_6","type":"collab_tool_call","tool":"wait","sender_thread_id":"t0","receiver_thread_ids":["c2"],"agents_states":{"c2":{"status":"errored","message":"boom"}},"status":"failed"}}"#,
+        ]);
+        assert!(
+            failed_wait[1].1.contains(r#"Thread("c2"), change: Set(Failed)"#),
+            "a wait fails with its child: {}",
+            failed_wait[1].1
+        );
     }
 
     #[test]
