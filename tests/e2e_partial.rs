@@ -15,8 +15,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-use support::anthropic::Usage;
+use serde_json::{Value, json};
+use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
 use support::claude_driver::{self, ClaudeBinary, RunOptions, claude_binary};
 use support::claude_scenario::{Pacing, Scenario};
 use swarmtop::pipeline::{Config, Pipeline};
@@ -33,16 +33,20 @@ fn ingest(path: &Path) -> Pipeline {
     p
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_claude_partial_messages_stream_the_sessions_text_and_count_each_response_once() {
-    let bin = match claude_binary() {
-        ClaudeBinary::Found(p) => p,
+fn binary() -> Option<std::path::PathBuf> {
+    match claude_binary() {
+        ClaudeBinary::Found(p) => Some(p),
         ClaudeBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED real_claude_partial_messages: {why}");
-            return;
+            eprintln!("SKIPPED: {why}");
+            None
         }
         ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_partial_messages_stream_the_sessions_text_and_count_each_response_once() {
+    let Some(bin) = binary() else { return };
     let world = claude_driver::World::new().expect("a world");
     let run = claude_driver::run_with(
         &bin,
@@ -104,5 +108,90 @@ async fn real_claude_partial_messages_stream_the_sessions_text_and_count_each_re
     for i in root.items.iter().filter(|i| matches!(i.kind, ItemKind::AgentMessage | ItemKind::Reasoning)) {
         assert_eq!(i.status, ItemStatus::Completed, "{} streamed and was finished", i.id);
         assert!(!i.text.is_empty(), "{} has its text", i.id);
+    }
+}
+
+/// The lead's tools besides sub-agents, in one answer: a background Bash (a `task_started` of `task_type:
+/// local_bash` in the stream, which is no sub-agent), a failing Bash, a Read of a file that is not there, a
+/// TodoWrite; then a closing text (again after the background command's notification).
+struct Tools;
+
+impl Script for Tools {
+    fn reply(&self, req: &MessagesRequest<'_>) -> Reply {
+        let lead = req.agent.as_deref() == Some("lead") && !req.is_subagent && !req.tools.is_empty();
+        let tool =
+            |id: &str, name: &str, input: Value| Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input };
+        let blocks = match (lead, req.step) {
+            (true, 0) => vec![
+                Block::Text("Checking a few things.".to_owned()),
+                tool(
+                    "toolu_tools_bg",
+                    "Bash",
+                    json!({"command": "sleep 1; echo built", "description": "Build", "run_in_background": true}),
+                ),
+                tool("toolu_tools_fail", "Bash", json!({"command": "exit 3", "description": "Fail"})),
+                tool("toolu_tools_read", "Read", json!({"file_path": "/nonexistent/swarmtop/missing.txt"})),
+                tool(
+                    "toolu_tools_todo",
+                    "TodoWrite",
+                    json!({"todos": [{"content": "Check", "status": "in_progress", "activeForm": "Checking"}]}),
+                ),
+            ],
+            (true, _) => vec![Block::Text(format!("Done (step {}).", req.step))],
+            (false, _) => vec![Block::Text("Side answer.".to_owned())],
+        };
+        let stop = if matches!((lead, req.step), (true, 0)) { "tool_use" } else { "end_turn" };
+        Reply::Message {
+            blocks,
+            stop,
+            usage: Usage {
+                input: 100 + req.step as u64,
+                cache_write_5m: 10,
+                cache_write_1h: 0,
+                cache_read: 1000,
+                output: 20 + req.step as u64,
+            },
+            model: None,
+            pre_delay: Duration::from_millis(50),
+            delta_delay: Duration::from_millis(5),
+            signal: false,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_tools_background_bash_errors_and_todos_are_typed_and_nothing_is_lost() {
+    let Some(bin) = binary() else { return };
+    let world = claude_driver::World::new().expect("a world");
+    let run = claude_driver::run_with(
+        &bin,
+        Tools,
+        RunOptions { timeout: Duration::from_secs(60), interrupt_after: None, telemetry: None },
+        world,
+        &["--include-partial-messages"],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the session did not complete: {e}"));
+    eprintln!("tools run: {:?}, exit {:?}", run.elapsed, run.exit);
+    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
+        claude_driver::keep(&run, &std::path::PathBuf::from(dir).join("tools")).expect("keeping the run");
+    }
+    assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
+    for (what, path) in [("stream-json", run.world.stream.clone()), ("transcripts", run.world.projects())] {
+        let p = ingest(&path);
+        assert_eq!(p.model.threads.len(), 1, "{what}: the session alone, no tool taken for an agent");
+        let root = &p.model.threads[0];
+        let item =
+            |id: &str| root.items.iter().find(|i| &*i.id == id).unwrap_or_else(|| panic!("{what}: no item {id}"));
+        for i in &root.items {
+            eprintln!("{what}: {} {:?} {:?} {:?}", i.id, i.kind, i.status, i.title.as_str());
+        }
+        assert_eq!(item("toolu_tools_bg").kind, ItemKind::Command, "{what}");
+        assert_eq!(item("toolu_tools_bg").status, ItemStatus::Completed, "{what}: launched");
+        assert_eq!(item("toolu_tools_fail").status, ItemStatus::Failed, "{what}: exit 3 is an error");
+        assert_eq!(item("toolu_tools_read").status, ItemStatus::Failed, "{what}: a missing file is an error");
+        // 2.1.332 offers no TodoWrite in -p mode (TaskCreate, TaskUpdate, ... instead): the call is refused.
+        assert_eq!(item("toolu_tools_todo").status, ItemStatus::Failed, "{what}: a tool not offered");
+        assert_eq!(root.status, swarmtop::model::Status::Idle, "{what}: the session ended idle");
     }
 }

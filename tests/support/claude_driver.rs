@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use super::anthropic::{MockAnthropic, Served};
+use super::anthropic::{MockAnthropic, Script, Served};
 use super::claude_scenario::{PROJECT_FILES, ROOT_MODEL, ROOT_PROMPT, Scenario};
 
 /// The pinned CLI version (scripts/setup-claude.sh installs it).
@@ -157,7 +157,7 @@ pub async fn run(bin: &Path, scenario: Scenario, opts: RunOptions, world: World)
 /// [`run`] with more CLI arguments (`--include-partial-messages`, ...).
 pub async fn run_with(
     bin: &Path,
-    scenario: Scenario,
+    scenario: impl Script,
     opts: RunOptions,
     world: World,
     extra_args: &[&str],

@@ -49,6 +49,8 @@ pub struct Partials {
     tasks: Vec<(Box<str>, Box<str>)>,
     /// Sub-agents forgotten past [`TASKS`].
     pub forgotten_tasks: u64,
+    /// Background commands' task id → their tool use: a task that is no sub-agent.
+    commands: Vec<(Box<str>, Box<str>)>,
 }
 
 #[derive(Debug)]
@@ -90,6 +92,21 @@ impl Partials {
             self.forgotten_tasks = self.forgotten_tasks.saturating_add(1);
         }
         self.tasks.push((card.into(), task.into()));
+    }
+
+    pub(super) fn command_started(&mut self, task: &str, card: &str) {
+        if self.commands.iter().any(|(t, _)| &**t == task) {
+            return;
+        }
+        if self.commands.len() >= TASKS {
+            self.commands.remove(0);
+            self.forgotten_tasks = self.forgotten_tasks.saturating_add(1);
+        }
+        self.commands.push((task.into(), card.into()));
+    }
+
+    pub(super) fn command_of(&self, task: &str) -> Option<&str> {
+        self.commands.iter().find(|(t, _)| &**t == task).map(|(_, c)| &**c)
     }
 
     pub(super) fn task_of(&self, card: &str) -> Option<&str> {
@@ -434,6 +451,27 @@ mod tests {
             r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_B","content":"started"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u5","tool_use_result":{"isAsync":true,"status":"async_launched","agentId":"a8"}}"#,
         );
         assert!(!launched.contains("Answered"), "a background launch has not ended: {launched}");
+    }
+
+    #[test]
+    fn a_background_command_is_a_task_of_the_session_not_a_sub_agent() {
+        let lines = [
+            r#"{"type":"system","subtype":"task_started","task_id":"bk1","tool_use_id":"toolu_bg","description":"Build","is_backgrounded":true,"task_type":"local_bash","session_id":"s"}"#,
+            r#"{"type":"system","subtype":"task_updated","task_id":"bk1","patch":{"status":"completed","end_time":1},"session_id":"s"}"#,
+            r#"{"type":"system","subtype":"task_notification","task_id":"bk1","tool_use_id":"toolu_bg","status":"failed","session_id":"s"}"#,
+        ];
+        let mut stream = crate::wire::Stream::default();
+        let mut facts = Vec::new();
+        for text in lines {
+            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            assert!(!line.lowers_alone(), "a task line reads what task_started said");
+            let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
+            assert_eq!(out.subject, Subject::Thread("s".into()), "the session's: {text}");
+            facts.push(format!("{:?}", out.facts.iter().collect::<Vec<_>>()));
+        }
+        assert_eq!(facts[0], "[]", "no thread, no spawn");
+        assert!(facts[1].contains(r#"id: Some("toolu_bg"), update_only: true"#) && facts[1].contains("Completed"));
+        assert!(facts[2].contains("Failed"), "{}", facts[2]);
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct StreamLine<'a> {
     pub description: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub subagent_type: Option<Str<'a>>,
+    /// `task_started`: `local_agent` (a sub-agent), `local_bash` (a background command), ...
+    #[serde(borrow, default)]
+    pub task_type: Option<Str<'a>>,
     #[serde(default)]
     pub spawn_depth: Option<u32>,
     /// `task_notification`'s end status.
@@ -183,12 +186,19 @@ impl StreamLine<'_> {
         self.timestamp.as_deref().and_then(crate::wire::time::iso8601_ms)
     }
 
+    /// Whether a `task_started` is a sub-agent's (`local_agent`; 2.1.63 says so too) rather than a
+    /// background command's (`local_bash`) or another task of the session's own.
+    fn is_agent_task(&self) -> bool {
+        self.task_type.as_deref().is_none_or(|t| t.contains("agent"))
+    }
+
     /// The agent a message line belongs to: its sub-agent, else the session.
     /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
     /// session's `assistant` line, which finishes the block the events streamed.
     pub fn reads_stream(&self) -> bool {
         match (self.kind.as_deref(), self.subtype.as_deref()) {
-            (Some("stream_event"), _) | (Some("system"), Some("task_started")) => true,
+            (Some("stream_event"), _)
+            | (Some("system"), Some("task_started" | "task_progress" | "task_updated" | "task_notification")) => true,
             // A sub-agent's line without its `agent_id` (2.1.63) is told by its spawn's tool use.
             (Some("assistant" | "user"), _) => self.parent_tool_use_id.is_none() || self.agent_id.is_none(),
             _ => false,
@@ -227,7 +237,18 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
     out.weight = Weight::Noise;
     match (line.kind.as_deref(), line.subtype.as_deref()) {
         (Some("system"), Some("init")) => init(line, session, out),
+        (Some("system"), Some("task_started")) if !line.is_agent_task() => {
+            // A background command (`run_in_background`): the session's tool call, still running.
+            if let (Some(task), Some(card)) = (line.task_id.as_deref(), line.tool_use_id.as_deref()) {
+                partials.command_started(task, card);
+            }
+        }
         (Some("system"), Some("task_started")) => task_started(line, session, partials, out),
+        (Some("system"), Some("task_progress" | "task_updated" | "task_notification"))
+            if line.task_id.as_deref().is_some_and(|t| partials.command_of(t).is_some()) =>
+        {
+            command_end(line, partials, out);
+        }
         (Some("system"), Some("task_progress")) => {
             if let Some(task) = line.task_id.as_deref() {
                 out.subject = Subject::Thread(id(task));
@@ -281,6 +302,29 @@ fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, partials: &mut P
     out.facts.push(Fact::Thread(Box::new(thread)));
     out.facts.push(Fact::Spawn(Spawn { child: id(task), card, via: Via::TaskTool }));
     out.facts.push(set(Target::Thread(id(task)), Status::Running));
+}
+
+/// A background command's progress and end: its tool call's, in the session.
+fn command_end<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
+    let Some(card) = line.task_id.as_deref().and_then(|t| partials.command_of(t)) else { return };
+    let status = match line.subtype.as_deref() {
+        Some("task_updated") => line.patch.as_ref().and_then(|p| p.status.as_deref()),
+        Some("task_notification") => line.status.as_deref(),
+        _ => None,
+    };
+    let status = match status {
+        Some("completed") => ItemStatus::Completed,
+        Some("failed") => ItemStatus::Failed,
+        Some("killed" | "stopped") => ItemStatus::Interrupted,
+        _ => return,
+    };
+    out.facts.push(Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Owned(card.to_owned())),
+        update_only: true,
+        status: Some(status),
+        completed_ms: out.time,
+        ..ItemFact::default()
+    })));
 }
 
 /// A sub-agent's end, from `task_updated` or `task_notification` (both come; the facts are the same).
