@@ -56,16 +56,7 @@ impl<'a> Cursor<'a> {
     /// quote after an even run of backslashes.
     fn string_end(&self, start: usize) -> Option<usize> {
         let b = self.bytes();
-        // Keys and ids are short: a plain loop has found their end before memchr has set up.
         let mut from = start + 1;
-        let near = b.len().min(from + 24);
-        while from < near {
-            match b[from] {
-                b'"' => return Some(from + 1),
-                b'\\' => from += 2,
-                _ => from += 1,
-            }
-        }
         loop {
             let quote = from + memchr(b'"', b.get(from..)?)?;
             let slashes = b[start + 1..quote].iter().rev().take_while(|&&c| c == b'\\').count();
