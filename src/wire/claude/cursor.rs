@@ -11,10 +11,13 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr3};
+use memchr::{memchr, memchr3_iter};
 use serde::Deserialize;
 
 use crate::wire::json::{BStr, Str};
+
+/// Strings up to this long are read byte by byte; longer ones with memchr.
+const SHORT: usize = 48;
 
 pub struct Cursor<'a> {
     text: &'a str,
@@ -52,34 +55,30 @@ impl<'a> Cursor<'a> {
         (self.pos == self.text.len()).then_some(())
     }
 
-    /// Where the string whose opening quote is at `start` ends (past its closing quote): the first
-    /// quote after an even run of backslashes.
+    /// Where the string whose opening quote is at `start` ends (past its closing quote).
     fn string_end(&self, start: usize) -> Option<usize> {
         let b = self.bytes();
         let mut from = start + 1;
         loop {
             let quote = from + memchr(b'"', b.get(from..)?)?;
-            let slashes = b[start + 1..quote].iter().rev().take_while(|&&c| c == b'\\').count();
-            if slashes % 2 == 0 {
+            if !escaped(b, quote) {
                 return Some(quote + 1);
             }
             from = quote + 1;
         }
     }
 
-    /// Where the object or array opened at `start` ends: only its own kind of bracket is counted,
-    /// which in JSON balances within it.
+    /// Where the object or array opened at `start` ends: one pass over its quotes and its own kind
+    /// of bracket (which in JSON balance within it), brackets inside strings not counted.
     fn nested_end(&self, start: usize, open: u8, close: u8) -> Option<usize> {
         let b = self.bytes();
         let mut depth = 0usize;
-        let mut i = start;
-        loop {
-            let at = i + memchr3(b'"', open, close, b.get(i..)?)?;
+        let mut in_string = false;
+        for at in memchr3_iter(b'"', open, close, &b[start..]) {
+            let at = start + at;
             match b[at] {
-                b'"' => {
-                    i = self.string_end(at)?;
-                    continue;
-                }
+                b'"' => in_string = !in_string || escaped(b, at),
+                _ if in_string => {}
                 c if c == open => depth += 1,
                 _ => {
                     depth -= 1;
@@ -88,8 +87,8 @@ impl<'a> Cursor<'a> {
                     }
                 }
             }
-            i = at + 1;
         }
+        None
     }
 
     /// Steps over one value; its text.
@@ -123,6 +122,20 @@ impl<'a> Cursor<'a> {
     pub fn string(&mut self) -> Option<Str<'a>> {
         if self.peek()? != b'"' {
             return None;
+        }
+        // Ids, types and times are short and plain: one look at each byte reads them.
+        let b = self.bytes();
+        let start = self.pos + 1;
+        for (i, &c) in b[start..b.len().min(start + SHORT)].iter().enumerate() {
+            match c {
+                b'"' => {
+                    self.pos = start + i + 1;
+                    return Some(Cow::Borrowed(&self.text[start..start + i]));
+                }
+                b'\\' => break,
+                c if c < 0x20 => break,
+                _ => {}
+            }
         }
         let text = self.value()?;
         let inner = &text[1..text.len() - 1];
@@ -189,11 +202,18 @@ impl<'a> Cursor<'a> {
         if self.peek()? != b'"' {
             return None;
         }
-        let text = self.value()?;
-        let key = &text[1..text.len() - 1];
-        if key.bytes().any(|c| c == b'\\' || c < 0x20) {
-            return None;
+        let b = self.bytes();
+        let start = self.pos + 1;
+        let mut end = start;
+        loop {
+            match *b.get(end)? {
+                b'"' => break,
+                c if c == b'\\' || c < 0x20 => return None,
+                _ => end += 1,
+            }
         }
+        let key = &self.text[start..end];
+        self.pos = end + 1;
         self.eat(b':')?;
         Some(Some(key))
     }
@@ -212,6 +232,11 @@ impl<'a> Cursor<'a> {
         elements.first = false;
         Some(true)
     }
+}
+
+/// Whether the quote at `at`, inside a string, is escaped: after an odd run of backslashes.
+fn escaped(b: &[u8], at: usize) -> bool {
+    b[..at].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
 }
 
 /// Where a walk through an object's members is.
