@@ -16,9 +16,6 @@ use serde::Deserialize;
 
 use crate::wire::json::{BStr, Str};
 
-/// Strings up to this long are read byte by byte; longer ones with memchr.
-const SHORT: usize = 48;
-
 pub struct Cursor<'a> {
     text: &'a str,
     pos: usize,
@@ -123,19 +120,14 @@ impl<'a> Cursor<'a> {
         if self.peek()? != b'"' {
             return None;
         }
-        // Ids, types and times are short and plain: one look at each byte reads them.
-        let b = self.bytes();
+        // Most strings read are ids, types and times, plain: their end is their first special byte.
         let start = self.pos + 1;
-        for (i, &c) in b[start..b.len().min(start + SHORT)].iter().enumerate() {
-            match c {
-                b'"' => {
-                    self.pos = start + i + 1;
-                    return Some(Cow::Borrowed(&self.text[start..start + i]));
-                }
-                b'\\' => break,
-                c if c < 0x20 => break,
-                _ => {}
-            }
+        let rest = &self.bytes()[start..];
+        if let Some(len) = plain_len(rest)
+            && rest[len] == b'"'
+        {
+            self.pos = start + len + 1;
+            return Some(Cow::Borrowed(&self.text[start..start + len]));
         }
         let text = self.value()?;
         let inner = &text[1..text.len() - 1];
@@ -202,15 +194,11 @@ impl<'a> Cursor<'a> {
         if self.peek()? != b'"' {
             return None;
         }
-        let b = self.bytes();
         let start = self.pos + 1;
-        let mut end = start;
-        loop {
-            match *b.get(end)? {
-                b'"' => break,
-                c if c == b'\\' || c < 0x20 => return None,
-                _ => end += 1,
-            }
+        let len = plain_len(&self.bytes()[start..])?;
+        let end = start + len;
+        if self.bytes()[end] != b'"' {
+            return None;
         }
         let key = &self.text[start..end];
         self.pos = end + 1;
@@ -232,6 +220,29 @@ impl<'a> Cursor<'a> {
         elements.first = false;
         Some(true)
     }
+}
+
+/// Where the first quote, backslash or control byte of `b` is: eight bytes at a time, as short
+/// strings (keys, ids) are read faster so than memchr sets up.
+fn plain_len(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let slash = x ^ (ONES * u64::from(b'\\'));
+        // A byte is zero (or below 0x20) where subtracting borrows into its clear high bit; the
+        // lowest such byte is exact, which is the one wanted.
+        let hits =
+            (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | x.wrapping_sub(ONES * 0x20) & !x)
+                & HIGHS;
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|k| i + k)
 }
 
 /// Whether the quote at `at`, inside a string, is escaped: after an odd run of backslashes.
@@ -314,6 +325,12 @@ mod tests {
         c.value();
         assert_eq!(c.key(&mut m), None);
         assert_eq!(Cursor::new("\"a\u{1}\"").string(), None);
+        for n in 0..20 {
+            let plain = format!("\"{}\"", "x".repeat(n));
+            assert_eq!(Cursor::new(&plain).string().as_deref(), Some(&plain[1..=n]));
+            let escaped = format!("\"{}\\t\"", "é".repeat(n));
+            assert_eq!(Cursor::new(&escaped).string().as_deref(), Some(format!("{}\t", "é".repeat(n)).as_str()));
+        }
         let mut c = Cursor::new(r#"{"\u0061":1}"#);
         let mut m = c.object().unwrap();
         assert_eq!(c.key(&mut m), None);
