@@ -3,6 +3,7 @@
 
 mod cursor;
 pub mod outcome;
+pub mod partial;
 pub mod sidecar;
 mod skim;
 pub mod stream;
