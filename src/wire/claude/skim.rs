@@ -57,6 +57,10 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
                 seen.once(7)?;
                 line.request_id = c.opt_str()?;
             }
+            "requestSessionId" => {
+                seen.once(15)?;
+                line.request_session_id = c.opt_str()?;
+            }
             "message" => {
                 seen.once(8)?;
                 line.message = message(&mut c)?;
@@ -328,6 +332,33 @@ mod tests {
         fast.is_some()
     }
 
+    /// Members of a default value's Debug text, at its own level.
+    fn members(debug: &str) -> usize {
+        let mut depth = 0;
+        let mut n = 0;
+        for (i, c) in debug.char_indices() {
+            match c {
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth -= 1,
+                ':' if depth == 1 && debug[i..].starts_with(": ") => n += 1,
+                _ => {}
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn every_member_the_full_parse_reads_is_read_here_too() {
+        // A member added to these types must be read by this reader as well (or make it give up):
+        // else the fast path would drop it without a word. Update the counts with the reader.
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 29, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
+        assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
+        assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
+        assert_eq!(members(&format!("{:?}", AgentResult::default())), 2, "AgentResult");
+        assert_eq!(members(&format!("{:?}", ProgressData::default())), 2, "ProgressData");
+    }
+
     #[test]
     fn every_fixture_line_reads_as_the_full_parse_reads_it() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.39/");
@@ -375,6 +406,7 @@ mod tests {
                 "{{{t},\"data\":{{\"type\":\"agent_progress\",\"agentId\":\"a\",\"message\":{{\"x\":[\"}}\"]}}}}}}"
             ),
             format!("{{{t},\"apiErrorStatus\":529,\"isApiErrorMessage\":true}}"),
+            format!("{{{t},\"requestId\":\"r\",\"requestSessionId\":\"orig\"}}"),
             format!("{{{t},\"unknown\":{{\"a\":1}},\"unknown\":2}}"),
             format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}"),
         ];
