@@ -15,7 +15,7 @@ use super::status::Shown;
 use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
 use super::view::{Jump, Pane, View};
-use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_usd};
+use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
@@ -181,8 +181,7 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
 fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View, lane: ThreadIdx) {
     let theme = &view.theme;
     let t = model.thread(lane);
-    let header =
-        lane_header(t, &label::of(model, lane).name, view.shown(model, lane), feed, theme, area.width as usize, true);
+    let header = lane_header(model, lane, view.shown(model, lane), feed, theme, area.width as usize, true);
     let rows = area.height.saturating_sub(1) as usize;
     let tw = (area.width as usize).saturating_sub(INDENT);
     if let Some(dir) = view.jump.take() {
@@ -280,10 +279,9 @@ fn stacked(
     }
     let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
     for (&i, lines) in shown.iter().zip(tails) {
-        let t = model.thread(lanes[i]);
         let mut header = lane_header(
-            t,
-            &label::of(model, lanes[i]).name,
+            model,
+            lanes[i],
             view.shown(model, lanes[i]),
             feed,
             theme,
@@ -326,14 +324,16 @@ fn activity(t: &Thread) -> Option<(String, bool)> {
 
 /// `● Kant  5.5  running 0:42  $ cargo test ─────── quiet 12s  1.8k  $0.0083`
 fn lane_header(
-    t: &Thread,
-    name: &str,
+    model: &Model,
+    lane: ThreadIdx,
     shown: Shown,
     feed: &Feed,
     theme: &Theme,
     w: usize,
     open: bool,
 ) -> Line<'static> {
+    let t = model.thread(lane);
+    let name = &label::of(model, lane).name;
     let status_style = theme.status(shown);
     let mut left: Vec<Span<'static>> = vec![
         Span::styled(if open { "" } else { "▸" }.to_owned(), theme.dim),
@@ -361,8 +361,9 @@ fn lane_header(
         }
     }
     right.push((Span::raw(format!("  {}", tokens(t.tokens.total))), 2));
+    // The figure the tree and the sidebar show: the agent's own for a model the table lacks.
     let cost_style = if t.cost.is_some() { theme.cost } else { theme.dim };
-    right.push((Span::styled(format!("  {} ", format_usd(t.cost)), cost_style), 0));
+    right.push((Span::styled(format!("  {} ", format_shown(model.shown_cost(lane))), cost_style), 0));
     let used = |s: &[Span<'_>]| s.iter().map(|x| width(&x.content)).sum::<usize>();
     let used_right = |r: &[(Span<'_>, u8)]| r.iter().map(|(x, _)| width(&x.content)).sum::<usize>();
     while !right.is_empty() && used(&left) + used_right(&right) > w {
