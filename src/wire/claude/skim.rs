@@ -22,6 +22,7 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
     let mut c = Cursor::new(text);
     let mut line = ClaudeLine::default();
     let mut seen = Seen::default();
+    let mut snake_session = false;
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
@@ -91,7 +92,14 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
             }
             // Another format's members: its reader decides.
             "method" | "params" | "id" | "result" | "error" | "emittedAtMs" | "swarmtop" | "ts" | "dir" | "msg"
-            | "rawB64" | "payload" | "session_id" => return None,
+            | "rawB64" | "payload" => return None,
+            // stream-json's spelling; a transcript line may carry it beside `sessionId` (checked below).
+            "session_id" => {
+                seen.once(16)?;
+                snake_session = true;
+                line.note_stream_session_id();
+                c.value()?;
+            }
             _ => {
                 c.value()?;
             }
@@ -99,6 +107,10 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
     }
     c.end()?;
     line.kind.as_ref()?;
+    // Without `sessionId`, a snake-case session makes it a stream-json line.
+    if snake_session && line.session_id.is_none() {
+        return None;
+    }
     Some(line)
 }
 
@@ -409,6 +421,8 @@ mod tests {
             format!("{{{t},\"requestId\":\"r\",\"requestSessionId\":\"orig\"}}"),
             format!("{{{t},\"unknown\":{{\"a\":1}},\"unknown\":2}}"),
             format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}"),
+            // Interactive 2.1.332: the snake-case session beside the camel one (stale after `/clear`).
+            format!("{{{t},\"session_id\":\"before-clear\"}}"),
         ];
         for record in &plain {
             assert!(agrees(record), "read in one pass: {record}");
@@ -417,7 +431,7 @@ mod tests {
             format!("{{{t},\"type\":\"assistant\"}}"),
             format!("{{{t}}} trailing"),
             format!("{{{t},\"method\":null}}"),
-            format!("{{{t},\"session_id\":\"s\"}}"),
+            r#"{"type":"user","uuid":"u","session_id":"s"}"#.to_owned(),
             format!("{{{t},\"isMeta\":1}}"),
             format!("{{{t},\"apiErrorStatus\":1.5}}"),
             format!("{{{t},\"message\":\"text\"}}"),

@@ -90,7 +90,8 @@ pub struct ClaudeLine<'a> {
     #[serde(default)]
     payload: Present,
     /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
-    /// stream line, never a transcript line read alone.
+    /// stream line, never a transcript line read alone — unless it names its session in camel case
+    /// too, as interactive 2.1.332 transcripts do (the snake one is then stale after a `/clear`).
     #[serde(rename = "session_id", default)]
     stream_session_id: Present,
 }
@@ -98,6 +99,13 @@ pub struct ClaudeLine<'a> {
 /// A member whose value does not matter, only that it is there.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Present(bool);
+
+impl ClaudeLine<'_> {
+    /// What the full parse notes of a snake-case `session_id` member, for the one-pass reader.
+    pub(super) fn note_stream_session_id(&mut self) {
+        self.stream_session_id = Present(true);
+    }
+}
 
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -278,9 +286,9 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
         line.msg,
         line.raw_b64,
         line.payload,
-        line.stream_session_id,
     ];
-    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
+    let stream = line.stream_session_id.0 && line.session_id.is_none();
+    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !stream && !o.iter().any(|p| p.0);
     plain.then_some(line)
 }
 
