@@ -170,9 +170,11 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     let Outlets { mut export, receive } = outlets;
     // The model generation the export last looked at.
     let mut exported = u64::MAX;
+    // Handlers first: a signal that lands once the alternate screen is on must find them in place,
+    // or its default action ends the process with the terminal left raw.
+    let mut signals = QuitSignals::new()?;
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
-    let mut signals = QuitSignals::new()?;
     let now = Instant::now();
     let settings =
         Settings { fps: opts.fps, stall_ms: opts.stall, max_gap_ms: opts.max_gap, pace: pace_of(opts.speed) };
