@@ -210,10 +210,13 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
     }
 
     let now = SystemTime::now();
+    let serving = discover::serving(&opts.proc, &on_disk.iter().collect::<Vec<_>>());
     for c in on_disk {
-        // `ingest` ends the stream, as `stats` does.
-        let Ok(pipeline) = ingest(&c.files, config.clone(), &mut nothing()) else { continue };
-        let pid = c.files.iter().filter_map(|f| scan.holders.get(&proc::canonical(f)).copied()).min();
+        let Some(pipeline) = read(&c, config) else { continue };
+        let pid = match &c.within {
+            Some(_) => serving.get(&c.id).copied(),
+            None => c.files.iter().filter_map(|f| scan.holders.get(&proc::canonical(f)).copied()).min(),
+        };
         let state = match pid {
             Some(_) => State::Live,
             None if now.duration_since(c.modified).unwrap_or_default() <= IDLE_AGE => State::Idle,
@@ -238,6 +241,20 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         .rows
         .sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.id.as_str().cmp(b.id.as_str())));
     report
+}
+
+/// A candidate through its own pipeline, ended as `stats` ends it: its files, or its subtree of a
+/// store (the figures `stats` gives for that session).
+fn read(c: &Candidate, config: &Config) -> Option<Pipeline> {
+    match discover::read_within(c) {
+        Some(records) => {
+            let mut pipeline = Pipeline::new(config.clone());
+            feed(&mut pipeline, &records.ok()?.records);
+            pipeline.finish();
+            Some(pipeline)
+        }
+        None => ingest(&c.files, config.clone(), &mut nothing()).ok(),
+    }
 }
 
 /// A pid and its parents, up to init (bounded by the pid space, in case `/proc` changes under us).

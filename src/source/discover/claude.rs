@@ -49,6 +49,7 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
                 location: path,
                 files,
                 modified: newest,
+                within: None,
             });
         }
     }
