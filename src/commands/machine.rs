@@ -113,7 +113,7 @@ struct Machine {
     told: Told,
     sampler: Sampler,
     looked_in: Vec<(&'static str, PathBuf)>,
-    /// OpenCode servers streaming deltas, by address.
+    /// Servers streaming deltas beside a followed store, by address.
     servers: HashSet<String>,
     stores_changed: bool,
     server_tx: mpsc::Sender<(String, Vec<u8>)>,
@@ -450,25 +450,9 @@ impl Machine {
             if !self.servers.insert(server.authority.clone()) {
                 continue;
             }
-            let (pid, proc) = (server.pid, self.opts.proc.clone());
-            // Reconnects while its process lives; a server that exited is dropped.
-            let link = move |_: opencode::Link| proc.alive(pid);
-            let Ok(reader) = opencode::server_reader(&server.authority, opencode::Serve::Deltas, link) else {
+            if discover::opencode::stream_deltas(&server, self.opts.proc.clone(), self.server_tx.clone()).is_err() {
                 self.servers.remove(&server.authority);
-                continue;
-            };
-            let (tx, authority) = (self.server_tx.clone(), server.authority);
-            let spawned = std::thread::Builder::new().name("machine-opencode-serve".into()).spawn(move || {
-                let _ = files::read_records(std::io::BufReader::new(reader), files::MAX_LINE, |record| {
-                    if let files::Record::Line(line) = record {
-                        let mut bytes = line.to_vec();
-                        bytes.push(b'\n');
-                        let _ = tx.blocking_send((authority.clone(), bytes));
-                    }
-                });
-                let _ = tx.blocking_send((authority, Vec::new()));
-            });
-            drop(spawned);
+            }
         }
     }
 

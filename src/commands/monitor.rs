@@ -57,7 +57,7 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
     if let [only] = inputs {
         if let Some(server) = only.to_str().and_then(opencode::server_of) {
             let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
-            let link = opencode_link(tx.clone());
+            let link = opencode::link_events(tx.clone());
             let reader = opencode::server_reader(&server, opencode::Serve::All, link)
                 .wrap_err_with(|| format!("connecting to {server}"))?;
             return reader_live(reader, format!("http://{server}"), opts.record.as_deref(), (tx, events));
@@ -98,24 +98,6 @@ fn reader_live(
     let recorder = recording::open_requested(record, recording::Source::OpenCode, started, &header)?;
     inbound::spawn_reader(reader, header, recorder, tx).wrap_err_with(|| format!("reading {name}"))?;
     Ok(Watch::Live { name, events })
-}
-
-/// A server stream's connection, told to the screen: the status while it is down, a notice when
-/// it is back.
-pub fn opencode_link(tx: mpsc::Sender<live::Event>) -> impl FnMut(opencode::Link) -> bool + Send + 'static {
-    move |link| {
-        let event = match link {
-            opencode::Link::Lost { retry_in, reason } => live::Event::Disconnected { retry_in, reason },
-            opencode::Link::Restored { down, skipped } => {
-                let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
-                live::Event::Notice(match skipped {
-                    0 => text,
-                    n => format!("{text} ({n} older sessions not refetched)"),
-                })
-            }
-        };
-        tx.blocking_send(event).is_ok()
-    }
 }
 
 /// What the monitor watches.

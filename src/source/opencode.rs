@@ -682,6 +682,25 @@ pub enum Link {
     Restored { down: Duration, skipped: usize },
 }
 
+/// A server stream's connection as the live events a screen shows: the status while it is down,
+/// a notice when it is back. `false` once the consumer has gone.
+pub fn link_events(tx: tokio::sync::mpsc::Sender<super::live::Event>) -> impl FnMut(Link) -> bool + Send + 'static {
+    use super::live::Event;
+    move |link| {
+        let event = match link {
+            Link::Lost { retry_in, reason } => Event::Disconnected { retry_in, reason },
+            Link::Restored { down, skipped } => {
+                let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
+                Event::Notice(match skipped {
+                    0 => text,
+                    n => format!("{text} ({n} older sessions not refetched)"),
+                })
+            }
+        };
+        tx.blocking_send(event).is_ok()
+    }
+}
+
 /// What a server stream hands on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Serve {
@@ -752,4 +771,59 @@ pub fn server_reader(
         }
     })?;
     Ok(ChannelReader { rx, buf: Vec::new(), pos: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store with the columns the reader uses: root A (old) with child A1 (recent), root B
+    /// (recent), root C (old, nothing recent).
+    fn store(dir: &Path) -> PathBuf {
+        let db = dir.join(STORE_NAME);
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, title TEXT, agent TEXT, model TEXT, \
+               cost REAL, tokens_input INT, tokens_output INT, tokens_reasoning INT, tokens_cache_read INT, \
+               tokens_cache_write INT, time_created INT, time_updated INT, directory TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT);
+             CREATE TABLE event (id TEXT, aggregate_id TEXT, seq INT, type TEXT, data TEXT);
+             INSERT INTO session VALUES ('ses_a', NULL, 'A', 'build', NULL, 0, 0, 0, 0, 0, 0, 100, 100, '/w/a');
+             INSERT INTO session VALUES ('ses_a1', 'ses_a', 'A1', 'general', NULL, 0, 0, 0, 0, 0, 0, 150, 5000, '/w/a');
+             INSERT INTO session VALUES ('ses_b', NULL, 'B', 'build', NULL, 0, 0, 0, 0, 0, 0, 4000, 4500, '/w/b');
+             INSERT INTO session VALUES ('ses_c', NULL, 'C', 'build', NULL, 0, 0, 0, 0, 0, 0, 10, 20, '/w/c');
+             INSERT INTO message VALUES ('msg_1', 'ses_a1', '{\"role\":\"assistant\",\"time\":{\"completed\":5000}}');
+             INSERT INTO message VALUES ('msg_2', 'ses_c', '{\"role\":\"assistant\"}');
+             INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_a1', '{\"type\":\"text\",\"text\":\"hi\"}');
+             INSERT INTO part VALUES ('prt_2', 'msg_2', 'ses_c', '{\"type\":\"text\",\"text\":\"other\"}');",
+        )
+        .unwrap();
+        db
+    }
+
+    #[test]
+    fn a_window_finds_roots_by_their_subtree_and_reads_nothing_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = store(dir.path());
+        let mut found = roots(&db, Some(1000)).unwrap();
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        let ids: Vec<&str> = found.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["ses_a", "ses_b"], "A by its recent child, B itself; C is outside");
+        assert_eq!(found[0].updated_ms, 5000, "a root's activity is its subtree's newest");
+        assert_eq!(found[0].directory.as_deref(), Some("/w/a"));
+        assert_eq!(roots(&db, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn one_session_of_a_store_is_its_subtree_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = store(dir.path());
+        let snap = snapshot_of(&db, &["ses_a".to_owned()]).unwrap();
+        let text = String::from_utf8(snap.records).unwrap();
+        assert!(text.contains("\"ses_a1\"") && text.contains("\"hi\""), "{text}");
+        assert!(!text.contains("ses_b") && !text.contains("ses_c") && !text.contains("other"), "{text}");
+        let whole = String::from_utf8(snapshot(&db).unwrap().records).unwrap();
+        assert!(whole.contains("ses_b") && whole.contains("other"));
+    }
 }

@@ -233,6 +233,32 @@ pub fn servers(proc: &Proc, stores: &[PathBuf]) -> Vec<Server> {
     out
 }
 
+/// Streams a server's text deltas and statuses ([`store::Serve::Deltas`]) on a thread of its
+/// own, as whole records into `tx` under the server's address; the store, followed beside it,
+/// gives the rows and figures, so a session on both is one row, counted once. It reconnects while
+/// the server's process lives; an empty batch says the stream is over.
+pub fn stream_deltas(
+    server: &Server,
+    proc: Proc,
+    tx: tokio::sync::mpsc::Sender<(String, Vec<u8>)>,
+) -> std::io::Result<()> {
+    use crate::source::files::{self, Record};
+    let pid = server.pid;
+    let reader = store::server_reader(&server.authority, store::Serve::Deltas, move |_| proc.alive(pid))?;
+    let authority = server.authority.clone();
+    std::thread::Builder::new().name("source-opencode-deltas".into()).spawn(move || {
+        let _ = files::read_records(std::io::BufReader::new(reader), files::MAX_LINE, |record| {
+            if let Record::Line(line) = record {
+                let mut bytes = line.to_vec();
+                bytes.push(b'\n');
+                let _ = tx.blocking_send((authority.clone(), bytes));
+            }
+        });
+        let _ = tx.blocking_send((authority, Vec::new()));
+    })?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
