@@ -487,7 +487,10 @@ fn a_real_opencode_server_live_with_an_abort_through_its_api() {
                 }
             }
         }
-        if aborted_at.is_none() && streamed_while_running >= 5 {
+        // The abort comes once the failing child has given up: on a loaded machine its retries can
+        // outlast five words of the slow child, and an abort would cancel it rather than see it fail.
+        let failed = find(&pipeline, "Failing task").is_some_and(|f| pipeline.model.thread(f).status == Status::Failed);
+        if aborted_at.is_none() && streamed_while_running >= 5 && failed {
             let (code, body) = http(&authority, "POST", &format!("/session/{root_id}/abort"), &json!({}));
             assert_eq!(code, 200, "abort: {body}");
             aborted_at = Some(Instant::now());
