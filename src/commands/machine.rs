@@ -15,8 +15,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::sessions::{IDLE_AGE, Options};
+use super::sessions::Options;
 use crate::source::attach;
+use crate::source::discover::liveness::{self, Subject};
 use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
 use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
@@ -344,7 +345,7 @@ impl Machine {
     /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
     async fn rescan(&mut self) -> Result<(), Gone> {
         self.find_tees();
-        let found = discover::scan(&self.opts.env, &self.opts.window);
+        let found = discover::scan_running(&self.opts.env, &self.opts.window, &self.opts.proc);
         self.looked_in.clone_from(&found.looked_in);
         for (_, root) in &found.looked_in {
             self.watcher.watch(root);
@@ -525,8 +526,9 @@ impl Machine {
         if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
             self.rescan().await?;
         }
+        // The same judgement as `ps`, every tick: a process that exits is seen within one.
         let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
-        let held = self.opts.proc.open_files(&wanted).holders;
+        let look = liveness::look(&self.opts.env, &self.opts.proc, &wanted);
         let stored: Vec<Candidate> = self
             .sessions
             .iter()
@@ -545,34 +547,50 @@ impl Machine {
         if !stored.is_empty() {
             self.find_servers();
         }
-        let now = SystemTime::now();
+        // A session a tee carries is listed as that tee's row.
+        let listed: Vec<&Session> = self.sessions.iter().filter(|s| s.tee.is_none() || s.files.is_empty()).collect();
+        // Tees' own rows are judged by their tee.
+        let on_disk: Vec<&Session> = listed.iter().copied().filter(|s| s.tee.is_none()).collect();
+        // Every process of its agent holds a store open: that says nothing of one session in it.
+        let files: Vec<Vec<PathBuf>> = on_disk
+            .iter()
+            .map(|s| match &s.within {
+                Some(_) => Vec::new(),
+                None => s.files.iter().map(|&f| self.files[f].canonical.clone()).collect(),
+            })
+            .collect();
+        let subjects: Vec<Subject<'_>> = on_disk
+            .iter()
+            .zip(&files)
+            .map(|(s, canonical)| Subject {
+                tool: &s.tool,
+                id: &s.id,
+                project: s.project.as_deref(),
+                files: canonical,
+                modified: match &s.within {
+                    Some(_) => s.modified,
+                    None => s
+                        .files
+                        .iter()
+                        .map(|&f| discover::modified(&self.files[f].path))
+                        .max()
+                        .unwrap_or(SystemTime::UNIX_EPOCH),
+                },
+            })
+            .collect();
+        let mut verdicts = look.judge(&subjects, SystemTime::now()).into_iter();
         let at = Instant::now();
-        let mut seen = Vec::with_capacity(self.sessions.len());
-        for s in &self.sessions {
-            // A session a tee carries is listed as that tee's row.
-            if s.tee.is_some() && !s.files.is_empty() {
-                continue;
-            }
-            let (state, pid) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
-                (if t.ended { State::Ended } else { State::Live }, t.pid)
-            } else {
-                let pid = match &s.within {
-                    Some(_) => serving.get(&s.id).copied(),
-                    None => s.files.iter().filter_map(|&f| held.get(&self.files[f].canonical).copied()).min(),
-                };
-                let newest = match &s.within {
-                    Some(_) => Some(s.modified),
-                    None => s.files.iter().map(|&f| discover::modified(&self.files[f].path)).max(),
-                };
-                let recent = newest.is_some_and(|m| now.duration_since(m).unwrap_or_default() <= IDLE_AGE);
-                (
-                    match (pid, recent) {
-                        (Some(_), _) => State::Live,
-                        (None, true) => State::Idle,
-                        (None, false) => State::Ended,
-                    },
-                    pid,
-                )
+        let mut seen = Vec::with_capacity(listed.len());
+        for s in listed {
+            let (state, pid) = match s.tee.map(|t| &self.tees[t]) {
+                Some(t) => (if t.ended { State::Ended } else { State::Live }, t.pid),
+                None => {
+                    let verdict = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
+                    match s.within.as_ref().and(serving.get(&s.id)) {
+                        Some(&pid) => (State::Live, Some(pid)),
+                        None => verdict,
+                    }
+                }
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
             seen.push(Seen {

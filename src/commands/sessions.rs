@@ -15,15 +15,13 @@ use crate::model::prices::Pico;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::ThreadIdx;
 pub use crate::source::discover::State;
+pub use crate::source::discover::liveness::IDLE_AGE;
+use crate::source::discover::liveness::{self, Subject};
 use crate::source::discover::{self, Candidate, Env, Window, tee};
 use crate::source::files::{self, Input, Record};
 use crate::source::origin::Origin;
 use crate::source::proc::{self, Proc, Usage};
 use crate::wire::{Clean, Decoded, decode, sanitize};
-
-/// A session nobody is seen holding counts as possibly still running (`idle`) this long after
-/// its files last changed; older ones have `ended`.
-pub const IDLE_AGE: Duration = Duration::from_secs(5 * 60);
 
 /// One root session, with the figures `stats` gives for its subtree.
 #[derive(Debug, Clone)]
@@ -143,34 +141,35 @@ fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
 
 /// Everything within the window, newest activity first.
 pub fn collect(opts: &Options, config: &Config) -> Report {
-    let found = discover::scan(&opts.env, &opts.window);
+    let found = discover::scan_running(&opts.env, &opts.window, &opts.proc);
     let mut report = Report { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Report::default() };
 
     let mut tees: Vec<TeeSession> =
         tee::running_in(&opts.tee_dir).into_iter().filter_map(|t| read_tee(t, config)).collect();
     report.partial_tees = tees.iter().filter(|t| t.history.partial).count();
 
-    // Liveness: who holds which session file open.
-    let wanted: HashSet<PathBuf> =
-        found.candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
-    let scan = opts.proc.open_files(&wanted);
+    // Liveness: which agent processes run, and who holds which session file open.
+    let canonical: Vec<Vec<PathBuf>> =
+        found.candidates.iter().map(|c| c.files.iter().map(|f| proc::canonical(f)).collect()).collect();
+    let wanted: HashSet<PathBuf> = canonical.iter().flatten().cloned().collect();
+    let look = liveness::look(&opts.env, &opts.proc, &wanted);
     let tee_pids: HashMap<u32, usize> = tees.iter().enumerate().filter_map(|(i, t)| Some((t.tee.pid?, i))).collect();
 
     // A candidate carried by a tee: by the thread ids the tee has seen, or by its file being held
     // by a process running under the tee.
     let mut by_tee: HashMap<usize, Vec<Candidate>> = HashMap::new();
     let mut on_disk = Vec::new();
-    for c in found.candidates {
+    for (c, files) in found.candidates.into_iter().zip(canonical) {
         let by_id = tees.iter().position(|t| t.pipeline.find(&c.id).is_some());
         let by_process = || {
-            c.files.iter().find_map(|f| {
-                let pid = *scan.holders.get(&proc::canonical(f))?;
+            files.iter().find_map(|f| {
+                let pid = *look.held().get(f)?;
                 ancestors(&opts.proc, pid).find_map(|a| tee_pids.get(&a).copied())
             })
         };
         match by_id.or_else(by_process) {
             Some(i) => by_tee.entry(i).or_default().push(c),
-            None => on_disk.push(c),
+            None => on_disk.push((c, files)),
         }
     }
 
@@ -209,18 +208,24 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         }
     }
 
-    let now = SystemTime::now();
-    let serving = discover::serving(&opts.proc, &on_disk.iter().collect::<Vec<_>>());
-    for c in on_disk {
-        let Some(pipeline) = read(&c, config) else { continue };
-        let pid = match &c.within {
-            Some(_) => serving.get(&c.id).copied(),
-            None => c.files.iter().filter_map(|f| scan.holders.get(&proc::canonical(f)).copied()).min(),
-        };
-        let state = match pid {
-            Some(_) => State::Live,
-            None if now.duration_since(c.modified).unwrap_or_default() <= IDLE_AGE => State::Idle,
-            None => State::Ended,
+    let subjects: Vec<Subject<'_>> = on_disk
+        .iter()
+        .map(|(c, files)| Subject {
+            tool: c.tool,
+            id: &c.id,
+            project: c.project.as_deref(),
+            // Every process of its agent holds a store open: that says nothing of one session in it.
+            files: if c.within.is_some() { &[] } else { files.as_slice() },
+            modified: c.modified,
+        })
+        .collect();
+    let verdicts = look.judge(&subjects, SystemTime::now());
+    let serving = discover::serving(&opts.proc, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
+    for ((c, _), verdict) in on_disk.iter().zip(verdicts) {
+        let Some(pipeline) = read(c, config) else { continue };
+        let (state, pid) = match c.within.as_ref().and(serving.get(&c.id)) {
+            Some(&pid) => (State::Live, Some(pid)),
+            None => (verdict.state, verdict.pid),
         };
         let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
         for root in roots(&pipeline) {

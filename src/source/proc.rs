@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -16,6 +17,8 @@ use std::time::Instant;
 pub const MAX_PROCESSES: usize = 32_768;
 /// Descriptors read per process; the rest are counted in [`Scan::fds_skipped`].
 pub const MAX_FDS: usize = 4_096;
+/// Bytes of `/proc/<pid>/cmdline` read (an argument list can be as long as `ARG_MAX`).
+pub const CMDLINE_MAX: u64 = 64 << 10;
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed at 100 in the Linux ABI).
 const TICKS_PER_SEC: f64 = 100.0;
 
@@ -82,10 +85,19 @@ impl Proc {
 
     /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
     pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
-        let mut scan = Scan::default();
         if wanted.is_empty() {
-            return scan;
+            return Scan::default();
         }
+        self.open_where(|target| wanted.contains(target))
+    }
+
+    /// The files below `dir` (canonical) that some process of ours holds open.
+    pub fn open_below(&self, dir: &Path) -> Scan {
+        self.open_where(|target| target.starts_with(dir))
+    }
+
+    fn open_where(&self, wanted: impl Fn(&Path) -> bool) -> Scan {
+        let mut scan = Scan::default();
         let me = std::process::id();
         for pid in self.own_pids() {
             if pid == me {
@@ -103,7 +115,7 @@ impl Proc {
                     continue;
                 }
                 let Ok(target) = fs::read_link(fd.path()) else { continue };
-                if wanted.contains(&target) {
+                if wanted(&target) {
                     let holder = scan.holders.entry(target).or_insert(pid);
                     *holder = (*holder).min(pid);
                 }
@@ -132,6 +144,25 @@ impl Proc {
         })
     }
 
+    /// The argument list of `pid` (lossy UTF-8; at most [`CMDLINE_MAX`] bytes of it).
+    pub fn command_line(&self, pid: u32) -> Option<Vec<String>> {
+        let file = fs::File::open(self.root.join(pid.to_string()).join("cmdline")).ok()?;
+        let mut bytes = Vec::new();
+        file.take(CMDLINE_MAX).read_to_end(&mut bytes).ok()?;
+        Some(
+            bytes
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect(),
+        )
+    }
+
+    /// The kernel's name of `pid`'s program (`comm`: at most 15 bytes).
+    pub fn name(&self, pid: u32) -> Option<String> {
+        Some(fs::read_to_string(self.root.join(pid.to_string()).join("comm")).ok()?.trim_end().to_owned())
+    }
+
     /// The working directory of `pid`.
     pub fn cwd(&self, pid: u32) -> Option<PathBuf> {
         fs::read_link(self.root.join(pid.to_string()).join("cwd")).ok()
@@ -158,6 +189,12 @@ impl Proc {
     /// Seconds since boot, from `/proc/uptime`.
     fn uptime_secs(&self) -> Option<f64> {
         fs::read_to_string(self.root.join("uptime")).ok()?.split_ascii_whitespace().next()?.parse().ok()
+    }
+
+    /// When the process started, by the wall clock (from its start after boot and the uptime).
+    pub fn started_at(&self, process: &Process) -> Option<std::time::SystemTime> {
+        let ago = self.uptime_secs()? - process.start_ticks as f64 / TICKS_PER_SEC;
+        std::time::SystemTime::now().checked_sub(std::time::Duration::try_from_secs_f64(ago.max(0.0)).ok()?)
     }
 
     /// CPU % over the process's whole life, as `ps` shows it (100 = one core busy).

@@ -1,23 +1,164 @@
 //! Claude Code: `~/.claude/projects/<project>/<sessionId>.jsonl`, its sub-agents (at any depth)
 //! in `<sessionId>/subagents/` (wire.md §6); `CLAUDE_CONFIG_DIR` moves `~/.claude`.
+//!
+//! Which process runs a session ([`RUNNER`]), from what the real CLI 2.1.332 shows (run offline,
+//! `-p` and interactive in tmux, with `--resume`, `/clear`, a clean exit and a SIGKILL):
+//! - It writes `<config>/sessions/<pid>.json` at start (`-p` too), holding `pid`, `sessionId`,
+//!   `cwd` and `procStart` (field 22 of `/proc/<pid>/stat`, so a reused pid is told apart); it
+//!   rewrites `sessionId` when `/clear` starts a new session, names the resumed id at once under
+//!   `--resume`, and removes the file on a clean exit. After a SIGKILL the file stays, naming a pid
+//!   that is gone or started at another time: it is then ignored.
+//! - It holds no transcript open (it appends and closes); sub-agents run inside the same process.
+//! - Its working directory is the session's project, and `--resume <id>` / `--session-id <id>`
+//!   name the session on its command line. Versions that keep no `sessions/` file are found that
+//!   way: by the id on the command line, else as running the newest session of its project.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::liveness::{Claim, Runner, Running};
 use super::{Candidate, Env, Place, Window, modified};
 use crate::source::files::{self, Input};
+use crate::source::proc::{self, Proc};
 
 pub const PLACE: Place =
     Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
 
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions };
+
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;
+/// Entries of `sessions/` looked at (one per running process; the rest are not read).
+pub const MAX_SESSION_FILES: usize = 4_096;
+/// Bytes read of one `sessions/<pid>.json` (a few hundred in 2.1.332).
+const SESSION_FILE_MAX: u64 = 64 << 10;
+
+/// `~/.claude`, or `CLAUDE_CONFIG_DIR`.
+fn config_dir(env: &Env) -> Option<PathBuf> {
+    env.path("CLAUDE_CONFIG_DIR").or_else(|| Some(env.home()?.join(".claude")))
+}
 
 fn root(env: &Env) -> Option<PathBuf> {
-    env.path("CLAUDE_CONFIG_DIR").or_else(|| Some(env.home()?.join(".claude"))).map(|d| d.join("projects"))
+    config_dir(env).map(|d| d.join("projects"))
+}
+
+/// `sessions/<pid>.json` as 2.1.332 writes it (only what is used).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionFile {
+    pid: u32,
+    session_id: String,
+    /// A string of digits in 2.1.332; a number is taken too.
+    proc_start: Option<serde_json::Value>,
+}
+
+/// The running Claude Code processes and, where they say it, their sessions.
+fn running(env: &Env, proc: &Proc) -> Vec<Running> {
+    let mut out = Vec::new();
+    if let Some(dir) = config_dir(env).map(|d| d.join("sessions")) {
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten().take(MAX_SESSION_FILES) {
+            if let Some(r) = session_file(&entry.path(), proc) {
+                out.push(r);
+            }
+        }
+    }
+    let claimed: HashSet<u32> = out.iter().map(|r| r.pid).collect();
+    // Versions without a `sessions/` file, and processes whose file is missing.
+    let mut processes = Vec::new();
+    for pid in proc.own_pids().take(proc::MAX_PROCESSES) {
+        let Some(process) = proc.process(pid) else { continue };
+        if claimed.contains(&pid) {
+            processes.push((process, None));
+            continue;
+        }
+        let Some(args) = proc.command_line(pid) else { continue };
+        if is_claude(&args, proc.name(pid).as_deref()) {
+            processes.push((process, Some(args)));
+        }
+    }
+    // A launcher (a node shim, a wrapper script) runs the real CLI as its child: only the child counts.
+    let parents: HashSet<u32> = processes.iter().map(|(p, _)| p.ppid).collect();
+    for (process, args) in processes {
+        let Some(args) = args else { continue };
+        if parents.contains(&process.pid) {
+            continue;
+        }
+        let claim = match session_argument(&args) {
+            Some(id) => Claim::Session(id),
+            None => match proc.cwd(process.pid) {
+                Some(cwd) => Claim::Project(cwd),
+                None => continue,
+            },
+        };
+        out.push(Running { tool: PLACE.tool, pid: process.pid, claim, started: proc.started_at(&process) });
+    }
+    out
+}
+
+/// The session a `sessions/<pid>.json` names, if its process still runs (same pid, same start).
+fn session_file(path: &Path, proc: &Proc) -> Option<Running> {
+    let named: u32 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
+    let mut bytes = Vec::new();
+    fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
+    let file: SessionFile = serde_json::from_slice(&bytes).ok()?;
+    if file.pid != named || file.session_id.is_empty() {
+        return None;
+    }
+    let process = proc.process(file.pid)?;
+    let start = match file.proc_start {
+        Some(serde_json::Value::String(s)) => s.parse::<u64>().ok(),
+        Some(serde_json::Value::Number(n)) => n.as_u64(),
+        _ => None,
+    };
+    if start.is_some_and(|s| s != process.start_ticks) {
+        return None;
+    }
+    Some(Running {
+        tool: PLACE.tool,
+        pid: file.pid,
+        claim: Claim::Session(file.session_id),
+        started: proc.started_at(&process),
+    })
+}
+
+/// Whether a command line runs Claude Code: the native `claude` (`claude.exe` as npm installs
+/// it), or a JavaScript runtime running the package's `cli.js` or a `claude` launcher.
+fn is_claude(args: &[String], name: Option<&str>) -> bool {
+    let base = |a: &str| Path::new(a).file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned();
+    let claude = |a: &str| matches!(base(a).as_str(), "claude" | "claude.exe");
+    if name.is_some_and(|n| n == "claude" || n == "claude.exe") || args.first().is_some_and(|a| claude(a)) {
+        return true;
+    }
+    let runtime = args.first().is_some_and(|a| matches!(base(a).as_str(), "node" | "bun" | "deno"));
+    runtime
+        && args.iter().skip(1).find(|a| !a.starts_with('-')).is_some_and(|script| {
+            claude(script) || (script.contains("claude-code") && base(script).starts_with("cli."))
+        })
+}
+
+/// The session id a command line names: `--resume <id>`, `-r <id>`, `--session-id <id>` (also
+/// `--flag=<id>`), unless `--fork-session` makes the run a new session.
+fn session_argument(args: &[String]) -> Option<String> {
+    if args.iter().any(|a| a == "--fork-session") {
+        return None;
+    }
+    let is_id = |s: &str| s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let mut it = args.iter().skip(1);
+    while let Some(arg) = it.next() {
+        let value = match arg.split_once('=') {
+            Some(("--resume" | "--session-id", value)) => Some(value.to_owned()),
+            _ if matches!(arg.as_str(), "--resume" | "-r" | "--session-id") => it.next().cloned(),
+            _ => None,
+        };
+        if let Some(v) = value.filter(|v| is_id(v)) {
+            return Some(v);
+        }
+    }
+    None
 }
 
 fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
@@ -29,28 +170,62 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         for entry in entries.flatten() {
             let path = entry.path();
             let Some(id) = session_id(&path) else { continue };
-            let session_dir = project_dir.join(id);
-            let subagents = sub_agent_files(&session_dir);
-            let newest = subagents.iter().map(|p| modified(p)).chain([modified(&path)]).max();
-            let Some(newest) = newest.filter(|m| window.contains(*m)) else { continue };
-            let mut files = vec![path.clone()];
-            if session_dir.is_dir() {
-                // What `stats` reads from the session's folder, in its order.
-                let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
-                files.extend(inputs.into_iter().filter_map(|i| match i {
-                    Input::File(p) => Some(p),
-                    Input::Stdin => None,
-                }));
+            if let Some(c) = candidate(&project_dir, &path, id, window) {
+                out.push(c);
             }
-            out.push(Candidate {
-                tool: PLACE.tool,
-                id: id.to_owned(),
-                project: working_dir(&path),
-                location: path,
-                files,
-                modified: newest,
-                within: None,
-            });
+        }
+    }
+    out
+}
+
+/// The session of `path` (`<project_dir>/<id>.jsonl`), if it or a sub-agent changed within the window.
+fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Option<Candidate> {
+    let session_dir = project_dir.join(id);
+    let subagents = sub_agent_files(&session_dir);
+    let newest = subagents.iter().map(|p| modified(p)).chain([modified(path)]).max();
+    let newest = newest.filter(|m| window.contains(*m))?;
+    let mut files = vec![path.to_owned()];
+    if session_dir.is_dir() {
+        // What `stats` reads from the session's folder, in its order.
+        let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
+        files.extend(inputs.into_iter().filter_map(|i| match i {
+            Input::File(p) => Some(p),
+            Input::Stdin => None,
+        }));
+    }
+    Some(Candidate {
+        tool: PLACE.tool,
+        id: id.to_owned(),
+        project: working_dir(path),
+        location: path.to_owned(),
+        files,
+        modified: newest,
+        within: None,
+    })
+}
+
+/// The sessions running processes name, wherever their files are in time.
+fn running_sessions(env: &Env, _: &Proc, running: &[Running]) -> Vec<Candidate> {
+    let Some(root) = root(env) else { return Vec::new() };
+    let ids: HashSet<&str> = running
+        .iter()
+        .filter(|r| r.tool == PLACE.tool)
+        .filter_map(|r| match &r.claim {
+            Claim::Session(id) => Some(id.as_str()),
+            Claim::Project(_) => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for project in fs::read_dir(&root).into_iter().flatten().flatten() {
+        let project_dir = project.path();
+        for id in &ids {
+            let path = project_dir.join(format!("{id}.jsonl"));
+            if session_id(&path) == Some(id) {
+                out.extend(candidate(&project_dir, &path, id, &Window::all()));
+            }
         }
     }
     out
@@ -88,4 +263,58 @@ fn working_dir(path: &Path) -> Option<String> {
         .map_while(Result::ok)
         .filter(|line| memchr::memmem::find(line, b"\"cwd\"").is_some())
         .find_map(|line| serde_json::from_slice::<WithCwd>(&line).ok()?.cwd.filter(|c| !c.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn knows_a_claude_command_line_and_the_session_it_names() {
+        assert!(is_claude(&args("/x/node_modules/@anthropic-ai/claude-code/bin/claude.exe -p hi"), None));
+        assert!(is_claude(&args("claude --resume"), None));
+        assert!(is_claude(&args("node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"), None));
+        assert!(is_claude(&args("whatever"), Some("claude")));
+        assert!(!is_claude(&args("tmux new -s claude"), Some("tmux")));
+        assert!(!is_claude(&args("node server.js claude"), Some("node")));
+        let id = "6c179e70-ddb5-41ca-8088-e50d5a44a1bd";
+        assert_eq!(session_argument(&args(&format!("claude --resume {id}"))).as_deref(), Some(id));
+        assert_eq!(session_argument(&args(&format!("claude -p hi --session-id={id}"))).as_deref(), Some(id));
+        assert_eq!(session_argument(&args(&format!("claude -r {id} --fork-session"))), None);
+        assert_eq!(session_argument(&args("claude --resume --model x")), None);
+    }
+
+    #[test]
+    fn a_sessions_file_counts_only_while_its_process_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = dir.path().join("sessions");
+        fs::create_dir_all(&sessions).unwrap();
+        let proc = Proc::default();
+        let me = proc.process(std::process::id()).unwrap();
+        let write = |pid: u32, start: u64| {
+            let text = format!(r#"{{"pid":{pid},"sessionId":"s-{pid}-{start}","cwd":"/p","procStart":"{start}"}}"#);
+            fs::write(sessions.join(format!("{pid}.json")), text).unwrap();
+        };
+        write(me.pid, me.start_ticks);
+        let env = Env::default().with("CLAUDE_CONFIG_DIR", dir.path());
+        let named = |env: &Env| -> Vec<String> {
+            running(env, &proc)
+                .into_iter()
+                .filter_map(|r| match r.claim {
+                    // Only this test's files (Claude Code may be running on this machine).
+                    Claim::Session(id) if id.starts_with("s-") => Some(id),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(named(&env), [format!("s-{}-{}", me.pid, me.start_ticks)]);
+        // The same pid started at another time (reused), and a pid that is gone.
+        write(me.pid, me.start_ticks + 1);
+        write(u32::MAX - 1, 5);
+        assert!(named(&env).is_empty());
+    }
 }

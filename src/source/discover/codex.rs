@@ -9,8 +9,10 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
+use super::liveness::{Runner, Running};
 use super::{Candidate, Env, Place, Window, first_line, modified};
 use crate::source::files::{self, Input};
+use crate::source::proc::{self, Proc};
 
 pub const PLACE: Place = Place {
     tool: "codex",
@@ -18,6 +20,13 @@ pub const PLACE: Place = Place {
     scan,
     hint: "Codex sessions appear here as `codex` writes them; for the live stream, run `swarmtop tee -- codex app-server`",
 };
+
+/// Codex says nothing about its processes beyond the files they hold: the real 0.171.0 keeps a
+/// thread's rollout open from its first turn until the process exits (`codex exec`, `codex exec
+/// resume`, which appends to the same file, and the app-server, which keeps it open between turns
+/// while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So liveness is the
+/// held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed however old it is.
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: |_, _| Vec::new(), sessions: held_sessions };
 
 /// Folder levels below `sessions/` (year, month, day).
 const MAX_DEPTH: usize = 4;
@@ -155,4 +164,15 @@ fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>) {
         let started = name.strip_prefix("rollout-").and_then(|s| s.get(..19)).unwrap_or("").to_owned();
         out.push(Rollout { modified: modified(&path), path, thread, started });
     }
+}
+
+/// The sessions whose rollouts some process holds open, however long ago they were written.
+fn held_sessions(env: &Env, proc: &Proc, _: &[Running]) -> Vec<Candidate> {
+    let Some(root) = root(env) else { return Vec::new() };
+    let held: HashSet<PathBuf> = proc.open_below(&proc::canonical(&root)).holders.into_keys().collect();
+    let Some(oldest) = held.iter().map(|p| modified(p)).min() else { return Vec::new() };
+    scan(&root, &Window { since: Some(oldest) })
+        .into_iter()
+        .filter(|c| c.files.iter().any(|f| held.contains(&proc::canonical(f))))
+        .collect()
 }

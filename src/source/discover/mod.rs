@@ -11,6 +11,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod liveness;
 pub mod opencode;
 pub mod tee;
 
@@ -137,10 +138,24 @@ pub fn serving(proc: &super::proc::Proc, candidates: &[&Candidate]) -> HashMap<S
     opencode::serving(proc, &within)
 }
 
-/// Whether a session runs, as far as the machine can tell.
+/// [`scan`], and the sessions running processes run that the window left out (a running session
+/// is listed however long it has been quiet).
+pub fn scan_running(env: &Env, window: &Window, proc: &super::proc::Proc) -> Found {
+    let mut found = scan(env, window);
+    if window.since.is_some() {
+        let extra = liveness::running_outside(env, proc, &found.candidates);
+        if !extra.is_empty() {
+            found.candidates.extend(extra);
+            found.candidates.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
+        }
+    }
+    found
+}
+
+/// Whether a session runs, as far as the machine can tell ([`liveness`] decides).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
-    /// A process holds one of its files open, or its tee runs.
+    /// A process runs it (see [`liveness`]), or its tee runs.
     Live,
     /// No process is seen, but its files changed recently (file age is the fallback).
     Idle,

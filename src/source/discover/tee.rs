@@ -2,7 +2,6 @@
 //! socket's name, and their history read once (header, records, up to the `live` marker).
 
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -30,31 +29,15 @@ pub fn running() -> Vec<Tee> {
     running_in(&socket::lookup_dir())
 }
 
+/// The tees whose sockets pass the one trust rule of [`socket::list`] (folder and socket ours
+/// and private, the listening process ours by `SO_PEERCRED`).
 pub fn running_in(dir: &Path) -> Vec<Tee> {
-    if !owned_private(dir, true) {
-        return Vec::new();
-    }
-    // `socket::list` applies the one trust rule (owner, mode) to the folder and each socket.
     socket::list(dir)
         .map(|l| l.found)
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| trusted(&f.path))
         .map(|f| Tee { pid: pid_of(&f.path), socket: f.path })
         .collect()
-}
-
-/// Whether a socket may be read: it and its folder belong to this user and nobody else can
-/// write to them. The one place that decides, so a stricter check (peer credentials) goes here.
-pub fn trusted(path: &Path) -> bool {
-    owned_private(path, false) && path.parent().is_some_and(|dir| owned_private(dir, true))
-}
-
-fn owned_private(path: &Path, dir: bool) -> bool {
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
-    let mine = meta.uid() == nix::unistd::getuid().as_raw();
-    let mode = meta.permissions().mode();
-    mine && meta.is_dir() == dir && mode & 0o022 == 0
 }
 
 fn pid_of(path: &Path) -> Option<u32> {
@@ -89,6 +72,8 @@ struct Marker {
 /// Connects and reads the history, until `live`, `end`, the connection closing or `timeout`.
 pub fn history(path: &Path, timeout: Duration) -> io::Result<History> {
     let mut stream = UnixStream::connect(path)?;
+    // The socket may have been replaced since it was listed: the peer is checked on this connection.
+    socket::check_peer(&stream)?;
     let deadline = Instant::now() + timeout;
     let mut out = History::default();
     let mut buf = vec![0u8; 256 << 10];
