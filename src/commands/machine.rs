@@ -582,14 +582,13 @@ impl Machine {
         let at = Instant::now();
         let mut seen = Vec::with_capacity(listed.len());
         for s in listed {
-            let (state, pid) = match s.tee.map(|t| &self.tees[t]) {
-                Some(t) => (if t.ended { State::Ended } else { State::Live }, t.pid),
-                None => {
-                    let verdict = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
-                    match s.within.as_ref().and(serving.get(&s.id)) {
-                        Some(&pid) => (State::Live, Some(pid)),
-                        None => verdict,
-                    }
+            let (state, pid) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
+                (if t.ended { State::Ended } else { State::Live }, t.pid)
+            } else {
+                let verdict = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
+                match s.within.as_ref().and(serving.get(&s.id)) {
+                    Some(&pid) => (State::Live, Some(pid)),
+                    None => verdict,
                 }
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
