@@ -15,7 +15,10 @@
 //!
 //! `cargo bench --bench ingest` (SWARMTOP_BENCH_MIB sets each corpus's size, default 100;
 //! SWARMTOP_BENCH_COPIES the Claude folder's sessions, default 60; SWARMTOP_BENCH_WRITE=DIR only
-//! writes the corpora and the folder into DIR, to profile `swarmtop stats` on them).
+//! writes the corpora and the folder into DIR, to profile `swarmtop stats` on them;
+//! SWARMTOP_BENCH_ONE=STAGE:FILE runs one stage on FILE and exits, so that an instruction counter
+//! such as callgrind measures just that: `floor`, the one-core `ingest`, or the stages before the
+//! model alone (`decode`, `lower`, `route`); SWARMTOP_BENCH_REPEAT=N prints the fastest of N runs).
 
 #[path = "support/captures.rs"]
 mod captures;
@@ -91,6 +94,42 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
+/// One run of one stage on `corpus`, for profiling: the floor, decode alone, decode and lower,
+/// those and the router (no model), or the whole ingest.
+fn stage(what: &str, corpus: &[u8]) -> Duration {
+    let start = Instant::now();
+    match what {
+        "floor" => return floor(corpus),
+        "ingest" => return ingest(corpus, 1).0,
+        "decode" | "lower" => {
+            let mut stream = swarmtop::wire::Stream::default();
+            read_records(corpus, MAX_LINE, |r| {
+                if let Record::Line(l) = r {
+                    let mut line = swarmtop::wire::Line::empty();
+                    if swarmtop::wire::decode_into(l, &mut line).is_ok() && what == "lower" {
+                        std::hint::black_box(swarmtop::wire::lower(&line, &Origin::NONE, &mut stream).facts.len());
+                    }
+                    std::hint::black_box(&line);
+                }
+            })
+            .unwrap();
+        }
+        "route" => {
+            let mut router = swarmtop::router::Router::new(swarmtop::router::Limits::default());
+            let mut nothing = |_: &swarmtop::router::Event<'_, '_>| {};
+            read_records(corpus, MAX_LINE, |r| {
+                if let Record::Line(l) = r {
+                    router.push(l, &Origin::NONE, &mut nothing);
+                }
+            })
+            .unwrap();
+            router.finish(&mut nothing);
+        }
+        _ => panic!("SWARMTOP_BENCH_ONE: floor, decode, lower, route or ingest, not {what}"),
+    }
+    start.elapsed()
+}
+
 /// Three rounds of floor, ingest and decode on one corpus; the median ingest/floor ratio.
 fn ratio_on(corpus: &[u8]) -> f64 {
     let size = corpus.len() as f64 / f64::from(1 << 20);
@@ -132,6 +171,15 @@ fn ratio_on(corpus: &[u8]) -> f64 {
 fn main() {
     let mib: usize = std::env::var("SWARMTOP_BENCH_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
     let copies: u32 = std::env::var("SWARMTOP_BENCH_COPIES").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+    if let Ok(one) = std::env::var("SWARMTOP_BENCH_ONE") {
+        let (what, file) = one.split_once(':').expect("SWARMTOP_BENCH_ONE=STAGE:FILE");
+        let corpus = std::fs::read(file).unwrap();
+        let repeat: u32 = std::env::var("SWARMTOP_BENCH_REPEAT").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+        // The fastest of the repeats: on a shared machine, the run least disturbed.
+        let best = (0..repeat).map(|_| stage(what, &corpus)).min().unwrap_or_default();
+        println!("{what}: {best:?} (fastest of {repeat})");
+        return;
+    }
     if let Some(dir) = std::env::var_os("SWARMTOP_BENCH_WRITE") {
         let dir = std::path::PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();

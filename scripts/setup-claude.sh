@@ -3,7 +3,8 @@
 # end-to-end tests. Idempotent: does nothing when it is there. The native linux binary is the *optional*
 # dependency @anthropic-ai/claude-code-linux-x64: never pass --omit=optional.
 set -euo pipefail
-CLAUDE_VERSION="2.1.332"
+# An older version for a comparison run: scripts/setup-claude.sh 2.1.63 (pinned by the caller).
+CLAUDE_VERSION="${1:-2.1.332}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 prefix="$root/.cache/claude-code-$CLAUDE_VERSION"
 pkg="$prefix/node_modules/@anthropic-ai/claude-code"

@@ -32,6 +32,7 @@ struct Formats {
     otlp: bool,
     claude_stream: bool,
     opencode: bool,
+    codex_exec: bool,
 }
 
 #[derive(Debug)]
@@ -60,6 +61,7 @@ impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
                 Format::OpenCode => self.formats.opencode = true,
                 Format::CodexAppServer => self.formats.app_server = true,
                 Format::Otlp => self.formats.otlp = true,
+                Format::CodexExec => self.formats.codex_exec = true,
                 Format::Marker => {}
             },
             Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
@@ -174,6 +176,10 @@ impl Pipeline {
             } else {
                 "otlp"
             };
+        }
+        if f.codex_exec {
+            let others = f.app_server || f.rollout || f.claude || f.claude_stream || f.opencode;
+            return if others { "mixed" } else { "codex-exec-json" };
         }
         match (f.app_server, f.rollout, f.claude, f.claude_stream, f.opencode) {
             (_, false, false, false, false) => "codex-app-server",

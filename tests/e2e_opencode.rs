@@ -232,7 +232,7 @@ fn a_real_opencode_run_from_the_store_and_while_it_runs() {
     let started = Instant::now();
     let mut child = opencode_command(&bin, root)
         .args(["run", "--format", "json", "[[AGENT:root]] Delegate the listing."])
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(root.join("run.ndjson")).unwrap())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -316,6 +316,31 @@ fn a_real_opencode_run_from_the_store_and_while_it_runs() {
     let g = threads[by_title["List files G (@general subagent)"]];
     assert_eq!(g["parent"].as_str(), Some(by_title["List files A (@general subagent)"]), "the grandchild is A's");
     assert_eq!(g["depth"], 2);
+    // What the same run printed (`--format json`: the root's own parts), through the command line: the
+    // root's figures as the store has them, its children under their task cards.
+    let out = assert_cmd::Command::cargo_bin("swarmtop")
+        .unwrap()
+        .args(["stats", "--json"])
+        .arg(root.join("run.ndjson"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["input"]["format"], "opencode");
+    assert_eq!(printed["routing"]["malformed"], 0, "every line of `opencode run --format json` read");
+    let printed: HashMap<&str, &Value> =
+        printed["threads"].as_array().unwrap().iter().map(|t| (t["id"].as_str().unwrap(), t)).collect();
+    let (root_row, root_t) = (&rows[root_id], printed[root_id]);
+    assert_eq!(root_t["tokens"]["input"], root_row.input + root_row.cache_read + root_row.cache_write);
+    assert_eq!(root_t["tokens"]["output"], root_row.output + root_row.reasoning);
+    let cost = root_t["costUsd"].as_f64().expect("the root's cost");
+    assert!((cost - root_row.cost).abs() < 1e-9, "root cost {cost} vs OpenCode's {}", root_row.cost);
+    for (id, row) in rows.iter().filter(|(_, r)| r.parent.as_deref() == Some(root_id)) {
+        let t = printed.get(id.as_str()).unwrap_or_else(|| panic!("{}: not named by the run's output", row.title));
+        assert_eq!(t["parent"].as_str(), Some(root_id), "{}: under the root", row.title);
+        assert!(t["card"].is_string(), "{}: under its task card", row.title);
+    }
+
     // The failing child was asked 1 + 5 retries times, then given up.
     let failures = mock.served().iter().filter(|s| s.agent == "child_c" && s.status == 500).count();
     assert_eq!(failures, 6, "OpenCode retried the 500s five times");

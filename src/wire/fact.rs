@@ -31,6 +31,8 @@ pub enum Format {
     ClaudeTranscript,
     /// A line of `claude -p … --output-format stream-json`.
     ClaudeStream,
+    /// A line of `codex exec --json`.
+    CodexExec,
     /// A row or event of OpenCode's store, or of `opencode serve`'s event stream.
     OpenCode,
     /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).

@@ -3,7 +3,7 @@
 use super::fact::{Format, Lowered, Origin};
 use super::malformed::{Malformed, Shape};
 use super::record::{Line, Other};
-use super::{claude, codex, opencode, otlp, rollout};
+use super::{claude, codex, exec, opencode, opencode_run, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
 /// line's time orders pending windows: a wild one must not hold them open (or shut) for ever.
@@ -14,20 +14,25 @@ pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 #[derive(Debug, Default)]
 pub struct Stream {
     rollout: rollout::Follow,
+    claude: claude::partial::Partials,
+    exec: exec::Follow,
 }
 
 /// Lowers one decoded line from `origin`. Lowering the same line from the same origin again gives
 /// the same facts, whatever came between, except where the format says a line belongs to the
-/// thread an earlier line named (rollouts): a caller replaying a line knows its thread already.
+/// thread an earlier line named (rollouts: a caller replaying a line knows its thread already) or
+/// finishes what earlier lines streamed (Claude stream-json `--include-partial-messages`).
 pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lowered<'l> {
     let time = line.time().map(|t| t.clamp(0, MAX_TIME_MS));
     let mut out = Lowered { time, raw: line.raw, ..Lowered::default() };
     match &line.other {
         Some(Other::Claude(l)) => claude::lower(l, &mut out),
-        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut out),
+        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut stream.claude, &mut out),
         Some(Other::OpenCode(l)) => opencode::lower(l, &mut out),
         Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, &mut out),
         Some(Other::Otlp(l)) => otlp::lower(l, &mut out),
+        Some(Other::CodexExec(l)) => exec::lower(l, origin, &mut stream.exec, &mut out),
+        Some(Other::OpenCodeRun(l)) => opencode_run::lower(l, &mut out),
         None => codex::lower(&line.msg, line.dir, &mut out),
     }
     out

@@ -40,6 +40,7 @@ impl ShapeKeys {
             (true, true, _, _) => Shape::CodexRollout,
             (true, _, _, true) => Shape::ClaudeStream,
             (true, _, true, _) => Shape::ClaudeTranscript,
+            (true, false, false, false) => Shape::Typed,
             _ => Shape::Other,
         }
     }
@@ -55,6 +56,9 @@ pub enum Shape {
     OpenCode,
     /// A record of `listen --otlp` (`{"otlp": …}`).
     Otlp,
+    /// A line with a `type` and none of the other formats' keys: `codex exec --json`, or
+    /// `opencode run --format json`.
+    Typed,
     #[default]
     Other,
 }
@@ -87,6 +91,9 @@ impl fmt::Display for Malformed {
                 f.write_str("a Claude Code stream-json line, not an app-server message")
             }
             Self::NotAMessage(Shape::OpenCode) => f.write_str("an OpenCode record swarmtop cannot read"),
+            Self::NotAMessage(Shape::Typed) => f.write_str(
+                "a typed line of no format swarmtop reads (not `codex exec --json` or `opencode run --format json`)",
+            ),
             Self::NotAMessage(Shape::Other) => f.write_str("no method, id or swarmtop member"),
             Self::RawBytes => f.write_str("recorded bytes that were not JSON (rawB64)"),
             Self::TooLong(n) => write!(f, "line of {n} bytes is over the length bound"),

@@ -11,11 +11,13 @@
 
 pub mod claude;
 pub mod codex;
+pub mod exec;
 pub mod fact;
 mod json;
 mod lower;
 mod malformed;
 pub mod opencode;
+pub mod opencode_run;
 pub mod otlp;
 pub mod record;
 pub mod rollout;

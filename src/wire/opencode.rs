@@ -409,7 +409,7 @@ pub fn breakdown(t: &Tokens) -> Breakdown {
 }
 
 /// An error's text, and whether it was an abort (`MessageAbortedError`) rather than a failure.
-fn error_text(raw: Option<&RawValue>) -> (Option<Clean>, bool) {
+pub(crate) fn error_text(raw: Option<&RawValue>) -> (Option<Clean>, bool) {
     let Some(raw) = raw else { return (None, false) };
     let e: ErrorInfo<'_> = serde_json::from_str(raw.get()).unwrap_or_default();
     let name = e.name.as_deref().unwrap_or("error");
@@ -482,7 +482,7 @@ fn item_status(s: Option<&str>) -> ItemStatus {
 
 /// A part: text, reasoning and tools are items; a `task` tool is a card whose child is
 /// `metadata.sessionId`. Step markers carry nothing the message does not.
-fn part<'l>(part: &'l Part<'_>, session: Option<&'l str>, out: &mut Lowered<'l>) {
+pub(crate) fn part<'l>(part: &'l Part<'_>, session: Option<&'l str>, out: &mut Lowered<'l>) {
     let Some(thread) = part.session_id.as_deref().or(session).filter(|s| !s.is_empty()) else { return };
     out.subject = Subject::Thread(Cow::Borrowed(thread));
     let Some(id) = part.id.as_deref() else { return };

@@ -17,6 +17,8 @@ pub enum Other<'a> {
     Rollout(Box<RolloutLine<'a>>),
     OpenCode(Box<OpenCodeLine<'a>>),
     Otlp(Box<super::otlp::OtlpLine>),
+    CodexExec(Box<super::exec::ExecLine<'a>>),
+    OpenCodeRun(Box<super::opencode_run::RunLine<'a>>),
 }
 
 impl Other<'_> {
@@ -27,6 +29,9 @@ impl Other<'_> {
             Self::Rollout(l) => l.time(),
             Self::OpenCode(l) => l.time(),
             Self::Otlp(l) => l.time(),
+            // `codex exec --json` carries no times.
+            Self::CodexExec(_) => None,
+            Self::OpenCodeRun(l) => l.time(),
         }
     }
 }
@@ -57,9 +62,14 @@ impl Line<'_> {
     }
 
     /// Whether lowering it needs nothing from the lines before it: every format's lines but a
-    /// rollout's, whose thread the file's first line may have named.
+    /// rollout's, whose thread the file's first line may have named, and a Claude stream-json line
+    /// that finishes what earlier lines streamed.
     pub fn lowers_alone(&self) -> bool {
-        !matches!(self.other, Some(Other::Rollout(_)))
+        match &self.other {
+            Some(Other::Rollout(_) | Other::CodexExec(_)) => false,
+            Some(Other::ClaudeStream(l)) => !l.reads_stream(),
+            _ => true,
+        }
     }
 
     /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`, else
@@ -82,7 +92,8 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
 /// is never copied from the scanner to the router (the copies were an eighth of ingest time).
 /// On error the slot holds no meaningful line.
 pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malformed> {
-    let Ok(text) = std::str::from_utf8(record) else {
+    // SIMD validation: on the mostly-ASCII lines agents write, several times the standard library's.
+    let Ok(text) = simdutf8::basic::from_utf8(record) else {
         return Err(Malformed::NotUtf8);
     };
     // A Claude Code transcript line is read once, not first by the Codex scanner (which walks all
@@ -153,6 +164,10 @@ pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -
             Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
             Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
             Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
+            // An OpenCode line names its session; a `codex exec` line never does.
+            Shape::Typed => super::opencode_run::parse(text)
+                .map(|l| Other::OpenCodeRun(Box::new(l)))
+                .or_else(|| super::exec::parse(text).map(|l| Other::CodexExec(Box::new(l)))),
             Shape::Other => None,
         };
         line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use super::anthropic::{MockAnthropic, Served};
+use super::anthropic::{MockAnthropic, Script, Served};
 use super::claude_scenario::{PROJECT_FILES, ROOT_MODEL, ROOT_PROMPT, Scenario};
 
 /// The pinned CLI version (scripts/setup-claude.sh installs it).
@@ -151,6 +151,17 @@ fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString,
 /// Runs one session of `scenario` with the real CLI in `world` (fresh from [`World::new`]) and
 /// returns once it has exited.
 pub async fn run(bin: &Path, scenario: Scenario, opts: RunOptions, world: World) -> Result<ClaudeRun, String> {
+    run_with(bin, scenario, opts, world, &[]).await
+}
+
+/// [`run`] with more CLI arguments (`--include-partial-messages`, ...).
+pub async fn run_with(
+    bin: &Path,
+    scenario: impl Script,
+    opts: RunOptions,
+    world: World,
+    extra_args: &[&str],
+) -> Result<ClaudeRun, String> {
     let mock = MockAnthropic::start(scenario).await.map_err(|e| format!("mock: {e}"))?;
     let mut streaming = mock.streaming();
     let stdout = std::fs::File::create(&world.stream).map_err(|e| e.to_string())?;
@@ -159,6 +170,7 @@ pub async fn run(bin: &Path, scenario: Scenario, opts: RunOptions, world: World)
     let mut child = tokio::process::Command::new(bin)
         .args(["-p", ROOT_PROMPT, "--output-format", "stream-json", "--verbose", "--model", ROOT_MODEL])
         .arg("--dangerously-skip-permissions")
+        .args(extra_args)
         .env_clear()
         .envs(env(&world, &mock.base_url(), opts.telemetry.as_deref()))
         .current_dir(&world.project)

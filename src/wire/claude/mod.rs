@@ -2,6 +2,7 @@
 //! the facts every format shares.
 
 pub mod outcome;
+pub mod partial;
 pub mod sidecar;
 pub mod stream;
 mod transcript;

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::partial::Partials;
 use super::{Block, Usage, blocks_of};
 use crate::wire::fact::{
     Answered, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
@@ -65,6 +66,9 @@ pub struct StreamLine<'a> {
     pub description: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub subagent_type: Option<Str<'a>>,
+    /// `task_started`: `local_agent` (a sub-agent), `local_bash` (a background command), ...
+    #[serde(borrow, default)]
+    pub task_type: Option<Str<'a>>,
     #[serde(default)]
     pub spawn_depth: Option<u32>,
     /// `task_notification`'s end status.
@@ -81,6 +85,29 @@ pub struct StreamLine<'a> {
     /// `result.modelUsage`: model -> the session's totals so far.
     #[serde(rename = "modelUsage", borrow, default)]
     pub model_usage: Option<BTreeMap<Str<'a>, ModelUsage<'a>>>,
+    /// `stream_event`: the API's own server-sent event, read by [`super::partial`].
+    #[serde(borrow, default)]
+    pub event: Option<&'a RawValue>,
+    /// `stream_event`: the response it is part of (`message.id`).
+    #[serde(borrow, default)]
+    pub api_message_id: Option<Str<'a>>,
+    /// A `user` line's tool result as the CLI read it: for a foreground sub-agent's hand-back,
+    /// `{status: completed, agentId, ...}` (the only end of a sub-agent 2.1.63 writes to a stream).
+    #[serde(borrow, default)]
+    pub tool_use_result: Option<&'a RawValue>,
+    /// `compact_boundary`: how the context was compacted.
+    #[serde(borrow, default)]
+    pub compact_metadata: Option<Compaction<'a>>,
+    /// `api_retry` (the session's request failed and is retried): attempt n of `max_retries`.
+    #[serde(default)]
+    pub attempt: Option<u64>,
+    #[serde(default)]
+    pub max_retries: Option<u64>,
+    #[serde(default)]
+    pub error_status: Option<u64>,
+    /// `api_retry`: a category (`unknown`, `rate_limit`, ...); kept raw, as other lines may say more.
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -93,6 +120,18 @@ pub struct StreamMessage<'a> {
     pub content: Option<&'a RawValue>,
     #[serde(default)]
     pub usage: Option<Usage>,
+}
+
+/// `compact_boundary` `compact_metadata`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Compaction<'a> {
+    /// `manual` (`/compact`) or `auto`.
+    #[serde(borrow, default)]
+    pub trigger: Option<Str<'a>>,
+    #[serde(default)]
+    pub pre_tokens: Option<u64>,
+    #[serde(default)]
+    pub post_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -147,9 +186,37 @@ impl StreamLine<'_> {
         self.timestamp.as_deref().and_then(crate::wire::time::iso8601_ms)
     }
 
+    /// Whether a `task_started` is a sub-agent's (`local_agent`; 2.1.63 says so too) rather than a
+    /// background command's (`local_bash`) or another task of the session's own.
+    fn is_agent_task(&self) -> bool {
+        self.task_type.as_deref().is_none_or(|t| t.contains("agent"))
+    }
+
     /// The agent a message line belongs to: its sub-agent, else the session.
-    fn speaker(&self) -> Option<&str> {
-        self.agent_id.as_deref().filter(|_| self.parent_tool_use_id.is_some()).or(self.session_id.as_deref())
+    /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
+    /// session's `assistant` line, which finishes the block the events streamed.
+    pub fn reads_stream(&self) -> bool {
+        match (self.kind.as_deref(), self.subtype.as_deref()) {
+            (Some("stream_event"), _)
+            | (Some("system"), Some("task_started" | "task_progress" | "task_updated" | "task_notification")) => true,
+            // A sub-agent's line without its `agent_id` (2.1.63) is told by its spawn's tool use.
+            (Some("assistant" | "user"), _) => self.parent_tool_use_id.is_none() || self.agent_id.is_none(),
+            _ => false,
+        }
+    }
+
+    /// The agent a message line belongs to: its sub-agent (by `agent_id`, else by the task its
+    /// `parent_tool_use_id` started), else the session.
+    fn speaker<'l>(&'l self, partials: &Partials) -> Option<Cow<'l, str>> {
+        if let Some(card) = self.parent_tool_use_id.as_deref() {
+            if let Some(agent) = self.agent_id.as_deref() {
+                return Some(Cow::Borrowed(agent));
+            }
+            if let Some(task) = partials.task_of(card) {
+                return Some(Cow::Owned(task.to_owned()));
+            }
+        }
+        self.session_id.as_deref().map(Cow::Borrowed)
     }
 }
 
@@ -157,19 +224,31 @@ fn id(s: &str) -> Cow<'_, str> {
     Cow::Borrowed(s)
 }
 
-fn set(target: Target<'_>, status: Status) -> Fact<'_> {
+pub(super) fn set(target: Target<'_>, status: Status) -> Fact<'_> {
     Fact::Status(StatusFact { target, change: StatusChange::Set(status) })
 }
 
-/// Lowers one stream-json line.
-pub fn lower<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+/// Lowers one stream-json line; `partials` is what the stream's earlier lines said of the responses
+/// still streaming.
+pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lowered<'l>) {
     out.format = Format::ClaudeStream;
     let Some(session) = line.session_id.as_deref() else { return };
     out.subject = Subject::Thread(id(session));
     out.weight = Weight::Noise;
     match (line.kind.as_deref(), line.subtype.as_deref()) {
         (Some("system"), Some("init")) => init(line, session, out),
-        (Some("system"), Some("task_started")) => task_started(line, session, out),
+        (Some("system"), Some("task_started")) if !line.is_agent_task() => {
+            // A background command (`run_in_background`): the session's tool call, still running.
+            if let (Some(task), Some(card)) = (line.task_id.as_deref(), line.tool_use_id.as_deref()) {
+                partials.command_started(task, card);
+            }
+        }
+        (Some("system"), Some("task_started")) => task_started(line, session, partials, out),
+        (Some("system"), Some("task_progress" | "task_updated" | "task_notification"))
+            if line.task_id.as_deref().is_some_and(|t| partials.command_of(t).is_some()) =>
+        {
+            command_end(line, partials, out);
+        }
         (Some("system"), Some("task_progress")) => {
             if let Some(task) = line.task_id.as_deref() {
                 out.subject = Subject::Thread(id(task));
@@ -181,11 +260,15 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
             task_end(line, patch.and_then(|p| p.status.as_deref()), patch.and_then(|p| p.error.as_deref()), out);
         }
         (Some("system"), Some("task_notification")) => task_end(line, line.status.as_deref(), None, out),
+        (Some("system"), Some("api_retry")) => api_retry(line, out),
+        (Some("system"), Some("compact_boundary")) => compacted(line, out),
         (Some("tool_progress"), _) => retry(line, out),
-        (Some("assistant"), _) => assistant(line, out),
-        (Some("user"), _) => user(line, out),
+        (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
+        (Some("assistant"), _) => assistant(line, partials, out),
+        (Some("user"), _) => user(line, partials, out),
         (Some("result"), _) => result(line, out),
-        // `thinking_tokens`, `background_tasks_changed`, and what comes next: the session's, no fact.
+        // `status` (`requesting`), `thinking_tokens`, `background_tasks_changed`, and what comes
+        // next: the session's, no fact.
         _ => {}
     }
 }
@@ -202,8 +285,11 @@ fn init<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
     out.facts.push(set(Target::Subject, Status::Running));
 }
 
-fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
+fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, partials: &mut Partials, out: &mut Lowered<'l>) {
     let Some(task) = line.task_id.as_deref() else { return };
+    if let Some(card) = line.tool_use_id.as_deref() {
+        partials.started(card, task);
+    }
     // The spawning agent: the session at depth 1, `parent_task_id` deeper.
     let parent = line.parent_task_id.as_deref().unwrap_or(session);
     let card = line.tool_use_id.as_deref().map(id);
@@ -216,6 +302,29 @@ fn task_started<'l>(line: &'l StreamLine<'_>, session: &'l str, out: &mut Lowere
     out.facts.push(Fact::Thread(Box::new(thread)));
     out.facts.push(Fact::Spawn(Spawn { child: id(task), card, via: Via::TaskTool }));
     out.facts.push(set(Target::Thread(id(task)), Status::Running));
+}
+
+/// A background command's progress and end: its tool call's, in the session.
+fn command_end<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
+    let Some(card) = line.task_id.as_deref().and_then(|t| partials.command_of(t)) else { return };
+    let status = match line.subtype.as_deref() {
+        Some("task_updated") => line.patch.as_ref().and_then(|p| p.status.as_deref()),
+        Some("task_notification") => line.status.as_deref(),
+        _ => None,
+    };
+    let status = match status {
+        Some("completed") => ItemStatus::Completed,
+        Some("failed") => ItemStatus::Failed,
+        Some("killed" | "stopped") => ItemStatus::Interrupted,
+        _ => return,
+    };
+    out.facts.push(Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Owned(card.to_owned())),
+        update_only: true,
+        status: Some(status),
+        completed_ms: out.time,
+        ..ItemFact::default()
+    })));
 }
 
 /// A sub-agent's end, from `task_updated` or `task_notification` (both come; the facts are the same).
@@ -270,9 +379,49 @@ fn retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     out.facts.push(set(Target::Subject, Status::Retrying));
 }
 
-fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
-    let Some(speaker) = line.speaker() else { return };
-    out.subject = Subject::Thread(id(speaker));
+/// `compact_boundary`: the session's context was summarised (`/compact` or automatically); the
+/// summary request itself is not reported as a message.
+fn compacted<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let Some(uuid) = line.uuid.as_deref() else { return };
+    let meta = line.compact_metadata.as_ref();
+    let trigger = meta.and_then(|m| m.trigger.as_deref()).unwrap_or("compacted");
+    let tokens = match (meta.and_then(|m| m.pre_tokens), meta.and_then(|m| m.post_tokens)) {
+        (Some(pre), Some(post)) => format!(": {pre} → {post} tokens of context"),
+        _ => String::new(),
+    };
+    out.weight = Weight::Output;
+    out.facts.push(Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Borrowed(uuid)),
+        turn: Some(TurnRef::Latest),
+        kind: Some(ItemKind::Compaction),
+        status: Some(ItemStatus::Completed),
+        title: Some(sanitize(&format!("context compacted ({trigger}){tokens}"))),
+        ..ItemFact::default()
+    })));
+}
+
+/// `api_retry`: a request of the session failed and is retried (a sub-agent's come as
+/// `tool_progress` `subagent_retry`).
+fn api_retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    let category = line.error.and_then(|e| serde_json::from_str::<Str<'_>>(e.get()).ok());
+    let what = match (line.error_status, category.as_deref()) {
+        (Some(s), Some(c)) => format!("HTTP {s} ({c})"),
+        (Some(s), None) => format!("HTTP {s}"),
+        (None, Some(c)) => format!("API error ({c})"),
+        (None, None) => "API error".to_owned(),
+    };
+    let attempt = match (line.attempt, line.max_retries) {
+        (Some(a), Some(m)) => format!(", retry {a}/{m}"),
+        _ => String::new(),
+    };
+    out.weight = Weight::Output;
+    out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
+    out.facts.push(set(Target::Subject, Status::Retrying));
+}
+
+fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
+    let Some(speaker) = line.speaker(partials) else { return };
+    out.subject = Subject::Thread(speaker);
     out.weight = Weight::Output;
     let Some(message) = &line.message else { return };
     let model = message.model.as_deref().filter(|m| !m.is_empty() && *m != "<synthetic>");
@@ -289,12 +438,18 @@ fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
     let blocks = blocks_of(message.content);
+    // A block that streamed is the item its deltas built, finished here.
+    let item = |i: usize| {
+        message
+            .id
+            .as_deref()
+            .and_then(|m| partials.item_of(m, i, blocks.len()))
+            .unwrap_or_else(|| format!("{uuid}#{i}"))
+    };
     for (i, block) in blocks.iter().enumerate() {
         let item = match block.kind.as_deref() {
-            Some("text") => block.text.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::AgentMessage, t)),
-            Some("thinking") => {
-                block.thinking.as_deref().map(|t| text_item(format!("{uuid}#{i}"), ItemKind::Reasoning, t))
-            }
+            Some("text") => block.text.as_deref().map(|t| text_item(item(i), ItemKind::AgentMessage, t)),
+            Some("thinking") => block.thinking.as_deref().map(|t| text_item(item(i), ItemKind::Reasoning, t)),
             Some("tool_use") => tool_use(block),
             _ => None,
         };
@@ -303,9 +458,9 @@ fn assistant<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     out.facts.push(set(Target::Subject, Status::Running));
 }
 
-fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
-    let Some(speaker) = line.speaker() else { return };
-    out.subject = Subject::Thread(id(speaker));
+fn user<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>) {
+    let Some(speaker) = line.speaker(partials) else { return };
+    out.subject = Subject::Thread(speaker);
     out.weight = Weight::Output;
     let Some(message) = &line.message else { return };
     let blocks = blocks_of(message.content);
@@ -325,6 +480,7 @@ fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         })));
     }
     if results {
+        handed_back(line, out);
         return;
     }
     let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
@@ -347,6 +503,27 @@ fn user<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     out.facts.push(Fact::TurnStarted(TurnStarted { turn: Some(id(uuid)), own_root_turn: false, ends_previous: true }));
     out.facts.push(text_item(uuid.to_owned(), ItemKind::UserMessage, &text));
     out.facts.push(set(Target::Subject, Status::Running));
+}
+
+/// A sub-agent's answer in its parent's tool result: it has finished (the `task_updated` of newer
+/// CLIs says the same). A background launch (`async_launched`) or an error names no end.
+fn handed_back<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct HandBack<'a> {
+        #[serde(borrow, default)]
+        status: Option<Str<'a>>,
+        #[serde(borrow, default)]
+        agent_id: Option<Str<'a>>,
+    }
+    let Some(raw) = line.tool_use_result else { return };
+    let Ok(back) = serde_json::from_str::<HandBack<'l>>(raw.get()) else { return };
+    if back.status.as_deref() != Some("completed") {
+        return;
+    }
+    let Some(agent) = back.agent_id.filter(|a| !a.is_empty()) else { return };
+    out.facts.push(Fact::Answered(Answered { child: agent.clone(), status: Status::Idle }));
+    out.facts.push(set(Target::Thread(agent), Status::Idle));
 }
 
 fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
@@ -409,7 +586,7 @@ fn text_of(content: Option<&RawValue>) -> String {
 }
 
 /// Anthropic usage in the vocabulary's terms: input includes the cache reads and writes.
-fn breakdown(u: &Usage) -> Breakdown {
+pub(super) fn breakdown(u: &Usage) -> Breakdown {
     let v = |x: Option<u64>| x.unwrap_or(0);
     let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
     let one_hour = u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
@@ -444,7 +621,7 @@ mod tests {
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>, Vec<&Fact<'_>>)) {
         let line = parse(text).expect("a stream-json line");
         let mut out = Lowered { time: line.time(), raw: text, ..Lowered::default() };
-        lower(&line, &mut out);
+        lower(&line, &mut Partials::default(), &mut out);
         let facts: Vec<&Fact<'_>> = out.facts.iter().collect();
         check(&out, facts);
     }
@@ -540,6 +717,37 @@ mod tests {
                 matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/1")
             );
             assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+    }
+
+    #[test]
+    fn a_compact_boundary_is_a_compaction_of_the_session() {
+        let line = r#"{"type":"system","subtype":"compact_boundary","session_id":"s","uuid":"c1","compact_metadata":{"trigger":"manual","pre_tokens":10008,"post_tokens":2845,"cumulative_dropped_tokens":7163}}"#;
+        lowered(line, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            let Fact::Item(i) = f[0] else { panic!("{:?}", f[0]) };
+            assert_eq!(i.kind, Some(ItemKind::Compaction));
+            assert_eq!(
+                i.title.as_ref().map(Clean::as_str),
+                Some("context compacted (manual): 10008 → 2845 tokens of context")
+            );
+        });
+    }
+
+    #[test]
+    fn an_api_retry_is_a_transient_error_of_the_session() {
+        let line = r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":563,"error_status":529,"error":"overloaded","session_id":"s","uuid":"r1"}"#;
+        lowered(line, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            assert!(
+                matches!(f[0], Fact::Error(e) if e.retrying && e.message.as_ref().unwrap().as_str() == "HTTP 529 (overloaded), retry 1/10")
+            );
+            assert!(is_set(f[1], &Target::Subject, Status::Retrying));
+        });
+        // No HTTP status when the connection failed; an error of another shape is still a retry.
+        let refused = r#"{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"error_status":null,"error":{"kind":"x"},"session_id":"s"}"#;
+        lowered(refused, |_, f| {
+            assert!(matches!(f[0], Fact::Error(e) if e.message.as_ref().unwrap().as_str() == "API error, retry 2/10"));
         });
     }
 

@@ -40,6 +40,10 @@ pub struct ClaudeLine<'a> {
     pub timestamp: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub request_id: Option<Str<'a>>,
+    /// The session whose request it was, on the history a `--fork-session` copies into its new
+    /// session's file (2.1.332): that session spent it.
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub request_session_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub message: Option<ClaudeMessage<'a>>,
     #[serde(borrow, default)]
@@ -375,7 +379,8 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     if let Some(m) = model.filter(|m| *m != "<synthetic>") {
         facts.push(Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m) }));
     }
-    if let Some(usage) = &message.usage {
+    let copied = line.request_session_id.as_deref().is_some_and(|r| Some(r) != line.session_id.as_deref());
+    if let Some(usage) = message.usage.as_ref().filter(|_| !copied) {
         facts.push(Fact::Usage(FactUsage::Response(Box::new(ResponseUsage {
             key: (
                 message.id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
@@ -548,6 +553,18 @@ mod tests {
             assert!(matches!(f[3], Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("hi")));
             assert!(matches!(f[4], Fact::Status(s) if s.change == StatusChange::Set(Status::Idle)));
         });
+    }
+
+    #[test]
+    fn a_forks_copied_history_is_shown_but_spent_by_the_session_it_came_from() {
+        let copied = r#"{"type":"assistant","sessionId":"fork","uuid":"u","requestId":"r","requestSessionId":"orig","message":{"id":"m","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":2}}}"#;
+        lowered(copied, |l| {
+            assert_eq!(l.subject, Subject::Thread("fork".into()));
+            assert!(!facts(l).iter().any(|f| matches!(f, Fact::Usage(_))), "not the fork's spend");
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(_))), "still the fork's history");
+        });
+        let own = copied.replace(r#""requestSessionId":"orig""#, r#""requestSessionId":"fork""#);
+        lowered(&own, |l| assert!(facts(l).iter().any(|f| matches!(f, Fact::Usage(_)))));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::wire::fact::{
     ModelChange, Notice, Parentage, Spawn, Status, StatusChange, StatusFact, Target, TextRule, ThreadFact, TurnEnded,
     TurnOutcome, TurnRef, TurnStarted, Via, Wait, Weight,
 };
-use crate::wire::json::{Str, parse_raw};
+use crate::wire::json::{Raw, Str};
 use crate::wire::sanitize;
 
 /// Lowers one message into `out` (whose time and raw text the caller has set).
@@ -41,7 +41,7 @@ pub fn lower<'l>(msg: &'l Message<'_>, dir: Dir, out: &mut Lowered<'l>) {
     }
     let Some(thread) = msg.thread_id().filter(|t| !t.is_empty()) else {
         out.subject = crate::wire::fact::Subject::Global;
-        let message = msg.params.rest().message.and_then(|m| serde_json::from_str::<Str<'_>>(m.get()).ok());
+        let message = msg.params.rest().message.and_then(super::scan::string_of);
         out.facts.push(Fact::Notice(Notice { method: CleanStr::new(method), message: message.map(|m| sanitize(&m)) }));
         return;
     };
@@ -220,12 +220,12 @@ struct ErrorBody<'a> {
     message: Option<Str<'a>>,
 }
 
-fn error_message(raw: Option<&serde_json::value::RawValue>) -> Option<Clean> {
+fn error_message(raw: Option<Raw<'_>>) -> Option<Clean> {
     parse_raw::<ErrorBody<'_>>(raw).and_then(|e| e.message).map(|m| sanitize(&m))
 }
 
 /// `thread/status/changed`'s `status` object (routing.md §6).
-fn status_change(raw: Option<&serde_json::value::RawValue>) -> Option<StatusChange> {
+fn status_change(raw: Option<Raw<'_>>) -> Option<StatusChange> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct StatusBody<'a> {
@@ -287,7 +287,7 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
     let card = Cow::Borrowed(id);
     match item.kind() {
         "collabAgentToolCall" => {
-            let tool = item.tool();
+            let tool = raw_str(item.tool);
             let tool = tool.as_deref().unwrap_or("");
             // The spawn's resolved model names the child's model; item/started's never does.
             if completed && tool == "spawnAgent" {
@@ -344,13 +344,23 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
     }
 }
 
+/// An optional raw field as `T`; `None` when absent, null or of another shape.
+fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<Raw<'a>>) -> Option<T> {
+    raw?.parse()
+}
+
+/// An optional raw field as a string; `None` when absent, null or not a string.
+fn raw_str(raw: Option<Raw<'_>>) -> Option<Str<'_>> {
+    super::scan::string_of(raw?)
+}
+
 /// The item's one-line title and tool name, by its kind.
 fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) {
     let mut title = Clean::new();
     let mut tool = None;
     match kind {
         ItemKind::Command => {
-            if let Some(cmd) = parse_raw::<Str<'_>>(item.command) {
+            if let Some(cmd) = raw_str(item.command) {
                 title.push(&cmd);
             } else if let Some(parts) = parse_raw::<Vec<Str<'_>>>(item.command) {
                 title.push(&parts.join(" "));
@@ -367,8 +377,8 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
             title.push(&paths.join(", "));
         }
         ItemKind::McpTool | ItemKind::DynamicTool => {
-            let server = parse_raw::<Str<'_>>(item.server);
-            let name = match (server, item.tool()) {
+            let server = raw_str(item.server);
+            let name = match (server, raw_str(item.tool)) {
                 (Some(s), Some(t)) => format!("{s}.{t}"),
                 (None, Some(t)) => t.into_owned(),
                 (Some(s), None) => s.into_owned(),
@@ -377,13 +387,13 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
             title.push(&name);
         }
         ItemKind::WebSearch => {
-            if let Some(q) = parse_raw::<Str<'_>>(item.query) {
+            if let Some(q) = raw_str(item.query) {
                 title.push(&q);
             }
         }
         ItemKind::Collab => {
-            tool = item.tool().map(|t| sanitize(&t));
-            if let Some(prompt) = parse_raw::<Str<'_>>(item.prompt) {
+            tool = raw_str(item.tool).map(|t| sanitize(&t));
+            if let Some(prompt) = raw_str(item.prompt) {
                 title.push(&prompt);
             }
         }
@@ -402,7 +412,7 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
 fn text_of(kind: &ItemKind, item: &Item<'_>) -> Option<Clean> {
     let mut text = Clean::new();
     match kind {
-        ItemKind::AgentMessage | ItemKind::Plan => text.push(&parse_raw::<Str<'_>>(item.text)?),
+        ItemKind::AgentMessage | ItemKind::Plan => text.push(&raw_str(item.text)?),
         ItemKind::UserMessage => {
             #[derive(Deserialize)]
             struct Part<'a> {
@@ -421,7 +431,7 @@ fn text_of(kind: &ItemKind, item: &Item<'_>) -> Option<Clean> {
             }
             text.push(&parts.join("\n\n"));
         }
-        ItemKind::Command => text.push(&parse_raw::<Str<'_>>(item.aggregated_output)?),
+        ItemKind::Command => text.push(&raw_str(item.aggregated_output)?),
         ItemKind::FileChange => {
             #[derive(Deserialize)]
             struct Change<'a> {

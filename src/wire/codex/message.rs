@@ -11,11 +11,10 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
 
 use super::methods::Method;
 use crate::wire::fact::Breakdown;
-use crate::wire::json::{BStr, Str, opt_str, opt_vec_str, parse_raw, req_str};
+use crate::wire::json::{BStr, Raw, Str, opt_str, opt_vec_str, req_str};
 use crate::wire::malformed::{Malformed, Shape, ShapeKeys};
 
 /// Which side sent a line, from its recording envelope.
@@ -74,13 +73,13 @@ pub struct ParamsRest<'a> {
     pub item: Option<Item<'a>>,
     pub token_usage: Option<TokenUsage>,
     /// `thread/status/changed` has an object here; other methods use the key for strings.
-    pub status: Option<&'a RawValue>,
+    pub status: Option<Raw<'a>>,
     pub will_retry: Option<bool>,
-    pub error: Option<&'a RawValue>,
+    pub error: Option<Raw<'a>>,
     pub to_model: Option<Str<'a>>,
     pub settings_model: Option<Str<'a>>,
-    pub message: Option<&'a RawValue>,
-    pub name: Option<&'a RawValue>,
+    pub message: Option<Raw<'a>>,
+    pub name: Option<Raw<'a>>,
 }
 
 static NO_REST: ParamsRest<'static> = ParamsRest {
@@ -116,7 +115,7 @@ pub struct ThreadInfo<'a> {
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub parent_thread_id: Option<Str<'a>>,
     #[serde(borrow, default)]
-    pub source: Option<&'a RawValue>,
+    pub source: Option<Raw<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub model: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
@@ -178,7 +177,7 @@ pub struct TurnInfo<'a> {
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub status: Option<Str<'a>>,
     #[serde(borrow, default)]
-    pub error: Option<&'a RawValue>,
+    pub error: Option<Raw<'a>>,
 }
 
 /// A thread item. The router reads the registration fields; display fields stay raw.
@@ -191,8 +190,9 @@ pub struct Item<'a> {
     pub id: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub status: Option<Str<'a>>,
+    /// A string for collab calls; other item types may use the key otherwise.
     #[serde(borrow, default)]
-    pub tool: Option<&'a RawValue>,
+    pub tool: Option<Raw<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_vec_str")]
     pub receiver_thread_ids: Option<Vec<Str<'a>>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
@@ -205,39 +205,34 @@ pub struct Item<'a> {
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub agent_path: Option<Str<'a>>,
     #[serde(borrow, default)]
-    pub prompt: Option<&'a RawValue>,
+    pub prompt: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub text: Option<&'a RawValue>,
+    pub text: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub summary: Option<&'a RawValue>,
+    pub summary: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub content: Option<&'a RawValue>,
+    pub content: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub command: Option<&'a RawValue>,
+    pub command: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub aggregated_output: Option<&'a RawValue>,
+    pub aggregated_output: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub exit_code: Option<&'a RawValue>,
+    pub exit_code: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub changes: Option<&'a RawValue>,
+    pub changes: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub server: Option<&'a RawValue>,
+    pub server: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub query: Option<&'a RawValue>,
+    pub query: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub error: Option<&'a RawValue>,
+    pub error: Option<Raw<'a>>,
     #[serde(borrow, default)]
-    pub agents_states: Option<&'a RawValue>,
+    pub agents_states: Option<Raw<'a>>,
 }
 
 impl Item<'_> {
     pub fn kind(&self) -> &str {
         self.kind.as_deref().unwrap_or("")
-    }
-
-    /// `tool` is a string for collab calls; other item types may use the key otherwise.
-    pub fn tool(&self) -> Option<Str<'_>> {
-        parse_raw(self.tool)
     }
 }
 
@@ -322,8 +317,8 @@ pub(crate) fn wants_full_params(method: &str) -> bool {
 /// What the top level holds besides the message's own fields, for [`finish`].
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Parts<'a> {
-    pub late_params: Option<&'a RawValue>,
-    pub result: Option<&'a RawValue>,
+    pub late_params: Option<Raw<'a>>,
+    pub result: Option<Raw<'a>>,
     pub shape: Shape,
 }
 
@@ -333,7 +328,7 @@ pub(crate) struct TopRest<'a> {
     pub parts: Parts<'a>,
     pub ts: Option<i64>,
     pub dir: Option<Str<'a>>,
-    pub envelope_msg: Option<&'a RawValue>,
+    pub envelope_msg: Option<Raw<'a>>,
     pub raw_b64: bool,
 }
 

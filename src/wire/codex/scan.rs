@@ -4,17 +4,16 @@
 //! It is deliberately partial. Anything unusual — a `\u` escape, a typed number that is not a
 //! plain integer, deep nesting, any syntax error — makes it give up (`None`), and the serde path
 //! decides instead. So it never accepts a line serde would reject, and it never has to reproduce
-//! serde's error messages. Nested objects the reducer reads in depth (`item`, `thread`, `turn`,
-//! `tokenUsage`, `result`) are validated here and parsed by serde from their slice: they are rare
-//! next to stream deltas, which this path handles alone.
+//! serde's error messages. The nested objects the reducer reads in depth (`item`, `thread`,
+//! `turn`, `tokenUsage`, a response's `result`) are read here too, as their derived types read
+//! them: on real traffic they are a third of the bytes, and a second pass by serde cost more than
+//! the scan itself. Only `threadSettings`, rare, is parsed by serde from its slice.
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
-
-use super::message::{Item, Message, Params, TokenUsage, TopRest, wants_full_params};
+use super::message::{Item, Message, Params, ResultBody, ThreadInfo, TokenUsage, TopRest, TurnInfo, wants_full_params};
 use crate::wire::fact::Breakdown;
-use crate::wire::json::Str;
+use crate::wire::json::{Raw, Str};
 use crate::wire::malformed::ShapeKeys;
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
@@ -54,7 +53,9 @@ impl<'a> Scanner<'a> {
     }
 
     /// Moves the cursor to the next byte that ends a plain run inside a string: `"`, `\\` or a
-    /// control byte (which JSON forbids raw). Eight bytes at a time, as a word (SWAR).
+    /// control byte (which JSON forbids raw). Eight bytes at a time, as a word (SWAR): most
+    /// strings here are keys and ids of 8 to 52 bytes, where memchr's vector setup cost more
+    /// (measured: +9 % instructions on the capture corpus).
     #[inline(always)]
     fn skip_plain(&mut self) -> Scan<u8> {
         const ONES: u64 = 0x0101_0101_0101_0101;
@@ -122,7 +123,9 @@ impl<'a> Scanner<'a> {
                     });
                 }
                 b'\\' => {
-                    let s = owned.get_or_insert_with(String::new);
+                    // Room for the rest of a usual string at once: growing from nothing
+                    // reallocated on most escaped texts.
+                    let s = owned.get_or_insert_with(|| String::with_capacity((self.bytes.len() - start).min(4096)));
                     s.push_str(&self.text[run..self.pos]);
                     s.push(self.escape()?);
                     run = self.pos;
@@ -252,18 +255,12 @@ impl<'a> Scanner<'a> {
         if self.is_null() { Some(None) } else { self.string().map(Some) }
     }
 
-    /// A plain integer (no fraction or exponent) that fits an i64.
-    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
-    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
-    fn opt_int(&mut self) -> Scan<Option<i64>> {
-        if self.is_null() {
-            return Some(None);
-        }
+    /// The digits of a plain whole number at the cursor (no sign), read while they are scanned:
+    /// its value (wrapped past 19 digits) and how many digits it has. A leading zero before more
+    /// digits, a fraction or an exponent gives up, as the grammar or a typed integer would.
+    #[inline]
+    fn whole_digits(&mut self) -> Scan<(u64, usize)> {
         let b = self.bytes;
-        let negative = b.get(self.pos) == Some(&b'-');
-        if negative {
-            self.pos += 1;
-        }
         let start = self.pos;
         let mut v: u64 = 0;
         while let Some(&d) = b.get(self.pos).filter(|d| d.is_ascii_digit()) {
@@ -274,6 +271,22 @@ impl<'a> Scanner<'a> {
         if digits == 0 || (digits > 1 && b[start] == b'0') || matches!(b.get(self.pos), Some(b'.' | b'e' | b'E')) {
             return None;
         }
+        Some((v, digits))
+    }
+
+    /// A plain integer (no fraction or exponent) that fits an i64.
+    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
+    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
+    fn opt_int(&mut self) -> Scan<Option<i64>> {
+        if self.is_null() {
+            return Some(None);
+        }
+        let negative = self.bytes.get(self.pos) == Some(&b'-');
+        if negative {
+            self.pos += 1;
+        }
+        let start = self.pos;
+        let (v, digits) = self.whole_digits()?;
         // serde reads `-0` as the float -0.0, which a typed integer refuses.
         if negative && v == 0 {
             return None;
@@ -296,16 +309,23 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A whole number that fits a u64, as serde reads one; anything else gives up.
+    /// A whole number that fits a u64, as serde reads one; anything else (a sign, a fraction, an
+    /// overflow) gives up. Read while it is scanned: token figures are on every usage line.
     fn opt_u64(&mut self) -> Scan<Option<u64>> {
         if self.is_null() {
             return Some(None);
         }
-        self.number()?.parse().ok().map(Some)
+        let start = self.pos;
+        let (v, digits) = self.whole_digits()?;
+        if digits > 19 {
+            // Below 10^19 the sum cannot have wrapped; past it, the standard parser judges.
+            return self.text[start..self.pos].parse().ok().map(Some);
+        }
+        Some(Some(v))
     }
 
-    fn opt_raw(&mut self, depth: usize) -> Scan<Option<&'a RawValue>> {
-        if self.is_null() { Some(None) } else { raw(self.value(depth)?).map(Some) }
+    fn opt_raw(&mut self, depth: usize) -> Scan<Option<Raw<'a>>> {
+        if self.is_null() { Some(None) } else { Some(Some(Raw::validated(self.value(depth)?))) }
     }
 
     /// An array of strings, or null.
@@ -360,6 +380,17 @@ impl<'a> Scanner<'a> {
         self.ws();
         (self.pos == self.bytes.len()).then_some(())
     }
+}
+
+/// A raw value as a string, when it is one: unescaped by the scanner, by serde where the scanner
+/// gives up (`\u` escapes). Item texts hold escapes (`\n`, `\"`) more often than not, and serde's
+/// `Cow<str>` always copies them out of its scratch buffer once more.
+pub(super) fn string_of(raw: Raw<'_>) -> Option<Str<'_>> {
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    let mut s = Scanner::new(raw.get());
+    s.string().filter(|_| s.end().is_some()).or_else(|| raw.parse())
 }
 
 /// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
@@ -489,12 +520,104 @@ fn item<'a>(s: &mut Scanner<'a>) -> Scan<Option<Item<'a>>> {
     Some(Some(it))
 }
 
-/// Parses a validated slice with serde; any disagreement sends the line to the serde path.
-fn serde_part<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Scan<T> {
-    serde_json::from_str(text).ok()
+/// A thread's description (`params.thread`, `result.thread`) as the derived [`ThreadInfo`] reads
+/// it: every `thread/start` response and `thread/started` carries one of some 1 KiB, which serde
+/// would otherwise walk a second time.
+fn thread_info<'a>(s: &mut Scanner<'a>) -> Scan<Option<ThreadInfo<'a>>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut t = ThreadInfo::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, slot) = match key {
+            "id" => {
+                once(&mut seen, 1)?;
+                // Required, and a string (serde refuses the line otherwise).
+                t.id = s.string()?;
+                return Some(());
+            }
+            "source" => {
+                once(&mut seen, 2)?;
+                t.source = s.opt_raw(3)?;
+                return Some(());
+            }
+            "parentThreadId" => (4, &mut t.parent_thread_id),
+            "model" => (8, &mut t.model),
+            "agentNickname" => (16, &mut t.agent_nickname),
+            "agentRole" => (32, &mut t.agent_role),
+            _ => {
+                s.value(3)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, bit)?;
+        *slot = s.opt_string()?;
+        Some(())
+    })?;
+    // No `id`: serde names the missing field.
+    (seen & 1 != 0).then_some(Some(t))
 }
 
-fn raw(text: &str) -> Scan<&RawValue> {
+/// `params.turn` as the derived [`TurnInfo`] reads it (`turn/completed` carries the turn's items,
+/// skipped here once).
+fn turn_info<'a>(s: &mut Scanner<'a>) -> Scan<Option<TurnInfo<'a>>> {
+    if !opt_struct(s)? {
+        return Some(None);
+    }
+    let mut t = TurnInfo::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        let (bit, slot) = match key {
+            "id" => (1, &mut t.id),
+            "rootTurnId" => (2, &mut t.root_turn_id),
+            "status" => (4, &mut t.status),
+            "error" => {
+                once(&mut seen, 8)?;
+                t.error = s.opt_raw(3)?;
+                return Some(());
+            }
+            _ => {
+                s.value(3)?;
+                return Some(());
+            }
+        };
+        once(&mut seen, bit)?;
+        *slot = s.opt_string()?;
+        Some(())
+    })?;
+    Some(Some(t))
+}
+
+/// A response's `result` object as the derived [`ResultBody`] reads it.
+fn result_body<'a>(s: &mut Scanner<'a>) -> Scan<ResultBody<'a>> {
+    let mut r = ResultBody::default();
+    let mut seen = 0;
+    s.object(|s, key| {
+        match key {
+            "thread" => {
+                once(&mut seen, 1)?;
+                r.thread = thread_info(s)?;
+            }
+            "model" => {
+                once(&mut seen, 2)?;
+                r.model = s.opt_string()?;
+            }
+            "modelProvider" => {
+                once(&mut seen, 4)?;
+                r.model_provider = s.opt_string()?;
+            }
+            _ => {
+                s.value(2)?;
+            }
+        }
+        Some(())
+    })?;
+    Some(r)
+}
+
+/// Parses a validated slice with serde; any disagreement sends the line to the serde path.
+fn serde_part<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Scan<T> {
     serde_json::from_str(text).ok()
 }
 
@@ -531,8 +654,8 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
             "contentIndex" => p.content_index = s.opt_int()?,
             "willRetry" => p.rest_mut().will_retry = s.opt_bool()?,
             "toModel" => p.rest_mut().to_model = s.opt_string()?,
-            "thread" => p.rest_mut().thread = serde_part(s.value(2)?)?,
-            "turn" => p.rest_mut().turn = serde_part(s.value(2)?)?,
+            "thread" => p.rest_mut().thread = thread_info(s)?,
+            "turn" => p.rest_mut().turn = turn_info(s)?,
             "item" => p.rest_mut().item = item(s)?,
             "tokenUsage" => p.rest_mut().token_usage = token_usage(s)?,
             "threadSettings" => {
@@ -543,10 +666,10 @@ fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
                 }
                 p.rest_mut().settings_model = serde_part::<Option<Settings<'a>>>(s.value(2)?)?.and_then(|x| x.model);
             }
-            "status" => p.rest_mut().status = Some(raw(s.value(2)?)?),
-            "error" => p.rest_mut().error = Some(raw(s.value(2)?)?),
-            "message" => p.rest_mut().message = Some(raw(s.value(2)?)?),
-            "name" => p.rest_mut().name = Some(raw(s.value(2)?)?),
+            "status" => p.rest_mut().status = Some(Raw::validated(s.value(2)?)),
+            "error" => p.rest_mut().error = Some(Raw::validated(s.value(2)?)),
+            "message" => p.rest_mut().message = Some(Raw::validated(s.value(2)?)),
+            "name" => p.rest_mut().name = Some(Raw::validated(s.value(2)?)),
             _ => {
                 s.value(2)?;
             }
@@ -578,8 +701,14 @@ pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRe
                 s.value(1)?;
                 m.has_id = true;
             }
+            // Only an object result carries what the reducer reads (the last one, as serde keeps it).
             "result" => {
-                top.parts.result = Some(raw(s.value(1)?)?);
+                m.result = if s.peek()? == b'{' {
+                    Some(Box::new(result_body(s)?))
+                } else {
+                    s.value(1)?;
+                    None
+                };
             }
             "error" => {
                 s.value(1)?;
@@ -595,7 +724,7 @@ pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRe
             }
             "ts" => top.ts = millis(s)?,
             "dir" => top.dir = s.opt_string()?,
-            "msg" => top.envelope_msg = Some(raw(s.value(1)?)?),
+            "msg" => top.envelope_msg = Some(Raw::validated(s.value(1)?)),
             "rawB64" => {
                 s.value(1)?;
                 top.raw_b64 = true;
@@ -655,7 +784,7 @@ mod agreement {
     /// What the reducer reads of a line, for comparing the two paths.
     fn summary(t: Top<'_>) -> String {
         let Top { message: mut m, rest: t } = t;
-        let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(RawValue::get), t.raw_b64);
+        let envelope = format!("{:?}|{:?}|{:?}|{}", t.ts, t.dir, t.envelope_msg.map(Raw::get), t.raw_b64);
         if let Err(e) = finish(&mut m, t.parts) {
             return format!("malformed {e:?}|{envelope}");
         }
@@ -665,7 +794,7 @@ mod agreement {
         let p = &m.params;
         let r = p.rest();
         format!(
-            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
+            "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{envelope}",
             m.method,
             m.has_id,
             m.emitted_at_ms,
@@ -678,9 +807,12 @@ mod agreement {
             r.will_retry,
             r.item,
             r.token_usage,
-            r.thread.as_ref().map(|th| &th.id),
-            r.status.map(RawValue::get),
-            m.result.as_ref().map(|r| (r.thread.as_ref().map(|t| &t.id), &r.model)),
+            r.thread,
+            r.turn,
+            r.status.map(Raw::get),
+            r.error.map(Raw::get),
+            r.settings_model,
+            m.result,
         )
     }
 
@@ -701,6 +833,8 @@ mod agreement {
             Just("-9223372036854775808".to_owned()),
             Just("9223372036854775808".to_owned()),
             Just("\"caf\u{e9}\"".to_owned()),
+            Just("{\"id\":\"u\",\"rootTurnId\":\"u\",\"status\":\"completed\",\"items\":[{\"type\":\"x\"}],\"error\":null}".to_owned()),
+            Just("{\"id\":\"c\",\"parentThreadId\":\"p\",\"source\":{\"subAgent\":{}},\"agentNickname\":\"Ada\",\"turns\":[]}".to_owned()),
         ];
         leaf.prop_recursive(3, 24, 4, |inner| {
             prop_oneof![
@@ -744,6 +878,15 @@ mod agreement {
             Just("dir"),
             Just("msg"),
             Just("swarmtop"),
+            Just("turn"),
+            Just("rootTurnId"),
+            Just("parentThreadId"),
+            Just("source"),
+            Just("model"),
+            Just("modelProvider"),
+            Just("agentNickname"),
+            Just("agentRole"),
+            Just("items"),
             Just("other"),
         ]
     }
@@ -760,6 +903,16 @@ mod agreement {
         .prop_map(str::to_owned)
     }
 
+    #[test]
+    fn strings_of_raw_values_read_as_serde_reads_them() {
+        let texts =
+            [r#""plain""#, r#""a\nb \"c\" \\ d\t\/""#, r#""caf\u00e9 \ud83e\udd80""#, "\"\"", "7", "null", r#"["a"]"#];
+        for text in texts {
+            let raw = Raw::validated(text);
+            assert_eq!(string_of(raw), raw.parse::<Str<'_>>(), "{text}");
+        }
+    }
+
     /// The typed nested objects the scanner reads itself, on lines shaped like real ones.
     #[test]
     fn items_and_token_usage_agree_with_serde() {
@@ -768,6 +921,14 @@ mod agreement {
             r#"{"method":"item/started","params":{"item":{"type":"subAgentActivity","id":"a","kind":"started","agentThreadId":"c","agentPath":"/root/x","text":null,"exitCode":0},"threadId":"p"}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","tokenUsage":{"total":{"totalTokens":10,"inputTokens":9,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":1,"reasoningOutputTokens":0,"extra":[1]},"last":null,"modelContextWindow":258400}}}"#,
             r#"{"method":"item/completed","params":{"item":null,"threadId":"p"}}"#,
+            r#"{"method":"turn/completed","params":{"threadId":"t","turn":{"id":"u","rootTurnId":"r","items":[{"type":"agentMessage","id":"m","text":"a\"b"}],"status":"failed","error":{"message":"x"},"durationMs":5}}}"#,
+            r#"{"method":"turn/started","params":{"threadId":"t","turn":null}}"#,
+            r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p"}}},"parentThreadId":null,"model":"gpt-5.5","agentNickname":"Kant","agentRole":null,"turns":[]}}}"#,
+            r#"{"id":4,"result":{"thread":{"id":"t","status":{"type":"idle"},"turns":[]},"model":"gpt-5.5","modelProvider":"openai","sandbox":{"type":"x"}}}"#,
+            r#"{"id":5,"result":{"thread":null,"model":null}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":0,"outputTokens":9999999999999999999},"modelContextWindow":18446744073709551615}}}"#,
+            r#"{"id":6,"result":{"model":"a"},"result":7}"#,
+            r#"{"id":6,"result":3,"result":{"model":"b"}}"#,
         ];
         for l in lines {
             let fast = top(l).unwrap_or_else(|| panic!("fell back: {l}"));
@@ -780,8 +941,17 @@ mod agreement {
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-0}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":18446744073709551616}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":1e3}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":07}}}}"#,
             // serde reads `-0` as a float.
             r#"{"method":"item/agentMessage/delta","params":{"summaryIndex":-0}}"#,
+            r#"{"method":"thread/started","params":{"thread":{"parentThreadId":"p"}}}"#,
+            r#"{"method":"thread/started","params":{"thread":{"id":null}}}"#,
+            r#"{"method":"turn/completed","params":{"turn":{"id":"a","id":"b"}}}"#,
+            r#"{"method":"turn/completed","params":{"turn":{"status":{"type":"x"}}}}"#,
+            r#"{"id":4,"result":{"model":"a","model":"b"}}"#,
+            r#"{"id":4,"result":{"thread":{"id":"t","agentRole":5}}}"#,
         ] {
             assert!(top(l).is_none(), "fast path took: {l}");
         }
