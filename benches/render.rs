@@ -226,7 +226,8 @@ fn items(
 /// Median frame of the agents pane alone (60 columns) drawn by `tui_tree_widget`.
 fn tree_widget(p: &Pipeline) -> Duration {
     let mut term = Terminal::new(TestBackend::new(60, H)).expect("terminal");
-    let rows = flatten(&p.model, &std::collections::HashSet::<NodeId>::new(), None, swarmtop::ui::TreeSort::Arrival);
+    let rows =
+        flatten(&p.model, &std::collections::HashSet::<NodeId>::new(), None, swarmtop::ui::TreeSort::Arrival, None);
     let mut times = Vec::with_capacity(FRAMES);
     for _ in 0..FRAMES {
         let start = Instant::now();

@@ -62,3 +62,53 @@ fn the_sub_agent_file_alone_is_an_orphan_until_its_session_comes() {
 fn stats_json() {
     insta::assert_snapshot!(stats::render_json_pretty(&ingest(&[fixture()])));
 }
+
+/// Interactive 2.1.332 transcripts put a snake-case `session_id` beside `sessionId` on assistant
+/// and attachment lines; after `/clear` the snake one still names the session before it. The
+/// lines are the new session's transcript lines, not stream-json naming another session.
+#[test]
+fn an_interactive_transcript_after_clear_is_its_own_session() {
+    let old = "1875eb03-8585-46d6-ab1c-9fdaad8b8a70";
+    let new = "6c179e70-ddb5-41ca-8088-e50d5a44a1bd";
+    let common = format!(
+        r#""isSidechain":false,"userType":"external","entrypoint":"cli","cwd":"/work/p","sessionId":"{new}","version":"2.1.332""#
+    );
+    let assistant = |uuid: &str, parent: &str, msg: &str, at: &str| {
+        format!(
+            r#"{{"parentUuid":"{parent}","message":{{"id":"{msg}","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{{"type":"text","text":"hello there"}}],"stop_reason":"end_turn","usage":{{"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":5}}}},"requestId":"req_{msg}","type":"assistant","uuid":"{uuid}","timestamp":"{at}","session_id":"{old}",{common}}}"#
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"parentUuid":null,"type":"user","message":{{"role":"user","content":"<command-name>/clear</command-name>"}},"uuid":"u0","timestamp":"2026-12-01T14:38:40.377Z",{common}}}"#
+        ),
+        format!(
+            r#"{{"parentUuid":"u0","type":"user","message":{{"role":"user","content":"say bye"}},"uuid":"u1","timestamp":"2026-12-01T14:38:43.380Z","origin":{{"kind":"human"}},{common}}}"#
+        ),
+        format!(
+            r#"{{"parentUuid":"u1","attachment":{{"type":"date","date":"2026-12-01"}},"type":"attachment","uuid":"a1","timestamp":"2026-12-01T14:38:43.408Z","session_id":"{old}",{common}}}"#
+        ),
+        assistant("m1", "a1", "msg_1", "2026-12-01T14:38:44.000Z"),
+        format!(
+            r#"{{"parentUuid":"m1","type":"user","message":{{"role":"user","content":"more"}},"uuid":"u2","timestamp":"2026-12-01T14:38:53.992Z",{common}}}"#
+        ),
+        assistant("m2", "u2", "msg_2", "2026-12-01T14:38:55.000Z"),
+        format!(
+            r#"{{"type":"cost-state","sessionId":"{new}","totalCostUSD":0.0005,"modelUsage":{{"claude-opus-4-6":{{"inputTokens":20,"outputTokens":10,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0005}}}}}}"#
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("swarmtop-clear-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{new}.jsonl"));
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let p = ingest(std::slice::from_ref(&file));
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(p.format(), "claude-transcript");
+    let c = p.counters();
+    assert_eq!((c.malformed, c.orphan_threads), (0, 0));
+    assert_eq!(p.model.threads.len(), 1, "no thread for the session before the /clear");
+    let root = p.model.thread(p.find(new).expect("the new session"));
+    assert_eq!(root.role, Role::Root);
+    assert_eq!(root.tokens.total, 30, "both responses, once each");
+    assert!(p.find(old).is_none());
+}

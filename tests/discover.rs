@@ -29,6 +29,12 @@ fn machine_view(name: &str, home: &Home) -> Option<Tmux> {
     Tmux::start(&format!("discover-{name}"), 160, 45, &command)
 }
 
+/// Whether a line naming `what` comes below the first line naming `group`.
+fn below(screen: &str, group: &str, what: &str) -> bool {
+    let at = |needle: &str| screen.lines().position(|l| l.contains(needle));
+    matches!((at(group), at(what)), (Some(g), Some(w)) if g < w)
+}
+
 /// The line of the agents pane that names `what`.
 fn row<'a>(screen: &'a str, what: &str) -> Option<&'a str> {
     screen.lines().find(|l| l.contains(what))
@@ -57,10 +63,14 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
             && s.contains("1 live")
     });
     assert!(row(&screen, "machine:").unwrap().contains("3 sessions"), "{screen}");
+    // Grouped by agent, then project: both agents have a group row, each session under one.
+    assert!(screen.contains("▾ claude ×1") && screen.contains("▾ codex ×2"), "{screen}");
+    assert!(below(&screen, "▾ codex", "Kant") && below(&screen, "▾ claude", "Explore transcri"), "{screen}");
 
     // A Codex session that starts after the screen opened.
     home.add_codex("collab_v2");
-    tmux.wait_for("the new Codex session", |s| s.contains("Arendt") && s.contains("Schrodinger"));
+    let screen = tmux.wait_for("the new Codex session", |s| s.contains("Arendt") && s.contains("Schrodinger"));
+    assert!(below(&screen, "▾ codex ×3", "Arendt"), "the new session joins its agent's group:\n{screen}");
 
     // A Claude Code session whose sub-agent's file appears while it runs (written elsewhere
     // first, then moved in piece by piece as Claude Code would write it).
@@ -87,6 +97,16 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
     let child = lines.iter().position(|l| child_row(l)).expect("the child's row");
     let spawn = lines[card..child].iter().any(|l| l.contains("spawn"));
     assert!(child > card && spawn, "the child sits under the session's spawn card:\n{screen}");
+    // The new session sits under its agent and its project (the folder's name first).
+    let claude = lines.iter().position(|l| l.contains("claude ×2")).expect("the claude group's row");
+    let web = lines.iter().position(|l| l.contains("web ×1") && l.contains("/home/dev/web")).expect("its project");
+    assert!(claude < web && web < card, "agent ▸ project ▸ session:\n{screen}");
+
+    // ← on the first row folds its group to one row; → opens it again.
+    tmux.keys(&["Home", "Left"]);
+    tmux.wait_for("a folded group", |s| s.contains("▸ codex ×3") || s.contains("▸ claude ×2"));
+    tmux.keys(&["Right"]);
+    tmux.wait_for("the group open again", |s| s.contains("▾ codex ×3") && s.contains("▾ claude ×2"));
 
     tee.kill().unwrap();
     tee.wait().unwrap();

@@ -94,6 +94,7 @@ async fn real_codex_exec_json_shows_the_tree_its_events_allow() {
         assert!(child.card.is_some(), "{} is under its spawn card", child.id);
         let truth = rollouts.model.thread(rollouts.find(&child.id).expect("the child's rollout"));
         eprintln!("child {}: exec {:?}, rollout {:?}", child.id, child.status, truth.status);
+        assert_eq!(child.status, truth.status, "{}: the rollout ends the child as exec was told", child.id);
         ends.push(child.status);
     }
     ends.sort_by_key(|s| format!("{s:?}"));

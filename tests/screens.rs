@@ -475,7 +475,7 @@ fn follow_keeps_the_newest_active_lane_selected() {
     }
     v.refresh(&p.model);
     let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
-    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups);
+    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups, &v.tops);
     let followed = lanes[v.lane];
     assert!(p.model.thread(followed).status.is_active());
     assert_eq!(lanes.len(), 3);
@@ -1270,4 +1270,29 @@ fn a_hundred_thousand_lanes_under_one_card_cost_what_is_visible() {
         ratio(big_key, small_key),
         ratio(big_frame, small_frame)
     );
+}
+
+#[test]
+fn a_lane_header_shows_the_agent_s_own_cost_as_the_tree_does() {
+    // A Claude session whose sub-agent runs on a model the price table lacks; the session's
+    // `cost-state` line gives the CLI's own figure for it.
+    let lines = [
+        r#"{"type":"user","sessionId":"s","uuid":"u0","isSidechain":false,"timestamp":"2026-12-01T12:00:00.000Z","message":{"role":"user","content":"survey"}}"#,
+        r#"{"type":"assistant","sessionId":"s","uuid":"u1","requestId":"r1","timestamp":"2026-12-01T12:00:01.000Z","message":{"id":"m1","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_1","name":"Task","input":{"description":"Survey","prompt":"look","subagent_type":"Explore"}}],"usage":{"input_tokens":10,"output_tokens":5}}}"#,
+        r#"{"type":"progress","sessionId":"s","uuid":"u2","parentToolUseID":"toolu_1","timestamp":"2026-12-01T12:00:02.000Z","data":{"type":"agent_progress","agentId":"a1"}}"#,
+        r#"{"type":"assistant","sessionId":"s","agentId":"a1","isSidechain":true,"uuid":"u3","requestId":"r2","timestamp":"2026-12-01T12:00:03.000Z","message":{"id":"m2","model":"claude-nova-9","content":[{"type":"text","text":"found it"}],"usage":{"input_tokens":1000,"output_tokens":10}}}"#,
+        r#"{"type":"cost-state","sessionId":"s","uuid":"u4","timestamp":"2026-12-01T12:00:04.000Z","modelUsage":{"claude-nova-9":{"inputTokens":1000,"outputTokens":10,"costUSD":0.5},"claude-opus-4-6":{"inputTokens":10,"outputTokens":5,"costUSD":0.000175}}}"#,
+    ];
+    let mut p = Pipeline::default();
+    for l in lines {
+        p.push(l.as_bytes());
+    }
+    let f = Feed { source: "claude".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 24));
+    select_card(&mut v, &p);
+    let screen = render(&p, &f, &mut v, (120, 24));
+    let header = screen.lines().find(|l| l.contains("(agent)")).expect("the child's lane header");
+    assert!(header.contains("$0.50 (agent)"), "{header}");
+    insta::assert_snapshot!("claude_agent_cost_lane_120x24", screen);
 }

@@ -38,6 +38,17 @@ pub struct WindowOpts {
     /// Every session found, however old.
     #[arg(long)]
     pub all: bool,
+    /// Machine view: how long an ended session stays on screen (dimmed) after its last activity
+    /// [default: the --since window; with --all, for ever].
+    #[arg(long, value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub keep: Option<u64>,
+}
+
+impl WindowOpts {
+    /// How long the machine view keeps an ended session (`None`: for ever).
+    pub fn keep_ms(&self) -> Option<u64> {
+        self.keep.or((!self.all).then_some(self.since))
+    }
 }
 
 #[derive(Debug, Clone, Args, Default)]

@@ -97,6 +97,8 @@ struct TeeFeed {
     live: bool,
     ended: bool,
     session: Option<usize>,
+    /// Wall time of the last record it sent (unix ms).
+    last_ms: Option<i64>,
 }
 
 struct Machine {
@@ -162,6 +164,9 @@ impl Machine {
         }
         self.rescan().await?;
         self.snapshot().await?;
+        // What was on disk at start is in: from here on, what arrives is new (the burn rate
+        // counts from this point).
+        self.send(Event::Live).await?;
         let mut tick = tokio::time::interval(TICK);
         tick.tick().await;
         let mut rescan_due: Option<Instant> = None;
@@ -240,6 +245,7 @@ impl Machine {
                 live: false,
                 ended: false,
                 session: None,
+                last_ms: None,
             });
             let (one_tx, mut one_rx) = mpsc::channel(CHANNEL_EVENTS);
             let options = attach::Options { path: t.socket, reconnect: false, record: None, rediscover: None };
@@ -291,10 +297,15 @@ impl Machine {
                     out.extend_from_slice(line);
                     out.push(b'\n');
                 }
+                if self.tee_session(i) {
+                    // Its row's group is known before its threads arrive.
+                    let snapshot = self.sessions_now();
+                    self.send(Event::Sessions(Box::new(snapshot))).await?;
+                }
                 if !out.is_empty() {
+                    self.tees[i].last_ms = unix_ms(SystemTime::now());
                     self.forward(Origin::NONE, out).await?;
                 }
-                self.tee_session(i);
             }
             // A record over the bound takes its place in the stream's count, but there is nothing to forward.
             Event::Oversized { .. } => {
@@ -314,12 +325,13 @@ impl Machine {
         Ok(())
     }
 
-    /// A tee is listed as one session, under the first root thread its stream names.
-    fn tee_session(&mut self, i: usize) {
+    /// A tee is listed as one session, under the first root thread its stream names; whether
+    /// this call listed it.
+    fn tee_session(&mut self, i: usize) -> bool {
         if self.tees[i].session.is_some() {
-            return;
+            return false;
         }
-        let Some(id) = self.tees[i].threads.iter().min().cloned() else { return };
+        let Some(id) = self.tees[i].threads.iter().min().cloned() else { return false };
         let index = self.sessions.len();
         self.sessions.push(Session {
             tool: "codex".to_owned(),
@@ -332,6 +344,7 @@ impl Machine {
             modified: SystemTime::UNIX_EPOCH,
         });
         self.tees[i].session = Some(index);
+        true
     }
 
     async fn forward(&mut self, origin: Origin, bytes: Vec<u8>) -> Result<(), Gone> {
@@ -352,6 +365,7 @@ impl Machine {
         }
         self.watcher.watch(&self.opts.tee_dir);
         let mut fresh = Vec::new();
+        let sessions_before = self.sessions.len();
         let held = self.holders(&found.candidates);
         // Oldest first, so the first screen fills in the order things happened.
         for c in found.candidates.into_iter().rev() {
@@ -431,6 +445,12 @@ impl Machine {
                     fresh.push(i);
                 }
             }
+        }
+        if self.sessions.len() > sessions_before {
+            // The screen learns whose a new session's threads are before they arrive, so they
+            // land in their agent's group at once, not two seconds later.
+            let snapshot = self.sessions_now();
+            self.send(Event::Sessions(Box::new(snapshot))).await?;
         }
         for i in fresh {
             self.read_file(i).await?;
@@ -526,6 +546,12 @@ impl Machine {
         if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
             self.rescan().await?;
         }
+        let snapshot = self.sessions_now();
+        self.send(Event::Sessions(Box::new(snapshot))).await
+    }
+
+    /// Every session as the screen lists it, liveness sampled now.
+    fn sessions_now(&mut self) -> Snapshot {
         // The same judgement as `ps`, every tick: a process that exits is seen within one.
         let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
         let look = liveness::look(&self.opts.env, &self.opts.proc, &wanted);
@@ -581,14 +607,17 @@ impl Machine {
         let mut verdicts = look.judge(&subjects, SystemTime::now()).into_iter();
         let at = Instant::now();
         let mut seen = Vec::with_capacity(listed.len());
+        // The on-disk sessions' newest file times, in the verdicts' order.
+        let mut modified = subjects.iter().map(|s| s.modified).collect::<Vec<_>>().into_iter();
         for s in listed {
-            let (state, pid) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
-                (if t.ended { State::Ended } else { State::Live }, t.pid)
+            let (state, pid, last_activity_ms) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
+                (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
             } else {
-                let verdict = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
+                let last = modified.next().filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(unix_ms);
+                let (state, pid) = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
                 match s.within.as_ref().and(serving.get(&s.id)) {
-                    Some(&pid) => (State::Live, Some(pid)),
-                    None => verdict,
+                    Some(&pid) => (State::Live, Some(pid), last),
+                    None => (state, pid, last),
                 }
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
@@ -600,12 +629,15 @@ impl Machine {
                 state,
                 pid,
                 usage,
+                last_activity_ms,
             });
         }
-        let snapshot =
-            Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() };
-        self.send(Event::Sessions(Box::new(snapshot))).await
+        Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() }
     }
+}
+
+fn unix_ms(t: SystemTime) -> Option<i64> {
+    t.duration_since(std::time::UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
 }
 
 /// `startedMs` of a recording header line.

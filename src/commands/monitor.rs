@@ -49,7 +49,7 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
     };
     if inputs.is_empty() && stdin_is_tty {
         let opts = super::sessions::Options::machine(super::sessions::window(window.since, window.all));
-        return Ok(Watch::Machine(opts));
+        return Ok(Watch::Machine(opts, window.keep_ms()));
     }
     if live_stdin {
         return stdin_live(opts.record.as_deref());
@@ -107,8 +107,9 @@ pub enum Watch {
         name: String,
         events: mpsc::Receiver<live::Event>,
     },
-    /// Every agent session on the machine (its source starts on the monitor's runtime).
-    Machine(super::sessions::Options),
+    /// Every agent session on the machine (its source starts on the monitor's runtime), and how
+    /// long an ended one stays on screen.
+    Machine(super::sessions::Options, Option<u64>),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
@@ -195,7 +196,10 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
             (Runtime::replay(r, view, &settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
-        Watch::Machine(opts) => (Runtime::machine(view, &settings, config, now), Some(super::machine::spawn(opts))),
+        Watch::Machine(opts, keep) => {
+            let home = std::env::var("HOME").ok();
+            (Runtime::machine(view, &settings, config, now, keep, home), Some(super::machine::spawn(opts)))
+        }
     };
 
     loop {

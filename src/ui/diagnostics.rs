@@ -53,6 +53,34 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
         )),
         Line::default(),
     ];
+    if let Some(snapshot) = &feed.machine {
+        let k = view.tops.counts;
+        let keep = view.tops.keep_ms.map_or_else(
+            || "ended sessions stay on the screen (--keep D sets a bound)".to_owned(),
+            |ms| {
+                format!(
+                    "an ended session leaves the screen {} after its last activity (--keep)",
+                    super::text::quiet(ms)
+                )
+            },
+        );
+        lines.extend([
+            Line::from(Span::styled("Machine", theme.title)),
+            row([
+                ("sessions shown", k.shown as u64, false),
+                ("live", k.live as u64, false),
+                ("idle", k.idle as u64, false),
+            ]),
+            Line::from(
+                [("ended", k.ended as u64), ("aged out", k.aged_out as u64)]
+                    .into_iter()
+                    .flat_map(|(n, v)| figure(n, v, false))
+                    .collect::<Vec<_>>(),
+            ),
+            Line::from(Span::styled(format!("  {keep}; {} found in all", snapshot.sessions.len()), theme.dim)),
+            Line::default(),
+        ]);
+    }
     if let Some(x) = &feed.export {
         lines.extend(export_lines(x, &row, theme, text_w));
     }

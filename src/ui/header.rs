@@ -105,6 +105,10 @@ fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
         }
         return Span::styled("‖ paused", theme.warn);
     }
+    if feed.machine.is_some() && !feed.live {
+        // The machine view keeps watching for sessions; it is live only while one of them is.
+        return Span::styled("○ watching", theme.pending);
+    }
     if feed.live {
         return match feed.connection.as_deref() {
             Some(c) if c.starts_with("connecting") => Span::styled("◌ connecting", theme.pending),

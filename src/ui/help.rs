@@ -56,6 +56,21 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
         "mouse: click selects, click again folds; the wheel scrolls the pane under it",
         view.theme.dim,
     )));
+    if view.machine {
+        // Short lines: the overlay is one 58-column column on a small terminal.
+        let keep = view.tops.keep_ms.map_or_else(
+            || "stay (--keep D ages them out)".to_owned(),
+            |ms| format!("leave {} after their last activity (--keep)", super::text::quiet(ms)),
+        );
+        for text in [
+            "machine view: agent ▸ project ▸ session rows fold with ←→".to_owned(),
+            "  / also matches an agent or a project's folder".to_owned(),
+            "  a session row: live/idle/ended, pid, CPU %, mem, last seen".to_owned(),
+            format!("  ended sessions are dimmed and {keep}; d counts them"),
+        ] {
+            lines.push(Line::from(Span::styled(text, view.theme.dim)));
+        }
+    }
     let w = (if two { col_w * 2 + 4 } else { col_w + 4 }) as u16;
     let w = w.min(area.width.saturating_sub(2));
     let h = (lines.len() as u16 + 2).min(area.height);

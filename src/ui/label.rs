@@ -29,6 +29,16 @@ pub fn of(model: &Model, idx: ThreadIdx) -> Label {
     }
 }
 
+/// A session's root as the machine view names it: the whole first line of its first prompt (the
+/// session id says nothing a person reads), else its project's folder, else its short id.
+pub fn session(model: &Model, idx: ThreadIdx, project: Option<&str>) -> String {
+    let t = model.thread(idx);
+    if let Some(n) = t.nickname.as_ref().filter(|n| !n.is_empty()) {
+        return n.to_string();
+    }
+    first_prompt(t).map(str::to_owned).or_else(|| project.map(str::to_owned)).unwrap_or_else(|| t.name())
+}
+
 /// The role, the agent type, or the first line of the prompt the parent spawned it with.
 fn spawned_as(model: &Model, t: &Thread) -> Option<String> {
     if let Some(role) = t.agent_role.as_ref().filter(|r| !r.is_empty()) {

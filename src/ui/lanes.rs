@@ -15,7 +15,7 @@ use super::status::Shown;
 use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
 use super::view::{Jump, Pane, View};
-use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_usd};
+use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
@@ -32,7 +32,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     let focused = view.focus == Pane::Lanes && view.overlay.is_none();
     let lanes: Vec<ThreadIdx> = match (view.expanded, view.selected) {
         (Some(t), _) => vec![t],
-        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups),
+        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups, &view.tops),
         (None, None) => Vec::new(),
     };
     view.lane = view.lane.min(lanes.len().saturating_sub(1));
@@ -140,6 +140,10 @@ fn jump(model: &Model, thread: &Thread, tw: usize, rows: usize, view: &mut View,
     }
 }
 
+fn sessions(n: usize) -> String {
+    format!("{n} session{}", if n == 1 { "" } else { "s" })
+}
+
 fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> {
     let theme = &view.theme;
     // A name in a title leaves room for the rest of it (the scroll mark above all).
@@ -159,6 +163,11 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
         }
         (None, Some(NodeId::Unattributed)) => format!(" unattributed · {} ", lanes.len()),
         (None, Some(NodeId::Pending)) => format!(" pending · {} ", lanes.len()),
+        (None, Some(NodeId::Agent(a))) => format!(" {} · {} ", view.tops.agent(a), sessions(lanes.len())),
+        (None, Some(NodeId::Project(p))) => {
+            let project = view.tops.project(p).map_or("?", |p| p.name.as_str());
+            format!(" {} · {} ", truncate(project, TITLE_NAME), sessions(lanes.len()))
+        }
         (None, None) => " lanes ".to_owned(),
     };
     let mut spans = vec![Span::styled(text, theme.title)];
@@ -172,8 +181,7 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
 fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View, lane: ThreadIdx) {
     let theme = &view.theme;
     let t = model.thread(lane);
-    let header =
-        lane_header(t, &label::of(model, lane).name, view.shown(model, lane), feed, theme, area.width as usize, true);
+    let header = lane_header(model, lane, view.shown(model, lane), feed, theme, area.width as usize, true);
     let rows = area.height.saturating_sub(1) as usize;
     let tw = (area.width as usize).saturating_sub(INDENT);
     if let Some(dir) = view.jump.take() {
@@ -271,10 +279,9 @@ fn stacked(
     }
     let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
     for (&i, lines) in shown.iter().zip(tails) {
-        let t = model.thread(lanes[i]);
         let mut header = lane_header(
-            t,
-            &label::of(model, lanes[i]).name,
+            model,
+            lanes[i],
             view.shown(model, lanes[i]),
             feed,
             theme,
@@ -317,14 +324,16 @@ fn activity(t: &Thread) -> Option<(String, bool)> {
 
 /// `● Kant  5.5  running 0:42  $ cargo test ─────── quiet 12s  1.8k  $0.0083`
 fn lane_header(
-    t: &Thread,
-    name: &str,
+    model: &Model,
+    lane: ThreadIdx,
     shown: Shown,
     feed: &Feed,
     theme: &Theme,
     w: usize,
     open: bool,
 ) -> Line<'static> {
+    let t = model.thread(lane);
+    let name = &label::of(model, lane).name;
     let status_style = theme.status(shown);
     let mut left: Vec<Span<'static>> = vec![
         Span::styled(if open { "" } else { "▸" }.to_owned(), theme.dim),
@@ -352,8 +361,9 @@ fn lane_header(
         }
     }
     right.push((Span::raw(format!("  {}", tokens(t.tokens.total))), 2));
+    // The figure the tree and the sidebar show: the agent's own for a model the table lacks.
     let cost_style = if t.cost.is_some() { theme.cost } else { theme.dim };
-    right.push((Span::styled(format!("  {} ", format_usd(t.cost)), cost_style), 0));
+    right.push((Span::styled(format!("  {} ", format_shown(model.shown_cost(lane))), cost_style), 0));
     let used = |s: &[Span<'_>]| s.iter().map(|x| width(&x.content)).sum::<usize>();
     let used_right = |r: &[(Span<'_>, u8)]| r.iter().map(|(x, _)| width(&x.content)).sum::<usize>();
     while !right.is_empty() && used(&left) + used_right(&right) > w {

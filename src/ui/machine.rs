@@ -8,20 +8,26 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::theme::Theme;
 use super::view::View;
-use crate::model::Model;
 use crate::source::discover::{Snapshot, State};
 use crate::wire::sanitize;
 
-/// `machine: 2 live · 5 sessions · 3 running · $0.12/min`.
-pub fn summary(model: &Model, view: &View, snapshot: &Snapshot) -> String {
-    let live = snapshot.sessions.iter().filter(|s| s.state == State::Live).count();
-    let sessions = model.sessions.len().max(snapshot.sessions.len());
-    let running = model.threads.iter().filter(|t| t.status.is_active()).count();
+/// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out
+/// are counted in diagnostics), the agents running in them, the burn over the last wall minute.
+pub fn summary(view: &View) -> String {
+    let counts = view.tops.counts;
+    let live = counts.live;
+    let sessions = counts.shown;
+    let running = view.activity().active;
     let burn = view.burn_per_min().map_or_else(|| "—/min".to_owned(), |p| format!("${:.2}/min", p.usd()));
     format!(
         "machine: {live} live · {sessions} session{} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
     )
+}
+
+/// Whether any session on the machine is live (the header's `● live`).
+pub fn any_live(snapshot: &Snapshot) -> bool {
+    snapshot.sessions.iter().any(|s| s.state == State::Live)
 }
 
 /// With no session found: where swarmtop looked and what to do next.

@@ -32,6 +32,7 @@ pub mod status;
 pub mod text;
 pub mod theme;
 mod timeline;
+pub mod tops;
 mod tree;
 mod update;
 mod view;
@@ -139,9 +140,15 @@ impl Default for Feed {
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let area = frame.area();
     view.replay = !feed.live;
-    // A followed file is live too, but quitting loses nothing: it is all in the file.
-    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none();
+    // A followed file is live too, but quitting loses nothing: it is all in the file. So with the
+    // machine view: its sessions are on disk, and a tee serves its history to the next attach.
+    view.live_source = feed.live && feed.position.is_none() && feed.ended.is_none() && feed.machine.is_none();
     view.clock = status::Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
+    view.machine = feed.machine.is_some();
+    if let Some(snapshot) = feed.machine.as_deref() {
+        // Regroups only when the snapshot or the tree's shape changed.
+        view.tops.refresh(model, snapshot, feed.now_ms);
+    }
     view.refresh(model);
     // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.
     let total = model.totals();
@@ -155,7 +162,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let machine_feed;
     let feed = match &feed.machine {
         Some(snapshot) => {
-            machine_feed = Feed { source: machine::summary(model, view, snapshot), ..feed.clone() };
+            machine_feed = Feed { source: machine::summary(view), live: machine::any_live(snapshot), ..feed.clone() };
             &machine_feed
         }
         None => feed,
@@ -183,7 +190,13 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     } else {
         let (tree_w, side_w) = if area.width >= SIDEBAR_FROM {
             let side = if area.width >= 180 { 40 } else { 32 };
-            (((area.width * 3) / 10).clamp(36, 64), side)
+            // The machine view's session rows carry pid, CPU % and memory too.
+            let tree = if view.machine {
+                ((area.width * 9) / 20).clamp(40, 90)
+            } else {
+                ((area.width * 3) / 10).clamp(36, 64)
+            };
+            (tree, side)
         } else {
             (((area.width * 4) / 10).clamp(28, 44), 0)
         };

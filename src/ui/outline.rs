@@ -12,6 +12,7 @@
 
 use std::hash::Hash;
 
+use super::tops::Tops;
 use super::view::TreeSort;
 use crate::model::{Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
@@ -27,8 +28,13 @@ pub enum NodeId {
     Group(ThreadIdx, ThreadIdx),
     Unattributed,
     Pending,
+    /// The machine view: every session of one agent (`claude`, `codex`, …), by its interned id.
+    Agent(u16),
+    /// The machine view: an agent's sessions in one working directory.
+    Project(u32),
 }
 
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     pub id: NodeId,
@@ -39,6 +45,8 @@ pub struct Row {
     pub last: bool,
     /// Bit `d` set: the ancestor at depth `d + 1` has siblings below, so a `│` runs through.
     pub guides: u64,
+    /// The row belongs to a session the machine view knows has ended: drawn dimmed.
+    pub ended: bool,
 }
 
 /// Cards of one kind in one turn of a thread, and the lanes they opened.
@@ -115,9 +123,14 @@ impl GroupCache {
     }
 }
 
-/// The lanes a node shows in the lanes pane.
-pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache) -> Vec<ThreadIdx> {
+/// The lanes a node shows in the lanes pane (a group row of the machine view: its sessions).
+pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache, tops: &Tops) -> Vec<ThreadIdx> {
     match id {
+        NodeId::Agent(a) => tops.roots_of_agent(a).into_iter().filter(|t| t.index() < model.threads.len()).collect(),
+        NodeId::Project(p) => tops
+            .project_group(p)
+            .map(|g| g.roots.iter().copied().filter(|t| t.index() < model.threads.len()).collect())
+            .unwrap_or_default(),
         NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
         NodeId::Thread(_) => Vec::new(),
         NodeId::Turn(t, turn) => {
@@ -186,6 +199,8 @@ struct Walk<'a, S> {
     keep: Option<&'a [bool]>,
     sort: TreeSort,
     rows: Vec<Row>,
+    /// Rows pushed now belong to an ended session.
+    ended: bool,
 }
 
 /// Siblings in the chosen order; ties (and `Arrival`) keep registration order.
@@ -232,7 +247,7 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
 
     fn push(&mut self, id: NodeId, depth: u16, has_children: bool, last: bool, guides: u64) -> bool {
         let open = has_children && self.open(id);
-        self.rows.push(Row { id, depth, has_children, open, last, guides });
+        self.rows.push(Row { id, depth, has_children, open, last, guides, ended: self.ended });
         open
     }
 
@@ -312,6 +327,50 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
         }
     }
 
+    /// The machine view: agent ▸ project ▸ session rows, each session's tree below it. A group
+    /// shows while a session in it is kept by the filter.
+    fn machine(&mut self, tops: &Tops) {
+        for agent in &tops.groups {
+            let projects: Vec<(u32, Vec<ThreadIdx>)> = agent
+                .projects
+                .iter()
+                .map(|p| {
+                    (
+                        p.id,
+                        p.roots
+                            .iter()
+                            .copied()
+                            .filter(|&r| r.index() < self.model.threads.len() && self.kept(r))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .filter(|(_, roots)| !roots.is_empty())
+                .collect();
+            if projects.is_empty() {
+                continue;
+            }
+            let all_ended = projects.iter().flat_map(|(_, r)| r).all(|&r| ended(tops, r));
+            self.ended = all_ended;
+            if !self.push(NodeId::Agent(agent.id), 0, true, true, 0) {
+                continue;
+            }
+            let n = projects.len();
+            for (i, (id, roots)) in projects.into_iter().enumerate() {
+                let last = i + 1 == n;
+                self.ended = roots.iter().all(|&r| ended(tops, r));
+                if !self.push(NodeId::Project(id), 1, true, last, 0) {
+                    continue;
+                }
+                let guides = Self::child_guides(1, last, 0);
+                let m = roots.len();
+                for (k, root) in roots.into_iter().enumerate() {
+                    self.ended = ended(tops, root);
+                    self.run(vec![Frame { task: Task::Thread(root), depth: 2, last: k + 1 == m, guides }]);
+                }
+            }
+        }
+    }
+
     /// `threads` as the children of a top row (unattributed, pending).
     fn under_top(&mut self, threads: Vec<ThreadIdx>) {
         let n = threads.len();
@@ -331,16 +390,22 @@ pub fn flatten<S: std::hash::BuildHasher>(
     folded: &std::collections::HashSet<NodeId, S>,
     keep: Option<&[bool]>,
     sort: TreeSort,
+    tops: Option<&Tops>,
 ) -> Vec<Row> {
-    let mut walk = Walk { model, folded, keep, sort, rows: Vec::new() };
-    let mut sessions = model.sessions.clone();
-    sort_siblings(model, sort, &mut sessions);
-    let roots: Vec<Frame> = sessions
-        .into_iter()
-        .filter(|&root| walk.kept(root))
-        .map(|root| Frame { task: Task::Thread(root), depth: 0, last: true, guides: 0 })
-        .collect();
-    walk.run(roots);
+    let mut walk = Walk { model, folded, keep, sort, rows: Vec::new(), ended: false };
+    if let Some(tops) = tops {
+        walk.machine(tops);
+    } else {
+        let mut sessions = model.sessions.clone();
+        sort_siblings(model, sort, &mut sessions);
+        let roots: Vec<Frame> = sessions
+            .into_iter()
+            .filter(|&root| walk.kept(root))
+            .map(|root| Frame { task: Task::Thread(root), depth: 0, last: true, guides: 0 })
+            .collect();
+        walk.run(roots);
+    }
+    walk.ended = false;
     let orphans: Vec<ThreadIdx> = model.unattributed.iter().copied().filter(|&t| walk.kept(t)).collect();
     if !orphans.is_empty() && walk.push(NodeId::Unattributed, 0, true, true, 0) {
         walk.under_top(orphans);
@@ -350,6 +415,10 @@ pub fn flatten<S: std::hash::BuildHasher>(
         walk.under_top(waiting);
     }
     walk.rows
+}
+
+fn ended(tops: &Tops, root: ThreadIdx) -> bool {
+    tops.session(root).is_some_and(|s| s.state == Some(crate::source::discover::State::Ended))
 }
 
 /// The node a row's parent is (for ← on a leaf), by walking up to the nearest shallower row.

@@ -122,6 +122,11 @@ pub struct Runtime {
     replay: Option<Replayed>,
     /// Where the live records that follow come from (a machine-wide source interleaves files).
     live_origin: Origin,
+    /// The wall clock (unix ms) at the last `advance`.
+    wall_ms: Option<i64>,
+    /// The machine view has read what was on disk at start: its burn rate counts from here, on
+    /// the wall clock (its sessions' stream times are each their own).
+    machine_caught_up: bool,
 }
 
 impl Runtime {
@@ -139,6 +144,8 @@ impl Runtime {
             clock: FrameClock::new(settings.fps, TICK, now),
             replay: None,
             live_origin: Origin::NONE,
+            wall_ms: None,
+            machine_caught_up: false,
         }
     }
 
@@ -167,7 +174,18 @@ impl Runtime {
     }
 
     /// The machine view: a live source of every session on the machine (`swarmtop`, no arguments).
-    pub fn machine(view: View, settings: &Settings, config: Config, now: Instant) -> Self {
+    /// An ended session leaves the screen `keep_ms` after its last activity (`None`: never);
+    /// `home` shortens project paths to `~/…`.
+    pub fn machine(
+        mut view: View,
+        settings: &Settings,
+        config: Config,
+        now: Instant,
+        keep_ms: Option<u64>,
+        home: Option<String>,
+    ) -> Self {
+        view.tops.keep_ms = keep_ms.map(|k| i64::try_from(k).unwrap_or(i64::MAX));
+        view.tops.home = home;
         let mut rt = Self::live("machine".to_owned(), view, settings, config, now);
         rt.feed.connection = None;
         rt.feed.machine = Some(Box::default());
@@ -208,6 +226,7 @@ impl Runtime {
     /// Does what time asks for: replay lines falling due, followed files growing, what a pause
     /// held, the tick; `wall_ms` is the wall clock (unix ms) for live feeds.
     pub fn advance(&mut self, now: Instant, wall_ms: Option<i64>) {
+        self.wall_ms = wall_ms.or(self.wall_ms);
         if let Some(rp) = self.replay.as_mut() {
             let due = rp.pace.due(now);
             if due > 0 {
@@ -236,7 +255,7 @@ impl Runtime {
                     apply(&rp.recorded, &mut self.pipeline, before..before + added);
                     rp.pace.append_applied(added, now);
                     self.rate.add(added, now);
-                    sample(&mut self.view, &self.pipeline.model);
+                    sample(&mut self.view, &self.pipeline.model, self.pipeline.model.stream_ms);
                     self.dirty = true;
                 }
             }
@@ -261,6 +280,10 @@ impl Runtime {
             self.clock.ticked(now);
             // A quiet second is a rate of zero, not the last rate seen.
             self.rate.add(0, now);
+            if self.feed.machine.is_some() && !self.feed.paused {
+                // The machine's burn is per wall minute: quiet seconds count too.
+                self.sample_live();
+            }
             // A paused view is frozen, its clock with it.
             self.dirty |= !self.feed.paused;
         }
@@ -283,6 +306,9 @@ impl Runtime {
             // A followed file that has caught up is live: time moves on while its agents are quiet.
             self.feed.live = rp.recorded.follow && rep.is_done();
             self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { self.pipeline.model.stream_ms };
+        } else if self.feed.machine.is_some() && !self.feed.paused {
+            // Sessions of many ages: the machine's clock is the wall clock.
+            self.feed.now_ms = wall_ms.or(newest);
         } else if self.feed.ended.is_none() && !self.feed.paused {
             self.feed.now_ms = wall_if_current(newest);
         }
@@ -357,12 +383,27 @@ impl Runtime {
         }
     }
 
+    /// A burn sample after live records: at stream time, or in the machine view on the wall clock
+    /// once what was on disk is in (history read at start is not spending now).
+    fn sample_live(&mut self) {
+        if self.feed.machine.is_none() {
+            sample(&mut self.view, &self.pipeline.model, self.pipeline.model.stream_ms);
+        } else if self.machine_caught_up {
+            sample(&mut self.view, &self.pipeline.model, self.wall_ms);
+        }
+    }
+
     fn apply_live(&mut self, event: live::Event, now: Instant) {
         self.dirty = true;
         if !matches!(event, live::Event::Records(_)) {
             tracing::info!(?event, "live source");
         }
         match event {
+            live::Event::Live if self.feed.machine.is_some() => {
+                self.machine_caught_up = true;
+                self.view.burn.clear();
+                self.sample_live();
+            }
             live::Event::Connected { .. } | live::Event::Live => self.feed.connection = None,
             live::Event::Reset(reason) => {
                 self.reset();
@@ -384,7 +425,7 @@ impl Runtime {
                     pipeline.feed(record, origin, nothing);
                 });
                 self.rate.add(n, now);
-                sample(&mut self.view, &self.pipeline.model);
+                self.sample_live();
             }
             live::Event::Oversized { len, head } => {
                 self.pipeline.feed(Record::TooLong { len, head: &head }, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
@@ -480,7 +521,7 @@ fn ingest(pipeline: &mut Pipeline, view: &mut View, r: &Recorded, rep: &mut Repl
         apply(r, pipeline, rep.position()..rep.position() + n);
         rep.advance(n);
         applied += n;
-        sample(view, &pipeline.model);
+        sample(view, &pipeline.model, pipeline.model.stream_ms);
     }
     applied
 }
@@ -488,9 +529,9 @@ fn ingest(pipeline: &mut Pipeline, view: &mut View, r: &Recorded, rep: &mut Repl
 /// A burn-rate sample at the stream's time, after each slice of ingest: the rate then follows
 /// stream time, whatever the frame cadence or the replay speed. It sums the roll-ups of the tops
 /// of the tree (sessions and orphans), so a sample costs the tops, not every thread.
-fn sample(view: &mut View, model: &Model) {
+fn sample(view: &mut View, model: &Model, at_ms: Option<i64>) {
     let total: i128 = model.sessions.iter().chain(&model.unattributed).map(|&t| model.thread(t).subtree.cost.0).sum();
-    view.sample_burn(model.stream_ms, total);
+    view.sample_burn(at_ms, total);
 }
 
 /// Where the demo starts: a few seconds before its first child registers, so a new user sees the

@@ -94,6 +94,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
     for ((i, row), y) in rows.iter().enumerate().skip(offset).take(height).zip(inner.top()..) {
         for (x, span) in row_cells(model, feed, view, row, w, cols) {
             let Some(room) = w.checked_sub(x).filter(|&r| r > 0) else { continue };
+            // An ended session's rows are greyed as a whole, whatever their own colours.
+            let span = if row.ended { Span::styled(span.content, theme.dim) } else { span };
             buf.set_span(inner.x + x as u16, y, &span, room as u16);
         }
         if i == sel {
@@ -214,8 +216,81 @@ fn row_cells(
             cells.push(Span::styled("○ ", theme.pending));
             cells.push(Span::styled(truncate("pending registration", wide_w.saturating_sub(2)), theme.dim));
         }
+        NodeId::Agent(a) => {
+            let roots = view.tops.roots_of_agent(a);
+            let text = view.tops.agent(a).to_owned();
+            group_cells(model, view, &roots, &text, None, label_w, w, cols, &mut cells);
+        }
+        NodeId::Project(p) => {
+            let roots = view.tops.project_group(p).map(|g| g.roots.clone()).unwrap_or_default();
+            let (name, path) = view
+                .tops
+                .project(p)
+                .map_or_else(|| ("?".to_owned(), String::new()), |p| (p.name.clone(), p.path.clone()));
+            group_cells(model, view, &roots, &name, Some(&path), label_w, w, cols, &mut cells);
+        }
     }
     cells.spans
+}
+
+/// An agent or project row: its name (a project's path after it, dimmed, where it fits), how many
+/// sessions and how many live, and the tokens and cost of every session under it.
+#[allow(clippy::too_many_arguments)]
+fn group_cells(
+    model: &Model,
+    view: &View,
+    roots: &[ThreadIdx],
+    name: &str,
+    path: Option<&str>,
+    label_w: usize,
+    w: usize,
+    cols: Columns,
+    cells: &mut Cells,
+) {
+    let theme = &view.theme;
+    let roots: Vec<ThreadIdx> = roots.iter().copied().filter(|r| r.index() < model.threads.len()).collect();
+    let live = roots
+        .iter()
+        .filter(|&&r| view.tops.session(r).is_some_and(|s| s.state == Some(crate::source::discover::State::Live)))
+        .count();
+    let n = roots.len();
+    let mut count = format!(" ×{n}");
+    if live > 0 {
+        let _ = write!(count, " · {live} live");
+    }
+    let figures = usize::from(cols.cost) * COST_W + usize::from(cols.tokens) * TOKENS_W;
+    let room = w.saturating_sub(cells.at + figures + 1).max(label_w.min(1));
+    let name = truncate(name, room);
+    let mut left = room.saturating_sub(width(&name));
+    cells.push(Span::styled(name, theme.bold));
+    if left >= width(&count) {
+        left -= width(&count);
+        cells.push(Span::styled(count, if live > 0 { theme.running } else { theme.dim }));
+    }
+    if let Some(path) = path.filter(|p| !p.is_empty()) {
+        // A path cut to a few cells says nothing: whole enough to read, or not at all.
+        if left > width(path).min(16) {
+            cells.push(Span::styled(format!(" {}", super::header::short_path(path, left - 1)), theme.dim));
+        }
+    }
+    let mut end = w;
+    let (mut tokens_sum, mut cost, mut priced) = (0u64, 0i128, false);
+    for &r in &roots {
+        let sub = model.thread(r).subtree;
+        tokens_sum = tokens_sum.saturating_add(sub.tokens.total);
+        if let Some(c) = sub.cost_usd() {
+            cost = cost.saturating_add(c.0);
+            priced = true;
+        }
+    }
+    if cols.cost {
+        let text = format_usd(priced.then_some(crate::model::prices::Pico(cost)));
+        cells.right(end, truncate(&text, COST_W - 1), if priced { theme.cost } else { theme.dim });
+        end -= COST_W;
+    }
+    if cols.tokens {
+        cells.right(end, tokens(tokens_sum), Style::new());
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -231,6 +306,11 @@ fn thread_cells(
 ) {
     let t = model.thread(idx);
     let theme = &view.theme;
+    if view.machine && t.parent.is_none() {
+        if let Some(session) = view.tops.session(idx) {
+            return session_cells(model, feed, view, idx, session, w, cols, cells);
+        }
+    }
     let shown = view.shown(model, idx);
     cells.push(Span::styled(shown.glyph(), theme.status(shown)));
     cells.at += 1;
@@ -239,7 +319,11 @@ fn thread_cells(
         _ if t.parent.is_none() => theme.bold,
         _ => Style::new(),
     };
-    let room = label_w.saturating_sub(2);
+    let elapsed_text =
+        if cols.elapsed { elapsed(t, feed.now_ms).map(duration).unwrap_or_default() } else { String::new() };
+    // A time as wide as its column would touch the name: the name gives up a cell.
+    let touching = cols.elapsed && !cols.model && width(&elapsed_text) >= ELAPSED_W;
+    let room = label_w.saturating_sub(2 + usize::from(touching));
     // The name first, whole if it fits; the id only in the room left after it.
     let label = super::label::of(model, idx);
     cells.push(Span::styled(truncate(&label.name, room), name_style));
@@ -266,13 +350,107 @@ fn thread_cells(
         end -= TOKENS_W;
     }
     if cols.elapsed {
-        let e = elapsed(t, feed.now_ms).map(duration).unwrap_or_default();
-        cells.right(end, e, theme.dim);
+        cells.right(end, elapsed_text, theme.dim);
         end -= ELAPSED_W;
     }
     if cols.model {
         let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
         let x = end.saturating_sub(MODEL_W) + 1;
         cells.spans.push((x, Span::styled(truncate(m, MODEL_W - 1), theme.model)));
+    }
+}
+
+/// Columns of a session row, besides cost and tokens: its state, last activity, and (where the
+/// pane is wide) the process holding it, as `ps` shows it.
+const STATE_W: usize = 6;
+const AGO_W: usize = 6;
+const PID_W: usize = 8;
+const CPU_W: usize = 6;
+const MEM_W: usize = 6;
+/// From this pane width a session row shows its last activity.
+const AGO_FROM: usize = 40;
+/// From this pane width a session row shows pid, CPU % and memory.
+const PROCESS_FROM: usize = 64;
+
+/// A session's root in the machine view: the agent's status glyph, the session's readable name
+/// (its first prompt, else its project's folder), then from the right: cost, tokens (of the whole
+/// session), last activity, live / idle / ended, and pid, CPU %, memory where they fit.
+#[allow(clippy::too_many_arguments)]
+fn session_cells(
+    model: &Model,
+    feed: &Feed,
+    view: &View,
+    idx: ThreadIdx,
+    session: &super::tops::Session,
+    w: usize,
+    cols: Columns,
+    cells: &mut Cells,
+) {
+    use crate::source::discover::State;
+    let t = model.thread(idx);
+    let theme = &view.theme;
+    let shown = view.shown(model, idx);
+    cells.push(Span::styled(shown.glyph(), theme.status(shown)));
+    cells.at += 1;
+    let mut end = w;
+    if cols.cost {
+        let sub = t.subtree;
+        let style = if sub.cost_usd().is_none() { theme.dim } else { theme.cost };
+        cells.right(end, truncate(&format_usd(sub.cost_usd()), COST_W - 1), style);
+        end -= COST_W;
+    }
+    if cols.tokens {
+        cells.right(end, tokens(t.subtree.tokens.total), Style::new());
+        end -= TOKENS_W;
+    }
+    // On a narrow pane the session's name goes before its last activity.
+    if cols.elapsed && w >= AGO_FROM {
+        let last = session.last_activity_ms.or(t.last_ms);
+        let ago = match (feed.now_ms, last) {
+            (Some(now), Some(last)) if now.saturating_sub(last) < 2_000 => "now".to_owned(),
+            (Some(now), Some(last)) => super::text::quiet(now.saturating_sub(last)),
+            _ => String::new(),
+        };
+        cells.right(end, truncate(&ago, AGO_W - 1), theme.dim);
+        end -= AGO_W;
+    }
+    if cols.model {
+        let (word, style) = match session.state {
+            Some(State::Live) => ("live", theme.running),
+            Some(State::Idle) => ("idle", theme.pending),
+            Some(State::Ended) => ("ended", theme.dim),
+            None => ("", theme.dim),
+        };
+        cells.right(end, word.to_owned(), style);
+        end -= STATE_W;
+        if w >= PROCESS_FROM {
+            let usage = session.usage;
+            let mem = usage.map_or_else(String::new, |u| memory(u.rss_bytes));
+            cells.right(end, mem, theme.dim);
+            end -= MEM_W;
+            let cpu = usage.map_or_else(String::new, |u| format!("{:.0}%", u.cpu_percent));
+            cells.right(end, cpu, theme.dim);
+            end -= CPU_W;
+            let pid = session.pid.map_or_else(String::new, |p| p.to_string());
+            cells.right(end, truncate(&pid, PID_W - 1), theme.dim);
+            end -= PID_W;
+        }
+    }
+    let room = end.saturating_sub(cells.at + 1);
+    let project = view.tops.project(session.project).map(|p| p.name.as_str()).filter(|n| *n != "?");
+    let name = super::label::session(model, idx, project);
+    let style = if t.status == Status::Failed { theme.failed } else { theme.bold };
+    cells.push(Span::styled(truncate(&name, room), style));
+}
+
+/// Resident memory as `ps -h` prints it: `812K`, `181M`, `1.2G`.
+fn memory(bytes: u64) -> String {
+    const K: u64 = 1 << 10;
+    const M: u64 = 1 << 20;
+    const G: u64 = 1 << 30;
+    match bytes {
+        0..M => format!("{}K", bytes / K),
+        M..G => format!("{}M", bytes / M),
+        _ => format!("{:.1}G", bytes as f64 / G as f64),
     }
 }

@@ -251,7 +251,7 @@ fn lanes_scroll_text(view: &View, model: &Model) -> bool {
 }
 
 fn lane_count(view: &View, model: &Model) -> usize {
-    view.selected.map_or(0, |s| outline::lanes_of(model, s, &view.groups).len())
+    view.selected.map_or(0, |s| outline::lanes_of(model, s, &view.groups, &view.tops).len())
 }
 
 fn move_tree(view: &mut View, delta: isize) {
@@ -376,7 +376,7 @@ fn open(view: &mut View, model: &Model) {
             if view.expanded.is_some() {
                 view.expanded = None;
             } else if let Some(sel) = view.selected {
-                view.expanded = outline::lanes_of(model, sel, &view.groups).get(view.lane).copied();
+                view.expanded = outline::lanes_of(model, sel, &view.groups, &view.tops).get(view.lane).copied();
                 if let Some(t) = view.expanded {
                     view.collapsed.remove(&t);
                 }
@@ -395,7 +395,7 @@ fn open(view: &mut View, model: &Model) {
 
 fn toggle_lane(view: &mut View, model: &Model) {
     let Some(sel) = view.selected else { return };
-    if let Some(&t) = outline::lanes_of(model, sel, &view.groups).get(view.lane) {
+    if let Some(&t) = outline::lanes_of(model, sel, &view.groups, &view.tops).get(view.lane) {
         if !view.collapsed.remove(&t) {
             view.collapsed.insert(t);
         }

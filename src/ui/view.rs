@@ -13,6 +13,7 @@ use rustc_hash::FxHashSet;
 use super::outline::{self, NodeId, Row};
 use super::status::{Activity, Clock, Shown};
 use super::theme::Theme;
+use super::tops::Tops;
 use crate::model::Model;
 use crate::model::prices::Pico;
 use crate::router::{Role, ThreadIdx};
@@ -172,6 +173,10 @@ pub struct View {
     cache: Cache,
     /// The card groups the lanes, titles and keys ask for, once per tree structure.
     pub groups: outline::GroupCache,
+    /// The machine view's agent ▸ project ▸ session grouping (used while `machine` is set).
+    pub tops: Tops,
+    /// The tree starts with agent and project rows (the machine view); noted by `draw`.
+    pub machine: bool,
 }
 
 #[derive(Debug, Default)]
@@ -179,7 +184,7 @@ struct Cache {
     /// (shape of the tree, thread count, folds, filter): what the rows depend on. See
     /// `Model::structure`; the thread count is there because a seek may replace the model with a
     /// shorter one, and no cached row may name a thread it lacks.
-    key: Option<(u64, usize, u64, String, TreeSort)>,
+    key: Option<(u64, usize, u64, String, TreeSort, Option<u64>)>,
     rows: Vec<Row>,
     /// Index of the selected row, found once per refresh.
     selected_row: Option<usize>,
@@ -238,6 +243,8 @@ impl View {
             activity_key: None,
             cache: Cache::default(),
             groups: outline::GroupCache::default(),
+            tops: Tops::default(),
+            machine: false,
         }
     }
 
@@ -265,7 +272,14 @@ impl View {
     pub(super) fn collapse_all(&mut self, model: &Model) {
         self.expand_all();
         self.refresh_rows(model);
-        let open: Vec<NodeId> = self.cache.rows.iter().filter(|r| r.has_children).map(|r| r.id).collect();
+        // Group rows stay open: every session keeps its row.
+        let open: Vec<NodeId> = self
+            .cache
+            .rows
+            .iter()
+            .filter(|r| r.has_children && !matches!(r.id, NodeId::Agent(_) | NodeId::Project(_)))
+            .map(|r| r.id)
+            .collect();
         self.folded.extend(open);
         self.cache.folds += 1;
         // The selection may have gone inside a fold: its session stands for it.
@@ -299,10 +313,12 @@ impl View {
         }
         match self.selected? {
             NodeId::Thread(t) => Some(t),
-            other => outline::lanes_of(model, other, &self.groups).get(self.lane).copied().or(match other {
-                NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
-                _ => None,
-            }),
+            other => {
+                outline::lanes_of(model, other, &self.groups, &self.tops).get(self.lane).copied().or(match other {
+                    NodeId::Turn(t, _) | NodeId::Group(t, _) => Some(t),
+                    _ => None,
+                })
+            }
         }
     }
 
@@ -313,11 +329,39 @@ impl View {
         let by_figures = !self.filter.is_empty() || self.tree_sort != TreeSort::Arrival;
         // The model counts changes of the tree's shape itself: no pass over the threads per frame.
         let shape = if by_figures { model.generation } else { model.structure };
-        let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone(), self.tree_sort);
+        let tops = self.machine.then_some(self.tops.generation);
+        let key = (shape, model.threads.len(), self.cache.folds, self.filter.clone(), self.tree_sort, tops);
         if self.cache.key.as_ref() != Some(&key) {
-            let keep = (!self.filter.is_empty()).then(|| outline::filter_keep(model, &self.filter));
-            self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref(), self.tree_sort);
+            let keep = (!self.filter.is_empty()).then(|| {
+                let mut keep = outline::filter_keep(model, &self.filter);
+                if self.machine {
+                    self.keep_matching_groups(model, &mut keep);
+                }
+                keep
+            });
+            let tops = self.machine.then_some(&self.tops);
+            self.cache.rows = outline::flatten(model, &self.folded, keep.as_deref(), self.tree_sort, tops);
             self.cache.key = Some(key);
+        }
+    }
+
+    /// A filter that names an agent or a project (its folder or path) keeps every session in it.
+    fn keep_matching_groups(&self, model: &Model, keep: &mut [bool]) {
+        let q = self.filter.to_lowercase();
+        for agent in &self.tops.groups {
+            let agent_hit = self.tops.agent(agent.id).to_lowercase().contains(&q);
+            for p in &agent.projects {
+                let hit = agent_hit
+                    || self
+                        .tops
+                        .project(p.id)
+                        .is_some_and(|pr| pr.name.to_lowercase().contains(&q) || pr.path.to_lowercase().contains(&q));
+                if hit {
+                    for &r in p.roots.iter().filter(|r| r.index() < model.threads.len()) {
+                        keep[r.index()] = true;
+                    }
+                }
+            }
         }
     }
 
@@ -385,6 +429,13 @@ impl View {
     fn open_chain(&mut self, model: &Model, thread: ThreadIdx) {
         let mut changed = false;
         let chain: Vec<ThreadIdx> = model.ancestors(thread).collect();
+        if self.machine {
+            // The session's agent and project rows, above its root.
+            if let Some(s) = chain.last().and_then(|&root| self.tops.session(root)) {
+                changed |= self.folded.remove(&NodeId::Agent(s.agent));
+                changed |= self.folded.remove(&NodeId::Project(s.project));
+            }
+        }
         for pair in chain.windows(2) {
             let (c, p) = (pair[0], pair[1]);
             changed |= self.folded.remove(&NodeId::Thread(p));

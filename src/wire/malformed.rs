@@ -12,6 +12,8 @@ pub(crate) struct ShapeKeys {
     transcript: bool,
     otlp: bool,
     stream: bool,
+    /// `sessionId` in camel case: only a transcript spells it so.
+    camel_session: bool,
     opencode: bool,
 }
 
@@ -21,9 +23,15 @@ impl ShapeKeys {
             "payload" => self.payload = true,
             "type" => self.kind = true,
             "opencode" => self.opencode = true,
-            "uuid" | "sessionId" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
+            "sessionId" => {
+                self.transcript = true;
+                self.camel_session = true;
+            }
+            "uuid" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
             "otlp" => self.otlp = true,
-            // stream-json (`claude -p --output-format stream-json`) spells it in snake case.
+            // stream-json (`claude -p --output-format stream-json`) spells it in snake case; an
+            // interactive 2.1.332 transcript line can carry both (the snake one naming the session
+            // before a `/clear`), and is a transcript line.
             "session_id" => self.stream = true,
             _ => {}
         }
@@ -38,7 +46,7 @@ impl ShapeKeys {
         }
         match (self.kind, self.payload, self.transcript, self.stream) {
             (true, true, _, _) => Shape::CodexRollout,
-            (true, _, _, true) => Shape::ClaudeStream,
+            (true, _, _, true) if !self.camel_session => Shape::ClaudeStream,
             (true, _, true, _) => Shape::ClaudeTranscript,
             (true, false, false, false) => Shape::Typed,
             _ => Shape::Other,

@@ -15,9 +15,9 @@ use serde_json::value::RawValue;
 
 use super::codex::message::ThreadSpawn;
 use super::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
-    Notice, Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
-    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
+    ModelChange, Notice, Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
 use super::sanitize;
@@ -152,6 +152,15 @@ struct Payload<'a> {
     thread_settings: Option<Settings<'a>>,
     #[serde(default)]
     info: Option<Info>,
+    /// A `task_complete`'s error (0.171.0: `{message, codex_error_info}`): the turn failed.
+    #[serde(borrow, default)]
+    error: Option<TaskError<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct TaskError<'a> {
+    #[serde(borrow, default)]
+    message: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -285,11 +294,20 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
             facts.push(status(Status::Running));
         }
         ("event_msg", "task_complete" | "turn_aborted") => {
-            let aborted = kind == "turn_aborted";
+            // A turn whose requests failed for good is still written as `task_complete`, with an `error`.
+            let error = p.error.as_ref().map(|e| sanitize(e.message.as_deref().unwrap_or("the turn failed")));
+            let outcome = match (kind, &error) {
+                ("turn_aborted", _) => TurnOutcome::Interrupted,
+                (_, Some(_)) => TurnOutcome::Failed,
+                _ => TurnOutcome::Completed,
+            };
+            if let Some(message) = &error {
+                facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false }));
+            }
             facts.push(Fact::TurnEnded(TurnEnded {
                 turn: TurnRef::IdOrLatest(p.turn_id.as_deref().map(|t| Cow::Owned(t.to_owned()))),
-                outcome: Some(if aborted { TurnOutcome::Interrupted } else { TurnOutcome::Completed }),
-                error: None,
+                outcome: Some(outcome),
+                error,
             }));
         }
         ("event_msg", "token_count") => {
@@ -497,6 +515,27 @@ mod tests {
             assert!(
                 matches!(l.facts.iter().next(), Some(Fact::Usage(Usage::Cumulative { context: Some(c), .. })) if c.window == 100)
             );
+        });
+    }
+
+    #[test]
+    fn a_turn_completed_with_an_error_failed() {
+        // As codex 0.171.0 writes a child whose requests failed until it gave up.
+        let file = Origin::new(crate::wire::OriginInfo { thread: Some("t".into()), ..Default::default() });
+        let line = r#"{"timestamp":"2026-12-01T15:53:14.700Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":null,"error":{"message":"We’re currently experiencing high demand","codex_error_info":"internal_server_error"}}}"#;
+        lowered(line, &file, &mut Follow::default(), |l| {
+            let facts: Vec<_> = l.facts.iter().collect();
+            assert!(facts.iter().any(
+                |f| matches!(f, Fact::Error(e) if e.message.as_ref().is_some_and(|m| m.as_str().contains("high demand")))
+            ));
+            assert!(facts.iter().any(|f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Failed))));
+        });
+        let ok = r#"{"timestamp":"2026-12-01T15:53:14.700Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}}"#;
+        lowered(ok, &file, &mut Follow::default(), |l| {
+            assert!(
+                l.facts.iter().any(|f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Completed)))
+            );
+            assert!(!l.facts.iter().any(|f| matches!(f, Fact::Error(_))));
         });
     }
 

@@ -183,6 +183,9 @@ pub struct Seen {
     pub state: State,
     pub pid: Option<u32>,
     pub usage: Option<super::proc::Usage>,
+    /// When the session last showed activity (unix ms, wall clock): its newest file's
+    /// modification, or the last record its tee sent. The screen ages ended sessions out by it.
+    pub last_activity_ms: Option<i64>,
 }
 
 /// Every session the machine view follows, and where it looked.

@@ -1,12 +1,14 @@
 //! Claude Code (wire.md §6): session transcripts and their sub-agents' files, each lowered into
 //! the facts every format shares.
 
+mod cursor;
 pub mod outcome;
 pub mod partial;
 pub mod sidecar;
+mod skim;
 pub mod stream;
 mod transcript;
 
 pub use transcript::{
-    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, Usage, blocks_of, lower, parse, parse_alone,
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse, parse_alone,
 };

@@ -472,7 +472,7 @@ fn user<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>
         out.facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
-            text: Some(sanitize(&text_of(block.content))),
+            text: Some(sanitize(&block.content)),
             text_rule: TextRule::Output,
             status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
             completed_ms: out.time,
@@ -579,10 +579,6 @@ fn tool_use<'l>(block: &Block<'_>) -> Option<Fact<'l>> {
         item.card = item.kind == Some(ItemKind::Collab);
     }
     Some(fact)
-}
-
-fn text_of(content: Option<&RawValue>) -> String {
-    blocks_of(content).iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n")
 }
 
 /// Anthropic usage in the vocabulary's terms: input includes the cache reads and writes.

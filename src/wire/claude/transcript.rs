@@ -50,8 +50,6 @@ pub struct ClaudeLine<'a> {
     pub data: Option<ProgressData<'a>>,
     #[serde(rename = "parentToolUseID", borrow, default, deserialize_with = "opt_str")]
     pub parent_tool_use_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub tool_use_result: Option<&'a RawValue>,
     /// A synthetic line for a request that failed for good (2.1.332), with its HTTP status.
     #[serde(default)]
     pub is_api_error_message: Option<bool>,
@@ -60,8 +58,9 @@ pub struct ClaudeLine<'a> {
     /// An answer cut short by an interrupt.
     #[serde(default)]
     pub is_aborted_mid_stream: Option<bool>,
-    /// `toolUseResult` read as a sub-agent's answer, once (it is often a whole file's contents).
-    #[serde(skip)]
+    /// `toolUseResult` read as a sub-agent's answer (it is often a whole file's contents, of which
+    /// only these members matter).
+    #[serde(rename = "toolUseResult", borrow, default, deserialize_with = "agent_result")]
     pub agent_result: Option<AgentResult<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
@@ -91,14 +90,22 @@ pub struct ClaudeLine<'a> {
     #[serde(default)]
     payload: Present,
     /// stream-json spells the session in snake case (and carries `uuid` too): such a line is a
-    /// stream line, never a transcript line read alone.
+    /// stream line, never a transcript line read alone — unless it names its session in camel case
+    /// too, as interactive 2.1.332 transcripts do (the snake one is then stale after a `/clear`).
     #[serde(rename = "session_id", default)]
     stream_session_id: Present,
 }
 
 /// A member whose value does not matter, only that it is there.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Present(bool);
+pub(super) struct Present(bool);
+
+impl ClaudeLine<'_> {
+    /// What the full parse notes of a snake-case `session_id` member, for the one-pass reader.
+    pub(super) fn note_stream_session_id(&mut self) {
+        self.stream_session_id = Present(true);
+    }
+}
 
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -113,9 +120,9 @@ pub struct ClaudeMessage<'a> {
     pub id: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub model: Option<Str<'a>>,
-    /// A string, or an array of content blocks.
-    #[serde(borrow, default)]
-    pub content: Option<&'a RawValue>,
+    /// A string (one text block), or an array of content blocks.
+    #[serde(borrow, default, deserialize_with = "content_blocks")]
+    pub content: Vec<Block<'a>>,
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
@@ -156,7 +163,7 @@ pub struct ProgressData<'a> {
 }
 
 /// One content block of a message.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub struct Block<'a> {
     #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
     pub kind: Option<Str<'a>>,
@@ -168,15 +175,23 @@ pub struct Block<'a> {
     pub id: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    pub input: Option<&'a RawValue>,
+    /// A tool call's input, as far as its title needs it.
+    #[serde(borrow, default, deserialize_with = "tool_input")]
+    pub input: ToolInput<'a>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub tool_use_id: Option<Str<'a>>,
-    /// A tool result's content: a string or blocks.
-    #[serde(borrow, default)]
-    pub content: Option<&'a RawValue>,
+    /// A tool result's text: its content's string, or the text of its content's blocks, a line each.
+    #[serde(borrow, default, deserialize_with = "result_content")]
+    pub content: Str<'a>,
     #[serde(default)]
     pub is_error: Option<bool>,
+}
+
+impl<'a> Block<'a> {
+    /// A text block: what a message's content is when it is a plain string.
+    pub fn text(text: Str<'a>) -> Self {
+        Self { kind: Some(Cow::Borrowed("text")), text: Some(text), ..Self::default() }
+    }
 }
 
 /// `toolUseResult` of a tool result line, when a sub-agent answered it.
@@ -211,8 +226,8 @@ impl<'a> ClaudeLine<'a> {
         self.sub_agent().is_none() && (self.agent_id.is_some() || self.is_sidechain != Some(true))
     }
 
-    pub fn blocks(&self) -> Vec<Block<'a>> {
-        blocks_of(self.message.as_ref().and_then(|m| m.content))
+    pub fn blocks(&self) -> &[Block<'a>] {
+        self.message.as_ref().map_or(&[], |m| &m.content)
     }
 
     /// The sub-agent a line announces, with its card (the `Task` / `Agent` tool use), if any.
@@ -225,7 +240,7 @@ impl<'a> ClaudeLine<'a> {
         }
         let agent =
             self.agent_result.as_ref()?.agent_id.clone().filter(|a| !a.is_empty() && !a.starts_with("acompact"))?;
-        let card = self.blocks().into_iter().find_map(|b| b.tool_use_id);
+        let card = self.blocks().iter().find_map(|b| b.tool_use_id.clone());
         Some((agent, card))
     }
 }
@@ -235,30 +250,15 @@ pub fn blocks_of(content: Option<&RawValue>) -> Vec<Block<'_>> {
     let Some(raw) = content else { return Vec::new() };
     if raw.get().starts_with('"') {
         let text: Option<Str<'_>> = serde_json::from_str(raw.get()).ok();
-        return text
-            .map(|t| {
-                vec![Block {
-                    kind: Some(Cow::Borrowed("text")),
-                    text: Some(t),
-                    thinking: None,
-                    id: None,
-                    name: None,
-                    input: None,
-                    tool_use_id: None,
-                    content: None,
-                    is_error: None,
-                }]
-            })
-            .unwrap_or_default();
+        return text.map(|t| vec![Block::text(t)]).unwrap_or_default();
     }
     serde_json::from_str(raw.get()).unwrap_or_default()
 }
 
 /// Parses a transcript line; `None` when it is not one (it has no `type`).
 pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
-    let mut line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
+    let line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
     line.kind.as_ref()?;
-    line.agent_result = line.tool_use_result.and_then(|raw| serde_json::from_str(raw.get()).ok());
     Some(line)
 }
 
@@ -268,6 +268,10 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
 /// stream-json line.
 /// `None` when that is not plain: the record reader then reads it the long way, to the same end.
 pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
+    // Most lines are read in one pass that steps over what no fact needs; the rest are parsed whole.
+    if let Some(line) = super::skim::line(text) {
+        return (line.uuid.is_some() || line.session_id.is_some()).then_some(line);
+    }
     let line = parse(text)?;
     let o = [
         line.method,
@@ -282,9 +286,9 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
         line.msg,
         line.raw_b64,
         line.payload,
-        line.stream_session_id,
     ];
-    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !o.iter().any(|p| p.0);
+    let stream = line.stream_session_id.0 && line.session_id.is_none();
+    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !stream && !o.iter().any(|p| p.0);
     plain.then_some(line)
 }
 
@@ -307,30 +311,66 @@ fn breakdown(u: &Usage) -> Breakdown {
     }
 }
 
-/// A tool's input, for its one-line title.
-#[derive(Deserialize, Default)]
-struct ToolInput<'a> {
+/// A tool's input, for its one-line title (and a spawn's lanes).
+#[derive(Debug, Deserialize, Default)]
+pub struct ToolInput<'a> {
     #[serde(borrow, default)]
-    command: Option<Str<'a>>,
+    pub command: Option<Str<'a>>,
     #[serde(borrow, default)]
-    description: Option<Str<'a>>,
+    pub description: Option<Str<'a>>,
     #[serde(borrow, default)]
-    prompt: Option<Str<'a>>,
+    pub prompt: Option<Str<'a>>,
     #[serde(borrow, default)]
-    subagent_type: Option<Str<'a>>,
+    pub subagent_type: Option<Str<'a>>,
     #[serde(borrow, default)]
-    file_path: Option<Str<'a>>,
+    pub file_path: Option<Str<'a>>,
     #[serde(borrow, default)]
-    pattern: Option<Str<'a>>,
+    pub pattern: Option<Str<'a>>,
     #[serde(borrow, default)]
-    url: Option<Str<'a>>,
+    pub url: Option<Str<'a>>,
     #[serde(borrow, default)]
-    query: Option<Str<'a>>,
+    pub query: Option<Str<'a>>,
 }
 
 /// The text of a tool result's content (a string or text blocks).
-fn result_text(content: Option<&RawValue>) -> String {
-    blocks_of(content).iter().filter_map(|b| b.text.as_deref()).collect::<Vec<_>>().join("\n")
+pub(super) fn result_text(content: Option<&RawValue>) -> Str<'_> {
+    joined(blocks_of(content).into_iter().filter_map(|b| b.text))
+}
+
+/// Texts a line each; the one text as it is.
+pub(super) fn joined<'a>(mut texts: impl Iterator<Item = Str<'a>>) -> Str<'a> {
+    let Some(first) = texts.next() else { return Cow::Borrowed("") };
+    match texts.next() {
+        None => first,
+        Some(second) => {
+            let mut all = first.into_owned();
+            for t in std::iter::once(second).chain(texts) {
+                all.push('\n');
+                all.push_str(&t);
+            }
+            Cow::Owned(all)
+        }
+    }
+}
+
+// The full parse reads nested values whole, then decodes them as the one-pass reader does; a
+// value of another shape reads as none, as it always has.
+fn content_blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Block<'de>>, D::Error> {
+    Ok(blocks_of(Option::<&'de RawValue>::deserialize(d)?))
+}
+
+fn tool_input<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ToolInput<'de>, D::Error> {
+    Ok(Option::<&'de RawValue>::deserialize(d)?
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or_default())
+}
+
+fn result_content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Str<'de>, D::Error> {
+    Ok(result_text(Option::<&'de RawValue>::deserialize(d)?))
+}
+
+fn agent_result<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentResult<'de>>, D::Error> {
+    Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
 }
 
 /// Lowers one transcript line into `out` (whose time and raw text the caller has set).
@@ -436,7 +476,7 @@ fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> 
 pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
     let id = block.id.as_deref()?;
     let name = block.name.as_deref().unwrap_or("tool");
-    let input: ToolInput<'_> = block.input.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default();
+    let input = &block.input;
     let (kind, title) = match name {
         "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
         "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
@@ -497,7 +537,7 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
-            text: Some(sanitize(&result_text(block.content))),
+            text: Some(sanitize(&block.content)),
             text_rule: TextRule::Output,
             status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
             completed_ms: time,

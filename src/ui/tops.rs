@@ -1,0 +1,271 @@
+//! The machine view's top rows: agent (`claude`, `codex`, …) ▸ project (the working directory)
+//! ▸ session (its root thread, whose spawn tree follows as everywhere else).
+//!
+//! Which root belongs where comes from the discovery snapshot (`Seen`: the agent, the session
+//! id, the project, live/idle/ended). The grouping is rebuilt only when the snapshot or the
+//! tree's shape changes, never per frame; group ids are interned and never reused, so folds and
+//! the selection hold across rebuilds. Ended sessions whose last activity is older than the keep
+//! bound leave the rows, and are counted.
+
+use std::cmp::Reverse;
+
+use rustc_hash::FxHashMap;
+
+use crate::model::Model;
+use crate::router::{Role, ThreadIdx};
+use crate::source::discover::{Snapshot, State};
+use crate::source::proc::Usage;
+use crate::wire::sanitize_line;
+
+/// The agent group of roots no session of the snapshot names (a thread whose root file is
+/// outside the window, or a frame drawn before the first snapshot).
+const OTHER: &str = "other";
+
+/// What the screen knows of one session beyond its threads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Session {
+    /// `None`: no session of the snapshot names this root.
+    pub state: Option<State>,
+    pub pid: Option<u32>,
+    pub usage: Option<Usage>,
+    /// Wall time of its last activity (unix ms).
+    pub last_activity_ms: Option<i64>,
+    pub agent: u16,
+    pub project: u32,
+}
+
+/// A project (working directory) as its row shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    pub agent: u16,
+    /// The folder's own name (`web`), or `?` when the session did not say where it ran.
+    pub name: String,
+    /// The whole path, `~`-shortened (empty when unknown).
+    pub path: String,
+    raw: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectGroup {
+    pub id: u32,
+    /// Its sessions' roots, live first, then by newest activity.
+    pub roots: Vec<ThreadIdx>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentGroup {
+    pub id: u16,
+    pub projects: Vec<ProjectGroup>,
+}
+
+/// Counts of the last rebuild, for the header and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Sessions on screen.
+    pub shown: usize,
+    pub live: usize,
+    pub idle: usize,
+    pub ended: usize,
+    /// Ended sessions left out because their last activity is older than the keep bound.
+    pub aged_out: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct Tops {
+    /// The user's home, for `~/…` (handed in: the screen reads no environment).
+    pub home: Option<String>,
+    /// How long an ended session stays after its last activity (`None`: for ever).
+    pub keep_ms: Option<i64>,
+    agents: Vec<String>,
+    projects: Vec<Project>,
+    pub groups: Vec<AgentGroup>,
+    sessions: FxHashMap<ThreadIdx, Session>,
+    pub counts: Counts,
+    /// Bumped whenever the groups change: the rows depend on it.
+    pub generation: u64,
+    key: Option<(u64, usize, usize)>,
+    snapshot: Option<Snapshot>,
+}
+
+impl Tops {
+    /// The agent's name (sanitised).
+    pub fn agent(&self, id: u16) -> &str {
+        self.agents.get(usize::from(id)).map_or(OTHER, String::as_str)
+    }
+
+    pub fn project(&self, id: u32) -> Option<&Project> {
+        self.projects.get(id as usize)
+    }
+
+    /// The session a root thread is, when the machine view groups it.
+    pub fn session(&self, root: ThreadIdx) -> Option<&Session> {
+        self.sessions.get(&root)
+    }
+
+    pub fn agent_group(&self, id: u16) -> Option<&AgentGroup> {
+        self.groups.iter().find(|g| g.id == id)
+    }
+
+    pub fn project_group(&self, id: u32) -> Option<&ProjectGroup> {
+        self.groups.iter().flat_map(|g| &g.projects).find(|p| p.id == id)
+    }
+
+    /// Every root under a group row, in row order.
+    pub fn roots_of_agent(&self, id: u16) -> Vec<ThreadIdx> {
+        self.agent_group(id)
+            .map(|g| g.projects.iter().flat_map(|p| p.roots.iter().copied()).collect())
+            .unwrap_or_default()
+    }
+
+    fn intern_agent(&mut self, name: &str) -> u16 {
+        let clean = sanitize_line(name).to_string();
+        if let Some(i) = self.agents.iter().position(|a| *a == clean) {
+            return i as u16;
+        }
+        self.agents.push(clean);
+        (self.agents.len() - 1) as u16
+    }
+
+    fn intern_project(&mut self, agent: u16, raw: Option<&str>) -> u32 {
+        if let Some(i) = self.projects.iter().position(|p| p.agent == agent && p.raw.as_deref() == raw) {
+            return i as u32;
+        }
+        let (name, path) = match raw {
+            Some(raw) => {
+                let trimmed = raw.trim_end_matches('/');
+                let name = trimmed.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or(raw);
+                let short = match self.home.as_deref() {
+                    Some(h) if !h.is_empty() && h != "/" && trimmed == h => "~".to_owned(),
+                    Some(h) if !h.is_empty() && h != "/" && trimmed.starts_with(&format!("{h}/")) => {
+                        format!("~{}", &trimmed[h.len()..])
+                    }
+                    _ => trimmed.to_owned(),
+                };
+                (sanitize_line(name).to_string(), sanitize_line(&short).to_string())
+            }
+            None => ("?".to_owned(), String::new()),
+        };
+        self.projects.push(Project { agent, name, path, raw: raw.map(str::to_owned) });
+        (self.projects.len() - 1) as u32
+    }
+
+    /// Regroups the roots if the tree's shape or the snapshot changed since the last call; `now_ms`
+    /// (the wall clock) ages ended sessions out. Returns whether the groups changed.
+    pub fn refresh(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> bool {
+        let key = (model.structure, model.threads.len(), model.sessions.len());
+        if self.key == Some(key) && self.snapshot.as_ref() == Some(snapshot) {
+            return false;
+        }
+        self.key = Some(key);
+        self.snapshot = Some(snapshot.clone());
+        let before: Vec<(ThreadIdx, Option<State>)> = self.states();
+        let groups = self.build(model, snapshot, now_ms);
+        // Rows carry each session's ended state: a change of state is a change of rows too.
+        if groups == self.groups && self.states() == before {
+            return false;
+        }
+        self.groups = groups;
+        self.generation += 1;
+        true
+    }
+
+    /// Each listed root's state, in row order.
+    fn states(&self) -> Vec<(ThreadIdx, Option<State>)> {
+        self.groups
+            .iter()
+            .flat_map(|g| &g.projects)
+            .flat_map(|p| &p.roots)
+            .map(|&r| (r, self.sessions.get(&r).and_then(|s| s.state)))
+            .collect()
+    }
+
+    fn build(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> Vec<AgentGroup> {
+        let roots: FxHashMap<&str, ThreadIdx> = model.sessions.iter().map(|&r| (&*model.thread(r).id, r)).collect();
+        // A tee's session is named by a thread of its stream, not always the root: its root is
+        // the top of that thread's chain (a scan of the threads, once per snapshot, only then).
+        let mut by_id: Option<FxHashMap<&str, ThreadIdx>> = None;
+        self.sessions.clear();
+        self.counts = Counts::default();
+        for seen in &snapshot.sessions {
+            let root = roots.get(seen.id.as_str()).copied().or_else(|| {
+                let all = by_id.get_or_insert_with(|| {
+                    model.threads.iter().enumerate().map(|(i, t)| (&*t.id, ThreadIdx(i as u32))).collect()
+                });
+                let t = *all.get(seen.id.as_str())?;
+                model.ancestors(t).last().filter(|&r| model.thread(r).role == Role::Root)
+            });
+            let Some(root) = root else { continue };
+            if self.sessions.contains_key(&root) {
+                continue;
+            }
+            let aged = seen.state == State::Ended
+                && matches!((self.keep_ms, now_ms, seen.last_activity_ms),
+                    (Some(keep), Some(now), Some(last)) if now.saturating_sub(last) > keep);
+            let agent = self.intern_agent(&seen.tool);
+            let project = self.intern_project(agent, seen.project.as_deref());
+            let session = Session {
+                state: Some(seen.state),
+                pid: seen.pid,
+                usage: seen.usage,
+                last_activity_ms: seen.last_activity_ms,
+                agent,
+                project,
+            };
+            self.sessions.insert(root, session);
+            if aged {
+                self.counts.aged_out += 1;
+                continue;
+            }
+            match seen.state {
+                State::Live => self.counts.live += 1,
+                State::Idle => self.counts.idle += 1,
+                State::Ended => self.counts.ended += 1,
+            }
+        }
+        let mut listed: Vec<(ThreadIdx, Session)> = Vec::new();
+        for &root in &model.sessions {
+            let session = if let Some(s) = self.sessions.get(&root) {
+                *s
+            } else {
+                let agent = self.intern_agent(OTHER);
+                let project = self.intern_project(agent, None);
+                let s = Session { state: None, pid: None, usage: None, last_activity_ms: None, agent, project };
+                self.sessions.insert(root, s);
+                s
+            };
+            let aged = session.state == Some(State::Ended)
+                && matches!((self.keep_ms, now_ms, session.last_activity_ms),
+                    (Some(keep), Some(now), Some(last)) if now.saturating_sub(last) > keep);
+            if !aged {
+                listed.push((root, session));
+            }
+        }
+        self.counts.shown = listed.len();
+        // Live first, then idle, ended and unlisted; newest activity first within each.
+        let rank = |(root, s): &(ThreadIdx, Session)| {
+            let state = match s.state {
+                Some(State::Live) => 0,
+                Some(State::Idle) => 1,
+                Some(State::Ended) => 2,
+                None => 3,
+            };
+            let last = s.last_activity_ms.or(model.thread(*root).last_ms).unwrap_or(i64::MIN);
+            (state, Reverse(last), *root)
+        };
+        listed.sort_by_key(rank);
+        // Groups take the rank of their best session: the sorted order, first seen first.
+        let mut groups: Vec<AgentGroup> = Vec::new();
+        for (root, s) in listed {
+            let at = groups.iter().position(|g| g.id == s.agent).unwrap_or_else(|| {
+                groups.push(AgentGroup { id: s.agent, projects: Vec::new() });
+                groups.len() - 1
+            });
+            let projects = &mut groups[at].projects;
+            match projects.iter_mut().find(|p| p.id == s.project) {
+                Some(p) => p.roots.push(root),
+                None => projects.push(ProjectGroup { id: s.project, roots: vec![root] }),
+            }
+        }
+        groups
+    }
+}

@@ -1,0 +1,338 @@
+//! A cursor over one record's JSON that walks objects and arrays by their structure: the values a
+//! reader wants are decoded, the rest are stepped over with `memchr` — a string by its closing
+//! quote, an object or array by its balanced brackets — without decoding them.
+//!
+//! Every method gives `None` when the text is not what it expects; the caller then gives up and
+//! leaves the record to the full parse, which decides (and reports) what it is. Skipped values are
+//! checked for their structure only (closed strings, balanced brackets), not for their grammar.
+
+// The outer `None` is "give up, leave it to the full parse"; the inner one is JSON's null.
+#![allow(clippy::option_option)]
+
+use std::borrow::Cow;
+
+use memchr::{memchr, memchr3_iter};
+use serde::Deserialize;
+
+use crate::wire::json::{BStr, Str};
+
+pub struct Cursor<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self { text, pos: 0 }
+    }
+
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next byte that is not whitespace, not consumed.
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.bytes().get(self.pos).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.pos += 1)
+    }
+
+    /// Nothing but whitespace is left.
+    pub fn end(&mut self) -> Option<()> {
+        self.ws();
+        (self.pos == self.text.len()).then_some(())
+    }
+
+    /// Where the string whose opening quote is at `start` ends (past its closing quote).
+    fn string_end(&self, start: usize) -> Option<usize> {
+        let b = self.bytes();
+        let mut from = start + 1;
+        loop {
+            let quote = from + memchr(b'"', b.get(from..)?)?;
+            if !escaped(b, quote) {
+                return Some(quote + 1);
+            }
+            from = quote + 1;
+        }
+    }
+
+    /// Where the object or array opened at `start` ends: one pass over its quotes and its own kind
+    /// of bracket (which in JSON balance within it), brackets inside strings not counted.
+    fn nested_end(&self, start: usize, open: u8, close: u8) -> Option<usize> {
+        let b = self.bytes();
+        let mut depth = 0usize;
+        let mut in_string = false;
+        for at in memchr3_iter(b'"', open, close, &b[start..]) {
+            let at = start + at;
+            match b[at] {
+                b'"' => in_string = !in_string || escaped(b, at),
+                _ if in_string => {}
+                c if c == open => depth += 1,
+                _ => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(at + 1);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Steps over one value; its text.
+    pub fn value(&mut self) -> Option<&'a str> {
+        self.ws();
+        let start = self.pos;
+        let b = self.bytes();
+        let end = match *b.get(start)? {
+            b'"' => self.string_end(start)?,
+            b'{' => self.nested_end(start, b'{', b'}')?,
+            b'[' => self.nested_end(start, b'[', b']')?,
+            b'}' | b']' | b',' | b':' => return None,
+            _ => {
+                let len = b[start..]
+                    .iter()
+                    .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+                    .unwrap_or(b.len() - start);
+                start + len
+            }
+        };
+        self.pos = end;
+        Some(&self.text[start..end])
+    }
+
+    /// One value decoded by serde, as a full parse would decode it there.
+    pub fn parse<T: Deserialize<'a>>(&mut self) -> Option<T> {
+        serde_json::from_str(self.value()?).ok()
+    }
+
+    /// A string; borrowed when it holds no escape.
+    pub fn string(&mut self) -> Option<Str<'a>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        // Most strings read are ids, types and times, plain: their end is their first special byte.
+        let start = self.pos + 1;
+        let rest = &self.bytes()[start..];
+        if let Some(len) = plain_len(rest)
+            && rest[len] == b'"'
+        {
+            self.pos = start + len + 1;
+            return Some(Cow::Borrowed(&self.text[start..start + len]));
+        }
+        let text = self.value()?;
+        let inner = &text[1..text.len() - 1];
+        // A raw control byte is not JSON: serde says so (and how) when it reads the string. The
+        // fold, unlike `any`, does not stop early, and so is compiled to vector compares.
+        #[allow(clippy::needless_bitwise_bool)]
+        let plain = memchr(b'\\', inner.as_bytes()).is_none() && !inner.bytes().fold(false, |any, c| any | (c < 0x20));
+        if plain {
+            return Some(Cow::Borrowed(inner));
+        }
+        serde_json::from_str::<BStr<'a>>(text).ok().map(|s| s.0)
+    }
+
+    /// A string or null.
+    pub fn opt_str(&mut self) -> Option<Option<Str<'a>>> {
+        match self.peek()? {
+            b'"' => self.string().map(Some),
+            _ => self.null(),
+        }
+    }
+
+    /// `true`, `false` or null.
+    pub fn opt_bool(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            b't' | b'f' => match self.value()? {
+                "true" => Some(Some(true)),
+                "false" => Some(Some(false)),
+                _ => None,
+            },
+            _ => self.null(),
+        }
+    }
+
+    /// `null`, or give up.
+    pub fn null<T>(&mut self) -> Option<Option<T>> {
+        (self.peek()? == b'n' && self.value()? == "null").then_some(None)
+    }
+
+    /// Enters an object.
+    pub fn object(&mut self) -> Option<Members> {
+        self.eat(b'{')?;
+        Some(Members { first: true })
+    }
+
+    /// Enters an array.
+    pub fn array(&mut self) -> Option<Elements> {
+        self.eat(b'[')?;
+        Some(Elements { first: true })
+    }
+
+    /// The key of the object's next member (the cursor then at its value), `Some(None)` past its
+    /// last. A key with an escape gives up: no key a reader matches has one.
+    pub fn key(&mut self, members: &mut Members) -> Option<Option<&'a str>> {
+        match self.peek()? {
+            b'}' => {
+                self.pos += 1;
+                return Some(None);
+            }
+            b',' if !members.first => self.pos += 1,
+            _ if members.first => {}
+            _ => return None,
+        }
+        members.first = false;
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.pos + 1;
+        let len = plain_len(&self.bytes()[start..])?;
+        let end = start + len;
+        if self.bytes()[end] != b'"' {
+            return None;
+        }
+        let key = &self.text[start..end];
+        self.pos = end + 1;
+        self.eat(b':')?;
+        Some(Some(key))
+    }
+
+    /// Whether the array has another element (the cursor then at it).
+    pub fn next(&mut self, elements: &mut Elements) -> Option<bool> {
+        match self.peek()? {
+            b']' => {
+                self.pos += 1;
+                return Some(false);
+            }
+            b',' if !elements.first => self.pos += 1,
+            _ if elements.first => {}
+            _ => return None,
+        }
+        elements.first = false;
+        Some(true)
+    }
+}
+
+/// Where the first quote, backslash or control byte of `b` is: eight bytes at a time, as short
+/// strings (keys, ids) are read faster so than memchr sets up.
+fn plain_len(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = x ^ (ONES * u64::from(b'"'));
+        let slash = x ^ (ONES * u64::from(b'\\'));
+        // A byte is zero (or below 0x20) where subtracting borrows into its clear high bit; the
+        // lowest such byte is exact, which is the one wanted.
+        let hits =
+            (quote.wrapping_sub(ONES) & !quote | slash.wrapping_sub(ONES) & !slash | x.wrapping_sub(ONES * 0x20) & !x)
+                & HIGHS;
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|k| i + k)
+}
+
+/// Whether the quote at `at`, inside a string, is escaped: after an odd run of backslashes.
+fn escaped(b: &[u8], at: usize) -> bool {
+    b[..at].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
+}
+
+/// Where a walk through an object's members is.
+pub struct Members {
+    first: bool,
+}
+
+/// Where a walk through an array's elements is.
+pub struct Elements {
+    first: bool,
+}
+
+/// Which of a reader's keys it has met: a key met twice gives up (serde calls that an error).
+#[derive(Default)]
+pub struct Seen(u32);
+
+impl Seen {
+    pub fn once(&mut self, bit: u32) -> Option<()> {
+        let mask = 1 << bit;
+        (self.0 & mask == 0).then(|| self.0 |= mask)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skipped(text: &str) -> Option<&str> {
+        let mut c = Cursor::new(text);
+        let v = c.value()?;
+        c.end()?;
+        Some(v)
+    }
+
+    #[test]
+    fn values_are_stepped_over_by_their_structure() {
+        for v in [
+            r#""plain""#,
+            r#""with \" quote and \\ slash \\\" end""#,
+            r#""\\""#,
+            r#"{"a":[1,{"b":"}]"}],"c":{}}"#,
+            r#"[[],["]"],{"x":"[\""}]"#,
+            "123",
+            "-1.5e3",
+            "null",
+        ] {
+            assert_eq!(skipped(v), Some(v), "{v}");
+        }
+        for bad in [r#""open"#, r#"{"a":"}"#, "[1,2", r#""ends in slash\""#] {
+            assert_eq!(skipped(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn members_and_strings() {
+        let mut c = Cursor::new(r#" { "a" : "x\ny" , "b":null, "c":true,"d":[1] } "#);
+        let mut m = c.object().unwrap();
+        assert_eq!(c.key(&mut m), Some(Some("a")));
+        assert_eq!(c.string().as_deref(), Some("x\ny"));
+        assert_eq!(c.key(&mut m), Some(Some("b")));
+        assert_eq!(c.opt_str(), Some(None));
+        assert_eq!(c.key(&mut m), Some(Some("c")));
+        assert_eq!(c.opt_bool(), Some(Some(true)));
+        assert_eq!(c.key(&mut m), Some(Some("d")));
+        let mut e = c.array().unwrap();
+        assert_eq!(c.next(&mut e), Some(true));
+        assert_eq!(c.parse::<u64>(), Some(1));
+        assert_eq!(c.next(&mut e), Some(false));
+        assert_eq!(c.key(&mut m), Some(None));
+        assert_eq!(c.end(), Some(()));
+        // A trailing comma, a raw control byte, an escaped key: not read here.
+        let mut c = Cursor::new(r#"{"a":1,}"#);
+        let mut m = c.object().unwrap();
+        assert_eq!(c.key(&mut m), Some(Some("a")));
+        c.value();
+        assert_eq!(c.key(&mut m), None);
+        assert_eq!(Cursor::new("\"a\u{1}\"").string(), None);
+        for n in 0..20 {
+            let plain = format!("\"{}\"", "x".repeat(n));
+            assert_eq!(Cursor::new(&plain).string().as_deref(), Some(&plain[1..=n]));
+            let escaped = format!("\"{}\\t\"", "é".repeat(n));
+            assert_eq!(Cursor::new(&escaped).string().as_deref(), Some(format!("{}\t", "é".repeat(n)).as_str()));
+        }
+        let mut c = Cursor::new(r#"{"\u0061":1}"#);
+        let mut m = c.object().unwrap();
+        assert_eq!(c.key(&mut m), None);
+    }
+}

@@ -1,0 +1,454 @@
+//! A transcript line read in one pass (wire.md §6): the members lowering needs are decoded as the
+//! full parse ([`super::parse`]) decodes them, content blocks included; what no fact needs — the
+//! bulk of a line: `toolUseResult` beyond `agentId`/`status`, a progress line's nested message,
+//! thinking signatures, a tool call's file contents — is stepped over unread.
+//!
+//! Anything unusual (a member of another format, a key met twice, a value of an unexpected type)
+//! gives up with `None`, and the full parse reads the line: this reader only ever agrees with it.
+
+// The outer `None` is "give up, leave it to the full parse"; the inner one is JSON's null.
+#![allow(clippy::option_option)]
+
+use super::cursor::{Cursor, Seen};
+use super::transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, joined};
+use crate::wire::json::Str;
+
+/// Content nested deeper than this (a tool result inside a tool result …) is left to the full parse.
+const MAX_NESTING: u32 = 8;
+
+/// The line, when it is a plain transcript line: a `type`, and no member of a Codex message, an
+/// envelope, a rollout line or a stream-json line.
+pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
+    let mut c = Cursor::new(text);
+    let mut line = ClaudeLine::default();
+    let mut seen = Seen::default();
+    let mut snake_session = false;
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        match key {
+            "type" => {
+                seen.once(0)?;
+                line.kind = c.opt_str()?;
+            }
+            "uuid" => {
+                seen.once(1)?;
+                line.uuid = c.opt_str()?;
+            }
+            "sessionId" => {
+                seen.once(2)?;
+                line.session_id = c.opt_str()?;
+            }
+            "agentId" => {
+                seen.once(3)?;
+                line.agent_id = c.opt_str()?;
+            }
+            "isSidechain" => {
+                seen.once(4)?;
+                line.is_sidechain = c.opt_bool()?;
+            }
+            "isMeta" => {
+                seen.once(5)?;
+                line.is_meta = c.opt_bool()?;
+            }
+            "timestamp" => {
+                seen.once(6)?;
+                line.timestamp = c.opt_str()?;
+            }
+            "requestId" => {
+                seen.once(7)?;
+                line.request_id = c.opt_str()?;
+            }
+            "requestSessionId" => {
+                seen.once(15)?;
+                line.request_session_id = c.opt_str()?;
+            }
+            "message" => {
+                seen.once(8)?;
+                line.message = message(&mut c)?;
+            }
+            "data" => {
+                seen.once(9)?;
+                line.data = progress(&mut c)?;
+            }
+            "parentToolUseID" => {
+                seen.once(10)?;
+                line.parent_tool_use_id = c.opt_str()?;
+            }
+            "toolUseResult" => {
+                seen.once(11)?;
+                line.agent_result = agent_result(&mut c)?;
+            }
+            "isApiErrorMessage" => {
+                seen.once(12)?;
+                line.is_api_error_message = c.opt_bool()?;
+            }
+            "apiErrorStatus" => {
+                seen.once(13)?;
+                line.api_error_status = c.parse()?;
+            }
+            "isAbortedMidStream" => {
+                seen.once(14)?;
+                line.is_aborted_mid_stream = c.opt_bool()?;
+            }
+            // Another format's members: its reader decides.
+            "method" | "params" | "id" | "result" | "error" | "emittedAtMs" | "swarmtop" | "ts" | "dir" | "msg"
+            | "rawB64" | "payload" => return None,
+            // stream-json's spelling; a transcript line may carry it beside `sessionId` (checked below).
+            "session_id" => {
+                seen.once(16)?;
+                snake_session = true;
+                line.note_stream_session_id();
+                c.value()?;
+            }
+            _ => {
+                c.value()?;
+            }
+        }
+    }
+    c.end()?;
+    line.kind.as_ref()?;
+    // Without `sessionId`, a snake-case session makes it a stream-json line.
+    if snake_session && line.session_id.is_none() {
+        return None;
+    }
+    Some(line)
+}
+
+fn message<'a>(c: &mut Cursor<'a>) -> Option<Option<ClaudeMessage<'a>>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut m = ClaudeMessage::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        match key {
+            "id" => {
+                seen.once(0)?;
+                m.id = c.opt_str()?;
+            }
+            "model" => {
+                seen.once(1)?;
+                m.model = c.opt_str()?;
+            }
+            "content" => {
+                seen.once(2)?;
+                m.content = content(c, 0)?;
+            }
+            "usage" => {
+                seen.once(3)?;
+                m.usage = c.parse()?;
+            }
+            "stop_reason" => {
+                seen.once(4)?;
+                m.stop_reason = c.opt_str()?;
+            }
+            _ => {
+                c.value()?;
+            }
+        }
+    }
+    Some(Some(m))
+}
+
+/// A message's content: a string is one text block; anything but a string or blocks is none.
+fn content<'a>(c: &mut Cursor<'a>, depth: u32) -> Option<Vec<Block<'a>>> {
+    match c.peek()? {
+        b'"' => Some(vec![Block::text(c.string()?)]),
+        b'[' => {
+            let mut blocks = Vec::new();
+            let mut elements = c.array()?;
+            while c.next(&mut elements)? {
+                blocks.push(block(c, depth)?);
+            }
+            Some(blocks)
+        }
+        _ => {
+            c.value()?;
+            Some(Vec::new())
+        }
+    }
+}
+
+fn block<'a>(c: &mut Cursor<'a>, depth: u32) -> Option<Block<'a>> {
+    if depth > MAX_NESTING || c.peek()? != b'{' {
+        return None;
+    }
+    let mut b = Block::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        match key {
+            "type" => {
+                seen.once(0)?;
+                b.kind = c.opt_str()?;
+            }
+            "text" => {
+                seen.once(1)?;
+                b.text = c.opt_str()?;
+            }
+            "thinking" => {
+                seen.once(2)?;
+                b.thinking = c.opt_str()?;
+            }
+            "id" => {
+                seen.once(3)?;
+                b.id = c.opt_str()?;
+            }
+            "name" => {
+                seen.once(4)?;
+                b.name = c.opt_str()?;
+            }
+            "input" => {
+                seen.once(5)?;
+                b.input = tool_input(c)?;
+            }
+            "tool_use_id" => {
+                seen.once(6)?;
+                b.tool_use_id = c.opt_str()?;
+            }
+            "content" => {
+                seen.once(7)?;
+                b.content = result_content(c, depth + 1)?;
+            }
+            "is_error" => {
+                seen.once(8)?;
+                b.is_error = c.opt_bool()?;
+            }
+            _ => {
+                c.value()?;
+            }
+        }
+    }
+    Some(b)
+}
+
+/// A tool result's text: its string, or its text blocks' a line each.
+fn result_content<'a>(c: &mut Cursor<'a>, depth: u32) -> Option<Str<'a>> {
+    match c.peek()? {
+        b'"' => c.string(),
+        b'[' => {
+            let blocks = content(c, depth)?;
+            Some(joined(blocks.into_iter().filter_map(|b| b.text)))
+        }
+        _ => {
+            c.value()?;
+            Some(Str::Borrowed(""))
+        }
+    }
+}
+
+/// The members of a tool call's input a title reads; an input that is no object reads as none.
+fn tool_input<'a>(c: &mut Cursor<'a>) -> Option<ToolInput<'a>> {
+    match c.peek()? {
+        b'{' => {}
+        // serde reads a struct from an array too, by position: left to it.
+        b'[' => return None,
+        _ => {
+            c.value()?;
+            return Some(ToolInput::default());
+        }
+    }
+    let mut input = ToolInput::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        let (bit, slot) = match key {
+            "command" => (0, &mut input.command),
+            "description" => (1, &mut input.description),
+            "prompt" => (2, &mut input.prompt),
+            "subagent_type" => (3, &mut input.subagent_type),
+            "file_path" => (4, &mut input.file_path),
+            "pattern" => (5, &mut input.pattern),
+            "url" => (6, &mut input.url),
+            "query" => (7, &mut input.query),
+            _ => {
+                c.value()?;
+                continue;
+            }
+        };
+        seen.once(bit)?;
+        *slot = c.opt_str()?;
+    }
+    Some(input)
+}
+
+/// `toolUseResult` as a sub-agent's answer; a string (a failure's text) or a scalar is none.
+fn agent_result<'a>(c: &mut Cursor<'a>) -> Option<Option<AgentResult<'a>>> {
+    match c.peek()? {
+        b'{' => {}
+        b'[' => return None,
+        _ => {
+            c.value()?;
+            return Some(None);
+        }
+    }
+    let mut result = AgentResult::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        match key {
+            "agentId" => {
+                seen.once(0)?;
+                result.agent_id = c.opt_str()?;
+            }
+            "status" => {
+                seen.once(1)?;
+                result.status = c.opt_str()?;
+            }
+            _ => {
+                c.value()?;
+            }
+        }
+    }
+    Some(Some(result))
+}
+
+/// A progress line's `data`: its type and agent; its nested message is stepped over.
+fn progress<'a>(c: &mut Cursor<'a>) -> Option<Option<ProgressData<'a>>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut data = ProgressData::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        match key {
+            "type" => {
+                seen.once(0)?;
+                data.kind = c.opt_str()?;
+            }
+            "agentId" => {
+                seen.once(1)?;
+                data.agent_id = c.opt_str()?;
+            }
+            _ => {
+                c.value()?;
+            }
+        }
+    }
+    Some(Some(data))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass reader either gives up or reads what the full parse reads.
+    fn agrees(text: &str) -> bool {
+        let fast = line(text);
+        let full = super::super::parse(text);
+        if let Some(fast) = &fast {
+            assert_eq!(format!("{:?}", Some(fast)), format!("{full:?}"), "{text}");
+        }
+        fast.is_some()
+    }
+
+    /// Members of a default value's Debug text, at its own level.
+    fn members(debug: &str) -> usize {
+        let mut depth = 0;
+        let mut n = 0;
+        for (i, c) in debug.char_indices() {
+            match c {
+                '{' | '(' | '[' => depth += 1,
+                '}' | ')' | ']' => depth -= 1,
+                ':' if depth == 1 && debug[i..].starts_with(": ") => n += 1,
+                _ => {}
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn every_member_the_full_parse_reads_is_read_here_too() {
+        // A member added to these types must be read by this reader as well (or make it give up):
+        // else the fast path would drop it without a word. Update the counts with the reader.
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 29, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
+        assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
+        assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
+        assert_eq!(members(&format!("{:?}", AgentResult::default())), 2, "AgentResult");
+        assert_eq!(members(&format!("{:?}", ProgressData::default())), 2, "ProgressData");
+    }
+
+    #[test]
+    fn every_fixture_line_reads_as_the_full_parse_reads_it() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.39/");
+        let session = "4d5611e5-241a-462a-8d15-5122611a9569";
+        let (mut lines, mut fast) = (0, 0);
+        for file in [
+            format!("{session}.jsonl"),
+            format!("{session}/subagents/agent-a2898e3.jsonl"),
+            format!("{session}/subagents/agent-acompact-e1f845.jsonl"),
+        ] {
+            for record in std::fs::read_to_string(format!("{root}{file}")).unwrap().lines() {
+                lines += 1;
+                fast += usize::from(agrees(record));
+            }
+        }
+        assert!(lines > 1600);
+        assert_eq!(fast, lines, "every line of the fixture is plain");
+    }
+
+    #[test]
+    fn look_alike_lines_agree_or_are_left_to_the_full_parse() {
+        let t = r#""type":"user","uuid":"u","sessionId":"s""#;
+        let plain = [
+            format!("{{{t}}}"),
+            format!(" {{ {t} , \"message\" : null }} "),
+            format!("{{{t},\"message\":{{\"content\":\"a \\\"quoted\\\" \\\\ text\\n\"}}}}"),
+            format!("{{{t},\"message\":{{\"content\":7}}}}"),
+            format!("{{{t},\"message\":{{\"content\":{{\"type\":\"text\"}}}}}}"),
+            format!("{{{t},\"message\":{{\"content\":[]}}}}"),
+            format!(
+                "{{{t},\"message\":{{\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"x\",\"content\":[{{\"type\":\"text\",\"text\":\"a\"}},{{\"type\":\"image\",\"source\":{{\"data\":\"}}]\"}}}},{{\"type\":\"text\",\"text\":\"b\"}}]}}]}}}}"
+            ),
+            format!(
+                "{{{t},\"message\":{{\"content\":[{{\"type\":\"tool_result\",\"content\":null}},{{\"type\":\"tool_result\",\"content\":5}}]}}}}"
+            ),
+            format!(
+                "{{{t},\"message\":{{\"content\":[{{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Write\",\"input\":{{\"file_path\":\"/a\",\"content\":\"{{[\\\"\"}}}}]}}}}"
+            ),
+            format!(
+                "{{{t},\"message\":{{\"content\":[{{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"X\",\"input\":\"str\"}}]}}}}"
+            ),
+            format!("{{{t},\"toolUseResult\":\"Error: failed\"}}"),
+            format!("{{{t},\"toolUseResult\":{{\"agentId\":\"a1\",\"status\":\"completed\",\"content\":[{{}}]}}}}"),
+            format!(
+                "{{{t},\"data\":{{\"type\":\"agent_progress\",\"agentId\":\"a\",\"message\":{{\"x\":[\"}}\"]}}}}}}"
+            ),
+            format!("{{{t},\"apiErrorStatus\":529,\"isApiErrorMessage\":true}}"),
+            format!("{{{t},\"requestId\":\"r\",\"requestSessionId\":\"orig\"}}"),
+            format!("{{{t},\"unknown\":{{\"a\":1}},\"unknown\":2}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}"),
+            // Interactive 2.1.332: the snake-case session beside the camel one (stale after `/clear`).
+            format!("{{{t},\"session_id\":\"before-clear\"}}"),
+        ];
+        for record in &plain {
+            assert!(agrees(record), "read in one pass: {record}");
+        }
+        let left = [
+            format!("{{{t},\"type\":\"assistant\"}}"),
+            format!("{{{t}}} trailing"),
+            format!("{{{t},\"method\":null}}"),
+            r#"{"type":"user","uuid":"u","session_id":"s"}"#.to_owned(),
+            format!("{{{t},\"isMeta\":1}}"),
+            format!("{{{t},\"apiErrorStatus\":1.5}}"),
+            format!("{{{t},\"message\":\"text\"}}"),
+            format!("{{{t},\"message\":{{\"content\":[7]}}}}"),
+            format!("{{{t},\"message\":{{\"content\":[{{\"text\":5}}]}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":-3}}}}}}"),
+            format!("{{{t},\"message\":{{\"content\":\"raw \u{1} byte\"}}}}"),
+            format!("{{{t},\"data\":7}}"),
+            format!("{{{t},\"toolUseResult\":[1]}}"),
+            format!("{{{t},\"\\u0074ype\":\"x\"}}"),
+            format!("{{{t},}}"),
+            format!("{{{t}"),
+            r#"{"uuid":"u"}"#.to_owned(),
+            r#"{"type":5,"uuid":"u"}"#.to_owned(),
+        ];
+        for record in &left {
+            assert!(!agrees(record), "left to the full parse: {record}");
+        }
+    }
+}
