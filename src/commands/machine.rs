@@ -21,6 +21,7 @@ use crate::source::discover::liveness::{self, Subject};
 use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
 use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
+use crate::source::opencode;
 use crate::source::origin::Origin;
 use crate::source::proc::{self, Sampler};
 use crate::source::watch::Watcher;
@@ -65,6 +66,9 @@ struct Followed {
     before_ms: Option<i64>,
     /// A line at or after `before_ms` was seen: the rest of the file is the tee's.
     done: bool,
+    /// A store of many sessions: followed by its event log, never read as bytes.
+    /// (In a mutex only so the machine's future may be sent: SQLite connections are not `Sync`.)
+    store: Option<std::sync::Mutex<opencode::Follower>>,
 }
 
 struct Session {
@@ -74,6 +78,10 @@ struct Session {
     source: PathBuf,
     files: Vec<usize>,
     tee: Option<usize>,
+    /// A session within a store: its root's id there.
+    within: Option<String>,
+    /// When it last changed, as discovery saw it (a store's rows are not files to stat).
+    modified: SystemTime,
 }
 
 struct TeeFeed {
@@ -108,11 +116,17 @@ struct Machine {
     told: Told,
     sampler: Sampler,
     looked_in: Vec<(&'static str, PathBuf)>,
+    /// Servers streaming deltas beside a followed store, by address.
+    servers: HashSet<String>,
+    stores_changed: bool,
+    server_tx: mpsc::Sender<(String, Vec<u8>)>,
+    server_rx: mpsc::Receiver<(String, Vec<u8>)>,
 }
 
 impl Machine {
     fn new(opts: Options, tx: mpsc::Sender<Event>) -> Self {
         let (tee_tx, tee_rx) = mpsc::channel(CHANNEL_EVENTS);
+        let (server_tx, server_rx) = mpsc::channel(CHANNEL_EVENTS);
         Self {
             opts,
             tx,
@@ -127,6 +141,10 @@ impl Machine {
             told: Told::Nothing,
             sampler: Sampler::default(),
             looked_in: Vec::new(),
+            servers: HashSet::new(),
+            stores_changed: false,
+            server_tx,
+            server_rx,
         }
     }
 
@@ -170,6 +188,8 @@ impl Machine {
                     grown.sort_unstable();
                     grown.dedup();
                     for i in grown {
+                        // A store that changed may hold a new session: looked for on the next tick.
+                        self.stores_changed |= self.files[i].store.is_some();
                         self.read_file(i).await?;
                     }
                     if unknown && rescan_due.is_none() {
@@ -177,11 +197,28 @@ impl Machine {
                     }
                 }
                 Some((i, event)) = self.tee_rx.recv() => self.tee_event(i, event).await?,
+                Some((authority, records)) = self.server_rx.recv() => {
+                    if records.is_empty() {
+                        // Its stream is over: a server started again is found again.
+                        self.servers.remove(&authority);
+                    } else {
+                        self.forward(Origin::NONE, records).await?;
+                    }
+                }
                 () = async { rescan_sleep.expect("guarded").await }, if rescan_due.is_some() => {
                     rescan_due = None;
                     self.rescan().await?;
                 }
                 _ = tick.tick() => {
+                    // A store's commit the watcher missed (a `-wal` file made after it looked).
+                    for i in 0..self.files.len() {
+                        if self.files[i].store.is_some() {
+                            self.read_file(i).await?;
+                        }
+                    }
+                    if std::mem::take(&mut self.stores_changed) {
+                        self.rescan().await?;
+                    }
                     self.snapshot().await?;
                 }
                 () = self.tx.closed() => return Err(Gone),
@@ -303,6 +340,8 @@ impl Machine {
             source: self.tees[i].socket.clone(),
             files: Vec::new(),
             tee: Some(i),
+            within: None,
+            modified: SystemTime::UNIX_EPOCH,
         });
         self.tees[i].session = Some(index);
         true
@@ -331,7 +370,9 @@ impl Machine {
         // Oldest first, so the first screen fills in the order things happened.
         for c in found.candidates.into_iter().rev() {
             let key = (c.tool.to_owned(), c.id.clone());
+            let mut store_cursor = None;
             let session = if let Some(&s) = self.by_key.get(&key) {
+                self.sessions[s].modified = self.sessions[s].modified.max(c.modified);
                 s
             } else {
                 let s = self.sessions.len();
@@ -343,7 +384,15 @@ impl Machine {
                     source: c.location.clone(),
                     files: Vec::new(),
                     tee,
+                    within: c.within.clone(),
+                    modified: c.modified,
                 });
+                if let Some(Ok(snap)) = discover::read_within(&c) {
+                    // A session of a store: its subtree as the store holds it now; what follows
+                    // comes from the store's event log (one follower per store, from here on).
+                    store_cursor = Some(snap.cursor);
+                    self.forward(Origin::NONE, snap.records).await?;
+                }
                 if let Some(t) = tee {
                     if let Some(ts) = self.tees[t].session {
                         // The tee's row takes the project its rollouts name.
@@ -357,11 +406,29 @@ impl Machine {
             };
             let before_ms = self.sessions[session].tee.map(|t| self.tees[t].started_ms.unwrap_or(i64::MIN));
             for path in c.files {
-                if self.by_path.contains_key(&path) {
+                if let Some(&i) = self.by_path.get(&path) {
+                    // One store, many sessions: each lists the store's follower as its file.
+                    if c.within.is_some() && !self.sessions[session].files.contains(&i) {
+                        self.sessions[session].files.push(i);
+                    }
                     continue;
                 }
+                let store = match (&c.within, store_cursor) {
+                    (Some(_), Some(cursor)) => match opencode::Follower::new(&path, cursor) {
+                        Ok(f) => Some(std::sync::Mutex::new(f)),
+                        Err(_) => continue,
+                    },
+                    (Some(_), None) => continue,
+                    (None, _) => None,
+                };
                 let input = Input::File(path.clone());
                 let i = self.files.len();
+                if store.is_some() {
+                    // SQLite in WAL mode commits into the `-wal` file, not the database.
+                    let wal = PathBuf::from(format!("{}-wal", path.display()));
+                    self.by_path.insert(wal.clone(), i);
+                    self.watcher.watch(&wal);
+                }
                 self.files.push(Followed {
                     canonical: proc::canonical(&path),
                     origin: files::origin(&input),
@@ -369,11 +436,14 @@ impl Machine {
                     read: 0,
                     before_ms,
                     done: false,
+                    store,
                 });
                 self.by_path.insert(path.clone(), i);
                 self.sessions[session].files.push(i);
                 self.watcher.watch(&path);
-                fresh.push(i);
+                if self.files[i].store.is_none() {
+                    fresh.push(i);
+                }
             }
         }
         if self.sessions.len() > sessions_before {
@@ -385,7 +455,26 @@ impl Machine {
         for i in fresh {
             self.read_file(i).await?;
         }
+        self.find_servers();
         Ok(())
+    }
+
+    /// Streams the deltas of every OpenCode server of a followed store not streamed yet: its
+    /// rows and figures come from the store, what the store never holds (text as it streams,
+    /// retry statuses) from the server, so a session on both is one row, counted once.
+    fn find_servers(&mut self) {
+        let stores: Vec<PathBuf> = self.files.iter().filter(|f| f.store.is_some()).map(|f| f.path.clone()).collect();
+        if stores.is_empty() {
+            return;
+        }
+        for server in discover::opencode::servers(&self.opts.proc, &stores) {
+            if !self.servers.insert(server.authority.clone()) {
+                continue;
+            }
+            if discover::opencode::stream_deltas(&server, self.opts.proc.clone(), self.server_tx.clone()).is_err() {
+                self.servers.remove(&server.authority);
+            }
+        }
     }
 
     /// Which candidate files some process holds open, and that process.
@@ -422,6 +511,13 @@ impl Machine {
 
     /// Sends what a followed file gained since the last read (whole lines only).
     async fn read_file(&mut self, i: usize) -> Result<(), Gone> {
+        if let Some(follower) = &self.files[i].store {
+            let records = follower.lock().map(|mut f| f.poll().unwrap_or_default()).unwrap_or_default();
+            if !records.is_empty() {
+                self.forward(Origin::NONE, records).await?;
+            }
+            return Ok(());
+        }
         loop {
             let f = &mut self.files[i];
             if f.done {
@@ -459,12 +555,36 @@ impl Machine {
         // The same judgement as `ps`, every tick: a process that exits is seen within one.
         let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
         let look = liveness::look(&self.opts.env, &self.opts.proc, &wanted);
+        let stored: Vec<Candidate> = self
+            .sessions
+            .iter()
+            .filter(|s| s.within.is_some())
+            .map(|s| Candidate {
+                tool: "",
+                id: s.id.clone(),
+                project: s.project.clone(),
+                location: s.source.clone(),
+                files: Vec::new(),
+                modified: s.modified,
+                within: s.within.clone(),
+            })
+            .collect();
+        let serving = discover::serving(&self.opts.proc, &stored.iter().collect::<Vec<_>>());
+        if !stored.is_empty() {
+            self.find_servers();
+        }
         // A session a tee carries is listed as that tee's row.
         let listed: Vec<&Session> = self.sessions.iter().filter(|s| s.tee.is_none() || s.files.is_empty()).collect();
         // Tees' own rows are judged by their tee.
         let on_disk: Vec<&Session> = listed.iter().copied().filter(|s| s.tee.is_none()).collect();
-        let files: Vec<Vec<PathBuf>> =
-            on_disk.iter().map(|s| s.files.iter().map(|&f| self.files[f].canonical.clone()).collect()).collect();
+        // Every process of its agent holds a store open: that says nothing of one session in it.
+        let files: Vec<Vec<PathBuf>> = on_disk
+            .iter()
+            .map(|s| match &s.within {
+                Some(_) => Vec::new(),
+                None => s.files.iter().map(|&f| self.files[f].canonical.clone()).collect(),
+            })
+            .collect();
         let subjects: Vec<Subject<'_>> = on_disk
             .iter()
             .zip(&files)
@@ -473,12 +593,15 @@ impl Machine {
                 id: &s.id,
                 project: s.project.as_deref(),
                 files: canonical,
-                modified: s
-                    .files
-                    .iter()
-                    .map(|&f| discover::modified(&self.files[f].path))
-                    .max()
-                    .unwrap_or(SystemTime::UNIX_EPOCH),
+                modified: match &s.within {
+                    Some(_) => s.modified,
+                    None => s
+                        .files
+                        .iter()
+                        .map(|&f| discover::modified(&self.files[f].path))
+                        .max()
+                        .unwrap_or(SystemTime::UNIX_EPOCH),
+                },
             })
             .collect();
         let mut verdicts = look.judge(&subjects, SystemTime::now()).into_iter();
@@ -491,7 +614,11 @@ impl Machine {
                 (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
             } else {
                 let last = modified.next().filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(unix_ms);
-                verdicts.next().map_or((State::Ended, None, last), |v| (v.state, v.pid, last))
+                let (state, pid) = verdicts.next().map_or((State::Ended, None), |v| (v.state, v.pid));
+                match s.within.as_ref().and(serving.get(&s.id)) {
+                    Some(&pid) => (State::Live, Some(pid), last),
+                    None => (state, pid, last),
+                }
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
             seen.push(Seen {

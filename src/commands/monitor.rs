@@ -56,12 +56,16 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
     }
     if let [only] = inputs {
         if let Some(server) = only.to_str().and_then(opencode::server_of) {
-            let reader = opencode::server_reader(&server).wrap_err_with(|| format!("connecting to {server}"))?;
-            return reader_live(reader, format!("http://{server}"), opts.record.as_deref());
+            let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
+            let link = opencode::link_events(tx.clone());
+            let reader = opencode::server_reader(&server, opencode::Serve::All, link)
+                .wrap_err_with(|| format!("connecting to {server}"))?;
+            return reader_live(reader, format!("http://{server}"), opts.record.as_deref(), (tx, events));
         }
         if let Some(db) = opts.follow.then(|| opencode::store_at(only)).flatten() {
             let reader = opencode::follow_reader(&db).wrap_err_with(|| format!("opening {}", db.display()))?;
-            return reader_live(reader, db.display().to_string(), opts.record.as_deref());
+            let channel = mpsc::channel(live::CHANNEL_EVENTS);
+            return reader_live(reader, db.display().to_string(), opts.record.as_deref(), channel);
         }
     }
     let inputs_given = inputs;
@@ -87,11 +91,11 @@ fn reader_live(
     reader: impl std::io::Read + Send + 'static,
     name: String,
     record: Option<&std::path::Path>,
+    (tx, events): (mpsc::Sender<live::Event>, mpsc::Receiver<live::Event>),
 ) -> Result<Watch> {
     let started = recording::unix_ms();
     let header = recording::header_line(recording::Source::OpenCode, None, started);
     let recorder = recording::open_requested(record, recording::Source::OpenCode, started, &header)?;
-    let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
     inbound::spawn_reader(reader, header, recorder, tx).wrap_err_with(|| format!("reading {name}"))?;
     Ok(Watch::Live { name, events })
 }

@@ -121,10 +121,10 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
     if report.rows.is_empty() {
         let _ = writeln!(out, "no agent sessions found; looked in:");
         for (tool, dir) in &report.looked_in {
-            let _ = writeln!(out, "  {tool:<7} {}", crate::wire::sanitize(&short_path(&dir.display().to_string())));
+            let _ = writeln!(out, "  {tool:<8} {}", crate::wire::sanitize(&short_path(&dir.display().to_string())));
         }
         let _ =
-            writeln!(out, "  tees    {}", crate::wire::sanitize(&short_path(&report.tee_dir.display().to_string())));
+            writeln!(out, "  tees     {}", crate::wire::sanitize(&short_path(&report.tee_dir.display().to_string())));
         return out;
     }
     let header =

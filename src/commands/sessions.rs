@@ -214,15 +214,19 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
             tool: c.tool,
             id: &c.id,
             project: c.project.as_deref(),
-            files,
+            // Every process of its agent holds a store open: that says nothing of one session in it.
+            files: if c.within.is_some() { &[] } else { files.as_slice() },
             modified: c.modified,
         })
         .collect();
     let verdicts = look.judge(&subjects, SystemTime::now());
+    let serving = discover::serving(&opts.proc, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
     for ((c, _), verdict) in on_disk.iter().zip(verdicts) {
-        // `ingest` ends the stream, as `stats` does.
-        let Ok(pipeline) = ingest(&c.files, config.clone(), &mut nothing()) else { continue };
-        let (state, pid) = (verdict.state, verdict.pid);
+        let Some(pipeline) = read(c, config) else { continue };
+        let (state, pid) = match c.within.as_ref().and(serving.get(&c.id)) {
+            Some(&pid) => (State::Live, Some(pid)),
+            None => (verdict.state, verdict.pid),
+        };
         let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
         for root in roots(&pipeline) {
             report.rows.push(row(
@@ -242,6 +246,20 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         .rows
         .sort_by(|a, b| b.last_activity_ms.cmp(&a.last_activity_ms).then_with(|| a.id.as_str().cmp(b.id.as_str())));
     report
+}
+
+/// A candidate through its own pipeline, ended as `stats` ends it: its files, or its subtree of a
+/// store (the figures `stats` gives for that session).
+fn read(c: &Candidate, config: &Config) -> Option<Pipeline> {
+    match discover::read_within(c) {
+        Some(records) => {
+            let mut pipeline = Pipeline::new(config.clone());
+            feed(&mut pipeline, &records.ok()?.records);
+            pipeline.finish();
+            Some(pipeline)
+        }
+        None => ingest(&c.files, config.clone(), &mut nothing()).ok(),
+    }
 }
 
 /// A pid and its parents, up to init (bounded by the pid space, in case `/proc` changes under us).

@@ -10,6 +10,7 @@
 //! following goes on from the `event` log's last row, polled through `PRAGMA data_version` so an
 //! unchanged store costs one pragma, never a re-read.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,8 @@ pub const STORE_NAME: &str = "opencode.db";
 pub const POLL: Duration = Duration::from_millis(200);
 /// How long `opencode serve` may take to answer a request's head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// Silence on an event stream after which its connection counts as dropped (three heartbeats).
+const SSE_SILENCE: Duration = Duration::from_secs(35);
 /// How long a read waits for a lock SQLite needs briefly (a checkpoint), before it gives up.
 const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -101,20 +104,42 @@ fn with_ids(data: Value, ids: &[(&str, &str)]) -> Value {
 /// followed by its parts, oldest first (message and part ids sort oldest first, wire.md §9); then,
 /// if no process holds the store any more, a `dead` record for every root session.
 pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
+    snapshot_scoped(db, None)
+}
+
+/// [`snapshot`] of some root sessions and everything under them, nothing else: one session of a
+/// store holding many, read without touching the others' rows.
+pub fn snapshot_of(db: &Path, roots: &[String]) -> io::Result<Snapshot> {
+    snapshot_scoped(db, Some(roots))
+}
+
+/// The sessions a scoped read covers: the roots named in `?1` (a JSON array) and their
+/// descendants, by `session_parent_idx`.
+const SUBTREE: &str = "WITH RECURSIVE tree(id) AS (SELECT value FROM json_each(?1) \
+     UNION SELECT s.id FROM session s JOIN tree t ON s.parent_id = t.id) ";
+
+fn snapshot_scoped(db: &Path, roots_wanted: Option<&[String]>) -> io::Result<Snapshot> {
     let mut conn = open(db)?;
     let err = |e: rusqlite::Error| sql_error(db, &e);
     let tx = conn.transaction().map_err(err)?;
+    let scope = roots_wanted.map(|r| serde_json::to_string(r).expect("strings serialise"));
+    let (with, only) = match scope {
+        Some(_) => (SUBTREE, "WHERE session_id IN tree "),
+        None => ("", ""),
+    };
+    let params: Vec<&dyn rusqlite::ToSql> = scope.as_ref().map(|s| vec![s as &dyn rusqlite::ToSql]).unwrap_or_default();
     let mut out = Vec::new();
     let mut roots = Vec::new();
     {
         let mut st = tx
-            .prepare(
-                "SELECT id, parent_id, title, agent, model, cost, tokens_input, tokens_output, tokens_reasoning, \
+            .prepare(&format!(
+                "{with}SELECT id, parent_id, title, agent, model, cost, tokens_input, tokens_output, tokens_reasoning, \
                  tokens_cache_read, tokens_cache_write, time_created, time_updated, directory \
-                 FROM session ORDER BY time_created, id",
-            )
+                 FROM session {} ORDER BY time_created, id",
+                if scope.is_some() { "WHERE id IN tree" } else { "" }
+            ))
             .map_err(err)?;
-        let mut rows = st.query([]).map_err(err)?;
+        let mut rows = st.query(params.as_slice()).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let id: String = r.get(0).map_err(err)?;
             let parent: Option<String> = r.get(1).map_err(err)?;
@@ -141,10 +166,12 @@ pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
         }
     }
     {
-        let mut messages = tx.prepare("SELECT id, session_id, data FROM message ORDER BY id").map_err(err)?;
-        let mut parts =
-            tx.prepare("SELECT id, message_id, session_id, data FROM part ORDER BY message_id, id").map_err(err)?;
-        let mut parts = parts.query([]).map_err(err)?;
+        let mut messages =
+            tx.prepare(&format!("{with}SELECT id, session_id, data FROM message {only}ORDER BY id")).map_err(err)?;
+        let mut parts = tx
+            .prepare(&format!("{with}SELECT id, message_id, session_id, data FROM part {only}ORDER BY message_id, id"))
+            .map_err(err)?;
+        let mut parts = parts.query(params.as_slice()).map_err(err)?;
         let fetch = |rows: &mut rusqlite::Rows<'_>| -> io::Result<Option<PartRow>> {
             rows.next()
                 .map_err(err)?
@@ -154,7 +181,7 @@ pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
                 .transpose()
         };
         let mut next_part = fetch(&mut parts)?;
-        let mut rows = messages.query([]).map_err(err)?;
+        let mut rows = messages.query(params.as_slice()).map_err(err)?;
         while let Some(r) = rows.next().map_err(err)? {
             let id: String = r.get(0).map_err(err)?;
             let session: String = r.get(1).map_err(err)?;
@@ -189,6 +216,49 @@ pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
         }
     }
     Ok(Snapshot { records: out, cursor })
+}
+
+/// A root session as discovery lists it: where it ran and when its subtree last changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub id: String,
+    pub directory: Option<String>,
+    pub created_ms: i64,
+    /// The newest `time_updated` in its subtree.
+    pub updated_ms: i64,
+    /// Its last assistant message has finished (or failed): nothing of the root's own runs.
+    pub settled: bool,
+}
+
+/// The root sessions with anything in their subtree updated at or after `since_ms` (`None`: all),
+/// found from the sessions updated in the window and their ancestors only.
+pub fn roots(db: &Path, since_ms: Option<i64>) -> io::Result<Vec<Root>> {
+    let conn = open(db)?;
+    let err = |e: rusqlite::Error| sql_error(db, &e);
+    let mut st = conn
+        .prepare_cached(
+            "WITH RECURSIVE up(id, parent_id, updated) AS ( \
+               SELECT id, parent_id, time_updated FROM session WHERE time_updated >= ?1 \
+               UNION SELECT s.id, s.parent_id, u.updated FROM session s JOIN up u ON s.id = u.parent_id) \
+             SELECT u.id, s.directory, s.time_created, MAX(u.updated), \
+               (SELECT json_extract(m.data, '$.time.completed') IS NOT NULL \
+                       OR json_extract(m.data, '$.error') IS NOT NULL \
+                  FROM message m WHERE m.session_id = u.id ORDER BY m.id DESC LIMIT 1) \
+             FROM up u JOIN session s ON s.id = u.id WHERE u.parent_id IS NULL GROUP BY u.id",
+        )
+        .map_err(err)?;
+    let rows = st
+        .query_map([since_ms.unwrap_or(i64::MIN)], |r| {
+            Ok(Root {
+                id: r.get(0)?,
+                directory: r.get(1)?,
+                created_ms: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                updated_ms: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                settled: r.get::<_, Option<bool>>(4)?.unwrap_or(false),
+            })
+        })
+        .map_err(err)?;
+    rows.collect::<Result<Vec<_>, _>>().map_err(err)
 }
 
 /// Whether a process still holds the store, by the locks OpenCode leaves in its state directory
@@ -439,8 +509,8 @@ fn get(authority: &str, path: &str, accept: &str) -> io::Result<Box<dyn io::BufR
         }
     }
     if accept == "text/event-stream" {
-        // Events come when they come (a heartbeat every 10 s).
-        w.set_read_timeout(None)?;
+        // Events come when they come, but a heartbeat every 10 s: silence this long is a dead link.
+        w.set_read_timeout(Some(SSE_SILENCE))?;
     }
     // The server may keep the connection open whatever we ask: a body ends by its length.
     Ok(match (chunked, len) {
@@ -456,38 +526,135 @@ fn sse_record(event: &Value) -> Vec<u8> {
     out
 }
 
-/// What the server holds already (its sessions, who is busy), in the stream's own event shapes,
-/// so the tree is whole before the first live event.
-fn server_state(authority: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    let json_of =
-        |path: &str| -> Option<Value> { serde_json::from_reader(get(authority, path, "application/json").ok()?).ok() };
-    if let Some(Value::Array(sessions)) = json_of("/session") {
-        // Parents before children: by creation time.
-        let mut sessions = sessions;
-        sessions.sort_by_key(|s| s.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0));
-        for info in sessions {
-            out.extend(sse_record(&json!({"type": "session.updated", "properties": {"info": info}})));
+/// Sessions whose messages a resync fetches at most (the newest first); the rest keep what the
+/// stream gave them and are counted in [`Link::Restored`].
+pub const MAX_RESYNC_SESSIONS: usize = 256;
+/// First wait before reconnecting to a server; doubled after each failure up to [`BACKOFF_MAX`].
+pub const BACKOFF_FIRST: Duration = Duration::from_millis(250);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long a probe of a listening socket may take to answer.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// A JSON body from the server, or `None`.
+fn get_json(authority: &str, path: &str) -> Option<Value> {
+    serde_json::from_reader(get(authority, path, "application/json").ok()?).ok()
+}
+
+/// Whether an OpenCode server answers at `authority`: `GET /session/status` gives an object.
+pub fn probe(authority: &str) -> bool {
+    use std::io::{BufRead, Write};
+    let Ok(addr) = authority.parse::<std::net::SocketAddr>() else { return false };
+    let Ok(stream) = std::net::TcpStream::connect_timeout(&addr, PROBE_TIMEOUT) else { return false };
+    if stream.set_read_timeout(Some(PROBE_TIMEOUT)).is_err() {
+        return false;
+    }
+    let Ok(mut w) = stream.try_clone() else { return false };
+    if write!(
+        w,
+        "GET /session/status HTTP/1.1\r\nHost: {authority}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut r = io::BufReader::new(stream);
+    let mut line = String::new();
+    if r.read_line(&mut line).is_err() || line.split_whitespace().nth(1) != Some("200") {
+        return false;
+    }
+    let mut json = false;
+    loop {
+        line.clear();
+        if r.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            json |= k.trim().eq_ignore_ascii_case("content-type") && v.contains("application/json");
         }
     }
-    if let Some(Value::Object(statuses)) = json_of("/session/status") {
+    json
+}
+
+/// The sessions a server lists as busy (`GET /session/status`).
+pub fn busy_sessions(authority: &str) -> Vec<String> {
+    match get_json(authority, "/session/status") {
+        Some(Value::Object(statuses)) => statuses
+            .into_iter()
+            .filter(|(_, s)| s.get("type").and_then(Value::as_str).is_some_and(|t| t != "idle"))
+            .map(|(id, _)| id)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What the server holds (its sessions, their messages and parts, who is busy), in the stream's
+/// own event shapes, so the tree is whole before the first live event and whole again after a
+/// reconnect. Replaying what was seen already adds nothing: usage is keyed by message, cost is
+/// the session's running total, items are keyed by part. Returns the records and how many
+/// sessions' messages were left out by [`MAX_RESYNC_SESSIONS`].
+fn server_state(authority: &str) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    let mut skipped = 0;
+    if let Some(Value::Array(mut sessions)) = get_json(authority, "/session") {
+        // Parents before children: by creation time.
+        sessions.sort_by_key(|s| s.pointer("/time/created").and_then(Value::as_i64).unwrap_or(0));
+        let mut newest: Vec<(i64, String)> = sessions
+            .iter()
+            .filter_map(|s| {
+                let updated = s.pointer("/time/updated").and_then(Value::as_i64).unwrap_or(0);
+                Some((updated, s.get("id")?.as_str()?.to_owned()))
+            })
+            .collect();
+        newest.sort_by(|a, b| b.cmp(a));
+        skipped = newest.len().saturating_sub(MAX_RESYNC_SESSIONS);
+        newest.truncate(MAX_RESYNC_SESSIONS);
+        let fetch: HashSet<String> = newest.into_iter().map(|(_, id)| id).collect();
+        for info in sessions {
+            let id = info.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            out.extend(sse_record(&json!({"type": "session.updated", "properties": {"info": info}})));
+            if !fetch.contains(&id) {
+                continue;
+            }
+            let path = format!("/session/{}/message", percent_encoding::utf8_percent_encode(&id, PATH_SEGMENT));
+            let Some(Value::Array(messages)) = get_json(authority, &path) else { continue };
+            for m in messages {
+                if let Some(info) = m.get("info") {
+                    out.extend(sse_record(
+                        &json!({"type": "message.updated", "properties": {"sessionID": id, "info": info}}),
+                    ));
+                }
+                for part in m.get("parts").and_then(Value::as_array).into_iter().flatten() {
+                    out.extend(sse_record(
+                        &json!({"type": "message.part.updated", "properties": {"sessionID": id, "part": part}}),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(Value::Object(statuses)) = get_json(authority, "/session/status") {
         for (session, status) in statuses {
             out.extend(sse_record(
                 &json!({"type": "session.status", "properties": {"sessionID": session, "status": status}}),
             ));
         }
     }
-    out
+    (out, skipped)
 }
 
-/// Reads server-sent events: each event's `data:` lines, joined, as a JSON value.
-fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
+/// Characters escaped in one path segment.
+const PATH_SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'_').remove(b'-').remove(b'.').remove(b'~');
+
+/// Reads server-sent events: each event's `data:` lines, joined, as a JSON value (text that is
+/// not JSON as a string, for the pipeline to count rather than to lose). `Ok(true)`: the stream
+/// ended; `Ok(false)`: `each` wanted no more.
+fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Value) -> bool) -> io::Result<bool> {
     let mut data = String::new();
     let mut line = String::new();
     loop {
         line.clear();
         if body.read_line(&mut line)? == 0 {
-            return Ok(());
+            return Ok(true);
         }
         let l = line.trim_end_matches(['\r', '\n']);
         if let Some(d) = l.strip_prefix("data:") {
@@ -496,31 +663,167 @@ fn read_sse(body: &mut dyn io::BufRead, mut each: impl FnMut(Vec<u8>) -> bool) -
             }
             data.push_str(d.strip_prefix(' ').unwrap_or(d));
         } else if l.is_empty() && !data.is_empty() {
-            // Not JSON: handed on as text, for the pipeline to count rather than to lose.
             let event = serde_json::from_str(&data).unwrap_or(Value::String(std::mem::take(&mut data)));
             data.clear();
-            if !each(sse_record(&event)) {
-                return Ok(());
+            if !each(event) {
+                return Ok(false);
             }
         }
     }
 }
 
+/// How a server stream's connection goes, told beside its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    /// The stream broke; the next attempt is in `retry_in`.
+    Lost { retry_in: Duration, reason: String },
+    /// Connected again after `down`, and resynced from the server's API; `skipped` sessions kept
+    /// only what the stream gave them ([`MAX_RESYNC_SESSIONS`]).
+    Restored { down: Duration, skipped: usize },
+}
+
+/// A server stream's connection as the live events a screen shows: the status while it is down,
+/// a notice when it is back. `false` once the consumer has gone.
+pub fn link_events(tx: tokio::sync::mpsc::Sender<super::live::Event>) -> impl FnMut(Link) -> bool + Send + 'static {
+    use super::live::Event;
+    move |link| {
+        let event = match link {
+            Link::Lost { retry_in, reason } => Event::Disconnected { retry_in, reason },
+            Link::Restored { down, skipped } => {
+                let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
+                Event::Notice(match skipped {
+                    0 => text,
+                    n => format!("{text} ({n} older sessions not refetched)"),
+                })
+            }
+        };
+        tx.blocking_send(event).is_ok()
+    }
+}
+
+/// What a server stream hands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serve {
+    /// Everything: what the server holds, then every event (the server is the only source).
+    All,
+    /// Only what the store does not have: text as it streams and the sessions' busy, retry and
+    /// idle statuses (the store, followed too, gives the rows and their figures).
+    Deltas,
+}
+
+/// Whether a stream event is one [`Serve::Deltas`] hands on.
+fn is_delta(event: &Value) -> bool {
+    matches!(event.get("type").and_then(Value::as_str), Some("message.part.delta" | "session.status" | "session.idle"))
+}
+
 /// `opencode serve`'s `/event` stream on a thread of its own, as records: first what the server
-/// holds, then every event as it comes. The reader ends when the server closes the stream.
-pub fn server_reader(authority: &str) -> io::Result<ChannelReader> {
+/// holds (with [`Serve::All`]), then every event as it comes. When the stream breaks (the server
+/// restarts, the connection drops), `link` hears of it and the thread reconnects with backoff,
+/// resyncing from the server's API; it stops when `link` returns `false` or the reader is dropped.
+/// The first connection is made before this returns: an address that does not answer is an error.
+pub fn server_reader(
+    authority: &str,
+    serve: Serve,
+    mut link: impl FnMut(Link) -> bool + Send + 'static,
+) -> io::Result<ChannelReader> {
     let mut body = get(authority, "/event", "text/event-stream")?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(256);
     let authority = authority.to_owned();
     std::thread::Builder::new().name("source-opencode-serve".into()).spawn(move || {
-        if tx.send(server_state(&authority)).is_err() {
-            return;
-        }
-        if let Err(e) = read_sse(&mut body, |records| tx.send(records).is_ok()) {
-            let mut out = Vec::new();
-            push_record(&mut out, &json!({"opencode": "error", "error": e.to_string()}));
-            let _ = tx.send(out);
+        let each = |records: Vec<u8>| tx.send(records).is_ok();
+        let mut restored: Option<std::time::Instant> = None;
+        loop {
+            let mut skipped = 0;
+            if serve == Serve::All {
+                let (state, left_out) = server_state(&authority);
+                skipped = left_out;
+                if !each(state) {
+                    return;
+                }
+            }
+            if let Some(lost) = restored.take() {
+                if !link(Link::Restored { down: lost.elapsed(), skipped }) {
+                    return;
+                }
+            }
+            let ended = read_sse(&mut body, |event| match serve {
+                Serve::Deltas if !is_delta(&event) => true,
+                _ => each(sse_record(&event)),
+            });
+            let reason = match ended {
+                Ok(false) => return,
+                Ok(true) => "the server closed the stream".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            let lost = std::time::Instant::now();
+            let mut wait = BACKOFF_FIRST;
+            body = loop {
+                if !link(Link::Lost { retry_in: wait, reason: reason.clone() }) {
+                    return;
+                }
+                std::thread::sleep(wait);
+                match get(&authority, "/event", "text/event-stream") {
+                    Ok(b) => break b,
+                    Err(_) => wait = (wait * 2).min(BACKOFF_MAX),
+                }
+            };
+            restored = Some(lost);
         }
     })?;
     Ok(ChannelReader { rx, buf: Vec::new(), pos: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store with the columns the reader uses: root A (old) with child A1 (recent), root B
+    /// (recent), root C (old, nothing recent).
+    fn store(dir: &Path) -> PathBuf {
+        let db = dir.join(STORE_NAME);
+        let conn = Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, title TEXT, agent TEXT, model TEXT, \
+               cost REAL, tokens_input INT, tokens_output INT, tokens_reasoning INT, tokens_cache_read INT, \
+               tokens_cache_write INT, time_created INT, time_updated INT, directory TEXT);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT);
+             CREATE TABLE event (id TEXT, aggregate_id TEXT, seq INT, type TEXT, data TEXT);
+             INSERT INTO session VALUES ('ses_a', NULL, 'A', 'build', NULL, 0, 0, 0, 0, 0, 0, 100, 100, '/w/a');
+             INSERT INTO session VALUES ('ses_a1', 'ses_a', 'A1', 'general', NULL, 0, 0, 0, 0, 0, 0, 150, 5000, '/w/a');
+             INSERT INTO session VALUES ('ses_b', NULL, 'B', 'build', NULL, 0, 0, 0, 0, 0, 0, 4000, 4500, '/w/b');
+             INSERT INTO session VALUES ('ses_c', NULL, 'C', 'build', NULL, 0, 0, 0, 0, 0, 0, 10, 20, '/w/c');
+             INSERT INTO message VALUES ('msg_1', 'ses_a1', '{\"role\":\"assistant\",\"time\":{\"completed\":5000}}');
+             INSERT INTO message VALUES ('msg_2', 'ses_c', '{\"role\":\"assistant\"}');
+             INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_a1', '{\"type\":\"text\",\"text\":\"hi\"}');
+             INSERT INTO part VALUES ('prt_2', 'msg_2', 'ses_c', '{\"type\":\"text\",\"text\":\"other\"}');",
+        )
+        .unwrap();
+        db
+    }
+
+    #[test]
+    fn a_window_finds_roots_by_their_subtree_and_reads_nothing_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = store(dir.path());
+        let mut found = roots(&db, Some(1000)).unwrap();
+        found.sort_by(|a, b| a.id.cmp(&b.id));
+        let ids: Vec<&str> = found.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["ses_a", "ses_b"], "A by its recent child, B itself; C is outside");
+        assert_eq!(found[0].updated_ms, 5000, "a root's activity is its subtree's newest");
+        assert_eq!(found[0].directory.as_deref(), Some("/w/a"));
+        assert_eq!(roots(&db, None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn one_session_of_a_store_is_its_subtree_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = store(dir.path());
+        let snap = snapshot_of(&db, &["ses_a".to_owned()]).unwrap();
+        let text = String::from_utf8(snap.records).unwrap();
+        assert!(text.contains("\"ses_a1\"") && text.contains("\"hi\""), "{text}");
+        assert!(!text.contains("ses_b") && !text.contains("ses_c") && !text.contains("other"), "{text}");
+        let whole = String::from_utf8(snapshot(&db).unwrap().records).unwrap();
+        assert!(whole.contains("ses_b") && whole.contains("other"));
+    }
 }

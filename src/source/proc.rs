@@ -64,6 +64,16 @@ impl Proc {
         Self { root: root.into(), uid: nix::unistd::getuid().as_raw() }
     }
 
+    /// The folder of one process (`/proc/<pid>`), for readers of what this module does not parse.
+    pub fn dir(&self, pid: u32) -> PathBuf {
+        self.root.join(pid.to_string())
+    }
+
+    /// A file of the proc file system itself (`net/tcp`, `stat`).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
     /// Pids of the current user's processes, in no particular order.
     pub fn own_pids(&self) -> impl Iterator<Item = u32> + '_ {
         fs::read_dir(&self.root).into_iter().flatten().flatten().filter_map(move |entry| {

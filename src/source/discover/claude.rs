@@ -200,6 +200,7 @@ fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Opti
         location: path.to_owned(),
         files,
         modified: newest,
+        within: None,
     })
 }
 

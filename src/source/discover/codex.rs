@@ -132,7 +132,15 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
             files.dedup();
             let newest = members.iter().map(|&i| rollouts[i].modified).max().unwrap_or(SystemTime::UNIX_EPOCH);
             let location = by_thread.get(id.as_str()).map_or_else(|| files[0].clone(), |&i| rollouts[i].path.clone());
-            Candidate { tool: PLACE.tool, project: cwd.remove(&id), id, location, files, modified: newest }
+            Candidate {
+                tool: PLACE.tool,
+                project: cwd.remove(&id),
+                id,
+                location,
+                files,
+                modified: newest,
+                within: None,
+            }
         })
         .collect()
 }

@@ -12,6 +12,7 @@
 pub mod claude;
 pub mod codex;
 pub mod liveness;
+pub mod opencode;
 pub mod tee;
 
 use std::collections::HashMap;
@@ -79,8 +80,12 @@ pub struct Candidate {
     pub location: PathBuf,
     /// Every file of the session, in the order `stats` reads them.
     pub files: Vec<PathBuf>,
-    /// Newest modification time among `files`.
+    /// Newest modification time among `files` (for a session within a store: of its rows).
     pub modified: SystemTime,
+    /// Set when `files` is a store holding many sessions (OpenCode's database): the root session
+    /// of it this candidate is. Only its subtree is read ([`read_within`]), and who serves it is
+    /// the place's to say ([`serving`]), not who holds the file open.
+    pub within: Option<String>,
 }
 
 /// Where an agent keeps its sessions and how to list them.
@@ -95,7 +100,7 @@ pub struct Place {
 }
 
 /// Every agent whose sessions swarmtop finds by itself.
-pub const PLACES: &[Place] = &[claude::PLACE, codex::PLACE];
+pub const PLACES: &[Place] = &[claude::PLACE, codex::PLACE, opencode::PLACE];
 
 /// What one look at every place found.
 #[derive(Debug, Default)]
@@ -115,6 +120,22 @@ pub fn scan(env: &Env, window: &Window) -> Found {
     }
     found.candidates.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
     found
+}
+
+/// The records of a session within a store, as `stats` on the store gives them for its subtree.
+pub fn read_within(c: &Candidate) -> Option<std::io::Result<super::opencode::Snapshot>> {
+    let root = c.within.as_ref()?;
+    Some(super::opencode::snapshot_of(&c.location, std::slice::from_ref(root)))
+}
+
+/// Which process serves each session within a store, by root id (sessions of whole files are
+/// told by who holds them open instead).
+pub fn serving(proc: &super::proc::Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
+    let within: Vec<&Candidate> = candidates.iter().copied().filter(|c| c.within.is_some()).collect();
+    if within.is_empty() {
+        return HashMap::new();
+    }
+    opencode::serving(proc, &within)
 }
 
 /// [`scan`], and the sessions running processes run that the window left out (a running session

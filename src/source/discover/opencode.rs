@@ -1,0 +1,285 @@
+//! OpenCode: one SQLite store for every session, `$XDG_DATA_HOME/opencode/opencode.db` (default
+//! `~/.local/share/opencode/opencode.db`, wire.md §9). A store holds many root sessions, so each
+//! candidate is one root *within* the store; the window is an SQL `WHERE time_updated >= ?`, and
+//! no row of a session outside it is read.
+//!
+//! Who serves a session: OpenCode's locks (`state/opencode/locks/<sha>.lock/meta.json`) name no
+//! session. `<sha>` is the SHA-1 of `npm-install:<config dir>`, the lock OpenCode takes while it
+//! installs its plugins into `~/.config/opencode` (or a project's `.opencode`), checked with the
+//! real 1.18.33; it is left behind when the process is killed. So a session is matched to the
+//! process itself: an `opencode` process that holds this store open, and either lists the session
+//! as busy on its server (`GET /session/status`) or runs in the session's directory and started
+//! before the session last changed.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{Candidate, Env, Place, Window};
+use crate::source::opencode as store;
+use crate::source::proc::{self, Proc};
+
+pub const PLACE: Place = Place {
+    tool: "opencode",
+    root,
+    scan,
+    hint: "OpenCode sessions appear here as `opencode` writes its store; a running `opencode serve` streams live",
+};
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed in the Linux ABI).
+const TICKS_PER_SEC: u64 = 100;
+/// Listening sockets probed per process (a server listens on one or two).
+const MAX_LISTENERS: usize = 8;
+
+fn root(env: &Env) -> Option<PathBuf> {
+    env.path("XDG_DATA_HOME").or_else(|| Some(env.home()?.join(".local/share"))).map(|d| d.join("opencode"))
+}
+
+fn unix_ms(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok()).unwrap_or(0)
+}
+
+fn at_ms(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
+    let Some(db) = store::store_at(root) else { return Vec::new() };
+    let since = window.since.map(unix_ms);
+    let Ok(roots) = store::roots(&db, since) else { return Vec::new() };
+    roots
+        .into_iter()
+        .map(|r| Candidate {
+            tool: PLACE.tool,
+            project: r.directory.filter(|d| !d.is_empty()),
+            location: db.clone(),
+            files: vec![db.clone()],
+            modified: at_ms(r.updated_ms),
+            within: Some(r.id.clone()),
+            id: r.id,
+        })
+        .collect()
+}
+
+/// An `opencode` process that holds a store open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    pub cwd: Option<PathBuf>,
+    /// When it started, unix ms.
+    pub started_ms: i64,
+    /// Its servers that answered the probe (`HOST:PORT`).
+    pub servers: Vec<String>,
+}
+
+/// `opencode serve` (or a TUI's server) found running, for the machine view to stream from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub pid: u32,
+    pub authority: String,
+    pub store: PathBuf,
+}
+
+fn is_opencode(proc: &Proc, pid: u32) -> bool {
+    let comm = fs::read_to_string(proc.dir(pid).join("comm")).unwrap_or_default();
+    let exe = fs::read_link(proc.dir(pid).join("exe")).ok();
+    let exe_name = exe.as_ref().and_then(|e| e.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+    comm.trim_end().starts_with("opencode") || exe_name.starts_with("opencode")
+}
+
+/// Boot time, unix seconds (`btime` of `/proc/stat`).
+fn boot_secs(proc: &Proc) -> Option<u64> {
+    let stat = fs::read_to_string(proc.file("stat")).ok()?;
+    stat.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
+}
+
+/// Every `opencode` process of this user holding one of `stores` (canonical paths) open, and
+/// its probed servers.
+pub fn processes<S: std::hash::BuildHasher>(
+    proc: &Proc,
+    stores: &HashSet<PathBuf, S>,
+) -> HashMap<PathBuf, Vec<Process>> {
+    let mut out: HashMap<PathBuf, Vec<Process>> = HashMap::new();
+    if stores.is_empty() {
+        return out;
+    }
+    let boot = boot_secs(proc).unwrap_or(0);
+    let me = std::process::id();
+    for pid in proc.own_pids().take(proc::MAX_PROCESSES) {
+        if pid == me || !is_opencode(proc, pid) {
+            continue;
+        }
+        let Ok(fds) = fs::read_dir(proc.dir(pid).join("fd")) else { continue };
+        let mut held = None;
+        let mut sockets = HashSet::new();
+        for fd in fds.flatten().take(proc::MAX_FDS) {
+            let Ok(target) = fs::read_link(fd.path()) else { continue };
+            if stores.contains(&target) {
+                held = Some(target);
+            } else if let Some(inode) = socket_inode(&target) {
+                sockets.insert(inode);
+            }
+        }
+        let Some(db) = held else { continue };
+        let Some(p) = proc.process(pid) else { continue };
+        let started_ms = i64::try_from((boot * TICKS_PER_SEC + p.start_ticks) * 1000 / TICKS_PER_SEC).unwrap_or(0);
+        let servers = listening(proc, pid, &sockets)
+            .into_iter()
+            .take(MAX_LISTENERS)
+            .map(|a| a.to_string())
+            .filter(|a| store::probe(a))
+            .collect();
+        out.entry(db).or_default().push(Process { pid, cwd: proc.cwd(pid), started_ms, servers });
+    }
+    out
+}
+
+/// `socket:[12345]` → 12345.
+fn socket_inode(link: &Path) -> Option<u64> {
+    link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// The loopback addresses to reach `pid`'s listening TCP sockets at (`/proc/<pid>/net/tcp{,6}`,
+/// in the process's own network namespace, matched to its descriptors by inode).
+fn listening(proc: &Proc, pid: u32, inodes: &HashSet<u64>) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for (file, v6) in [("tcp", false), ("tcp6", true)] {
+        let Ok(table) = fs::read_to_string(proc.dir(pid).join("net").join(file)) else { continue };
+        for line in table.lines().skip(1) {
+            let cols: Vec<&str> = line.split_ascii_whitespace().collect();
+            // sl local rem st tx:rx tr:tm retrnsmt uid timeout inode
+            let (Some(local), Some(&"0A"), Some(inode)) = (cols.get(1), cols.get(3), cols.get(9)) else { continue };
+            if !inode.parse::<u64>().is_ok_and(|i| inodes.contains(&i)) {
+                continue;
+            }
+            if let Some(addr) = reachable(local, v6) {
+                out.push(addr);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A listening address from `/proc/net/tcp{,6}` (`0100007F:1F90`), as the loopback address to
+/// connect to; `None` for one bound to another interface only.
+fn reachable(local: &str, v6: bool) -> Option<SocketAddr> {
+    let (ip, port) = local.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    if !v6 {
+        let ip = Ipv4Addr::from(u32::from_str_radix(ip, 16).ok()?.swap_bytes());
+        return (ip.is_loopback() || ip.is_unspecified()).then(|| SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    if ip.len() != 32 {
+        return None;
+    }
+    // Four 32-bit words, each in host (little-endian) order.
+    let mut bytes = [0u8; 16];
+    for (w, chunk) in bytes.chunks_mut(4).enumerate() {
+        let word = u32::from_str_radix(ip.get(w * 8..w * 8 + 8)?, 16).ok()?.swap_bytes();
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    let ip = Ipv6Addr::from(bytes);
+    match ip.to_ipv4_mapped() {
+        Some(v4) if v4.is_loopback() || v4.is_unspecified() => Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+        None if ip.is_loopback() || ip.is_unspecified() => Some(SocketAddr::from((Ipv6Addr::LOCALHOST, port))),
+        Some(_) | None => None,
+    }
+}
+
+/// Which process serves each store candidate (by root id): one whose server lists it busy, else
+/// one running in its directory that started before it last changed (the lowest pid of those).
+pub fn serving(proc: &Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
+    let stores: HashSet<PathBuf> = candidates.iter().map(|c| proc::canonical(&c.location)).collect();
+    let found = processes(proc, &stores);
+    let mut busy: HashMap<&str, HashSet<String>> = HashMap::new();
+    for p in found.values().flatten() {
+        for s in &p.servers {
+            busy.entry(s.as_str()).or_default().extend(store::busy_sessions(s));
+        }
+    }
+    let mut out = HashMap::new();
+    for c in candidates {
+        let Some(procs) = found.get(&proc::canonical(&c.location)) else { continue };
+        let by_server =
+            procs.iter().filter(|p| p.servers.iter().any(|s| busy.get(s.as_str()).is_some_and(|b| b.contains(&c.id))));
+        let project = c.project.as_deref().map(|p| proc::canonical(Path::new(p)));
+        let by_place = procs
+            .iter()
+            .filter(|p| project.is_some() && p.cwd.as_ref() == project.as_ref() && p.started_ms <= unix_ms(c.modified));
+        if let Some(pid) = by_server.map(|p| p.pid).min().or_else(|| by_place.map(|p| p.pid).min()) {
+            out.insert(c.id.clone(), pid);
+        }
+    }
+    out
+}
+
+/// Every answering OpenCode server of the stores found.
+pub fn servers(proc: &Proc, stores: &[PathBuf]) -> Vec<Server> {
+    let canon: HashSet<PathBuf> = stores.iter().map(|s| proc::canonical(s)).collect();
+    let mut out: Vec<Server> = processes(proc, &canon)
+        .into_iter()
+        .flat_map(|(db, procs)| {
+            procs.into_iter().flat_map(move |p| {
+                let db = db.clone();
+                p.servers.into_iter().map(move |authority| Server { pid: p.pid, authority, store: db.clone() })
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.authority.cmp(&b.authority));
+    out
+}
+
+/// Streams a server's text deltas and statuses ([`store::Serve::Deltas`]) on a thread of its
+/// own, as whole records into `tx` under the server's address; the store, followed beside it,
+/// gives the rows and figures, so a session on both is one row, counted once. It reconnects while
+/// the server's process lives; an empty batch says the stream is over.
+pub fn stream_deltas(
+    server: &Server,
+    proc: Proc,
+    tx: tokio::sync::mpsc::Sender<(String, Vec<u8>)>,
+) -> std::io::Result<()> {
+    use crate::source::files::{self, Record};
+    let pid = server.pid;
+    let reader = store::server_reader(&server.authority, store::Serve::Deltas, move |_| proc.alive(pid))?;
+    let authority = server.authority.clone();
+    std::thread::Builder::new().name("source-opencode-deltas".into()).spawn(move || {
+        let _ = files::read_records(std::io::BufReader::new(reader), files::MAX_LINE, |record| {
+            if let Record::Line(line) = record {
+                let mut bytes = line.to_vec();
+                bytes.push(b'\n');
+                let _ = tx.blocking_send((authority.clone(), bytes));
+            }
+        });
+        let _ = tx.blocking_send((authority, Vec::new()));
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_addresses_read_like_the_kernel_writes_them() {
+        assert_eq!(reachable("0100007F:1F90", false), Some("127.0.0.1:8080".parse().unwrap()));
+        assert_eq!(reachable("00000000:1000", false), Some("127.0.0.1:4096".parse().unwrap()));
+        assert_eq!(reachable("0101A8C0:1000", false), None, "192.168.1.1 only");
+        assert_eq!(reachable("00000000000000000000000001000000:1000", true), Some("[::1]:4096".parse().unwrap()));
+        assert_eq!(
+            reachable("0000000000000000FFFF00000100007F:1000", true),
+            Some("127.0.0.1:4096".parse().unwrap()),
+            "v4-mapped loopback"
+        );
+        assert_eq!(reachable("00000000000000000000000000000000:1000", true), Some("[::1]:4096".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_socket_link_names_its_inode() {
+        assert_eq!(socket_inode(Path::new("socket:[4242]")), Some(4242));
+        assert_eq!(socket_inode(Path::new("/tmp/x")), None);
+    }
+}
