@@ -11,6 +11,7 @@ use super::cli::AttachArgs;
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
+use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
@@ -31,6 +32,8 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
     let export = start_live(live_request(&args.monitor.otlp, false))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
+        // Headless, the handlers go in before the socket is bound (the screen installs its own).
+        let headless_signals = if args.headless { Some(QuitSignals::new()?) } else { None };
         let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
         let name = Clean::path(path.file_name().map_or(path.as_path(), std::path::Path::new));
         // Headless runs end with the stream; the screen stays, reconnects if the tee restarts and,
@@ -38,8 +41,8 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
         let reconnect = !args.headless;
         let rediscover = (reconnect && args.socket.is_none()).then(|| path.parent().map(PathBuf::from)).flatten();
         tokio::spawn(attach::run(Options { path, reconnect, record, rediscover }, tx));
-        if args.headless {
-            headless(rx, config, export, Ending::Marker).await
+        if let Some(signals) = headless_signals {
+            headless(rx, config, export, Ending::Marker, signals).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
             monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None }).await

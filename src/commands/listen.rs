@@ -12,6 +12,7 @@ use super::cli::ListenArgs;
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
+use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
@@ -36,6 +37,8 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
     let receive = receive.transpose()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
+        // Headless, the handlers go in before the socket is bound (the screen installs its own).
+        let headless_signals = if args.headless { Some(QuitSignals::new()?) } else { None };
         let shown = Clean::path(&path);
         let listener = socket::bind(&path).wrap_err_with(|| format!("binding {shown}"))?;
         let _socket = SocketFile::new(path.clone());
@@ -60,9 +63,9 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
         };
         let receive = otlp.as_ref().map(|(_, c)| c.clone());
         tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
-        if args.headless {
+        if let Some(signals) = headless_signals {
             eprintln!("swarmtop listen: accepting producers on {shown}");
-            let code = headless(rx, config, export, Ending::Signal).await;
+            let code = headless(rx, config, export, Ending::Signal, signals).await;
             if let Some(c) = &receive {
                 eprintln!("swarmtop listen: OTLP received: {}", c.describe());
             }

@@ -37,14 +37,17 @@ enum Stop {
 
 /// Applies events until the stream ends, the consumer is interrupted (SIGINT, SIGQUIT, SIGTERM,
 /// SIGHUP), or the source goes away; then prints the figures, and says so (exit non-zero) when
-/// they are only part of a session that should have ended by itself (`ending`).
+/// they are only part of a session that should have ended by itself (`ending`). The caller installs
+/// `signals` before it makes itself known (binds a socket, says it is ready): a signal sent from then
+/// on must find the handlers in place.
 pub async fn headless(
     events: mpsc::Receiver<Event>,
     config: Config,
     export: Option<Live>,
     ending: Ending,
+    signals: QuitSignals,
 ) -> Result<ExitCode> {
-    let (pipeline, stop) = consume_until(events, config, export, true).await?;
+    let (pipeline, stop) = consume_until(events, config, export, Some(signals)).await?;
     super::print(render_json(&pipeline).as_bytes())?;
     let partial = match (ending, stop) {
         (Ending::Signal, _) | (Ending::Marker, Stop::Exited) => None,
@@ -67,6 +70,7 @@ pub async fn consume(
     export: Option<Live>,
     signals: bool,
 ) -> Result<Pipeline> {
+    let signals = if signals { Some(QuitSignals::new()?) } else { None };
     Ok(consume_until(events, config, export, signals).await?.0)
 }
 
@@ -74,10 +78,9 @@ async fn consume_until(
     mut events: mpsc::Receiver<Event>,
     config: Config,
     mut export: Option<Live>,
-    signals: bool,
+    mut quit: Option<QuitSignals>,
 ) -> Result<(Pipeline, Stop)> {
     let mut pipeline = Pipeline::new(config.clone());
-    let mut quit = if signals { Some(QuitSignals::new()?) } else { None };
     let stop = loop {
         let event = tokio::select! {
             event = events.recv() => event,

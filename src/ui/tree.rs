@@ -369,7 +369,7 @@ const CPU_W: usize = 6;
 const MEM_W: usize = 6;
 /// From this pane width a session row shows its last activity.
 const AGO_FROM: usize = 40;
-/// From this pane width a session row shows pid, CPU % and memory.
+/// From this pane width a session row shows pid, CPU % and memory (when a process holds it).
 const PROCESS_FROM: usize = 64;
 
 /// A session's root in the machine view: the agent's status glyph, the session's readable name
@@ -423,7 +423,8 @@ fn session_cells(
         };
         cells.right(end, word.to_owned(), style);
         end -= STATE_W;
-        if w >= PROCESS_FROM {
+        // Only a session a process holds has these; the others' names take the room.
+        if w >= PROCESS_FROM && session.pid.is_some() {
             let usage = session.usage;
             let mem = usage.map_or_else(String::new, |u| memory(u.rss_bytes));
             cells.right(end, mem, theme.dim);
