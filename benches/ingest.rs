@@ -366,3 +366,7 @@ mod peer {
             .sum()
     }
 }
+
+// The allocator the binary uses (src/main.rs), so that what is measured is what `stats` runs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
