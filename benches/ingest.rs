@@ -71,7 +71,7 @@ impl feed::Inputs for Memory<'_> {
     fn origin(&self, _: usize) -> Origin {
         Origin::NONE
     }
-    fn open(&self, _: usize) -> std::io::Result<Box<dyn std::io::BufRead + Send + '_>> {
+    fn open(&self, _: usize) -> std::io::Result<Box<dyn std::io::Read + Send + '_>> {
         Ok(Box::new(self.0))
     }
 }

@@ -1,37 +1,39 @@
 //! Records decoded and lowered on every core while the caller's thread routes them.
 //!
-//! One reader thread cuts the inputs into chunks of whole records (a chunk never spans two
-//! inputs); decoder threads take chunks as they come, decode every record and lower every line
-//! that needs nothing from the lines before it; the caller's thread puts the chunks back in input
-//! order, lowers the rest (rollout lines, whose thread an earlier line named) and routes every
-//! record. Decoding and such lowering are pure functions of a record's bytes and origin, so the
-//! router sees what [`Pipeline::feed`] one record at a time would show it: the result is the same.
+//! Whichever thread needs work reads the next chunk of whole records of the current input (under
+//! one lock, straight into the chunk's buffer; a chunk never spans two inputs), then decodes every
+//! record and lowers every line that needs nothing from the lines before it, outside the lock.
+//! The caller's thread puts the chunks back in input order, lowers the rest (rollout lines, whose
+//! thread an earlier line named) and routes every record; while the next chunk in order is still
+//! being decoded elsewhere, it decodes one itself. Decoding and such lowering are pure functions
+//! of a record's bytes and origin, so the router sees what [`Pipeline::feed`] one record at a time
+//! would show it: the result is the same.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead};
-use std::ops::Range;
-use std::sync::{Mutex, mpsc};
+use std::io::{self, Read};
+use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
 
 use crate::pipeline::Pipeline;
 use crate::router::Sink;
-use crate::source::files::{self, Input, Record};
+use crate::source::files::{self, Cut, Cutter, Input, Record, Span};
 use crate::wire::{self, Line, Lowered, Malformed, Origin};
 
 /// Record bytes per chunk: big enough that handing one over costs next to nothing, small enough
-/// that the decoders share the work evenly and a chunk with its decoded lines stays in cache. On
+/// that the threads share the work evenly and a chunk with its decoded lines stays in cache. On
 /// the Claude folder of `benches/ingest`, 256 KiB and 1 MiB chunks were slower than this, and
 /// 24 KiB no faster.
 pub const CHUNK_BYTES: usize = 48 << 10;
 /// Chunks read but not yet routed, at most: what bounds the memory of the hand-over.
 const IN_FLIGHT: usize = 8;
 
-/// The inputs of one stream, opened in order by the reader thread.
+/// The inputs of one stream, opened in order as the feed reaches them.
 pub trait Inputs: Sync {
     fn count(&self) -> usize;
     /// The input's name, for errors.
     fn name(&self, n: usize) -> String;
     fn origin(&self, n: usize) -> Origin;
-    fn open(&self, n: usize) -> io::Result<Box<dyn BufRead + Send + '_>>;
+    /// The input's bytes; the feed reads them in chunks of its own, so this need not buffer.
+    fn open(&self, n: usize) -> io::Result<Box<dyn Read + Send + '_>>;
 }
 
 impl Inputs for [Input] {
@@ -44,8 +46,8 @@ impl Inputs for [Input] {
     fn origin(&self, n: usize) -> Origin {
         files::origin(&self[n])
     }
-    fn open(&self, n: usize) -> io::Result<Box<dyn BufRead + Send + '_>> {
-        files::open(&self[n])
+    fn open(&self, n: usize) -> io::Result<Box<dyn Read + Send + '_>> {
+        files::open_unbuffered(&self[n])
     }
 }
 
@@ -57,31 +59,29 @@ pub struct Failed {
     pub error: io::Error,
 }
 
-/// A record's place in a chunk's bytes.
-enum Span {
-    Line(Range<usize>),
-    TooLong { len: usize, head: Range<usize> },
-}
-
-/// Records of one input, copied out of the read buffer.
+/// A chunk of one input's records, in the buffer they were read into.
 struct Records {
     origin: Origin,
+    /// The room the records were read into; only what `cut` marks holds them.
     bytes: Vec<u8>,
+    cut: Cut,
     spans: Vec<Span>,
 }
 
 impl Records {
-    fn new(origin: Origin) -> Self {
-        Self { origin, bytes: Vec::with_capacity(CHUNK_BYTES + (16 << 10)), spans: Vec::new() }
+    fn new() -> Self {
+        Self { origin: Origin::NONE, bytes: Vec::new(), cut: Cut::Lines(0..0), spans: Vec::new() }
     }
 
-    /// A routed chunk's buffers, emptied for the next records (its lines are dropped here, on the
-    /// reader's thread, not on the router's).
-    fn reuse(chunk: Chunk, origin: Origin) -> Self {
+    /// A routed chunk's buffers, emptied for the next records (its lines are dropped here, by the
+    /// thread about to read, not by the router).
+    fn reuse(chunk: Chunk, chunk_bytes: usize) -> Self {
         let mut records = chunk.into_owner().into_owner();
-        records.origin = origin;
-        records.bytes.clear();
         records.spans.clear();
+        // A buffer grown for one long line goes back to the usual size.
+        if records.bytes.len() > chunk_bytes.saturating_mul(4).max(1 << 20) {
+            records.bytes = Vec::new();
+        }
         records
     }
 }
@@ -116,7 +116,8 @@ enum Step<C> {
     Failed(Failed),
 }
 
-fn decode(records: Records) -> Chunk {
+fn decode(mut records: Records) -> Chunk {
+    records.cut.spans(&records.bytes, files::MAX_LINE, &mut records.spans);
     let decoded = Decoded::new(records, |r| {
         r.spans
             .iter()
@@ -154,83 +155,143 @@ fn decode(records: Records) -> Chunk {
     })
 }
 
-/// The reader's end of the hand-over: chunks numbered in input order, one token per chunk in
-/// flight, and the routed chunks coming back to be dropped and their buffers reused.
-struct Handover {
-    work: mpsc::SyncSender<(u64, Step<Records>)>,
-    tokens: mpsc::Receiver<Option<Chunk>>,
+/// The input being read and what comes after it: whoever holds the lock reads the next chunk.
+struct Reader<'i, I: ?Sized> {
+    inputs: &'i I,
+    chunk_bytes: usize,
+    /// The next input to open.
+    next: usize,
+    current: Option<(Cutter<Box<dyn Read + Send + 'i>>, Origin)>,
+    /// Chunks (and the failure, if any) numbered in input order, from 1.
     seq: u64,
+    /// Set once every input is read, one failed, or the router has gone: nothing more to read.
+    over: bool,
 }
 
-impl Handover {
-    /// Hands a chunk on; the buffers for the next one, or `None` when the router has gone.
-    fn chunk(&mut self, records: Records) -> Option<Records> {
-        let token = self.tokens.recv().ok()?;
-        let origin = records.origin.clone();
-        self.seq += 1;
-        self.work.send((self.seq, Step::Chunk(records))).ok()?;
-        Some(match token {
-            Some(routed) => Records::reuse(routed, origin),
-            None => Records::new(origin),
-        })
+impl<I: Inputs + ?Sized> Reader<'_, I> {
+    /// The next chunk in input order, read into `records`; `None` once there is nothing more.
+    fn next(&mut self, mut records: Records) -> Option<(u64, Step<Records>)> {
+        loop {
+            if self.over {
+                return None;
+            }
+            let Some((cutter, origin)) = &mut self.current else {
+                if self.next == self.inputs.count() {
+                    self.over = true;
+                    return None;
+                }
+                let n = self.next;
+                self.next += 1;
+                match self.inputs.open(n) {
+                    Ok(reader) => self.current = Some((Cutter::new(reader, files::MAX_LINE), self.inputs.origin(n))),
+                    Err(error) => return Some(self.failed("opening", n, error)),
+                }
+                continue;
+            };
+            match cutter.cut(&mut records.bytes, self.chunk_bytes) {
+                Ok(Some(cut)) => {
+                    records.cut = cut;
+                    records.origin = origin.clone();
+                    self.seq += 1;
+                    return Some((self.seq, Step::Chunk(records)));
+                }
+                Ok(None) => self.current = None,
+                Err(error) => return Some(self.failed("reading", self.next - 1, error)),
+            }
+        }
     }
 
-    fn failed(&mut self, failed: Failed) {
+    fn failed(&mut self, doing: &'static str, n: usize, error: io::Error) -> (u64, Step<Records>) {
+        self.over = true;
+        self.current = None;
         self.seq += 1;
-        let _ = self.work.send((self.seq, Step::Failed(failed)));
+        (self.seq, Step::Failed(Failed { doing, input: self.inputs.name(n), error }))
     }
 }
 
-/// Reads every input in order into chunks; stops early when the router has gone.
-fn read(inputs: &(impl Inputs + ?Sized), chunk_bytes: usize, handover: &mut Handover) {
-    let mut spare: Option<Records> = None;
-    for n in 0..inputs.count() {
-        let reader = match inputs.open(n) {
-            Ok(r) => r,
-            Err(error) => return handover.failed(Failed { doing: "opening", input: inputs.name(n), error }),
+/// Chunk buffers free to read into: at most [`IN_FLIGHT`] chunks are read and not yet routed.
+struct Pool {
+    free: Vec<Option<Chunk>>,
+    /// Threads waiting for a buffer (so a buffer given back wakes someone only when needed).
+    waiting: usize,
+    /// The router has gone: waiting is over.
+    closed: bool,
+}
+
+/// What the threads share: the reader, the buffers, and the way back to the router.
+struct Shared<'i, I: ?Sized> {
+    reader: Mutex<Reader<'i, I>>,
+    pool: Mutex<Pool>,
+    given_back: Condvar,
+    chunk_bytes: usize,
+}
+
+impl<I: Inputs + ?Sized> Shared<'_, I> {
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A free buffer: waits for one when `wait`, else `None` when there is none now.
+    fn buffer(&self, wait: bool) -> Option<Records> {
+        let mut pool = self.pool();
+        loop {
+            if pool.closed {
+                return None;
+            }
+            if let Some(spare) = pool.free.pop() {
+                drop(pool);
+                return Some(spare.map_or_else(Records::new, |c| Records::reuse(c, self.chunk_bytes)));
+            }
+            if !wait {
+                return None;
+            }
+            pool.waiting += 1;
+            pool = self.given_back.wait(pool).unwrap_or_else(std::sync::PoisonError::into_inner);
+            pool.waiting -= 1;
+        }
+    }
+
+    fn give_back(&self, chunk: Option<Chunk>) {
+        let mut pool = self.pool();
+        pool.free.push(chunk);
+        if pool.waiting > 0 {
+            self.given_back.notify_one();
+        }
+    }
+
+    /// Reads the next chunk into a free buffer and decodes it; `None` when there is nothing left
+    /// to read, or (when not `wait`ing for a buffer) no buffer free.
+    fn work(&self, wait: bool) -> Option<(u64, Step<Chunk>)> {
+        let records = self.buffer(wait)?;
+        let next = self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(records);
+        let Some((seq, step)) = next else {
+            // Nothing more to read: the buffer stays unused (the router needs no more of them).
+            return None;
         };
-        let origin = inputs.origin(n);
-        let mut records = spare.take().unwrap_or_else(|| Records::new(origin.clone()));
-        records.origin = origin;
-        let mut gone = false;
-        let read = files::read_records(reader, files::MAX_LINE, |record| {
-            if gone {
-                return;
-            }
-            let start = records.bytes.len();
-            match record {
-                Record::Line(l) => {
-                    records.bytes.extend_from_slice(l);
-                    records.spans.push(Span::Line(start..records.bytes.len()));
-                }
-                Record::TooLong { len, head } => {
-                    records.bytes.extend_from_slice(head);
-                    records.spans.push(Span::TooLong { len, head: start..records.bytes.len() });
-                }
-            }
-            if records.bytes.len() >= chunk_bytes {
-                let full = std::mem::replace(&mut records, Records::new(Origin::NONE));
-                match handover.chunk(full) {
-                    Some(next) => records = next,
-                    None => gone = true,
-                }
-            }
-        });
-        if gone {
-            return;
-        }
-        // A chunk never spans two inputs: each input's records go with its origin.
-        if records.spans.is_empty() {
-            spare = Some(records);
-        } else {
-            match handover.chunk(records) {
-                Some(next) => spare = Some(next),
-                None => return,
-            }
-        }
-        if let Err(error) = read {
-            return handover.failed(Failed { doing: "reading", input: inputs.name(n), error });
-        }
+        Some((
+            seq,
+            match step {
+                Step::Chunk(records) => Step::Chunk(decode(records)),
+                Step::Failed(f) => Step::Failed(f),
+            },
+        ))
+    }
+
+    /// Stops every reading thread: the router has gone, or is done.
+    fn close(&self) {
+        self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner).over = true;
+        self.pool().closed = true;
+        self.given_back.notify_all();
+    }
+}
+
+/// Closes the feed however the router leaves (returning early, or a panic), so that the other
+/// threads end and the scope can be left.
+struct CloseOnDrop<'s, 'i, I: Inputs + ?Sized>(&'s Shared<'i, I>);
+
+impl<I: Inputs + ?Sized> Drop for CloseOnDrop<'_, '_, I> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -265,7 +326,8 @@ fn route(chunk: &Chunk, pipeline: &mut Pipeline, also: &mut (impl Sink + ?Sized)
 }
 
 /// Feeds every record of `inputs` to `pipeline`, in order, with the result of feeding them one by
-/// one; `decoders` threads (at least one) decode while this one routes.
+/// one; `decoders` threads (at least one, this one among them) read and decode while this one
+/// routes.
 pub fn feed(
     inputs: &(impl Inputs + ?Sized),
     decoders: usize,
@@ -273,50 +335,59 @@ pub fn feed(
     pipeline: &mut Pipeline,
     also: &mut (impl Sink + ?Sized),
 ) -> Result<(), Failed> {
-    let (work_tx, work_rx) = mpsc::sync_channel::<(u64, Step<Records>)>(IN_FLIGHT);
-    let work_rx = Mutex::new(work_rx);
+    let shared = Shared {
+        reader: Mutex::new(Reader { inputs, chunk_bytes, next: 0, current: None, seq: 0, over: false }),
+        pool: Mutex::new(Pool { free: (0..IN_FLIGHT).map(|_| None).collect(), waiting: 0, closed: false }),
+        given_back: Condvar::new(),
+        chunk_bytes,
+    };
     let (done_tx, done_rx) = mpsc::channel::<(u64, Step<Chunk>)>();
-    // One token per chunk in flight: the reader takes one before it hands a chunk on, the router
-    // gives it back, with the routed chunk, once it is routed.
-    let (token_tx, token_rx) = mpsc::sync_channel::<Option<Chunk>>(IN_FLIGHT);
-    for _ in 0..IN_FLIGHT {
-        token_tx.send(None).expect("room for every token");
-    }
     std::thread::scope(|scope| {
-        scope.spawn(move || read(inputs, chunk_bytes, &mut Handover { work: work_tx, tokens: token_rx, seq: 0 }));
-        for _ in 0..decoders.max(1) {
-            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
+        for _ in 1..decoders.max(1) {
+            let (shared, done_tx) = (&shared, done_tx.clone());
             scope.spawn(move || {
-                // The lock is held only while waiting for the next chunk, not while decoding it.
-                while let Some((seq, step)) = work_rx.lock().ok().and_then(|rx| rx.recv().ok()) {
-                    let step = match step {
-                        Step::Chunk(records) => Step::Chunk(decode(records)),
-                        Step::Failed(f) => Step::Failed(f),
-                    };
-                    if done_tx.send((seq, step)).is_err() {
+                while let Some(done) = shared.work(true) {
+                    if done_tx.send(done).is_err() {
                         return;
                     }
                 }
             });
         }
         drop(done_tx);
-        // Owned here, so that returning early hangs up on the reader and the decoders.
-        let (done_rx, token_tx) = (done_rx, token_tx);
+        let _close = CloseOnDrop(&shared);
         let mut next = 1;
         let mut early = BTreeMap::new();
-        while let Ok((seq, step)) = done_rx.recv() {
-            early.insert(seq, step);
-            while let Some(step) = early.remove(&next) {
+        loop {
+            while let Ok((seq, step)) = done_rx.try_recv() {
+                early.insert(seq, step);
+            }
+            if let Some(step) = early.remove(&next) {
                 next += 1;
                 match step {
                     Step::Chunk(chunk) => {
                         route(&chunk, pipeline, also);
-                        let _ = token_tx.send(Some(chunk));
+                        shared.give_back(Some(chunk));
                     }
                     Step::Failed(f) => return Err(f),
                 }
+                continue;
+            }
+            // The next chunk is not here yet: decode one here rather than wait, if one is left.
+            if let Some((seq, step)) = shared.work(false) {
+                early.insert(seq, step);
+                continue;
+            }
+            match done_rx.recv() {
+                Ok((seq, step)) => {
+                    early.insert(seq, step);
+                }
+                // Every other thread is done, and nothing is left to read here.
+                Err(mpsc::RecvError) if shared.reader.lock().map_or(true, |r| r.over) => break,
+                // Only this thread reads now: its buffers are all in `early` or free.
+                Err(mpsc::RecvError) => {}
             }
         }
+        debug_assert!(early.is_empty(), "every chunk read was routed");
         Ok(())
     })
 }

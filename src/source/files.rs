@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
@@ -190,6 +191,37 @@ pub fn read_sidecar(path: &Path) -> io::Result<Vec<u8>> {
 
 /// Opens an input for reading, decompressing gzip (by magic number, so a renamed file works).
 pub fn open(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
+    open_buffered(input)
+}
+
+/// [`open`], unbuffered where the input is a plain file: for a reader that reads into buffers of
+/// its own ([`Cutter`]), a buffer in between would only copy every byte once more.
+pub fn open_unbuffered(input: &Input) -> io::Result<Box<dyn Read + Send>> {
+    use std::os::unix::fs::FileExt;
+    let Input::File(p) = input else { return Ok(Box::new(open_buffered(input)?)) };
+    if is_sidecar(p) {
+        return Ok(Box::new(open_buffered(input)?));
+    }
+    let file = File::open(p)?;
+    // The kinds are told apart by the first bytes, read in place: the file is opened once.
+    let mut head = [0u8; 16];
+    let mut n = 0;
+    while n < head.len() {
+        match file.read_at(&mut head[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let head = &head[..n];
+    if head == super::opencode::SQLITE_MAGIC {
+        return Ok(Box::new(open_buffered(input)?));
+    }
+    Ok(if head.starts_with(&[0x1f, 0x8b]) { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) })
+}
+
+fn open_buffered(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
         // OpenCode's store: its rows, as records (read through SQLite, never as bytes).
@@ -273,6 +305,184 @@ pub fn read_records_at(
     Ok(bytes)
 }
 
+/// Where a record lies in a chunk's bytes: a line, or the head of a line too long to keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    Line(Range<usize>),
+    TooLong { len: usize, head: Range<usize> },
+}
+
+impl Span {
+    /// The record this span marks in `bytes`.
+    pub fn record<'a>(&self, bytes: &'a [u8]) -> Record<'a> {
+        match self {
+            Self::Line(r) => Record::Line(&bytes[r.clone()]),
+            Self::TooLong { len, head } => Record::TooLong { len: *len, head: &bytes[head.clone()] },
+        }
+    }
+}
+
+/// What [`Cutter::cut`] put in the buffer: whole lines (the last one may lack its `\n` at the
+/// end of the input), or the head of one line over the bound, with the line's length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    Lines(Range<usize>),
+    TooLong { len: usize, head: Range<usize> },
+}
+
+impl Cut {
+    /// The records of the cut, as [`read_records`] hands them out: blank lines and later pieces
+    /// of over-long recorded lines are no records.
+    pub fn spans(&self, bytes: &[u8], max_line: usize, spans: &mut Vec<Span>) {
+        match self {
+            Self::Lines(range) => {
+                let mut start = range.start;
+                let end = range.end;
+                let mut push = |s: usize, e: usize| {
+                    emit(&bytes[s..e], max_line, &mut |r| {
+                        spans.push(match r {
+                            Record::Line(_) => Span::Line(s..e),
+                            Record::TooLong { len, head } => Span::TooLong { len, head: s..s + head.len() },
+                        });
+                    });
+                };
+                for nl in memchr::memchr_iter(b'\n', &bytes[start..end]) {
+                    let stop = range.start + nl;
+                    push(start, stop);
+                    start = stop + 1;
+                }
+                if start < end {
+                    push(start, end);
+                }
+            }
+            Self::TooLong { len, head } => {
+                if !super::recording::is_continuation(&bytes[head.clone()]) {
+                    spans.push(Span::TooLong { len: *len, head: head.clone() });
+                }
+            }
+        }
+    }
+}
+
+/// Cuts one input into chunks of whole records, read straight into the caller's buffer (no
+/// buffer in between, no copy of each record): the records are those of [`read_records`] on the
+/// same reader, in the same order, however the reads fall.
+pub struct Cutter<R> {
+    reader: R,
+    /// The unfinished line after the last chunk's last `\n`: the start of the next chunk.
+    carry: Vec<u8>,
+    max_line: usize,
+    first: bool,
+    ended: bool,
+    /// A read that failed: returned once the records before it are handed out.
+    failed: Option<io::Error>,
+}
+
+/// The smallest buffer a chunk is read into.
+const MIN_CHUNK: usize = 512;
+
+impl<R: Read> Cutter<R> {
+    /// Lines over `max_line` (at least [`HEAD`]) bytes are [`Cut::TooLong`].
+    pub fn new(reader: R, max_line: usize) -> Self {
+        // A bound below the head's length would leave the head past what was read.
+        Self { reader, carry: Vec::new(), max_line: max_line.max(HEAD), first: true, ended: false, failed: None }
+    }
+
+    /// Reads the next chunk of at least `target` bytes (or up to the end) into `buf`, whose length
+    /// is the room to read into (grown as a line needs, never shrunk here): whole lines, or one
+    /// over-long line's head. `None` at the end of the input; the error of a failed read comes
+    /// after the records read before it, the unfinished last line among them.
+    pub fn cut(&mut self, buf: &mut Vec<u8>, target: usize) -> io::Result<Option<Cut>> {
+        if self.ended {
+            return self.failed.take().map_or(Ok(None), Err);
+        }
+        let room = target.max(MIN_CHUNK).max(self.carry.len().saturating_mul(2));
+        if buf.len() < room {
+            buf.resize(room, 0);
+        }
+        let mut filled = self.carry.len();
+        buf[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
+        let mut start = 0;
+        // Bytes from `start` up to here hold no `\n`.
+        let mut searched = 0;
+        loop {
+            if filled == buf.len() {
+                if let Some(end) = self.last_line_end(buf, searched.max(start), filled) {
+                    return Ok(Some(Cut::Lines(start..end)));
+                }
+                searched = filled;
+                if filled - start > self.max_line {
+                    return self.too_long(buf, start, filled).map(Some);
+                }
+                let grown = buf.len().saturating_mul(2).min(start + self.max_line + 1);
+                buf.resize(grown, 0);
+            }
+            let n = match self.reader.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.failed = Some(e);
+                    0
+                }
+            };
+            if std::mem::take(&mut self.first) && buf[..filled + n].starts_with(BOM) {
+                start = BOM.len();
+            }
+            filled += n;
+            if n == 0 {
+                self.ended = true;
+                return if start < filled {
+                    Ok(Some(Cut::Lines(start..filled)))
+                } else {
+                    self.failed.take().map_or(Ok(None), Err)
+                };
+            }
+            if filled - start >= target {
+                if let Some(end) = self.last_line_end(buf, searched.max(start), filled) {
+                    return Ok(Some(Cut::Lines(start..end)));
+                }
+                searched = filled;
+            }
+        }
+    }
+
+    /// The end of the last whole line in `buf[from..filled]`, keeping what follows it for the
+    /// next chunk.
+    fn last_line_end(&mut self, buf: &[u8], from: usize, filled: usize) -> Option<usize> {
+        let end = from + memchr::memrchr(b'\n', &buf[from..filled])? + 1;
+        self.carry.extend_from_slice(&buf[end..filled]);
+        Some(end)
+    }
+
+    /// A line over the bound fills `buf[start..filled]`: keeps its head, reads past its end.
+    fn too_long(&mut self, buf: &mut [u8], start: usize, mut filled: usize) -> io::Result<Cut> {
+        let head = start..start + HEAD;
+        let mut len = filled - start;
+        // The rest of the line is read over the bytes after the head, and counted.
+        loop {
+            filled = head.end;
+            let n = match self.reader.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.failed = Some(e);
+                    0
+                }
+            };
+            if n == 0 {
+                self.ended = true;
+                return Ok(Cut::TooLong { len, head });
+            }
+            if let Some(nl) = memchr::memchr(b'\n', &buf[filled..filled + n]) {
+                self.carry.extend_from_slice(&buf[filled + nl + 1..filled + n]);
+                return Ok(Cut::TooLong { len: len + nl, head });
+            }
+            len += n;
+        }
+    }
+}
+
 /// The UTF-8 byte order mark.
 pub const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -324,6 +534,8 @@ fn finish_partial(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -485,8 +697,86 @@ mod tests {
         let mut enc = flate2::write::GzEncoder::new(File::create(&path).unwrap(), flate2::Compression::fast());
         enc.write_all(b"{\"id\":1}\n").unwrap();
         enc.finish().unwrap();
-        let (mut n, reader) = (0, open(&Input::File(path)).unwrap());
+        let (mut n, reader) = (0, open(&Input::File(path.clone())).unwrap());
         let bytes = read_records(reader, MAX_LINE, |_| n += 1).unwrap();
         assert_eq!((n, bytes), (1, 9));
+        let (records, ended) = cut_records(open_unbuffered(&Input::File(path)).unwrap(), MAX_LINE, 4096);
+        assert_eq!((records, ended), (vec![(b"{\"id\":1}".to_vec(), None)], true));
+    }
+
+    /// A reader that hands out its bytes in the given sizes, then fails if told to.
+    struct Pieces<'a> {
+        data: &'a [u8],
+        sizes: std::iter::Cycle<std::vec::IntoIter<usize>>,
+        fail_at_end: bool,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() {
+                return if self.fail_at_end { Err(io::Error::other("cut short")) } else { Ok(0) };
+            }
+            let n = self.sizes.next().unwrap_or(1).clamp(1, buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// A record's bytes (its head, when too long) and its length when too long.
+    type Owned = (Vec<u8>, Option<usize>);
+
+    fn owned(r: Record<'_>) -> Owned {
+        match r {
+            Record::Line(l) => (l.to_vec(), None),
+            Record::TooLong { len, head } => (head.to_vec(), Some(len)),
+        }
+    }
+
+    /// Every record through [`Cutter`], in `target`-byte chunks, and how reading ended.
+    fn cut_records(reader: impl Read, max_line: usize, target: usize) -> (Vec<Owned>, bool) {
+        let (mut cutter, mut buf, mut out) = (Cutter::new(reader, max_line), Vec::new(), Vec::new());
+        loop {
+            let mut spans = Vec::new();
+            match cutter.cut(&mut buf, target) {
+                Ok(Some(cut)) => {
+                    cut.spans(&buf, max_line, &mut spans);
+                    out.extend(spans.iter().map(|s| owned(s.record(&buf))));
+                }
+                Ok(None) => return (out, true),
+                Err(_) => return (out, false),
+            }
+        }
+    }
+
+    fn record_bytes() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            Just(b"  \t".to_vec()),
+            Just(BOM.to_vec()),
+            Just(b"{\"ts\":1,\"dir\":\"s2c\",\"continued\":true,\"rawB64\":\"eHh4\"}".to_vec()),
+            proptest::collection::vec(b'a'..=b'z', 0..40),
+            (1usize..3).prop_map(|k| vec![b'x'; k * 300]),
+        ];
+        proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn the_cutter_gives_the_records_read_records_gives(
+            data in record_bytes(),
+            sizes in proptest::collection::vec(1usize..700, 1..6),
+            target in prop_oneof![Just(1usize), 1usize..2000],
+            max_line in HEAD..900,
+            fail_at_end: bool,
+        ) {
+            let reader = || Pieces { data: &data, sizes: sizes.clone().into_iter().cycle(), fail_at_end };
+            let mut expected = Vec::new();
+            let ended = read_records(BufReader::with_capacity(64, reader()), max_line, |r| expected.push(owned(r))).is_ok();
+            let (got, got_ended) = cut_records(reader(), max_line, target);
+            prop_assert_eq!(got, expected);
+            prop_assert_eq!(got_ended, ended);
+        }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 type PartRow = (String, String, String, Option<String>);
 
 /// The first bytes of every SQLite database file.
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 /// The store's name in OpenCode's data directory.
 pub const STORE_NAME: &str = "opencode.db";
 /// How often a followed store is asked whether it changed.
