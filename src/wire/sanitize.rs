@@ -147,18 +147,40 @@ fn may_drop(b: u8) -> bool {
     (b < 0x20 && b != b'\n' && b != b'\t') || matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe1 | 0xe2 | 0xef | 0xf3)
 }
 
-/// The first byte at or after `from` that [`may_drop`], else the end; eight bytes at a time.
+/// Whether the char at `at` (a byte that [`may_drop`]) may be dropped, by its second byte too: a
+/// lead byte shared with common text (0xE2 begins punctuation, arrows and box drawing as well
+/// as the bidi controls; 0xC2 the Latin-1 signs as well as the C1 controls) only begins a
+/// dropped char when its next byte is in that char's range.
+fn drops_here(raw: &[u8], at: usize) -> bool {
+    let second = raw.get(at + 1).copied().unwrap_or(0);
+    match raw[at] {
+        // C1 controls, U+0080..=U+009F.
+        0xc2 => second <= 0x9f,
+        // U+061C.
+        0xd8 => second == 0x9c,
+        // U+180E; U+E0000..=U+E0FFF, the tag characters.
+        0xe1 | 0xf3 => second == 0xa0,
+        // U+2000..=U+207F: the zero-width, separator, bidi and invisible-operator controls.
+        0xe2 => matches!(second, 0x80 | 0x81),
+        // U+FEFF.
+        0xef => second == 0xbb,
+        _ => true,
+    }
+}
+
+/// The first byte at or after `from` that begins what may be dropped, else the end; eight bytes
+/// at a time.
 fn next_suspect(raw: &[u8], from: usize) -> usize {
     let mut i = from;
     while let Some(word) = raw.get(i..i + 8) {
         if suspects(u64::from_le_bytes(word.try_into().expect("eight bytes"))) != 0 {
-            if let Some(k) = word.iter().position(|&b| may_drop(b)) {
+            if let Some(k) = (0..8).find(|&k| may_drop(word[k]) && drops_here(raw, i + k)) {
                 return i + k;
             }
         }
         i += 8;
     }
-    raw[i..].iter().position(|&b| may_drop(b)).map_or(raw.len(), |k| i + k)
+    (i..raw.len()).find(|&k| may_drop(raw[k]) && drops_here(raw, k)).unwrap_or(raw.len())
 }
 
 fn push_sanitized(out: &mut String, raw: &str) {
@@ -366,7 +388,9 @@ mod tests {
             prop_oneof![Just("\x1b"), Just("["), Just("]"), Just("\x07"), Just("\u{9b}"), Just("\u{9c}"),
                         Just("\\"), Just("P"), Just("("), Just("a"), Just("0;"), Just("\u{202e}"), Just("\u{2066}"),
                         Just("\u{200b}"), Just("\u{feff}"), Just("\u{61c}"), Just("\u{180e}"), Just("\u{85}"),
-                        Just("\u{a9}"), Just("\u{2014}"), Just("é"), Just("日本"), Just("🦀"), Just("\r"), Just("\n"),
+                        Just("\u{a9}"), Just("\u{2014}"), Just("\u{2192}"), Just("\u{2500}"), Just("\u{2066}x"),
+                        Just("\u{2060}"), Just("\u{2070}"), Just("\u{1800}"), Just("\u{600}"), Just("\u{fe0f}"),
+                        Just("\u{e0100}"), Just("\u{a0}"), Just("\u{9f}"), Just("é"), Just("日本"), Just("🦀"), Just("\r"), Just("\n"),
                         Just("\u{2028}"), Just("\u{2029}"), Just("\u{e0041}"), Just("\u{e007f}"), Just("\u{f3000}"),
                         Just("\t"), Just("\x7f"), Just("\x01"), Just("plain text ")], 0..60)) {
             let s: String = parts.concat();

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr3_iter};
 use serde::Deserialize;
 
-use crate::wire::json::{BStr, Str};
+use crate::wire::json::Str;
 
 pub struct Cursor<'a> {
     text: &'a str,
@@ -138,7 +138,7 @@ impl<'a> Cursor<'a> {
         if plain {
             return Some(Cow::Borrowed(inner));
         }
-        serde_json::from_str::<BStr<'a>>(text).ok().map(|s| s.0)
+        unescape(inner).map(Cow::Owned)
     }
 
     /// A string or null.
@@ -245,6 +245,61 @@ fn plain_len(b: &[u8]) -> Option<usize> {
     b[i..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).map(|k| i + k)
 }
 
+/// A string's text with escapes, as serde reads it (`None` where serde would fail: a raw control
+/// byte, an unknown escape, a surrogate not in a pair), unescaped a run at a time straight into
+/// the string it gives: serde's own way copies it through a scratch buffer first.
+fn unescape(inner: &str) -> Option<String> {
+    let b = inner.as_bytes();
+    #[allow(clippy::needless_bitwise_bool)]
+    if b.iter().fold(false, |any, &c| any | (c < 0x20)) {
+        return None;
+    }
+    let mut out = String::with_capacity(b.len());
+    let mut at = 0;
+    while let Some(k) = memchr(b'\\', &b[at..]) {
+        out.push_str(&inner[at..at + k]);
+        at += k + 1;
+        let c = match *b.get(at)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let high = hex4(b.get(at + 1..at + 5)?)?;
+                at += 4;
+                match high {
+                    0xd800..=0xdbff => {
+                        if b.get(at + 1..at + 3)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex4(b.get(at + 3..at + 7)?)?;
+                        if !(0xdc00..=0xdfff).contains(&low) {
+                            return None;
+                        }
+                        at += 6;
+                        char::from_u32(0x1_0000 + ((high - 0xd800) << 10 | (low - 0xdc00)))?
+                    }
+                    _ => char::from_u32(high)?,
+                }
+            }
+            _ => return None,
+        };
+        out.push(c);
+        at += 1;
+    }
+    out.push_str(&inner[at..]);
+    Some(out)
+}
+
+/// Four hex digits, either case.
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0, |n, &d| Some(n << 4 | char::from(d).to_digit(16)?))
+}
+
 /// Whether the quote at `at`, inside a string, is escaped: after an odd run of backslashes.
 fn escaped(b: &[u8], at: usize) -> bool {
     b[..at].iter().rev().take_while(|&&c| c == b'\\').count() % 2 == 1
@@ -273,6 +328,8 @@ impl Seen {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn skipped(text: &str) -> Option<&str> {
@@ -331,8 +388,40 @@ mod tests {
             let escaped = format!("\"{}\\t\"", "é".repeat(n));
             assert_eq!(Cursor::new(&escaped).string().as_deref(), Some(format!("{}\t", "é".repeat(n)).as_str()));
         }
+        for text in
+            [r#""a\"b\\c\/d\be\ff\ng\rh\ti""#, r#""\u0041\u00e9\u65e5\uD83E\uDD80\ud83e\udd80x""#, r#""é\n日本\t🦀""#]
+        {
+            let serde: String = serde_json::from_str(text).unwrap();
+            assert_eq!(Cursor::new(text).string().as_deref(), Some(serde.as_str()), "{text}");
+        }
+        // Where serde fails, so does this (and the full parse then decides).
+        for text in
+            [r#""\x""#, r#""\ud83e""#, r#""\ud83ex""#, r#""\ud83e\u0041""#, r#""\udd80""#, r#""\u12G4""#, r#""\u12""#]
+        {
+            assert!(serde_json::from_str::<String>(text).is_err(), "{text}");
+            assert_eq!(Cursor::new(text).string(), None, "{text}");
+        }
         let mut c = Cursor::new(r#"{"\u0061":1}"#);
         let mut m = c.object().unwrap();
         assert_eq!(c.key(&mut m), None);
+    }
+
+    proptest! {
+        #[test]
+        fn escaped_strings_read_as_serde_reads_them(parts in proptest::collection::vec(prop_oneof![
+            Just(r"\n".to_owned()), Just(r#"\""#.to_owned()),
+            Just(r"\\".to_owned()), Just(r"\/".to_owned()),
+            Just(r"\u".to_owned()), Just(r"\uD83D".to_owned()),
+            Just(r"\uDE00".to_owned()), Just(r"\x".to_owned()),
+            Just("\u{1}".to_owned()), "[0-9a-fA-F]{1,4}", "[a-zé日 ]{0,6}",
+            proptest::char::any().prop_filter("no quote or backslash", |c| !matches!(c, '"' | '\\')).prop_map(String::from),
+        ], 0..12)) {
+            let text = format!("\"{}\"", parts.concat());
+            let serde = serde_json::from_str::<String>(&text).ok();
+            // A string ending in an odd run of backslashes is not closed: not one to compare.
+            if Cursor::new(&text).value() == Some(text.as_str()) {
+                prop_assert_eq!(Cursor::new(&text).string().map(Cow::into_owned), serde);
+            }
+        }
     }
 }
