@@ -168,14 +168,43 @@ fn drops_here(raw: &[u8], at: usize) -> bool {
     }
 }
 
+const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// The high bit of every byte of `x` equal to `v`, exactly (no borrow runs into the next byte).
+fn bytes_equal(x: u64, v: u8) -> u64 {
+    let t = x ^ (ONES * u64::from(v));
+    !(((t & LOWS) + LOWS) | t) & HIGHS
+}
+
+/// The high bit of every byte of `x` that [`may_drop`], exactly: where [`suspects`] flags every
+/// byte of a word with a newline or a non-ASCII char, this flags only the few that need the rules.
+fn may_drop_bytes(x: u64) -> u64 {
+    // Below 0x20: adding 0x60 to the low seven bits carries into the high bit from 0x20 up.
+    let below_space = !(((x & LOWS) + ONES * 0x60) | x) & HIGHS;
+    let controls = below_space & !bytes_equal(x, b'\n') & !bytes_equal(x, b'\t') | bytes_equal(x, 0x7f);
+    controls
+        | bytes_equal(x, 0xc2)
+        | bytes_equal(x, 0xd8)
+        | bytes_equal(x, 0xe1)
+        | bytes_equal(x, 0xe2)
+        | bytes_equal(x, 0xef)
+        | bytes_equal(x, 0xf3)
+}
+
 /// The first byte at or after `from` that begins what may be dropped, else the end; eight bytes
 /// at a time.
 fn next_suspect(raw: &[u8], from: usize) -> usize {
     let mut i = from;
     while let Some(word) = raw.get(i..i + 8) {
-        if suspects(u64::from_le_bytes(word.try_into().expect("eight bytes"))) != 0 {
-            if let Some(k) = (0..8).find(|&k| may_drop(word[k]) && drops_here(raw, i + k)) {
-                return i + k;
+        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        if suspects(x) != 0 {
+            let mut hits = may_drop_bytes(x);
+            while hits != 0 {
+                let k = i + (hits.trailing_zeros() / 8) as usize;
+                if drops_here(raw, k) {
+                    return k;
+                }
+                hits &= hits - 1;
             }
         }
         i += 8;
@@ -407,6 +436,16 @@ mod tests {
         #[test]
         fn word_check_agrees_with_bytes(s in proptest::collection::vec(any::<u8>(), 0..40)) {
             prop_assert_eq!(is_plain(&s), s.iter().copied().all(is_plain_ascii));
+        }
+
+        #[test]
+        fn word_masks_agree_with_bytes(s in proptest::collection::vec(prop_oneof![
+            any::<u8>(), Just(b'\n'), Just(b'\t'), Just(0x7f), Just(0xc2), Just(0xd8), Just(0xe1), Just(0xe2),
+            Just(0xef), Just(0xf3), Just(0x1f), Just(0x20), Just(0x80),
+        ], 8)) {
+            let x = u64::from_le_bytes(s.as_slice().try_into().expect("eight bytes"));
+            let expected = (0..8).filter(|&k| may_drop(s[k])).fold(0, |m, k| m | 0x80 << (8 * k));
+            prop_assert_eq!(may_drop_bytes(x), expected);
         }
 
         #[test]

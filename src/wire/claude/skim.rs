@@ -26,75 +26,75 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
-            "type" => {
+            b"type" => {
                 seen.once(0)?;
                 line.kind = c.opt_str()?;
             }
-            "uuid" => {
+            b"uuid" => {
                 seen.once(1)?;
                 line.uuid = c.opt_str()?;
             }
-            "sessionId" => {
+            b"sessionId" => {
                 seen.once(2)?;
                 line.session_id = c.opt_str()?;
             }
-            "agentId" => {
+            b"agentId" => {
                 seen.once(3)?;
                 line.agent_id = c.opt_str()?;
             }
-            "isSidechain" => {
+            b"isSidechain" => {
                 seen.once(4)?;
                 line.is_sidechain = c.opt_bool()?;
             }
-            "isMeta" => {
+            b"isMeta" => {
                 seen.once(5)?;
                 line.is_meta = c.opt_bool()?;
             }
-            "timestamp" => {
+            b"timestamp" => {
                 seen.once(6)?;
                 line.timestamp = c.opt_str()?;
             }
-            "requestId" => {
+            b"requestId" => {
                 seen.once(7)?;
                 line.request_id = c.opt_str()?;
             }
-            "requestSessionId" => {
+            b"requestSessionId" => {
                 seen.once(15)?;
                 line.request_session_id = c.opt_str()?;
             }
-            "message" => {
+            b"message" => {
                 seen.once(8)?;
                 line.message = message(&mut c)?;
             }
-            "data" => {
+            b"data" => {
                 seen.once(9)?;
                 line.data = progress(&mut c)?;
             }
-            "parentToolUseID" => {
+            b"parentToolUseID" => {
                 seen.once(10)?;
                 line.parent_tool_use_id = c.opt_str()?;
             }
-            "toolUseResult" => {
+            b"toolUseResult" => {
                 seen.once(11)?;
                 line.agent_result = agent_result(&mut c)?;
             }
-            "isApiErrorMessage" => {
+            b"isApiErrorMessage" => {
                 seen.once(12)?;
                 line.is_api_error_message = c.opt_bool()?;
             }
-            "apiErrorStatus" => {
+            b"apiErrorStatus" => {
                 seen.once(13)?;
                 line.api_error_status = c.parse()?;
             }
-            "isAbortedMidStream" => {
+            b"isAbortedMidStream" => {
                 seen.once(14)?;
                 line.is_aborted_mid_stream = c.opt_bool()?;
             }
             // Another format's members: its reader decides.
-            "method" | "params" | "id" | "result" | "error" | "emittedAtMs" | "swarmtop" | "ts" | "dir" | "msg"
-            | "rawB64" | "payload" => return None,
+            b"method" | b"params" | b"id" | b"result" | b"error" | b"emittedAtMs" | b"swarmtop" | b"ts" | b"dir"
+            | b"msg" | b"rawB64" | b"payload" => return None,
             // stream-json's spelling; a transcript line may carry it beside `sessionId` (checked below).
-            "session_id" => {
+            b"session_id" => {
                 seen.once(16)?;
                 snake_session = true;
                 line.note_stream_session_id();
@@ -123,23 +123,23 @@ fn message<'a>(c: &mut Cursor<'a>) -> Option<Option<ClaudeMessage<'a>>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
-            "id" => {
+            b"id" => {
                 seen.once(0)?;
                 m.id = c.opt_str()?;
             }
-            "model" => {
+            b"model" => {
                 seen.once(1)?;
                 m.model = c.opt_str()?;
             }
-            "content" => {
+            b"content" => {
                 seen.once(2)?;
                 m.content = content(c, 0)?;
             }
-            "usage" => {
+            b"usage" => {
                 seen.once(3)?;
                 m.usage = c.parse()?;
             }
-            "stop_reason" => {
+            b"stop_reason" => {
                 seen.once(4)?;
                 m.stop_reason = c.opt_str()?;
             }
@@ -179,39 +179,39 @@ fn block<'a>(c: &mut Cursor<'a>, depth: u32) -> Option<Block<'a>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
-            "type" => {
+            b"type" => {
                 seen.once(0)?;
                 b.kind = c.opt_str()?;
             }
-            "text" => {
+            b"text" => {
                 seen.once(1)?;
                 b.text = c.opt_str()?;
             }
-            "thinking" => {
+            b"thinking" => {
                 seen.once(2)?;
                 b.thinking = c.opt_str()?;
             }
-            "id" => {
+            b"id" => {
                 seen.once(3)?;
                 b.id = c.opt_str()?;
             }
-            "name" => {
+            b"name" => {
                 seen.once(4)?;
                 b.name = c.opt_str()?;
             }
-            "input" => {
+            b"input" => {
                 seen.once(5)?;
                 b.input = tool_input(c)?;
             }
-            "tool_use_id" => {
+            b"tool_use_id" => {
                 seen.once(6)?;
                 b.tool_use_id = c.opt_str()?;
             }
-            "content" => {
+            b"content" => {
                 seen.once(7)?;
                 b.content = result_content(c, depth + 1)?;
             }
-            "is_error" => {
+            b"is_error" => {
                 seen.once(8)?;
                 b.is_error = c.opt_bool()?;
             }
@@ -254,14 +254,14 @@ fn tool_input<'a>(c: &mut Cursor<'a>) -> Option<ToolInput<'a>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         let (bit, slot) = match key {
-            "command" => (0, &mut input.command),
-            "description" => (1, &mut input.description),
-            "prompt" => (2, &mut input.prompt),
-            "subagent_type" => (3, &mut input.subagent_type),
-            "file_path" => (4, &mut input.file_path),
-            "pattern" => (5, &mut input.pattern),
-            "url" => (6, &mut input.url),
-            "query" => (7, &mut input.query),
+            b"command" => (0, &mut input.command),
+            b"description" => (1, &mut input.description),
+            b"prompt" => (2, &mut input.prompt),
+            b"subagent_type" => (3, &mut input.subagent_type),
+            b"file_path" => (4, &mut input.file_path),
+            b"pattern" => (5, &mut input.pattern),
+            b"url" => (6, &mut input.url),
+            b"query" => (7, &mut input.query),
             _ => {
                 c.value()?;
                 continue;
@@ -288,11 +288,11 @@ fn agent_result<'a>(c: &mut Cursor<'a>) -> Option<Option<AgentResult<'a>>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
-            "agentId" => {
+            b"agentId" => {
                 seen.once(0)?;
                 result.agent_id = c.opt_str()?;
             }
-            "status" => {
+            b"status" => {
                 seen.once(1)?;
                 result.status = c.opt_str()?;
             }
@@ -314,11 +314,11 @@ fn progress<'a>(c: &mut Cursor<'a>) -> Option<Option<ProgressData<'a>>> {
     let mut members = c.object()?;
     while let Some(key) = c.key(&mut members)? {
         match key {
-            "type" => {
+            b"type" => {
                 seen.once(0)?;
                 data.kind = c.opt_str()?;
             }
-            "agentId" => {
+            b"agentId" => {
                 seen.once(1)?;
                 data.agent_id = c.opt_str()?;
             }
