@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::wire::json::Str;
 
+#[derive(Clone)]
 pub struct Cursor<'a> {
     text: &'a str,
     pos: usize,
@@ -139,6 +140,33 @@ impl<'a> Cursor<'a> {
             return Some(Cow::Borrowed(inner));
         }
         unescape(inner).map(Cow::Owned)
+    }
+
+    /// A non-negative integer written plainly (no sign, fraction, exponent or leading zero), or
+    /// null; `None` for anything else, which serde may still read (`-0`, `1e3`): the caller
+    /// leaves such a value to serde.
+    pub fn opt_plain_u64(&mut self) -> Option<Option<u64>> {
+        let b = self.bytes();
+        let start = self.pos;
+        match *b.get(start)? {
+            b'n' => return self.null(),
+            b'0' => {
+                self.pos = start + 1;
+                return self.ends_number().then_some(Some(0));
+            }
+            b'1'..=b'9' => {}
+            _ => return None,
+        }
+        let len = b[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let n =
+            b[start..start + len].iter().try_fold(0u64, |n, d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))?;
+        self.pos = start + len;
+        self.ends_number().then_some(Some(n))
+    }
+
+    /// Whether a number may end here: at a delimiter or the end.
+    fn ends_number(&self) -> bool {
+        self.bytes().get(self.pos).is_none_or(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
     }
 
     /// A string or null.

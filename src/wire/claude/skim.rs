@@ -10,7 +10,9 @@
 #![allow(clippy::option_option)]
 
 use super::cursor::{Cursor, Seen};
-use super::transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, joined};
+use super::transcript::{
+    AgentResult, Block, CacheCreation, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, joined,
+};
 use crate::wire::json::Str;
 
 /// Content nested deeper than this (a tool result inside a tool result …) is left to the full parse.
@@ -137,7 +139,7 @@ fn message<'a>(c: &mut Cursor<'a>) -> Option<Option<ClaudeMessage<'a>>> {
             }
             b"usage" => {
                 seen.once(3)?;
-                m.usage = c.parse()?;
+                m.usage = usage(c)?;
             }
             b"stop_reason" => {
                 seen.once(4)?;
@@ -149,6 +151,87 @@ fn message<'a>(c: &mut Cursor<'a>) -> Option<Option<ClaudeMessage<'a>>> {
         }
     }
     Some(Some(m))
+}
+
+/// A response's usage, as serde reads it: read here when it is what transcripts write (plain
+/// integers, string or integer members beside them), else by serde on the value's text.
+fn usage(c: &mut Cursor<'_>) -> Option<Option<Usage>> {
+    let mut probe = c.clone();
+    if let Some(usage) = plain_usage(&mut probe) {
+        *c = probe;
+        return Some(usage);
+    }
+    c.parse()
+}
+
+fn plain_usage(c: &mut Cursor<'_>) -> Option<Option<Usage>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut u = Usage::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        c.peek()?;
+        match key {
+            b"input_tokens" => {
+                seen.once(0)?;
+                u.input_tokens = c.opt_plain_u64()?;
+            }
+            b"cache_creation_input_tokens" => {
+                seen.once(1)?;
+                u.cache_creation_input_tokens = c.opt_plain_u64()?;
+            }
+            b"cache_read_input_tokens" => {
+                seen.once(2)?;
+                u.cache_read_input_tokens = c.opt_plain_u64()?;
+            }
+            b"output_tokens" => {
+                seen.once(3)?;
+                u.output_tokens = c.opt_plain_u64()?;
+            }
+            b"cache_creation" => {
+                seen.once(4)?;
+                u.cache_creation = cache_creation(c)?;
+            }
+            // Another member (`service_tier`, …): serde would step over it, checking it; what is
+            // checked here as serde checks it is a string or a plain number; anything else goes
+            // to serde.
+            _ => match c.peek()? {
+                b'"' => {
+                    c.string()?;
+                }
+                _ => {
+                    c.opt_plain_u64()?;
+                }
+            },
+        }
+    }
+    Some(Some(u))
+}
+
+fn cache_creation(c: &mut Cursor<'_>) -> Option<Option<CacheCreation>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut cc = CacheCreation::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        c.peek()?;
+        match key {
+            b"ephemeral_5m_input_tokens" => {
+                seen.once(0)?;
+                cc.ephemeral_5m_input_tokens = c.opt_plain_u64()?;
+            }
+            b"ephemeral_1h_input_tokens" => {
+                seen.once(1)?;
+                cc.ephemeral_1h_input_tokens = c.opt_plain_u64()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(Some(cc))
 }
 
 /// A message's content: a string is one text block; anything but a string or blocks is none.
@@ -421,6 +504,16 @@ mod tests {
             format!("{{{t},\"requestId\":\"r\",\"requestSessionId\":\"orig\"}}"),
             format!("{{{t},\"unknown\":{{\"a\":1}},\"unknown\":2}}"),
             format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}"),
+            format!(
+                "{{{t},\"message\":{{\"usage\":{{\"input_tokens\":0,\"cache_creation_input_tokens\":null,\"cache_read_input_tokens\":18446744073709551615,\"cache_creation\":{{\"ephemeral_5m_input_tokens\":5,\"ephemeral_1h_input_tokens\":0}},\"output_tokens\":9,\"service_tier\":\"standard\",\"x\":7}}}}}}"
+            ),
+            format!("{{{t},\"message\":{{\"usage\":null}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"cache_creation\":null,\"output_tokens\" : 2 }}}}}}"),
+            // Left to serde on the value, which reads these too.
+            format!(
+                "{{{t},\"message\":{{\"usage\":{{\"server_tool_use\":{{\"web_search_requests\":0}},\"output_tokens\":3}}}}}}"
+            ),
+            format!("{{{t},\"message\":{{\"usage\":{{\"cache_creation\":{{\"other\":1}}}}}}}}"),
             // Interactive 2.1.332: the snake-case session beside the camel one (stale after `/clear`).
             format!("{{{t},\"session_id\":\"before-clear\"}}"),
         ];
@@ -438,6 +531,12 @@ mod tests {
             format!("{{{t},\"message\":{{\"content\":[7]}}}}"),
             format!("{{{t},\"message\":{{\"content\":[{{\"text\":5}}]}}}}"),
             format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":-3}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":18446744073709551616}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":1,\"input_tokens\":2}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":01}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"x\":tru}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"output_tokens\":1e1}}}}}}"),
+            format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":-0}}}}}}"),
             format!("{{{t},\"message\":{{\"content\":\"raw \u{1} byte\"}}}}"),
             format!("{{{t},\"data\":7}}"),
             format!("{{{t},\"toolUseResult\":[1]}}"),
