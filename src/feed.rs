@@ -166,6 +166,8 @@ struct Reader<'i, I: ?Sized> {
     seq: u64,
     /// Set once every input is read, one failed, or the router has gone: nothing more to read.
     over: bool,
+    /// The last input's tail buffer, for the next one.
+    spare: Vec<u8>,
 }
 
 impl<I: Inputs + ?Sized> Reader<'_, I> {
@@ -183,7 +185,10 @@ impl<I: Inputs + ?Sized> Reader<'_, I> {
                 let n = self.next;
                 self.next += 1;
                 match self.inputs.open(n) {
-                    Ok(reader) => self.current = Some((Cutter::new(reader, files::MAX_LINE), self.inputs.origin(n))),
+                    Ok(reader) => {
+                        let cutter = Cutter::with_spare(reader, files::MAX_LINE, std::mem::take(&mut self.spare));
+                        self.current = Some((cutter, self.inputs.origin(n)));
+                    }
                     Err(error) => return Some(self.failed("opening", n, error)),
                 }
                 continue;
@@ -195,7 +200,11 @@ impl<I: Inputs + ?Sized> Reader<'_, I> {
                     self.seq += 1;
                     return Some((self.seq, Step::Chunk(records)));
                 }
-                Ok(None) => self.current = None,
+                Ok(None) => {
+                    if let Some((cutter, _)) = self.current.take() {
+                        self.spare = cutter.into_spare();
+                    }
+                }
                 Err(error) => return Some(self.failed("reading", self.next - 1, error)),
             }
         }
@@ -336,7 +345,15 @@ pub fn feed(
     also: &mut (impl Sink + ?Sized),
 ) -> Result<(), Failed> {
     let shared = Shared {
-        reader: Mutex::new(Reader { inputs, chunk_bytes, next: 0, current: None, seq: 0, over: false }),
+        reader: Mutex::new(Reader {
+            inputs,
+            chunk_bytes,
+            next: 0,
+            current: None,
+            seq: 0,
+            over: false,
+            spare: Vec::new(),
+        }),
         pool: Mutex::new(Pool { free: (0..IN_FLIGHT).map(|_| None).collect(), waiting: 0, closed: false }),
         given_back: Condvar::new(),
         chunk_bytes,

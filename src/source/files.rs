@@ -369,8 +369,10 @@ impl Cut {
 /// same reader, in the same order, however the reads fall.
 pub struct Cutter<R> {
     reader: R,
-    /// The unfinished line after the last chunk's last `\n`: the start of the next chunk.
+    /// A buffer whose first `carried` bytes are the unfinished line after the last chunk's last
+    /// `\n`: the next chunk is read into it, so those bytes are copied once, not twice.
     carry: Vec<u8>,
+    carried: usize,
     max_line: usize,
     first: bool,
     ended: bool,
@@ -385,7 +387,26 @@ impl<R: Read> Cutter<R> {
     /// Lines over `max_line` (at least [`HEAD`]) bytes are [`Cut::TooLong`].
     pub fn new(reader: R, max_line: usize) -> Self {
         // A bound below the head's length would leave the head past what was read.
-        Self { reader, carry: Vec::new(), max_line: max_line.max(HEAD), first: true, ended: false, failed: None }
+        Self {
+            reader,
+            carry: Vec::new(),
+            carried: 0,
+            max_line: max_line.max(HEAD),
+            first: true,
+            ended: false,
+            failed: None,
+        }
+    }
+
+    /// [`Cutter::new`], reading the next input's first tail into `spare` (a buffer a finished
+    /// cutter gave back with [`Cutter::into_spare`]) rather than into a new one.
+    pub fn with_spare(reader: R, max_line: usize, spare: Vec<u8>) -> Self {
+        Self { carry: spare, ..Self::new(reader, max_line) }
+    }
+
+    /// The buffer kept for tails, for the next input's cutter.
+    pub fn into_spare(self) -> Vec<u8> {
+        self.carry
     }
 
     /// Reads the next chunk of at least `target` bytes (or up to the end) into `buf`, whose length
@@ -396,13 +417,15 @@ impl<R: Read> Cutter<R> {
         if self.ended {
             return self.failed.take().map_or(Ok(None), Err);
         }
-        let room = target.max(MIN_CHUNK).max(self.carry.len().saturating_mul(2));
+        let mut filled = std::mem::take(&mut self.carried);
+        if filled > 0 {
+            // The caller's buffer holds the next tail.
+            std::mem::swap(buf, &mut self.carry);
+        }
+        let room = target.max(MIN_CHUNK).max(filled.saturating_mul(2));
         if buf.len() < room {
             buf.resize(room, 0);
         }
-        let mut filled = self.carry.len();
-        buf[..filled].copy_from_slice(&self.carry);
-        self.carry.clear();
         let mut start = 0;
         // Bytes from `start` up to here hold no `\n`.
         let mut searched = 0;
@@ -451,8 +474,17 @@ impl<R: Read> Cutter<R> {
     /// next chunk.
     fn last_line_end(&mut self, buf: &[u8], from: usize, filled: usize) -> Option<usize> {
         let end = from + memchr::memrchr(b'\n', &buf[from..filled])? + 1;
-        self.carry.extend_from_slice(&buf[end..filled]);
+        self.keep(&buf[end..filled]);
         Some(end)
+    }
+
+    /// Keeps the bytes after a chunk's last whole line for the next chunk.
+    fn keep(&mut self, tail: &[u8]) {
+        if self.carry.len() < tail.len() {
+            self.carry.resize(tail.len(), 0);
+        }
+        self.carry[..tail.len()].copy_from_slice(tail);
+        self.carried = tail.len();
     }
 
     /// A line over the bound fills `buf[start..filled]`: keeps its head, reads past its end.
@@ -475,7 +507,7 @@ impl<R: Read> Cutter<R> {
                 return Ok(Cut::TooLong { len, head });
             }
             if let Some(nl) = memchr::memchr(b'\n', &buf[filled..filled + n]) {
-                self.carry.extend_from_slice(&buf[filled + nl + 1..filled + n]);
+                self.keep(&buf[filled + nl + 1..filled + n]);
                 return Ok(Cut::TooLong { len: len + nl, head });
             }
             len += n;
