@@ -20,8 +20,8 @@ use crate::wire::{self, Line, Lowered, Malformed, Origin};
 
 /// Record bytes per chunk: big enough that handing one over costs next to nothing, small enough
 /// that the threads share the work evenly and a chunk with its decoded lines stays in cache. On
-/// the Claude folder of `benches/ingest`, 256 KiB and 1 MiB chunks were slower than this, and
-/// 24 KiB no faster.
+/// the Claude folder of `benches/ingest` (measured when a reader thread of its own cut the
+/// chunks), 256 KiB and 1 MiB chunks were slower than this, and 24 KiB no faster.
 pub const CHUNK_BYTES: usize = 48 << 10;
 /// Chunks read but not yet routed, at most: what bounds the memory of the hand-over.
 const IN_FLIGHT: usize = 8;
