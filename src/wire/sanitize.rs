@@ -127,16 +127,23 @@ fn suspects(x: u64) -> u64 {
 }
 
 /// Whether every byte is printable ASCII, newline or tab: the text of nearly every delta.
-/// Eight bytes at a time (SWAR); a word that may hold anything else is checked byte by byte.
 fn is_plain(raw: &[u8]) -> bool {
+    plain_prefix(raw) == raw.len()
+}
+
+/// How many leading bytes are printable ASCII, newline or tab, in whole words but the last:
+/// eight bytes at a time (SWAR); a word that may hold anything else is checked byte by byte.
+fn plain_prefix(raw: &[u8]) -> usize {
     let mut words = raw.chunks_exact(8);
+    let mut at = 0;
     for word in &mut words {
         let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
         if suspects(x) != 0 && !word.iter().copied().all(is_plain_ascii) {
-            return false;
+            return at;
         }
+        at += 8;
     }
-    words.remainder().iter().copied().all(is_plain_ascii)
+    if words.remainder().iter().copied().all(is_plain_ascii) { raw.len() } else { at }
 }
 
 /// A byte that may begin what the sanitiser drops: a C0 control but `\n` and `\t`, DEL, or the
@@ -213,13 +220,12 @@ fn next_suspect(raw: &[u8], from: usize) -> usize {
 }
 
 fn push_sanitized(out: &mut String, raw: &str) {
-    if is_plain(raw.as_bytes()) {
-        out.push_str(raw);
-        return;
-    }
+    // The plain start is not looked at twice. A word boundary inside it is ASCII, so a char
+    // boundary.
+    let mut at = plain_prefix(raw.as_bytes());
+    out.push_str(&raw[..at]);
     // Text that cannot hold a control (accents, CJK, emoji) is copied a run at a time; only a
     // char that may be one, and the sequence it may introduce, goes through the rules.
-    let mut at = 0;
     while at < raw.len() {
         let next = next_suspect(raw.as_bytes(), at);
         out.push_str(&raw[at..next]);
