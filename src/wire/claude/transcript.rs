@@ -62,6 +62,9 @@ pub struct ClaudeLine<'a> {
     /// only these members matter).
     #[serde(rename = "toolUseResult", borrow, default, deserialize_with = "agent_result")]
     pub agent_result: Option<AgentResult<'a>>,
+    /// A tool result line's permission check (2.1.332): a `reject` is a call the CLI refused to run.
+    #[serde(borrow, default, deserialize_with = "decision")]
+    pub permission_decision: Option<Decision<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
     // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
@@ -202,6 +205,21 @@ pub struct AgentResult<'a> {
     pub agent_id: Option<Str<'a>>,
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub status: Option<Str<'a>>,
+}
+
+/// How a tool call's permission was decided (`permissionDecision` of a transcript line,
+/// `tool_result_meta[].permission_decision` of stream-json): `accept` or `reject`, by a `source`
+/// (the settings, the permission mode, the user).
+#[derive(Debug, Default, Deserialize)]
+pub struct Decision<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub decision: Option<Str<'a>>,
+}
+
+impl Decision<'_> {
+    pub fn refused(&self) -> bool {
+        self.decision.as_deref().is_some_and(|d| matches!(d, "reject" | "deny"))
+    }
 }
 
 impl<'a> ClaudeLine<'a> {
@@ -373,6 +391,11 @@ fn agent_result<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentRe
     Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
 }
 
+/// `permissionDecision`, when it is an object: a newer CLI's other shape is no reason to lose the line.
+fn decision<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Decision<'de>>, D::Error> {
+    Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
+}
+
 /// Lowers one transcript line into `out` (whose time and raw text the caller has set).
 pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     out.format = Format::ClaudeTranscript;
@@ -533,13 +556,20 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     }
     for block in results {
         let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
-        let failed = block.is_error == Some(true);
+        // A refused call never ran: declined, not a failure of the tool.
+        let status = if line.permission_decision.as_ref().is_some_and(Decision::refused) {
+            ItemStatus::Declined
+        } else if block.is_error == Some(true) {
+            ItemStatus::Failed
+        } else {
+            ItemStatus::Completed
+        };
         facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
             text: Some(sanitize(&block.content)),
             text_rule: TextRule::Output,
-            status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
+            status: Some(status),
             completed_ms: time,
             ..ItemFact::default()
         })));
@@ -575,6 +605,20 @@ mod tests {
 
     fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
         l.facts.iter().collect()
+    }
+
+    /// 2.1.332 writes every tool result's permission check on its line; a refused call (not in the
+    /// working directory, a Bash rule missing, the plan mode) never ran.
+    #[test]
+    fn a_refused_call_is_declined_and_an_accepted_one_is_the_tool_s_own() {
+        let refused = r#"{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to write to /tmp/x.txt, but you haven't granted it yet.","is_error":true,"tool_use_id":"toolu_w"}]},"toolUseResult":"Error: Claude requested permissions to write to /tmp/x.txt, but you haven't granted it yet.","toolDenialKind":"user-rejected","permissionDecision":{"decision":"reject","source":"config","reasonCode":"workingDir"}}"#;
+        lowered(refused, |l| {
+            assert!(matches!(facts(l)[1], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Declined)));
+        });
+        let failed = refused.replace(r#""decision":"reject""#, r#""decision":"accept""#);
+        lowered(&failed, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
+        let odd = refused.replace(r#"{"decision":"reject","source":"config","reasonCode":"workingDir"}"#, "7");
+        lowered(&odd, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
     }
 
     #[test]
