@@ -90,6 +90,10 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
                 seen.once(14)?;
                 line.is_aborted_mid_stream = c.opt_bool()?;
             }
+            "entrypoint" => {
+                seen.once(18)?;
+                line.entrypoint = c.opt_str()?;
+            }
             "permissionDecision" => {
                 seen.once(17)?;
                 line.permission_decision = decision(&mut c)?;
@@ -386,7 +390,7 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 30, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 31, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
@@ -452,6 +456,7 @@ mod tests {
                 "{{{t},\"permissionDecision\":{{\"decision\":\"reject\",\"source\":\"config\",\"reasonCode\":\"workingDir\"}}}}"
             ),
             format!("{{{t},\"permissionDecision\":null}}"),
+            format!("{{{t},\"entrypoint\":\"cli\"}}"),
         ];
         for record in &plain {
             assert!(agrees(record), "read in one pass: {record}");
@@ -471,6 +476,7 @@ mod tests {
             format!("{{{t},\"data\":7}}"),
             format!("{{{t},\"toolUseResult\":[1]}}"),
             format!("{{{t},\"permissionDecision\":\"reject\"}}"),
+            format!("{{{t},\"entrypoint\":1}}"),
             format!("{{{t},\"\\u0074ype\":\"x\"}}"),
             format!("{{{t},}}"),
             format!("{{{t}"),

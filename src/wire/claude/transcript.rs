@@ -65,6 +65,9 @@ pub struct ClaudeLine<'a> {
     /// A tool result line's permission check (2.1.332): a `reject` is a call the CLI refused to run.
     #[serde(borrow, default, deserialize_with = "decision")]
     pub permission_decision: Option<Decision<'a>>,
+    /// How the CLI was started: `cli` (interactive), `sdk-cli` (`-p`), `sdk-ts`, ...
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub entrypoint: Option<Str<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
     // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
@@ -242,6 +245,13 @@ impl<'a> ClaudeLine<'a> {
     /// no agent and marks nothing.)
     pub fn is_main(&self) -> bool {
         self.sub_agent().is_none() && (self.agent_id.is_some() || self.is_sidechain != Some(true))
+    }
+
+    /// Whether an interrupt on this line ends the whole session: it is the session's own, and not the
+    /// interactive CLI's, where Esc stops only the turn (the CLI waits for the next prompt, and its
+    /// background agents go on working).
+    pub fn interrupt_ends_session(&self) -> bool {
+        self.is_main() && self.entrypoint.as_deref() != Some("cli")
     }
 
     pub fn blocks(&self) -> &[Block<'a>] {
@@ -480,7 +490,7 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
         outcome::api_error(line.api_error_status, &text.join("\n"), facts);
     } else if line.is_aborted_mid_stream == Some(true) {
-        outcome::interrupted(line.is_main(), facts);
+        outcome::interrupted(line.interrupt_ends_session(), facts);
     }
 }
 
@@ -540,7 +550,7 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         if line.is_meta != Some(true) {
             let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
             if text.first().is_some_and(|t| outcome::is_interrupt_note(t)) {
-                outcome::interrupted(line.is_main(), facts);
+                outcome::interrupted(line.interrupt_ends_session(), facts);
                 return;
             }
             let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -619,6 +629,33 @@ mod tests {
         lowered(&failed, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
         let odd = refused.replace(r#"{"decision":"reject","source":"config","reasonCode":"workingDir"}"#, "7");
         lowered(&odd, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
+    }
+
+    /// Esc in the interactive CLI (2.1.332, `entrypoint: cli`) stops the session's turn; the CLI waits
+    /// for the next prompt and its background agents go on (their files keep growing, and the CLI
+    /// says "Waiting for 2 background agents to finish"). `-p` (`sdk-cli`) exits on SIGINT: nothing of
+    /// it runs any more.
+    #[test]
+    fn an_interactive_interrupt_ends_the_turn_and_a_print_mode_one_the_session() {
+        let note = |entry: &str| {
+            format!(
+                r#"{{"type":"user","sessionId":"s","uuid":"u","isSidechain":false,"entrypoint":"{entry}","message":{{"role":"user","content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#
+            )
+        };
+        let ends = |l: &Lowered<'_>| facts(l).iter().any(|f| matches!(f, Fact::SessionEnded(e) if e.interrupted));
+        let turn = |l: &Lowered<'_>| {
+            facts(l).iter().any(
+                |f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(crate::wire::fact::TurnOutcome::Interrupted)),
+            )
+        };
+        lowered(&note("cli"), |l| {
+            assert!(turn(l));
+            assert!(!ends(l), "the interactive session goes on");
+        });
+        lowered(&note("sdk-cli"), |l| {
+            assert!(turn(l));
+            assert!(ends(l), "-p exits on SIGINT");
+        });
     }
 
     #[test]
