@@ -90,6 +90,14 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
                 seen.once(14)?;
                 line.is_aborted_mid_stream = c.opt_bool()?;
             }
+            "subtype" => {
+                seen.once(19)?;
+                line.subtype = c.opt_str()?;
+            }
+            "isCompactSummary" => {
+                seen.once(20)?;
+                line.is_compact_summary = c.opt_bool()?;
+            }
             "entrypoint" => {
                 seen.once(18)?;
                 line.entrypoint = c.opt_str()?;
@@ -390,7 +398,7 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 31, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 33, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
@@ -457,6 +465,7 @@ mod tests {
             ),
             format!("{{{t},\"permissionDecision\":null}}"),
             format!("{{{t},\"entrypoint\":\"cli\"}}"),
+            format!("{{{t},\"subtype\":\"local_command\",\"isCompactSummary\":true}}"),
         ];
         for record in &plain {
             assert!(agrees(record), "read in one pass: {record}");
@@ -477,6 +486,7 @@ mod tests {
             format!("{{{t},\"toolUseResult\":[1]}}"),
             format!("{{{t},\"permissionDecision\":\"reject\"}}"),
             format!("{{{t},\"entrypoint\":1}}"),
+            format!("{{{t},\"isCompactSummary\":\"yes\"}}"),
             format!("{{{t},\"\\u0074ype\":\"x\"}}"),
             format!("{{{t},}}"),
             format!("{{{t}"),

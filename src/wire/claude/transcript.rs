@@ -65,6 +65,12 @@ pub struct ClaudeLine<'a> {
     /// A tool result line's permission check (2.1.332): a `reject` is a call the CLI refused to run.
     #[serde(borrow, default, deserialize_with = "decision")]
     pub permission_decision: Option<Decision<'a>>,
+    /// `system` lines: `local_command` (the output of a slash command), `compact_boundary`, ...
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub subtype: Option<Str<'a>>,
+    /// The summary a compaction continues the session from (a `user` line, not a prompt).
+    #[serde(default)]
+    pub is_compact_summary: Option<bool>,
     /// How the CLI was started: `cli` (interactive), `sdk-cli` (`-p`), `sdk-ts`, ...
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub entrypoint: Option<Str<'a>>,
@@ -424,6 +430,10 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     match line.kind.as_deref() {
         Some("assistant") => assistant(line, out),
         Some("user") => user(line, out),
+        Some("system") if line.subtype.as_deref() == Some("local_command") => {
+            let uuid = line.uuid.as_deref().unwrap_or_default();
+            super::local::answered(uuid, None, out.time, &mut out.facts);
+        }
         Some("cost-state") => {
             let raw = out.raw;
             outcome::cost_state(raw, &mut out.facts);
@@ -554,6 +564,19 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
                 return;
             }
             let uuid = line.uuid.as_deref().unwrap_or_default();
+            let first = text.first().copied().unwrap_or_default();
+            if line.is_compact_summary == Some(true) {
+                super::local::summary(uuid, &text.join("\n"), time, facts);
+                return;
+            }
+            if let Some(command) = super::local::command(first) {
+                super::local::ran(uuid, &command, time, facts);
+                return;
+            }
+            if let Some(output) = super::local::output(first) {
+                super::local::answered(uuid, Some(output), time, facts);
+                return;
+            }
             facts.push(Fact::TurnStarted(TurnStarted {
                 turn: Some(Cow::Borrowed(uuid)),
                 own_root_turn: false,
@@ -604,7 +627,7 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
 mod tests {
     use super::*;
     use crate::wire::Clean;
-    use crate::wire::fact::{Fact, ItemStatus, Lowered, Parentage, Status, StatusChange, Subject};
+    use crate::wire::fact::{Fact, ItemKind, ItemStatus, Lowered, Parentage, Status, StatusChange, Subject};
 
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
         let line = parse(text).expect("a transcript line");
@@ -655,6 +678,41 @@ mod tests {
         lowered(&note("sdk-cli"), |l| {
             assert!(turn(l));
             assert!(ends(l), "-p exits on SIGINT");
+        });
+    }
+
+    /// `/compact` typed in the interactive CLI (2.1.332), in the order the file has them: the summary,
+    /// the command, its output. None is a prompt; the session ends idle, not running for good.
+    #[test]
+    fn a_local_command_is_a_turn_of_its_own_that_its_output_ends() {
+        let running = |l: &Lowered<'_>| {
+            facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Set(Status::Running)))
+        };
+        let summary = r#"{"type":"user","sessionId":"s","uuid":"u1","isSidechain":false,"isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"This session is being continued from a previous conversation that ran out of context."}}"#;
+        lowered(summary, |l| {
+            assert!(!running(l));
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(i) if i.kind == Some(ItemKind::Compaction))));
+            assert!(!facts(l).iter().any(|f| matches!(f, Fact::TurnStarted(_))), "no turn of its own");
+        });
+        let command = r#"{"type":"user","sessionId":"s","uuid":"u2","isSidechain":false,"rowSource":"local","message":{"role":"user","content":"<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args></command-args>"}}"#;
+        lowered(command, |l| {
+            assert!(!running(l), "nothing asks the model");
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::TurnStarted(_))));
+            assert!(
+                facts(l)
+                    .iter()
+                    .any(|f| matches!(f, Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("/compact")))
+            );
+        });
+        let output = r#"{"type":"user","sessionId":"s","uuid":"u3","isSidechain":false,"message":{"role":"user","content":"<local-command-stdout>\u001b[2mCompacted (ctrl+o to see full summary)\u001b[22m</local-command-stdout>"}}"#;
+        lowered(output, |l| {
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Idle)));
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("Compacted (ctrl+o to see full summary)"))));
+        });
+        // `/clear` leaves its output as the new session's `system` line.
+        let clear = r#"{"type":"system","subtype":"local_command","sessionId":"s","uuid":"u4","isSidechain":false,"content":"<local-command-stdout></local-command-stdout>","commandRun":{"command":"clear","args":""}}"#;
+        lowered(clear, |l| {
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Idle)));
         });
     }
 
