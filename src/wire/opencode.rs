@@ -361,6 +361,19 @@ fn child_name(title: &str) -> &str {
     }
 }
 
+/// The title OpenCode gives a session until its title request answers (`New session - <ISO time>`,
+/// `Child session - …`; OpenCode's own `isDefaultTitle`): no name. Taken for one, it was the name for
+/// good, as a thread keeps the first name it is given.
+fn is_placeholder(title: &str) -> bool {
+    let Some(time) = title.strip_prefix("New session - ").or_else(|| title.strip_prefix("Child session - ")) else {
+        return false;
+    };
+    // `2026-12-01T17:43:49.104Z`: digits where the ISO form has them.
+    let shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+    time.len() == shape.len()
+        && time.bytes().zip(shape.bytes()).all(|(c, s)| if s == b'd' { c.is_ascii_digit() } else { c == s })
+}
+
 /// A session: its place under `parentID`, its names and model, and what OpenCode priced it at.
 fn session<'l>(info: &'l Info<'_>, out: &mut Lowered<'l>) {
     let Some(id) = info.id.as_deref().filter(|i| !i.is_empty()) else { return };
@@ -372,6 +385,7 @@ fn session<'l>(info: &'l Info<'_>, out: &mut Lowered<'l>) {
     let child = matches!(parentage, Parentage::Child { .. });
     let mut fact = ThreadFact::new(Cow::Borrowed(id), parentage);
     let title = info.title.as_deref().unwrap_or_default();
+    let title = if is_placeholder(title) { "" } else { title };
     fact.nickname = Some(sanitize(if child { child_name(title) } else { title })).filter(|n| !n.is_empty());
     fact.role = info.agent.as_deref().map(sanitize).filter(|r| !r.is_empty());
     let model = info.model.as_ref().and_then(|m| m.id.as_deref().or(m.model_id.as_deref())).filter(|m| !m.is_empty());
@@ -456,7 +470,9 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
         let (message, aborted) = error_text(info.error);
         out.weight = Weight::Closing;
         let outcome = if aborted { TurnOutcome::Interrupted } else { TurnOutcome::Failed };
-        facts.push(Fact::TurnEnded(TurnEnded { turn, outcome: Some(outcome), error: message.clone() }));
+        // An abort is the user's, not an error of the agent's: no error to mark its lane with.
+        let error = if aborted { None } else { message.clone() };
+        facts.push(Fact::TurnEnded(TurnEnded { turn, outcome: Some(outcome), error }));
         if aborted {
             facts.push(status(StatusChange::Set(Status::Interrupted)));
         } else {
@@ -637,6 +653,17 @@ mod tests {
         format!(r#"{{"opencode":"row","event":{{"type":"{kind}","properties":{props}}}}}"#)
     }
 
+    /// The TUI (1.18.33) creates a session titled `New session - <time>` and renames it once the title
+    /// request answers; the placeholder is no name, the real title names the session.
+    #[test]
+    fn a_placeholder_title_is_no_name() {
+        assert!(is_placeholder("New session - 2026-12-01T17:43:49.104Z"));
+        assert!(is_placeholder("Child session - 2026-12-01T17:43:49.104Z"));
+        assert!(!is_placeholder("New session - tomorrow"));
+        assert!(!is_placeholder("Mock session title"));
+        assert!(!is_placeholder("New session - 2026-12-01T17:43:49.104Z and more"));
+    }
+
     #[test]
     fn sessions_become_threads_under_their_parent_id() {
         let child = row(
@@ -729,6 +756,8 @@ mod tests {
                 matches!(f.iter().find(|f| matches!(f, Fact::TurnEnded(_))), Some(Fact::TurnEnded(e)) if e.outcome == Some(TurnOutcome::Interrupted))
             );
             assert!(matches!(f.last(), Some(Fact::Status(s)) if s.change == StatusChange::Set(Status::Interrupted)));
+            // The TUI's Esc aborts this way too (1.18.33): the lane shows it interrupted, not "retried".
+            assert!(!f.iter().any(|f| matches!(f, Fact::Error(_) | Fact::TurnEnded(TurnEnded { error: Some(_), .. }))));
         });
         // Killed: nothing written; the source says the lock's pid is dead.
         lowered(r#"{"opencode":"dead","sessionID":"ses_r"}"#, |l| {
