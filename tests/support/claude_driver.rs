@@ -110,7 +110,7 @@ impl ClaudeRun {
 }
 
 /// The CLI's environment: only what it needs, so nothing of the developer's (keys, proxies, config) leaks in.
-fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString, OsString)> {
+pub fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vec![
         ("HOME".into(), world.home.clone().into()),
         ("TMPDIR".into(), world.root.path().join("tmp").into()),
