@@ -234,7 +234,7 @@ async fn real_claude_interactive_esc_keeps_background_agents_and_local_commands_
     let lead = p.model.threads.iter().find(|t| t.depth == 0).expect("the session");
     assert_eq!(lead.status, Status::Interrupted, "the session's turn was interrupted");
     let helper = p.model.threads.iter().find(|t| t.depth == 1).expect("the helper under the session");
-    assert_eq!(helper.nickname.as_ref().map(|n| n.as_str()), Some("Slow helper"));
+    assert_eq!(helper.nickname.as_ref().map(swarmtop::wire::Clean::as_str), Some("Slow helper"));
     if text.contains("helper: README.md") {
         eprintln!("the helper finished before the check: its running state was not observed");
     } else {
