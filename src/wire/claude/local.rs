@@ -10,6 +10,11 @@
 //!   is being continued from a previous conversation…").
 //!
 //! Read as prompts, each opened a turn and left the session running for good: no answer follows.
+//!
+//! Also the CLI's note to the session that a background agent stopped (`origin.kind:
+//! task-notification`, a turn of the session's own): `<task-notification><task-id>…<status>completed
+//! </status><summary>Agent "X" finished</summary><note>…</note><result>…</result><usage>…</usage>`,
+//! shown by its summary and result rather than as markup.
 
 use std::borrow::Cow;
 
@@ -39,6 +44,21 @@ pub fn output(text: &str) -> Option<&str> {
         .iter()
         .find_map(|s| between(text, &format!("<local-command-{s}>"), &format!("</local-command-{s}>")))
         .filter(|_| text.starts_with("<local-command-"))
+}
+
+/// A background agent's notification, as the lane shows it: its summary, then its result.
+pub fn notification(text: &str) -> Option<String> {
+    let text = text.trim_start();
+    if !text.starts_with("<task-notification>") {
+        return None;
+    }
+    let summary = between(text, "<summary>", "</summary>").map(str::trim).filter(|s| !s.is_empty());
+    let result = between(text, "<result>", "</result>").map(str::trim).filter(|s| !s.is_empty());
+    match (summary, result) {
+        (Some(s), Some(r)) => Some(format!("{s}\n{r}")),
+        (Some(one), None) | (None, Some(one)) => Some(one.to_owned()),
+        (None, None) => None,
+    }
 }
 
 fn between<'t>(text: &'t str, open: &str, close: &str) -> Option<&'t str> {
@@ -102,6 +122,17 @@ mod tests {
         assert_eq!(command(model).as_deref(), Some("/model haiku"));
         assert_eq!(command("Please run <command-name>/x</command-name> for me"), None, "a prompt quoting one");
         assert_eq!(command("[[agent:root]] Look at this project"), None);
+    }
+
+    #[test]
+    fn a_notification_is_shown_by_its_summary_and_result() {
+        let note = "<task-notification>\n<task-id>a5d8973a88e920f24</task-id>\n<tool-use-id>toolu_B</tool-use-id>\n<output-file>/tmp/x.output</output-file>\n<status>completed</status>\n<summary>Agent \"Background listing (B)\" finished</summary>\n<note>A task-notification fires each time this agent stops.</note>\n<result>B: README.md and main.py are there.</result>\n<usage><subagent_tokens>6448</subagent_tokens></usage>\n</task-notification>";
+        assert_eq!(
+            notification(note).as_deref(),
+            Some("Agent \"Background listing (B)\" finished\nB: README.md and main.py are there.")
+        );
+        assert_eq!(notification("<task-notification><task-id>a</task-id></task-notification>"), None);
+        assert_eq!(notification("What is a <task-notification>?"), None);
     }
 
     #[test]

@@ -582,7 +582,8 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
                 own_root_turn: false,
                 ends_previous: true,
             }));
-            facts.push(block_item(uuid.to_owned(), ItemKind::UserMessage, &text.join("\n"), time));
+            let shown = super::local::notification(first).unwrap_or_else(|| text.join("\n"));
+            facts.push(block_item(uuid.to_owned(), ItemKind::UserMessage, &shown, time));
             facts.push(status(Status::Running));
         }
         return;
