@@ -98,6 +98,10 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
                 seen.once(20)?;
                 line.is_compact_summary = c.opt_bool()?;
             }
+            "toolDenialKind" => {
+                seen.once(21)?;
+                line.tool_denial_kind = c.opt_str()?;
+            }
             "entrypoint" => {
                 seen.once(18)?;
                 line.entrypoint = c.opt_str()?;
@@ -398,7 +402,7 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 33, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 34, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
@@ -465,6 +469,7 @@ mod tests {
             ),
             format!("{{{t},\"permissionDecision\":null}}"),
             format!("{{{t},\"entrypoint\":\"cli\"}}"),
+            format!("{{{t},\"toolDenialKind\":\"user-rejected\"}}"),
             format!("{{{t},\"subtype\":\"local_command\",\"isCompactSummary\":true}}"),
         ];
         for record in &plain {

@@ -71,6 +71,10 @@ pub struct ClaudeLine<'a> {
     /// The summary a compaction continues the session from (a `user` line, not a prompt).
     #[serde(default)]
     pub is_compact_summary: Option<bool>,
+    /// Why a tool call did not run: `user-rejected` when the user said no at its prompt or stopped
+    /// the turn (Esc, SIGINT) while it waited or ran; `permission-rule` for a rule or hook.
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub tool_denial_kind: Option<Str<'a>>,
     /// How the CLI was started: `cli` (interactive), `sdk-cli` (`-p`), `sdk-ts`, ...
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub entrypoint: Option<Str<'a>>,
@@ -593,6 +597,9 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         // A refused call never ran: declined, not a failure of the tool.
         let status = if line.permission_decision.as_ref().is_some_and(Decision::refused) {
             ItemStatus::Declined
+        } else if line.tool_denial_kind.as_deref() == Some("user-rejected") {
+            // The user stopped it (said no, or interrupted): the line cannot tell which; not a failure.
+            ItemStatus::Interrupted
         } else if block.is_error == Some(true) {
             ItemStatus::Failed
         } else {
@@ -650,9 +657,16 @@ mod tests {
             assert!(matches!(facts(l)[1], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Declined)));
         });
         let failed = refused.replace(r#""decision":"reject""#, r#""decision":"accept""#);
+        let failed = failed.replace(r#""toolDenialKind":"user-rejected","#, "");
         lowered(&failed, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
         let odd = refused.replace(r#"{"decision":"reject","source":"config","reasonCode":"workingDir"}"#, "7");
+        let odd = odd.replace(r#""toolDenialKind":"user-rejected","#, "");
         lowered(&odd, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
+        // "No" at the interactive prompt, or Esc / SIGINT while the call waits or runs: written alike.
+        let stopped = r#"{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.","is_error":true,"tool_use_id":"toolu_b"}]},"toolUseResult":"User rejected tool use","toolDenialKind":"user-rejected"}"#;
+        lowered(stopped, |l| {
+            assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Interrupted)));
+        });
     }
 
     /// Esc in the interactive CLI (2.1.332, `entrypoint: cli`) stops the session's turn; the CLI waits
