@@ -234,6 +234,9 @@ pub struct ToolMetadata<'a> {
     pub session_id: Option<Str<'a>>,
     #[serde(default)]
     pub exit: Option<i64>,
+    /// Set when the call was stopped by an abort (with `error: "Tool execution aborted"`).
+    #[serde(default)]
+    pub interrupted: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -488,9 +491,18 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
     }
 }
 
-fn item_status(s: Option<&str>) -> ItemStatus {
+/// A tool part's state. An `error` is not always a failure (1.18.33, as OpenCode's own UI tells
+/// them): an abort (Esc, the API) stops a running call with `Tool execution aborted` and
+/// `metadata.interrupted`, a `task` whose child was cancelled with `Task cancelled`; a call the user
+/// refused at its permission prompt ends `The user rejected permission to use this specific tool
+/// call.`
+fn item_status(s: Option<&str>, error: Option<&str>, interrupted: bool) -> ItemStatus {
     match s {
         Some("completed") => ItemStatus::Completed,
+        Some("error") if interrupted || matches!(error, Some("Tool execution aborted" | "Task cancelled")) => {
+            ItemStatus::Interrupted
+        }
+        Some("error") if error.is_some_and(|e| e.starts_with("The user rejected permission")) => ItemStatus::Declined,
         Some("error") => ItemStatus::Failed,
         _ => ItemStatus::InProgress,
     }
@@ -551,7 +563,11 @@ fn tool<'l>(part: &'l Part<'_>, id: &'l str, facts: &mut crate::wire::fact::Fact
     let mut fact = ItemFact {
         id: Some(Cow::Borrowed(id)),
         turn: Some(TurnRef::Latest),
-        status: Some(item_status(st)),
+        status: Some(item_status(
+            st,
+            state.and_then(|s| s.error.as_deref()),
+            state.and_then(|s| s.metadata.as_ref()).and_then(|m| m.interrupted) == Some(true),
+        )),
         started_ms: span.start,
         completed_ms: span.end,
         exit_code: state.and_then(|s| s.metadata.as_ref()).and_then(|m| m.exit),
@@ -655,6 +671,21 @@ mod tests {
 
     /// The TUI (1.18.33) creates a session titled `New session - <time>` and renames it once the title
     /// request answers; the placeholder is no name, the real title names the session.
+    /// What an abort and a refusal leave on a tool part (1.18.33): neither is the tool's failure.
+    #[test]
+    fn an_aborted_or_refused_call_is_not_a_failed_one() {
+        assert_eq!(item_status(Some("error"), Some("Task cancelled"), false), ItemStatus::Interrupted);
+        assert_eq!(item_status(Some("error"), Some("Tool execution aborted"), true), ItemStatus::Interrupted);
+        assert_eq!(item_status(Some("error"), Some("something else"), true), ItemStatus::Interrupted);
+        assert_eq!(
+            item_status(Some("error"), Some("The user rejected permission to use this specific tool call."), false),
+            ItemStatus::Declined
+        );
+        assert_eq!(item_status(Some("error"), Some("Subagent failed (task_id: ses_x)"), false), ItemStatus::Failed);
+        assert_eq!(item_status(Some("completed"), None, false), ItemStatus::Completed);
+        assert_eq!(item_status(Some("running"), None, false), ItemStatus::InProgress);
+    }
+
     #[test]
     fn a_placeholder_title_is_no_name() {
         assert!(is_placeholder("New session - 2026-12-01T17:43:49.104Z"));
