@@ -125,6 +125,10 @@ pub struct ResultMeta<'a> {
     pub id: Option<Str<'a>>,
     #[serde(default)]
     pub permission_decision: Option<Decision<'a>>,
+    /// Why the call did not run: `user-rejected` (a No at the prompt, or SIGINT while it waited or
+    /// ran), `permission-rule` (a rule or hook; with a `reject` decision).
+    #[serde(borrow, default)]
+    pub non_execution_kind: Option<Str<'a>>,
 }
 
 /// `result.permission_denials[]`.
@@ -235,12 +239,19 @@ impl StreamLine<'_> {
         self.message.as_ref().and_then(|m| m.note.as_deref())
     }
 
-    /// Whether the CLI refused to run the tool call `call` (`tool_result_meta` of its result).
+    /// What `tool_result_meta` says of the call `call`, if anything.
+    fn meta(&self, call: &str) -> Option<&ResultMeta<'_>> {
+        self.tool_result_meta.iter().flatten().find(|m| m.id.as_deref() == Some(call))
+    }
+
+    /// Whether the CLI refused to run the tool call `call`.
     fn refused(&self, call: &str) -> bool {
-        self.tool_result_meta
-            .iter()
-            .flatten()
-            .any(|m| m.id.as_deref() == Some(call) && m.permission_decision.as_ref().is_some_and(Decision::refused))
+        self.meta(call).and_then(|m| m.permission_decision.as_ref()).is_some_and(Decision::refused)
+    }
+
+    /// Whether the user stopped the call `call` (the line cannot tell a No from an interrupt).
+    fn stopped(&self, call: &str) -> bool {
+        self.meta(call).is_some_and(|m| m.non_execution_kind.as_deref() == Some("user-rejected"))
     }
 
     /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
@@ -524,6 +535,8 @@ fn user<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>
         let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
         let status = if line.refused(tool_use) {
             ItemStatus::Declined
+        } else if line.stopped(tool_use) {
+            ItemStatus::Interrupted
         } else if block.is_error == Some(true) {
             ItemStatus::Failed
         } else {
@@ -859,6 +872,14 @@ mod tests {
         lowered(result, |_, f| {
             assert!(matches!(f[0], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Failed)));
             assert_eq!(f.len(), 1);
+        });
+        // 2.1.332 says why it did not run: the user stopped it (SIGINT here; a No at the prompt alike).
+        let stopped = result.replace(
+            r#""uuid":"u8"}"#,
+            r#""uuid":"u8","tool_use_result":"User rejected tool use","tool_result_meta":[{"id":"toolu_1","non_execution_kind":"user-rejected"}]}"#,
+        );
+        lowered(&stopped, |_, f| {
+            assert!(matches!(f[0], Fact::Item(i) if i.status == Some(ItemStatus::Interrupted)));
         });
     }
 
