@@ -11,7 +11,7 @@
 
 use super::cursor::{Cursor, Seen};
 use super::transcript::{
-    AgentResult, Block, CacheCreation, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, joined,
+    AgentResult, Block, CacheCreation, ClaudeLine, ClaudeMessage, Decision, ProgressData, ToolInput, Usage, joined,
 };
 use crate::wire::json::Str;
 
@@ -91,6 +91,26 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
             b"isAbortedMidStream" => {
                 seen.once(14)?;
                 line.is_aborted_mid_stream = c.opt_bool()?;
+            }
+            b"subtype" => {
+                seen.once(19)?;
+                line.subtype = c.opt_str()?;
+            }
+            b"isCompactSummary" => {
+                seen.once(20)?;
+                line.is_compact_summary = c.opt_bool()?;
+            }
+            b"toolDenialKind" => {
+                seen.once(21)?;
+                line.tool_denial_kind = c.opt_str()?;
+            }
+            b"entrypoint" => {
+                seen.once(18)?;
+                line.entrypoint = c.opt_str()?;
+            }
+            b"permissionDecision" => {
+                seen.once(17)?;
+                line.permission_decision = decision(&mut c)?;
             }
             // Another format's members: its reader decides.
             b"method" | b"params" | b"id" | b"result" | b"error" | b"emittedAtMs" | b"swarmtop" | b"ts" | b"dir"
@@ -387,6 +407,25 @@ fn agent_result<'a>(c: &mut Cursor<'a>) -> Option<Option<AgentResult<'a>>> {
     Some(Some(result))
 }
 
+/// `permissionDecision`: its `decision`; `source`, `reasonCode` are stepped over.
+fn decision<'a>(c: &mut Cursor<'a>) -> Option<Option<Decision<'a>>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut d = Decision::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        if key == b"decision" {
+            seen.once(0)?;
+            d.decision = c.opt_str()?;
+        } else {
+            c.value()?;
+        }
+    }
+    Some(Some(d))
+}
+
 /// A progress line's `data`: its type and agent; its nested message is stepped over.
 fn progress<'a>(c: &mut Cursor<'a>) -> Option<Option<ProgressData<'a>>> {
     if c.peek()? != b'{' {
@@ -446,12 +485,13 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 29, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 34, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
         assert_eq!(members(&format!("{:?}", AgentResult::default())), 2, "AgentResult");
         assert_eq!(members(&format!("{:?}", ProgressData::default())), 2, "ProgressData");
+        assert_eq!(members(&format!("{:?}", Decision::default())), 1, "Decision");
     }
 
     #[test]
@@ -516,6 +556,14 @@ mod tests {
             format!("{{{t},\"message\":{{\"usage\":{{\"cache_creation\":{{\"other\":1}}}}}}}}"),
             // Interactive 2.1.332: the snake-case session beside the camel one (stale after `/clear`).
             format!("{{{t},\"session_id\":\"before-clear\"}}"),
+            // 2.1.332: every tool result's permission check; `reject` is a refused call.
+            format!(
+                "{{{t},\"permissionDecision\":{{\"decision\":\"reject\",\"source\":\"config\",\"reasonCode\":\"workingDir\"}}}}"
+            ),
+            format!("{{{t},\"permissionDecision\":null}}"),
+            format!("{{{t},\"entrypoint\":\"cli\"}}"),
+            format!("{{{t},\"toolDenialKind\":\"user-rejected\"}}"),
+            format!("{{{t},\"subtype\":\"local_command\",\"isCompactSummary\":true}}"),
         ];
         for record in &plain {
             assert!(agrees(record), "read in one pass: {record}");
@@ -540,6 +588,9 @@ mod tests {
             format!("{{{t},\"message\":{{\"content\":\"raw \u{1} byte\"}}}}"),
             format!("{{{t},\"data\":7}}"),
             format!("{{{t},\"toolUseResult\":[1]}}"),
+            format!("{{{t},\"permissionDecision\":\"reject\"}}"),
+            format!("{{{t},\"entrypoint\":1}}"),
+            format!("{{{t},\"isCompactSummary\":\"yes\"}}"),
             format!("{{{t},\"\\u0074ype\":\"x\"}}"),
             format!("{{{t},}}"),
             format!("{{{t}"),
