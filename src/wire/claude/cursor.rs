@@ -209,6 +209,10 @@ impl<'a> Cursor<'a> {
     /// The key of the object's next member (the cursor then at its value), `Some(None)` past its
     /// last. A key with an escape gives up: no key a reader matches has one. Its bytes, which
     /// readers match against ASCII names (a `&str` would cost a char-boundary check per key).
+    // Inlined into each reader's member loop: called for every key (two million on the bench's
+    // Claude folder), its call and return were a fifth of its cost; callgrind 2,019 M -> 1,955 M.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     pub fn key(&mut self, members: &mut Members) -> Option<Option<&'a [u8]>> {
         let mut c = self.peek()?;
         if c == b'}' {
