@@ -556,8 +556,11 @@ impl Router {
             self.threads[thread.index()].own_root_turn = true;
         }
         // The buffered line is known to be this thread's, whatever told that (its own text, its
-        // file, an earlier line): its replay lowers to the same facts.
-        let origin = if origin.thread() == Some(id) {
+        // file, an earlier line): its replay lowers to the same facts. A sidecar's origin already
+        // says all its replay needs: its thread is the agent the file describes, not the parent
+        // whose line it is (made the parent's, the replay described the parent as its own child).
+        let sidecar = origin.info().is_some_and(|i| i.sidecar);
+        let origin = if sidecar || origin.thread() == Some(id) {
             origin.clone()
         } else {
             let mut info = origin.info().cloned().unwrap_or_default();
