@@ -683,9 +683,55 @@ fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
     s.opt_int()
 }
 
+/// A stream delta in the exact shape Codex writes it (seven lines in ten):
+/// `{"method":"item/…","params":{"threadId":…,"turnId":…,"itemId":…,"delta":…[,"summaryIndex":…|
+/// ,"contentIndex":…]},"emittedAtMs":…}`. Its member names are compared as the literals they
+/// always are, in their order, instead of each being scanned and dispatched on. Any other shape
+/// gives up and leaves `msg` as it was, for the general scan; what is read agrees with it.
+fn delta_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
+    if !text.starts_with("{\"method\":\"item/") {
+        return None;
+    }
+    let mut s = Scanner::new(text);
+    s.pos = "{\"method\":".len();
+    let method = s.string()?;
+    s.literal(b",\"params\":{\"threadId\":")?;
+    let thread_id = s.string()?;
+    s.literal(b",\"turnId\":")?;
+    let turn_id = s.string()?;
+    s.literal(b",\"itemId\":")?;
+    let item_id = s.string()?;
+    s.literal(b",\"delta\":")?;
+    let delta = s.string()?;
+    let (mut summary_index, mut content_index) = (None, None);
+    if s.literal(b",\"summaryIndex\":").is_some() {
+        summary_index = s.opt_int()?;
+    } else if s.literal(b",\"contentIndex\":").is_some() {
+        content_index = s.opt_int()?;
+    }
+    s.literal(b"},\"emittedAtMs\":")?;
+    let emitted_at_ms = s.opt_int()?;
+    s.literal(b"}")?;
+    s.end()?;
+    msg.method = Some(method);
+    msg.emitted_at_ms = emitted_at_ms;
+    let p = &mut msg.params;
+    p.thread_id = Some(thread_id);
+    p.turn_id = Some(turn_id);
+    p.item_id = Some(item_id);
+    p.delta = Some(delta);
+    p.summary_index = summary_index;
+    p.content_index = content_index;
+    Some(())
+}
+
 /// The top level of a record, as [`super::message::Top`]: the message's own members into `msg`,
 /// the rest into `top`. Both start empty.
 pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
+    if delta_into(text, msg).is_some() {
+        top.parts.shape = ShapeKeys::default().shape();
+        return Some(());
+    }
     let mut s = Scanner::new(text);
     let mut late_params: Option<&str> = None;
     let mut keys = ShapeKeys::default();
@@ -847,6 +893,15 @@ mod agreement {
         })
     }
 
+    /// A value for one of a delta's slots: mostly of the kind it holds, sometimes anything.
+    fn slot(usual: &'static [&'static str]) -> impl Strategy<Value = String> {
+        prop_oneof![9 => proptest::sample::select(usual).prop_map(str::to_owned), 1 => value()]
+    }
+
+    const TEXTS: &[&str] =
+        &["\"019a0000-000f-7101-a963-a7441a91b9f1\"", "\"a \\n \\\"b\\\" \\\\ \\t\"", "\"caf\u{e9} \\/\"", "\"\""];
+    const NUMBERS: &[&str] = &["0", "1795987208996", "-3", "null"];
+
     fn key() -> impl Strategy<Value = &'static str> {
         prop_oneof![
             Just("method"),
@@ -957,8 +1012,60 @@ mod agreement {
         }
     }
 
+    /// Lines in the delta shape, and near it: what the delta path reads is what serde reads.
+    #[test]
+    fn delta_shaped_lines_agree_with_serde() {
+        let taken = [
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a \n \"b\""},"emittedAtMs":1795987208996}"#,
+            r#"{"method":"item/reasoning/summaryTextDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"x","summaryIndex":2},"emittedAtMs":5} "#,
+            r#"{"method":"item/commandExecution/outputDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"","contentIndex":0},"emittedAtMs":null}"#,
+        ];
+        for l in taken {
+            let mut m = Message::default();
+            assert!(delta_into(l, &mut m).is_some(), "not taken: {l}");
+            assert_eq!(summary(top(l).unwrap()), summary(serde_only(l).unwrap()), "{l}");
+        }
+        let left = [
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"\u00e9"},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":null},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a","extra":1},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1,"id":3}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1.5}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}x"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}"#,
+            r#"{"method":"thread/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}"#,
+        ];
+        for l in left {
+            let mut m = Message::default();
+            assert!(delta_into(l, &mut m).is_none(), "taken: {l}");
+            assert!(m.method.is_none() && m.params.thread_id.is_none(), "written to: {l}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// The delta path, on delta-shaped lines with any values in its slots.
+        #[test]
+        fn delta_path_agrees_with_serde(
+            m in slot(&["\"item/agentMessage/delta\"", "\"item/reasoning/summaryTextDelta\"", "\"item/x\\\"y\""]),
+            ids in proptest::collection::vec(slot(TEXTS), 4),
+            index in prop_oneof![Just(""), Just(",\"summaryIndex\":"), Just(",\"contentIndex\":")],
+            n in slot(NUMBERS),
+            at in slot(NUMBERS),
+        ) {
+            let index = if index.is_empty() { String::new() } else { format!("{index}{n}") };
+            let line = format!(
+                "{{\"method\":{m},\"params\":{{\"threadId\":{},\"turnId\":{},\"itemId\":{},\"delta\":{}{index}}},\"emittedAtMs\":{at}}}",
+                ids[0], ids[1], ids[2], ids[3]
+            );
+            if delta_into(&line, &mut Message::default()).is_some() {
+                let fast = top(&line).unwrap();
+                let slow = serde_only(&line);
+                prop_assert!(slow.is_ok(), "delta path accepted what serde rejects: {line}");
+                prop_assert_eq!(summary(fast), summary(slow.unwrap()), "{}", line);
+            }
+        }
 
         /// Whenever the fast path accepts a line, serde accepts it too and reads the same fields.
         #[test]
