@@ -191,6 +191,8 @@ impl<'a> Scanner<'a> {
         (self.pos > start).then_some(())
     }
 
+    // Always inlined: the words are constants, and compared inline they need no `memcmp` call.
+    #[inline(always)]
     fn literal(&mut self, word: &[u8]) -> Scan<()> {
         self.bytes[self.pos..].starts_with(word).then(|| self.pos += word.len())
     }
