@@ -191,7 +191,9 @@ impl<'a> Scanner<'a> {
         (self.pos > start).then_some(())
     }
 
-    // Always inlined: the words are constants, and compared inline they need no `memcmp` call.
+    /// Moves past `word` when the cursor is at it. Always inlined: the words are constants, and
+    /// compared in place they need no `memcmp` call.
+    #[allow(clippy::inline_always)]
     #[inline(always)]
     fn literal(&mut self, word: &[u8]) -> Scan<()> {
         self.bytes[self.pos..].starts_with(word).then(|| self.pos += word.len())
