@@ -107,27 +107,35 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Scan<Str<'a>> {
         self.eat(b'"')?;
         let start = self.pos;
-        let mut owned: Option<String> = None;
+        match self.skip_plain()? {
+            b'"' => {
+                let end = self.pos;
+                self.pos += 1;
+                Some(Cow::Borrowed(&self.text[start..end]))
+            }
+            b'\\' => self.escaped_string(start),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string from its first escape (at the cursor) on, unescaped. Apart from
+    /// [`Scanner::string`], which stays small for the plain ids and names that are most strings.
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize) -> Scan<Str<'a>> {
+        // Room for the rest of a usual string at once: growing from nothing reallocated on most
+        // escaped texts.
+        let mut owned = String::with_capacity((self.bytes.len() - start).min(4096));
         let mut run = start;
         loop {
             match self.skip_plain()? {
                 b'"' => {
-                    let end = self.pos;
+                    owned.push_str(&self.text[run..self.pos]);
                     self.pos += 1;
-                    return Some(match owned {
-                        None => Cow::Borrowed(&self.text[start..end]),
-                        Some(mut s) => {
-                            s.push_str(&self.text[run..end]);
-                            Cow::Owned(s)
-                        }
-                    });
+                    return Some(Cow::Owned(owned));
                 }
                 b'\\' => {
-                    // Room for the rest of a usual string at once: growing from nothing
-                    // reallocated on most escaped texts.
-                    let s = owned.get_or_insert_with(|| String::with_capacity((self.bytes.len() - start).min(4096)));
-                    s.push_str(&self.text[run..self.pos]);
-                    s.push(self.escape()?);
+                    owned.push_str(&self.text[run..self.pos]);
+                    owned.push(self.escape()?);
                     run = self.pos;
                 }
                 _ => return None,
