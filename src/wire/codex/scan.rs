@@ -405,6 +405,61 @@ pub(super) fn string_of(raw: Raw<'_>) -> Option<Str<'_>> {
     s.string().filter(|_| s.end().is_some()).or_else(|| raw.parse())
 }
 
+/// A raw array of strings as serde reads a `Vec<Str>` (by serde where the scanner gives up): a
+/// reasoning item's summary and content, read once per completed item.
+pub(super) fn strings_of(raw: Raw<'_>) -> Option<Vec<Str<'_>>> {
+    let mut s = Scanner::new(raw.get());
+    match s.opt_strings() {
+        Some(Some(v)) if s.end().is_some() => Some(v),
+        _ => raw.parse(),
+    }
+}
+
+/// The `text` of each part of a raw array of objects, as serde reads a `Vec` of a derived
+/// struct whose one field is `text: Option<Str>` (a user message's content): `None` when it is
+/// not such an array.
+pub(super) fn texts_of(raw: Raw<'_>) -> Option<Vec<Option<Str<'_>>>> {
+    fn scan<'a>(s: &mut Scanner<'a>) -> Scan<Vec<Option<Str<'a>>>> {
+        s.eat(b'[')?;
+        let mut parts = Vec::new();
+        if s.eat(b']').is_some() {
+            return Some(parts);
+        }
+        loop {
+            // A part given as an array (by position) is left to serde.
+            if s.peek()? != b'{' {
+                return None;
+            }
+            let mut text = None;
+            let mut seen = 0;
+            s.object(|s, key| {
+                if key == "text" {
+                    once(&mut seen, 1)?;
+                    text = s.opt_string()?;
+                } else {
+                    s.value(3)?;
+                }
+                Some(())
+            })?;
+            parts.push(text);
+            if s.eat(b',').is_none() {
+                s.eat(b']')?;
+                return Some(parts);
+            }
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Part<'a> {
+        #[serde(borrow)]
+        text: Option<Str<'a>>,
+    }
+    let mut s = Scanner::new(raw.get());
+    match scan(&mut s) {
+        Some(parts) if s.end().is_some() => Some(parts),
+        _ => raw.parse::<Vec<Part<'_>>>().map(|parts| parts.into_iter().map(|p| p.text).collect()),
+    }
+}
+
 /// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
 fn once(seen: &mut u32, bit: u32) -> Scan<()> {
     let first = *seen & bit == 0;
@@ -977,6 +1032,36 @@ mod agreement {
         for text in texts {
             let raw = Raw::validated(text);
             assert_eq!(string_of(raw), raw.parse::<Str<'_>>(), "{text}");
+        }
+    }
+
+    /// Arrays read by lowering (summaries, content parts) as serde reads them.
+    #[test]
+    fn arrays_of_raw_values_read_as_serde_reads_them() {
+        #[derive(serde::Deserialize)]
+        struct Part<'a> {
+            #[serde(borrow)]
+            text: Option<Str<'a>>,
+        }
+        let texts = [
+            r#"["a","b\nc"]"#,
+            "[]",
+            r#"[ "x" , "caf\u00e9" ]"#,
+            r#"["a",1]"#,
+            "null",
+            "7",
+            r#""s""#,
+            r#"[{"type":"text","text":"PARENT \"TASK\"","text_elements":[]},{"type":"image"}]"#,
+            r#"[{"text":null},{"text":"a","text":"b"}]"#,
+            r#"[["positional"]]"#,
+            r#"[{"text":5}]"#,
+            r#"[null]"#,
+        ];
+        for text in texts {
+            let raw = Raw::validated(text);
+            assert_eq!(strings_of(raw), raw.parse::<Vec<Str<'_>>>(), "{text}");
+            let serde = raw.parse::<Vec<Part<'_>>>().map(|v| v.into_iter().map(|p| p.text).collect::<Vec<_>>());
+            assert_eq!(texts_of(raw), serde, "{text}");
         }
     }
 
