@@ -1055,7 +1055,7 @@ mod agreement {
             r#"[{"text":null},{"text":"a","text":"b"}]"#,
             r#"[["positional"]]"#,
             r#"[{"text":5}]"#,
-            r#"[null]"#,
+            "[null]",
         ];
         for text in texts {
             let raw = Raw::validated(text);
