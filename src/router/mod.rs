@@ -343,7 +343,8 @@ impl Router {
     /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
     /// the stream told (a rollout file's thread).
     pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
-        let lowered = wire::lower(line, origin, &mut self.stream);
+        let mut lowered = Lowered::default();
+        wire::lower_into(line, origin, &mut self.stream, &mut lowered);
         self.push_lowered(record, &lowered, origin, sink);
     }
 
