@@ -621,7 +621,7 @@ impl Model {
     /// An item already seen. Deltas come in runs for one item: the last one is checked first.
     fn known_item(&mut self, idx: ThreadIdx, id: &str) -> Option<usize> {
         let t = &mut self.threads[idx.index()];
-        if let Some(slot) = t.last_item.filter(|&slot| *t.items[slot].id == *id) {
+        if let Some(slot) = t.last_item.filter(|&slot| crate::router::same_id(&t.items[slot].id, id)) {
             return Some(slot);
         }
         let slot = *t.item_index.get(id)?;

@@ -203,6 +203,14 @@ impl<F: FnMut(&Event<'_, '_>)> Sink for F {
     }
 }
 
+/// Whether two ids are the same, asked of a cached guess that is usually wrong (interleaved
+/// sessions): ids of one length differ at their random end, so the last byte settles most
+/// without a `memcmp` call.
+#[inline]
+pub(crate) fn same_id(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
 /// Thread ids and their handles, stored once: the model, the screen and the commands read ids here
 /// (or share the same `Arc`).
 #[derive(Debug, Default)]
@@ -716,7 +724,7 @@ impl Router {
 
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
-        if let Some(idx) = self.last_seen.filter(|t| *self.registry.ids[t.index()] == *id) {
+        if let Some(idx) = self.last_seen.filter(|t| same_id(&self.registry.ids[t.index()], id)) {
             return idx;
         }
         let (idx, new) = self.registry.insert(id);
