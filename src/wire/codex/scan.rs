@@ -511,6 +511,11 @@ fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
     if !opt_struct(s)? {
         return Some(None);
     }
+    let at = s.pos;
+    if let Some(b) = breakdown_as_written(s) {
+        return Some(Some(b));
+    }
+    s.pos = at;
     let mut b = Breakdown::default();
     let mut seen = 0;
     s.object(|s, key| {
@@ -531,6 +536,34 @@ fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
         Some(())
     })?;
     Some(Some(b))
+}
+
+/// A breakdown with its six figures in the order Codex writes them (two per usage line), read by
+/// their literal names; any other shape gives up, for the general object scan. What it reads
+/// agrees with that scan.
+fn breakdown_as_written(s: &mut Scanner<'_>) -> Scan<Breakdown> {
+    s.literal(b"{\"totalTokens\":")?;
+    let total_tokens = s.opt_u64()?;
+    s.literal(b",\"inputTokens\":")?;
+    let input_tokens = s.opt_u64()?;
+    s.literal(b",\"cachedInputTokens\":")?;
+    let cached_input_tokens = s.opt_u64()?;
+    s.literal(b",\"cacheWriteInputTokens\":")?;
+    let cache_write_input_tokens = s.opt_u64()?;
+    s.literal(b",\"outputTokens\":")?;
+    let output_tokens = s.opt_u64()?;
+    s.literal(b",\"reasoningOutputTokens\":")?;
+    let reasoning_output_tokens = s.opt_u64()?;
+    s.literal(b"}")?;
+    Some(Breakdown {
+        total_tokens,
+        input_tokens,
+        cached_input_tokens,
+        cache_write_input_tokens,
+        output_tokens,
+        reasoning_output_tokens,
+        ..Breakdown::default()
+    })
 }
 
 /// `params.item` as the derived [`Item`] reads it: strings typed, display fields raw. Two of
@@ -1079,6 +1112,8 @@ mod agreement {
             r#"{"id":4,"result":{"thread":{"id":"t","status":{"type":"idle"},"turns":[]},"model":"gpt-5.5","modelProvider":"openai","sandbox":{"type":"x"}}}"#,
             r#"{"id":5,"result":{"thread":null,"model":null}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":0,"outputTokens":9999999999999999999},"modelContextWindow":18446744073709551615}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","turnId":"u","tokenUsage":{"total":{"totalTokens":1580,"inputTokens":1500,"cachedInputTokens":0,"cacheWriteInputTokens":null,"outputTokens":80,"reasoningOutputTokens":32},"last":{"totalTokens":7,"inputTokens":1,"cachedInputTokens":2,"cacheWriteInputTokens":3,"outputTokens":4,"reasoningOutputTokens":5,"x":1},"modelContextWindow":258400}},"emittedAtMs":1}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1,"totalTokens":2,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0},"last":{ "totalTokens":7,"inputTokens":1,"cachedInputTokens":2,"cacheWriteInputTokens":3,"outputTokens":4,"reasoningOutputTokens":5}}}}"#,
             r#"{"id":6,"result":{"model":"a"},"result":7}"#,
             r#"{"id":6,"result":3,"result":{"model":"b"}}"#,
         ];
@@ -1092,6 +1127,8 @@ mod agreement {
             r#"{"method":"item/completed","params":{"item":["agentMessage","a"]}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1,"inputTokens":1,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0.5}}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1,"inputTokens":1,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0,"totalTokens":2}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-0}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":18446744073709551616}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":1e3}}}"#,
