@@ -825,10 +825,37 @@ fn delta_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
     Some(())
 }
 
+/// Any other notification in the shape Codex writes it, `{"method":…,"params":…[,
+/// "emittedAtMs":…]}`: its member names compared as literals, its params read as usual.
+/// Any other shape gives up, with `msg` back as it was.
+fn notification_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
+    if !text.starts_with("{\"method\":") {
+        return None;
+    }
+    let mut s = Scanner::new(text);
+    s.pos = "{\"method\":".len();
+    let read = (|| {
+        let method = s.string()?;
+        s.literal(b",\"params\":")?;
+        params(&mut s, wants_full_params(&method), &mut msg.params)?;
+        msg.method = Some(method);
+        // Servers before `emittedAtMs` write none.
+        if s.literal(b",\"emittedAtMs\":").is_some() {
+            msg.emitted_at_ms = s.opt_int()?;
+        }
+        s.literal(b"}")?;
+        s.end()
+    })();
+    if read.is_none() {
+        *msg = Message::default();
+    }
+    read
+}
+
 /// The top level of a record, as [`super::message::Top`]: the message's own members into `msg`,
 /// the rest into `top`. Both start empty.
 pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
-    if delta_into(text, msg).is_some() {
+    if delta_into(text, msg).is_some() || notification_into(text, msg).is_some() {
         top.parts.shape = ShapeKeys::default().shape();
         return Some(());
     }
@@ -1144,6 +1171,34 @@ mod agreement {
         ] {
             assert!(top(l).is_none(), "fast path took: {l}");
         }
+    }
+
+    /// Notifications in the shape Codex writes them, and near it, agree with serde; a line the
+    /// literal path leaves is read whole by the general scan.
+    #[test]
+    fn notification_shaped_lines_agree_with_serde() {
+        let lines = [
+            r#"{"method":"thread/status/changed","params":{"threadId":"t","status":{"type":"idle"}},"emittedAtMs":5}"#,
+            r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","rootTurnId":"u"}}}"#,
+            r#"{"method":"account/rateLimits/updated","params":null,"emittedAtMs":null}"#,
+            r#"{"method":"item/completed","params":{"item":{"type":"agentMessage","id":"m","text":"a\nb"},"threadId":"t"},"emittedAtMs":1} "#,
+            r#"{"method":"x\"y","params":{"threadId":"t"}}"#,
+            r#"{"method":"error","params":{"threadId":"t","willRetry":true},"emittedAtMs":1,"id":4}"#,
+            r#"{"method":"error","params":{"threadId":"t"},"emittedAtMs":1.5}"#,
+            r#"{"method":"error","params":{"threadId":"t"},"ts":1}"#,
+            r#"{"method":"turn/started","params":{"threadId":"t"},"params":{"threadId":"u"}}"#,
+        ];
+        for (i, l) in lines.iter().enumerate() {
+            let taken = notification_into(l, &mut Message::default()).is_some();
+            assert_eq!(taken, i < 5, "{l}");
+            // The fast path gives up on a fraction, as serde's typed read refuses it.
+            if let Some(fast) = top(l) {
+                assert_eq!(summary(fast), summary(serde_only(l).unwrap()), "{l}");
+            }
+        }
+        let mut m = Message::default();
+        assert!(notification_into(lines[5], &mut m).is_none());
+        assert!(m.method.is_none() && m.params.thread_id.is_none(), "left as it was");
     }
 
     /// Lines in the delta shape, and near it: what the delta path reads is what serde reads.
