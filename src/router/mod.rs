@@ -203,6 +203,14 @@ impl<F: FnMut(&Event<'_, '_>)> Sink for F {
     }
 }
 
+/// Whether two ids are the same, asked of a cached guess that is usually wrong (interleaved
+/// sessions): ids of one length differ at their random end, so the last byte settles most
+/// without a `memcmp` call.
+#[inline]
+pub(crate) fn same_id(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
 /// Thread ids and their handles, stored once: the model, the screen and the commands read ids here
 /// (or share the same `Arc`).
 #[derive(Debug, Default)]
@@ -343,7 +351,8 @@ impl Router {
     /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
     /// the stream told (a rollout file's thread).
     pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
-        let lowered = wire::lower(line, origin, &mut self.stream);
+        let mut lowered = Lowered::default();
+        wire::lower_into(line, origin, &mut self.stream, &mut lowered);
         self.push_lowered(record, &lowered, origin, sink);
     }
 
@@ -718,7 +727,7 @@ impl Router {
 
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
-        if let Some(idx) = self.last_seen.filter(|t| *self.registry.ids[t.index()] == *id) {
+        if let Some(idx) = self.last_seen.filter(|t| same_id(&self.registry.ids[t.index()], id)) {
             return idx;
         }
         let (idx, new) = self.registry.insert(id);
