@@ -74,16 +74,26 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
     let mut stack = vec![root.to_owned()];
     while let Some(dir) = stack.pop() {
         let canonical = std::fs::canonicalize(&dir).map_err(|e| with_path(&e, &dir))?;
-        if !entered.insert(canonical) {
+        if !entered.insert(canonical.clone()) {
             continue;
         }
         for entry in std::fs::read_dir(&dir).map_err(|e| with_path(&e, &dir))? {
-            let path = entry?.path();
-            if path.is_dir() {
+            let entry = entry?;
+            let path = entry.path();
+            // The entry's own type, as the directory listing gives it: only a link needs a look
+            // at what it leads to (the walk costs a few system calls per directory, not per file).
+            let link = entry.file_type().map_or(true, |t| t.is_symlink());
+            let is_dir = if link { path.is_dir() } else { entry.file_type().is_ok_and(|t| t.is_dir()) };
+            if is_dir {
                 stack.push(path);
             } else if is_recording_name(&path) {
-                // A dangling link is kept as it is: opening it reports the error with its name.
-                let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                // A file that is no link is where its directory is; a link is followed. A dangling
+                // link is kept as it is: opening it reports the error with its name.
+                let key = if link {
+                    std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())
+                } else {
+                    canonical.join(entry.file_name())
+                };
                 match files.entry(key) {
                     std::collections::hash_map::Entry::Vacant(v) => {
                         v.insert(path);
