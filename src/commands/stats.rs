@@ -15,6 +15,7 @@ use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
+use crate::ui::label;
 use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
@@ -312,7 +313,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         .map(|(i, t)| {
             let idx = ThreadIdx(i as u32);
             [
-                t.name(),
+                label::text(model, idx),
                 t.model.as_ref().map_or("?".to_owned(), ToString::to_string),
                 t.status.as_str().to_owned(),
                 match t.role {
@@ -359,7 +360,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         let _ = writeln!(
             out,
             "\nreported by the agent for session {}: {} tokens · {}; unattributed (no agent's): {} tokens · {}",
-            t.name(),
+            label::text(model, idx),
             grouped(r.reported.total),
             format_usd(r.reported_cost),
             grouped(r.unattributed.total),
