@@ -463,11 +463,23 @@ impl Machine {
     /// rows and figures come from the store, what the store never holds (text as it streams,
     /// retry statuses) from the server, so a session on both is one row, counted once.
     fn find_servers(&mut self) {
-        let stores: Vec<PathBuf> = self.files.iter().filter(|f| f.store.is_some()).map(|f| f.path.clone()).collect();
+        let stores = self.stores();
         if stores.is_empty() {
             return;
         }
-        for server in discover::opencode::servers(&self.opts.proc, &stores) {
+        let walk = self.opts.proc.walk(&stores);
+        let found = discover::opencode::processes(&self.opts.proc, &walk, &stores);
+        self.stream_servers(&found);
+    }
+
+    /// The followed OpenCode stores (canonical).
+    fn stores(&self) -> HashSet<PathBuf> {
+        self.files.iter().filter(|f| f.store.is_some()).map(|f| f.canonical.clone()).collect()
+    }
+
+    /// Streams each server of `found` not streamed yet.
+    fn stream_servers(&mut self, found: &discover::opencode::Processes) {
+        for server in discover::opencode::servers(found) {
             if !self.servers.insert(server.authority.clone()) {
                 continue;
             }
@@ -554,7 +566,9 @@ impl Machine {
     fn sessions_now(&mut self) -> Snapshot {
         // The same judgement as `ps`, every tick: a process that exits is seen within one.
         let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
-        let look = liveness::look(&self.opts.env, &self.opts.proc, &wanted);
+        // One walk of `/proc` per tick answers liveness, OpenCode's servers and CPU/memory.
+        let walk = self.opts.proc.walk(&wanted);
+        let look = liveness::look(&self.opts.env, &self.opts.proc, &walk);
         let stored: Vec<Candidate> = self
             .sessions
             .iter()
@@ -569,10 +583,13 @@ impl Machine {
                 within: s.within.clone(),
             })
             .collect();
-        let serving = discover::serving(&self.opts.proc, &stored.iter().collect::<Vec<_>>());
-        if !stored.is_empty() {
-            self.find_servers();
-        }
+        let opencode = if stored.is_empty() {
+            discover::opencode::Processes::default()
+        } else {
+            discover::opencode::processes(&self.opts.proc, &walk, &self.stores())
+        };
+        let serving = discover::serving(&opencode, &stored.iter().collect::<Vec<_>>());
+        self.stream_servers(&opencode);
         // A session a tee carries is listed as that tee's row.
         let listed: Vec<&Session> = self.sessions.iter().filter(|s| s.tee.is_none() || s.files.is_empty()).collect();
         // Tees' own rows are judged by their tee.
@@ -620,7 +637,7 @@ impl Machine {
                     None => (state, pid, last),
                 }
             };
-            let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
+            let usage = pid.and_then(|p| self.sampler.sample_in(&self.opts.proc, &walk, p, at));
             seen.push(Seen {
                 tool: s.tool.clone(),
                 id: s.id.clone(),

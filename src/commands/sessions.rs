@@ -152,7 +152,9 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
     let canonical: Vec<Vec<PathBuf>> =
         found.candidates.iter().map(|c| c.files.iter().map(|f| proc::canonical(f)).collect()).collect();
     let wanted: HashSet<PathBuf> = canonical.iter().flatten().cloned().collect();
-    let look = liveness::look(&opts.env, &opts.proc, &wanted);
+    // One walk of `/proc` answers every question below.
+    let walk = opts.proc.walk(&wanted);
+    let look = liveness::look(&opts.env, &opts.proc, &walk);
     let tee_pids: HashMap<u32, usize> = tees.iter().enumerate().filter_map(|(i, t)| Some((t.tee.pid?, i))).collect();
 
     // A candidate carried by a tee: by the thread ids the tee has seen, or by its file being held
@@ -220,7 +222,9 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         })
         .collect();
     let verdicts = look.judge(&subjects, SystemTime::now());
-    let serving = discover::serving(&opts.proc, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
+    let opencode =
+        discover::opencode::processes(&opts.proc, &walk, &discover::stores_of(on_disk.iter().map(|(c, _)| c)));
+    let serving = discover::serving(&opencode, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
     for ((c, _), verdict) in on_disk.iter().zip(verdicts) {
         let Some(pipeline) = read(c, config) else { continue };
         let (state, pid) = match c.within.as_ref().and(serving.get(&c.id)) {

@@ -47,6 +47,58 @@ pub struct Scan {
     pub fds_skipped: usize,
 }
 
+/// One pass over `/proc`, shared by everything a tick asks of it: the current user's processes
+/// (each `stat` and `status` read once), who holds which wanted file open, and the listening
+/// sockets' inodes of those holders (a server found by the file it holds). Nothing else walks
+/// `/proc` between two looks.
+#[derive(Debug, Default, Clone)]
+pub struct Walk {
+    /// The current user's processes (this one included), at most [`MAX_PROCESSES`], by pid.
+    pub processes: Vec<Process>,
+    /// Every process of ours (not this one) holding each wanted path open, lowest pid first.
+    pub holders: HashMap<PathBuf, Vec<u32>>,
+    /// The socket inodes each holder of a wanted path has open.
+    pub sockets: HashMap<u32, HashSet<u64>>,
+    /// Processes left out by [`MAX_PROCESSES`].
+    pub processes_skipped: usize,
+    /// Descriptors left out by [`MAX_FDS`].
+    pub fds_skipped: usize,
+}
+
+impl Walk {
+    pub fn process(&self, pid: u32) -> Option<&Process> {
+        self.processes.binary_search_by_key(&pid, |p| p.pid).ok().map(|i| &self.processes[i])
+    }
+
+    /// Who holds each wanted file open (the lowest pid), as [`Proc::open_files`] says it.
+    pub fn scan(&self) -> Scan {
+        let me = std::process::id();
+        Scan {
+            holders: self.holders.iter().filter_map(|(p, pids)| Some((p.clone(), *pids.first()?))).collect(),
+            processes_scanned: self.processes.iter().filter(|p| p.pid != me).count(),
+            processes_skipped: self.processes_skipped,
+            fds_skipped: self.fds_skipped,
+        }
+    }
+
+    /// `pid` and every process below it.
+    pub fn tree(&self, pid: u32) -> Vec<&Process> {
+        let mut out: Vec<&Process> = self.process(pid).into_iter().collect();
+        let mut i = 0;
+        while i < out.len() {
+            let parent = out[i].pid;
+            out.extend(self.processes.iter().filter(|p| p.ppid == parent && p.pid != parent));
+            i += 1;
+        }
+        out
+    }
+}
+
+/// `socket:[12345]` → 12345.
+fn socket_inode(link: &Path) -> Option<u64> {
+    link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// One process as `/proc/<pid>/stat` and `status` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
@@ -81,6 +133,48 @@ impl Proc {
             let meta = entry.metadata().ok()?;
             (meta.uid() == self.uid).then_some(pid)
         })
+    }
+
+    /// One look at the machine: every process of ours, and who holds which of `wanted`
+    /// (canonical paths) open. Descriptors are read only when something is wanted.
+    pub fn walk(&self, wanted: &HashSet<PathBuf>) -> Walk {
+        let mut walk = Walk::default();
+        let me = std::process::id();
+        for pid in self.own_pids() {
+            if walk.processes.len() >= MAX_PROCESSES {
+                walk.processes_skipped += 1;
+                continue;
+            }
+            let Some(process) = self.process(pid) else { continue };
+            walk.processes.push(process);
+            if pid == me || wanted.is_empty() {
+                continue;
+            }
+            let Ok(fds) = fs::read_dir(self.dir(pid).join("fd")) else { continue };
+            let (mut held, mut sockets) = (false, HashSet::new());
+            for (n, fd) in fds.flatten().enumerate() {
+                if n >= MAX_FDS {
+                    walk.fds_skipped += 1;
+                    continue;
+                }
+                let Ok(target) = fs::read_link(fd.path()) else { continue };
+                if let Some(inode) = socket_inode(&target) {
+                    sockets.insert(inode);
+                } else if wanted.contains(&target) {
+                    held = true;
+                    walk.holders.entry(target).or_default().push(pid);
+                }
+            }
+            if held && !sockets.is_empty() {
+                walk.sockets.insert(pid, sockets);
+            }
+        }
+        walk.processes.sort_by_key(|p| p.pid);
+        for pids in walk.holders.values_mut() {
+            pids.sort_unstable();
+            pids.dedup();
+        }
+        walk
     }
 
     /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
@@ -235,6 +329,15 @@ impl Sampler {
     /// the lifetime average).
     pub fn sample(&mut self, proc: &Proc, pid: u32, now: Instant) -> Option<Usage> {
         let tree = proc.tree(pid);
+        self.sample_tree(proc, pid, &tree.iter().collect::<Vec<_>>(), now)
+    }
+
+    /// [`Sampler::sample`] from a walk taken `now`: no look at `/proc` of its own.
+    pub fn sample_in(&mut self, proc: &Proc, walk: &Walk, pid: u32, now: Instant) -> Option<Usage> {
+        self.sample_tree(proc, pid, &walk.tree(pid), now)
+    }
+
+    fn sample_tree(&mut self, proc: &Proc, pid: u32, tree: &[&Process], now: Instant) -> Option<Usage> {
         if tree.is_empty() {
             self.last.remove(&pid);
             return None;

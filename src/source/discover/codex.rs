@@ -26,7 +26,7 @@ pub const PLACE: Place = Place {
 /// resume`, which appends to the same file, and the app-server, which keeps it open between turns
 /// while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So liveness is the
 /// held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed however old it is.
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: |_, _| Vec::new(), sessions: held_sessions };
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: |_, _, _| Vec::new(), sessions: held_sessions };
 
 /// Folder levels below `sessions/` (year, month, day).
 const MAX_DEPTH: usize = 4;

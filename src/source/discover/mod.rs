@@ -15,7 +15,7 @@ pub mod liveness;
 pub mod opencode;
 pub mod tee;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -130,12 +130,19 @@ pub fn read_within(c: &Candidate) -> Option<std::io::Result<super::opencode::Sna
 
 /// Which process serves each session within a store, by root id (sessions of whole files are
 /// told by who holds them open instead).
-pub fn serving(proc: &super::proc::Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
+/// `found`: the tick's [`opencode::processes`].
+pub fn serving(found: &opencode::Processes, candidates: &[&Candidate]) -> HashMap<String, u32> {
     let within: Vec<&Candidate> = candidates.iter().copied().filter(|c| c.within.is_some()).collect();
     if within.is_empty() {
         return HashMap::new();
     }
-    opencode::serving(proc, &within)
+    opencode::serving(found, &within)
+}
+
+/// The stores (canonical) that sessions within a store are in: what a walk must want for
+/// [`opencode::processes`] to find their processes.
+pub fn stores_of<'a>(candidates: impl IntoIterator<Item = &'a Candidate>) -> HashSet<PathBuf> {
+    candidates.into_iter().filter(|c| c.within.is_some()).map(|c| super::proc::canonical(&c.location)).collect()
 }
 
 /// [`scan`], and the sessions running processes run that the window left out (a running session
