@@ -141,7 +141,12 @@ fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
 
 /// Everything within the window, newest activity first.
 pub fn collect(opts: &Options, config: &Config) -> Report {
-    let found = discover::scan_running(&opts.env, &opts.window, &opts.proc);
+    let mut found = discover::scan(&opts.env, &opts.window);
+    // One walk of `/proc` answers every question below: who runs what, who holds which file open.
+    let wanted: HashSet<PathBuf> =
+        found.candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
+    let walk = opts.proc.walk_below(&wanted, &liveness::held_below(&opts.env));
+    discover::add_running(&opts.env, &opts.window, &opts.proc, &walk, &mut found);
     let mut report = Report { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Report::default() };
 
     let mut tees: Vec<TeeSession> =
@@ -151,9 +156,6 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
     // Liveness: which agent processes run, and who holds which session file open.
     let canonical: Vec<Vec<PathBuf>> =
         found.candidates.iter().map(|c| c.files.iter().map(|f| proc::canonical(f)).collect()).collect();
-    let wanted: HashSet<PathBuf> = canonical.iter().flatten().cloned().collect();
-    // One walk of `/proc` answers every question below.
-    let walk = opts.proc.walk(&wanted);
     let look = liveness::look(&opts.env, &opts.proc, &walk);
     let tee_pids: HashMap<u32, usize> = tees.iter().enumerate().filter_map(|(i, t)| Some((t.tee.pid?, i))).collect();
 
@@ -192,7 +194,7 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         // Found by a successful connect; it has ended only if it said so.
         let live = t.history.exit_code.is_none();
         let pid = t.tee.pid;
-        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, &walk, p));
         let project = t.project.clone().or_else(|| pid.and_then(|p| opts.proc.cwd(p)).map(|p| p.display().to_string()));
         let last = t.pipeline.model.stream_ms;
         for root in roots(&t.pipeline) {
@@ -231,7 +233,7 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
             Some(&pid) => (State::Live, Some(pid)),
             None => (verdict.state, verdict.pid),
         };
-        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, &walk, p));
         for root in roots(&pipeline) {
             report.rows.push(row(
                 &pipeline,

@@ -138,6 +138,12 @@ impl Proc {
     /// One look at the machine: every process of ours, and who holds which of `wanted`
     /// (canonical paths) open. Descriptors are read only when something is wanted.
     pub fn walk(&self, wanted: &HashSet<PathBuf>) -> Walk {
+        self.walk_below(wanted, &[])
+    }
+
+    /// [`Proc::walk`], wanting also every file below the folders `below` (canonical).
+    pub fn walk_below(&self, wanted: &HashSet<PathBuf>, below: &[PathBuf]) -> Walk {
+        let wants = |target: &Path| wanted.contains(target) || below.iter().any(|d| target.starts_with(d));
         let mut walk = Walk::default();
         let me = std::process::id();
         for pid in self.own_pids() {
@@ -147,7 +153,7 @@ impl Proc {
             }
             let Some(process) = self.process(pid) else { continue };
             walk.processes.push(process);
-            if pid == me || wanted.is_empty() {
+            if pid == me || (wanted.is_empty() && below.is_empty()) {
                 continue;
             }
             let Ok(fds) = fs::read_dir(self.dir(pid).join("fd")) else { continue };
@@ -160,7 +166,7 @@ impl Proc {
                 let Ok(target) = fs::read_link(fd.path()) else { continue };
                 if let Some(inode) = socket_inode(&target) {
                     sockets.insert(inode);
-                } else if wanted.contains(&target) {
+                } else if wants(&target) {
                     held = true;
                     walk.holders.entry(target).or_default().push(pid);
                 }
@@ -179,43 +185,7 @@ impl Proc {
 
     /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
     pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
-        if wanted.is_empty() {
-            return Scan::default();
-        }
-        self.open_where(|target| wanted.contains(target))
-    }
-
-    /// The files below `dir` (canonical) that some process of ours holds open.
-    pub fn open_below(&self, dir: &Path) -> Scan {
-        self.open_where(|target| target.starts_with(dir))
-    }
-
-    fn open_where(&self, wanted: impl Fn(&Path) -> bool) -> Scan {
-        let mut scan = Scan::default();
-        let me = std::process::id();
-        for pid in self.own_pids() {
-            if pid == me {
-                continue;
-            }
-            if scan.processes_scanned >= MAX_PROCESSES {
-                scan.processes_skipped += 1;
-                continue;
-            }
-            scan.processes_scanned += 1;
-            let Ok(fds) = fs::read_dir(self.root.join(pid.to_string()).join("fd")) else { continue };
-            for (n, fd) in fds.flatten().enumerate() {
-                if n >= MAX_FDS {
-                    scan.fds_skipped += 1;
-                    continue;
-                }
-                let Ok(target) = fs::read_link(fd.path()) else { continue };
-                if wanted(&target) {
-                    let holder = scan.holders.entry(target).or_insert(pid);
-                    *holder = (*holder).min(pid);
-                }
-            }
-        }
-        scan
+        self.walk(wanted).scan()
     }
 
     pub fn process(&self, pid: u32) -> Option<Process> {
@@ -267,19 +237,6 @@ impl Proc {
         self.root.join(pid.to_string()).join("stat").exists()
     }
 
-    /// `pid` and every process below it, at most [`MAX_PROCESSES`].
-    pub fn tree(&self, pid: u32) -> Vec<Process> {
-        let all: Vec<Process> = self.own_pids().take(MAX_PROCESSES).filter_map(|p| self.process(p)).collect();
-        let mut out: Vec<Process> = all.iter().filter(|p| p.pid == pid).cloned().collect();
-        let mut i = 0;
-        while i < out.len() {
-            let parent = out[i].pid;
-            out.extend(all.iter().filter(|p| p.ppid == parent && p.pid != parent).cloned());
-            i += 1;
-        }
-        out
-    }
-
     /// Seconds since boot, from `/proc/uptime`.
     fn uptime_secs(&self) -> Option<f64> {
         fs::read_to_string(self.root.join("uptime")).ok()?.split_ascii_whitespace().next()?.parse().ok()
@@ -307,9 +264,9 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// The lifetime figures of `pid`'s process tree (what `ps` prints).
-    pub fn lifetime(proc: &Proc, pid: u32) -> Option<Self> {
-        let tree = proc.tree(pid);
+    /// The lifetime figures of `pid`'s process tree (what `ps` prints), from a walk.
+    pub fn lifetime(proc: &Proc, walk: &Walk, pid: u32) -> Option<Self> {
+        let tree = walk.tree(pid);
         if tree.is_empty() {
             return None;
         }
@@ -326,18 +283,9 @@ pub struct Sampler {
 
 impl Sampler {
     /// The usage of `pid`'s process tree since the previous call for it (the first call gives
-    /// the lifetime average).
-    pub fn sample(&mut self, proc: &Proc, pid: u32, now: Instant) -> Option<Usage> {
-        let tree = proc.tree(pid);
-        self.sample_tree(proc, pid, &tree.iter().collect::<Vec<_>>(), now)
-    }
-
-    /// [`Sampler::sample`] from a walk taken `now`: no look at `/proc` of its own.
-    pub fn sample_in(&mut self, proc: &Proc, walk: &Walk, pid: u32, now: Instant) -> Option<Usage> {
-        self.sample_tree(proc, pid, &walk.tree(pid), now)
-    }
-
-    fn sample_tree(&mut self, proc: &Proc, pid: u32, tree: &[&Process], now: Instant) -> Option<Usage> {
+    /// the lifetime average), from a walk taken `now`.
+    pub fn sample(&mut self, proc: &Proc, walk: &Walk, pid: u32, now: Instant) -> Option<Usage> {
+        let tree = walk.tree(pid);
         if tree.is_empty() {
             self.last.remove(&pid);
             return None;
@@ -397,12 +345,13 @@ mod tests {
     #[test]
     fn our_own_tree_has_usage() {
         let proc = Proc::default();
-        let usage = Usage::lifetime(&proc, std::process::id()).unwrap();
+        let walk = proc.walk(&HashSet::new());
+        let usage = Usage::lifetime(&proc, &walk, std::process::id()).unwrap();
         assert!(usage.rss_bytes > 0 && usage.cpu_percent >= 0.0);
         let mut sampler = Sampler::default();
         let now = Instant::now();
-        assert!(sampler.sample(&proc, std::process::id(), now).is_some());
-        assert!(sampler.sample(&proc, std::process::id(), now + std::time::Duration::from_secs(1)).is_some());
+        assert!(sampler.sample(&proc, &walk, std::process::id(), now).is_some());
+        assert!(sampler.sample(&proc, &walk, std::process::id(), now + std::time::Duration::from_secs(1)).is_some());
         assert!(proc.process(u32::MAX).is_none());
     }
 }

@@ -28,7 +28,7 @@ use crate::source::proc::{Proc, Walk};
 pub const PLACE: Place =
     Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
 
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions };
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions, held_below: |_| None };
 
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;
@@ -205,7 +205,7 @@ fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Opti
 }
 
 /// The sessions running processes name, wherever their files are in time.
-fn running_sessions(env: &Env, _: &Proc, running: &[Running]) -> Vec<Candidate> {
+fn running_sessions(env: &Env, _: &Walk, running: &[Running]) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
     let ids: HashSet<&str> = running
         .iter()

@@ -49,21 +49,29 @@ pub struct Runner {
     /// among those of the tick's walk.
     pub find: fn(&Env, &Proc, &Walk) -> Vec<Running>,
     /// The sessions its running processes run (given what `find` found), outside any window.
-    pub sessions: fn(&Env, &Proc, &[Running]) -> Vec<Candidate>,
+    pub sessions: fn(&Env, &Walk, &[Running]) -> Vec<Candidate>,
+    /// The folder whose files its processes hold open while they run a session (for a walk to want).
+    pub held_below: fn(&Env) -> Option<PathBuf>,
+}
+
+/// The folders (canonical) whose held files say a session runs: what a walk wants besides the
+/// files of the sessions known.
+pub fn held_below(env: &Env) -> Vec<PathBuf> {
+    RUNNERS.iter().filter_map(|r| (r.held_below)(env)).map(|d| proc::canonical(&d)).collect()
 }
 
 /// Every agent whose processes are looked for.
 pub const RUNNERS: &[Runner] = &[claude::RUNNER, codex::RUNNER];
 
 /// The sessions some process runs that `found` lacks: a session quiet for longer than the window
-/// is listed all the same while it runs (an open Claude Code left waiting, a loaded app-server thread).
-pub fn running_outside(env: &Env, proc: &Proc, found: &[Candidate]) -> Vec<Candidate> {
+/// is listed all the same while it runs (an open Claude Code left waiting, a loaded app-server
+/// thread). The walk must want [`held_below`].
+pub fn running_outside(env: &Env, proc: &Proc, walk: &Walk, found: &[Candidate]) -> Vec<Candidate> {
     let known: HashSet<(&str, &str)> = found.iter().map(|c| (c.tool, c.id.as_str())).collect();
     let mut out: Vec<Candidate> = Vec::new();
-    let walk = proc.walk(&HashSet::new());
     for runner in RUNNERS {
-        let running = (runner.find)(env, proc, &walk);
-        for c in (runner.sessions)(env, proc, &running) {
+        let running = (runner.find)(env, proc, walk);
+        for c in (runner.sessions)(env, walk, &running) {
             if !known.contains(&(c.tool, c.id.as_str())) && !out.iter().any(|o| o.tool == c.tool && o.id == c.id) {
                 out.push(c);
             }

@@ -145,18 +145,17 @@ pub fn stores_of<'a>(candidates: impl IntoIterator<Item = &'a Candidate>) -> Has
     candidates.into_iter().filter(|c| c.within.is_some()).map(|c| super::proc::canonical(&c.location)).collect()
 }
 
-/// [`scan`], and the sessions running processes run that the window left out (a running session
-/// is listed however long it has been quiet).
-pub fn scan_running(env: &Env, window: &Window, proc: &super::proc::Proc) -> Found {
-    let mut found = scan(env, window);
+/// Adds to `found` (a [`scan`]) the sessions running processes run that the window left out (a
+/// running session is listed however long it has been quiet), from a walk that wanted
+/// [`liveness::held_below`].
+pub fn add_running(env: &Env, window: &Window, proc: &super::proc::Proc, walk: &super::proc::Walk, found: &mut Found) {
     if window.since.is_some() {
-        let extra = liveness::running_outside(env, proc, &found.candidates);
+        let extra = liveness::running_outside(env, proc, walk, &found.candidates);
         if !extra.is_empty() {
             found.candidates.extend(extra);
             found.candidates.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
         }
     }
-    found
 }
 
 /// Whether a session runs, as far as the machine can tell ([`liveness`] decides).
