@@ -37,23 +37,34 @@ struct StatsJson<'a> {
     dropped: Option<DroppedJson>,
 }
 
-#[derive(Serialize, PartialEq, Eq)]
+#[derive(Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 struct DroppedJson {
     lines_over_thread_limit: u64,
     item_lines: u64,
     text_bytes: u64,
+    /// Streamed responses forgotten by lowering's bound (their last block kept, their final
+    /// output figure lost).
+    open_responses: u64,
+    /// Sub-agents' spawning tool uses forgotten by lowering's bound (their lines the session's).
+    spawning_tasks: u64,
+    /// Agents an item named that the bound on late names dropped before they appeared.
+    unnamed_receivers: u64,
 }
 
 impl DroppedJson {
     fn of(pipeline: &Pipeline) -> Option<Self> {
         let d = &pipeline.model.diagnostics;
+        let c = pipeline.counters();
         let dropped = Self {
-            lines_over_thread_limit: pipeline.counters().over_thread_limit,
+            lines_over_thread_limit: c.over_thread_limit,
             item_lines: d.dropped_items,
             text_bytes: d.dropped_text_bytes,
+            open_responses: c.forgotten.responses,
+            spawning_tasks: c.forgotten.tasks,
+            unnamed_receivers: d.dropped_receivers,
         };
-        (dropped != Self { lines_over_thread_limit: 0, item_lines: 0, text_bytes: 0 }).then_some(dropped)
+        (dropped != Self::default()).then_some(dropped)
     }
 }
 
@@ -291,8 +302,13 @@ pub fn render_text(pipeline: &Pipeline) -> String {
     if let Some(d) = DroppedJson::of(pipeline) {
         let _ = writeln!(
             out,
-            "bounds   dropped: {} lines over the thread limit · {} item lines · {} text bytes",
-            d.lines_over_thread_limit, d.item_lines, d.text_bytes
+            "bounds   dropped: {} lines over the thread limit · {} item lines · {} text bytes · {} open responses · {} spawning tasks · {} unnamed receivers",
+            d.lines_over_thread_limit,
+            d.item_lines,
+            d.text_bytes,
+            d.open_responses,
+            d.spawning_tasks,
+            d.unnamed_receivers
         );
     }
     let totals = model.totals();

@@ -67,6 +67,12 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
                 .flat_map(|(n, v)| figure(n, v, true))
                 .collect::<Vec<_>>(),
         ),
+        // Bounds of lowering and of the model's late names: each says what it forgot.
+        row([
+            ("open responses", c.forgotten.responses, true),
+            ("spawning tasks", c.forgotten.tasks, true),
+            ("unnamed agents", model.diagnostics.dropped_receivers, true),
+        ]),
         Line::from(Span::styled(
             if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
             theme.dim,
