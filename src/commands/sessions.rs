@@ -29,6 +29,8 @@ pub struct Row {
     /// `claude`, `codex`, … (for a tee: the command it runs).
     pub tool: Clean,
     pub id: Clean,
+    /// What the machine view calls the session: its first prompt, else its project's folder.
+    pub name: Clean,
     pub project: Option<Clean>,
     /// The session's file or the tee's socket.
     pub source: Clean,
@@ -293,9 +295,11 @@ fn row(
     usage: Option<Usage>,
 ) -> Row {
     let t = pipeline.model.thread(root);
+    let folder = project.and_then(|p| p.trim_end_matches('/').rsplit('/').next()).filter(|f| !f.is_empty());
     Row {
         tool: sanitize(tool),
         id: sanitize(&t.id),
+        name: sanitize(&crate::ui::label::session(&pipeline.model, root, folder)),
         project: project.map(sanitize),
         source: sanitize(source),
         state,
