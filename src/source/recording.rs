@@ -123,14 +123,23 @@ fn encode_prefix(out: &mut Vec<u8>, ts: i64, dir: Dir) {
 }
 
 fn encode_body(out: &mut Vec<u8>, line: &[u8], json: bool, partial: bool) {
+    // Reserved once and encoded in place: a piece can be 16 MiB, and growing `out` by doubling
+    // beside a separate base64 copy held three times the piece at its peak.
+    const FRAME: usize = 40;
     if json {
+        out.reserve(line.len() + FRAME);
         out.extend_from_slice(b"\"msg\":");
         out.extend_from_slice(line);
     } else {
+        let encoded = base64::encoded_len(line.len(), true).unwrap_or(usize::MAX);
+        out.reserve(encoded.saturating_add(FRAME));
         out.extend_from_slice(b"\"rawB64\":\"");
-        let mut b64 = String::new();
-        base64::engine::general_purpose::STANDARD.encode_string(line, &mut b64);
-        out.extend_from_slice(b64.as_bytes());
+        let start = out.len();
+        out.resize(start + encoded, 0);
+        let written = base64::engine::general_purpose::STANDARD
+            .encode_slice(line, &mut out[start..])
+            .expect("sized by encoded_len");
+        out.truncate(start + written);
         out.push(b'"');
     }
     if partial {

@@ -234,6 +234,9 @@ pub struct ToolMetadata<'a> {
     pub session_id: Option<Str<'a>>,
     #[serde(default)]
     pub exit: Option<i64>,
+    /// Set when the call was stopped by an abort (with `error: "Tool execution aborted"`).
+    #[serde(default)]
+    pub interrupted: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -361,6 +364,19 @@ fn child_name(title: &str) -> &str {
     }
 }
 
+/// The title OpenCode gives a session until its title request answers (`New session - <ISO time>`,
+/// `Child session - …`; OpenCode's own `isDefaultTitle`): no name. Taken for one, it was the name for
+/// good, as a thread keeps the first name it is given.
+fn is_placeholder(title: &str) -> bool {
+    let Some(time) = title.strip_prefix("New session - ").or_else(|| title.strip_prefix("Child session - ")) else {
+        return false;
+    };
+    // `2026-12-01T17:43:49.104Z`: digits where the ISO form has them.
+    let shape = "dddd-dd-ddTdd:dd:dd.dddZ";
+    time.len() == shape.len()
+        && time.bytes().zip(shape.bytes()).all(|(c, s)| if s == b'd' { c.is_ascii_digit() } else { c == s })
+}
+
 /// A session: its place under `parentID`, its names and model, and what OpenCode priced it at.
 fn session<'l>(info: &'l Info<'_>, out: &mut Lowered<'l>) {
     let Some(id) = info.id.as_deref().filter(|i| !i.is_empty()) else { return };
@@ -372,6 +388,7 @@ fn session<'l>(info: &'l Info<'_>, out: &mut Lowered<'l>) {
     let child = matches!(parentage, Parentage::Child { .. });
     let mut fact = ThreadFact::new(Cow::Borrowed(id), parentage);
     let title = info.title.as_deref().unwrap_or_default();
+    let title = if is_placeholder(title) { "" } else { title };
     fact.nickname = Some(sanitize(if child { child_name(title) } else { title })).filter(|n| !n.is_empty());
     fact.role = info.agent.as_deref().map(sanitize).filter(|r| !r.is_empty());
     let model = info.model.as_ref().and_then(|m| m.id.as_deref().or(m.model_id.as_deref())).filter(|m| !m.is_empty());
@@ -456,7 +473,9 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
         let (message, aborted) = error_text(info.error);
         out.weight = Weight::Closing;
         let outcome = if aborted { TurnOutcome::Interrupted } else { TurnOutcome::Failed };
-        facts.push(Fact::TurnEnded(TurnEnded { turn, outcome: Some(outcome), error: message.clone() }));
+        // An abort is the user's, not an error of the agent's: no error to mark its lane with.
+        let error = if aborted { None } else { message.clone() };
+        facts.push(Fact::TurnEnded(TurnEnded { turn, outcome: Some(outcome), error }));
         if aborted {
             facts.push(status(StatusChange::Set(Status::Interrupted)));
         } else {
@@ -472,9 +491,18 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
     }
 }
 
-fn item_status(s: Option<&str>) -> ItemStatus {
+/// A tool part's state. An `error` is not always a failure (1.18.33, as OpenCode's own UI tells
+/// them): an abort (Esc, the API) stops a running call with `Tool execution aborted` and
+/// `metadata.interrupted`, a `task` whose child was cancelled with `Task cancelled`; a call the user
+/// refused at its permission prompt ends `The user rejected permission to use this specific tool
+/// call.`
+fn item_status(s: Option<&str>, error: Option<&str>, interrupted: bool) -> ItemStatus {
     match s {
         Some("completed") => ItemStatus::Completed,
+        Some("error") if interrupted || matches!(error, Some("Tool execution aborted" | "Task cancelled")) => {
+            ItemStatus::Interrupted
+        }
+        Some("error") if error.is_some_and(|e| e.starts_with("The user rejected permission")) => ItemStatus::Declined,
         Some("error") => ItemStatus::Failed,
         _ => ItemStatus::InProgress,
     }
@@ -535,7 +563,11 @@ fn tool<'l>(part: &'l Part<'_>, id: &'l str, facts: &mut crate::wire::fact::Fact
     let mut fact = ItemFact {
         id: Some(Cow::Borrowed(id)),
         turn: Some(TurnRef::Latest),
-        status: Some(item_status(st)),
+        status: Some(item_status(
+            st,
+            state.and_then(|s| s.error.as_deref()),
+            state.and_then(|s| s.metadata.as_ref()).and_then(|m| m.interrupted) == Some(true),
+        )),
         started_ms: span.start,
         completed_ms: span.end,
         exit_code: state.and_then(|s| s.metadata.as_ref()).and_then(|m| m.exit),
@@ -637,6 +669,32 @@ mod tests {
         format!(r#"{{"opencode":"row","event":{{"type":"{kind}","properties":{props}}}}}"#)
     }
 
+    /// The TUI (1.18.33) creates a session titled `New session - <time>` and renames it once the title
+    /// request answers; the placeholder is no name, the real title names the session.
+    /// What an abort and a refusal leave on a tool part (1.18.33): neither is the tool's failure.
+    #[test]
+    fn an_aborted_or_refused_call_is_not_a_failed_one() {
+        assert_eq!(item_status(Some("error"), Some("Task cancelled"), false), ItemStatus::Interrupted);
+        assert_eq!(item_status(Some("error"), Some("Tool execution aborted"), true), ItemStatus::Interrupted);
+        assert_eq!(item_status(Some("error"), Some("something else"), true), ItemStatus::Interrupted);
+        assert_eq!(
+            item_status(Some("error"), Some("The user rejected permission to use this specific tool call."), false),
+            ItemStatus::Declined
+        );
+        assert_eq!(item_status(Some("error"), Some("Subagent failed (task_id: ses_x)"), false), ItemStatus::Failed);
+        assert_eq!(item_status(Some("completed"), None, false), ItemStatus::Completed);
+        assert_eq!(item_status(Some("running"), None, false), ItemStatus::InProgress);
+    }
+
+    #[test]
+    fn a_placeholder_title_is_no_name() {
+        assert!(is_placeholder("New session - 2026-12-01T17:43:49.104Z"));
+        assert!(is_placeholder("Child session - 2026-12-01T17:43:49.104Z"));
+        assert!(!is_placeholder("New session - tomorrow"));
+        assert!(!is_placeholder("Mock session title"));
+        assert!(!is_placeholder("New session - 2026-12-01T17:43:49.104Z and more"));
+    }
+
     #[test]
     fn sessions_become_threads_under_their_parent_id() {
         let child = row(
@@ -729,6 +787,8 @@ mod tests {
                 matches!(f.iter().find(|f| matches!(f, Fact::TurnEnded(_))), Some(Fact::TurnEnded(e)) if e.outcome == Some(TurnOutcome::Interrupted))
             );
             assert!(matches!(f.last(), Some(Fact::Status(s)) if s.change == StatusChange::Set(Status::Interrupted)));
+            // The TUI's Esc aborts this way too (1.18.33): the lane shows it interrupted, not "retried".
+            assert!(!f.iter().any(|f| matches!(f, Fact::Error(_) | Fact::TurnEnded(TurnEnded { error: Some(_), .. }))));
         });
         // Killed: nothing written; the source says the lock's pid is dead.
         lowered(r#"{"opencode":"dead","sessionID":"ses_r"}"#, |l| {

@@ -105,7 +105,8 @@ pub fn lower<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
             out.facts.push(Fact::TurnEnded(TurnEnded {
                 turn: TurnRef::Latest,
                 outcome: Some(outcome),
-                error: message.clone(),
+                // An abort is the user's, not an error to mark the lane with.
+                error: if aborted { None } else { message.clone() },
             }));
             if !aborted {
                 out.facts.push(Fact::Error(ErrorFact { message, retrying: false }));

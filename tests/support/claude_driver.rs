@@ -110,7 +110,7 @@ impl ClaudeRun {
 }
 
 /// The CLI's environment: only what it needs, so nothing of the developer's (keys, proxies, config) leaks in.
-fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString, OsString)> {
+pub fn env(world: &World, base_url: &str, telemetry: Option<&str>) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = vec![
         ("HOME".into(), world.home.clone().into()),
         ("TMPDIR".into(), world.root.path().join("tmp").into()),
@@ -169,7 +169,8 @@ pub async fn run_with(
     let started = Instant::now();
     let mut child = tokio::process::Command::new(bin)
         .args(["-p", ROOT_PROMPT, "--output-format", "stream-json", "--verbose", "--model", ROOT_MODEL])
-        .arg("--dangerously-skip-permissions")
+        // A run that names its permission mode is checked by it; the rest never ask.
+        .args((!extra_args.contains(&"--permission-mode")).then_some("--dangerously-skip-permissions"))
         .args(extra_args)
         .env_clear()
         .envs(env(&world, &mock.base_url(), opts.telemetry.as_deref()))

@@ -2,6 +2,7 @@
 //! the facts every format shares.
 
 mod cursor;
+mod local;
 pub mod outcome;
 pub mod partial;
 pub mod sidecar;

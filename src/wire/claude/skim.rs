@@ -10,7 +10,7 @@
 #![allow(clippy::option_option)]
 
 use super::cursor::{Cursor, Seen};
-use super::transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, joined};
+use super::transcript::{AgentResult, Block, ClaudeLine, ClaudeMessage, Decision, ProgressData, ToolInput, joined};
 use crate::wire::json::Str;
 
 /// Content nested deeper than this (a tool result inside a tool result …) is left to the full parse.
@@ -89,6 +89,26 @@ pub fn line(text: &str) -> Option<ClaudeLine<'_>> {
             "isAbortedMidStream" => {
                 seen.once(14)?;
                 line.is_aborted_mid_stream = c.opt_bool()?;
+            }
+            "subtype" => {
+                seen.once(19)?;
+                line.subtype = c.opt_str()?;
+            }
+            "isCompactSummary" => {
+                seen.once(20)?;
+                line.is_compact_summary = c.opt_bool()?;
+            }
+            "toolDenialKind" => {
+                seen.once(21)?;
+                line.tool_denial_kind = c.opt_str()?;
+            }
+            "entrypoint" => {
+                seen.once(18)?;
+                line.entrypoint = c.opt_str()?;
+            }
+            "permissionDecision" => {
+                seen.once(17)?;
+                line.permission_decision = decision(&mut c)?;
             }
             // Another format's members: its reader decides.
             "method" | "params" | "id" | "result" | "error" | "emittedAtMs" | "swarmtop" | "ts" | "dir" | "msg"
@@ -304,6 +324,25 @@ fn agent_result<'a>(c: &mut Cursor<'a>) -> Option<Option<AgentResult<'a>>> {
     Some(Some(result))
 }
 
+/// `permissionDecision`: its `decision`; `source`, `reasonCode` are stepped over.
+fn decision<'a>(c: &mut Cursor<'a>) -> Option<Option<Decision<'a>>> {
+    if c.peek()? != b'{' {
+        return c.null();
+    }
+    let mut d = Decision::default();
+    let mut seen = Seen::default();
+    let mut members = c.object()?;
+    while let Some(key) = c.key(&mut members)? {
+        if key == "decision" {
+            seen.once(0)?;
+            d.decision = c.opt_str()?;
+        } else {
+            c.value()?;
+        }
+    }
+    Some(Some(d))
+}
+
 /// A progress line's `data`: its type and agent; its nested message is stepped over.
 fn progress<'a>(c: &mut Cursor<'a>) -> Option<Option<ProgressData<'a>>> {
     if c.peek()? != b'{' {
@@ -363,12 +402,13 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 29, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 34, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");
         assert_eq!(members(&format!("{:?}", AgentResult::default())), 2, "AgentResult");
         assert_eq!(members(&format!("{:?}", ProgressData::default())), 2, "ProgressData");
+        assert_eq!(members(&format!("{:?}", Decision::default())), 1, "Decision");
     }
 
     #[test]
@@ -423,6 +463,14 @@ mod tests {
             format!("{{{t},\"message\":{{\"usage\":{{\"input_tokens\":3,\"output_tokens\":1}}}}}}"),
             // Interactive 2.1.332: the snake-case session beside the camel one (stale after `/clear`).
             format!("{{{t},\"session_id\":\"before-clear\"}}"),
+            // 2.1.332: every tool result's permission check; `reject` is a refused call.
+            format!(
+                "{{{t},\"permissionDecision\":{{\"decision\":\"reject\",\"source\":\"config\",\"reasonCode\":\"workingDir\"}}}}"
+            ),
+            format!("{{{t},\"permissionDecision\":null}}"),
+            format!("{{{t},\"entrypoint\":\"cli\"}}"),
+            format!("{{{t},\"toolDenialKind\":\"user-rejected\"}}"),
+            format!("{{{t},\"subtype\":\"local_command\",\"isCompactSummary\":true}}"),
         ];
         for record in &plain {
             assert!(agrees(record), "read in one pass: {record}");
@@ -441,6 +489,9 @@ mod tests {
             format!("{{{t},\"message\":{{\"content\":\"raw \u{1} byte\"}}}}"),
             format!("{{{t},\"data\":7}}"),
             format!("{{{t},\"toolUseResult\":[1]}}"),
+            format!("{{{t},\"permissionDecision\":\"reject\"}}"),
+            format!("{{{t},\"entrypoint\":1}}"),
+            format!("{{{t},\"isCompactSummary\":\"yes\"}}"),
             format!("{{{t},\"\\u0074ype\":\"x\"}}"),
             format!("{{{t},}}"),
             format!("{{{t}"),

@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::partial::Partials;
+use super::transcript::Decision;
 use super::{Block, Usage, blocks_of};
 use crate::wire::fact::{
     Answered, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
@@ -54,7 +55,8 @@ pub struct StreamLine<'a> {
     pub agent_id: Option<Str<'a>>,
     #[serde(borrow, default)]
     pub parent_tool_use_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
+    /// A message line's message; on `permission_denied` the refusal as the user was told it.
+    #[serde(borrow, default, deserialize_with = "message_or_note")]
     pub message: Option<StreamMessage<'a>>,
     #[serde(borrow, default)]
     pub task_id: Option<Str<'a>>,
@@ -108,6 +110,32 @@ pub struct StreamLine<'a> {
     /// `api_retry`: a category (`unknown`, `rate_limit`, ...); kept raw, as other lines may say more.
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
+    /// A `user` line's tool results as the CLI decided them: which calls it refused to run.
+    #[serde(borrow, default)]
+    pub tool_result_meta: Option<Vec<ResultMeta<'a>>>,
+    /// `result`: every call refused this turn.
+    #[serde(borrow, default)]
+    pub permission_denials: Option<Vec<Denial<'a>>>,
+}
+
+/// `tool_result_meta[]` of a `user` line.
+#[derive(Debug, Default, Deserialize)]
+pub struct ResultMeta<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<Str<'a>>,
+    #[serde(default)]
+    pub permission_decision: Option<Decision<'a>>,
+    /// Why the call did not run: `user-rejected` (a No at the prompt, or SIGINT while it waited or
+    /// ran), `permission-rule` (a rule or hook; with a `reject` decision).
+    #[serde(borrow, default)]
+    pub non_execution_kind: Option<Str<'a>>,
+}
+
+/// `result.permission_denials[]`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Denial<'a> {
+    #[serde(borrow, default)]
+    pub tool_use_id: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -120,6 +148,20 @@ pub struct StreamMessage<'a> {
     pub content: Option<&'a RawValue>,
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// `message` was a string, not a message (`permission_denied`).
+    #[serde(skip)]
+    pub note: Option<Str<'a>>,
+}
+
+/// `message` is an API message on message lines and the text shown to the user on
+/// `permission_denied`; a message object that does not read is still an error of the line.
+fn message_or_note<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<StreamMessage<'de>>, D::Error> {
+    let Some(raw) = Option::<&'de RawValue>::deserialize(d)? else { return Ok(None) };
+    if raw.get().starts_with('"') {
+        let note: Str<'de> = serde_json::from_str(raw.get()).map_err(serde::de::Error::custom)?;
+        return Ok(Some(StreamMessage { note: Some(note), ..StreamMessage::default() }));
+    }
+    serde_json::from_str(raw.get()).map(Some).map_err(serde::de::Error::custom)
 }
 
 /// `compact_boundary` `compact_metadata`.
@@ -192,7 +234,26 @@ impl StreamLine<'_> {
         self.task_type.as_deref().is_none_or(|t| t.contains("agent"))
     }
 
-    /// The agent a message line belongs to: its sub-agent, else the session.
+    /// What `permission_denied` told the user.
+    fn note(&self) -> Option<&str> {
+        self.message.as_ref().and_then(|m| m.note.as_deref())
+    }
+
+    /// What `tool_result_meta` says of the call `call`, if anything.
+    fn meta(&self, call: &str) -> Option<&ResultMeta<'_>> {
+        self.tool_result_meta.iter().flatten().find(|m| m.id.as_deref() == Some(call))
+    }
+
+    /// Whether the CLI refused to run the tool call `call`.
+    fn refused(&self, call: &str) -> bool {
+        self.meta(call).and_then(|m| m.permission_decision.as_ref()).is_some_and(Decision::refused)
+    }
+
+    /// Whether the user stopped the call `call` (the line cannot tell a No from an interrupt).
+    fn stopped(&self, call: &str) -> bool {
+        self.meta(call).is_some_and(|m| m.non_execution_kind.as_deref() == Some("user-rejected"))
+    }
+
     /// Whether lowering it reads what earlier lines of the stream said: a streamed event, and a
     /// session's `assistant` line, which finishes the block the events streamed.
     pub fn reads_stream(&self) -> bool {
@@ -262,6 +323,10 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
         (Some("system"), Some("task_notification")) => task_end(line, line.status.as_deref(), None, out),
         (Some("system"), Some("api_retry")) => api_retry(line, out),
         (Some("system"), Some("compact_boundary")) => compacted(line, out),
+        (Some("system"), Some("permission_denied")) => {
+            out.weight = Weight::Output;
+            out.facts.extend(line.tool_use_id.as_deref().map(|call| declined(call, line.note(), out.time)));
+        }
         (Some("tool_progress"), _) => retry(line, out),
         (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
         (Some("assistant"), _) => assistant(line, partials, out),
@@ -468,13 +533,21 @@ fn user<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowered<'l>
     for block in blocks.iter().filter(|b| b.kind.as_deref() == Some("tool_result")) {
         results = true;
         let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
-        let failed = block.is_error == Some(true);
+        let status = if line.refused(tool_use) {
+            ItemStatus::Declined
+        } else if line.stopped(tool_use) {
+            ItemStatus::Interrupted
+        } else if block.is_error == Some(true) {
+            ItemStatus::Failed
+        } else {
+            ItemStatus::Completed
+        };
         out.facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
             text: Some(sanitize(&block.content)),
             text_rule: TextRule::Output,
-            status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
+            status: Some(status),
             completed_ms: out.time,
             ..ItemFact::default()
         })));
@@ -537,6 +610,10 @@ fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         TurnOutcome::Completed
     };
     out.facts.push(Fact::TurnEnded(TurnEnded { turn: TurnRef::Latest, outcome: Some(outcome), error: None }));
+    // Said again here, for a stream whose `permission_denied` lines were lost or never written.
+    for call in line.permission_denials.iter().flatten().filter_map(|d| d.tool_use_id.as_deref()) {
+        out.facts.push(declined(call, None, out.time));
+    }
     for (model, usage) in line.model_usage.iter().flatten() {
         out.facts
             .push(Fact::ReportedUsage(ReportedUsage { model: CleanStr::new(model), tokens: model_breakdown(usage) }));
@@ -558,6 +635,20 @@ fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
     if aborted {
         out.facts.push(Fact::SessionEnded(SessionEnded { interrupted: true }));
     }
+}
+
+/// A tool call the CLI refused to run (the permission mode, a rule, the working-directory check):
+/// it never ran, which is not a failure of the tool.
+fn declined<'l>(call: &'l str, told: Option<&str>, at: Option<i64>) -> Fact<'l> {
+    Fact::Item(Box::new(ItemFact {
+        id: Some(id(call)),
+        update_only: true,
+        status: Some(ItemStatus::Declined),
+        text: told.map(sanitize),
+        text_rule: TextRule::Output,
+        completed_ms: at,
+        ..ItemFact::default()
+    }))
 }
 
 fn text_item<'l>(item: String, kind: ItemKind, text: &str) -> Fact<'l> {
@@ -782,6 +873,54 @@ mod tests {
             assert!(matches!(f[0], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Failed)));
             assert_eq!(f.len(), 1);
         });
+        // 2.1.332 says why it did not run: the user stopped it (SIGINT here; a No at the prompt alike).
+        let stopped = result.replace(
+            r#""uuid":"u8"}"#,
+            r#""uuid":"u8","tool_use_result":"User rejected tool use","tool_result_meta":[{"id":"toolu_1","non_execution_kind":"user-rejected"}]}"#,
+        );
+        lowered(&stopped, |_, f| {
+            assert!(matches!(f[0], Fact::Item(i) if i.status == Some(ItemStatus::Interrupted)));
+        });
+    }
+
+    /// Without `--dangerously-skip-permissions` (2.1.332, `-p`): a refused call gets a
+    /// `permission_denied` line whose `message` is the text the model is told (a string, where
+    /// message lines have an object), then its `user` tool result marked `reject`, and the
+    /// `result` lists it again.
+    #[test]
+    fn a_refused_call_is_declined_not_failed() {
+        let denied = r#"{"type":"system","subtype":"permission_denied","tool_name":"Write","tool_use_id":"toolu_w","decision_reason_type":"workingDir","decision_reason":"Path is outside allowed working directories","message":"Claude requested permissions to write to /tmp/x.txt, but you haven't granted it yet.","uuid":"d1","session_id":"s"}"#;
+        lowered(denied, |l, f| {
+            assert_eq!(l.subject, Subject::Thread("s".into()));
+            assert_eq!(f.len(), 1);
+            let Fact::Item(i) = f[0] else { panic!("{f:?}") };
+            assert!(i.update_only);
+            assert_eq!(i.id.as_deref(), Some("toolu_w"));
+            assert_eq!(i.status, Some(ItemStatus::Declined));
+            assert!(i.text.as_ref().is_some_and(|t| t.as_str().starts_with("Claude requested permissions")));
+        });
+        let result = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"This Bash command contains multiple operations.","is_error":true,"tool_use_id":"toolu_b"}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u1","timestamp":"2026-12-01T17:22:11.791Z","tool_use_result":"Error: This Bash command contains multiple operations.","tool_result_meta":[{"id":"toolu_b","non_execution_kind":"user-rejected","permission_decision":{"decision":"reject","source":"config"}}]}"#;
+        lowered(result, |_, f| {
+            assert!(matches!(f[0], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Declined)));
+        });
+        // An accepted call that failed is the tool's failure.
+        let accepted = result.replace("reject", "accept");
+        lowered(&accepted, |_, f| {
+            assert!(matches!(f[0], Fact::Item(i) if i.status == Some(ItemStatus::Failed)));
+        });
+        let end = r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s","permission_denials":[{"tool_name":"Write","tool_use_id":"toolu_p","tool_input":{"file_path":"PLAN.md","content":"x"}}]}"#;
+        lowered(end, |_, f| {
+            assert!(f.iter().any(
+                |f| matches!(f, Fact::Item(i) if i.id.as_deref() == Some("toolu_p") && i.status == Some(ItemStatus::Declined))
+            ));
+        });
+    }
+
+    /// A message object that does not read is still the line's error, not a silent default.
+    #[test]
+    fn only_a_string_message_is_a_note() {
+        assert!(parse(r#"{"type":"assistant","session_id":"s","message":{"content":7,"id":5}}"#).is_none());
+        assert!(parse(r#"{"type":"assistant","session_id":"s","message":null}"#).is_some_and(|l| l.message.is_none()));
     }
 
     #[test]

@@ -62,6 +62,22 @@ pub struct ClaudeLine<'a> {
     /// only these members matter).
     #[serde(rename = "toolUseResult", borrow, default, deserialize_with = "agent_result")]
     pub agent_result: Option<AgentResult<'a>>,
+    /// A tool result line's permission check (2.1.332): a `reject` is a call the CLI refused to run.
+    #[serde(borrow, default, deserialize_with = "decision")]
+    pub permission_decision: Option<Decision<'a>>,
+    /// `system` lines: `local_command` (the output of a slash command), `compact_boundary`, ...
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub subtype: Option<Str<'a>>,
+    /// The summary a compaction continues the session from (a `user` line, not a prompt).
+    #[serde(default)]
+    pub is_compact_summary: Option<bool>,
+    /// Why a tool call did not run: `user-rejected` when the user said no at its prompt or stopped
+    /// the turn (Esc, SIGINT) while it waited or ran; `permission-rule` for a rule or hook.
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub tool_denial_kind: Option<Str<'a>>,
+    /// How the CLI was started: `cli` (interactive), `sdk-cli` (`-p`), `sdk-ts`, ...
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub entrypoint: Option<Str<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
     // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
@@ -204,6 +220,21 @@ pub struct AgentResult<'a> {
     pub status: Option<Str<'a>>,
 }
 
+/// How a tool call's permission was decided (`permissionDecision` of a transcript line,
+/// `tool_result_meta[].permission_decision` of stream-json): `accept` or `reject`, by a `source`
+/// (the settings, the permission mode, the user).
+#[derive(Debug, Default, Deserialize)]
+pub struct Decision<'a> {
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub decision: Option<Str<'a>>,
+}
+
+impl Decision<'_> {
+    pub fn refused(&self) -> bool {
+        self.decision.as_deref().is_some_and(|d| matches!(d, "reject" | "deny"))
+    }
+}
+
 impl<'a> ClaudeLine<'a> {
     pub fn time(&self) -> Option<i64> {
         self.timestamp.as_deref().and_then(iso8601_ms)
@@ -224,6 +255,13 @@ impl<'a> ClaudeLine<'a> {
     /// no agent and marks nothing.)
     pub fn is_main(&self) -> bool {
         self.sub_agent().is_none() && (self.agent_id.is_some() || self.is_sidechain != Some(true))
+    }
+
+    /// Whether an interrupt on this line ends the whole session: it is the session's own, and not the
+    /// interactive CLI's, where Esc stops only the turn (the CLI waits for the next prompt, and its
+    /// background agents go on working).
+    pub fn interrupt_ends_session(&self) -> bool {
+        self.is_main() && self.entrypoint.as_deref() != Some("cli")
     }
 
     pub fn blocks(&self) -> &[Block<'a>] {
@@ -373,6 +411,11 @@ fn agent_result<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<AgentRe
     Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
 }
 
+/// `permissionDecision`, when it is an object: a newer CLI's other shape is no reason to lose the line.
+fn decision<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Decision<'de>>, D::Error> {
+    Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
+}
+
 /// Lowers one transcript line into `out` (whose time and raw text the caller has set).
 pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     out.format = Format::ClaudeTranscript;
@@ -391,6 +434,10 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     match line.kind.as_deref() {
         Some("assistant") => assistant(line, out),
         Some("user") => user(line, out),
+        Some("system") if line.subtype.as_deref() == Some("local_command") => {
+            let uuid = line.uuid.as_deref().unwrap_or_default();
+            super::local::answered(uuid, None, out.time, &mut out.facts);
+        }
         Some("cost-state") => {
             let raw = out.raw;
             outcome::cost_state(raw, &mut out.facts);
@@ -457,7 +504,7 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
         outcome::api_error(line.api_error_status, &text.join("\n"), facts);
     } else if line.is_aborted_mid_stream == Some(true) {
-        outcome::interrupted(line.is_main(), facts);
+        outcome::interrupted(line.interrupt_ends_session(), facts);
     }
 }
 
@@ -517,29 +564,53 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         if line.is_meta != Some(true) {
             let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
             if text.first().is_some_and(|t| outcome::is_interrupt_note(t)) {
-                outcome::interrupted(line.is_main(), facts);
+                outcome::interrupted(line.interrupt_ends_session(), facts);
                 return;
             }
             let uuid = line.uuid.as_deref().unwrap_or_default();
+            let first = text.first().copied().unwrap_or_default();
+            if line.is_compact_summary == Some(true) {
+                super::local::summary(uuid, &text.join("\n"), time, facts);
+                return;
+            }
+            if let Some(command) = super::local::command(first) {
+                super::local::ran(uuid, &command, time, facts);
+                return;
+            }
+            if let Some(output) = super::local::output(first) {
+                super::local::answered(uuid, Some(output), time, facts);
+                return;
+            }
             facts.push(Fact::TurnStarted(TurnStarted {
                 turn: Some(Cow::Borrowed(uuid)),
                 own_root_turn: false,
                 ends_previous: true,
             }));
-            facts.push(block_item(uuid.to_owned(), ItemKind::UserMessage, &text.join("\n"), time));
+            let shown = super::local::notification(first).unwrap_or_else(|| text.join("\n"));
+            facts.push(block_item(uuid.to_owned(), ItemKind::UserMessage, &shown, time));
             facts.push(status(Status::Running));
         }
         return;
     }
     for block in results {
         let Some(tool_use) = block.tool_use_id.as_deref() else { continue };
-        let failed = block.is_error == Some(true);
+        // A refused call never ran: declined, not a failure of the tool.
+        let status = if line.permission_decision.as_ref().is_some_and(Decision::refused) {
+            ItemStatus::Declined
+        } else if line.tool_denial_kind.as_deref() == Some("user-rejected") {
+            // The user stopped it (said no, or interrupted): the line cannot tell which; not a failure.
+            ItemStatus::Interrupted
+        } else if block.is_error == Some(true) {
+            ItemStatus::Failed
+        } else {
+            ItemStatus::Completed
+        };
         facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
             text: Some(sanitize(&block.content)),
             text_rule: TextRule::Output,
-            status: Some(if failed { ItemStatus::Failed } else { ItemStatus::Completed }),
+            status: Some(status),
             completed_ms: time,
             ..ItemFact::default()
         })));
@@ -564,7 +635,7 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
 mod tests {
     use super::*;
     use crate::wire::Clean;
-    use crate::wire::fact::{Fact, ItemStatus, Lowered, Parentage, Status, StatusChange, Subject};
+    use crate::wire::fact::{Fact, ItemKind, ItemStatus, Lowered, Parentage, Status, StatusChange, Subject};
 
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
         let line = parse(text).expect("a transcript line");
@@ -575,6 +646,89 @@ mod tests {
 
     fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
         l.facts.iter().collect()
+    }
+
+    /// 2.1.332 writes every tool result's permission check on its line; a refused call (not in the
+    /// working directory, a Bash rule missing, the plan mode) never ran.
+    #[test]
+    fn a_refused_call_is_declined_and_an_accepted_one_is_the_tool_s_own() {
+        let refused = r#"{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to write to /tmp/x.txt, but you haven't granted it yet.","is_error":true,"tool_use_id":"toolu_w"}]},"toolUseResult":"Error: Claude requested permissions to write to /tmp/x.txt, but you haven't granted it yet.","toolDenialKind":"user-rejected","permissionDecision":{"decision":"reject","source":"config","reasonCode":"workingDir"}}"#;
+        lowered(refused, |l| {
+            assert!(matches!(facts(l)[1], Fact::Item(i) if i.update_only && i.status == Some(ItemStatus::Declined)));
+        });
+        let failed = refused.replace(r#""decision":"reject""#, r#""decision":"accept""#);
+        let failed = failed.replace(r#""toolDenialKind":"user-rejected","#, "");
+        lowered(&failed, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
+        let odd = refused.replace(r#"{"decision":"reject","source":"config","reasonCode":"workingDir"}"#, "7");
+        let odd = odd.replace(r#""toolDenialKind":"user-rejected","#, "");
+        lowered(&odd, |l| assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Failed))));
+        // "No" at the interactive prompt, or Esc / SIGINT while the call waits or runs: written alike.
+        let stopped = r#"{"type":"user","sessionId":"s","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","content":"The user doesn't want to proceed with this tool use.","is_error":true,"tool_use_id":"toolu_b"}]},"toolUseResult":"User rejected tool use","toolDenialKind":"user-rejected"}"#;
+        lowered(stopped, |l| {
+            assert!(matches!(facts(l)[1], Fact::Item(i) if i.status == Some(ItemStatus::Interrupted)));
+        });
+    }
+
+    /// Esc in the interactive CLI (2.1.332, `entrypoint: cli`) stops the session's turn; the CLI waits
+    /// for the next prompt and its background agents go on (their files keep growing, and the CLI
+    /// says "Waiting for 2 background agents to finish"). `-p` (`sdk-cli`) exits on SIGINT: nothing of
+    /// it runs any more.
+    #[test]
+    fn an_interactive_interrupt_ends_the_turn_and_a_print_mode_one_the_session() {
+        let note = |entry: &str| {
+            format!(
+                r#"{{"type":"user","sessionId":"s","uuid":"u","isSidechain":false,"entrypoint":"{entry}","message":{{"role":"user","content":[{{"type":"text","text":"[Request interrupted by user]"}}]}}}}"#
+            )
+        };
+        let ends = |l: &Lowered<'_>| facts(l).iter().any(|f| matches!(f, Fact::SessionEnded(e) if e.interrupted));
+        let turn = |l: &Lowered<'_>| {
+            facts(l).iter().any(
+                |f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(crate::wire::fact::TurnOutcome::Interrupted)),
+            )
+        };
+        lowered(&note("cli"), |l| {
+            assert!(turn(l));
+            assert!(!ends(l), "the interactive session goes on");
+        });
+        lowered(&note("sdk-cli"), |l| {
+            assert!(turn(l));
+            assert!(ends(l), "-p exits on SIGINT");
+        });
+    }
+
+    /// `/compact` typed in the interactive CLI (2.1.332), in the order the file has them: the summary,
+    /// the command, its output. None is a prompt; the session ends idle, not running for good.
+    #[test]
+    fn a_local_command_is_a_turn_of_its_own_that_its_output_ends() {
+        let running = |l: &Lowered<'_>| {
+            facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Set(Status::Running)))
+        };
+        let summary = r#"{"type":"user","sessionId":"s","uuid":"u1","isSidechain":false,"isCompactSummary":true,"isVisibleInTranscriptOnly":true,"message":{"role":"user","content":"This session is being continued from a previous conversation that ran out of context."}}"#;
+        lowered(summary, |l| {
+            assert!(!running(l));
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(i) if i.kind == Some(ItemKind::Compaction))));
+            assert!(!facts(l).iter().any(|f| matches!(f, Fact::TurnStarted(_))), "no turn of its own");
+        });
+        let command = r#"{"type":"user","sessionId":"s","uuid":"u2","isSidechain":false,"rowSource":"local","message":{"role":"user","content":"<command-name>/compact</command-name>\n            <command-message>compact</command-message>\n            <command-args></command-args>"}}"#;
+        lowered(command, |l| {
+            assert!(!running(l), "nothing asks the model");
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::TurnStarted(_))));
+            assert!(
+                facts(l)
+                    .iter()
+                    .any(|f| matches!(f, Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("/compact")))
+            );
+        });
+        let output = r#"{"type":"user","sessionId":"s","uuid":"u3","isSidechain":false,"message":{"role":"user","content":"<local-command-stdout>\u001b[2mCompacted (ctrl+o to see full summary)\u001b[22m</local-command-stdout>"}}"#;
+        lowered(output, |l| {
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Idle)));
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("Compacted (ctrl+o to see full summary)"))));
+        });
+        // `/clear` leaves its output as the new session's `system` line.
+        let clear = r#"{"type":"system","subtype":"local_command","sessionId":"s","uuid":"u4","isSidechain":false,"content":"<local-command-stdout></local-command-stdout>","commandRun":{"command":"clear","args":""}}"#;
+        lowered(clear, |l| {
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Idle)));
+        });
     }
 
     #[test]
