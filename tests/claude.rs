@@ -112,3 +112,37 @@ fn an_interactive_transcript_after_clear_is_its_own_session() {
     assert_eq!(root.tokens.total, 30, "both responses, once each");
     assert!(p.find(old).is_none());
 }
+
+/// A 2.1.332 sub-agent's `meta.json` read before any line of its session (a folder listed in another
+/// order, a follower that sees the sidecar first) waits with the session's lines, and names the
+/// sub-agent when it is replayed — not the session.
+#[test]
+fn a_sidecar_read_before_its_session_names_its_agent() {
+    let session = "11111111-2222-3333-4444-555555555555";
+    let dir = tempfile::tempdir().unwrap();
+    let subagents = dir.path().join(session).join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    let meta = subagents.join("agent-abc123.meta.json");
+    std::fs::write(
+        &meta,
+        r#"{"agentType":"general-purpose","description":"scout the repo","toolUseId":"toolu_1","spawnDepth":1}"#,
+    )
+    .unwrap();
+    let transcript = dir.path().join(format!("{session}.jsonl"));
+    std::fs::write(
+        &transcript,
+        format!(
+            r#"{{"type":"user","uuid":"u1","sessionId":"{session}","timestamp":"2026-12-01T10:00:00.000Z","message":{{"role":"user","content":"look around"}}}}
+{{"type":"assistant","uuid":"a1","sessionId":"{session}","timestamp":"2026-12-01T10:00:01.000Z","requestId":"req_1","message":{{"id":"msg_1","model":"claude-sonnet-4-5-20250929","role":"assistant","content":[{{"type":"tool_use","id":"toolu_1","name":"Agent","input":{{"description":"look in src","prompt":"go"}}}}],"usage":{{"input_tokens":10,"output_tokens":5}}}}}}
+"#
+        ),
+    )
+    .unwrap();
+    let p = ingest(&[meta, transcript]);
+    let root = p.model.thread(p.find(session).unwrap());
+    let agent = p.model.thread(p.find("abc123").unwrap());
+    assert_eq!(root.nickname, None, "the session is not named by its child's sidecar");
+    assert_eq!(agent.name(), "scout the repo");
+    assert_eq!(agent.agent_role.as_ref().map(ToString::to_string).as_deref(), Some("general-purpose"));
+    assert_eq!((agent.role, agent.card.as_deref()), (Role::Child, Some("toolu_1")));
+}

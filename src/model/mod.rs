@@ -354,6 +354,26 @@ impl Model {
     }
 
     fn apply_fact(&mut self, idx: ThreadIdx, fact: &Fact<'_>, r: &Routed<'_, '_>) {
+        // Seven facts in ten are deltas: their few instructions stay together, apart from the
+        // rest (the per-line path is long enough to miss the instruction cache).
+        match fact {
+            Fact::Delta(d) => self.delta(idx, d),
+            _ => self.apply_other_fact(idx, fact, r),
+        }
+    }
+
+    #[inline]
+    fn delta(&mut self, idx: ThreadIdx, d: &crate::wire::fact::Delta<'_>) {
+        let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
+            return;
+        };
+        if let Some(text) = &d.text {
+            self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
+        }
+    }
+
+    #[inline(never)]
+    fn apply_other_fact(&mut self, idx: ThreadIdx, fact: &Fact<'_>, r: &Routed<'_, '_>) {
         let time = r.record.time;
         match fact {
             Fact::Thread(t) => self.describe(idx, t, r.registry),
@@ -375,14 +395,7 @@ impl Model {
             }
             Fact::TurnEnded(end) => self.turn_ended(idx, end, time),
             Fact::Item(item) => self.item(idx, item, r.registry),
-            Fact::Delta(d) => {
-                let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
-                    return;
-                };
-                if let Some(text) = &d.text {
-                    self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
-                }
-            }
+            Fact::Delta(d) => self.delta(idx, d),
             Fact::Usage(usage) => self.usage(idx, usage, time),
             Fact::Model(m) => {
                 if let Some(t) = Self::target(idx, &m.target, r.registry) {
@@ -617,7 +630,7 @@ impl Model {
     /// An item already seen. Deltas come in runs for one item: the last one is checked first.
     fn known_item(&mut self, idx: ThreadIdx, id: &str) -> Option<usize> {
         let t = &mut self.threads[idx.index()];
-        if let Some(slot) = t.last_item.filter(|&slot| *t.items[slot].id == *id) {
+        if let Some(slot) = t.last_item.filter(|&slot| crate::router::same_id(&t.items[slot].id, id)) {
             return Some(slot);
         }
         let slot = *t.item_index.get(id)?;
@@ -799,6 +812,20 @@ impl Model {
 
 impl Sink for Model {
     fn event(&mut self, event: &Event<'_, '_>) {
+        if let Event::Line(routed) = event {
+            self.apply(routed);
+        } else {
+            self.tree_event(event);
+        }
+        self.generation += 1;
+    }
+}
+
+impl Model {
+    /// The router's events about the tree (every one but a line's): rare, and kept out of the
+    /// per-line path.
+    #[inline(never)]
+    fn tree_event(&mut self, event: &Event<'_, '_>) {
         match event {
             Event::Seen { thread, id } => {
                 self.seen(*thread, id);
@@ -838,7 +865,6 @@ impl Sink for Model {
             Event::Line(routed) => self.apply(routed),
             Event::Malformed { line_no, reason, record } => self.diagnostics.malformed(*line_no, reason, record),
         }
-        self.generation += 1;
     }
 }
 

@@ -205,6 +205,14 @@ impl<F: FnMut(&Event<'_, '_>)> Sink for F {
     }
 }
 
+/// Whether two ids are the same, asked of a cached guess that is usually wrong (interleaved
+/// sessions): ids of one length differ at their random end, so the last byte settles most
+/// without a `memcmp` call.
+#[inline]
+pub(crate) fn same_id(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b
+}
+
 /// Thread ids and their handles, stored once: the model, the screen and the commands read ids here
 /// (or share the same `Arc`).
 #[derive(Debug, Default)]
@@ -346,7 +354,8 @@ impl Router {
     /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
     /// the stream told (a rollout file's thread).
     pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
-        let lowered = wire::lower(line, origin, &mut self.stream);
+        let mut lowered = Lowered::default();
+        wire::lower_into(line, origin, &mut self.stream, &mut lowered);
         self.push_lowered(record, &lowered, origin, sink);
     }
 
@@ -559,8 +568,11 @@ impl Router {
             self.threads[thread.index()].own_root_turn = true;
         }
         // The buffered line is known to be this thread's, whatever told that (its own text, its
-        // file, an earlier line): its replay lowers to the same facts.
-        let origin = if origin.thread() == Some(id) {
+        // file, an earlier line): its replay lowers to the same facts. A sidecar's origin already
+        // says all its replay needs: its thread is the agent the file describes, not the parent
+        // whose line it is (made the parent's, the replay described the parent as its own child).
+        let sidecar = origin.info().is_some_and(|i| i.sidecar);
+        let origin = if sidecar || origin.thread() == Some(id) {
             origin.clone()
         } else {
             let mut info = origin.info().cloned().unwrap_or_default();
@@ -718,7 +730,7 @@ impl Router {
 
     /// Names a thread; the first naming gives it its handle.
     fn see(&mut self, id: &str, sink: &mut impl Sink) -> ThreadIdx {
-        if let Some(idx) = self.last_seen.filter(|t| *self.registry.ids[t.index()] == *id) {
+        if let Some(idx) = self.last_seen.filter(|t| same_id(&self.registry.ids[t.index()], id)) {
             return idx;
         }
         let (idx, new) = self.registry.insert(id);

@@ -137,7 +137,9 @@ fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
 fn starts_like_transcript(text: &str) -> bool {
     const FIRST: [&str; 6] =
         ["{\"parentUuid\":", "{\"type\":", "{\"isSidechain\":", "{\"uuid\":", "{\"leafUuid\":", "{\"sessionId\":"];
-    FIRST.iter().any(|f| text.starts_with(f))
+    // The name's first letter rules out a Codex line (`method`, `id`, `result`) at once.
+    matches!(text.as_bytes().get(2), Some(b'p' | b't' | b'i' | b'u' | b'l' | b's'))
+        && FIRST.iter().any(|f| text.starts_with(f))
 }
 
 fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {

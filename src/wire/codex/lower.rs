@@ -408,28 +408,33 @@ fn title_of(kind: &ItemKind, item: &Item<'_>) -> (Option<Clean>, Option<Clean>) 
     (Some(title), tool)
 }
 
+/// `parts` joined by `sep`, sanitised into `text`; the usual single part without a joined copy.
+fn push_joined(text: &mut Clean, parts: &[&str], sep: &str) {
+    match parts {
+        [one] => text.push(one),
+        _ => text.push(&parts.join(sep)),
+    }
+}
+
 /// The item's body text, by its kind; `None` when the line carries none.
-fn text_of(kind: &ItemKind, item: &Item<'_>) -> Option<Clean> {
+fn text_of<'l>(kind: &ItemKind, item: &Item<'l>) -> Option<Clean> {
     let mut text = Clean::new();
     match kind {
         ItemKind::AgentMessage | ItemKind::Plan => text.push(&raw_str(item.text)?),
         ItemKind::UserMessage => {
-            #[derive(Deserialize)]
-            struct Part<'a> {
-                #[serde(borrow)]
-                text: Option<Str<'a>>,
-            }
-            let parts: Vec<Part<'_>> = parse_raw(item.content)?;
-            let joined: Vec<&str> = parts.iter().filter_map(|p| p.text.as_deref()).collect();
-            text.push(&joined.join("\n"));
+            let parts = super::scan::texts_of(item.content?)?;
+            let joined: Vec<&str> = parts.iter().filter_map(Option::as_deref).collect();
+            push_joined(&mut text, &joined, "\n");
         }
         ItemKind::Reasoning => {
-            let summary: Vec<Str<'_>> = parse_raw(item.summary).unwrap_or_default();
-            let parts = if summary.is_empty() { parse_raw(item.content).unwrap_or_default() } else { summary };
+            let strings = |raw: Option<Raw<'l>>| raw.and_then(super::scan::strings_of).unwrap_or_default();
+            let summary = strings(item.summary);
+            let parts = if summary.is_empty() { strings(item.content) } else { summary };
             if parts.is_empty() {
                 return None;
             }
-            text.push(&parts.join("\n\n"));
+            let parts: Vec<&str> = parts.iter().map(|p| &**p).collect();
+            push_joined(&mut text, &parts, "\n\n");
         }
         ItemKind::Command => text.push(&raw_str(item.aggregated_output)?),
         ItemKind::FileChange => {

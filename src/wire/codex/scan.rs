@@ -107,27 +107,35 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Scan<Str<'a>> {
         self.eat(b'"')?;
         let start = self.pos;
-        let mut owned: Option<String> = None;
+        match self.skip_plain()? {
+            b'"' => {
+                let end = self.pos;
+                self.pos += 1;
+                Some(Cow::Borrowed(&self.text[start..end]))
+            }
+            b'\\' => self.escaped_string(start),
+            _ => None,
+        }
+    }
+
+    /// The rest of a string from its first escape (at the cursor) on, unescaped. Apart from
+    /// [`Scanner::string`], which stays small for the plain ids and names that are most strings.
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize) -> Scan<Str<'a>> {
+        // Room for the rest of a usual string at once: growing from nothing reallocated on most
+        // escaped texts.
+        let mut owned = String::with_capacity((self.bytes.len() - start).min(4096));
         let mut run = start;
         loop {
             match self.skip_plain()? {
                 b'"' => {
-                    let end = self.pos;
+                    owned.push_str(&self.text[run..self.pos]);
                     self.pos += 1;
-                    return Some(match owned {
-                        None => Cow::Borrowed(&self.text[start..end]),
-                        Some(mut s) => {
-                            s.push_str(&self.text[run..end]);
-                            Cow::Owned(s)
-                        }
-                    });
+                    return Some(Cow::Owned(owned));
                 }
                 b'\\' => {
-                    // Room for the rest of a usual string at once: growing from nothing
-                    // reallocated on most escaped texts.
-                    let s = owned.get_or_insert_with(|| String::with_capacity((self.bytes.len() - start).min(4096)));
-                    s.push_str(&self.text[run..self.pos]);
-                    s.push(self.escape()?);
+                    owned.push_str(&self.text[run..self.pos]);
+                    owned.push(self.escape()?);
                     run = self.pos;
                 }
                 _ => return None,
@@ -191,6 +199,10 @@ impl<'a> Scanner<'a> {
         (self.pos > start).then_some(())
     }
 
+    /// Moves past `word` when the cursor is at it. Always inlined: the words are constants, and
+    /// compared in place they need no `memcmp` call.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn literal(&mut self, word: &[u8]) -> Scan<()> {
         self.bytes[self.pos..].starts_with(word).then(|| self.pos += word.len())
     }
@@ -393,6 +405,61 @@ pub(super) fn string_of(raw: Raw<'_>) -> Option<Str<'_>> {
     s.string().filter(|_| s.end().is_some()).or_else(|| raw.parse())
 }
 
+/// A raw array of strings as serde reads a `Vec<Str>` (by serde where the scanner gives up): a
+/// reasoning item's summary and content, read once per completed item.
+pub(super) fn strings_of(raw: Raw<'_>) -> Option<Vec<Str<'_>>> {
+    let mut s = Scanner::new(raw.get());
+    match s.opt_strings() {
+        Some(Some(v)) if s.end().is_some() => Some(v),
+        _ => raw.parse(),
+    }
+}
+
+/// The `text` of each part of a raw array of objects, as serde reads a `Vec` of a derived
+/// struct whose one field is `text: Option<Str>` (a user message's content): `None` when it is
+/// not such an array.
+pub(super) fn texts_of(raw: Raw<'_>) -> Option<Vec<Option<Str<'_>>>> {
+    fn scan<'a>(s: &mut Scanner<'a>) -> Scan<Vec<Option<Str<'a>>>> {
+        s.eat(b'[')?;
+        let mut parts = Vec::new();
+        if s.eat(b']').is_some() {
+            return Some(parts);
+        }
+        loop {
+            // A part given as an array (by position) is left to serde.
+            if s.peek()? != b'{' {
+                return None;
+            }
+            let mut text = None;
+            let mut seen = 0;
+            s.object(|s, key| {
+                if key == "text" {
+                    once(&mut seen, 1)?;
+                    text = s.opt_string()?;
+                } else {
+                    s.value(3)?;
+                }
+                Some(())
+            })?;
+            parts.push(text);
+            if s.eat(b',').is_none() {
+                s.eat(b']')?;
+                return Some(parts);
+            }
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Part<'a> {
+        #[serde(borrow)]
+        text: Option<Str<'a>>,
+    }
+    let mut s = Scanner::new(raw.get());
+    match scan(&mut s) {
+        Some(parts) if s.end().is_some() => Some(parts),
+        _ => raw.parse::<Vec<Part<'_>>>().map(|parts| parts.into_iter().map(|p| p.text).collect()),
+    }
+}
+
 /// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
 fn once(seen: &mut u32, bit: u32) -> Scan<()> {
     let first = *seen & bit == 0;
@@ -444,6 +511,11 @@ fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
     if !opt_struct(s)? {
         return Some(None);
     }
+    let at = s.pos;
+    if let Some(b) = breakdown_as_written(s) {
+        return Some(Some(b));
+    }
+    s.pos = at;
     let mut b = Breakdown::default();
     let mut seen = 0;
     s.object(|s, key| {
@@ -464,6 +536,34 @@ fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
         Some(())
     })?;
     Some(Some(b))
+}
+
+/// A breakdown with its six figures in the order Codex writes them (two per usage line), read by
+/// their literal names; any other shape gives up, for the general object scan. What it reads
+/// agrees with that scan.
+fn breakdown_as_written(s: &mut Scanner<'_>) -> Scan<Breakdown> {
+    s.literal(b"{\"totalTokens\":")?;
+    let total_tokens = s.opt_u64()?;
+    s.literal(b",\"inputTokens\":")?;
+    let input_tokens = s.opt_u64()?;
+    s.literal(b",\"cachedInputTokens\":")?;
+    let cached_input_tokens = s.opt_u64()?;
+    s.literal(b",\"cacheWriteInputTokens\":")?;
+    let cache_write_input_tokens = s.opt_u64()?;
+    s.literal(b",\"outputTokens\":")?;
+    let output_tokens = s.opt_u64()?;
+    s.literal(b",\"reasoningOutputTokens\":")?;
+    let reasoning_output_tokens = s.opt_u64()?;
+    s.literal(b"}")?;
+    Some(Breakdown {
+        total_tokens,
+        input_tokens,
+        cached_input_tokens,
+        cache_write_input_tokens,
+        output_tokens,
+        reasoning_output_tokens,
+        ..Breakdown::default()
+    })
 }
 
 /// `params.item` as the derived [`Item`] reads it: strings typed, display fields raw. Two of
@@ -683,9 +783,82 @@ fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
     s.opt_int()
 }
 
+/// A stream delta in the exact shape Codex writes it (seven lines in ten):
+/// `{"method":"item/…","params":{"threadId":…,"turnId":…,"itemId":…,"delta":…[,"summaryIndex":…|
+/// ,"contentIndex":…]},"emittedAtMs":…}`. Its member names are compared as the literals they
+/// always are, in their order, instead of each being scanned and dispatched on. Any other shape
+/// gives up and leaves `msg` as it was, for the general scan; what is read agrees with it.
+fn delta_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
+    if !text.starts_with("{\"method\":\"item/") {
+        return None;
+    }
+    let mut s = Scanner::new(text);
+    s.pos = "{\"method\":".len();
+    let method = s.string()?;
+    s.literal(b",\"params\":{\"threadId\":")?;
+    let thread_id = s.string()?;
+    s.literal(b",\"turnId\":")?;
+    let turn_id = s.string()?;
+    s.literal(b",\"itemId\":")?;
+    let item_id = s.string()?;
+    s.literal(b",\"delta\":")?;
+    let delta = s.string()?;
+    let (mut summary_index, mut content_index) = (None, None);
+    if s.literal(b",\"summaryIndex\":").is_some() {
+        summary_index = s.opt_int()?;
+    } else if s.literal(b",\"contentIndex\":").is_some() {
+        content_index = s.opt_int()?;
+    }
+    s.literal(b"},\"emittedAtMs\":")?;
+    let emitted_at_ms = s.opt_int()?;
+    s.literal(b"}")?;
+    s.end()?;
+    msg.method = Some(method);
+    msg.emitted_at_ms = emitted_at_ms;
+    let p = &mut msg.params;
+    p.thread_id = Some(thread_id);
+    p.turn_id = Some(turn_id);
+    p.item_id = Some(item_id);
+    p.delta = Some(delta);
+    p.summary_index = summary_index;
+    p.content_index = content_index;
+    Some(())
+}
+
+/// Any other notification in the shape Codex writes it, `{"method":…,"params":…[,
+/// "emittedAtMs":…]}`: its member names compared as literals, its params read as usual.
+/// Any other shape gives up, with `msg` back as it was.
+fn notification_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
+    if !text.starts_with("{\"method\":") {
+        return None;
+    }
+    let mut s = Scanner::new(text);
+    s.pos = "{\"method\":".len();
+    let read = (|| {
+        let method = s.string()?;
+        s.literal(b",\"params\":")?;
+        params(&mut s, wants_full_params(&method), &mut msg.params)?;
+        msg.method = Some(method);
+        // Servers before `emittedAtMs` write none.
+        if s.literal(b",\"emittedAtMs\":").is_some() {
+            msg.emitted_at_ms = s.opt_int()?;
+        }
+        s.literal(b"}")?;
+        s.end()
+    })();
+    if read.is_none() {
+        *msg = Message::default();
+    }
+    read
+}
+
 /// The top level of a record, as [`super::message::Top`]: the message's own members into `msg`,
 /// the rest into `top`. Both start empty.
 pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
+    if delta_into(text, msg).is_some() || notification_into(text, msg).is_some() {
+        top.parts.shape = ShapeKeys::default().shape();
+        return Some(());
+    }
     let mut s = Scanner::new(text);
     let mut late_params: Option<&str> = None;
     let mut keys = ShapeKeys::default();
@@ -847,6 +1020,15 @@ mod agreement {
         })
     }
 
+    /// A value for one of a delta's slots: mostly of the kind it holds, sometimes anything.
+    fn slot(usual: &'static [&'static str]) -> impl Strategy<Value = String> {
+        prop_oneof![9 => proptest::sample::select(usual).prop_map(str::to_owned), 1 => value()]
+    }
+
+    const TEXTS: &[&str] =
+        &["\"019a0000-000f-7101-a963-a7441a91b9f1\"", "\"a \\n \\\"b\\\" \\\\ \\t\"", "\"caf\u{e9} \\/\"", "\"\""];
+    const NUMBERS: &[&str] = &["0", "1795987208996", "-3", "null"];
+
     fn key() -> impl Strategy<Value = &'static str> {
         prop_oneof![
             Just("method"),
@@ -913,6 +1095,36 @@ mod agreement {
         }
     }
 
+    /// Arrays read by lowering (summaries, content parts) as serde reads them.
+    #[test]
+    fn arrays_of_raw_values_read_as_serde_reads_them() {
+        #[derive(serde::Deserialize)]
+        struct Part<'a> {
+            #[serde(borrow)]
+            text: Option<Str<'a>>,
+        }
+        let texts = [
+            r#"["a","b\nc"]"#,
+            "[]",
+            r#"[ "x" , "caf\u00e9" ]"#,
+            r#"["a",1]"#,
+            "null",
+            "7",
+            r#""s""#,
+            r#"[{"type":"text","text":"PARENT \"TASK\"","text_elements":[]},{"type":"image"}]"#,
+            r#"[{"text":null},{"text":"a","text":"b"}]"#,
+            r#"[["positional"]]"#,
+            r#"[{"text":5}]"#,
+            "[null]",
+        ];
+        for text in texts {
+            let raw = Raw::validated(text);
+            assert_eq!(strings_of(raw), raw.parse::<Vec<Str<'_>>>(), "{text}");
+            let serde = raw.parse::<Vec<Part<'_>>>().map(|v| v.into_iter().map(|p| p.text).collect::<Vec<_>>());
+            assert_eq!(texts_of(raw), serde, "{text}");
+        }
+    }
+
     /// The typed nested objects the scanner reads itself, on lines shaped like real ones.
     #[test]
     fn items_and_token_usage_agree_with_serde() {
@@ -927,6 +1139,8 @@ mod agreement {
             r#"{"id":4,"result":{"thread":{"id":"t","status":{"type":"idle"},"turns":[]},"model":"gpt-5.5","modelProvider":"openai","sandbox":{"type":"x"}}}"#,
             r#"{"id":5,"result":{"thread":null,"model":null}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":0,"outputTokens":9999999999999999999},"modelContextWindow":18446744073709551615}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"threadId":"t","turnId":"u","tokenUsage":{"total":{"totalTokens":1580,"inputTokens":1500,"cachedInputTokens":0,"cacheWriteInputTokens":null,"outputTokens":80,"reasoningOutputTokens":32},"last":{"totalTokens":7,"inputTokens":1,"cachedInputTokens":2,"cacheWriteInputTokens":3,"outputTokens":4,"reasoningOutputTokens":5,"x":1},"modelContextWindow":258400}},"emittedAtMs":1}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"inputTokens":1,"totalTokens":2,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0},"last":{ "totalTokens":7,"inputTokens":1,"cachedInputTokens":2,"cacheWriteInputTokens":3,"outputTokens":4,"reasoningOutputTokens":5}}}}"#,
             r#"{"id":6,"result":{"model":"a"},"result":7}"#,
             r#"{"id":6,"result":3,"result":{"model":"b"}}"#,
         ];
@@ -940,6 +1154,8 @@ mod agreement {
             r#"{"method":"item/completed","params":{"item":["agentMessage","a"]}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1.0}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-1}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1,"inputTokens":1,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0.5}}}}"#,
+            r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"total":{"totalTokens":1,"inputTokens":1,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":0,"reasoningOutputTokens":0,"totalTokens":2}}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":-0}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":18446744073709551616}}}"#,
             r#"{"method":"thread/tokenUsage/updated","params":{"tokenUsage":{"modelContextWindow":1e3}}}"#,
@@ -957,8 +1173,88 @@ mod agreement {
         }
     }
 
+    /// Notifications in the shape Codex writes them, and near it, agree with serde; a line the
+    /// literal path leaves is read whole by the general scan.
+    #[test]
+    fn notification_shaped_lines_agree_with_serde() {
+        let lines = [
+            r#"{"method":"thread/status/changed","params":{"threadId":"t","status":{"type":"idle"}},"emittedAtMs":5}"#,
+            r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u","rootTurnId":"u"}}}"#,
+            r#"{"method":"account/rateLimits/updated","params":null,"emittedAtMs":null}"#,
+            r#"{"method":"item/completed","params":{"item":{"type":"agentMessage","id":"m","text":"a\nb"},"threadId":"t"},"emittedAtMs":1} "#,
+            r#"{"method":"x\"y","params":{"threadId":"t"}}"#,
+            r#"{"method":"error","params":{"threadId":"t","willRetry":true},"emittedAtMs":1,"id":4}"#,
+            r#"{"method":"error","params":{"threadId":"t"},"emittedAtMs":1.5}"#,
+            r#"{"method":"error","params":{"threadId":"t"},"ts":1}"#,
+            r#"{"method":"turn/started","params":{"threadId":"t"},"params":{"threadId":"u"}}"#,
+        ];
+        for (i, l) in lines.iter().enumerate() {
+            let taken = notification_into(l, &mut Message::default()).is_some();
+            assert_eq!(taken, i < 5, "{l}");
+            // The fast path gives up on a fraction, as serde's typed read refuses it.
+            if let Some(fast) = top(l) {
+                assert_eq!(summary(fast), summary(serde_only(l).unwrap()), "{l}");
+            }
+        }
+        let mut m = Message::default();
+        assert!(notification_into(lines[5], &mut m).is_none());
+        assert!(m.method.is_none() && m.params.thread_id.is_none(), "left as it was");
+    }
+
+    /// Lines in the delta shape, and near it: what the delta path reads is what serde reads.
+    #[test]
+    fn delta_shaped_lines_agree_with_serde() {
+        let taken = [
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a \n \"b\""},"emittedAtMs":1795987208996}"#,
+            r#"{"method":"item/reasoning/summaryTextDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"x","summaryIndex":2},"emittedAtMs":5} "#,
+            r#"{"method":"item/commandExecution/outputDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"","contentIndex":0},"emittedAtMs":null}"#,
+        ];
+        for l in taken {
+            let mut m = Message::default();
+            assert!(delta_into(l, &mut m).is_some(), "not taken: {l}");
+            assert_eq!(summary(top(l).unwrap()), summary(serde_only(l).unwrap()), "{l}");
+        }
+        let left = [
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"\u00e9"},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":null},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a","extra":1},"emittedAtMs":1}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1,"id":3}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1.5}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}x"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}"#,
+            r#"{"method":"thread/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1}"#,
+        ];
+        for l in left {
+            let mut m = Message::default();
+            assert!(delta_into(l, &mut m).is_none(), "taken: {l}");
+            assert!(m.method.is_none() && m.params.thread_id.is_none(), "written to: {l}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// The delta path, on delta-shaped lines with any values in its slots.
+        #[test]
+        fn delta_path_agrees_with_serde(
+            m in slot(&["\"item/agentMessage/delta\"", "\"item/reasoning/summaryTextDelta\"", "\"item/x\\\"y\""]),
+            ids in proptest::collection::vec(slot(TEXTS), 4),
+            index in prop_oneof![Just(""), Just(",\"summaryIndex\":"), Just(",\"contentIndex\":")],
+            n in slot(NUMBERS),
+            at in slot(NUMBERS),
+        ) {
+            let index = if index.is_empty() { String::new() } else { format!("{index}{n}") };
+            let line = format!(
+                "{{\"method\":{m},\"params\":{{\"threadId\":{},\"turnId\":{},\"itemId\":{},\"delta\":{}{index}}},\"emittedAtMs\":{at}}}",
+                ids[0], ids[1], ids[2], ids[3]
+            );
+            if delta_into(&line, &mut Message::default()).is_some() {
+                let fast = top(&line).unwrap();
+                let slow = serde_only(&line);
+                prop_assert!(slow.is_ok(), "delta path accepted what serde rejects: {line}");
+                prop_assert_eq!(summary(fast), summary(slow.unwrap()), "{}", line);
+            }
+        }
 
         /// Whenever the fast path accepts a line, serde accepts it too and reads the same fields.
         #[test]
