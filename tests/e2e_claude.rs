@@ -22,6 +22,7 @@ use serde_json::Value;
 use support::anthropic::Usage;
 use support::claude_driver::{self, ClaudeBinary, ClaudeRun, RunOptions, claude_binary};
 use support::claude_scenario::{Agent, INTERRUPT, Pacing, ROOT_MODEL, Scenario, TEAM, agent};
+use support::ingest::ingest;
 use swarmtop::commands::Follow;
 use swarmtop::model::prices::Pico;
 use swarmtop::model::{Prices, Status, Thread, Tokens};
@@ -166,17 +167,6 @@ async fn real_claude_team_session() {
     check_team_tree(&stream, &disk, &ids, "stream-json");
     check_stream_reconciled(&stream, &transcripts, &disk);
     check_followed(&followed, &ids, &transcripts);
-}
-
-fn ingest(path: &Path) -> Pipeline {
-    let p = swarmtop::commands::ingest(&[path.to_path_buf()], Config::default(), &mut |_: &swarmtop::router::Event<
-        '_,
-        '_,
-    >| {})
-    .unwrap_or_else(|e| panic!("ingesting {}: {e}", path.display()));
-    assert!(p.counters().conserved(), "every line counted once");
-    assert_eq!(p.counters().malformed, 0, "no malformed lines in {}", path.display());
-    p
 }
 
 fn thread<'p>(p: &'p Pipeline, id: &str, what: &str) -> &'p Thread {

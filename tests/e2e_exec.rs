@@ -12,27 +12,15 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use support::harness::{CodexBinary, World, codex_binary, env_remove};
+use support::ingest::ingest;
 use support::mock_model::{MockModel, Usage};
 use support::scenario::{AGENTS, Pacing, ROOT_PROMPT, RefactorScenario};
 use swarmtop::model::Status;
-use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::router::Role;
-
-fn ingest(path: &Path) -> Pipeline {
-    let p = swarmtop::commands::ingest(&[path.to_path_buf()], Config::default(), &mut |_: &swarmtop::router::Event<
-        '_,
-        '_,
-    >| {})
-    .unwrap_or_else(|e| panic!("ingesting {}: {e}", path.display()));
-    assert!(p.counters().conserved(), "every line counted once");
-    assert_eq!(p.counters().malformed, 0, "no malformed lines in {}", path.display());
-    p
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_codex_exec_json_shows_the_tree_its_events_allow() {

@@ -708,7 +708,11 @@ fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
     let authority = format!("127.0.0.1:{port}");
     wait_http(&authority);
     let proc = swarmtop::source::proc::Proc::default();
-    let found = swarmtop::source::discover::opencode::servers(&proc, std::slice::from_ref(&db));
+    let stores: std::collections::HashSet<PathBuf> = [swarmtop::source::proc::canonical(&db)].into();
+    let walk = proc.walk(&stores);
+    let found = swarmtop::source::discover::opencode::servers(&swarmtop::source::discover::opencode::processes(
+        &proc, &walk, &stores,
+    ));
     assert_eq!(found.len(), 1, "the server, found from its listening socket: {found:?}");
     assert_eq!(found[0].pid, server.0.id());
     assert_eq!(found[0].authority, authority);

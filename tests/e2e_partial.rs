@@ -12,37 +12,15 @@
 mod support;
 
 use std::collections::HashSet;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
-use support::claude_driver::{self, ClaudeBinary, RunOptions, claude_binary};
+use support::claude_driver::binary;
+use support::claude_driver::{self, RunOptions};
 use support::claude_scenario::{Pacing, Scenario};
-use swarmtop::pipeline::{Config, Pipeline};
+use support::ingest::ingest;
 use swarmtop::wire::fact::{ItemKind, ItemStatus};
-
-fn ingest(path: &Path) -> Pipeline {
-    let p = swarmtop::commands::ingest(&[path.to_path_buf()], Config::default(), &mut |_: &swarmtop::router::Event<
-        '_,
-        '_,
-    >| {})
-    .unwrap_or_else(|e| panic!("ingesting {}: {e}", path.display()));
-    assert!(p.counters().conserved(), "every line counted once");
-    assert_eq!(p.counters().malformed, 0, "no malformed lines in {}", path.display());
-    p
-}
-
-fn binary() -> Option<std::path::PathBuf> {
-    match claude_binary() {
-        ClaudeBinary::Found(p) => Some(p),
-        ClaudeBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-        ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_claude_partial_messages_stream_the_sessions_text_and_count_each_response_once() {

@@ -16,32 +16,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
-use support::claude_driver::{self, ClaudeBinary, ClaudeRun, RunOptions, claude_binary};
+use support::claude_driver::binary;
+use support::claude_driver::{self, ClaudeRun, RunOptions};
+use support::ingest::ingest;
 use swarmtop::model::Status;
-use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::wire::fact::ItemStatus;
-
-fn ingest(path: &Path) -> Pipeline {
-    let p = swarmtop::commands::ingest(&[path.to_path_buf()], Config::default(), &mut |_: &swarmtop::router::Event<
-        '_,
-        '_,
-    >| {})
-    .unwrap_or_else(|e| panic!("ingesting {}: {e}", path.display()));
-    assert!(p.counters().conserved(), "every line counted once");
-    assert_eq!(p.counters().malformed, 0, "no malformed lines in {}", path.display());
-    p
-}
-
-fn binary() -> Option<std::path::PathBuf> {
-    match claude_binary() {
-        ClaudeBinary::Found(p) => Some(p),
-        ClaudeBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-        ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    }
-}
 
 /// The lead's first answer is `calls`, its next one a closing text; every other request a side answer.
 struct Calls(fn(&Path) -> Vec<Block>, std::path::PathBuf);

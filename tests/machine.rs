@@ -157,6 +157,11 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     assert!(!screen.contains("Arendt") && screen.contains("Kant"), "{screen}");
     assert!(screen.contains("machine: 1 live · 2 sessions"), "{screen}");
     assert_eq!(v.tops.counts.aged_out, 1);
+    // The header's totals are of what is shown; what the aged-out session spent is told in `d`.
+    let full = text(&render(&p, &f, &mut v, (200, 60)));
+    let header = full.lines().next().unwrap();
+    assert!(header.contains("6 agents │ $10.16"), "not 10 agents, $10.20: {header}");
+    assert!(full.contains("total $10.16") && !full.contains("Arendt"), "the cost pane agrees:\n{full}");
     v.overlay = Some(Overlay::Diagnostics);
     let screen = text(&render(&p, &f, &mut v, (120, 40)));
     insta::assert_snapshot!("diagnostics_aged_out_120x40", screen);

@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use swarmtop::model::{self, ItemKind, ItemStatus, Model, Prices, Status};
 use swarmtop::router::{Class, Event, Registry, Role, Routed, Sink, ThreadIdx, Via};
 use swarmtop::wire::fact::{
-    Answered, Breakdown, ContextFill, Delta, ErrorFact, Fact, ItemFact, Lowered, ModelChange, ResponseUsage,
-    SessionEnded, StatusChange, StatusFact, Subject, Target, TextRule, TurnEnded, TurnOutcome, TurnRef, TurnStarted,
-    Usage, Wait,
+    Answered, Breakdown, ContextFill, Delta, ErrorFact, Fact, ItemFact, Lowered, ModelChange, Parentage, ResponseUsage,
+    SessionEnded, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef,
+    TurnStarted, Usage, Wait,
 };
 use swarmtop::wire::{CleanStr, sanitize};
 
@@ -463,6 +463,50 @@ fn a_child_registered_under_a_card_is_its_lane_and_takes_the_cards_names() {
     let t = w.get("c");
     assert_eq!(t.name(), "Explore the code");
     assert_eq!(t.agent_role.as_ref().unwrap().as_str(), "Explore");
+}
+
+#[test]
+fn receivers_named_before_their_thread_appears_join_the_item_when_it_does() {
+    // A parent's rollout is read before its children's: its cards name threads not seen yet.
+    let mut w = World::new();
+    w.root("r");
+    let close = |i: &mut ItemFact<'_>| {
+        i.kind = Some(ItemKind::Collab);
+        i.receivers = vec![Cow::Borrowed("k"), Cow::Borrowed("/root/part_2")];
+    };
+    w.say("r", None, vec![item("close", close)]);
+    assert!(w.get("r").items[0].receivers.is_empty(), "nobody to name yet");
+    let k = w.child("k", "r", None);
+    assert_eq!(w.get("r").items[0].receivers, vec![k], "resolved by its id when it appears");
+    let p = w.child("p", "r", None);
+    assert_eq!(w.get("r").items[0].receivers, vec![k], "a path names a thread once it has that path");
+    let mut about = ThreadFact::new(Cow::Borrowed("p"), Parentage::Unknown);
+    about.path = Some(sanitize("/root/part_2"));
+    w.say("p", None, vec![Fact::Thread(Box::new(about))]);
+    assert_eq!(w.get("r").items[0].receivers, vec![k, p]);
+    // Named again once known: resolved at once, never twice.
+    w.say("r", None, vec![item("close", close)]);
+    assert_eq!(w.get("r").items[0].receivers, vec![k, p]);
+    assert_eq!(w.model.diagnostics.dropped_receivers, 0);
+}
+
+#[test]
+fn receivers_awaited_past_the_bound_are_counted() {
+    let limits = model::Limits { awaited_receivers: 1, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    w.say(
+        "r",
+        None,
+        vec![item("wait", |i| {
+            i.kind = Some(ItemKind::Collab);
+            i.receivers = vec![Cow::Borrowed("a"), Cow::Borrowed("b")];
+        })],
+    );
+    assert_eq!(w.model.diagnostics.dropped_receivers, 1);
+    let a = w.child("a", "r", None);
+    w.child("b", "r", None);
+    assert_eq!(w.get("r").items[0].receivers, vec![a], "the one kept is resolved");
 }
 
 #[test]

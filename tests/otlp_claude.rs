@@ -7,24 +7,13 @@ mod otlp;
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use otlp::{Listener, stats};
 use serde_json::Value;
-use support::claude_driver::{self, ClaudeBinary, RunOptions, claude_binary};
+use support::claude_driver::binary;
+use support::claude_driver::{self, RunOptions};
 use support::claude_scenario::{Pacing, Scenario};
-
-fn binary() -> Option<PathBuf> {
-    match claude_binary() {
-        ClaudeBinary::Found(p) => Some(p),
-        ClaudeBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {why}");
-            None
-        }
-        ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    }
-}
 
 /// Each thread's parent and token figures, by id.
 fn figures(stats: &Value) -> BTreeMap<String, (Value, Value, Value, Value)> {

@@ -23,7 +23,7 @@ use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
 use crate::source::opencode;
 use crate::source::origin::Origin;
-use crate::source::proc::{self, Sampler};
+use crate::source::proc::{self, Sampler, Walk};
 use crate::source::watch::Watcher;
 use crate::wire::{Decoded, decode};
 
@@ -162,8 +162,9 @@ impl Machine {
                 _ => break,
             }
         }
+        // The first look finds the files; the first snapshot looks again, wanting them.
         self.rescan().await?;
-        self.snapshot().await?;
+        self.snapshot(None).await?;
         // What was on disk at start is in: from here on, what arrives is new (the burn rate
         // counts from this point).
         self.send(Event::Live).await?;
@@ -216,10 +217,10 @@ impl Machine {
                             self.read_file(i).await?;
                         }
                     }
-                    if std::mem::take(&mut self.stores_changed) {
-                        self.rescan().await?;
-                    }
-                    self.snapshot().await?;
+                    // One walk of `/proc` per tick, the rescan's when there is one.
+                    let walk =
+                        if std::mem::take(&mut self.stores_changed) { Some(self.rescan().await?) } else { None };
+                    self.snapshot(walk).await?;
                 }
                 () = self.tx.closed() => return Err(Gone),
             }
@@ -299,7 +300,8 @@ impl Machine {
                 }
                 if self.tee_session(i) {
                     // Its row's group is known before its threads arrive.
-                    let snapshot = self.sessions_now();
+                    let walk = self.walk();
+                    let snapshot = self.sessions_now(&walk);
                     self.send(Event::Sessions(Box::new(snapshot))).await?;
                 }
                 if !out.is_empty() {
@@ -356,9 +358,16 @@ impl Machine {
     }
 
     /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
-    async fn rescan(&mut self) -> Result<(), Gone> {
+    /// Returns the walk of `/proc` it took, for the tick's snapshot to judge by.
+    async fn rescan(&mut self) -> Result<Walk, Gone> {
         self.find_tees();
-        let found = discover::scan_running(&self.opts.env, &self.opts.window, &self.opts.proc);
+        let mut found = discover::scan(&self.opts.env, &self.opts.window);
+        // One walk for the whole tick: the files known and found, and the folders whose held files
+        // say a session runs.
+        let mut wanted = self.wanted();
+        wanted.extend(found.candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))));
+        let walk = self.opts.proc.walk_below(&wanted, &liveness::held_below(&self.opts.env));
+        discover::add_running(&self.opts.env, &self.opts.window, &self.opts.proc, &walk, &mut found);
         self.looked_in.clone_from(&found.looked_in);
         for (_, root) in &found.looked_in {
             self.watcher.watch(root);
@@ -366,7 +375,8 @@ impl Machine {
         self.watcher.watch(&self.opts.tee_dir);
         let mut fresh = Vec::new();
         let sessions_before = self.sessions.len();
-        let held = self.holders(&found.candidates);
+        // Which candidate file some process holds open, and that process (a tee's child, say).
+        let held = if self.tees.is_empty() { HashMap::new() } else { walk.scan().holders };
         // Oldest first, so the first screen fills in the order things happened.
         for c in found.candidates.into_iter().rev() {
             let key = (c.tool.to_owned(), c.id.clone());
@@ -449,25 +459,35 @@ impl Machine {
         if self.sessions.len() > sessions_before {
             // The screen learns whose a new session's threads are before they arrive, so they
             // land in their agent's group at once, not two seconds later.
-            let snapshot = self.sessions_now();
+            let snapshot = self.sessions_now(&walk);
             self.send(Event::Sessions(Box::new(snapshot))).await?;
         }
         for i in fresh {
             self.read_file(i).await?;
         }
-        self.find_servers();
-        Ok(())
+        Ok(walk)
     }
 
-    /// Streams the deltas of every OpenCode server of a followed store not streamed yet: its
-    /// rows and figures come from the store, what the store never holds (text as it streams,
-    /// retry statuses) from the server, so a session on both is one row, counted once.
-    fn find_servers(&mut self) {
-        let stores: Vec<PathBuf> = self.files.iter().filter(|f| f.store.is_some()).map(|f| f.path.clone()).collect();
-        if stores.is_empty() {
-            return;
-        }
-        for server in discover::opencode::servers(&self.opts.proc, &stores) {
+    /// The followed files (canonical): what a walk of `/proc` wants to know the holders of.
+    fn wanted(&self) -> HashSet<PathBuf> {
+        self.files.iter().map(|f| f.canonical.clone()).collect()
+    }
+
+    /// One look at `/proc` for a tick.
+    fn walk(&self) -> Walk {
+        self.opts.proc.walk_below(&self.wanted(), &liveness::held_below(&self.opts.env))
+    }
+
+    /// The followed OpenCode stores (canonical).
+    fn stores(&self) -> HashSet<PathBuf> {
+        self.files.iter().filter(|f| f.store.is_some()).map(|f| f.canonical.clone()).collect()
+    }
+
+    /// Streams the deltas of each OpenCode server of `found` not streamed yet: its rows and
+    /// figures come from the store, what the store never holds (text as it streams, retry
+    /// statuses) from the server, so a session on both is one row, counted once.
+    fn stream_servers(&mut self, found: &discover::opencode::Processes) {
+        for server in discover::opencode::servers(found) {
             if !self.servers.insert(server.authority.clone()) {
                 continue;
             }
@@ -475,16 +495,6 @@ impl Machine {
                 self.servers.remove(&server.authority);
             }
         }
-    }
-
-    /// Which candidate files some process holds open, and that process.
-    fn holders(&self, candidates: &[Candidate]) -> HashMap<PathBuf, u32> {
-        if self.tees.is_empty() {
-            return HashMap::new();
-        }
-        let wanted: HashSet<PathBuf> =
-            candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
-        self.opts.proc.open_files(&wanted).holders
     }
 
     /// The tee carrying a candidate: by the threads its stream named, or by the process under it
@@ -538,23 +548,23 @@ impl Machine {
         }
     }
 
-    /// Liveness of every session, sent to the screen.
-    async fn snapshot(&mut self) -> Result<(), Gone> {
+    /// Liveness of every session, sent to the screen; judged by `walk` when the tick took one
+    /// already (a rescan's), else by a walk of its own.
+    async fn snapshot(&mut self, walk: Option<Walk>) -> Result<(), Gone> {
         // A folder that appeared since (the agent's first run): what it holds already sent no events.
         let roots = self.looked_in.iter().map(|(_, r)| r.clone()).chain([self.opts.tee_dir.clone()]);
         let appeared = roots.filter(|r| !self.watcher.is_watched(r)).collect::<Vec<_>>();
-        if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
-            self.rescan().await?;
-        }
-        let snapshot = self.sessions_now();
+        let walk = if appeared.into_iter().any(|r| self.watcher.watch(&r)) { Some(self.rescan().await?) } else { walk };
+        let walk = walk.unwrap_or_else(|| self.walk());
+        let snapshot = self.sessions_now(&walk);
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
 
     /// Every session as the screen lists it, liveness sampled now.
-    fn sessions_now(&mut self) -> Snapshot {
-        // The same judgement as `ps`, every tick: a process that exits is seen within one.
-        let wanted: HashSet<PathBuf> = self.files.iter().map(|f| f.canonical.clone()).collect();
-        let look = liveness::look(&self.opts.env, &self.opts.proc, &wanted);
+    /// The same judgement as `ps`, every tick (a process that exits is seen within one), from one
+    /// walk of `/proc`: liveness, OpenCode's servers and CPU/memory alike.
+    fn sessions_now(&mut self, walk: &Walk) -> Snapshot {
+        let look = liveness::look(&self.opts.env, &self.opts.proc, walk);
         let stored: Vec<Candidate> = self
             .sessions
             .iter()
@@ -569,10 +579,13 @@ impl Machine {
                 within: s.within.clone(),
             })
             .collect();
-        let serving = discover::serving(&self.opts.proc, &stored.iter().collect::<Vec<_>>());
-        if !stored.is_empty() {
-            self.find_servers();
-        }
+        let opencode = if stored.is_empty() {
+            discover::opencode::Processes::default()
+        } else {
+            discover::opencode::processes(&self.opts.proc, walk, &self.stores())
+        };
+        let serving = discover::serving(&opencode, &stored.iter().collect::<Vec<_>>());
+        self.stream_servers(&opencode);
         // A session a tee carries is listed as that tee's row.
         let listed: Vec<&Session> = self.sessions.iter().filter(|s| s.tee.is_none() || s.files.is_empty()).collect();
         // Tees' own rows are judged by their tee.
@@ -620,7 +633,7 @@ impl Machine {
                     None => (state, pid, last),
                 }
             };
-            let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, p, at));
+            let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, walk, p, at));
             seen.push(Seen {
                 tool: s.tool.clone(),
                 id: s.id.clone(),

@@ -35,6 +35,7 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
 struct RowJson<'a> {
     tool: &'a str,
     id: &'a str,
+    name: &'a str,
     project: Option<&'a str>,
     source: &'a str,
     state: &'static str,
@@ -56,6 +57,7 @@ pub fn render_json(rows: &[Row]) -> String {
         .map(|r| RowJson {
             tool: r.tool.as_str(),
             id: r.id.as_str(),
+            name: r.name.as_str(),
             project: r.project.as_ref().map(crate::wire::Clean::as_str),
             source: r.source.as_str(),
             state: r.state.as_str(),
@@ -116,6 +118,9 @@ fn short_path(path: &str) -> String {
     }
 }
 
+/// Widest session name printed.
+const NAME_WIDTH: usize = 48;
+
 fn render_text(report: &sessions::Report, now_ms: i64) -> String {
     let mut out = String::new();
     if report.rows.is_empty() {
@@ -127,9 +132,10 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
             writeln!(out, "  tees     {}", crate::wire::sanitize(&short_path(&report.tee_dir.display().to_string())));
         return out;
     }
+    // The name goes last, as `ps` puts the command: it is as long as a first prompt is.
     let header =
-        ["AGENT", "ID", "PROJECT", "SOURCE", "STATE", "LAST", "PID", "CPU%", "MEM", "AGENTS", "TOKENS", "COST"];
-    let rows: Vec<[String; 12]> = report
+        ["AGENT", "ID", "PROJECT", "SOURCE", "STATE", "LAST", "PID", "CPU%", "MEM", "AGENTS", "TOKENS", "COST", "NAME"];
+    let rows: Vec<[String; 13]> = report
         .rows
         .iter()
         .map(|r| {
@@ -146,6 +152,7 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
                 r.agents.to_string(),
                 grouped(r.tokens),
                 format_usd(r.cost),
+                crate::ui::text::truncate(r.name.as_str(), NAME_WIDTH),
             ]
         })
         .collect();
@@ -160,7 +167,7 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             let pad = " ".repeat(w - cell.chars().count());
             // Words align left, figures right.
-            if i < 6 {
+            if i < 6 || i == 12 {
                 let _ = write!(l, "{cell}{pad}  ");
             } else {
                 let _ = write!(l, "{pad}{cell}  ");

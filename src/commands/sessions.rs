@@ -29,6 +29,8 @@ pub struct Row {
     /// `claude`, `codex`, … (for a tee: the command it runs).
     pub tool: Clean,
     pub id: Clean,
+    /// What the machine view calls the session: its first prompt, else its project's folder.
+    pub name: Clean,
     pub project: Option<Clean>,
     /// The session's file or the tee's socket.
     pub source: Clean,
@@ -141,7 +143,12 @@ fn read_tee(t: tee::Tee, config: &Config) -> Option<TeeSession> {
 
 /// Everything within the window, newest activity first.
 pub fn collect(opts: &Options, config: &Config) -> Report {
-    let found = discover::scan_running(&opts.env, &opts.window, &opts.proc);
+    let mut found = discover::scan(&opts.env, &opts.window);
+    // One walk of `/proc` answers every question below: who runs what, who holds which file open.
+    let wanted: HashSet<PathBuf> =
+        found.candidates.iter().flat_map(|c| c.files.iter().map(|f| proc::canonical(f))).collect();
+    let walk = opts.proc.walk_below(&wanted, &liveness::held_below(&opts.env));
+    discover::add_running(&opts.env, &opts.window, &opts.proc, &walk, &mut found);
     let mut report = Report { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Report::default() };
 
     let mut tees: Vec<TeeSession> =
@@ -151,8 +158,7 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
     // Liveness: which agent processes run, and who holds which session file open.
     let canonical: Vec<Vec<PathBuf>> =
         found.candidates.iter().map(|c| c.files.iter().map(|f| proc::canonical(f)).collect()).collect();
-    let wanted: HashSet<PathBuf> = canonical.iter().flatten().cloned().collect();
-    let look = liveness::look(&opts.env, &opts.proc, &wanted);
+    let look = liveness::look(&opts.env, &opts.proc, &walk);
     let tee_pids: HashMap<u32, usize> = tees.iter().enumerate().filter_map(|(i, t)| Some((t.tee.pid?, i))).collect();
 
     // A candidate carried by a tee: by the thread ids the tee has seen, or by its file being held
@@ -190,7 +196,7 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         // Found by a successful connect; it has ended only if it said so.
         let live = t.history.exit_code.is_none();
         let pid = t.tee.pid;
-        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, &walk, p));
         let project = t.project.clone().or_else(|| pid.and_then(|p| opts.proc.cwd(p)).map(|p| p.display().to_string()));
         let last = t.pipeline.model.stream_ms;
         for root in roots(&t.pipeline) {
@@ -220,14 +226,16 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         })
         .collect();
     let verdicts = look.judge(&subjects, SystemTime::now());
-    let serving = discover::serving(&opts.proc, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
+    let opencode =
+        discover::opencode::processes(&opts.proc, &walk, &discover::stores_of(on_disk.iter().map(|(c, _)| c)));
+    let serving = discover::serving(&opencode, &on_disk.iter().map(|(c, _)| c).collect::<Vec<_>>());
     for ((c, _), verdict) in on_disk.iter().zip(verdicts) {
         let Some(pipeline) = read(c, config) else { continue };
         let (state, pid) = match c.within.as_ref().and(serving.get(&c.id)) {
             Some(&pid) => (State::Live, Some(pid)),
             None => (verdict.state, verdict.pid),
         };
-        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, p));
+        let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, &walk, p));
         for root in roots(&pipeline) {
             report.rows.push(row(
                 &pipeline,
@@ -287,9 +295,11 @@ fn row(
     usage: Option<Usage>,
 ) -> Row {
     let t = pipeline.model.thread(root);
+    let folder = project.and_then(|p| p.trim_end_matches('/').rsplit('/').next()).filter(|f| !f.is_empty());
     Row {
         tool: sanitize(tool),
         id: sanitize(&t.id),
+        name: sanitize(&crate::ui::label::session(&pipeline.model, root, folder)),
         project: project.map(sanitize),
         source: sanitize(source),
         state,

@@ -15,6 +15,7 @@ use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
+use crate::ui::label;
 use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
@@ -36,23 +37,34 @@ struct StatsJson<'a> {
     dropped: Option<DroppedJson>,
 }
 
-#[derive(Serialize, PartialEq, Eq)]
+#[derive(Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "camelCase")]
 struct DroppedJson {
     lines_over_thread_limit: u64,
     item_lines: u64,
     text_bytes: u64,
+    /// Streamed responses forgotten by lowering's bound (their last block kept, their final
+    /// output figure lost).
+    open_responses: u64,
+    /// Sub-agents' spawning tool uses forgotten by lowering's bound (their lines the session's).
+    spawning_tasks: u64,
+    /// Agents an item named that the bound on late names dropped before they appeared.
+    unnamed_receivers: u64,
 }
 
 impl DroppedJson {
     fn of(pipeline: &Pipeline) -> Option<Self> {
         let d = &pipeline.model.diagnostics;
+        let c = pipeline.counters();
         let dropped = Self {
-            lines_over_thread_limit: pipeline.counters().over_thread_limit,
+            lines_over_thread_limit: c.over_thread_limit,
             item_lines: d.dropped_items,
             text_bytes: d.dropped_text_bytes,
+            open_responses: c.forgotten.responses,
+            spawning_tasks: c.forgotten.tasks,
+            unnamed_receivers: d.dropped_receivers,
         };
-        (dropped != Self { lines_over_thread_limit: 0, item_lines: 0, text_bytes: 0 }).then_some(dropped)
+        (dropped != Self::default()).then_some(dropped)
     }
 }
 
@@ -290,8 +302,13 @@ pub fn render_text(pipeline: &Pipeline) -> String {
     if let Some(d) = DroppedJson::of(pipeline) {
         let _ = writeln!(
             out,
-            "bounds   dropped: {} lines over the thread limit · {} item lines · {} text bytes",
-            d.lines_over_thread_limit, d.item_lines, d.text_bytes
+            "bounds   dropped: {} lines over the thread limit · {} item lines · {} text bytes · {} open responses · {} spawning tasks · {} unnamed receivers",
+            d.lines_over_thread_limit,
+            d.item_lines,
+            d.text_bytes,
+            d.open_responses,
+            d.spawning_tasks,
+            d.unnamed_receivers
         );
     }
     let totals = model.totals();
@@ -312,7 +329,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         .map(|(i, t)| {
             let idx = ThreadIdx(i as u32);
             [
-                t.name(),
+                label::text(model, idx),
                 t.model.as_ref().map_or("?".to_owned(), ToString::to_string),
                 t.status.as_str().to_owned(),
                 match t.role {
@@ -359,7 +376,7 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         let _ = writeln!(
             out,
             "\nreported by the agent for session {}: {} tokens · {}; unattributed (no agent's): {} tokens · {}",
-            t.name(),
+            label::text(model, idx),
             grouped(r.reported.total),
             format_usd(r.reported_cost),
             grouped(r.unattributed.total),

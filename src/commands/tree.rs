@@ -10,6 +10,7 @@ use super::ingest::{ingest_partial, nothing};
 use crate::model::{Model, format_usd};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
+use crate::ui::label;
 use crate::ui::status::Shown;
 use crate::ui::text::grouped;
 
@@ -63,7 +64,7 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
             out,
             "{} {}  {model_name}  {}  turns {}  items {}  {} tok  {}",
             Shown::Is(t.status).glyph(),
-            t.name(),
+            label::text(model, idx),
             t.status.as_str(),
             t.turns.len(),
             t.items.len(),

@@ -33,6 +33,9 @@ pub struct Diagnostics {
     pub dropped_text_bytes: u64,
     /// Item lines dropped by the items-per-thread bound.
     pub dropped_items: u64,
+    /// Receivers an item named that were dropped by the awaited-receivers bound before their
+    /// thread appeared.
+    pub dropped_receivers: u64,
 }
 
 impl Diagnostics {

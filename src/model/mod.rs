@@ -7,6 +7,7 @@ pub use self::account::Response;
 mod diagnostics;
 mod item;
 pub mod prices;
+mod receivers;
 mod thread;
 mod tokens;
 
@@ -34,11 +35,14 @@ pub struct Limits {
     pub thread_text: usize,
     /// Items kept per thread; the lines about items past it are counted (`dropped_items`), not kept.
     pub items_per_thread: usize,
+    /// Receivers named before their thread appeared, kept until it does; past it they are counted
+    /// (`dropped_receivers`) and the item shows fewer names.
+    pub awaited_receivers: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000 }
+        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000, awaited_receivers: 65_536 }
     }
 }
 
@@ -60,6 +64,7 @@ pub struct Model {
     pub structure: u64,
     prices: Prices,
     limits: Limits,
+    awaited: receivers::Awaited,
 }
 
 impl Model {
@@ -453,7 +458,11 @@ impl Model {
             t.agent_role.clone_from(&fact.role);
         }
         if t.agent_path.is_none() {
-            t.agent_path.clone_from(&fact.path);
+            if let Some(path) = fact.path.as_ref().filter(|p| !p.is_empty()) {
+                t.agent_path = Some(path.clone());
+                self.awaited.path(path.as_str(), about);
+                self.receivers_arrived(path.as_str(), about);
+            }
         }
         if let Some(model) = &fact.model {
             self.set_model(about, &CleanStr::from(model.clone()));
@@ -684,7 +693,18 @@ impl Model {
             }
         };
         let Some(slot) = slot else { return };
-        let receivers: Vec<ThreadIdx> = f.receivers.iter().filter_map(|r| registry.find(r)).collect();
+        let mut receivers = Vec::with_capacity(f.receivers.len());
+        for name in &f.receivers {
+            match self.awaited.find(registry, name) {
+                Some(r) => receivers.push(r),
+                None if name.is_empty() => {}
+                None => {
+                    if !self.awaited.hold(name, (idx, slot), self.limits.awaited_receivers) {
+                        self.diagnostics.dropped_receivers += 1;
+                    }
+                }
+            }
+        }
         let mut relabelled = false;
         self.edit_item(idx, slot, |item| {
             if let Some(kind) = &f.kind {
@@ -739,6 +759,16 @@ impl Model {
         }
         if f.card {
             self.attach_known_lanes(idx, slot);
+        }
+    }
+
+    /// A thread appeared under a name items gave it before: it joins their receivers.
+    fn receivers_arrived(&mut self, name: &str, thread: ThreadIdx) {
+        for (holder, slot) in self.awaited.arrived(name) {
+            let receivers = &mut self.threads[holder.index()].items[slot].receivers;
+            if !receivers.contains(&thread) {
+                receivers.push(thread);
+            }
         }
     }
 
@@ -799,6 +829,7 @@ impl Model {
         match event {
             Event::Seen { thread, id } => {
                 self.seen(*thread, id);
+                self.receivers_arrived(id, *thread);
                 self.structure += 1;
             }
             Event::Registered { child, parent, via, card, depth } => {

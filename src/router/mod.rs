@@ -110,6 +110,8 @@ pub struct Counters {
     pub depth_limited: u64,
     /// Lines dropped because their thread would have been over the thread bound.
     pub over_thread_limit: u64,
+    /// What lowering's bounds forgot (streamed responses, sub-agents' spawning tool uses).
+    pub forgotten: wire::Forgotten,
 }
 
 impl Counters {
@@ -315,6 +317,7 @@ impl Router {
         let mut c = self.counters;
         c.pending_at_end = self.threads.iter().filter_map(|t| t.buffer.as_ref()).map(|b| b.len() as u64).sum();
         c.orphan_threads = self.threads.iter().filter(|t| t.role == Role::Orphan).count() as u64;
+        c.forgotten = self.stream.forgotten();
         c
     }
 

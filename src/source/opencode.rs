@@ -575,15 +575,18 @@ pub fn probe(authority: &str) -> bool {
     json
 }
 
-/// The sessions a server lists as busy (`GET /session/status`).
-pub fn busy_sessions(authority: &str) -> Vec<String> {
-    match get_json(authority, "/session/status") {
-        Some(Value::Object(statuses)) => statuses
-            .into_iter()
-            .filter(|(_, s)| s.get("type").and_then(Value::as_str).is_some_and(|t| t != "idle"))
-            .map(|(id, _)| id)
-            .collect(),
-        _ => Vec::new(),
+/// The sessions a server lists as busy (`GET /session/status`); `None` when no OpenCode server
+/// answers there (its answer is an object), so one request both probes a listener and reads it.
+pub fn session_status(authority: &str) -> Option<Vec<String>> {
+    match get_json(authority, "/session/status")? {
+        Value::Object(statuses) => Some(
+            statuses
+                .into_iter()
+                .filter(|(_, s)| s.get("type").and_then(Value::as_str).is_some_and(|t| t != "idle"))
+                .map(|(id, _)| id)
+                .collect(),
+        ),
+        _ => None,
     }
 }
 

@@ -47,6 +47,58 @@ pub struct Scan {
     pub fds_skipped: usize,
 }
 
+/// One pass over `/proc`, shared by everything a tick asks of it: the current user's processes
+/// (each `stat` and `status` read once), who holds which wanted file open, and the listening
+/// sockets' inodes of those holders (a server found by the file it holds). Nothing else walks
+/// `/proc` between two looks.
+#[derive(Debug, Default, Clone)]
+pub struct Walk {
+    /// The current user's processes (this one included), at most [`MAX_PROCESSES`], by pid.
+    pub processes: Vec<Process>,
+    /// Every process of ours (not this one) holding each wanted path open, lowest pid first.
+    pub holders: HashMap<PathBuf, Vec<u32>>,
+    /// The socket inodes each holder of a wanted path has open.
+    pub sockets: HashMap<u32, HashSet<u64>>,
+    /// Processes left out by [`MAX_PROCESSES`].
+    pub processes_skipped: usize,
+    /// Descriptors left out by [`MAX_FDS`].
+    pub fds_skipped: usize,
+}
+
+impl Walk {
+    pub fn process(&self, pid: u32) -> Option<&Process> {
+        self.processes.binary_search_by_key(&pid, |p| p.pid).ok().map(|i| &self.processes[i])
+    }
+
+    /// Who holds each wanted file open (the lowest pid), as [`Proc::open_files`] says it.
+    pub fn scan(&self) -> Scan {
+        let me = std::process::id();
+        Scan {
+            holders: self.holders.iter().filter_map(|(p, pids)| Some((p.clone(), *pids.first()?))).collect(),
+            processes_scanned: self.processes.iter().filter(|p| p.pid != me).count(),
+            processes_skipped: self.processes_skipped,
+            fds_skipped: self.fds_skipped,
+        }
+    }
+
+    /// `pid` and every process below it.
+    pub fn tree(&self, pid: u32) -> Vec<&Process> {
+        let mut out: Vec<&Process> = self.process(pid).into_iter().collect();
+        let mut i = 0;
+        while i < out.len() {
+            let parent = out[i].pid;
+            out.extend(self.processes.iter().filter(|p| p.ppid == parent && p.pid != parent));
+            i += 1;
+        }
+        out
+    }
+}
+
+/// `socket:[12345]` → 12345.
+fn socket_inode(link: &Path) -> Option<u64> {
+    link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
 /// One process as `/proc/<pid>/stat` and `status` describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
@@ -83,45 +135,57 @@ impl Proc {
         })
     }
 
-    /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
-    pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
-        if wanted.is_empty() {
-            return Scan::default();
-        }
-        self.open_where(|target| wanted.contains(target))
+    /// One look at the machine: every process of ours, and who holds which of `wanted`
+    /// (canonical paths) open. Descriptors are read only when something is wanted.
+    pub fn walk(&self, wanted: &HashSet<PathBuf>) -> Walk {
+        self.walk_below(wanted, &[])
     }
 
-    /// The files below `dir` (canonical) that some process of ours holds open.
-    pub fn open_below(&self, dir: &Path) -> Scan {
-        self.open_where(|target| target.starts_with(dir))
-    }
-
-    fn open_where(&self, wanted: impl Fn(&Path) -> bool) -> Scan {
-        let mut scan = Scan::default();
+    /// [`Proc::walk`], wanting also every file below the folders `below` (canonical).
+    pub fn walk_below(&self, wanted: &HashSet<PathBuf>, below: &[PathBuf]) -> Walk {
+        let wants = |target: &Path| wanted.contains(target) || below.iter().any(|d| target.starts_with(d));
+        let mut walk = Walk::default();
         let me = std::process::id();
         for pid in self.own_pids() {
-            if pid == me {
+            if walk.processes.len() >= MAX_PROCESSES {
+                walk.processes_skipped += 1;
                 continue;
             }
-            if scan.processes_scanned >= MAX_PROCESSES {
-                scan.processes_skipped += 1;
+            let Some(process) = self.process(pid) else { continue };
+            walk.processes.push(process);
+            if pid == me || (wanted.is_empty() && below.is_empty()) {
                 continue;
             }
-            scan.processes_scanned += 1;
-            let Ok(fds) = fs::read_dir(self.root.join(pid.to_string()).join("fd")) else { continue };
+            let Ok(fds) = fs::read_dir(self.dir(pid).join("fd")) else { continue };
+            let (mut held, mut sockets) = (false, HashSet::new());
             for (n, fd) in fds.flatten().enumerate() {
                 if n >= MAX_FDS {
-                    scan.fds_skipped += 1;
+                    walk.fds_skipped += 1;
                     continue;
                 }
                 let Ok(target) = fs::read_link(fd.path()) else { continue };
-                if wanted(&target) {
-                    let holder = scan.holders.entry(target).or_insert(pid);
-                    *holder = (*holder).min(pid);
+                if let Some(inode) = socket_inode(&target) {
+                    sockets.insert(inode);
+                } else if wants(&target) {
+                    held = true;
+                    walk.holders.entry(target).or_default().push(pid);
                 }
             }
+            if held && !sockets.is_empty() {
+                walk.sockets.insert(pid, sockets);
+            }
         }
-        scan
+        walk.processes.sort_by_key(|p| p.pid);
+        for pids in walk.holders.values_mut() {
+            pids.sort_unstable();
+            pids.dedup();
+        }
+        walk
+    }
+
+    /// Which of `wanted` (absolute, canonical paths) some process of ours holds open.
+    pub fn open_files(&self, wanted: &HashSet<PathBuf>) -> Scan {
+        self.walk(wanted).scan()
     }
 
     pub fn process(&self, pid: u32) -> Option<Process> {
@@ -173,19 +237,6 @@ impl Proc {
         self.root.join(pid.to_string()).join("stat").exists()
     }
 
-    /// `pid` and every process below it, at most [`MAX_PROCESSES`].
-    pub fn tree(&self, pid: u32) -> Vec<Process> {
-        let all: Vec<Process> = self.own_pids().take(MAX_PROCESSES).filter_map(|p| self.process(p)).collect();
-        let mut out: Vec<Process> = all.iter().filter(|p| p.pid == pid).cloned().collect();
-        let mut i = 0;
-        while i < out.len() {
-            let parent = out[i].pid;
-            out.extend(all.iter().filter(|p| p.ppid == parent && p.pid != parent).cloned());
-            i += 1;
-        }
-        out
-    }
-
     /// Seconds since boot, from `/proc/uptime`.
     fn uptime_secs(&self) -> Option<f64> {
         fs::read_to_string(self.root.join("uptime")).ok()?.split_ascii_whitespace().next()?.parse().ok()
@@ -213,9 +264,9 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// The lifetime figures of `pid`'s process tree (what `ps` prints).
-    pub fn lifetime(proc: &Proc, pid: u32) -> Option<Self> {
-        let tree = proc.tree(pid);
+    /// The lifetime figures of `pid`'s process tree (what `ps` prints), from a walk.
+    pub fn lifetime(proc: &Proc, walk: &Walk, pid: u32) -> Option<Self> {
+        let tree = walk.tree(pid);
         if tree.is_empty() {
             return None;
         }
@@ -232,9 +283,9 @@ pub struct Sampler {
 
 impl Sampler {
     /// The usage of `pid`'s process tree since the previous call for it (the first call gives
-    /// the lifetime average).
-    pub fn sample(&mut self, proc: &Proc, pid: u32, now: Instant) -> Option<Usage> {
-        let tree = proc.tree(pid);
+    /// the lifetime average), from a walk taken `now`.
+    pub fn sample(&mut self, proc: &Proc, walk: &Walk, pid: u32, now: Instant) -> Option<Usage> {
+        let tree = walk.tree(pid);
         if tree.is_empty() {
             self.last.remove(&pid);
             return None;
@@ -294,12 +345,13 @@ mod tests {
     #[test]
     fn our_own_tree_has_usage() {
         let proc = Proc::default();
-        let usage = Usage::lifetime(&proc, std::process::id()).unwrap();
+        let walk = proc.walk(&HashSet::new());
+        let usage = Usage::lifetime(&proc, &walk, std::process::id()).unwrap();
         assert!(usage.rss_bytes > 0 && usage.cpu_percent >= 0.0);
         let mut sampler = Sampler::default();
         let now = Instant::now();
-        assert!(sampler.sample(&proc, std::process::id(), now).is_some());
-        assert!(sampler.sample(&proc, std::process::id(), now + std::time::Duration::from_secs(1)).is_some());
+        assert!(sampler.sample(&proc, &walk, std::process::id(), now).is_some());
+        assert!(sampler.sample(&proc, &walk, std::process::id(), now + std::time::Duration::from_secs(1)).is_some());
         assert!(proc.process(u32::MAX).is_none());
     }
 }

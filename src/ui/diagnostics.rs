@@ -12,6 +12,26 @@ use super::{ExportFeed, Feed, ReceiveFeed};
 use crate::model::Model;
 use crate::router::Counters;
 
+/// What the aged-out sessions spent: off the screen and out of the header's totals, not lost.
+fn aged_line(model: &Model, view: &View, theme: &super::theme::Theme) -> Line<'static> {
+    let aged = view.tops.aged(model);
+    let n = view.tops.aged_roots.len();
+    if n == 0 {
+        return Line::from(Span::styled("  nothing aged out", theme.dim));
+    }
+    Line::from(vec![
+        Span::styled(format!("  aged out: {n} session{} · ", if n == 1 { "" } else { "s" }), theme.dim),
+        Span::raw(format!(
+            "{} agent{} · {} tok · ",
+            aged.threads,
+            if aged.threads == 1 { "" } else { "s" },
+            grouped(aged.tokens.total)
+        )),
+        Span::styled(crate::model::format_usd(aged.cost_usd()), theme.cost),
+        Span::styled(", not in the header's totals", theme.dim),
+    ])
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
     let theme = &view.theme;
     let w = area.width.saturating_sub(4).min(110);
@@ -47,6 +67,12 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
                 .flat_map(|(n, v)| figure(n, v, true))
                 .collect::<Vec<_>>(),
         ),
+        // Bounds of lowering and of the model's late names: each says what it forgot.
+        row([
+            ("open responses", c.forgotten.responses, true),
+            ("spawning tasks", c.forgotten.tasks, true),
+            ("unnamed agents", model.diagnostics.dropped_receivers, true),
+        ]),
         Line::from(Span::styled(
             if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
             theme.dim,
@@ -78,6 +104,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
                     .collect::<Vec<_>>(),
             ),
             Line::from(Span::styled(format!("  {keep}; {} found in all", snapshot.sessions.len()), theme.dim)),
+            aged_line(model, view, theme),
             Line::default(),
         ]);
     }

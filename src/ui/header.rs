@@ -31,7 +31,7 @@ pub struct Figures<'a> {
 pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme: &Theme) {
     let w = area.width as usize;
     let sep = || Span::styled(" │ ", theme.dim);
-    let agents = fig.model.threads.len();
+    let agents = fig.totals.threads;
     let mut agents_text = format!("{agents} agent{}", if agents == 1 { "" } else { "s" });
     if fig.activity.active > 0 && feed.ended.is_none() {
         let _ = write!(agents_text, " · {} active", fig.activity.active);

@@ -29,6 +29,20 @@ pub fn of(model: &Model, idx: ThreadIdx) -> Label {
     }
 }
 
+/// Widest name the text outputs (`tree`, `stats`) print: a root is named by its first prompt.
+const TEXT_NAME: usize = 40;
+
+/// A thread as the text outputs name it: its name, and its short id when the name is not it, so
+/// that a line can still be matched with `stats --json`.
+pub fn text(model: &Model, idx: ThreadIdx) -> String {
+    let label = of(model, idx);
+    let name = super::text::truncate(&label.name, TEXT_NAME);
+    match label.id {
+        Some(id) => format!("{name} ({id})"),
+        None => name,
+    }
+}
+
 /// A session's root as the machine view names it: the whole first line of its first prompt (the
 /// session id says nothing a person reads), else its project's folder, else its short id.
 pub fn session(model: &Model, idx: ThreadIdx, project: Option<&str>) -> String {

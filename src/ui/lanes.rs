@@ -481,12 +481,7 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
         }
         ItemKind::WebSearch => out.push(part("⌕ ", theme.tool, title, theme.tool)),
         ItemKind::Collab => {
-            let names: Vec<String> = item
-                .receivers
-                .iter()
-                .filter(|r| r.index() < model.threads.len())
-                .map(|&r| truncate(&label::of(model, r).name, 24))
-                .collect();
+            let names = receiver_names(model, item);
             let tool = item.tool.as_deref().unwrap_or("agent");
             let what = if names.is_empty() { tool.to_owned() } else { format!("{tool} → {}", names.join(", ")) };
             if item.status == ItemStatus::Failed {
@@ -509,12 +504,24 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
         ItemKind::ImageView => out.push(part("▣ ", theme.tool, title, theme.tool)),
         ItemKind::Compaction => out.push(part("· ", theme.dim, "context compacted", theme.dim)),
         ItemKind::Other(kind) => {
-            out.push(part("· ", theme.dim, kind.as_ref(), theme.dim));
+            // A child's report reaching its parent names the child.
+            let names = receiver_names(model, item);
+            let what = if names.is_empty() { kind.to_string() } else { format!("{kind}: {}", names.join(", ")) };
+            out.push(part("· ", theme.dim, what, theme.dim));
             out.push(part("", theme.dim, text, theme.dim));
         }
     }
     out.retain(|p| !p.text.trim().is_empty() || (!p.lead.is_empty() && p.lead != "· "));
     out
+}
+
+/// The agents an item names, as they are called on screen.
+fn receiver_names(model: &Model, item: &Item) -> Vec<String> {
+    item.receivers
+        .iter()
+        .filter(|r| r.index() < model.threads.len())
+        .map(|&r| truncate(&label::of(model, r).name, 24))
+        .collect()
 }
 
 /// The last `max` rows of one item.

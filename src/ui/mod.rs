@@ -151,7 +151,11 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     }
     view.refresh(model);
     // Once per frame: an O(threads) sum the header, the sidebar and the burn samples share.
-    let total = model.totals();
+    let mut total = model.totals();
+    if view.machine {
+        // Totals are of what is shown: an aged-out session's spend is counted in `d` instead.
+        total = view.tops.shown(model, &total);
+    }
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         too_small(frame, area, view);
         return;

@@ -87,7 +87,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, totals: &Rollup, view:
     head.push_str(&right(cost_head, cost_w));
     lines.push(Line::from(Span::styled(head, theme.dim)));
     let focus = view.focus_thread(model);
-    let total = model.threads.len();
+    let total = model.threads.len().saturating_sub(view.tops.hidden_len());
     // The selected row stays on screen, scrolling as little as possible.
     view.cost_row = view.cost_row.min(total.saturating_sub(1));
     if view.cost_row < view.cost_scroll {

@@ -9,9 +9,9 @@
 
 use std::cmp::Reverse;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::model::Model;
+use crate::model::{Model, Rollup};
 use crate::router::{Role, ThreadIdx};
 use crate::source::discover::{Snapshot, State};
 use crate::source::proc::Usage;
@@ -81,6 +81,10 @@ pub struct Tops {
     pub groups: Vec<AgentGroup>,
     sessions: FxHashMap<ThreadIdx, Session>,
     pub counts: Counts,
+    /// Roots of the sessions aged out: off the screen, and out of its totals.
+    pub aged_roots: Vec<ThreadIdx>,
+    /// Every thread of those sessions (their roots' subtrees).
+    hidden: FxHashSet<ThreadIdx>,
     /// Bumped whenever the groups change: the rows depend on it.
     pub generation: u64,
     key: Option<(u64, usize, usize)>,
@@ -108,6 +112,40 @@ impl Tops {
 
     pub fn project_group(&self, id: u32) -> Option<&ProjectGroup> {
         self.groups.iter().flat_map(|g| &g.projects).find(|p| p.id == id)
+    }
+
+    /// A thread of a session aged out: not on the screen, not in its totals.
+    pub fn is_hidden(&self, idx: ThreadIdx) -> bool {
+        self.hidden.contains(&idx)
+    }
+
+    /// Threads of the aged-out sessions.
+    pub fn hidden_len(&self) -> usize {
+        self.hidden.len()
+    }
+
+    /// What the aged-out sessions add up to (their roots' subtrees), for `d`.
+    pub fn aged(&self, model: &Model) -> Rollup {
+        let mut sum = Rollup::default();
+        for &root in &self.aged_roots {
+            let sub = &model.thread(root).subtree;
+            sum.threads = sum.threads.saturating_add(sub.threads);
+            sum.tokens.add(&sub.tokens);
+            sum.cost += sub.cost;
+            sum.priced = sum.priced.saturating_add(sub.priced);
+        }
+        sum
+    }
+
+    /// The totals of what the screen shows: `all` (every thread) less the aged-out sessions.
+    pub fn shown(&self, model: &Model, all: &Rollup) -> Rollup {
+        let aged = self.aged(model);
+        Rollup {
+            threads: all.threads.saturating_sub(aged.threads),
+            tokens: all.tokens.saturating_minus(&aged.tokens),
+            cost: all.cost - aged.cost,
+            priced: all.priced.saturating_sub(aged.priced),
+        }
     }
 
     /// Every root under a group row, in row order.
@@ -179,6 +217,15 @@ impl Tops {
             .collect()
     }
 
+    fn hide_subtree(&mut self, model: &Model, root: ThreadIdx) {
+        let mut stack = vec![root];
+        while let Some(t) = stack.pop() {
+            if self.hidden.insert(t) {
+                stack.extend_from_slice(&model.thread(t).children);
+            }
+        }
+    }
+
     fn build(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> Vec<AgentGroup> {
         let roots: FxHashMap<&str, ThreadIdx> = model.sessions.iter().map(|&r| (&*model.thread(r).id, r)).collect();
         // A tee's session is named by a thread of its stream, not always the root: its root is
@@ -186,6 +233,8 @@ impl Tops {
         let mut by_id: Option<FxHashMap<&str, ThreadIdx>> = None;
         self.sessions.clear();
         self.counts = Counts::default();
+        self.aged_roots.clear();
+        self.hidden.clear();
         for seen in &snapshot.sessions {
             let root = roots.get(seen.id.as_str()).copied().or_else(|| {
                 let all = by_id.get_or_insert_with(|| {
@@ -236,7 +285,10 @@ impl Tops {
             let aged = session.state == Some(State::Ended)
                 && matches!((self.keep_ms, now_ms, session.last_activity_ms),
                     (Some(keep), Some(now), Some(last)) if now.saturating_sub(last) > keep);
-            if !aged {
+            if aged {
+                self.aged_roots.push(root);
+                self.hide_subtree(model, root);
+            } else {
                 listed.push((root, session));
             }
         }

@@ -191,7 +191,7 @@ struct Cache {
     /// Bumped by every fold change, so the rows know to rebuild.
     folds: u64,
     follow_key: Option<u64>,
-    order_key: Option<(u64, usize, Sort, usize)>,
+    order_key: Option<(u64, usize, Sort, usize, u64)>,
     order: Vec<ThreadIdx>,
 }
 
@@ -471,9 +471,11 @@ impl View {
     /// The first `rows` threads in the sidebar's order (cost or tokens, largest first), cached
     /// per model change. Only those are sorted: a partial selection finds them in linear time.
     pub fn agent_order(&mut self, model: &Model, rows: usize) -> &[ThreadIdx] {
-        let key = (model.generation, model.threads.len(), self.sort, rows);
+        let key = (model.generation, model.threads.len(), self.sort, rows, self.tops.generation);
         if self.cache.order_key != Some(key) {
-            let mut order: Vec<ThreadIdx> = (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).collect();
+            // An aged-out session's agents left the screen with it.
+            let mut order: Vec<ThreadIdx> =
+                (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).filter(|&i| !self.tops.is_hidden(i)).collect();
             let by_cost = |&i: &ThreadIdx| (std::cmp::Reverse(model.thread(i).cost.map_or(-1, |c| c.0)), i);
             let by_tokens = |&i: &ThreadIdx| (std::cmp::Reverse(i128::from(model.thread(i).tokens.total)), i);
             let key_of: &dyn Fn(&ThreadIdx) -> (std::cmp::Reverse<i128>, ThreadIdx) = match self.sort {

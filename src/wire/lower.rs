@@ -18,6 +18,21 @@ pub struct Stream {
     exec: exec::Follow,
 }
 
+/// What lowering's own bounds forgot (shown with the other bounds: `d`, `stats --json`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Streamed responses forgotten past [`claude::partial::OPEN_RESPONSES`].
+    pub responses: u64,
+    /// Sub-agents' spawning tool uses forgotten past [`claude::partial::TASKS`].
+    pub tasks: u64,
+}
+
+impl Stream {
+    pub fn forgotten(&self) -> Forgotten {
+        Forgotten { responses: self.claude.forgotten, tasks: self.claude.forgotten_tasks }
+    }
+}
+
 /// Lowers one decoded line from `origin`. Lowering the same line from the same origin again gives
 /// the same facts, whatever came between, except where the format says a line belongs to the
 /// thread an earlier line named (rollouts: a caller replaying a line knows its thread already) or

@@ -27,7 +27,7 @@ mod time;
 pub use codex::methods;
 pub use fact::{Fact, Lowered, Origin, OriginInfo, Subject, Weight};
 pub use json::{Str, parse_raw};
-pub use lower::{Stream, lower, lower_into, lower_sidecar};
+pub use lower::{Forgotten, Stream, lower, lower_into, lower_sidecar};
 pub use malformed::{Malformed, Shape};
 pub use record::{Decoded, Line, decode, decode_into};
 pub use sanitize::{Clean, CleanStr, sanitize, sanitize_line};

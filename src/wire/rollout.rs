@@ -232,6 +232,28 @@ struct Arguments<'a> {
     message: Option<Str<'a>>,
     #[serde(borrow, default)]
     target: Option<Str<'a>>,
+    /// `wait_agent`'s children (v1: thread ids; v2 waits for any and names none).
+    #[serde(borrow, default)]
+    targets: Option<Vec<Str<'a>>>,
+}
+
+/// What a `spawn_agent` call returns: the child's thread id (v1), or its agent path (v2).
+#[derive(Deserialize, Default)]
+struct Spawned<'a> {
+    #[serde(borrow, default)]
+    agent_id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    task_name: Option<Str<'a>>,
+}
+
+impl Spawned<'_> {
+    fn child(&self) -> Option<&str> {
+        self.agent_id.as_deref().or(self.task_name.as_deref()).filter(|c| !c.is_empty())
+    }
+}
+
+fn owned(id: &str) -> Id<'static> {
+    Cow::Owned(id.to_owned())
 }
 
 /// Lowers one rollout line into `out` (whose time and raw text the caller has set).
@@ -271,6 +293,8 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
         let mut fact = ThreadFact::new(id.clone(), parentage);
         fact.nickname = meta.agent_nickname.as_deref().filter(|n| !n.is_empty()).map(sanitize);
         fact.role = meta.agent_role.as_deref().filter(|n| !n.is_empty()).map(sanitize);
+        // Multi-agent v2 names a child by its path (`/root/part_1`) where v1 uses its thread id.
+        fact.path = meta.spawn().and_then(|s| s.agent_path).filter(|p| !p.is_empty()).map(|p| sanitize(&p));
         out.facts.push(Fact::Thread(Box::new(fact)));
     }
     out.subject = Subject::Thread(id);
@@ -340,6 +364,7 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                         facts.push(item(p.id.as_deref(), ItemKind::Other(sanitize("agent reported")), time, |f| {
                             f.text = Some(sanitize(&n.summary()));
                             f.status = Some(ItemStatus::Completed);
+                            f.receivers = vec![owned(&n.agent_path)];
                         }));
                         return;
                     }
@@ -370,33 +395,50 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                 }
                 _ => None,
             });
-            let (item_kind, tool, title) = match name {
-                "spawn_agent" => {
-                    (ItemKind::Collab, Some("spawnAgent"), args.message.as_deref().unwrap_or_default().to_owned())
+            // The agents a collab call names are its receivers, shown by name: never its title.
+            let target: Vec<Id<'l>> = args.target.as_deref().filter(|t| !t.is_empty()).map(owned).into_iter().collect();
+            let (item_kind, tool, title, receivers) = match name {
+                "spawn_agent" => (
+                    ItemKind::Collab,
+                    Some("spawnAgent"),
+                    args.message.as_deref().unwrap_or_default().to_owned(),
+                    Vec::new(),
+                ),
+                "wait_agent" | "wait" => {
+                    let targets = args.targets.iter().flatten().filter(|t| !t.is_empty()).map(|t| owned(t)).collect();
+                    (ItemKind::Collab, Some("wait"), String::new(), targets)
                 }
-                "wait_agent" | "wait" => (ItemKind::Collab, Some("wait"), String::new()),
-                "send_input" | "send_message" => {
-                    (ItemKind::Collab, Some("sendInput"), args.message.as_deref().unwrap_or_default().to_owned())
-                }
-                "close_agent" => {
-                    (ItemKind::Collab, Some("closeAgent"), args.target.as_deref().unwrap_or_default().to_owned())
-                }
-                _ if command.is_some() => (ItemKind::Command, None, command.unwrap_or_default()),
-                _ => (ItemKind::DynamicTool, None, name.to_owned()),
+                "send_input" | "send_message" => (
+                    ItemKind::Collab,
+                    Some("sendInput"),
+                    args.message.as_deref().unwrap_or_default().to_owned(),
+                    target,
+                ),
+                "close_agent" => (ItemKind::Collab, Some("closeAgent"), String::new(), target),
+                _ if command.is_some() => (ItemKind::Command, None, command.unwrap_or_default(), Vec::new()),
+                _ => (ItemKind::DynamicTool, None, name.to_owned(), Vec::new()),
             };
             facts.push(item(p.call_id.as_deref().or(p.id.as_deref()), item_kind, time, |f| {
                 f.title = Some(sanitize(&title));
                 f.tool = tool.map(sanitize);
                 f.status = Some(ItemStatus::InProgress);
+                f.receivers = receivers;
             }));
         }
         ("response_item", "function_call_output" | "custom_tool_call_output") => {
             let Some(call) = p.call_id.as_deref() else { return };
             let output =
                 p.output.map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
+            // A spawn's output names its child; any other output that parses so is a tool's own.
+            let spawned = output
+                .as_deref()
+                .filter(|o| o.starts_with('{'))
+                .and_then(|o| serde_json::from_str::<Spawned<'_>>(o).ok())
+                .and_then(|s| s.child().map(owned));
             let mut fact = ItemFact {
                 id: Some(Cow::Owned(call.to_owned())),
                 update_only: true,
+                receivers: spawned.into_iter().collect(),
                 text: output.map(|o| sanitize(&o)),
                 text_rule: TextRule::Output,
                 status: Some(ItemStatus::Completed),
@@ -463,10 +505,11 @@ impl Notification {
         }
     }
 
+    /// What the child reported; the item's receiver says who (by name, not by id).
     fn summary(&self) -> String {
         match self.status() {
-            (word, Some(message)) if !message.is_empty() => format!("{} {word}: {message}", self.agent_path),
-            (word, _) => format!("{} {word}", self.agent_path),
+            (word, Some(message)) if !message.is_empty() => format!("{word}: {message}"),
+            (word, _) => word.to_owned(),
         }
     }
 }
@@ -546,6 +589,47 @@ mod tests {
         lowered(COUNT, &file, &mut Follow::default(), |l| assert_eq!(l.subject, Subject::Thread("t".into())));
     }
 
+    fn call(name: &str, arguments: &str) -> String {
+        serde_json::json!({
+            "timestamp": "2026-11-29T21:20:09.016Z",
+            "type": "response_item",
+            "payload": { "type": "function_call", "name": name, "arguments": arguments, "call_id": "c1" }
+        })
+        .to_string()
+    }
+
+    fn receivers_of(text: &str) -> (Vec<String>, Option<String>) {
+        let mut out = (Vec::new(), None);
+        let file = Origin::new(crate::wire::OriginInfo { thread: Some("t".into()), ..Default::default() });
+        lowered(text, &file, &mut Follow::default(), |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!("an item") };
+            out = (i.receivers.iter().map(ToString::to_string).collect(), i.title.as_ref().map(ToString::to_string));
+        });
+        out
+    }
+
+    #[test]
+    fn collab_calls_name_their_agents_as_receivers_never_in_their_text() {
+        let (r, title) = receivers_of(&call("close_agent", r#"{"target":"k1","id":"k1"}"#));
+        assert_eq!((r, title.as_deref()), (vec!["k1".to_owned()], Some("")));
+        let (r, _) = receivers_of(&call("wait_agent", r#"{"targets":["k1","k2"],"timeout_ms":30000}"#));
+        assert_eq!(r, ["k1", "k2"]);
+        let (r, title) = receivers_of(&call("send_input", r#"{"target":"k2","message":"one more thing"}"#));
+        assert_eq!((r, title.as_deref()), (vec!["k2".to_owned()], Some("one more thing")));
+        let (r, _) = receivers_of(&call("wait_agent", r#"{"timeout_ms":10000}"#));
+        assert!(r.is_empty(), "v2 waits for any agent");
+        for (output, child) in [
+            (r#"{\"agent_id\":\"k3\",\"nickname\":\"Kant\"}"#, "k3"),
+            (r#"{\"task_name\":\"/root/part_1\"}"#, "/root/part_1"),
+        ] {
+            let line = format!(
+                r#"{{"timestamp":"2026-11-29T21:20:09.016Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"c1","output":"{output}"}}}}"#
+            );
+            let (r, _) = receivers_of(&line);
+            assert_eq!(r, [child], "a spawn's output names its child");
+        }
+    }
+
     fn user(text: &str) -> String {
         let content = serde_json::json!([{ "type": "input_text", "text": text }]);
         serde_json::json!({
@@ -573,7 +657,8 @@ mod tests {
             assert!(matches!(facts[0], Fact::Answered(a) if a.child == "k" && a.status == Status::Idle));
             let Fact::Item(i) = facts[1] else { panic!("{facts:?}") };
             assert_ne!(i.kind, Some(ItemKind::UserMessage));
-            assert_eq!(i.text.as_ref().map(super::super::Clean::as_str), Some("k completed: done: 42"));
+            assert_eq!(i.text.as_ref().map(super::super::Clean::as_str), Some("completed: done: 42"));
+            assert_eq!(i.receivers, ["k"], "the child is a receiver, resolved to its name on screen");
         });
         let failed = user(
             "<subagent_notification>{\"agent_path\":\"k\",\"status\":{\"errored\":\"boom\"}}</subagent_notification>",

@@ -233,3 +233,16 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The pinned CLI, or `None` (the test is skipped, saying why) outside CI; in CI a missing CLI
+/// fails the test.
+pub fn binary() -> Option<PathBuf> {
+    match claude_binary() {
+        ClaudeBinary::Found(p) => Some(p),
+        ClaudeBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+        ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    }
+}

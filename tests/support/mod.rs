@@ -12,6 +12,7 @@ pub mod claude_driver;
 pub mod claude_scenario;
 pub mod codex_driver;
 pub mod harness;
+pub mod ingest;
 pub mod mock_model;
 pub mod recording;
 pub mod responses;

@@ -23,12 +23,12 @@ use serde::Deserialize;
 use super::liveness::{Claim, Runner, Running};
 use super::{Candidate, Env, Place, Window, modified};
 use crate::source::files::{self, Input};
-use crate::source::proc::{self, Proc};
+use crate::source::proc::{Proc, Walk};
 
 pub const PLACE: Place =
     Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
 
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions };
+pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions, held_below: |_| None };
 
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;
@@ -57,11 +57,11 @@ struct SessionFile {
 }
 
 /// The running Claude Code processes and, where they say it, their sessions.
-fn running(env: &Env, proc: &Proc) -> Vec<Running> {
+fn running(env: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
     let mut out = Vec::new();
     if let Some(dir) = config_dir(env).map(|d| d.join("sessions")) {
         for entry in fs::read_dir(dir).into_iter().flatten().flatten().take(MAX_SESSION_FILES) {
-            if let Some(r) = session_file(&entry.path(), proc) {
+            if let Some(r) = session_file(&entry.path(), proc, walk) {
                 out.push(r);
             }
         }
@@ -69,8 +69,8 @@ fn running(env: &Env, proc: &Proc) -> Vec<Running> {
     let claimed: HashSet<u32> = out.iter().map(|r| r.pid).collect();
     // Versions without a `sessions/` file, and processes whose file is missing.
     let mut processes = Vec::new();
-    for pid in proc.own_pids().take(proc::MAX_PROCESSES) {
-        let Some(process) = proc.process(pid) else { continue };
+    for process in &walk.processes {
+        let pid = process.pid;
         if claimed.contains(&pid) {
             processes.push((process, None));
             continue;
@@ -94,13 +94,13 @@ fn running(env: &Env, proc: &Proc) -> Vec<Running> {
                 None => continue,
             },
         };
-        out.push(Running { tool: PLACE.tool, pid: process.pid, claim, started: proc.started_at(&process) });
+        out.push(Running { tool: PLACE.tool, pid: process.pid, claim, started: proc.started_at(process) });
     }
     out
 }
 
 /// The session a `sessions/<pid>.json` names, if its process still runs (same pid, same start).
-fn session_file(path: &Path, proc: &Proc) -> Option<Running> {
+fn session_file(path: &Path, proc: &Proc, walk: &Walk) -> Option<Running> {
     let named: u32 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
     let mut bytes = Vec::new();
     fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
@@ -108,7 +108,7 @@ fn session_file(path: &Path, proc: &Proc) -> Option<Running> {
     if file.pid != named || file.session_id.is_empty() {
         return None;
     }
-    let process = proc.process(file.pid)?;
+    let process = walk.process(file.pid)?;
     let start = match file.proc_start {
         Some(serde_json::Value::String(s)) => s.parse::<u64>().ok(),
         Some(serde_json::Value::Number(n)) => n.as_u64(),
@@ -121,7 +121,7 @@ fn session_file(path: &Path, proc: &Proc) -> Option<Running> {
         tool: PLACE.tool,
         pid: file.pid,
         claim: Claim::Session(file.session_id),
-        started: proc.started_at(&process),
+        started: proc.started_at(process),
     })
 }
 
@@ -205,7 +205,7 @@ fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Opti
 }
 
 /// The sessions running processes name, wherever their files are in time.
-fn running_sessions(env: &Env, _: &Proc, running: &[Running]) -> Vec<Candidate> {
+fn running_sessions(env: &Env, _: &Walk, running: &[Running]) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
     let ids: HashSet<&str> = running
         .iter()
@@ -302,7 +302,7 @@ mod tests {
         write(me.pid, me.start_ticks);
         let env = Env::default().with("CLAUDE_CONFIG_DIR", dir.path());
         let named = |env: &Env| -> Vec<String> {
-            running(env, &proc)
+            running(env, &proc, &proc.walk(&HashSet::new()))
                 .into_iter()
                 .filter_map(|r| match r.claim {
                     // Only this test's files (Claude Code may be running on this machine).

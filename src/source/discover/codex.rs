@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::liveness::{Runner, Running};
 use super::{Candidate, Env, Place, Window, first_line, modified};
 use crate::source::files::{self, Input};
-use crate::source::proc::{self, Proc};
+use crate::source::proc::{self, Walk};
 
 pub const PLACE: Place = Place {
     tool: "codex",
@@ -26,7 +26,8 @@ pub const PLACE: Place = Place {
 /// resume`, which appends to the same file, and the app-server, which keeps it open between turns
 /// while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So liveness is the
 /// held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed however old it is.
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: |_, _| Vec::new(), sessions: held_sessions };
+pub const RUNNER: Runner =
+    Runner { tool: PLACE.tool, find: |_, _, _| Vec::new(), sessions: held_sessions, held_below: root };
 
 /// Folder levels below `sessions/` (year, month, day).
 const MAX_DEPTH: usize = 4;
@@ -167,9 +168,10 @@ fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>) {
 }
 
 /// The sessions whose rollouts some process holds open, however long ago they were written.
-fn held_sessions(env: &Env, proc: &Proc, _: &[Running]) -> Vec<Candidate> {
+fn held_sessions(env: &Env, walk: &Walk, _: &[Running]) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
-    let held: HashSet<PathBuf> = proc.open_below(&proc::canonical(&root)).holders.into_keys().collect();
+    let root = proc::canonical(&root);
+    let held: HashSet<PathBuf> = walk.holders.keys().filter(|p| p.starts_with(&root)).cloned().collect();
     let Some(oldest) = held.iter().map(|p| modified(p)).min() else { return Vec::new() };
     scan(&root, &Window { since: Some(oldest) })
         .into_iter()

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::{Candidate, Env, State, claude, codex};
-use crate::source::proc::{self, Proc, Scan};
+use crate::source::proc::{self, Proc, Scan, Walk};
 
 /// A session nobody is seen running counts as possibly still running (`idle`) this long after
 /// its files last changed; older ones have `ended`.
@@ -45,23 +45,33 @@ pub struct Running {
 /// How to find an agent's running processes, and the sessions they run.
 pub struct Runner {
     pub tool: &'static str,
-    /// Its processes that say what they run (agents whose open files say it all find none).
-    pub find: fn(&Env, &Proc) -> Vec<Running>,
+    /// Its processes that say what they run (agents whose open files say it all find none),
+    /// among those of the tick's walk.
+    pub find: fn(&Env, &Proc, &Walk) -> Vec<Running>,
     /// The sessions its running processes run (given what `find` found), outside any window.
-    pub sessions: fn(&Env, &Proc, &[Running]) -> Vec<Candidate>,
+    pub sessions: fn(&Env, &Walk, &[Running]) -> Vec<Candidate>,
+    /// The folder whose files its processes hold open while they run a session (for a walk to want).
+    pub held_below: fn(&Env) -> Option<PathBuf>,
+}
+
+/// The folders (canonical) whose held files say a session runs: what a walk wants besides the
+/// files of the sessions known.
+pub fn held_below(env: &Env) -> Vec<PathBuf> {
+    RUNNERS.iter().filter_map(|r| (r.held_below)(env)).map(|d| proc::canonical(&d)).collect()
 }
 
 /// Every agent whose processes are looked for.
 pub const RUNNERS: &[Runner] = &[claude::RUNNER, codex::RUNNER];
 
 /// The sessions some process runs that `found` lacks: a session quiet for longer than the window
-/// is listed all the same while it runs (an open Claude Code left waiting, a loaded app-server thread).
-pub fn running_outside(env: &Env, proc: &Proc, found: &[Candidate]) -> Vec<Candidate> {
+/// is listed all the same while it runs (an open Claude Code left waiting, a loaded app-server
+/// thread). The walk must want [`held_below`].
+pub fn running_outside(env: &Env, proc: &Proc, walk: &Walk, found: &[Candidate]) -> Vec<Candidate> {
     let known: HashSet<(&str, &str)> = found.iter().map(|c| (c.tool, c.id.as_str())).collect();
     let mut out: Vec<Candidate> = Vec::new();
     for runner in RUNNERS {
-        let running = (runner.find)(env, proc);
-        for c in (runner.sessions)(env, proc, &running) {
+        let running = (runner.find)(env, proc, walk);
+        for c in (runner.sessions)(env, walk, &running) {
             if !known.contains(&(c.tool, c.id.as_str())) && !out.iter().any(|o| o.tool == c.tool && o.id == c.id) {
                 out.push(c);
             }
@@ -78,11 +88,10 @@ pub struct Look {
     pub scan: Scan,
 }
 
-/// Looks at the agents' processes and at who holds which of `wanted` (canonical paths) open.
-#[allow(clippy::implicit_hasher)] // `Proc::open_files` takes the standard hasher's set.
-pub fn look(env: &Env, proc: &Proc, wanted: &HashSet<PathBuf>) -> Look {
-    let running = RUNNERS.iter().flat_map(|r| (r.find)(env, proc)).collect();
-    Look { running, scan: proc.open_files(wanted) }
+/// The agents' processes and who holds which of the walk's wanted files open.
+pub fn look(env: &Env, proc: &Proc, walk: &Walk) -> Look {
+    let running = RUNNERS.iter().flat_map(|r| (r.find)(env, proc, walk)).collect();
+    Look { running, scan: walk.scan() }
 }
 
 /// A session to judge.

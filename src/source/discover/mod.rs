@@ -15,7 +15,7 @@ pub mod liveness;
 pub mod opencode;
 pub mod tee;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -130,26 +130,32 @@ pub fn read_within(c: &Candidate) -> Option<std::io::Result<super::opencode::Sna
 
 /// Which process serves each session within a store, by root id (sessions of whole files are
 /// told by who holds them open instead).
-pub fn serving(proc: &super::proc::Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
+/// `found`: the tick's [`opencode::processes`].
+pub fn serving(found: &opencode::Processes, candidates: &[&Candidate]) -> HashMap<String, u32> {
     let within: Vec<&Candidate> = candidates.iter().copied().filter(|c| c.within.is_some()).collect();
     if within.is_empty() {
         return HashMap::new();
     }
-    opencode::serving(proc, &within)
+    opencode::serving(found, &within)
 }
 
-/// [`scan`], and the sessions running processes run that the window left out (a running session
-/// is listed however long it has been quiet).
-pub fn scan_running(env: &Env, window: &Window, proc: &super::proc::Proc) -> Found {
-    let mut found = scan(env, window);
+/// The stores (canonical) that sessions within a store are in: what a walk must want for
+/// [`opencode::processes`] to find their processes.
+pub fn stores_of<'a>(candidates: impl IntoIterator<Item = &'a Candidate>) -> HashSet<PathBuf> {
+    candidates.into_iter().filter(|c| c.within.is_some()).map(|c| super::proc::canonical(&c.location)).collect()
+}
+
+/// Adds to `found` (a [`scan`]) the sessions running processes run that the window left out (a
+/// running session is listed however long it has been quiet), from a walk that wanted
+/// [`liveness::held_below`].
+pub fn add_running(env: &Env, window: &Window, proc: &super::proc::Proc, walk: &super::proc::Walk, found: &mut Found) {
     if window.since.is_some() {
-        let extra = liveness::running_outside(env, proc, &found.candidates);
+        let extra = liveness::running_outside(env, proc, walk, &found.candidates);
         if !extra.is_empty() {
             found.candidates.extend(extra);
             found.candidates.sort_by(|a, b| b.modified.cmp(&a.modified).then_with(|| a.id.cmp(&b.id)));
         }
     }
-    found
 }
 
 /// Whether a session runs, as far as the machine can tell ([`liveness`] decides).

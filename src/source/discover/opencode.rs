@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{Candidate, Env, Place, Window};
 use crate::source::opencode as store;
-use crate::source::proc::{self, Proc};
+use crate::source::proc::{self, Proc, Walk};
 
 pub const PLACE: Place = Place {
     tool: "opencode",
@@ -72,6 +72,8 @@ pub struct Process {
     pub started_ms: i64,
     /// Its servers that answered the probe (`HOST:PORT`).
     pub servers: Vec<String>,
+    /// The sessions its servers list as busy (the probe's answer).
+    pub busy: HashSet<String>,
 }
 
 /// `opencode serve` (or a TUI's server) found running, for the machine view to stream from.
@@ -95,50 +97,39 @@ fn boot_secs(proc: &Proc) -> Option<u64> {
     stat.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())
 }
 
-/// Every `opencode` process of this user holding one of `stores` (canonical paths) open, and
-/// its probed servers.
-pub fn processes<S: std::hash::BuildHasher>(
-    proc: &Proc,
-    stores: &HashSet<PathBuf, S>,
-) -> HashMap<PathBuf, Vec<Process>> {
+/// The `opencode` processes of this user, by the store (canonical path, among `stores`) each holds
+/// open, found in the tick's walk (which must have wanted the stores), with their servers: each
+/// listening socket is asked once, and that one answer both finds a server and says who is busy.
+pub fn processes<S: std::hash::BuildHasher>(proc: &Proc, walk: &Walk, stores: &HashSet<PathBuf, S>) -> Processes {
     let mut out: HashMap<PathBuf, Vec<Process>> = HashMap::new();
-    if stores.is_empty() {
-        return out;
-    }
     let boot = boot_secs(proc).unwrap_or(0);
-    let me = std::process::id();
-    for pid in proc.own_pids().take(proc::MAX_PROCESSES) {
-        if pid == me || !is_opencode(proc, pid) {
-            continue;
-        }
-        let Ok(fds) = fs::read_dir(proc.dir(pid).join("fd")) else { continue };
-        let mut held = None;
-        let mut sockets = HashSet::new();
-        for fd in fds.flatten().take(proc::MAX_FDS) {
-            let Ok(target) = fs::read_link(fd.path()) else { continue };
-            if stores.contains(&target) {
-                held = Some(target);
-            } else if let Some(inode) = socket_inode(&target) {
-                sockets.insert(inode);
+    let no_sockets = HashSet::new();
+    for db in stores {
+        for &pid in walk.holders.get(db).into_iter().flatten() {
+            if !is_opencode(proc, pid) || out.values().flatten().any(|p| p.pid == pid) {
+                continue;
             }
+            let Some(p) = walk.process(pid) else { continue };
+            let started_ms = i64::try_from((boot * TICKS_PER_SEC + p.start_ticks) * 1000 / TICKS_PER_SEC).unwrap_or(0);
+            let (mut servers, mut busy) = (Vec::new(), HashSet::new());
+            let sockets = walk.sockets.get(&pid).unwrap_or(&no_sockets);
+            for addr in listening(proc, pid, sockets).into_iter().take(MAX_LISTENERS) {
+                let authority = addr.to_string();
+                if let Some(sessions) = store::session_status(&authority) {
+                    busy.extend(sessions);
+                    servers.push(authority);
+                }
+            }
+            out.entry(db.clone()).or_default().push(Process { pid, cwd: proc.cwd(pid), started_ms, servers, busy });
         }
-        let Some(db) = held else { continue };
-        let Some(p) = proc.process(pid) else { continue };
-        let started_ms = i64::try_from((boot * TICKS_PER_SEC + p.start_ticks) * 1000 / TICKS_PER_SEC).unwrap_or(0);
-        let servers = listening(proc, pid, &sockets)
-            .into_iter()
-            .take(MAX_LISTENERS)
-            .map(|a| a.to_string())
-            .filter(|a| store::probe(a))
-            .collect();
-        out.entry(db).or_default().push(Process { pid, cwd: proc.cwd(pid), started_ms, servers });
     }
-    out
+    Processes { by_store: out }
 }
 
-/// `socket:[12345]` → 12345.
-fn socket_inode(link: &Path) -> Option<u64> {
-    link.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+/// The `opencode` processes one walk found, by the store (canonical) each holds open.
+#[derive(Debug, Default)]
+pub struct Processes {
+    pub by_store: HashMap<PathBuf, Vec<Process>>,
 }
 
 /// The loopback addresses to reach `pid`'s listening TCP sockets at (`/proc/<pid>/net/tcp{,6}`,
@@ -190,22 +181,14 @@ fn reachable(local: &str, v6: bool) -> Option<SocketAddr> {
     }
 }
 
-/// Which process serves each store candidate (by root id): one whose server lists it busy, else
-/// one running in its directory that started before it last changed (the lowest pid of those).
-pub fn serving(proc: &Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
-    let stores: HashSet<PathBuf> = candidates.iter().map(|c| proc::canonical(&c.location)).collect();
-    let found = processes(proc, &stores);
-    let mut busy: HashMap<&str, HashSet<String>> = HashMap::new();
-    for p in found.values().flatten() {
-        for s in &p.servers {
-            busy.entry(s.as_str()).or_default().extend(store::busy_sessions(s));
-        }
-    }
+/// Which process serves each store candidate (by root id), among the processes `found`: one whose
+/// server lists it busy, else one running in its directory that started before it last changed
+/// (the lowest pid of those).
+pub fn serving(found: &Processes, candidates: &[&Candidate]) -> HashMap<String, u32> {
     let mut out = HashMap::new();
     for c in candidates {
-        let Some(procs) = found.get(&proc::canonical(&c.location)) else { continue };
-        let by_server =
-            procs.iter().filter(|p| p.servers.iter().any(|s| busy.get(s.as_str()).is_some_and(|b| b.contains(&c.id))));
+        let Some(procs) = found.by_store.get(&proc::canonical(&c.location)) else { continue };
+        let by_server = procs.iter().filter(|p| p.busy.contains(&c.id));
         let project = c.project.as_deref().map(|p| proc::canonical(Path::new(p)));
         let by_place = procs
             .iter()
@@ -217,15 +200,18 @@ pub fn serving(proc: &Proc, candidates: &[&Candidate]) -> HashMap<String, u32> {
     out
 }
 
-/// Every answering OpenCode server of the stores found.
-pub fn servers(proc: &Proc, stores: &[PathBuf]) -> Vec<Server> {
-    let canon: HashSet<PathBuf> = stores.iter().map(|s| proc::canonical(s)).collect();
-    let mut out: Vec<Server> = processes(proc, &canon)
-        .into_iter()
+/// Every answering OpenCode server of the processes `found`.
+pub fn servers(found: &Processes) -> Vec<Server> {
+    let mut out: Vec<Server> = found
+        .by_store
+        .iter()
         .flat_map(|(db, procs)| {
-            procs.into_iter().flat_map(move |p| {
-                let db = db.clone();
-                p.servers.into_iter().map(move |authority| Server { pid: p.pid, authority, store: db.clone() })
+            procs.iter().flat_map(move |p| {
+                p.servers.iter().map(move |authority| Server {
+                    pid: p.pid,
+                    authority: authority.clone(),
+                    store: db.clone(),
+                })
             })
         })
         .collect();
@@ -277,9 +263,74 @@ mod tests {
         assert_eq!(reachable("00000000000000000000000000000000:1000", true), Some("[::1]:4096".parse().unwrap()));
     }
 
+    /// A `/proc` with one `opencode` process holding `store` open and listening on `port`.
+    fn fake_proc(root: &Path, pid: u32, store: &Path, cwd: &Path, port: u16) {
+        let dir = root.join(pid.to_string());
+        fs::create_dir_all(dir.join("fd")).unwrap();
+        fs::create_dir_all(dir.join("net")).unwrap();
+        fs::write(root.join("stat"), "cpu 0 0 0 0\nbtime 1796126000\n").unwrap();
+        fs::write(dir.join("stat"), format!("{pid} (opencode) S 1 1 1 0 0 0 0 0 0 0 10 5 0 0 20 0 1 0 4200 0 0"))
+            .unwrap();
+        fs::write(dir.join("status"), "Name:\topencode\nVmRSS:\t2048 kB\n").unwrap();
+        fs::write(dir.join("comm"), "opencode\n").unwrap();
+        std::os::unix::fs::symlink(store, dir.join("fd/3")).unwrap();
+        std::os::unix::fs::symlink("socket:[777]", dir.join("fd/4")).unwrap();
+        std::os::unix::fs::symlink(cwd, dir.join("cwd")).unwrap();
+        let head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        let row = format!(
+            "   0: 0100007F:{port:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777 1\n"
+        );
+        fs::write(dir.join("net/tcp"), format!("{head}{row}")).unwrap();
+    }
+
     #[test]
-    fn a_socket_link_names_its_inode() {
-        assert_eq!(socket_inode(Path::new("socket:[4242]")), Some(4242));
-        assert_eq!(socket_inode(Path::new("/tmp/x")), None);
+    fn one_walk_and_one_request_per_server_answer_a_tick() {
+        use std::io::{Read as _, Write as _};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("opencode.db");
+        fs::write(&store, b"").unwrap();
+        let store = proc::canonical(&store);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 1024];
+                let _ = conn.read(&mut buf);
+                let body = r#"{"ses_busy":{"type":"busy"},"ses_quiet":{"type":"idle"}}"#;
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        let root = tmp.path().join("proc");
+        fake_proc(&root, 4242, &store, tmp.path(), port);
+        let proc = Proc::at(&root);
+        let stores: HashSet<PathBuf> = [store.clone()].into();
+        let walk = proc.walk(&stores);
+        assert_eq!(walk.holders.get(&store), Some(&vec![4242]), "{walk:?}");
+        let found = processes(&proc, &walk, &stores);
+        let candidate = |id: &str| Candidate {
+            tool: PLACE.tool,
+            id: id.to_owned(),
+            project: None,
+            location: store.clone(),
+            files: vec![store.clone()],
+            modified: SystemTime::now(),
+            within: Some(id.to_owned()),
+        };
+        let (busy, quiet) = (candidate("ses_busy"), candidate("ses_quiet"));
+        let serving = serving(&found, &[&busy, &quiet]);
+        assert_eq!(serving.get("ses_busy"), Some(&4242));
+        assert_eq!(serving.get("ses_quiet"), None, "idle, and not run in its directory");
+        let servers = servers(&found);
+        assert_eq!(servers.len(), 1);
+        assert_eq!(servers[0].authority, format!("127.0.0.1:{port}"));
+        assert_eq!(requests.load(Ordering::SeqCst), 1, "one request found the server and read who is busy");
     }
 }

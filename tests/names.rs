@@ -1,0 +1,109 @@
+//! What a person reads names agents by their names (nickname, agent path, role, prompt), never by
+//! their thread ids: the screens and the text outputs, over the real captures and rollouts. A
+//! parent's rollout is read before its children's, so its cards name threads that appear later.
+
+use std::path::{Path, PathBuf};
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use swarmtop::commands::{self, stats, tree};
+use swarmtop::model::short_id;
+use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::router::Role;
+use swarmtop::ui::{self, Feed, Theme, View};
+
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)
+}
+
+fn ingest(input: &Path) -> Pipeline {
+    commands::ingest(&[input.to_path_buf()], Config::default(), &mut |_: &swarmtop::router::Event<'_, '_>| {})
+        .expect("input read")
+}
+
+/// The first screen (the first session's transcript), stream ended.
+fn screen(p: &Pipeline, (w, h): (u16, u16)) -> String {
+    let feed = Feed { source: "names".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut view = View::with_theme(Theme::dark());
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let counters = p.counters();
+    term.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+    format!("{}", term.backend())
+}
+
+/// No child's thread id, whole or short, is on the screen.
+fn no_child_ids(p: &Pipeline, screen: &str, what: &str) {
+    for t in p.model.threads.iter().filter(|t| t.role == Role::Child) {
+        assert!(!screen.contains(&*t.id), "{what}: {} on screen\n{screen}", t.id);
+        assert!(!screen.contains(&short_id(&t.id)), "{what}: {} on screen\n{screen}", short_id(&t.id));
+    }
+}
+
+#[test]
+fn v1_rollout_cards_and_reports_name_the_children_read_after_them() {
+    let p = ingest(&fixture("codex-0.171.0/rollouts/collab_v1"));
+    let s = screen(&p, (200, 60));
+    no_child_ids(&p, &s, "collab_v1 rollouts");
+    for shown in [
+        "spawnAgent → Kant",
+        "wait → Kant, Feynman, Anscombe",
+        "sendInput → Anscombe",
+        "closeAgent → Kant",
+        "agent reported: Kant",
+        "completed: Child 1 finished: result-1",
+        "agent reported: Feynman",
+        "agent reported: Anscombe",
+    ] {
+        assert!(s.contains(shown), "{shown:?} missing\n{s}");
+    }
+    assert_eq!(p.model.diagnostics.dropped_receivers, 0);
+    insta::assert_snapshot!("rollout_v1_transcript_120x40", screen(&p, (120, 40)));
+}
+
+#[test]
+fn v2_rollout_spawn_cards_name_their_children_by_agent_path() {
+    let p = ingest(&fixture("codex-0.171.0/rollouts/collab_v2"));
+    let s = screen(&p, (200, 60));
+    no_child_ids(&p, &s, "collab_v2 rollouts");
+    for shown in ["spawnAgent → Arendt", "spawnAgent → Avicenna", "spawnAgent → Schrodinger"] {
+        assert!(s.contains(shown), "{shown:?} missing\n{s}");
+    }
+}
+
+#[test]
+fn captures_and_transcripts_show_no_child_ids() {
+    for input in [
+        "codex-0.171.0/collab_v1.server.ndjson",
+        "codex-0.171.0/collab_v2.server.ndjson",
+        "claude-2.1.39",
+        "claude-2.1.332-otlp/parallel.ndjson",
+    ] {
+        let p = ingest(&fixture(input));
+        for size in [(80, 24), (200, 60)] {
+            no_child_ids(&p, &screen(&p, size), input);
+        }
+    }
+}
+
+/// `tree` and `stats` name a root by its first prompt as the screen does, with its short id beside
+/// it to match `stats --json`; children by their names.
+#[test]
+fn text_outputs_name_every_agent() {
+    for (input, root, children) in [
+        ("codex-0.171.0/rollouts/collab_v1", "PARENT-TASK", &["Kant", "Feynman", "Anscombe"][..]),
+        ("codex-0.171.0/collab_v2.server.ndjson", "PARENT-TASK", &["Arendt", "Avicenna", "Schrodinger"][..]),
+        ("claude-2.1.39", "Work on bead spotter-dov.", &["Explore transcript rendering codebase"][..]),
+    ] {
+        let p = ingest(&fixture(input));
+        let text = tree::render_tree(&p.model);
+        let first = text.lines().next().unwrap_or_default();
+        let id = short_id(&p.model.thread(p.model.sessions[0]).id);
+        assert!(first.contains(root) && first.contains(&format!("({id})")), "{input}: {first}");
+        for child in children {
+            assert!(text.contains(&format!(" {child}  ")), "{input}: {child}\n{text}");
+        }
+        let table = stats::render_text(&p);
+        assert!(table.contains(root), "{input}\n{table}");
+        no_child_ids(&p, &text, input);
+    }
+}
