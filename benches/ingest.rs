@@ -146,6 +146,16 @@ fn ratio_on(corpus: &[u8]) -> Ratios {
         let (feed_time, p) = ingest(corpus, cores());
         let c = p.counters();
         assert!(c.conserved());
+        let routed = format!(
+            "  routed: {} threads, {} rehomed, {} malformed, {} pending at end; RSS grew by {} MiB",
+            p.model.threads.len(),
+            c.rehomed,
+            c.malformed,
+            c.pending_at_end,
+            rss_kib().saturating_sub(rss_before) / 1024
+        );
+        // Freed before the next run, so that each starts from the same heap.
+        drop(p);
         let (one_time, _) = ingest(corpus, 1);
         let (fed, one) =
             (floor_time.as_secs_f64() / feed_time.as_secs_f64(), floor_time.as_secs_f64() / one_time.as_secs_f64());
@@ -158,14 +168,7 @@ fn ratio_on(corpus: &[u8]) -> Ratios {
             size / one_time.as_secs_f64(),
         );
         if round == 3 {
-            println!(
-                "  routed: {} threads, {} rehomed, {} malformed, {} pending at end; RSS grew by {} MiB",
-                p.model.threads.len(),
-                c.rehomed,
-                c.malformed,
-                c.pending_at_end,
-                rss_kib().saturating_sub(rss_before) / 1024
-            );
+            println!("{routed}");
         }
         stats.push(fed);
         one_core.push(one);
