@@ -79,3 +79,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 pub fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
     serde_json::from_str(raw?.get()).ok()
 }
+
+/// The character a one-letter JSON escape (`\n`, `\"` …) stands for, by the byte after its
+/// backslash; `None` for `\u` and for what is no escape. The one table both one-pass readers use.
+pub fn short_escape(letter: u8) -> Option<char> {
+    Some(match letter {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        _ => return None,
+    })
+}

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr3_iter};
 use serde::Deserialize;
 
-use crate::wire::json::Str;
+use crate::wire::json::{Str, short_escape};
 
 #[derive(Clone)]
 pub struct Cursor<'a> {
@@ -299,14 +299,6 @@ fn unescape(inner: &str) -> Option<String> {
         out.push_str(&inner[at..at + k]);
         at += k + 1;
         let c = match *b.get(at)? {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
             b'u' => {
                 let high = hex4(b.get(at + 1..at + 5)?)?;
                 at += 4;
@@ -325,7 +317,7 @@ fn unescape(inner: &str) -> Option<String> {
                     _ => char::from_u32(high)?,
                 }
             }
-            _ => return None,
+            letter => short_escape(letter)?,
         };
         out.push(c);
         at += 1;

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use super::message::{Item, Message, Params, ResultBody, ThreadInfo, TokenUsage, TopRest, TurnInfo, wants_full_params};
 use crate::wire::fact::Breakdown;
-use crate::wire::json::{Raw, Str};
+use crate::wire::json::{Raw, Str, short_escape};
 use crate::wire::malformed::ShapeKeys;
 
 /// Deeper nesting than this goes to serde (whose own limit is 128).
@@ -88,17 +88,7 @@ impl<'a> Scanner<'a> {
 
     /// One escape after a backslash at the cursor; `\\u` and invalid escapes give up.
     fn escape(&mut self) -> Scan<char> {
-        let c = match self.bytes.get(self.pos + 1)? {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            _ => return None,
-        };
+        let c = short_escape(*self.bytes.get(self.pos + 1)?)?;
         self.pos += 2;
         Some(c)
     }
