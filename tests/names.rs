@@ -107,3 +107,24 @@ fn text_outputs_name_every_agent() {
         no_child_ids(&p, &text, input);
     }
 }
+
+/// Esc in the Codex TUI (here `turn/interrupt` to the real app-server, the same core): the rollout
+/// gets a `<turn_aborted>` user message, then `event_msg` `turn_aborted`. The root's turn ends
+/// interrupted and stays so while its children report; the note is no prompt and names nothing.
+#[test]
+fn an_interrupted_rollout_turn_ends_interrupted_and_its_note_is_no_prompt() {
+    use swarmtop::model::{ItemKind, Status, TurnStatus};
+    let p = ingest(&fixture("codex-0.171.0/rollouts/interrupt"));
+    let root = p.model.thread(p.model.sessions[0]);
+    assert_eq!(root.status, Status::Interrupted);
+    assert_eq!(root.turns.iter().map(|t| t.status).collect::<Vec<_>>(), [TurnStatus::Interrupted]);
+    for item in root.items.iter().filter(|i| i.kind == ItemKind::UserMessage) {
+        assert!(!item.text.as_str().contains("turn_aborted"), "a prompt item: {:?}", item.text.as_str());
+    }
+    for (w, h) in [(80, 24), (200, 60)] {
+        let s = screen(&p, (w, h));
+        assert!(!s.contains("turn_aborted") && !s.contains("interrupted the previous turn"), "{s}");
+    }
+    let text = tree::render_tree(&p.model);
+    assert!(text.lines().next().is_some_and(|l| l.contains("narrate while helpers run")), "{text}");
+}

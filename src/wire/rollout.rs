@@ -359,6 +359,19 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                         out.weight = Weight::Noise;
                         return;
                     }
+                    Some(Injected::TurnAborted) => {
+                        // The turn the user interrupted, not their words: Codex writes this note
+                        // into that turn's history just before its `turn_aborted` event (and alone
+                        // into a fork of an interrupted session), so it ends the latest turn as the
+                        // app-server's `turn/completed` `interrupted` does; the event repeats it.
+                        out.weight = Weight::Closing;
+                        facts.push(Fact::TurnEnded(TurnEnded {
+                            turn: TurnRef::Latest,
+                            outcome: Some(TurnOutcome::Interrupted),
+                            error: None,
+                        }));
+                        return;
+                    }
                     Some(Injected::Notification(n)) => {
                         facts.extend(n.fact());
                         facts.push(item(p.id.as_deref(), ItemKind::Other(sanitize("agent reported")), time, |f| {
@@ -458,12 +471,18 @@ enum Injected {
     Environment,
     /// `<subagent_notification>`: a child's status reaching its parent.
     Notification(Notification),
+    /// `<turn_aborted>`: the note that the user interrupted the turn (codex-rs `tasks/mod.rs`,
+    /// `interrupted_turn_history_marker`; seen in `rollouts/interrupt`).
+    TurnAborted,
 }
 
 fn injected(text: &str) -> Option<Injected> {
     let text = text.trim();
     if text.starts_with("<environment_context>") {
         return Some(Injected::Environment);
+    }
+    if text.starts_with("<turn_aborted>") {
+        return Some(Injected::TurnAborted);
     }
     let body = text.strip_prefix("<subagent_notification>")?.strip_suffix("</subagent_notification>")?;
     serde_json::from_str(body.trim()).ok().map(Injected::Notification)
@@ -638,6 +657,41 @@ mod tests {
             "payload": { "type": "message", "id": "m", "role": "user", "content": content }
         })
         .to_string()
+    }
+
+    /// As codex 0.171.0 wrote it when the turn was interrupted (`rollouts/interrupt`, the root).
+    const ABORT_NOTE: &str = "<turn_aborted>\nThe user interrupted the previous turn on purpose. Any running unified exec processes may still be running in the background. If any tools/commands were aborted, they may have partially executed.\n</turn_aborted>";
+
+    #[test]
+    fn the_turn_aborted_note_ends_the_interrupted_turn_and_is_no_prompt() {
+        let mut follow = Follow::default();
+        lowered(META, &Origin::NONE, &mut follow, |_| {});
+        lowered(&user(ABORT_NOTE), &Origin::NONE, &mut follow, |l| {
+            let facts: Vec<_> = l.facts.iter().collect();
+            assert!(
+                matches!(
+                    facts[..],
+                    [Fact::TurnEnded(TurnEnded {
+                        turn: TurnRef::Latest,
+                        outcome: Some(TurnOutcome::Interrupted),
+                        error: None
+                    })]
+                ),
+                "{facts:?}"
+            );
+            assert_eq!(l.weight, Weight::Closing, "it closes the lane's turn as the event does");
+        });
+        let event = r#"{"timestamp":"2026-12-01T20:20:37.587Z","type":"event_msg","payload":{"type":"turn_aborted","root_turn_id":"t1","turn_id":"t1","reason":"interrupted","started_at":1796156435,"completed_at":1796156437,"duration_ms":2498}}"#;
+        lowered(event, &Origin::NONE, &mut follow, |l| {
+            assert!(
+                l.facts.iter().any(|f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(TurnOutcome::Interrupted)
+                && t.turn == TurnRef::IdOrLatest(Some("t1".into()))))
+            );
+        });
+        lowered(&user("what does <turn_aborted> mean?"), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::UserMessage), "a prompt that mentions the tag stays a prompt");
+        });
     }
 
     #[test]
