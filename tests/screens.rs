@@ -1296,3 +1296,56 @@ fn a_lane_header_shows_the_agent_s_own_cost_as_the_tree_does() {
     assert!(header.contains("$0.50 (agent)"), "{header}");
     insta::assert_snapshot!("claude_agent_cost_lane_120x24", screen);
 }
+
+/// The header's rates are of now: a live stream that goes quiet decays to nothing spent, and once
+/// the stream is over (a replay finished, the input closed) there is no rate, never the last one.
+#[test]
+fn rates_decay_when_the_stream_is_quiet_and_are_gone_once_it_ends() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson")).expect("demo");
+    let all: Vec<&str> = text.lines().collect();
+    let mut p = Pipeline::default();
+    let mut v = view();
+    for (i, l) in all.iter().enumerate() {
+        p.push(l.as_bytes());
+        if i % 64 == 63 || i + 1 == all.len() {
+            let m = &p.model;
+            let total: i128 = m.sessions.iter().chain(&m.unattributed).map(|&t| m.thread(t).subtree.cost.0).sum();
+            v.sample_burn(m.stream_ms, total);
+        }
+    }
+    let last = p.model.stream_ms.expect("stream time");
+    let header = |p: &Pipeline, v: &mut View, f: &Feed, w: u16| -> String {
+        render(p, f, v, (w, 24)).lines().take(2).collect::<Vec<_>>().join("\n")
+    };
+    let rate = |screen: &str| {
+        let part = screen.lines().next().and_then(|l| l.split('│').find(|p| p.contains("/min")))?;
+        part.split_whitespace().next().map(str::to_owned)
+    };
+    let playing = feed("demo", &p, all.len() as u64);
+    let busy = header(&p, &mut v, &playing, 200);
+    let busy_rate = rate(&busy).expect("a replay that plays shows its burn");
+    assert!(busy_rate != "$0/min" && busy.contains("412 ev/s"), "{busy}");
+    // Live and current: the clock is the wall clock, and it moves on while nothing arrives.
+    let quiet = |after_ms: i64| Feed {
+        live: true,
+        position: None,
+        events_per_sec: 0.0,
+        now_ms: Some(last + after_ms),
+        ..playing.clone()
+    };
+    let half = rate(&header(&p, &mut v, &quiet(30_000), 200)).expect("a live stream shows its burn");
+    assert_ne!(half, busy_rate, "thirty quiet seconds lower the rate");
+    let gone_quiet = header(&p, &mut v, &quiet(90_000), 200);
+    assert_eq!(rate(&gone_quiet).as_deref(), Some("$0/min"), "{gone_quiet}");
+    let ended = Feed { ended: Some("replay ended".into()), ..playing.clone() };
+    for w in [80, 200] {
+        let screen = header(&p, &mut v, &ended, w);
+        assert!(!screen.contains("/min") && !screen.contains("ev/s"), "{screen}");
+        insta::assert_snapshot!(format!("header_replay_ended_{w}x24"), screen);
+    }
+    insta::assert_snapshot!("header_live_quiet_200x24", gone_quiet);
+    // The cost pane says the same: no rate of an ended stream.
+    let full = render(&p, &ended, &mut v, (200, 60));
+    let burn = full.lines().find(|l| l.contains("burn ")).expect("the burn line");
+    assert!(burn.contains(" —/min") && !burn.contains('$'), "{burn}");
+}

@@ -42,7 +42,9 @@ pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme
         (Span::raw(agents_text), 2),
         (Span::styled(format_usd(fig.totals.cost_usd()), theme.cost), 1),
     ];
-    if let Some(burn) = fig.burn {
+    // An ended feed has no rates (the view's burn is `None` then): its last ones would read as now.
+    let over = feed.ended.is_some();
+    if let Some(burn) = fig.burn.filter(|_| !over) {
         parts.push((Span::styled(format!("{}/min", format_usd(Some(burn))), theme.cost), 3));
     }
     // What agents reported for their sessions beyond what their threads account for (a stream
@@ -55,7 +57,7 @@ pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme
         let n = fig.activity.need_you;
         parts.push((Span::styled(format!("⚑ {n} need{} you", if n == 1 { "s" } else { "" }), theme.waiting), 1));
     }
-    if feed.events_per_sec > 0.0 {
+    if feed.events_per_sec > 0.0 && !over {
         parts.push((Span::styled(format!("{} ev/s", grouped(feed.events_per_sec.round() as u64)), theme.dim), 5));
     }
     let clock_text = feed.now_ms.map(|ms| format!("{} UTC ", clock(ms))).unwrap_or_default();

@@ -287,7 +287,8 @@ impl Runtime {
             // A paused view is frozen, its clock with it.
             self.dirty |= !self.feed.paused;
         }
-        self.feed.events_per_sec = self.rate.value;
+        // Once the input is over nothing arrives: the last second's rate is not a rate now.
+        self.feed.events_per_sec = if self.feed.ended.is_some() { 0.0 } else { self.rate.value };
     }
 
     fn update_feed(&mut self, wall_ms: Option<i64>) {
@@ -604,6 +605,7 @@ mod tests {
         }
         assert_eq!(rt.feed.ended.as_deref(), Some("replay ended"));
         assert_eq!(rt.feed.position.map(|(a, b)| a == b), Some(true));
+        assert!(rt.feed.events_per_sec == 0.0, "an ended replay has no rate: {}", rt.feed.events_per_sec);
     }
 
     #[test]

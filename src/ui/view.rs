@@ -493,11 +493,20 @@ impl View {
         &self.cache.order
     }
 
-    /// Cost per minute of stream time over the last minute of samples (`None` before two).
+    /// Cost per minute over the minute before the clock's now (stream time, or the wall clock of
+    /// a live feed that is current), so a quiet stream decays to zero; `None` before any time has
+    /// passed and once the feed has ended (nothing is spending: there is no rate).
     pub fn burn_per_min(&self) -> Option<Pico> {
-        let &(sec, total) = self.burn.back()?;
-        let from = self.burn.iter().find(|s| s.0 >= sec - 60).copied()?;
-        let mins = (sec - from.0) as f64 / 60.0;
+        if self.clock.ended {
+            return None;
+        }
+        let &(last, total) = self.burn.back()?;
+        // The clock never reads earlier than the newest sample (a seek clears the samples).
+        let now = self.clock.now_ms.map_or(last, |ms| ms.div_euclid(1000)).max(last);
+        let Some(from) = self.burn.iter().find(|s| s.0 >= now - 60).copied() else {
+            return Some(Pico(0));
+        };
+        let mins = (now - from.0) as f64 / 60.0;
         (mins > 0.0).then(|| Pico(((total - from.1) as f64 / mins) as i128))
     }
 
