@@ -124,3 +124,38 @@ fn with_nothing_found_says_where_it_looked_then_shows_what_starts() {
     home.add_codex("collab_v1");
     tmux.wait_for("the session that started", |s| s.contains("Kant") && s.contains("Anscombe"));
 }
+
+/// A Claude Code 2.1.332 session's first lines (`permission-mode`, `file-history-snapshot`, …)
+/// carry no `cwd`: its project group is named by the project's folder at once, never `?`, and by
+/// the real cwd as soon as a line brings it.
+#[test]
+fn a_claude_session_read_before_its_first_cwd_is_grouped_by_its_folder_then_its_cwd() {
+    let home = Home::new();
+    let id = "5e6f7a8b-1c2d-4e3f-9a0b-c1d2e3f40332";
+    let project = home.claude_projects().join("-home-dev-late-app");
+    fs::create_dir_all(&project).unwrap();
+    let file = project.join(format!("{id}.jsonl"));
+    let at = home::iso(home::now_ms() - 5_000);
+    let first = [
+        format!(r#"{{"type":"permission-mode","permissionMode":"default","sessionId":"{id}"}}"#),
+        format!(
+            r#"{{"type":"file-history-snapshot","messageId":"u1","snapshot":{{"messageId":"u1","trackedFileBackups":{{}},"timestamp":"{at}"}},"isSnapshotUpdate":false}}"#
+        ),
+    ];
+    fs::write(&file, first.join("\n") + "\n").unwrap();
+    let Some(tmux) = machine_view("late-cwd", &home) else { return };
+    let no_unknown_group = |s: &str| !s.lines().any(|l| l.contains("? ×"));
+    let screen = tmux.wait_for("the session in its folder's group", |s| s.contains("-home-dev-late-app ×1"));
+    assert!(no_unknown_group(&screen), "{screen}");
+    let prompt = format!(
+        r#"{{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"{id}","isSidechain":false,"cwd":"/home/dev/late_app","version":"2.1.332","timestamp":"{at}","message":{{"role":"user","content":"Tidy the late app"}}}}"#
+    );
+    let mut f = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    f.write_all((prompt + "\n").as_bytes()).unwrap();
+    drop(f);
+    let screen = tmux.wait_for("the session under its cwd", |s| {
+        s.lines().any(|l| l.contains("late_app ×1") && l.contains("/home/dev/late_app"))
+            && s.contains("Tidy the late app")
+    });
+    assert!(no_unknown_group(&screen) && !screen.contains("-home-dev-late-app"), "{screen}");
+}

@@ -75,6 +75,9 @@ struct Session {
     tool: String,
     id: String,
     project: Option<String>,
+    /// `project` is discovery's best name, not a cwd its files said: the first line read that
+    /// carries one replaces it.
+    project_guessed: bool,
     source: PathBuf,
     files: Vec<usize>,
     tee: Option<usize>,
@@ -339,6 +342,7 @@ impl Machine {
             tool: "codex".to_owned(),
             id,
             project: self.tees[i].pid.and_then(|p| self.opts.proc.cwd(p)).map(|p| p.display().to_string()),
+            project_guessed: false,
             source: self.tees[i].socket.clone(),
             files: Vec::new(),
             tee: Some(i),
@@ -383,6 +387,10 @@ impl Machine {
             let mut store_cursor = None;
             let session = if let Some(&s) = self.by_key.get(&key) {
                 self.sessions[s].modified = self.sessions[s].modified.max(c.modified);
+                if self.sessions[s].project_guessed && !c.project_guessed && c.project.is_some() {
+                    self.sessions[s].project.clone_from(&c.project);
+                    self.sessions[s].project_guessed = false;
+                }
                 s
             } else {
                 let s = self.sessions.len();
@@ -391,6 +399,7 @@ impl Machine {
                     tool: c.tool.to_owned(),
                     id: c.id.clone(),
                     project: c.project.clone(),
+                    project_guessed: c.project_guessed,
                     source: c.location.clone(),
                     files: Vec::new(),
                     tee,
@@ -519,6 +528,16 @@ impl Machine {
         })
     }
 
+    /// A session named by a guess takes the cwd the first of its lines that carries one says (the
+    /// next snapshot regroups it): the lines are read here anyway, the file is not read again.
+    fn learn_project(&mut self, file: usize, chunk: &[u8]) {
+        let Some(s) = self.sessions.iter_mut().find(|s| s.project_guessed && s.files.contains(&file)) else { return };
+        if let Some(cwd) = discover::claude::cwd_in(chunk) {
+            s.project = Some(cwd);
+            s.project_guessed = false;
+        }
+    }
+
     /// Sends what a followed file gained since the last read (whole lines only).
     async fn read_file(&mut self, i: usize) -> Result<(), Gone> {
         if let Some(follower) = &self.files[i].store {
@@ -539,6 +558,7 @@ impl Machine {
             }
             let more = chunk.len() as u64 >= READ_CHUNK;
             let origin = f.origin.clone();
+            self.learn_project(i, &chunk);
             if !chunk.is_empty() {
                 self.forward(origin, chunk).await?;
             }
@@ -573,6 +593,7 @@ impl Machine {
                 tool: "",
                 id: s.id.clone(),
                 project: s.project.clone(),
+                project_guessed: s.project_guessed,
                 location: s.source.clone(),
                 files: Vec::new(),
                 modified: s.modified,

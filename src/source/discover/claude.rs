@@ -193,10 +193,13 @@ fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Opti
             Input::Stdin => None,
         }));
     }
+    let cwd = working_dir(path);
+    let project_guessed = cwd.is_none();
     Some(Candidate {
         tool: PLACE.tool,
         id: id.to_owned(),
-        project: working_dir(path),
+        project: cwd.or_else(|| project_of_folder(project_dir)),
+        project_guessed,
         location: path.to_owned(),
         files,
         modified: newest,
@@ -258,11 +261,63 @@ struct WithCwd {
 fn working_dir(path: &Path) -> Option<String> {
     let file = fs::File::open(path).ok()?;
     let reader = BufReader::new(file.take(CWD_SEARCH));
-    reader
-        .split(b'\n')
-        .map_while(Result::ok)
-        .filter(|line| memchr::memmem::find(line, b"\"cwd\"").is_some())
-        .find_map(|line| serde_json::from_slice::<WithCwd>(&line).ok()?.cwd.filter(|c| !c.is_empty()))
+    reader.split(b'\n').map_while(Result::ok).find_map(|line| cwd_of(&line))
+}
+
+/// The working directory the first line of `bytes` that names one says (a transcript's lines
+/// carry `cwd`; the first lines of a 2.1.332 session, `mode` … `file-history-snapshot`, do not).
+pub fn cwd_in(bytes: &[u8]) -> Option<String> {
+    bytes.split(|&b| b == b'\n').find_map(cwd_of)
+}
+
+fn cwd_of(line: &[u8]) -> Option<String> {
+    memchr::memmem::find(line, b"\"cwd\"")?;
+    serde_json::from_slice::<WithCwd>(line).ok()?.cwd.filter(|c| !c.is_empty())
+}
+
+/// Directories read to find the folder a project's name stands for.
+const FOLDER_SEARCH_DIRS: usize = 64;
+/// Entries of one directory looked at on the way.
+const FOLDER_SEARCH_ENTRIES: usize = 4_096;
+
+/// A project known by its folder alone: Claude Code names it by the cwd with every character but
+/// an ASCII letter or digit written `-` (`/home/dev/my_app` → `-home-dev-my-app`), so the name
+/// cannot be read back, only matched: the directory on disk whose name is written so, else the
+/// folder's name itself. Never nothing, so a session's group is named before its first `cwd`.
+fn project_of_folder(project_dir: &Path) -> Option<String> {
+    let name = project_dir.file_name()?.to_str()?;
+    let mut budget = FOLDER_SEARCH_DIRS;
+    let found = name.strip_prefix('-').and_then(|rest| folder_named(Path::new("/"), rest, &mut budget));
+    Some(found.map_or_else(|| name.to_owned(), |p| p.display().to_string()))
+}
+
+/// How Claude Code writes a path into a project folder's name.
+fn folder_name(path: &str) -> String {
+    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+/// The directory below `dir` that `rest` (a folder name's remainder) stands for; longer names
+/// are tried first (`my-app` before `my/app`), a bounded number of directories read.
+fn folder_named(dir: &Path, rest: &str, budget: &mut usize) -> Option<PathBuf> {
+    if rest.is_empty() {
+        return Some(dir.to_owned());
+    }
+    *budget = budget.checked_sub(1)?;
+    let mut matches: Vec<(usize, PathBuf)> = Vec::new();
+    for entry in fs::read_dir(dir).ok()?.flatten().take(FOLDER_SEARCH_ENTRIES) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let written = folder_name(name);
+        let Some(after) = rest.strip_prefix(written.as_str()) else { continue };
+        if (after.is_empty() || after.starts_with('-')) && entry.path().is_dir() {
+            matches.push((written.len(), entry.path()));
+        }
+    }
+    matches.sort_by_key(|m| std::cmp::Reverse(m.0));
+    matches.into_iter().find_map(|(len, path)| {
+        let after = &rest[len..];
+        folder_named(&path, after.strip_prefix('-').unwrap_or(after), budget)
+    })
 }
 
 #[cfg(test)]
@@ -316,5 +371,33 @@ mod tests {
         write(me.pid, me.start_ticks + 1);
         write(u32::MAX - 1, 5);
         assert!(named(&env).is_empty());
+    }
+
+    /// The first lines of a 2.1.332 session name no cwd: the group is named by the project's
+    /// folder (the directory it stands for when there is one), never `?`, until a line says it.
+    #[test]
+    fn a_session_before_its_first_cwd_is_named_by_its_project_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("src/my_app.v2");
+        fs::create_dir_all(&work).unwrap();
+        let first = "{\"type\":\"permission-mode\",\"permissionMode\":\"default\",\"sessionId\":\"s1\"}\n{\"type\":\"file-history-snapshot\",\"messageId\":\"m\",\"snapshot\":{},\"isSnapshotUpdate\":false}\n";
+        let with_cwd =
+            |cwd: &str| format!("{{\"type\":\"user\",\"sessionId\":\"s1\",\"cwd\":\"{cwd}\",\"message\":{{}}}}\n");
+        let found = |folder: &str, text: &str| {
+            let project_dir = dir.path().join("projects").join(folder);
+            fs::create_dir_all(&project_dir).unwrap();
+            let path = project_dir.join("s1.jsonl");
+            fs::write(&path, text).unwrap();
+            let c = candidate(&project_dir, &path, "s1", &Window::all()).expect("a candidate");
+            (c.project, c.project_guessed)
+        };
+        let on_disk = folder_name(&work.display().to_string());
+        assert_eq!(found(&on_disk, first), (Some(work.display().to_string()), true), "the folder on disk");
+        let gone = "-nowhere-at-all-swarmtop-test";
+        assert_eq!(found(gone, first), (Some(gone.to_owned()), true), "the folder's own name");
+        let text = format!("{first}{}", with_cwd("/srv/real"));
+        assert_eq!(found(gone, &text), (Some("/srv/real".to_owned()), false), "the files' cwd wins");
+        assert_eq!(cwd_in(first.as_bytes()), None);
+        assert_eq!(cwd_in(text.as_bytes()).as_deref(), Some("/srv/real"));
     }
 }

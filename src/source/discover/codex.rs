@@ -136,6 +136,7 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
             Candidate {
                 tool: PLACE.tool,
                 project: cwd.remove(&id),
+                project_guessed: false,
                 id,
                 location,
                 files,

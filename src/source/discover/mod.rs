@@ -76,6 +76,9 @@ pub struct Candidate {
     pub id: String,
     /// The working directory the session ran in, as its files say (unsanitised).
     pub project: Option<String>,
+    /// `project` is not from the files yet (they named no cwd so far): the best name known, to be
+    /// replaced by the cwd the first line that carries one says.
+    pub project_guessed: bool,
     /// Where the session is, to show (a file or a folder).
     pub location: PathBuf,
     /// Every file of the session, in the order `stats` reads them.

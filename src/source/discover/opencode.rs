@@ -54,6 +54,7 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         .map(|r| Candidate {
             tool: PLACE.tool,
             project: r.directory.filter(|d| !d.is_empty()),
+            project_guessed: false,
             location: db.clone(),
             files: vec![db.clone()],
             modified: at_ms(r.updated_ms),
@@ -326,6 +327,7 @@ mod tests {
             tool: PLACE.tool,
             id: id.to_owned(),
             project: None,
+            project_guessed: false,
             location: store.clone(),
             files: vec![store.clone()],
             modified: SystemTime::now(),
