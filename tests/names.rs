@@ -93,6 +93,8 @@ fn text_outputs_name_every_agent() {
         ("codex-0.171.0/rollouts/collab_v1", "PARENT-TASK", &["Kant", "Feynman", "Anscombe"][..]),
         ("codex-0.171.0/collab_v2.server.ndjson", "PARENT-TASK", &["Arendt", "Avicenna", "Schrodinger"][..]),
         ("claude-2.1.39", "Work on bead spotter-dov.", &["Explore transcript rendering codebase"][..]),
+        // A project with an AGENTS.md: Codex writes it as the first user message, before the prompt.
+        ("codex-0.171.0/rollouts/agents_md", "say hello", &[][..]),
     ] {
         let p = ingest(&fixture(input));
         let text = tree::render_tree(&p.model);

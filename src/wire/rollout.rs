@@ -352,13 +352,19 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                 Some("user") => ItemKind::UserMessage,
                 _ => return,
             };
-            let raw = joined(p.content.as_ref());
-            if item_kind == ItemKind::UserMessage {
-                match injected(&raw) {
-                    Some(Injected::Environment) => {
+            let raw = match item_kind {
+                ItemKind::UserMessage => {
+                    let (said, context) = spoken(p.content.as_deref().unwrap_or_default());
+                    if context && said.trim().is_empty() {
                         out.weight = Weight::Noise;
                         return;
                     }
+                    said
+                }
+                _ => joined(p.content.as_ref()),
+            };
+            if item_kind == ItemKind::UserMessage {
+                match injected(&raw) {
                     Some(Injected::TurnAborted) => {
                         // The turn the user interrupted, not their words: Codex writes this note
                         // into that turn's history just before its `turn_aborted` event (and alone
@@ -465,10 +471,30 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
     }
 }
 
+/// A user message's parts that are the user's (joined), and whether any were context Codex adds
+/// to the history as user parts: the project's `AGENTS.md` (`# AGENTS.md instructions for <dir>`,
+/// before the first prompt whenever the project has one; `<user_instructions>` in older builds),
+/// `<environment_context>` (cwd, shell, date, sandbox, restated every turn) and a `<skill>`'s
+/// instructions. None is what the user asked: never a prompt, never a root's name.
+fn spoken(parts: &[Part<'_>]) -> (String, bool) {
+    let mut context = false;
+    let mut said = Vec::with_capacity(parts.len());
+    for text in parts.iter().filter_map(|p| p.text.as_deref()) {
+        let start = text.trim_start();
+        let injected = ["# AGENTS.md instructions for ", "<environment_context>", "<user_instructions>", "<skill>"]
+            .iter()
+            .any(|tag| start.starts_with(tag));
+        if injected {
+            context = true;
+        } else {
+            said.push(text);
+        }
+    }
+    (said.join("\n\n"), context)
+}
+
 /// What Codex writes into a thread's history as a `user` message that the user never typed.
 enum Injected {
-    /// `<environment_context>`: the cwd, shell, date and sandbox, restated every turn: metadata.
-    Environment,
     /// `<subagent_notification>`: a child's status reaching its parent.
     Notification(Notification),
     /// `<turn_aborted>`: the note that the user interrupted the turn (codex-rs `tasks/mod.rs`,
@@ -478,9 +504,6 @@ enum Injected {
 
 fn injected(text: &str) -> Option<Injected> {
     let text = text.trim();
-    if text.starts_with("<environment_context>") {
-        return Some(Injected::Environment);
-    }
     if text.starts_with("<turn_aborted>") {
         return Some(Injected::TurnAborted);
     }
@@ -657,6 +680,37 @@ mod tests {
             "payload": { "type": "message", "id": "m", "role": "user", "content": content }
         })
         .to_string()
+    }
+
+    #[test]
+    fn context_codex_adds_as_user_parts_is_no_prompt() {
+        let mut follow = Follow::default();
+        lowered(META, &Origin::NONE, &mut follow, |_| {});
+        // As 0.171.0 writes a project's AGENTS.md: one message, the instructions and the environment.
+        let parts = |texts: &[&str]| {
+            let content: Vec<_> =
+                texts.iter().map(|t| serde_json::json!({ "type": "input_text", "text": t })).collect();
+            serde_json::json!({
+                "timestamp": "2026-12-01T20:36:00.000Z",
+                "type": "response_item",
+                "payload": { "type": "message", "role": "user", "content": content }
+            })
+            .to_string()
+        };
+        let agents = "# AGENTS.md instructions for /home/dev/work\n\n<INSTRUCTIONS>\nUse tabs.\n\n</INSTRUCTIONS>";
+        let env = "<environment_context>\n  <cwd>/home/dev/work</cwd>\n</environment_context>";
+        lowered(&parts(&[agents, env]), &Origin::NONE, &mut follow, |l| {
+            assert!(l.facts.iter().next().is_none(), "no transcript item");
+            assert_eq!(l.weight, Weight::Noise);
+        });
+        lowered(&parts(&[agents, "fix the parser"]), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::UserMessage));
+            assert_eq!(i.text.as_ref().map(super::super::Clean::as_str), Some("fix the parser"));
+        });
+        lowered(&parts(&["how do I write # AGENTS.md instructions for a repo?"]), &Origin::NONE, &mut follow, |l| {
+            assert!(matches!(l.facts.iter().next(), Some(Fact::Item(i)) if i.kind == Some(ItemKind::UserMessage)));
+        });
     }
 
     /// As codex 0.171.0 wrote it when the turn was interrupted (`rollouts/interrupt`, the root).
