@@ -147,6 +147,8 @@ fn a_claude_session_read_before_its_first_cwd_is_grouped_by_its_folder_then_its_
     let no_unknown_group = |s: &str| !s.lines().any(|l| l.contains("? ×"));
     let screen = tmux.wait_for("the session in its folder's group", |s| s.contains("-home-dev-late-app ×1"));
     assert!(no_unknown_group(&screen), "{screen}");
+    let group = screen.lines().find(|l| l.contains("-home-dev-late-app ×1")).unwrap_or_default();
+    assert_eq!(group.matches("-home-dev-late-app").count(), 1, "a folder's name is no path to repeat:\n{screen}");
     let prompt = format!(
         r#"{{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"{id}","isSidechain":false,"cwd":"/home/dev/late_app","version":"2.1.332","timestamp":"{at}","message":{{"role":"user","content":"Tidy the late app"}}}}"#
     );

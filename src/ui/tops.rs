@@ -179,7 +179,9 @@ impl Tops {
                     }
                     _ => trimmed.to_owned(),
                 };
-                (sanitize_line(name).to_string(), sanitize_line(&short).to_string())
+                // A project known only by its folder's name (no `/`: not a path yet) has no path to add.
+                let path = if trimmed.contains('/') { sanitize_line(&short).to_string() } else { String::new() };
+                (sanitize_line(name).to_string(), path)
             }
             None => ("?".to_owned(), String::new()),
         };
