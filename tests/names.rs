@@ -110,23 +110,36 @@ fn text_outputs_name_every_agent() {
     }
 }
 
-/// Esc in the Codex TUI (here `turn/interrupt` to the real app-server, the same core): the rollout
-/// gets a `<turn_aborted>` user message, then `event_msg` `turn_aborted`. The root's turn ends
-/// interrupted and stays so while its children report; the note is no prompt and names nothing.
+/// Esc mid-stream: the rollout gets a `<turn_aborted>` user message, then `event_msg`
+/// `turn_aborted` (the real TUI in tmux, and `turn/interrupt` to the real app-server, the same
+/// core). The turn ends interrupted and stays so while the children report; a next prompt starts a
+/// turn of its own; the note is never a prompt and never a name.
 #[test]
 fn an_interrupted_rollout_turn_ends_interrupted_and_its_note_is_no_prompt() {
     use swarmtop::model::{ItemKind, Status, TurnStatus};
-    let p = ingest(&fixture("codex-0.171.0/rollouts/interrupt"));
-    let root = p.model.thread(p.model.sessions[0]);
-    assert_eq!(root.status, Status::Interrupted);
-    assert_eq!(root.turns.iter().map(|t| t.status).collect::<Vec<_>>(), [TurnStatus::Interrupted]);
-    for item in root.items.iter().filter(|i| i.kind == ItemKind::UserMessage) {
-        assert!(!item.text.as_str().contains("turn_aborted"), "a prompt item: {:?}", item.text.as_str());
+    use swarmtop::ui::label;
+    for (input, turns, status, second) in [
+        ("codex-0.171.0/rollouts/interrupt", &[TurnStatus::Interrupted][..], Status::Interrupted, None),
+        (
+            "codex-0.171.0/rollouts/tui_interrupt",
+            &[TurnStatus::Interrupted, TurnStatus::Completed][..],
+            Status::Idle,
+            Some("@@agent=root@@ go on"),
+        ),
+    ] {
+        let p = ingest(&fixture(input));
+        let root = p.model.thread(p.model.sessions[0]);
+        assert_eq!(root.status, status, "{input}");
+        assert_eq!(root.turns.iter().map(|t| t.status).collect::<Vec<_>>(), turns, "{input}");
+        assert_eq!(label::prompt_of_turn(root, 1), second, "{input}");
+        for item in root.items.iter().filter(|i| i.kind == ItemKind::UserMessage) {
+            assert!(!item.text.as_str().contains("turn_aborted"), "{input}: a prompt item: {:?}", item.text.as_str());
+        }
+        for (w, h) in [(80, 24), (200, 60)] {
+            let s = screen(&p, (w, h));
+            assert!(!s.contains("turn_aborted") && !s.contains("interrupted the previous turn"), "{input}\n{s}");
+        }
+        let text = tree::render_tree(&p.model);
+        assert!(text.lines().next().is_some_and(|l| l.contains("narrate while helpers run")), "{input}\n{text}");
     }
-    for (w, h) in [(80, 24), (200, 60)] {
-        let s = screen(&p, (w, h));
-        assert!(!s.contains("turn_aborted") && !s.contains("interrupted the previous turn"), "{s}");
-    }
-    let text = tree::render_tree(&p.model);
-    assert!(text.lines().next().is_some_and(|l| l.contains("narrate while helpers run")), "{text}");
 }
