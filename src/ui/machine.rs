@@ -18,7 +18,8 @@ pub fn summary(view: &View) -> String {
     let live = counts.live;
     let sessions = counts.shown;
     let running = view.activity().active;
-    let burn = view.burn_per_min().map_or_else(|| "—/min".to_owned(), |p| format!("${:.2}/min", p.usd()));
+    // Written as the header's first line writes it (`$0.0042/min`, `$0/min`): one figure, one form.
+    let burn = format!("{}/min", crate::model::format_usd(view.burn_per_min()));
     format!(
         "machine: {live} live · {sessions} session{} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
