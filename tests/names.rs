@@ -143,3 +143,15 @@ fn an_interrupted_rollout_turn_ends_interrupted_and_its_note_is_no_prompt() {
         assert!(text.lines().next().is_some_and(|l| l.contains("narrate while helpers run")), "{input}\n{text}");
     }
 }
+
+/// `!cmd` in the Codex TUI: the rollout writes the command and its result as a user message of a
+/// turn of its own (`<user_shell_command>`): the screen shows the command the user ran, no markup.
+#[test]
+fn a_shell_command_run_in_the_tui_shows_as_a_command() {
+    let p = ingest(&fixture("codex-0.171.0/rollouts/tui_shell"));
+    for (w, h) in [(80, 24), (200, 60)] {
+        let s = screen(&p, (w, h));
+        assert!(!s.contains("user_shell_command") && !s.contains("Exit code"), "{s}");
+        assert!(s.contains("echo hello-from-shell") && s.contains("hello-from-shell"), "{s}");
+    }
+}

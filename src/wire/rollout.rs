@@ -378,6 +378,20 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                         }));
                         return;
                     }
+                    Some(Injected::Shell(shell)) => {
+                        // `!cmd` typed in the TUI: Codex ran it and wrote its command and result as
+                        // a user message of a turn of its own. What the user did is a command.
+                        facts.push(item(p.id.as_deref(), ItemKind::Command, time, |f| {
+                            f.title = Some(sanitize(&shell.command));
+                            f.text = Some(sanitize(&shell.output));
+                            f.exit_code = shell.exit_code;
+                            f.status = Some(match shell.exit_code {
+                                Some(0) | None => ItemStatus::Completed,
+                                Some(_) => ItemStatus::Failed,
+                            });
+                        }));
+                        return;
+                    }
                     Some(Injected::Notification(n)) => {
                         facts.extend(n.fact());
                         facts.push(item(p.id.as_deref(), ItemKind::Other(sanitize("agent reported")), time, |f| {
@@ -500,12 +514,41 @@ enum Injected {
     /// `<turn_aborted>`: the note that the user interrupted the turn (codex-rs `tasks/mod.rs`,
     /// `interrupted_turn_history_marker`; seen in `rollouts/interrupt`).
     TurnAborted,
+    /// `<user_shell_command>`: a command the user ran with `!` (`rollouts/tui_shell`).
+    Shell(Shell),
+}
+
+/// A `<user_shell_command>` as 0.171.0 writes it: `<command>\n…\n</command>` and `<result>` with
+/// `Exit code: N`, `Duration: …` and `Output:` lines, the output after the last.
+struct Shell {
+    command: String,
+    exit_code: Option<i64>,
+    output: String,
+}
+
+impl Shell {
+    fn parse(body: &str) -> Option<Self> {
+        let between = |open: &str, close: &str| {
+            let (_, rest) = body.split_once(open)?;
+            rest.rsplit_once(close).map(|(inside, _)| inside.trim_matches('\n'))
+        };
+        let command = between("<command>", "</command>")?.trim().to_owned();
+        let result = between("<result>", "</result>").unwrap_or_default();
+        let (head, output) = result.split_once("Output:").unwrap_or((result, ""));
+        let exit_code = head.lines().find_map(|l| l.trim().strip_prefix("Exit code:")?.trim().parse().ok());
+        let output = output.strip_prefix('\n').unwrap_or(output).trim_end().to_owned();
+        Some(Self { command, exit_code, output })
+    }
 }
 
 fn injected(text: &str) -> Option<Injected> {
     let text = text.trim();
     if text.starts_with("<turn_aborted>") {
         return Some(Injected::TurnAborted);
+    }
+    if let Some(body) = text.strip_prefix("<user_shell_command>").and_then(|b| b.strip_suffix("</user_shell_command>"))
+    {
+        return Shell::parse(body).map(Injected::Shell);
     }
     let body = text.strip_prefix("<subagent_notification>")?.strip_suffix("</subagent_notification>")?;
     serde_json::from_str(body.trim()).ok().map(Injected::Notification)
@@ -710,6 +753,30 @@ mod tests {
         });
         lowered(&parts(&["how do I write # AGENTS.md instructions for a repo?"]), &Origin::NONE, &mut follow, |l| {
             assert!(matches!(l.facts.iter().next(), Some(Fact::Item(i)) if i.kind == Some(ItemKind::UserMessage)));
+        });
+    }
+
+    #[test]
+    fn a_shell_command_the_user_ran_is_a_command_not_a_prompt() {
+        let mut follow = Follow::default();
+        lowered(META, &Origin::NONE, &mut follow, |_| {});
+        // As the 0.171.0 TUI wrote `!echo hello-from-shell` (`rollouts/tui_shell`).
+        let ran = "<user_shell_command>\n<command>\necho hello-from-shell\n</command>\n<result>\nExit code: 0\nDuration: 0.0121 seconds\nOutput:\nhello-from-shell\n\n</result>\n</user_shell_command>";
+        lowered(&user(ran), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::Command));
+            assert_eq!(i.title.as_ref().map(super::super::Clean::as_str), Some("echo hello-from-shell"));
+            assert_eq!(i.text.as_ref().map(super::super::Clean::as_str), Some("hello-from-shell"));
+            assert_eq!((i.exit_code, i.status), (Some(0), Some(ItemStatus::Completed)));
+        });
+        let failed = "<user_shell_command>\n<command>\nfalse\n</command>\n<result>\nExit code: 1\nDuration: 0.0010 seconds\nOutput:\n\n</result>\n</user_shell_command>";
+        lowered(&user(failed), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!((i.exit_code, i.status), (Some(1), Some(ItemStatus::Failed)));
+        });
+        lowered(&user("<user_shell_command>what is this?</user_shell_command>"), &Origin::NONE, &mut follow, |l| {
+            let Some(Fact::Item(i)) = l.facts.iter().next() else { panic!() };
+            assert_eq!(i.kind, Some(ItemKind::UserMessage), "no command in it: the user's words");
         });
     }
 
