@@ -641,6 +641,8 @@ impl Machine {
         let mut verdicts = look.judge(&subjects, SystemTime::now()).into_iter();
         let at = Instant::now();
         let mut seen = Vec::with_capacity(listed.len());
+        // Sessions named by a guess whose running process registered its cwd.
+        let mut registered = Vec::new();
         // The on-disk sessions' newest file times, in the verdicts' order.
         let mut modified = subjects.iter().map(|s| s.modified).collect::<Vec<_>>().into_iter();
         for s in listed {
@@ -655,16 +657,31 @@ impl Machine {
                 }
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, walk, p, at));
+            let cwd = match pid {
+                Some(pid) if s.project_guessed && s.tool == discover::claude::PLACE.tool => {
+                    discover::claude::registered_cwd(&self.opts.env, pid)
+                }
+                _ => None,
+            };
+            if let Some(cwd) = &cwd {
+                registered.push((s.id.clone(), cwd.clone()));
+            }
             seen.push(Seen {
                 tool: s.tool.clone(),
                 id: s.id.clone(),
-                project: s.project.clone(),
+                project: cwd.or_else(|| s.project.clone()),
                 source: s.source.clone(),
                 state,
                 pid,
                 usage,
                 last_activity_ms,
             });
+        }
+        for (id, cwd) in registered {
+            if let Some(&i) = self.by_key.get(&(discover::claude::PLACE.tool.to_owned(), id)) {
+                self.sessions[i].project = Some(cwd);
+                self.sessions[i].project_guessed = false;
+            }
         }
         Snapshot { sessions: seen, looked_in: self.looked_in.clone(), tee_dir: self.opts.tee_dir.clone() }
     }

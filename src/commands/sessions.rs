@@ -236,12 +236,19 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
             None => (verdict.state, verdict.pid),
         };
         let usage = pid.and_then(|p| Usage::lifetime(&opts.proc, &walk, p));
+        // A project named by a guess: the cwd its running process registered, when it did.
+        let registered = match pid {
+            Some(pid) if c.project_guessed && c.tool == discover::claude::PLACE.tool => {
+                discover::claude::registered_cwd(&opts.env, pid)
+            }
+            _ => None,
+        };
         for root in roots(&pipeline) {
             report.rows.push(row(
                 &pipeline,
                 root,
                 c.tool,
-                c.project.as_deref(),
+                registered.as_deref().or(c.project.as_deref()),
                 &c.location.display().to_string(),
                 state,
                 unix_ms(c.modified),
@@ -309,5 +316,46 @@ fn row(
         agents: t.subtree.threads,
         tokens: t.subtree.tokens.total,
         cost: t.subtree.cost_usd(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A live Claude Code session whose transcript names no cwd yet: its process registered one.
+    #[test]
+    fn a_running_session_before_its_first_cwd_takes_the_cwd_its_process_registered() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".claude");
+        let project = config.join("projects/-nowhere-registered-app");
+        let sessions = config.join("sessions");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&sessions).unwrap();
+        let id = "5e6f7a8b-1c2d-4e3f-9a0b-c1d2e3f40777";
+        let first = format!(r#"{{"type":"permission-mode","permissionMode":"default","sessionId":"{id}"}}"#);
+        std::fs::write(project.join(format!("{id}.jsonl")), first + "\n").unwrap();
+        let proc = Proc::default();
+        // This test's own process stands for the running CLI (same pid, same start).
+        let me = proc.process(std::process::id()).unwrap();
+        let registry = format!(
+            r#"{{"pid":{},"sessionId":"{id}","cwd":"/srv/registered_app","procStart":"{}"}}"#,
+            me.pid, me.start_ticks
+        );
+        std::fs::write(sessions.join(format!("{}.json", me.pid)), registry).unwrap();
+        let opts = Options {
+            window: Window::all(),
+            env: Env::default().with("CLAUDE_CONFIG_DIR", &config),
+            proc,
+            tee_dir: dir.path().join("run"),
+        };
+        let report = collect(&opts, &Config::default());
+        let row = report.rows.iter().find(|r| r.id.as_str() == id).expect("the session listed");
+        assert_eq!(row.pid, Some(me.pid));
+        assert_eq!(row.project.as_ref().map(Clean::as_str), Some("/srv/registered_app"));
+        std::fs::remove_file(sessions.join(format!("{}.json", me.pid))).unwrap();
+        let report = collect(&opts, &Config::default());
+        let row = report.rows.iter().find(|r| r.id.as_str() == id).expect("the session listed");
+        assert_eq!(row.project.as_ref().map(Clean::as_str), Some("-nowhere-registered-app"), "the folder's name");
     }
 }

@@ -99,6 +99,21 @@ fn running(env: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
     out
 }
 
+/// The working directory `sessions/<pid>.json` gives the Claude Code process `pid` (what it
+/// writes at start, before its transcript has a line with `cwd`).
+pub fn registered_cwd(env: &Env, pid: u32) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Registered {
+        pid: u32,
+        cwd: Option<String>,
+    }
+    let path = config_dir(env)?.join("sessions").join(format!("{pid}.json"));
+    let mut bytes = Vec::new();
+    fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
+    let file: Registered = serde_json::from_slice(&bytes).ok()?;
+    (file.pid == pid).then_some(file.cwd?).filter(|c| !c.is_empty())
+}
+
 /// The session a `sessions/<pid>.json` names, if its process still runs (same pid, same start).
 fn session_file(path: &Path, proc: &Proc, walk: &Walk) -> Option<Running> {
     let named: u32 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
