@@ -5,9 +5,10 @@
 //! record and lowers every line that needs nothing from the lines before it, outside the lock.
 //! The caller's thread puts the chunks back in input order, lowers the rest (rollout lines, whose
 //! thread an earlier line named) and routes every record; while the next chunk in order is still
-//! being decoded elsewhere, it decodes one itself. Decoding and such lowering are pure functions
-//! of a record's bytes and origin, so the router sees what [`Pipeline::feed`] one record at a time
-//! would show it: the result is the same.
+//! being decoded elsewhere, it decodes one itself. Each thread reads into buffers of its own and
+//! frees what it decoded itself, when it reads into them again. Decoding and such lowering are
+//! pure functions of a record's bytes and origin, so the router sees what [`Pipeline::feed`] one
+//! record at a time would show it: the result is the same.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -23,7 +24,7 @@ use crate::wire::{self, Line, Lowered, Malformed, Origin};
 /// the Claude folder of `benches/ingest` (measured when a reader thread of its own cut the
 /// chunks), 256 KiB and 1 MiB chunks were slower than this, and 24 KiB no faster.
 pub const CHUNK_BYTES: usize = 48 << 10;
-/// Chunks read but not yet routed, at most: what bounds the memory of the hand-over.
+/// Chunks each thread may have read but not yet routed: what bounds the memory of the hand-over.
 const IN_FLIGHT: usize = 8;
 
 /// The inputs of one stream, opened in order as the feed reaches them.
@@ -61,6 +62,11 @@ pub struct Failed {
 
 /// A chunk of one input's records, in the buffer they were read into.
 struct Records {
+    /// The thread whose buffers these are: it reads into them, decodes, and frees what it
+    /// decoded when it reads into them again, so that nothing a thread allocates is freed by
+    /// another (a free from another thread is the allocator's slow path; with a shared pool of
+    /// buffers, one stream fed on two cores took twice the CPU time of one core, for no gain).
+    home: usize,
     origin: Origin,
     /// The room the records were read into; only what `cut` marks holds them.
     bytes: Vec<u8>,
@@ -69,8 +75,8 @@ struct Records {
 }
 
 impl Records {
-    fn new() -> Self {
-        Self { origin: Origin::NONE, bytes: Vec::new(), cut: Cut::Lines(0..0), spans: Vec::new() }
+    fn new(home: usize) -> Self {
+        Self { home, origin: Origin::NONE, bytes: Vec::new(), cut: Cut::Lines(0..0), spans: Vec::new() }
     }
 
     /// A routed chunk's buffers, emptied for the next records (its lines are dropped here, by the
@@ -218,11 +224,13 @@ impl<I: Inputs + ?Sized> Reader<'_, I> {
     }
 }
 
-/// Chunk buffers free to read into: at most [`IN_FLIGHT`] chunks are read and not yet routed.
+/// Chunk buffers free to read into, each thread's own: at most [`IN_FLIGHT`] chunks of a
+/// thread are read and not yet routed.
 struct Pool {
-    free: Vec<Option<Chunk>>,
-    /// Threads waiting for a buffer (so a buffer given back wakes someone only when needed).
-    waiting: usize,
+    /// By thread: the router is 0, the decoders 1 and on.
+    free: Vec<Vec<Option<Chunk>>>,
+    /// Whether the thread waits for one of its buffers (so a buffer given back wakes it only then).
+    waiting: Vec<bool>,
     /// The router has gone: waiting is over.
     closed: bool,
 }
@@ -231,7 +239,8 @@ struct Pool {
 struct Shared<'i, I: ?Sized> {
     reader: Mutex<Reader<'i, I>>,
     pool: Mutex<Pool>,
-    given_back: Condvar,
+    /// By thread, as [`Pool::free`].
+    given_back: Vec<Condvar>,
     chunk_bytes: usize,
     /// What the router would decode of each record.
     reading: wire::Reading,
@@ -242,38 +251,39 @@ impl<I: Inputs + ?Sized> Shared<'_, I> {
         self.pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A free buffer: waits for one when `wait`, else `None` when there is none now.
-    fn buffer(&self, wait: bool) -> Option<Records> {
+    /// A free buffer of thread `home`: waits for one when `wait`, else `None` when there is none now.
+    fn buffer(&self, home: usize, wait: bool) -> Option<Records> {
         let mut pool = self.pool();
         loop {
             if pool.closed {
                 return None;
             }
-            if let Some(spare) = pool.free.pop() {
+            if let Some(spare) = pool.free[home].pop() {
                 drop(pool);
-                return Some(spare.map_or_else(Records::new, |c| Records::reuse(c, self.chunk_bytes)));
+                return Some(spare.map_or_else(|| Records::new(home), |c| Records::reuse(c, self.chunk_bytes)));
             }
             if !wait {
                 return None;
             }
-            pool.waiting += 1;
-            pool = self.given_back.wait(pool).unwrap_or_else(std::sync::PoisonError::into_inner);
-            pool.waiting -= 1;
+            pool.waiting[home] = true;
+            pool = self.given_back[home].wait(pool).unwrap_or_else(std::sync::PoisonError::into_inner);
+            pool.waiting[home] = false;
         }
     }
 
-    fn give_back(&self, chunk: Option<Chunk>) {
+    fn give_back(&self, chunk: Chunk) {
+        let home = chunk.borrow_owner().borrow_owner().home;
         let mut pool = self.pool();
-        pool.free.push(chunk);
-        if pool.waiting > 0 {
-            self.given_back.notify_one();
+        pool.free[home].push(Some(chunk));
+        if pool.waiting[home] {
+            self.given_back[home].notify_one();
         }
     }
 
     /// Reads the next chunk into a free buffer and decodes it; `None` when there is nothing left
     /// to read, or (when not `wait`ing for a buffer) no buffer free.
-    fn work(&self, wait: bool) -> Option<(u64, Step<Chunk>)> {
-        let records = self.buffer(wait)?;
+    fn work(&self, home: usize, wait: bool) -> Option<(u64, Step<Chunk>)> {
+        let records = self.buffer(home, wait)?;
         let next = self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner).next(records);
         let Some((seq, step)) = next else {
             // Nothing more to read: the buffer stays unused (the router needs no more of them).
@@ -292,7 +302,9 @@ impl<I: Inputs + ?Sized> Shared<'_, I> {
     fn close(&self) {
         self.reader.lock().unwrap_or_else(std::sync::PoisonError::into_inner).over = true;
         self.pool().closed = true;
-        self.given_back.notify_all();
+        for waiting in &self.given_back {
+            waiting.notify_all();
+        }
     }
 }
 
@@ -346,6 +358,7 @@ pub fn feed(
     pipeline: &mut Pipeline,
     also: &mut (impl Sink + ?Sized),
 ) -> Result<(), Failed> {
+    let threads = decoders.max(1);
     let shared = Shared {
         reader: Mutex::new(Reader {
             inputs,
@@ -356,17 +369,21 @@ pub fn feed(
             over: false,
             spare: Vec::new(),
         }),
-        pool: Mutex::new(Pool { free: (0..IN_FLIGHT).map(|_| None).collect(), waiting: 0, closed: false }),
-        given_back: Condvar::new(),
+        pool: Mutex::new(Pool {
+            free: (0..threads).map(|_| (0..IN_FLIGHT).map(|_| None).collect()).collect(),
+            waiting: vec![false; threads],
+            closed: false,
+        }),
+        given_back: (0..threads).map(|_| Condvar::new()).collect(),
         chunk_bytes,
         reading: pipeline.router.decodes(),
     };
     let (done_tx, done_rx) = mpsc::channel::<(u64, Step<Chunk>)>();
     std::thread::scope(|scope| {
-        for _ in 1..decoders.max(1) {
+        for home in 1..threads {
             let (shared, done_tx) = (&shared, done_tx.clone());
             scope.spawn(move || {
-                while let Some(done) = shared.work(true) {
+                while let Some(done) = shared.work(home, true) {
                     if done_tx.send(done).is_err() {
                         return;
                     }
@@ -386,14 +403,14 @@ pub fn feed(
                 match step {
                     Step::Chunk(chunk) => {
                         route(&chunk, pipeline, also);
-                        shared.give_back(Some(chunk));
+                        shared.give_back(chunk);
                     }
                     Step::Failed(f) => return Err(f),
                 }
                 continue;
             }
             // The next chunk is not here yet: decode one here rather than wait, if one is left.
-            if let Some((seq, step)) = shared.work(false) {
+            if let Some((seq, step)) = shared.work(0, false) {
                 early.insert(seq, step);
                 continue;
             }
