@@ -78,7 +78,8 @@ impl feed::Inputs for Memory<'_> {
 /// `stats` ingest: on this thread only (`cores` = 1, as `stats` reads one input), or fed on every core.
 fn ingest(corpus: &[u8], cores: usize) -> (Duration, Pipeline) {
     let start = Instant::now();
-    let mut p = Pipeline::default();
+    // As `stats` reads: figures only (the Codex corpora have no output a figures reading skips).
+    let mut p = Pipeline::new(swarmtop::pipeline::Config::default().figures());
     let mut nothing = |_: &swarmtop::router::Event<'_, '_>| {};
     if cores > 1 {
         feed::feed(&Memory(corpus), cores, feed::CHUNK_BYTES, &mut p, &mut nothing).unwrap();

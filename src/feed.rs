@@ -116,7 +116,7 @@ enum Step<C> {
     Failed(Failed),
 }
 
-fn decode(mut records: Records) -> Chunk {
+fn decode(mut records: Records, reading: wire::Reading) -> Chunk {
     records.cut.spans(&records.bytes, files::MAX_LINE, &mut records.spans);
     let decoded = Decoded::new(records, |r| {
         r.spans
@@ -124,7 +124,7 @@ fn decode(mut records: Records) -> Chunk {
             .map(|span| match span {
                 Span::Line(range) => {
                     let mut line = Line::empty();
-                    Some(wire::decode_into(&r.bytes[range.clone()], &mut line).map(|()| line))
+                    Some(wire::decode_reading_into(&r.bytes[range.clone()], &mut line, reading).map(|()| line))
                 }
                 Span::TooLong { .. } => None,
             })
@@ -233,6 +233,8 @@ struct Shared<'i, I: ?Sized> {
     pool: Mutex<Pool>,
     given_back: Condvar,
     chunk_bytes: usize,
+    /// What the router would decode of each record.
+    reading: wire::Reading,
 }
 
 impl<I: Inputs + ?Sized> Shared<'_, I> {
@@ -280,7 +282,7 @@ impl<I: Inputs + ?Sized> Shared<'_, I> {
         Some((
             seq,
             match step {
-                Step::Chunk(records) => Step::Chunk(decode(records)),
+                Step::Chunk(records) => Step::Chunk(decode(records, self.reading)),
                 Step::Failed(f) => Step::Failed(f),
             },
         ))
@@ -357,6 +359,7 @@ pub fn feed(
         pool: Mutex::new(Pool { free: (0..IN_FLIGHT).map(|_| None).collect(), waiting: 0, closed: false }),
         given_back: Condvar::new(),
         chunk_bytes,
+        reading: pipeline.router.decodes(),
     };
     let (done_tx, done_rx) = mpsc::channel::<(u64, Step<Chunk>)>();
     std::thread::scope(|scope| {

@@ -6,18 +6,35 @@ use crate::model::{self, Model, Prices};
 use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
 use crate::source::files::Record;
 use crate::wire::fact::Format;
-use crate::wire::{Line, Lowered, Malformed, Origin, Shape};
+use crate::wire::{Line, Lowered, Malformed, Origin, Reading, Shape};
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub prices: Prices,
     pub router: router::Limits,
     pub model: model::Limits,
+    /// How much of each record is decoded: a command that shows no item text reads
+    /// [`Reading::Figures`].
+    pub reading: Reading,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { prices: Prices::builtin(), router: router::Limits::default(), model: model::Limits::default() }
+        Self {
+            prices: Prices::builtin(),
+            router: router::Limits::default(),
+            model: model::Limits::default(),
+            reading: Reading::Whole,
+        }
+    }
+}
+
+impl Config {
+    /// This configuration for a command that prints figures, the tree and names, never an item's
+    /// text (`stats`, `tree`, `ps`): the same figures, read faster.
+    #[must_use]
+    pub fn figures(self) -> Self {
+        Self { reading: Reading::Figures, ..self }
     }
 }
 
@@ -87,7 +104,7 @@ impl Default for Pipeline {
 impl Pipeline {
     pub fn new(config: Config) -> Self {
         Self {
-            router: Router::new(config.router),
+            router: Router::reading(config.router, config.reading),
             model: Model::new(config.prices, config.model),
             bytes: 0,
             formats: Formats::default(),

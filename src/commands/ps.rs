@@ -18,7 +18,9 @@ use crate::source::recording::civil_from_days;
 use crate::ui::text::grouped;
 
 pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
-    let report = sessions::collect(&Options::machine(sessions::window(args.window.since, args.window.all)), config);
+    // Each session's figures and name only: no item text is printed.
+    let config = config.clone().figures();
+    let report = sessions::collect(&Options::machine(sessions::window(args.window.since, args.window.all)), &config);
     let now_ms = crate::source::recording::unix_ms();
     let out = if args.json { render_json(&report.rows) } else { render_text(&report, now_ms) };
     let mut stdout = std::io::stdout().lock();

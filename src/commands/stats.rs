@@ -19,7 +19,8 @@ use crate::ui::label;
 use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
-    let (pipeline, error) = ingest_partial(&args.inputs, config, &mut nothing())?;
+    // Figures, the tree and names only: no item text is printed.
+    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
     let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
     super::print(out.as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)

@@ -15,7 +15,8 @@ use crate::ui::status::Shown;
 use crate::ui::text::grouped;
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
-    let (pipeline, error) = ingest_partial(&args.inputs, config, &mut nothing())?;
+    // The tree and its names only: no item text is printed.
+    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
     super::print(render_tree(&pipeline.model).as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)
 }

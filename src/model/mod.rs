@@ -801,7 +801,7 @@ impl Model {
                 break;
             }
             let freed = t.items[floor].text.len();
-            t.items[floor].text.clear();
+            t.items[floor].text = crate::wire::Clean::new();
             t.items[floor].dropped_bytes += freed as u64;
             t.text_bytes -= freed.min(t.text_bytes);
             self.diagnostics.dropped_text_bytes += freed as u64;

@@ -298,6 +298,8 @@ pub struct Router {
     open_windows: usize,
     /// What lowering remembers between records (a rollout file's thread).
     stream: wire::Stream,
+    /// How much of each record is decoded.
+    reading: wire::Reading,
 }
 
 /// A registration a line asks for.
@@ -311,6 +313,16 @@ struct Claim<'l> {
 impl Router {
     pub fn new(limits: Limits) -> Self {
         Self { limits, ..Self::default() }
+    }
+
+    /// A router that decodes what `reading` says of each record.
+    pub fn reading(limits: Limits, reading: wire::Reading) -> Self {
+        Self { limits, reading, ..Self::default() }
+    }
+
+    /// How much of each record it decodes (what a feed decoding elsewhere must read too).
+    pub fn decodes(&self) -> wire::Reading {
+        self.reading
     }
 
     pub fn counters(&self) -> Counters {
@@ -345,7 +357,7 @@ impl Router {
             return;
         }
         let mut line = Line::empty();
-        match wire::decode_into(record, &mut line) {
+        match wire::decode_reading_into(record, &mut line, self.reading) {
             Ok(()) => self.push_line(record, &line, origin, sink),
             Err(reason) => self.push_malformed(record, &reason, sink),
         }

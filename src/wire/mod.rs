@@ -29,6 +29,6 @@ pub use fact::{Fact, Lowered, Origin, OriginInfo, Subject, Weight};
 pub use json::{Str, parse_raw};
 pub use lower::{Forgotten, Stream, lower, lower_into, lower_sidecar};
 pub use malformed::{Malformed, Shape};
-pub use record::{Decoded, Line, decode, decode_into};
+pub use record::{Decoded, Line, Reading, decode, decode_into, decode_reading_into};
 pub use sanitize::{Clean, CleanStr, sanitize, sanitize_line};
 pub use time::iso8601_ms;

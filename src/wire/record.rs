@@ -79,6 +79,18 @@ impl Line<'_> {
     }
 }
 
+/// How much of a line decoding reads: what its consumer shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reading {
+    /// Everything a screen shows: tool outputs too.
+    #[default]
+    Whole,
+    /// What figures, the tree, statuses and names need: a headless command's reading. The bulk of a
+    /// Claude Code transcript, its tool outputs, is stepped over unread (its item keeps no text);
+    /// every fact but an item's text is what [`Reading::Whole`] gives.
+    Figures,
+}
+
 /// Decodes one record. Never panics; every failure is a [`Malformed`] reason.
 pub fn decode(record: &[u8]) -> Decoded<'_> {
     let mut line = Line::empty();
@@ -92,6 +104,11 @@ pub fn decode(record: &[u8]) -> Decoded<'_> {
 /// is never copied from the scanner to the router (the copies were an eighth of ingest time).
 /// On error the slot holds no meaningful line.
 pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malformed> {
+    decode_reading_into(record, line, Reading::Whole)
+}
+
+/// [`decode_into`], reading what `reading` says.
+pub fn decode_reading_into<'a>(record: &'a [u8], line: &mut Line<'a>, reading: Reading) -> Result<(), Malformed> {
     // SIMD validation: on the mostly-ASCII lines agents write, several times the standard library's.
     let Ok(text) = simdutf8::basic::from_utf8(record) else {
         return Err(Malformed::NotUtf8);
@@ -99,8 +116,9 @@ pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malf
     // A Claude Code transcript line is read once, not first by the Codex scanner (which walks all
     // of its tool results only to find that it is no Codex message).
     if starts_like_transcript(text) {
-        if let Some(l) = claude::parse_alone(text) {
-            *line = Line { other: Some(Other::Claude(Box::new(l))), raw: text, ..Line::empty() };
+        let mut l = Box::<ClaudeLine>::default();
+        if claude::parse_alone_into(text, reading, &mut l) {
+            *line = Line { other: Some(Other::Claude(l)), raw: text, ..Line::empty() };
             return Ok(());
         }
     }
@@ -133,7 +151,7 @@ fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
 }
 
 /// Whether the first member is one a Claude Code transcript line starts with (a guess that only
-/// saves time: [`claude::parse_alone`] decides).
+/// saves time: [`claude::parse_alone_into`] decides).
 fn starts_like_transcript(text: &str) -> bool {
     const FIRST: [&str; 6] =
         ["{\"parentUuid\":", "{\"type\":", "{\"isSidechain\":", "{\"uuid\":", "{\"leafUuid\":", "{\"sessionId\":"];

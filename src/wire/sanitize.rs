@@ -57,6 +57,9 @@ impl Clean {
             cut += 1;
         }
         self.0.drain(..cut);
+        if self.0.capacity() > 2 * self.0.len() + 64 {
+            self.0.shrink_to_fit();
+        }
         cut
     }
 }

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr3_iter};
+use memchr::{memchr, memchr3};
 use serde::Deserialize;
 
 use crate::wire::json::{Str, short_escape};
@@ -66,17 +66,21 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Where the object or array opened at `start` ends: one pass over its quotes and its own kind
-    /// of bracket (which in JSON balance within it), brackets inside strings not counted.
+    /// Where the object or array opened at `start` ends: its own kind of bracket (which in JSON
+    /// balances within it) counted, and each string in it stepped over by its closing quote, so
+    /// that the brackets and quotes of text inside strings (code, JSON in a tool's output) cost
+    /// no stop of their own.
     fn nested_end(&self, start: usize, open: u8, close: u8) -> Option<usize> {
         let b = self.bytes();
         let mut depth = 0usize;
-        let mut in_string = false;
-        for at in memchr3_iter(b'"', open, close, &b[start..]) {
-            let at = start + at;
+        let mut from = start;
+        loop {
+            let at = from + memchr3(b'"', open, close, b.get(from..)?)?;
             match b[at] {
-                b'"' => in_string = !in_string || escaped(b, at),
-                _ if in_string => {}
+                b'"' => {
+                    from = self.string_end(at)?;
+                    continue;
+                }
                 c if c == open => depth += 1,
                 _ => {
                     depth -= 1;
@@ -85,8 +89,8 @@ impl<'a> Cursor<'a> {
                     }
                 }
             }
+            from = at + 1;
         }
-        None
     }
 
     /// Steps over one value; its text.

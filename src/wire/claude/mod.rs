@@ -12,5 +12,6 @@ pub mod stream;
 mod transcript;
 
 pub use transcript::{
-    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse, parse_alone,
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse,
+    parse_alone_into,
 };

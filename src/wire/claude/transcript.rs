@@ -15,6 +15,7 @@ use crate::wire::fact::{
     TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
+use crate::wire::record::Reading;
 use crate::wire::sanitize;
 use crate::wire::time::iso8601_ms;
 
@@ -84,7 +85,7 @@ pub struct ClaudeLine<'a> {
     pub failed_hook: Option<HookRun<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
-    // alone ([`parse_alone`]). Fields, not a flattened struct: flattening buffers every member.
+    // alone ([`parse_alone_into`]). Fields, not a flattened struct: flattening buffers every member.
     #[serde(default)]
     method: Present,
     #[serde(default)]
@@ -321,14 +322,14 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
 /// [`parse`] of a record that is plainly a transcript line and nothing else, without first
 /// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
 /// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
-/// stream-json line.
-/// `None` when that is not plain: the record reader then reads it the long way, to the same end.
-pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
+/// stream-json line; read into `out`, a default line. `false` when that is not plain (and `out`
+/// holds anything): the record reader then reads it the long way, to the same end.
+pub fn parse_alone_into<'a>(text: &'a str, reading: Reading, out: &mut ClaudeLine<'a>) -> bool {
     // Most lines are read in one pass that steps over what no fact needs; the rest are parsed whole.
-    if let Some(line) = super::skim::line(text) {
-        return (line.uuid.is_some() || line.session_id.is_some()).then_some(line);
+    if super::skim::line_into(text, reading, out).is_some() {
+        return out.uuid.is_some() || out.session_id.is_some();
     }
-    let line = parse(text)?;
+    let Some(line) = parse(text) else { return false };
     let o = [
         line.method,
         line.params,
@@ -345,7 +346,10 @@ pub fn parse_alone(text: &str) -> Option<ClaudeLine<'_>> {
     ];
     let stream = line.stream_session_id.0 && line.session_id.is_none();
     let plain = (line.uuid.is_some() || line.session_id.is_some()) && !stream && !o.iter().any(|p| p.0);
-    plain.then_some(line)
+    if plain {
+        *out = line;
+    }
+    plain
 }
 
 /// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
