@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::wire::fact::{
     Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnRef,
-    TurnStarted, Usage as FactUsage, Via,
+    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::record::Reading;
@@ -543,6 +543,14 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         outcome::api_error(line.api_error_status, &text.join("\n"), facts);
     } else if line.is_aborted_mid_stream == Some(true) {
         outcome::interrupted(line.interrupt_ends_session(), facts);
+    } else if message.stop_reason.as_deref() == Some("end_turn") {
+        // 2.1.332 writes the response's own stop reason: `end_turn` is the turn's last answer (a
+        // new prompt or notification starts the next turn), so the turn is over, not left open.
+        facts.push(Fact::TurnEnded(TurnEnded {
+            turn: TurnRef::Latest,
+            outcome: Some(TurnOutcome::Completed),
+            error: None,
+        }));
     }
 }
 
@@ -684,6 +692,23 @@ mod tests {
 
     fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
         l.facts.iter().collect()
+    }
+
+    /// 2.1.332 writes a response's real stop reason on its lines: `end_turn` is the turn's last
+    /// answer and ends it; `tool_use` (and 2.1.39's `null`) leaves it open.
+    #[test]
+    fn an_end_turn_answer_ends_the_turn() {
+        let last = r#"{"type":"assistant","sessionId":"s","isSidechain":false,"uuid":"u","requestId":"r","message":{"id":"m","model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}}"#;
+        let ends = |l: &Lowered<'_>| {
+            facts(l).iter().any(
+                |f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(crate::wire::fact::TurnOutcome::Completed)),
+            )
+        };
+        lowered(last, |l| assert!(ends(l), "{:?}", l.facts));
+        let calls = last.replace(r#""stop_reason":"end_turn""#, r#""stop_reason":"tool_use""#);
+        lowered(&calls, |l| assert!(!ends(l)));
+        let old = last.replace(r#""stop_reason":"end_turn""#, r#""stop_reason":null"#);
+        lowered(&old, |l| assert!(!ends(l)));
     }
 
     /// 2.1.332 writes each settings.json hook run as an `attachment` line: a success is no fact, a
