@@ -22,6 +22,7 @@ pub mod otlp;
 pub mod record;
 pub mod rollout;
 mod sanitize;
+mod skip;
 mod time;
 
 pub use codex::methods;

@@ -11,10 +11,11 @@
 
 use std::borrow::Cow;
 
-use memchr::{memchr, memchr3};
+use memchr::memchr;
 use serde::Deserialize;
 
 use crate::wire::json::{Str, short_escape};
+use crate::wire::skip;
 
 #[derive(Clone)]
 pub struct Cursor<'a> {
@@ -56,41 +57,20 @@ impl<'a> Cursor<'a> {
     /// Where the string whose opening quote is at `start` ends (past its closing quote).
     fn string_end(&self, start: usize) -> Option<usize> {
         let b = self.bytes();
-        let mut from = start + 1;
-        loop {
-            let quote = from + memchr(b'"', b.get(from..)?)?;
+        // Most strings stepped over are short (ids, times, names): their closing quote is in the
+        // first words, found faster so than a block is read.
+        if let Ok(at) = probe(b.get(start + 1..)?, |x| maybe_equal(x, b'"')) {
+            let quote = start + 1 + at;
             if !escaped(b, quote) {
                 return Some(quote + 1);
             }
-            from = quote + 1;
         }
+        skip::string_end(b, start + 1)
     }
 
-    /// Where the object or array opened at `start` ends: its own kind of bracket (which in JSON
-    /// balances within it) counted, and each string in it stepped over by its closing quote, so
-    /// that the brackets and quotes of text inside strings (code, JSON in a tool's output) cost
-    /// no stop of their own.
+    /// Where the object or array opened at `start` ends.
     fn nested_end(&self, start: usize, open: u8, close: u8) -> Option<usize> {
-        let b = self.bytes();
-        let mut depth = 0usize;
-        let mut from = start;
-        loop {
-            let at = from + memchr3(b'"', open, close, b.get(from..)?)?;
-            match b[at] {
-                b'"' => {
-                    from = self.string_end(at)?;
-                    continue;
-                }
-                c if c == open => depth += 1,
-                _ => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(at + 1);
-                    }
-                }
-            }
-            from = at + 1;
-        }
+        skip::nested_end(self.bytes(), start, open, close)
     }
 
     /// Steps over one value; its text.
@@ -265,11 +245,36 @@ impl<'a> Cursor<'a> {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+/// Words of a string looked at for its closing quote before a block is.
+const PROBE_WORDS: usize = 4;
+
+/// The high bit of every byte of `x` that may equal `v`; the lowest set one is exact (a byte
+/// equal to `v` is zero after the xor, and the borrow runs only upwards from it).
+fn maybe_equal(x: u64, v: u8) -> u64 {
+    let t = x ^ (ONES * u64::from(v));
+    t.wrapping_sub(ONES) & !t & HIGHS
+}
+
+/// The first byte `hits` flags in the first [`PROBE_WORDS`] words of `b`: `Ok(position)`, or
+/// `Err(bytes looked at)`.
+fn probe(b: &[u8], hits: impl Fn(u64) -> u64) -> Result<usize, usize> {
+    let mut i = 0;
+    while i < PROBE_WORDS * 8 {
+        let Some(word) = b.get(i..i + 8) else { return Err(i) };
+        let found = hits(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        if found != 0 {
+            return Ok(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    Err(i)
+}
+
 /// Where the first quote, backslash or control byte of `b` is: eight bytes at a time, as short
 /// strings (keys, ids) are read faster so than memchr sets up.
 fn plain_len(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut i = 0;
     while let Some(chunk) = b.get(i..i + 8) {
         let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
