@@ -28,7 +28,13 @@ use crate::source::proc::{Proc, Walk};
 pub const PLACE: Place =
     Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
 
-pub const RUNNER: Runner = Runner { tool: PLACE.tool, find: running, sessions: running_sessions, held_below: |_| None };
+pub const RUNNER: Runner = Runner {
+    tool: PLACE.tool,
+    find: running,
+    sessions: |env, _, walk, running| running_sessions(env, walk, running),
+    held_below: |_| None,
+    host: None,
+};
 
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;

@@ -9,10 +9,11 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use super::liveness::{Runner, Running};
+use super::codex_processes;
+use super::liveness::{self, Host, Runner, Running};
 use super::{Candidate, Env, Place, Window, first_line, modified};
 use crate::source::files::{self, Input};
-use crate::source::proc::{self, Walk};
+use crate::source::proc::{self, Proc, Walk};
 
 pub const PLACE: Place = Place {
     tool: "codex",
@@ -21,13 +22,19 @@ pub const PLACE: Place = Place {
     hint: "Codex sessions appear here as `codex` writes them; for the live stream, run `swarmtop tee -- codex app-server`",
 };
 
-/// Codex says nothing about its processes beyond the files they hold: the real 0.171.0 keeps a
-/// thread's rollout open from its first turn until the process exits (`codex exec`, `codex exec
-/// resume`, which appends to the same file, and the app-server, which keeps it open between turns
-/// while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So liveness is the
-/// held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed however old it is.
-pub const RUNNER: Runner =
-    Runner { tool: PLACE.tool, find: |_, _, _| Vec::new(), sessions: held_sessions, held_below: root };
+/// The real 0.171.0 keeps a thread's rollout open from its first turn until the process exits
+/// (`codex exec`, `codex exec resume`, which appends to the same file, and the app-server, which
+/// keeps it open while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So
+/// liveness is the held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed
+/// however old it is, except where the holder is the TUI's daemon, which keeps threads loaded
+/// after their TUI has quit: there the TUI's process says it (see [`codex_processes`]).
+pub const RUNNER: Runner = Runner {
+    tool: PLACE.tool,
+    find: codex_processes::running,
+    sessions: held_sessions,
+    held_below: root,
+    host: Some(Host { is: codex_processes::is_host, at_work: codex_processes::at_work }),
+};
 
 /// Folder levels below `sessions/` (year, month, day).
 const MAX_DEPTH: usize = 4;
@@ -168,11 +175,12 @@ fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>) {
     }
 }
 
-/// The sessions whose rollouts some process holds open, however long ago they were written.
-fn held_sessions(env: &Env, walk: &Walk, _: &[Running]) -> Vec<Candidate> {
+/// The sessions whose rollouts some process runs, however long ago they were written.
+fn held_sessions(env: &Env, proc: &Proc, walk: &Walk, _: &[Running]) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
     let root = proc::canonical(&root);
-    let held: HashSet<PathBuf> = walk.holders.keys().filter(|p| p.starts_with(&root)).cloned().collect();
+    let held: HashSet<PathBuf> =
+        liveness::run_files(proc, walk).into_iter().filter(|p| p.starts_with(&root)).map(Path::to_path_buf).collect();
     let Some(oldest) = held.iter().map(|p| modified(p)).min() else { return Vec::new() };
     scan(&root, &Window { since: Some(oldest) })
         .into_iter()

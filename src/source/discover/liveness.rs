@@ -5,10 +5,11 @@
 //!    (Claude Code's `sessions/<pid>.json`), or the session id on its command line. See each
 //!    agent's [`Runner`].
 //! 2. A process holds one of the session's files open (Codex keeps its rollout open from the
-//!    first turn until it exits, `codex exec` and the app-server alike).
+//!    first turn until it exits, `codex exec` and the app-server alike), unless it is a [`Host`].
 //! 3. An agent's process runs in the session's project: it runs the newest session there that
 //!    was written since it started (each process takes one session).
-//! 4. Nothing in `/proc` names the session: file age decides between idle and ended.
+//! 4. A host holds a file of the session and works on it (a turn nobody watches).
+//! 5. Nothing in `/proc` names the session: file age decides between idle and ended.
 //!
 //! The same judgement serves `ps` and the machine view, so both say the same of a session.
 
@@ -49,9 +50,46 @@ pub struct Runner {
     /// among those of the tick's walk.
     pub find: fn(&Env, &Proc, &Walk) -> Vec<Running>,
     /// The sessions its running processes run (given what `find` found), outside any window.
-    pub sessions: fn(&Env, &Walk, &[Running]) -> Vec<Candidate>,
+    pub sessions: fn(&Env, &Proc, &Walk, &[Running]) -> Vec<Candidate>,
     /// The folder whose files its processes hold open while they run a session (for a walk to want).
     pub held_below: fn(&Env) -> Option<PathBuf>,
+    /// Its processes that keep sessions loaded for clients that come and go.
+    pub host: Option<Host>,
+}
+
+/// A process that keeps sessions loaded for clients that come and go (Codex's app-server
+/// daemon): that it holds a session's files says the session is loaded, not that it runs.
+pub struct Host {
+    /// Whether a command line is such a host.
+    pub is: fn(&[String]) -> bool,
+    /// Whether a file it holds shows work under way that no client needs to watch.
+    pub at_work: fn(&Path) -> bool,
+}
+
+/// The hosts among the processes holding the walk's wanted files, with the test of their work.
+fn hosts(proc: &Proc, walk: &Walk) -> HashMap<u32, &'static Host> {
+    let mut out = HashMap::new();
+    let mut looked = HashSet::new();
+    for &pid in walk.holders.values().flatten() {
+        if !looked.insert(pid) {
+            continue;
+        }
+        let Some(args) = proc.command_line(pid) else { continue };
+        if let Some(host) = RUNNERS.iter().filter_map(|r| r.host.as_ref()).find(|h| (h.is)(&args)) {
+            out.insert(pid, host);
+        }
+    }
+    out
+}
+
+/// The walk's held files that a holder runs: one that is no host, or a host at work on it.
+pub fn run_files<'w>(proc: &Proc, walk: &'w Walk) -> HashSet<&'w Path> {
+    let hosts = hosts(proc, walk);
+    walk.holders
+        .iter()
+        .filter(|(path, pids)| pids.iter().any(|p| hosts.get(p).is_none_or(|h| (h.at_work)(path))))
+        .map(|(path, _)| path.as_path())
+        .collect()
 }
 
 /// The folders (canonical) whose held files say a session runs: what a walk wants besides the
@@ -71,7 +109,7 @@ pub fn running_outside(env: &Env, proc: &Proc, walk: &Walk, found: &[Candidate])
     let mut out: Vec<Candidate> = Vec::new();
     for runner in RUNNERS {
         let running = (runner.find)(env, proc, walk);
-        for c in (runner.sessions)(env, walk, &running) {
+        for c in (runner.sessions)(env, proc, walk, &running) {
             if !known.contains(&(c.tool, c.id.as_str())) && !out.iter().any(|o| o.tool == c.tool && o.id == c.id) {
                 out.push(c);
             }
@@ -84,14 +122,32 @@ pub fn running_outside(env: &Env, proc: &Proc, walk: &Walk, found: &[Candidate])
 #[derive(Debug, Default)]
 pub struct Look {
     pub running: Vec<Running>,
-    /// The open-file scan of the wanted session files (with what its bounds skipped).
+    /// The open-file scan of the wanted session files (with what its bounds skipped), hosts left
+    /// out of its holders.
     pub scan: Scan,
+    /// Files held by hosts alone that they work on: the host's pid.
+    pub hosted: HashMap<PathBuf, u32>,
 }
 
 /// The agents' processes and who holds which of the walk's wanted files open.
 pub fn look(env: &Env, proc: &Proc, walk: &Walk) -> Look {
     let running = RUNNERS.iter().flat_map(|r| (r.find)(env, proc, walk)).collect();
-    Look { running, scan: walk.scan() }
+    let mut scan = walk.scan();
+    let mut hosted = HashMap::new();
+    let hosts = hosts(proc, walk);
+    if !hosts.is_empty() {
+        for (path, pids) in &walk.holders {
+            if let Some(&pid) = pids.iter().find(|p| !hosts.contains_key(p)) {
+                scan.holders.insert(path.clone(), pid);
+            } else {
+                scan.holders.remove(path);
+                if let Some(&pid) = pids.iter().find(|p| (hosts[p].at_work)(path)) {
+                    hosted.insert(path.clone(), pid);
+                }
+            }
+        }
+    }
+    Look { running, scan, hosted }
 }
 
 /// A session to judge.
@@ -167,7 +223,13 @@ impl Look {
                 pids[i] = Some(r.pid);
             }
         }
-        // 4. File age.
+        // 4. A host at work on a file of the session.
+        for (i, s) in subjects.iter().enumerate() {
+            if pids[i].is_none() {
+                pids[i] = s.files.iter().filter_map(|f| self.hosted.get(f).copied()).min();
+            }
+        }
+        // 5. File age.
         subjects
             .iter()
             .zip(pids)
@@ -217,6 +279,7 @@ mod tests {
                 running(50, Claim::Project("/p/b".into())),
             ],
             scan: Scan::default(),
+            hosted: HashMap::new(),
         };
         look.scan.holders.insert(held_file[0].clone(), 7);
         let verdicts = look.judge(&subjects, now);
@@ -243,7 +306,28 @@ mod tests {
         let look = Look {
             running: vec![Running { tool: "claude", pid: 9, claim: Claim::Project("/p/a".into()), started }],
             scan: Scan::default(),
+            hosted: HashMap::new(),
         };
         assert_eq!(look.judge(&subjects, now)[0], Verdict { state: State::Ended, pid: None });
+    }
+
+    #[test]
+    fn a_host_runs_only_what_it_works_on_and_a_client_in_the_project_comes_first() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let (idle, busy, watched) =
+            ([PathBuf::from("/h/idle.jsonl")], [PathBuf::from("/h/busy.jsonl")], [PathBuf::from("/h/watched.jsonl")]);
+        let subjects = [
+            subject("codex", "quit", "/p/a", &idle, 60),
+            subject("codex", "detached", "/p/a", &busy, 30),
+            subject("codex", "in-tui", "/p/b", &watched, 10),
+        ];
+        // The daemon (pid 7) holds all three; the file scan left it out, and it works on one.
+        let look = Look {
+            running: vec![Running { tool: "codex", pid: 50, claim: Claim::Project("/p/b".into()), started: None }],
+            scan: Scan::default(),
+            hosted: [(busy[0].clone(), 7), (watched[0].clone(), 7)].into_iter().collect(),
+        };
+        let got: Vec<(State, Option<u32>)> = look.judge(&subjects, now).iter().map(|v| (v.state, v.pid)).collect();
+        assert_eq!(got, [(State::Idle, None), (State::Live, Some(7)), (State::Live, Some(50))]);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod codex_processes;
 pub mod liveness;
 pub mod opencode;
 pub mod tee;

@@ -2,6 +2,7 @@
 //! the facts every format shares.
 
 mod cursor;
+mod hook;
 mod local;
 pub mod outcome;
 pub mod partial;

@@ -117,6 +117,13 @@ pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>)
                 seen.once(18)?;
                 line.entrypoint = c.opt_str()?;
             }
+            // A failed hook run is read by the full parse; any other attachment is no fact.
+            b"attachment" => {
+                let raw = c.value()?;
+                if super::hook::FAILED_ATTACHMENTS.iter().any(|k| raw.contains(k)) {
+                    return None;
+                }
+            }
             b"permissionDecision" => {
                 seen.once(17)?;
                 line.permission_decision = decision(&mut c)?;
@@ -500,7 +507,7 @@ mod tests {
     fn every_member_the_full_parse_reads_is_read_here_too() {
         // A member added to these types must be read by this reader as well (or make it give up):
         // else the fast path would drop it without a word. Update the counts with the reader.
-        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 34, "ClaudeLine");
+        assert_eq!(members(&format!("{:?}", ClaudeLine::default())), 35, "ClaudeLine");
         assert_eq!(members(&format!("{:?}", ClaudeMessage::default())), 5, "ClaudeMessage");
         assert_eq!(members(&format!("{:?}", Block::default())), 9, "Block");
         assert_eq!(members(&format!("{:?}", ToolInput::default())), 8, "ToolInput");

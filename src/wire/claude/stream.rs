@@ -327,6 +327,10 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
             out.weight = Weight::Output;
             out.facts.extend(line.tool_use_id.as_deref().map(|call| declined(call, line.note(), out.time)));
         }
+        (Some("system"), Some("hook_response")) => {
+            let raw = out.raw;
+            super::hook::response(raw, out.time, &mut out.facts);
+        }
         (Some("tool_progress"), _) => retry(line, out),
         (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
         (Some("assistant"), _) => assistant(line, partials, out),
@@ -711,6 +715,25 @@ mod tests {
         lower(&line, &mut Partials::default(), &mut out);
         let facts: Vec<&Fact<'_>> = out.facts.iter().collect();
         check(&out, facts);
+    }
+
+    /// With `--include-hook-events` every hook run is a `hook_started` / `hook_response` pair naming
+    /// the session; a response with `outcome: error` other than a block (exit 2) is an item.
+    #[test]
+    fn a_failed_hook_response_is_an_item_and_the_rest_are_noise() {
+        let failed = r#"{"type":"system","subtype":"hook_response","hook_id":"h1","hook_name":"PostToolUse:Bash","hook_event":"PostToolUse","output":"post-failed\n","stdout":"","stderr":"post-failed\n","exit_code":1,"outcome":"error","uuid":"u1","session_id":"s"}"#;
+        lowered(failed, |_, facts| {
+            let [Fact::Item(item)] = facts.as_slice() else { panic!("one item: {facts:?}") };
+            assert_eq!(item.id.as_deref(), Some("hook:h1"));
+            assert_eq!(item.status, Some(ItemStatus::Failed));
+            assert_eq!(item.text.as_ref().map(Clean::as_str), Some("post-failed"));
+        });
+        let blocked = failed.replace(r#""exit_code":1"#, r#""exit_code":2"#);
+        lowered(&blocked, |_, facts| assert!(facts.is_empty(), "{facts:?}"));
+        let ok = failed.replace(r#""outcome":"error""#, r#""outcome":"success""#);
+        lowered(&ok, |_, facts| assert!(facts.is_empty(), "{facts:?}"));
+        let started = r#"{"type":"system","subtype":"hook_started","hook_id":"h1","hook_name":"PostToolUse:Bash","hook_event":"PostToolUse","uuid":"u0","session_id":"s"}"#;
+        lowered(started, |_, facts| assert!(facts.is_empty(), "{facts:?}"));
     }
 
     fn is_set(f: &Fact<'_>, target: &Target<'_>, status: Status) -> bool {

@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::wire::fact::{
     Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnRef,
-    TurnStarted, Usage as FactUsage, Via,
+    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::record::Reading;
@@ -79,6 +79,10 @@ pub struct ClaudeLine<'a> {
     /// How the CLI was started: `cli` (interactive), `sdk-cli` (`-p`), `sdk-ts`, ...
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub entrypoint: Option<Str<'a>>,
+    /// An `attachment` line's payload, kept only when it is a hook run that failed (see
+    /// [`super::hook`]); every other attachment is context the CLI gave the model.
+    #[serde(rename = "attachment", borrow, default, deserialize_with = "failed_hook")]
+    pub failed_hook: Option<HookRun<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
     // alone ([`parse_alone_into`]). Fields, not a flattened struct: flattening buffers every member.
@@ -228,6 +232,20 @@ pub struct AgentResult<'a> {
 pub struct Decision<'a> {
     #[serde(borrow, default, deserialize_with = "opt_str")]
     pub decision: Option<Str<'a>>,
+}
+
+/// A hook run as an `attachment` line reports it (2.1.332).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRun<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "opt_str")]
+    pub kind: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub hook_name: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub stderr: Option<Str<'a>>,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
 }
 
 impl Decision<'_> {
@@ -420,6 +438,15 @@ fn decision<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Decision<'d
     Ok(Option::<&'de RawValue>::deserialize(d)?.and_then(|raw| serde_json::from_str(raw.get()).ok()))
 }
 
+/// `attachment`, when it is a failed hook run (any other shape or type is no fact, and no reason
+/// to lose the line).
+fn failed_hook<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<HookRun<'de>>, D::Error> {
+    let raw = Option::<&'de RawValue>::deserialize(d)?;
+    Ok(raw
+        .and_then(|raw| serde_json::from_str::<HookRun<'de>>(raw.get()).ok())
+        .filter(|run| super::hook::attachment_failed(run.kind.as_deref())))
+}
+
 /// Lowers one transcript line into `out` (whose time and raw text the caller has set).
 pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     out.format = Format::ClaudeTranscript;
@@ -445,6 +472,13 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         Some("cost-state") => {
             let raw = out.raw;
             outcome::cost_state(raw, &mut out.facts);
+        }
+        Some("attachment") => {
+            if let Some(run) = &line.failed_hook {
+                let id = line.uuid.as_deref().unwrap_or_default();
+                let output = run.stderr.as_deref().unwrap_or_default();
+                super::hook::failed(id, run.hook_name.as_deref(), run.exit_code, output, out.time, &mut out.facts);
+            }
         }
         _ => {}
     }
@@ -509,6 +543,14 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         outcome::api_error(line.api_error_status, &text.join("\n"), facts);
     } else if line.is_aborted_mid_stream == Some(true) {
         outcome::interrupted(line.interrupt_ends_session(), facts);
+    } else if message.stop_reason.as_deref() == Some("end_turn") {
+        // 2.1.332 writes the response's own stop reason: `end_turn` is the turn's last answer (a
+        // new prompt or notification starts the next turn), so the turn is over, not left open.
+        facts.push(Fact::TurnEnded(TurnEnded {
+            turn: TurnRef::Latest,
+            outcome: Some(TurnOutcome::Completed),
+            error: None,
+        }));
     }
 }
 
@@ -650,6 +692,45 @@ mod tests {
 
     fn facts<'a>(l: &'a Lowered<'_>) -> Vec<&'a Fact<'a>> {
         l.facts.iter().collect()
+    }
+
+    /// 2.1.332 writes a response's real stop reason on its lines: `end_turn` is the turn's last
+    /// answer and ends it; `tool_use` (and 2.1.39's `null`) leaves it open.
+    #[test]
+    fn an_end_turn_answer_ends_the_turn() {
+        let last = r#"{"type":"assistant","sessionId":"s","isSidechain":false,"uuid":"u","requestId":"r","message":{"id":"m","model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}}"#;
+        let ends = |l: &Lowered<'_>| {
+            facts(l).iter().any(
+                |f| matches!(f, Fact::TurnEnded(t) if t.outcome == Some(crate::wire::fact::TurnOutcome::Completed)),
+            )
+        };
+        lowered(last, |l| assert!(ends(l), "{:?}", l.facts));
+        let calls = last.replace(r#""stop_reason":"end_turn""#, r#""stop_reason":"tool_use""#);
+        lowered(&calls, |l| assert!(!ends(l)));
+        let old = last.replace(r#""stop_reason":"end_turn""#, r#""stop_reason":null"#);
+        lowered(&old, |l| assert!(!ends(l)));
+    }
+
+    /// 2.1.332 writes each settings.json hook run as an `attachment` line: a success is no fact, a
+    /// failure (exit 1: `hook_non_blocking_error`) an item of its own, and the call it ran after
+    /// is not touched.
+    #[test]
+    fn a_failed_hook_run_is_a_failed_item_and_a_successful_one_is_no_fact() {
+        let failed = r#"{"parentUuid":"p","isSidechain":false,"attachment":{"type":"hook_non_blocking_error","hookName":"PostToolUse:Bash","toolUseID":"toolu_1","hookEvent":"PostToolUse","stderr":"Failed with non-blocking status code: post-failed","stdout":"","exitCode":1,"command":"echo post-failed >&2; exit 1","durationMs":1},"type":"attachment","uuid":"a1","timestamp":"2026-12-01T20:50:01.000Z","sessionId":"s"}"#;
+        lowered(failed, |l| {
+            let items: Vec<_> =
+                facts(l).into_iter().filter_map(|f| if let Fact::Item(i) = f { Some(i) } else { None }).collect();
+            assert_eq!(items.len(), 1, "{:?}", l.facts);
+            assert_eq!(items[0].id.as_deref(), Some("hook:a1"));
+            assert_eq!(items[0].status, Some(ItemStatus::Failed));
+            assert!(!items[0].update_only, "its own item, not the call's");
+            assert_eq!(items[0].title.as_ref().map(Clean::as_str), Some("hook PostToolUse:Bash failed (exit 1)"));
+        });
+        let success =
+            failed.replace("hook_non_blocking_error", "hook_success").replace(r#""exitCode":1"#, r#""exitCode":0"#);
+        lowered(&success, |l| assert!(!facts(l).iter().any(|f| matches!(f, Fact::Item(_)))));
+        let context = r#"{"parentUuid":"p","attachment":{"type":"date","date":"2026-12-01"},"type":"attachment","uuid":"a2","sessionId":"s"}"#;
+        lowered(context, |l| assert!(!facts(l).iter().any(|f| matches!(f, Fact::Item(_)))));
     }
 
     /// 2.1.332 writes every tool result's permission check on its line; a refused call (not in the

@@ -1,0 +1,170 @@
+//! End-to-end with the real Claude Code CLI 2.1.332: a session with a foreground sub-agent, then
+//! `claude -p --resume <id>` in a new process, while a `--follow` reader watches the projects folder
+//! from before the first run. The resumed run appends to the same transcript: the follower shows one
+//! session (the child under it, no second root), two turns, and every response counted once — the
+//! same tree and figures as reading the folder afterwards, equal to what the mock served.
+//!
+//! Needs the CLI: `scripts/setup-claude.sh` installs it into the git-ignored `.cache/` (skips, loudly, only
+//! when npm is missing; with `CI` set even that fails). `SWARMTOP_CLAUDE_BIN` overrides the binary.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::anthropic::{Block, MessagesRequest, Reply, Script, Served, Usage};
+use support::claude_driver::{self, ClaudeRun, RunOptions, binary};
+use support::ingest::ingest;
+use swarmtop::commands::Follow;
+use swarmtop::model::Status;
+use swarmtop::pipeline::Config;
+use swarmtop::router::Role;
+
+/// The lead's first answer spawns a foreground helper; every later one (the resumed run's too) is a
+/// text. Each answer's usage is distinct, so a response counted twice shows.
+struct Lead;
+
+impl Script for Lead {
+    fn reply(&self, req: &MessagesRequest<'_>) -> Reply {
+        let lead = req.agent.as_deref() == Some("lead") && !req.is_subagent;
+        let blocks = match (lead, req.step) {
+            (true, 0) => vec![Block::ToolUse {
+                id: "toolu_resume_helper".to_owned(),
+                name: "Agent".to_owned(),
+                input: json!({
+                    "description": "List the files",
+                    "prompt": "[[agent:helper]] List the project's files.",
+                    "subagent_type": "general-purpose",
+                    "run_in_background": false,
+                }),
+            }],
+            (true, step) => vec![Block::Text(format!("Lead answer {step}."))],
+            (false, _) => vec![Block::Text("README.md and main.py.".to_owned())],
+        };
+        let stop = if matches!(blocks[0], Block::ToolUse { .. }) { "tool_use" } else { "end_turn" };
+        let step = u64::try_from(req.step).unwrap_or(0);
+        Reply::Message {
+            blocks,
+            stop,
+            usage: Usage {
+                input: 100 + step,
+                cache_write_5m: 10,
+                cache_write_1h: 0,
+                cache_read: 1000 + 10 * step,
+                output: 20 + step + if lead { 0 } else { 7 },
+            },
+            model: None,
+            pre_delay: Duration::from_millis(20),
+            delta_delay: Duration::ZERO,
+            signal: false,
+        }
+    }
+}
+
+fn served_total(served: &[Served]) -> u64 {
+    served
+        .iter()
+        .filter(|s| s.status == 200)
+        .filter_map(|s| s.usage)
+        .map(|u| u.input + u.cache_write_5m + u.cache_write_1h + u.cache_read + u.output)
+        .sum()
+}
+
+/// A `--follow` reader of the projects folder on a thread of its own, polled every 100 ms.
+struct Follower {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Seen>,
+}
+
+/// What the follower's model held: the most threads at once, and each thread at the last poll.
+#[derive(Default)]
+struct Seen {
+    polls: usize,
+    most_roots: usize,
+    last: HashMap<String, (u64, Status, usize)>,
+}
+
+impl Follower {
+    fn start(projects: PathBuf) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let mut follow = Follow::start(&[projects], Config::default()).expect("following the projects folder");
+            let mut seen = Seen::default();
+            loop {
+                let last_round = flag.load(Ordering::SeqCst);
+                follow.poll();
+                seen.polls += 1;
+                let m = &follow.pipeline.model;
+                seen.most_roots = seen.most_roots.max(m.threads.iter().filter(|t| t.role == Role::Root).count());
+                for t in &m.threads {
+                    seen.last.insert(t.id.to_string(), (t.tokens.total, t.status, t.turns.len()));
+                }
+                if last_round {
+                    return seen;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Self { stop, handle }
+    }
+
+    fn stop(self) -> Seen {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().expect("the follower thread")
+    }
+}
+
+fn session_of(run: &ClaudeRun) -> String {
+    let text = String::from_utf8(run.stream()).expect("UTF-8");
+    let init = text.lines().find(|l| l.contains(r#""subtype":"init""#)).expect("an init line");
+    serde_json::from_str::<Value>(init).expect("JSON")["session_id"].as_str().expect("a session id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_resumed_in_a_new_process_while_followed_is_one_session_counted_once() {
+    let Some(bin) = binary() else { return };
+    let world = claude_driver::World::new().expect("a world");
+    let follower = Follower::start(world.projects());
+    let opts = || RunOptions { timeout: Duration::from_secs(60), interrupt_after: None, telemetry: None };
+    let first = claude_driver::run_with(&bin, Lead, opts(), world, &[]).await.expect("the first run");
+    assert!(
+        first.exit.success(),
+        "the CLI failed: {}",
+        std::fs::read_to_string(&first.world.stderr).unwrap_or_default()
+    );
+    let id = session_of(&first);
+    let mut served = first.served.clone();
+    let second =
+        claude_driver::run_with(&bin, Lead, opts(), first.world, &["--resume", &id]).await.expect("the resumed run");
+    assert!(
+        second.exit.success(),
+        "resume failed: {}",
+        std::fs::read_to_string(&second.world.stderr).unwrap_or_default()
+    );
+    assert_eq!(session_of(&second), id, "--resume keeps the session id");
+    served.extend(second.served.iter().cloned());
+    let seen = follower.stop();
+
+    let read = ingest(&second.world.projects());
+    assert_eq!(read.model.threads.len(), 2, "the session and its helper");
+    let root = read.model.thread(read.find(&id).expect("the session"));
+    assert_eq!(root.role, Role::Root);
+    assert_eq!(root.turns.len(), 2, "one turn per run");
+    assert_eq!(root.status, Status::Idle);
+    let helper = read.model.threads.iter().find(|t| t.role == Role::Child).expect("the helper");
+    assert_eq!(helper.status, Status::Idle);
+    assert_eq!(root.subtree.tokens.total, served_total(&served), "every served response once, read afterwards");
+
+    assert!(seen.polls > 5, "the follower polled while the CLI ran ({} polls)", seen.polls);
+    assert_eq!(seen.most_roots, 1, "the follower never showed a second session");
+    assert_eq!(seen.last.len(), 2, "the follower's threads: {:?}", seen.last.keys().collect::<Vec<_>>());
+    for t in &read.model.threads {
+        let f = seen.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
+        assert_eq!(*f, (t.tokens.total, t.status, t.turns.len()), "following ends where reading does: {}", t.id);
+    }
+}
