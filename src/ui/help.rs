@@ -14,7 +14,7 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
     let theme = &view.theme;
     let mut lines = vec![Line::from(Span::styled(section.title(), theme.title))];
     let mut seen: Vec<&str> = Vec::new();
-    for b in BINDINGS.iter().filter(|b| b.section == section) {
+    for b in BINDINGS.iter().filter(|b| b.section == section && b.on_screen()) {
         // One entry per help text (Esc and q close overlays alike).
         if seen.contains(&b.help) {
             continue;
@@ -33,7 +33,8 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
 
 pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
     let two = area.width >= 106;
-    let col_w: usize = if two { 50 } else { 58 };
+    // Wide enough, the columns grow so that no help text is cut.
+    let col_w: usize = if two { (usize::from(area.width).saturating_sub(6) / 2).clamp(50, 64) } else { 58 };
     let left_sections = [Section::Move, Section::Panes];
     let right_sections = [Section::Filter, Section::Timeline, Section::Replay, Section::App];
     let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();

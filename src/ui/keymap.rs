@@ -170,6 +170,14 @@ pub struct Binding {
     pub section: Section,
 }
 
+impl Binding {
+    /// Pressed on the screen itself or in its prompts, not in the quit prompt or an overlay
+    /// (those name their own keys where they are drawn).
+    pub fn on_screen(&self) -> bool {
+        self.when.has(When::PANES.or(When::TYPING).or(When::SEARCH))
+    }
+}
+
 const fn b(
     keys: &'static [Key],
     action: Action,
