@@ -14,19 +14,18 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::anthropic::Usage;
 use support::claude_driver::{self, ClaudeBinary, ClaudeRun, RunOptions, claude_binary};
 use support::claude_scenario::{Agent, INTERRUPT, Pacing, ROOT_MODEL, Scenario, TEAM, agent};
+use support::follower::{Followed, Follower};
 use support::ingest::ingest;
-use swarmtop::commands::Follow;
+use swarmtop::model::Model;
 use swarmtop::model::prices::Pico;
 use swarmtop::model::{Prices, Status, Thread, Tokens};
-use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Role;
 
 fn binary(test: &str) -> Option<PathBuf> {
@@ -142,7 +141,7 @@ async fn real_claude_team_session() {
     let Some(bin) = binary("real_claude_team_session") else { return };
     let world = claude_driver::World::new().expect("a world");
     // A `--follow` reader of the projects folder, started before the CLI is.
-    let follower = Follower::start(world.projects());
+    let follower = Follower::start(world.projects(), observe);
     let run = claude_driver::run(
         &bin,
         Scenario::team(Pacing::LIVE),
@@ -265,69 +264,38 @@ fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnD
 
 /// What a `--follow` monitor showed while the run went on: each child running under its card,
 /// its tokens counted, before it ended; and at the end the same figures as a reading afterwards.
-fn check_followed(followed: &Followed, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
+fn check_followed(followed: &Followed<Seen>, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
     eprintln!(
         "follower: {} polls, running-with-tokens sightings per card: {:?}",
-        followed.polls, followed.running_under_card
+        followed.polls, followed.seen.running_under_card
     );
     assert!(followed.polls > 5, "the follower polled during the run ({} polls)", followed.polls);
     for a in &TEAM[1..] {
-        let seen = followed.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
+        let seen = followed.seen.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
         assert!(seen > 0, "{} ({}) was never seen running under its card with tokens while it ran", a.tag, ids[a.tag]);
     }
     for t in &transcripts.model.threads {
-        let f = followed.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
+        let f = followed.seen.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
         assert_eq!((f.0, f.1), (t.tokens.total, t.status), "follow ends where a reading afterwards does: {}", t.id);
     }
 }
 
 /// Snapshots of a follower's model, taken while the CLI runs.
 #[derive(Default)]
-struct Followed {
-    polls: usize,
+struct Seen {
     /// Card -> polls in which its child was a child of the right place, running, with tokens.
     running_under_card: HashMap<String, usize>,
     /// Thread id -> (tokens, status) at the last poll.
     last: HashMap<String, (u64, Status)>,
 }
 
-struct Follower {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Followed>,
-}
-
-impl Follower {
-    fn start(projects: PathBuf) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let mut follow = Follow::start(&[projects], Config::default()).expect("following the projects folder");
-            let mut out = Followed::default();
-            loop {
-                let last_round = flag.load(Ordering::SeqCst);
-                follow.poll();
-                out.polls += 1;
-                let m = &follow.pipeline.model;
-                for t in &m.threads {
-                    let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
-                    if under_card && t.status == Status::Running && t.tokens.total > 0 {
-                        *out.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
-                    }
-                    out.last.insert(t.id.to_string(), (t.tokens.total, t.status));
-                }
-                if last_round {
-                    return out;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Self { stop, handle }
-    }
-
-    /// One last poll after the run, then what it saw.
-    fn stop(self) -> Followed {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle.join().expect("the follower thread")
+fn observe(out: &mut Seen, m: &Model) {
+    for t in &m.threads {
+        let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
+        if under_card && t.status == Status::Running && t.tokens.total > 0 {
+            *out.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
+        }
+        out.last.insert(t.id.to_string(), (t.tokens.total, t.status));
     }
 }
 

@@ -12,7 +12,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
+use support::anthropic::{Block, MessagesRequest, Reply, Script};
 use support::claude_driver::{self, RunOptions, binary};
 use support::ingest::ingest;
 use swarmtop::model::Status;
@@ -49,15 +49,7 @@ impl Script for ChildFails {
             _ => vec![Block::Text("Side answer.".to_owned())],
         };
         let stop = if matches!(blocks[0], Block::ToolUse { .. }) { "tool_use" } else { "end_turn" };
-        Reply::Message {
-            blocks,
-            stop,
-            usage: Usage { input: 100, cache_write_5m: 10, cache_write_1h: 0, cache_read: 1000, output: 20 },
-            model: None,
-            pre_delay: Duration::from_millis(20),
-            delta_delay: Duration::ZERO,
-            signal: false,
-        }
+        Reply::answer(blocks, stop)
     }
 }
 
