@@ -39,12 +39,6 @@ fn binary(test: &str) -> Option<PathBuf> {
     }
 }
 
-fn keep(run: &ClaudeRun, scenario: &str) {
-    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
-        claude_driver::keep(run, &PathBuf::from(dir).join(scenario)).expect("keeping the run");
-    }
-}
-
 fn json_lines(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
@@ -151,7 +145,7 @@ async fn real_claude_team_session() {
     .await
     .unwrap_or_else(|e| panic!("the team session did not complete: {e}"));
     let followed = follower.stop();
-    keep(&run, "team");
+    claude_driver::keep_if_asked(&run, "team");
     eprintln!("team run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
     assert!(run.elapsed < Duration::from_secs(60), "the run took {:?}: are the retries shortened?", run.elapsed);
@@ -359,7 +353,7 @@ async fn real_claude_interrupted_session() {
     )
     .await
     .unwrap_or_else(|e| panic!("the interrupted session did not complete: {e}"));
-    keep(&run, "interrupt");
+    claude_driver::keep_if_asked(&run, "interrupt");
     eprintln!("interrupt run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.interrupted);
     let disk = on_disk(&run);
