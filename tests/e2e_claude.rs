@@ -28,6 +28,10 @@ use swarmtop::model::prices::Pico;
 use swarmtop::model::{Prices, Status, Thread, Tokens};
 use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::router::Role;
+use swarmtop::source::discover::State;
+use swarmtop::source::files;
+use swarmtop::source::live::Event as LiveEvent;
+use swarmtop::wire::Origin;
 
 fn binary(test: &str) -> Option<PathBuf> {
     match claude_binary() {
@@ -141,8 +145,10 @@ fn assistant_usage(lines: &[Value]) -> Usage {
 async fn real_claude_team_session() {
     let Some(bin) = binary("real_claude_team_session") else { return };
     let world = claude_driver::World::new().expect("a world");
-    // A `--follow` reader of the projects folder, started before the CLI is.
+    // A `--follow` reader of the projects folder and the machine view's source (`swarmtop` with
+    // no arguments), both started before the CLI is.
     let follower = Follower::start(world.projects());
+    let machine = MachineWatch::start(&world.home);
     let run = claude_driver::run(
         &bin,
         Scenario::team(Pacing::LIVE),
@@ -153,6 +159,8 @@ async fn real_claude_team_session() {
     .unwrap_or_else(|e| panic!("the team session did not complete: {e}"));
     let followed = follower.stop();
     keep(&run, "team");
+    let disk_now = on_disk(&run);
+    let watched = machine.stop(&disk_now.session_id, &ingest(&run.world.projects())).await;
     eprintln!("team run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
     assert!(run.elapsed < Duration::from_secs(60), "the run took {:?}: are the retries shortened?", run.elapsed);
@@ -167,6 +175,7 @@ async fn real_claude_team_session() {
     check_team_tree(&stream, &disk, &ids, "stream-json");
     check_stream_reconciled(&stream, &transcripts, &disk);
     check_followed(&followed, &ids, &transcripts);
+    check_followed(&watched, &ids, &transcripts);
 }
 
 fn thread<'p>(p: &'p Pipeline, id: &str, what: &str) -> &'p Thread {
@@ -291,6 +300,18 @@ struct Followed {
     last: HashMap<String, (u64, Status)>,
 }
 
+impl Followed {
+    fn see(&mut self, p: &Pipeline) {
+        for t in &p.model.threads {
+            let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
+            if under_card && t.status == Status::Running && t.tokens.total > 0 {
+                *self.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
+            }
+            self.last.insert(t.id.to_string(), (t.tokens.total, t.status));
+        }
+    }
+}
+
 struct Follower {
     stop: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<Followed>,
@@ -307,14 +328,7 @@ impl Follower {
                 let last_round = flag.load(Ordering::SeqCst);
                 follow.poll();
                 out.polls += 1;
-                let m = &follow.pipeline.model;
-                for t in &m.threads {
-                    let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
-                    if under_card && t.status == Status::Running && t.tokens.total > 0 {
-                        *out.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
-                    }
-                    out.last.insert(t.id.to_string(), (t.tokens.total, t.status));
-                }
+                out.see(&follow.pipeline);
                 if last_round {
                     return out;
                 }
@@ -328,6 +342,93 @@ impl Follower {
     fn stop(self) -> Followed {
         self.stop.store(true, Ordering::SeqCst);
         self.handle.join().expect("the follower thread")
+    }
+}
+
+/// The machine view's source over the CLI's HOME, fed into a pipeline as the screen feeds it: the
+/// same sightings as [`Follower`]'s, and the session's liveness as its snapshots say.
+struct MachineWatch {
+    stop: tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<Followed>>,
+    states: tokio::sync::watch::Receiver<HashMap<String, State>>,
+    model: tokio::sync::watch::Receiver<HashMap<String, (u64, Status)>>,
+}
+
+impl MachineWatch {
+    fn start(home: &Path) -> Self {
+        let opts = swarmtop::commands::sessions::Options {
+            window: swarmtop::source::discover::Window::all(),
+            env: swarmtop::source::discover::Env::default().with("HOME", home),
+            proc: swarmtop::source::proc::Proc::default(),
+            tee_dir: home.join("run/swarmtop"),
+        };
+        let mut events = swarmtop::commands::machine::spawn(opts);
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<Followed>>();
+        let (states_tx, states) = tokio::sync::watch::channel(HashMap::new());
+        let (model_tx, model) = tokio::sync::watch::channel(HashMap::new());
+        tokio::spawn(async move {
+            let mut pipeline = Pipeline::default();
+            let mut origin = Origin::NONE;
+            let mut out = Followed::default();
+            loop {
+                let event = tokio::select! {
+                    reply = &mut stopped => {
+                        if let Ok(reply) = reply {
+                            let _ = reply.send(out);
+                        }
+                        return;
+                    }
+                    event = events.recv() => event,
+                };
+                match event {
+                    Some(LiveEvent::Origin(o)) => origin = o,
+                    Some(LiveEvent::Records(r)) => {
+                        files::read_records(r.as_bytes(), files::MAX_LINE, |rec| {
+                            pipeline.feed(rec, &origin, &mut |_: &swarmtop::router::Event<'_, '_>| {});
+                        })
+                        .expect("records");
+                        out.polls += 1;
+                        out.see(&pipeline);
+                        model_tx.send_replace(out.last.clone());
+                    }
+                    Some(LiveEvent::Sessions(snapshot)) => {
+                        states_tx.send_replace(snapshot.sessions.iter().map(|s| (s.id.clone(), s.state)).collect());
+                    }
+                    Some(_) => {}
+                    None => return,
+                }
+            }
+        });
+        Self { stop, states, model }
+    }
+
+    /// Once the CLI has exited: waits for the session to be no longer live and for the model to
+    /// hold what a reading afterwards holds, then what it saw.
+    async fn stop(mut self, session: &str, transcripts: &Pipeline) -> Followed {
+        let want: HashMap<String, (u64, Status)> =
+            transcripts.model.threads.iter().map(|t| (t.id.to_string(), (t.tokens.total, t.status))).collect();
+        // Liveness is sampled every 2 s.
+        let deadline = Duration::from_secs(10);
+        let state =
+            tokio::time::timeout(deadline, self.states.wait_for(|s| s.get(session).is_some_and(|&s| s != State::Live)))
+                .await
+                .map(|s| s.map(|s| s[session]));
+        assert_eq!(
+            state.ok().and_then(Result::ok),
+            Some(State::Idle),
+            "the machine view: the session is idle once the CLI exited"
+        );
+        let caught_up =
+            tokio::time::timeout(deadline, self.model.wait_for(|m| want.iter().all(|(id, w)| m.get(id) == Some(w))))
+                .await;
+        let (reply, seen) = tokio::sync::oneshot::channel();
+        let _ = self.stop.send(reply);
+        let seen = seen.await.expect("the machine watcher's sightings");
+        assert!(
+            caught_up.is_ok(),
+            "the machine view ends where a reading afterwards does: {:?} vs {want:?}",
+            seen.last
+        );
+        seen
     }
 }
 

@@ -60,8 +60,10 @@ struct Followed {
     path: PathBuf,
     canonical: PathBuf,
     origin: Origin,
-    /// Bytes consumed (whole lines only).
+    /// Bytes consumed (whole lines only); a sidecar's length when it was last sent.
     read: u64,
+    /// A sidecar's modification time when it was last sent (plain files: `None`).
+    modified: Option<SystemTime>,
     /// Only lines older than this (a tee carries the rest); `Some(i64::MIN)`: none at all.
     before_ms: Option<i64>,
     /// A line at or after `before_ms` was seen: the rest of the file is the tee's.
@@ -453,6 +455,7 @@ impl Machine {
                     origin: files::origin(&input),
                     path: path.clone(),
                     read: 0,
+                    modified: None,
                     before_ms,
                     done: false,
                     store,
@@ -547,6 +550,9 @@ impl Machine {
             }
             return Ok(());
         }
+        if files::is_sidecar(&self.files[i].path) {
+            return self.read_sidecar(i).await;
+        }
         loop {
             let f = &mut self.files[i];
             if f.done {
@@ -566,6 +572,28 @@ impl Machine {
                 return Ok(());
             }
         }
+    }
+
+    /// A sidecar (Claude Code's `agent-<id>.meta.json`, wire.md §6) is one JSON object with no
+    /// line break at its end, rewritten whole (`finished: true` once its agent ends): read as
+    /// lines it never gave one, so a child at depth 2 (linked by its sidecar alone) stayed
+    /// pending for good and every child was pending until its parent's tool result. It is sent
+    /// whole whenever it changed, once it parses: a rewrite caught half-way is read again on the
+    /// change that completes it.
+    async fn read_sidecar(&mut self, i: usize) -> Result<(), Gone> {
+        let f = &mut self.files[i];
+        let Ok(meta) = std::fs::metadata(&f.path) else { return Ok(()) };
+        let modified = meta.modified().ok();
+        if (meta.len(), modified) == (f.read, f.modified) {
+            return Ok(());
+        }
+        let Ok(text) = files::read_sidecar(&f.path) else { return Ok(()) };
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_err() {
+            return Ok(());
+        }
+        (f.read, f.modified) = (meta.len(), modified);
+        let origin = f.origin.clone();
+        self.forward(origin, text).await
     }
 
     /// Liveness of every session, sent to the screen; judged by `walk` when the tick took one
