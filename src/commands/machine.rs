@@ -87,6 +87,10 @@ struct Session {
     within: Option<String>,
     /// When it last changed, as discovery saw it (a store's rows are not files to stat).
     modified: SystemTime,
+    /// Its liveness at the last snapshot, and whether the consumer was told it stopped since
+    /// it was last live.
+    state: Option<State>,
+    stopped: bool,
 }
 
 struct TeeFeed {
@@ -326,6 +330,7 @@ impl Machine {
             Event::Disconnected { .. }
             | Event::Origin(_)
             | Event::Sessions(_)
+            | Event::Stopped(_)
             | Event::Followed(_)
             | Event::Notice(_) => {}
         }
@@ -350,6 +355,8 @@ impl Machine {
             tee: Some(i),
             within: None,
             modified: SystemTime::UNIX_EPOCH,
+            state: None,
+            stopped: false,
         });
         self.tees[i].session = Some(index);
         true
@@ -407,6 +414,8 @@ impl Machine {
                     tee,
                     within: c.within.clone(),
                     modified: c.modified,
+                    state: None,
+                    stopped: false,
                 });
                 if let Some(Ok(snap)) = discover::read_within(&c) {
                     // A session of a store: its subtree as the store holds it now; what follows
@@ -605,7 +614,31 @@ impl Machine {
         let walk = if appeared.into_iter().any(|r| self.watcher.watch(&r)) { Some(self.rescan().await?) } else { walk };
         let walk = walk.unwrap_or_else(|| self.walk());
         let snapshot = self.sessions_now(&walk);
-        self.send(Event::Sessions(Box::new(snapshot))).await
+        let stopped = self.stopped(&snapshot);
+        self.send(Event::Sessions(Box::new(snapshot))).await?;
+        for id in stopped {
+            self.send(Event::Stopped(id)).await?;
+        }
+        Ok(())
+    }
+
+    /// The sessions `snapshot` says stopped: live before and no longer (the process exited: a
+    /// Claude Code killed mid-answer left its turn and its children running on screen for good),
+    /// or ended (aged out with no process, as `ps` says). Each once until it is live again.
+    fn stopped(&mut self, snapshot: &Snapshot) -> Vec<String> {
+        let mut out = Vec::new();
+        for seen in &snapshot.sessions {
+            let Some(&i) = self.by_key.get(&(seen.tool.clone(), seen.id.clone())) else { continue };
+            let s = &mut self.sessions[i];
+            let was = s.state.replace(seen.state);
+            if seen.state == State::Live {
+                s.stopped = false;
+            } else if !s.stopped && (was == Some(State::Live) || seen.state == State::Ended) {
+                s.stopped = true;
+                out.push(seen.id.clone());
+            }
+        }
+        out
     }
 
     /// Every session as the screen lists it, liveness sampled now.
