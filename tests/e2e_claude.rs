@@ -462,7 +462,7 @@ async fn real_claude_interrupted_session() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Some(Interrupt::sigint(Duration::from_millis(500))),
+            interrupt_after: Interrupt::sigint(Duration::from_millis(500)),
             telemetry: None,
         },
         world,
@@ -505,7 +505,7 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Some(Interrupt::sigkill(Duration::from_millis(500))),
+            interrupt_after: Interrupt::sigkill(Duration::from_millis(500)),
             telemetry: None,
         },
         world,

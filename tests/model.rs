@@ -140,37 +140,9 @@ fn a_thread_without_a_known_model_is_unpriced_not_free() {
 fn context_fill_is_the_latest() {
     let mut w = World::new();
     w.root("r");
-    let ctx =
-        |used| Fact::Usage(Usage::Cumulative { total: None, context: Some(ContextFill { used, window: Some(1000) }) });
+    let ctx = |used| Fact::Usage(Usage::Cumulative { total: None, context: Some(ContextFill { used, window: 1000 }) });
     w.say("r", None, vec![ctx(900), ctx(100)]);
-    assert_eq!(w.get("r").context, Some(ContextFill { used: 100, window: Some(1000) }));
-}
-
-#[test]
-fn a_response_of_one_call_fills_the_context_with_its_merged_size_until_a_newer_one() {
-    let mut w = World::new();
-    w.root("r");
-    let sized = |fact: Fact<'static>| match fact {
-        Fact::Usage(Usage::Response(mut r)) => {
-            r.context = ContextFill::of_response(&r.tokens);
-            Fact::Usage(Usage::Response(r))
-        }
-        other => other,
-    };
-    // Its lines repeat it with the stream-start output first: the size is the largest stated.
-    w.say("r", None, vec![sized(response("m1", "claude-sonnet-4-5", 1000, 1))]);
-    w.say("r", None, vec![sized(response("m1", "claude-sonnet-4-5", 1000, 200))]);
-    assert_eq!(w.get("r").context, Some(ContextFill { used: 1200, window: None }));
-    w.say("r", None, vec![sized(response("m2", "claude-sonnet-4-5", 5000, 10))]);
-    // An older response told again is not the context now; a local message of no tokens says
-    // nothing of it.
-    w.say("r", None, vec![sized(response("m1", "claude-sonnet-4-5", 1000, 200))]);
-    w.say("r", None, vec![sized(response("m3", "<synthetic>", 0, 0))]);
-    assert_eq!(w.get("r").context, Some(ContextFill { used: 5010, window: None }));
-    assert_eq!(w.get("r").context.unwrap().ratio(), None, "no window is guessed");
-    // A response that is not one call's (no size given) leaves the fill alone.
-    w.say("r", None, vec![response("m4", "claude-sonnet-4-5", 10, 1)]);
-    assert_eq!(w.get("r").context.unwrap().used, 5010);
+    assert_eq!(w.get("r").context, Some(ContextFill { used: 100, window: 1000 }));
 }
 
 fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a> {
@@ -183,7 +155,6 @@ fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a
             ..Breakdown::default()
         },
         model: Some(CleanStr::new(model)),
-        context: None,
     })))
 }
 

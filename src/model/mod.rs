@@ -511,12 +511,6 @@ impl Model {
                 let model = response.model.as_ref().map(CleanStr::to_clean);
                 let account = t.account.get_or_insert_with(Default::default);
                 let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
-                // The newest response's merged size (its lines repeat it, the answer's count
-                // growing); a response stated again after a newer one is not the context now.
-                let newest = account.responses().last().filter(|r| *r.key == *key);
-                if let (Some(fill), Some(r)) = (response.context, newest) {
-                    t.context = Some(ContextFill { used: r.tokens.total.max(fill.used), ..fill });
-                }
                 t.tokens.add(&gained);
                 self.reprice(idx, old);
             }

@@ -168,21 +168,14 @@ fn burn_line(view: &View, theme: &Theme, w: usize) -> Line<'static> {
     ])
 }
 
-/// `ctx ███████░░░ 71%` of the selected agent's context window; `ctx 72.1k` alone where the agent
-/// names no window (no bar is drawn against a guessed one).
+/// `ctx ███████░░░ 71%` of the selected agent's context window.
 fn gauge(fill: Option<crate::model::ContextFill>, theme: &Theme, w: usize) -> Line<'static> {
     let Some(fill) = fill else {
         return Line::from(Span::styled(" ctx —", theme.dim));
     };
-    let Some(ratio) = fill.ratio() else {
-        let size = tokens(fill.used);
-        let note = " tok · window not reported";
-        let note = if width(&size) + width(note) + 5 <= w { note } else { " tok" };
-        return Line::from(vec![Span::styled(" ctx ", theme.dim), Span::raw(size), Span::styled(note, theme.dim)]);
-    };
-    let pct = (ratio * 100.0).round() as usize;
+    let pct = (fill.ratio() * 100.0).round() as usize;
     let bar_w = w.saturating_sub(11).min(30);
-    let filled = ((ratio * bar_w as f64).round() as usize).min(bar_w);
+    let filled = ((fill.ratio() * bar_w as f64).round() as usize).min(bar_w);
     let style = if pct >= 85 { theme.warn } else { theme.gauge };
     Line::from(vec![
         Span::styled(" ctx ", theme.dim),

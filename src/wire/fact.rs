@@ -442,28 +442,13 @@ pub struct Breakdown {
 /// How full the context window is, from the latest model response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFill {
-    /// The response's prompt and answer: what the next request starts from.
     pub used: u64,
-    /// `None` where the agent does not say (a Claude transcript names no window; a table of
-    /// windows would be a guess, and they change with beta headers and plans).
-    pub window: Option<u64>,
+    pub window: u64,
 }
 
 impl ContextFill {
-    /// What one API response says of the context: its whole size (prompt with its cached part,
-    /// and the answer), the window unknown. `None` for a response of no tokens (a local error
-    /// message), which says nothing of it.
-    pub fn of_response(tokens: &Breakdown) -> Option<Self> {
-        let used = tokens
-            .total_tokens
-            .unwrap_or_else(|| tokens.input_tokens.unwrap_or(0).saturating_add(tokens.output_tokens.unwrap_or(0)));
-        (used > 0).then_some(Self { used, window: None })
-    }
-
-    /// The part of the window used; `None` while the window is unknown.
-    pub fn ratio(self) -> Option<f64> {
-        let window = self.window?;
-        Some(if window == 0 { 0.0 } else { (self.used as f64 / window as f64).min(1.0) })
+    pub fn ratio(self) -> f64 {
+        if self.window == 0 { 0.0 } else { (self.used as f64 / self.window as f64).min(1.0) }
     }
 }
 
@@ -485,8 +470,6 @@ pub struct ResponseUsage<'a> {
     pub tokens: Breakdown,
     /// The response's model, for its price (`None`: the thread's).
     pub model: Option<CleanStr<'a>>,
-    /// Where one response is one API call, its size is how full the context is after it.
-    pub context: Option<ContextFill>,
 }
 
 #[derive(Debug, Clone)]

@@ -12,10 +12,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, Clean, CleanStr, ContextFill, CostReported, Delta, ErrorFact, Fact, Format, ItemFact,
-    ItemKind, ItemStatus, Lowered, ModelChange, Notice, Parentage, ResponseUsage, SessionEnded, Spawn, Status,
-    StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted,
-    Usage, Via, Weight,
+    Answered, Breakdown, Clean, CleanStr, CostReported, Delta, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus,
+    Lowered, ModelChange, Notice, Parentage, ResponseUsage, SessionEnded, Spawn, Status, StatusChange, StatusFact,
+    Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::sanitize;
@@ -466,9 +465,6 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
             key: (Cow::Borrowed(id), Cow::Borrowed("")),
             tokens: breakdown(tokens),
             model: model.map(CleanStr::new),
-            // A message's tokens are its last step's (OpenCode sets them per step, it sums
-            // only the cost): one call's size.
-            context: ContextFill::of_response(&breakdown(tokens)),
         }))));
     }
     let turn = info.parent_id.as_deref().map_or(TurnRef::Latest, |p| TurnRef::IdOrLatest(Some(Cow::Borrowed(p))));

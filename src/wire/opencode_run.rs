@@ -19,8 +19,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::fact::{
-    ContextFill, CostReported, ErrorFact, Fact, Format, Lowered, Parentage, ResponseUsage, Status, StatusChange,
-    StatusFact, Subject, Target, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    CostReported, ErrorFact, Fact, Format, Lowered, Parentage, ResponseUsage, Status, StatusChange, StatusFact,
+    Subject, Target, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str};
 use super::opencode::{self, Part, Tokens};
@@ -186,8 +186,6 @@ fn step_finish<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
             key: (message, Cow::Borrowed("")),
             tokens: opencode::breakdown(&tokens),
             model: None,
-            // One step is one call to the model.
-            context: ContextFill::of_response(&opencode::breakdown(&tokens)),
         }))));
     }
     // Each step's cost, what OpenCode's own price table (the user's config) says.

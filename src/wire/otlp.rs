@@ -19,9 +19,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::fact::{
-    Breakdown, ContextFill, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered,
-    ModelChange, Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target,
-    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
+    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded,
+    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::{CleanStr, sanitize};
 
@@ -430,7 +430,6 @@ fn chat<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         tokens.total_tokens.or(Some(tokens.input_tokens.unwrap_or(0) + tokens.output_tokens.unwrap_or(0)));
     out.facts.push(Fact::Usage(Usage::Response(Box::new(ResponseUsage {
         key: (Cow::Borrowed(key), Cow::Borrowed("")),
-        context: ContextFill::of_response(&tokens),
         tokens,
         model: model.map(CleanStr::new),
     }))));
@@ -486,7 +485,6 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
             let key = a.str("request_id").unwrap_or_default();
             out.facts.push(Fact::Usage(Usage::Response(Box::new(ResponseUsage {
                 key: (Cow::Borrowed(key), Cow::Borrowed("")),
-                context: ContextFill::of_response(&tokens),
                 tokens,
                 model: model.map(CleanStr::new),
             }))));

@@ -25,8 +25,7 @@ use serde_json::value::RawValue;
 use super::Usage;
 use super::stream::{StreamLine, breakdown, set};
 use crate::wire::fact::{
-    ContextFill, Delta, Fact, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, ResponseUsage, Status, Target,
-    TurnRef, Weight,
+    Delta, Fact, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, ResponseUsage, Status, Target, TurnRef, Weight,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::{CleanStr, fact};
@@ -263,7 +262,6 @@ pub fn lower<'l>(
             let model = open.model.as_deref().map(|m| CleanStr::from(crate::wire::sanitize(m)));
             out.facts.push(Fact::Usage(fact::Usage::Response(Box::new(ResponseUsage {
                 key: (Cow::Owned(message.to_owned()), Cow::Borrowed("")),
-                context: ContextFill::of_response(&tokens),
                 tokens,
                 model,
             }))));

@@ -26,9 +26,9 @@ use super::partial::Partials;
 use super::transcript::Decision;
 use super::{Block, Usage, blocks_of};
 use crate::wire::fact::{
-    Answered, Breakdown, ContextFill, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered,
-    ModelChange, Parentage, ReportedUsage, SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target,
-    TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Via, Weight,
+    Answered, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Parentage, ReportedUsage, SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule,
+    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Via, Weight,
 };
 use crate::wire::{CleanStr, sanitize};
 
@@ -503,7 +503,6 @@ fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowere
             key: (id(mid), id("")),
             tokens: breakdown(usage),
             model: model.map(CleanStr::new),
-            context: ContextFill::of_response(&breakdown(usage)),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
-    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
+    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
     TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
@@ -513,7 +513,6 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             ),
             tokens: breakdown(usage),
             model: model.map(CleanStr::new),
-            context: ContextFill::of_response(&breakdown(usage)),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -830,9 +829,6 @@ mod tests {
             assert_eq!((&*r.key.0, &*r.key.1), ("m", "r"));
             assert_eq!(r.tokens.input_tokens, Some(13), "input includes the cache reads");
             assert_eq!(r.tokens.cached_input_tokens, Some(10));
-            // One response is one API call: its whole size is the context after it; a
-            // transcript names no window.
-            assert_eq!(r.context, Some(ContextFill { used: 15, window: None }));
             assert!(matches!(f[3], Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("hi")));
             assert!(matches!(f[4], Fact::Status(s) if s.change == StatusChange::Set(Status::Idle)));
         });
