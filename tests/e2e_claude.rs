@@ -563,7 +563,11 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
                 .all(|id| m.threads.get(*id).is_some_and(|t| t.1 == Status::Interrupted))
     };
     let (state, seen, last) = machine.stop(&disk.session_id, stopped).await;
-    assert!(matches!(state, Some(State::Idle | State::Ended)), "not live once its pid is gone: {state:?}");
+    // Its `sessions/<pid>.json` stays behind naming the dead pid: the session has ended, not
+    // "idle, maybe still running" for five minutes.
+    assert_eq!(state, Some(State::Ended), "ended once its pid is gone");
+    let leftover = std::fs::read_dir(run.world.home.join(".claude/sessions")).expect("sessions/").count();
+    assert!(leftover > 0, "the CLI's sessions file outlives a SIGKILL");
     let card = agent(INTERRUPT, "slow").card.unwrap();
     assert!(seen.running_under_card.get(card).is_some_and(|&n| n > 0), "the child ran under its card first");
     assert_eq!(last.threads.len(), INTERRUPT.len(), "the session and its child: {:?}", last.threads);
