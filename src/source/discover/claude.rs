@@ -7,7 +7,8 @@
 //!   `cwd` and `procStart` (field 22 of `/proc/<pid>/stat`, so a reused pid is told apart); it
 //!   rewrites `sessionId` when `/clear` starts a new session, names the resumed id at once under
 //!   `--resume`, and removes the file on a clean exit. After a SIGKILL the file stays, naming a pid
-//!   that is gone or started at another time: it is then ignored.
+//!   that is gone or started at another time: when its `pidDomain` is this machine's, the session
+//!   has ended (no process runs it and none will).
 //! - It holds no transcript open (it appends and closes); sub-agents run inside the same process.
 //! - Its working directory is the session's project, and `--resume <id>` / `--session-id <id>`
 //!   name the session on its command line. Versions that keep no `sessions/` file are found that
