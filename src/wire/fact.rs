@@ -172,6 +172,15 @@ pub enum Fact<'a> {
     SessionEnded(SessionEnded),
     /// A line for the diagnostics log (global traffic: `configWarning`, `account/*`, …).
     Notice(Notice<'a>),
+    /// The line is the thread's copy of another session's history: the thread is a fork of that
+    /// session. Claude `--fork-session` (2.1.332) writes the original's lines again, assistant
+    /// lines with `requestSessionId` naming the original; the fork's running cost starts from the
+    /// original's.
+    Copied,
+    /// A spawning call the line's thread holds only as such a copy: the child its result
+    /// announces is the original session's, never this thread's (design: a fork does not
+    /// inherit the original's children).
+    CopiedCall(Id<'a>),
 }
 
 /// Which thread a fact is about.
