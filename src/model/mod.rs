@@ -435,6 +435,9 @@ impl Model {
             Fact::ReportedUsage(u) => {
                 let model = u.model.to_clean();
                 let tokens = Tokens::of(&u.tokens);
+                if let Some(window) = u.context_window {
+                    self.context_window(idx, &model, window);
+                }
                 let t = &mut self.threads[idx.index()];
                 match t.reported_usage.iter_mut().find(|(m, _)| *m == model) {
                     Some((_, figure)) => *figure = tokens,
@@ -516,6 +519,11 @@ impl Model {
                 let account = t.account.get_or_insert_with(Default::default);
                 let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
                 t.tokens.add(&gained);
+                if let Some(c) = response.context {
+                    // A window said once (the session's report) holds for the thread's later fills.
+                    let window = c.window.or(t.context.and_then(|old| old.window));
+                    t.context = Some(ContextFill { used: c.used, window });
+                }
                 self.reprice(idx, old);
             }
         }
@@ -549,6 +557,21 @@ impl Model {
                 thread.status = end;
             }
             stack.extend_from_slice(&thread.children);
+        }
+    }
+
+    /// The session rooted at `root` says the window of `model`: every context fill in its tree
+    /// on that model is of that window.
+    fn context_window(&mut self, root: ThreadIdx, model: &crate::wire::Clean, window: u64) {
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let Some(t) = self.threads.get_mut(i.index()) else { continue };
+            stack.extend_from_slice(&t.children);
+            if t.model.as_ref() == Some(model) {
+                if let Some(c) = &mut t.context {
+                    c.window = Some(window);
+                }
+            }
         }
     }
 

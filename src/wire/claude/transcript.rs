@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
     TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
@@ -522,6 +522,7 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             ),
             tokens: breakdown(usage),
             model: model.map(CleanStr::new),
+            context: ContextFill::of_response(&breakdown(usage)),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
