@@ -285,8 +285,7 @@ fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnD
     let text = String::from_utf8(run.stream()).expect("UTF-8");
     let result: Value = text
         .lines()
-        .filter(|l| l.contains(r#""type":"result""#))
-        .last()
+        .rfind(|l| l.contains(r#""type":"result""#))
         .map(|l| serde_json::from_str(l).expect("JSON"))
         .expect("a result line");
     let window = result["modelUsage"][ROOT_MODEL]["contextWindow"].as_u64();
@@ -524,7 +523,7 @@ async fn real_claude_interrupted_session() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Interrupt::sigint(Duration::from_millis(500)),
+            interrupt_after: Some(Interrupt::sigint(Duration::from_millis(500))),
             telemetry: None,
         },
         world,
@@ -567,7 +566,7 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Interrupt::sigkill(Duration::from_millis(500)),
+            interrupt_after: Some(Interrupt::sigkill(Duration::from_millis(500))),
             telemetry: None,
         },
         world,

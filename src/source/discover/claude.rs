@@ -151,7 +151,7 @@ fn session_file(path: &Path, proc: &Proc, walk: &Walk, domain: Option<&str>) -> 
         // The walk lists only this user's processes, and only so many: ask `/proc` itself.
         let ours = domain.is_some() && file.pid_domain.as_deref() == domain;
         let alive = proc.process(file.pid).is_some_and(|p| start.is_none_or(|s| s == p.start_ticks));
-        return (ours && start.is_some() && !alive).then(|| Running {
+        return (ours && start.is_some() && !alive).then_some(Running {
             tool: PLACE.tool,
             pid: file.pid,
             claim: Claim::Gone(file.session_id),
