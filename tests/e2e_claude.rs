@@ -14,19 +14,18 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::anthropic::Usage;
 use support::claude_driver::{self, ClaudeBinary, ClaudeRun, Interrupt, RunOptions, claude_binary};
 use support::claude_scenario::{Agent, INTERRUPT, Pacing, ROOT_MODEL, Scenario, TEAM, agent};
+use support::follower::{Followed, Follower};
 use support::ingest::ingest;
-use swarmtop::commands::Follow;
+use swarmtop::model::Model;
 use swarmtop::model::prices::Pico;
 use swarmtop::model::{ContextFill, Prices, Status, Thread, Tokens, TurnStatus};
-use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Role;
 use swarmtop::source::discover::State;
 use swarmtop::source::files;
@@ -41,12 +40,6 @@ fn binary(test: &str) -> Option<PathBuf> {
             None
         }
         ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    }
-}
-
-fn keep(run: &ClaudeRun, scenario: &str) {
-    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
-        claude_driver::keep(run, &PathBuf::from(dir).join(scenario)).expect("keeping the run");
     }
 }
 
@@ -147,7 +140,7 @@ async fn real_claude_team_session() {
     let world = claude_driver::World::new().expect("a world");
     // A `--follow` reader of the projects folder and the machine view's source (`swarmtop` with
     // no arguments), both started before the CLI is.
-    let follower = Follower::start(world.projects());
+    let follower = Follower::start(world.projects(), Sightings::see);
     let machine = MachineWatch::start(&world.home);
     let run = claude_driver::run(
         &bin,
@@ -158,7 +151,7 @@ async fn real_claude_team_session() {
     .await
     .unwrap_or_else(|e| panic!("the team session did not complete: {e}"));
     let followed = follower.stop();
-    keep(&run, "team");
+    claude_driver::keep_if_asked(&run, "team");
     let disk_now = on_disk(&run);
     let watched = machine.stop_as_read(&disk_now.session_id, &ingest(&run.world.projects())).await;
     eprintln!("team run: {:?}, exit {:?}", run.elapsed, run.exit);
@@ -298,35 +291,34 @@ fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnD
 
 /// What a `--follow` monitor showed while the run went on: each child running under its card,
 /// its tokens counted, before it ended; and at the end the same figures as a reading afterwards.
-fn check_followed(followed: &Followed, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
+fn check_followed(followed: &Followed<Sightings>, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
     eprintln!(
         "follower: {} polls, running-with-tokens sightings per card: {:?}",
-        followed.polls, followed.running_under_card
+        followed.polls, followed.seen.running_under_card
     );
     assert!(followed.polls > 5, "the follower polled during the run ({} polls)", followed.polls);
     for a in &TEAM[1..] {
-        let seen = followed.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
+        let seen = followed.seen.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
         assert!(seen > 0, "{} ({}) was never seen running under its card with tokens while it ran", a.tag, ids[a.tag]);
     }
     for t in &transcripts.model.threads {
-        let f = followed.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
+        let f = followed.seen.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
         assert_eq!((f.0, f.1), (t.tokens.total, t.status), "follow ends where a reading afterwards does: {}", t.id);
     }
 }
 
-/// Snapshots of a follower's model, taken while the CLI runs.
+/// What a follower's model showed, poll by poll, while the CLI ran.
 #[derive(Default)]
-struct Followed {
-    polls: usize,
+struct Sightings {
     /// Card -> polls in which its child was a child of the right place, running, with tokens.
     running_under_card: HashMap<String, usize>,
     /// Thread id -> (tokens, status) at the last poll.
     last: HashMap<String, (u64, Status)>,
 }
 
-impl Followed {
-    fn see(&mut self, p: &Pipeline) {
-        for t in &p.model.threads {
+impl Sightings {
+    fn see(&mut self, m: &Model) {
+        for t in &m.threads {
             let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
             if under_card && t.status == Status::Running && t.tokens.total > 0 {
                 *self.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
@@ -336,43 +328,10 @@ impl Followed {
     }
 }
 
-struct Follower {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Followed>,
-}
-
-impl Follower {
-    fn start(projects: PathBuf) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let mut follow = Follow::start(&[projects], Config::default()).expect("following the projects folder");
-            let mut out = Followed::default();
-            loop {
-                let last_round = flag.load(Ordering::SeqCst);
-                follow.poll();
-                out.polls += 1;
-                out.see(&follow.pipeline);
-                if last_round {
-                    return out;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Self { stop, handle }
-    }
-
-    /// One last poll after the run, then what it saw.
-    fn stop(self) -> Followed {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle.join().expect("the follower thread")
-    }
-}
-
 /// The machine view's source over the CLI's HOME, fed into a pipeline as the screen feeds it: the
-/// same sightings as [`Follower`]'s, and the sessions' liveness as its snapshots say.
+/// same sightings as a [`Follower`]'s, and the sessions' liveness as its snapshots say.
 struct MachineWatch {
-    stop: tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<Followed>>,
+    stop: tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<Followed<Sightings>>>,
     states: tokio::sync::watch::Receiver<HashMap<String, State>>,
     model: tokio::sync::watch::Receiver<Watched>,
 }
@@ -395,13 +354,13 @@ impl MachineWatch {
             tee_dir: home.join("run/swarmtop"),
         };
         let mut events = swarmtop::commands::machine::spawn(opts);
-        let (stop, mut stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<Followed>>();
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<Followed<Sightings>>>();
         let (states_tx, states) = tokio::sync::watch::channel(HashMap::new());
         let (model_tx, model) = tokio::sync::watch::channel(Watched::default());
         tokio::spawn(async move {
             let mut pipeline = Pipeline::default();
             let mut origin = Origin::NONE;
-            let mut out = Followed::default();
+            let mut out = Followed { polls: 0, seen: Sightings::default() };
             loop {
                 let event = tokio::select! {
                     reply = &mut stopped => {
@@ -429,7 +388,7 @@ impl MachineWatch {
                     Some(_) => {}
                     None => return,
                 }
-                out.see(&pipeline);
+                out.seen.see(&pipeline.model);
                 let open_turns = pipeline
                     .model
                     .threads
@@ -437,7 +396,7 @@ impl MachineWatch {
                     .flat_map(|t| &t.turns)
                     .filter(|t| t.status == TurnStatus::InProgress)
                     .count();
-                model_tx.send_replace(Watched { threads: out.last.clone(), open_turns });
+                model_tx.send_replace(Watched { threads: out.seen.last.clone(), open_turns });
             }
         });
         Self { stop, states, model }
@@ -445,7 +404,11 @@ impl MachineWatch {
 
     /// Once the CLI has exited: waits for `session` to be no longer live (liveness is sampled
     /// every 2 s) and for the model to be as `done` wants, then its state and what was seen.
-    async fn stop(mut self, session: &str, done: impl Fn(&Watched) -> bool) -> (Option<State>, Followed, Watched) {
+    async fn stop(
+        mut self,
+        session: &str,
+        done: impl Fn(&Watched) -> bool,
+    ) -> (Option<State>, Followed<Sightings>, Watched) {
         let deadline = Duration::from_secs(10);
         let not_live = |s: &HashMap<String, State>| s.get(session).is_some_and(|&s| s != State::Live);
         let state = tokio::time::timeout(deadline, self.states.wait_for(not_live)).await;
@@ -461,7 +424,7 @@ impl MachineWatch {
 
     /// [`MachineWatch::stop`] after a clean run: the session idle, the model where a reading
     /// of the files afterwards is.
-    async fn stop_as_read(self, session: &str, transcripts: &Pipeline) -> Followed {
+    async fn stop_as_read(self, session: &str, transcripts: &Pipeline) -> Followed<Sightings> {
         let want: HashMap<String, (u64, Status)> =
             transcripts.model.threads.iter().map(|t| (t.id.to_string(), (t.tokens.total, t.status))).collect();
         let (state, seen, _) = self.stop(session, |m| want.iter().all(|(id, w)| m.threads.get(id) == Some(w))).await;
@@ -530,7 +493,7 @@ async fn real_claude_interrupted_session() {
     )
     .await
     .unwrap_or_else(|e| panic!("the interrupted session did not complete: {e}"));
-    keep(&run, "interrupt");
+    claude_driver::keep_if_asked(&run, "interrupt");
     eprintln!("interrupt run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.interrupted);
     let disk = on_disk(&run);
@@ -573,7 +536,7 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
     )
     .await
     .unwrap_or_else(|e| panic!("the killed session did not run: {e}"));
-    keep(&run, "killed");
+    claude_driver::keep_if_asked(&run, "killed");
     assert!(run.interrupted && run.exit.code().is_none(), "killed by a signal: {:?}", run.exit);
     let disk = on_disk(&run);
     let ids = ids_by_tag(&disk, INTERRUPT);
@@ -593,6 +556,6 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
     let leftover = std::fs::read_dir(run.world.home.join(".claude/sessions")).expect("sessions/").count();
     assert!(leftover > 0, "the CLI's sessions file outlives a SIGKILL");
     let card = agent(INTERRUPT, "slow").card.unwrap();
-    assert!(seen.running_under_card.get(card).is_some_and(|&n| n > 0), "the child ran under its card first");
+    assert!(seen.seen.running_under_card.get(card).is_some_and(|&n| n > 0), "the child ran under its card first");
     assert_eq!(last.threads.len(), INTERRUPT.len(), "the session and its child: {:?}", last.threads);
 }

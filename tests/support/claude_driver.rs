@@ -235,6 +235,14 @@ pub fn keep(run: &ClaudeRun, dest: &Path) -> std::io::Result<()> {
     std::fs::write(dest.join("served.txt"), served.join("\n") + "\n")
 }
 
+/// With `SWARMTOP_E2E_KEEP=DIR` set, keeps what the run left in `DIR/<scenario>/` (to read a real
+/// run's files, or to make a capture of them).
+pub fn keep_if_asked(run: &ClaudeRun, scenario: &str) {
+    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
+        keep(run, &PathBuf::from(dir).join(scenario)).expect("keeping the run");
+    }
+}
+
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
