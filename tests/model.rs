@@ -170,6 +170,11 @@ fn a_claude_context_is_its_latest_answer_and_its_window_what_the_session_reports
     w.say("c", None, vec![answer("m3", "claude-sonnet-4-5", 9000, 50)]);
     assert_eq!(w.get("c").context, Some(ContextFill { used: 9050, window: Some(200_000) }), "the window stays");
     assert_eq!(w.get("r").context, None, "the session said nothing of its own");
+    // One answer's later line with a smaller, stream-start figure, and an older answer told
+    // again, leave the newest answer's full size.
+    w.say("c", None, vec![answer("m3", "claude-sonnet-4-5", 9000, 1)]);
+    w.say("c", None, vec![answer("m1", "claude-sonnet-4-5", 5000, 100)]);
+    assert_eq!(w.get("c").context.map(|c| c.used), Some(9050));
 }
 
 fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a> {

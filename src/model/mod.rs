@@ -518,11 +518,15 @@ impl Model {
                 let model = response.model.as_ref().map(CleanStr::to_clean);
                 let account = t.account.get_or_insert_with(Default::default);
                 let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
+                // The newest response's size as merged (its lines repeat it, the answer's count
+                // growing from its stream-start value); an older one stated again is not the
+                // context now.
+                let newest = account.responses().last().filter(|r| *r.key == *key).map(|r| r.tokens.total);
                 t.tokens.add(&gained);
-                if let Some(c) = response.context {
+                if let (Some(c), Some(merged)) = (response.context, newest) {
                     // A window said once (the session's report) holds for the thread's later fills.
                     let window = c.window.or(t.context.and_then(|old| old.window));
-                    t.context = Some(ContextFill { used: c.used, window });
+                    t.context = Some(ContextFill { used: c.used.max(merged), window });
                 }
                 self.reprice(idx, old);
             }
