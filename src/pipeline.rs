@@ -183,6 +183,14 @@ impl Pipeline {
         }
     }
 
+    /// The session `id` runs after all: what [`Pipeline::stopped`] cut short is not over (see
+    /// [`crate::model::Model::resumed`]).
+    pub fn resumed(&mut self, id: &str) {
+        if let Some(root) = self.router.find(id) {
+            self.model.resumed(root);
+        }
+    }
+
     pub fn counters(&self) -> Counters {
         self.router.counters()
     }

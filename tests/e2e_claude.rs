@@ -382,6 +382,7 @@ impl MachineWatch {
                         out.polls += 1;
                     }
                     Some(LiveEvent::Stopped(id)) => pipeline.stopped(&id),
+                    Some(LiveEvent::Resumed(id)) => pipeline.resumed(&id),
                     Some(LiveEvent::Sessions(snapshot)) => {
                         states_tx.send_replace(snapshot.sessions.iter().map(|s| (s.id.clone(), s.state)).collect());
                     }

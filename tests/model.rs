@@ -342,6 +342,54 @@ fn an_ended_session_leaves_nothing_running() {
     assert_eq!(statuses, [Status::Interrupted, Status::Interrupted, Status::Interrupted, Status::Idle]);
 }
 
+/// The machine view's source judged the session's process gone (no end line: a SIGKILL), then
+/// found it running after all: what the stop cut short is as it was, and what the agent has said
+/// since stands.
+#[test]
+fn a_stop_the_source_takes_back_restores_what_it_cut_short_and_only_that() {
+    let mut w = World::new();
+    let root = w.root("r");
+    w.child("c", "r", None);
+    w.child("d", "r", None);
+    let started = |id| Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() });
+    let working = |id, turn| {
+        item(id, move |i| {
+            i.turn = Some(TurnRef::Known(Some(Cow::Borrowed(turn))));
+            i.kind = Some(ItemKind::Command);
+            i.status = Some(ItemStatus::InProgress);
+        })
+    };
+    w.say("r", Some(10), vec![started("t1"), set(Status::Running), working("r-cmd", "t1")]);
+    w.say("c", Some(11), vec![started("t2"), set(Status::Waiting), working("c-cmd", "t2")]);
+    w.say("d", Some(12), vec![set(Status::Idle)]);
+    w.model.stopped(root);
+    let statuses = |w: &World| ["r", "c", "d"].map(|t| w.get(t).status);
+    assert_eq!(statuses(&w), [Status::Interrupted, Status::Interrupted, Status::Idle]);
+    assert_eq!(w.get("c").turns[0].status, model::TurnStatus::Interrupted);
+    assert_eq!(w.get("c").items[0].status, ItemStatus::Interrupted);
+    // The lead says its own turn ended before the source takes its word back.
+    let end = Fact::TurnEnded(TurnEnded {
+        turn: TurnRef::Id(Cow::Borrowed("t1")),
+        outcome: Some(TurnOutcome::Completed),
+        error: None,
+    });
+    w.say("r", Some(13), vec![end]);
+    w.model.resumed(root);
+    assert_eq!(
+        statuses(&w),
+        [Status::Idle, Status::Waiting, Status::Idle],
+        "the lead's own word stands; the child waits again"
+    );
+    let c = w.get("c");
+    assert_eq!((c.turns[0].status, c.turns[0].completed_ms), (model::TurnStatus::InProgress, None));
+    assert_eq!((c.items[0].status, c.items[0].completed_ms), (ItemStatus::InProgress, None));
+    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::Completed);
+    assert_eq!(w.get("r").items[0].status, ItemStatus::Completed);
+    // Taken back once: a second word of it changes nothing.
+    w.model.resumed(root);
+    assert_eq!(statuses(&w), [Status::Idle, Status::Waiting, Status::Idle]);
+}
+
 // ---- turns and items ----
 
 #[test]

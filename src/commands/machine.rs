@@ -331,6 +331,7 @@ impl Machine {
             | Event::Origin(_)
             | Event::Sessions(_)
             | Event::Stopped(_)
+            | Event::Resumed(_)
             | Event::Followed(_)
             | Event::Notice(_) => {}
         }
@@ -614,28 +615,32 @@ impl Machine {
         let walk = if appeared.into_iter().any(|r| self.watcher.watch(&r)) { Some(self.rescan().await?) } else { walk };
         let walk = walk.unwrap_or_else(|| self.walk());
         let snapshot = self.sessions_now(&walk);
-        let stopped = self.stopped(&snapshot);
+        let changes = self.stopped(&snapshot);
         self.send(Event::Sessions(Box::new(snapshot))).await?;
-        for id in stopped {
-            self.send(Event::Stopped(id)).await?;
+        for (id, stopped) in changes {
+            self.send(if stopped { Event::Stopped(id) } else { Event::Resumed(id) }).await?;
         }
         Ok(())
     }
 
-    /// The sessions `snapshot` says stopped: live before and no longer (the process exited: a
-    /// Claude Code killed mid-answer left its turn and its children running on screen for good),
-    /// or ended (aged out with no process, as `ps` says). Each once until it is live again.
-    fn stopped(&mut self, snapshot: &Snapshot) -> Vec<String> {
+    /// The sessions `snapshot` says stopped (`true`): live before and no longer (the process
+    /// exited: a Claude Code killed mid-answer left its turn and its children running on screen
+    /// for good), or ended (aged out with no process, as `ps` says); each once until it is live
+    /// again, and then (`false`) it resumed: a process runs it after all (judged gone a moment too
+    /// soon, or taken up by another).
+    fn stopped(&mut self, snapshot: &Snapshot) -> Vec<(String, bool)> {
         let mut out = Vec::new();
         for seen in &snapshot.sessions {
             let Some(&i) = self.by_key.get(&(seen.tool.clone(), seen.id.clone())) else { continue };
             let s = &mut self.sessions[i];
             let was = s.state.replace(seen.state);
             if seen.state == State::Live {
-                s.stopped = false;
+                if std::mem::take(&mut s.stopped) {
+                    out.push((seen.id.clone(), false));
+                }
             } else if !s.stopped && (was == Some(State::Live) || seen.state == State::Ended) {
                 s.stopped = true;
-                out.push(seen.id.clone());
+                out.push((seen.id.clone(), true));
             }
         }
         out

@@ -491,6 +491,10 @@ impl Model {
             StatusChange::Set(s) => s,
             StatusChange::Active | StatusChange::Idle => from,
         };
+        if t.status != from {
+            // The agent's own word on how it stands outweighs the source's guess.
+            t.cut_short = None;
+        }
     }
 
     fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>, time: Option<i64>) {
@@ -586,16 +590,49 @@ impl Model {
         let time = self.stream_ms;
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
-            let Some(thread) = self.threads.get(t.index()) else { continue };
+            let Some(thread) = self.threads.get_mut(t.index()) else { continue };
             stack.extend_from_slice(&thread.children);
-            for turn in 0..thread.turns.len() {
-                if self.threads[t.index()].turns[turn].status == TurnStatus::InProgress {
-                    self.end_turn(t, turn, TurnStatus::Interrupted, time);
+            for turn in thread.turns.iter_mut().filter(|turn| turn.status == TurnStatus::InProgress) {
+                turn.status = TurnStatus::Interrupted;
+                turn.completed_ms = time;
+                turn.cut_short = true;
+            }
+            // Every item still at work, whether or not a turn holds it.
+            for item in thread.items.iter_mut().filter(|item| item.status == ItemStatus::InProgress) {
+                item.status = ItemStatus::Interrupted;
+                item.completed_ms = time;
+                item.cut_short = true;
+            }
+            if thread.status.is_active() || thread.status == Status::Pending {
+                thread.cut_short = Some(thread.status);
+                thread.status = Status::Interrupted;
+            }
+        }
+        self.generation += 1;
+    }
+
+    /// The source finds the session rooted at `root` running after all (its process judged gone
+    /// a moment too soon, or another process took it up): what [`Model::stopped`] cut short and
+    /// nothing has told of since is as it was.
+    pub fn resumed(&mut self, root: ThreadIdx) {
+        let mut stack = vec![root];
+        while let Some(t) = stack.pop() {
+            let Some(thread) = self.threads.get_mut(t.index()) else { continue };
+            stack.extend_from_slice(&thread.children);
+            for turn in &mut thread.turns {
+                if std::mem::take(&mut turn.cut_short) && turn.status == TurnStatus::Interrupted {
+                    turn.status = TurnStatus::InProgress;
+                    turn.completed_ms = None;
                 }
             }
-            let thread = &mut self.threads[t.index()];
-            if thread.status.is_active() || thread.status == Status::Pending {
-                thread.status = Status::Interrupted;
+            for item in &mut thread.items {
+                if std::mem::take(&mut item.cut_short) && item.status == ItemStatus::Interrupted {
+                    item.status = ItemStatus::InProgress;
+                    item.completed_ms = None;
+                }
+            }
+            if let Some(was) = thread.cut_short.take().filter(|_| thread.status == Status::Interrupted) {
+                thread.status = was;
             }
         }
         self.generation += 1;
@@ -627,6 +664,7 @@ impl Model {
             completed_ms: None,
             items: Vec::new(),
             error: None,
+            cut_short: false,
         });
         let slot = t.turns.len() - 1;
         t.turn_index.insert(id.into(), slot);
@@ -649,10 +687,13 @@ impl Model {
         let record = &mut turns[turn];
         record.status = state;
         record.completed_ms = time;
+        record.cut_short = false;
         for &i in &record.items {
-            if items[i].status == ItemStatus::InProgress {
+            // An item a stop cut short was still at work as far as the agent knows.
+            if items[i].status == ItemStatus::InProgress || items[i].cut_short {
                 items[i].status = item_state;
                 items[i].completed_ms = time;
+                items[i].cut_short = false;
             }
         }
     }
@@ -671,6 +712,7 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         if let Some(s) = status {
             t.status = s;
+            t.cut_short = None;
         }
         if end.error.is_some() {
             if let Some(turn) = turn {
@@ -769,6 +811,7 @@ impl Model {
             }
             if let Some(status) = f.status {
                 item.status = status;
+                item.cut_short = false;
             }
             if f.exit_code.is_some() {
                 item.exit_code = f.exit_code;

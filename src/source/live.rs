@@ -99,6 +99,9 @@ pub enum Event {
     /// with none: nothing of it runs any more, whatever its files last said (a SIGKILL writes no
     /// end). Sent once per stop, after the snapshot that says so.
     Stopped(String),
+    /// A session sent as [`Event::Stopped`] runs after all: a process runs it again (its own,
+    /// judged gone a moment too soon, or one that took it up).
+    Resumed(String),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).
     Followed(super::follow::Change),
 }
