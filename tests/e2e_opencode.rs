@@ -1048,4 +1048,11 @@ fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
     assert_eq!(dead[&running_root], Status::Interrupted, "killed: {dead:?}");
     assert_eq!(dead[&child], Status::Interrupted, "killed with its parent: {dead:?}");
     assert_eq!(dead[&quick[0]], Status::Idle, "a finished session stays finished");
+    let mut p = Pipeline::default();
+    feed(&mut p, &snapshot(&db).unwrap().records);
+    for id in [&running_root, &child] {
+        let t = p.model.thread(p.find(id).unwrap());
+        let turns: Vec<_> = t.turns.iter().map(|u| u.status).collect();
+        assert!(!turns.is_empty() && !turns.contains(&swarmtop::model::TurnStatus::InProgress), "{id}: {turns:?}");
+    }
 }

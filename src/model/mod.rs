@@ -543,6 +543,13 @@ impl Model {
             let thread = &mut self.threads[t.index()];
             if thread.status.is_active() || thread.status == Status::Pending {
                 thread.status = end;
+                // Its turn in progress ended with it (an OpenCode run killed mid-turn kept showing
+                // `● turn 1` under its interrupted session).
+                if interrupted {
+                    for turn in thread.turns.iter_mut().filter(|u| u.status == TurnStatus::InProgress) {
+                        turn.status = TurnStatus::Interrupted;
+                    }
+                }
             }
             stack.extend_from_slice(&thread.children);
         }
