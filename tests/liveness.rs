@@ -688,6 +688,7 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
     );
     let Some(view) = tmux::Tmux::start("killed", 120, 32, &command) else {
         let _ = run.kill();
+        let _ = run.wait();
         return;
     };
     let before = tokio::task::block_in_place(|| {
