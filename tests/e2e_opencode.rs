@@ -1001,6 +1001,18 @@ fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
     assert!(first.success());
     let quick: Vec<String> = sessions(&db).into_keys().collect();
     assert_eq!(quick.len(), 1);
+    // Read whole, a session spans its own times: its row (its last update) is read before its
+    // messages, and the first line read made its start (every agent read from a store ran 0:00).
+    let (created, updated): (i64, i64) = swarmtop::source::opencode::open(&db)
+        .unwrap()
+        .query_row("SELECT time_created, time_updated FROM session", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    let mut whole = Pipeline::default();
+    feed(&mut whole, &snapshot(&db).unwrap().records);
+    let t = whole.model.thread(whole.find(&quick[0]).unwrap());
+    let (first, last) = (t.first_ms.unwrap(), t.last_ms.unwrap());
+    assert!(first < updated && first - created < 500, "starts at {first}, created {created}, updated {updated}");
+    assert!(last >= updated, "ends at {last}, updated {updated}");
     // The precondition of the regression: a lock left behind that names a dead process.
     let locks = root.join("home/.local/state/opencode/locks");
     let lock_pids: Vec<i64> = std::fs::read_dir(&locks)

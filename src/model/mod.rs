@@ -330,7 +330,9 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         t.lines += 1;
         if let Some(ms) = time {
-            t.first_ms.get_or_insert(ms);
+            // The earliest, not the first read: a store's snapshot hands on a session's row (its
+            // last update) before its messages (an OpenCode agent that ran 4 s showed 0:00).
+            t.first_ms = Some(t.first_ms.map_or(ms, |f| f.min(ms)));
             t.last_ms = Some(t.last_ms.map_or(ms, |l| l.max(ms)));
         }
         // A retry is transient: the thread's next line puts back the status it had.
