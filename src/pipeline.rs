@@ -175,6 +175,14 @@ impl Pipeline {
         self.router.finish(&mut tap);
     }
 
+    /// The process running session `id` (its root thread) is gone: what of its tree was still
+    /// running was cut short (see [`crate::model::Model::stopped`]).
+    pub fn stopped(&mut self, id: &str) {
+        if let Some(root) = self.router.find(id) {
+            self.model.stopped(root);
+        }
+    }
+
     pub fn counters(&self) -> Counters {
         self.router.counters()
     }

@@ -14,20 +14,23 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
 use support::anthropic::Usage;
-use support::claude_driver::{self, ClaudeBinary, ClaudeRun, RunOptions, claude_binary};
+use support::claude_driver::{self, ClaudeBinary, ClaudeRun, Interrupt, RunOptions, claude_binary};
 use support::claude_scenario::{Agent, INTERRUPT, Pacing, ROOT_MODEL, Scenario, TEAM, agent};
+use support::follower::{Followed, Follower};
 use support::ingest::ingest;
-use swarmtop::commands::Follow;
+use swarmtop::model::Model;
 use swarmtop::model::prices::Pico;
-use swarmtop::model::{Prices, Status, Thread, Tokens};
-use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::model::{Prices, Status, Thread, Tokens, TurnStatus};
+use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Role;
+use swarmtop::source::discover::State;
+use swarmtop::source::files;
+use swarmtop::source::live::Event as LiveEvent;
+use swarmtop::wire::Origin;
 
 fn binary(test: &str) -> Option<PathBuf> {
     match claude_binary() {
@@ -37,12 +40,6 @@ fn binary(test: &str) -> Option<PathBuf> {
             None
         }
         ClaudeBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
-    }
-}
-
-fn keep(run: &ClaudeRun, scenario: &str) {
-    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
-        claude_driver::keep(run, &PathBuf::from(dir).join(scenario)).expect("keeping the run");
     }
 }
 
@@ -141,8 +138,10 @@ fn assistant_usage(lines: &[Value]) -> Usage {
 async fn real_claude_team_session() {
     let Some(bin) = binary("real_claude_team_session") else { return };
     let world = claude_driver::World::new().expect("a world");
-    // A `--follow` reader of the projects folder, started before the CLI is.
-    let follower = Follower::start(world.projects());
+    // A `--follow` reader of the projects folder and the machine view's source (`swarmtop` with
+    // no arguments), both started before the CLI is.
+    let follower = Follower::start(world.projects(), Sightings::see);
+    let machine = MachineWatch::start(&world.home);
     let run = claude_driver::run(
         &bin,
         Scenario::team(Pacing::LIVE),
@@ -152,7 +151,9 @@ async fn real_claude_team_session() {
     .await
     .unwrap_or_else(|e| panic!("the team session did not complete: {e}"));
     let followed = follower.stop();
-    keep(&run, "team");
+    claude_driver::keep_if_asked(&run, "team");
+    let disk_now = on_disk(&run);
+    let watched = machine.stop_as_read(&disk_now.session_id, &ingest(&run.world.projects())).await;
     eprintln!("team run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
     assert!(run.elapsed < Duration::from_secs(60), "the run took {:?}: are the retries shortened?", run.elapsed);
@@ -167,6 +168,7 @@ async fn real_claude_team_session() {
     check_team_tree(&stream, &disk, &ids, "stream-json");
     check_stream_reconciled(&stream, &transcripts, &disk);
     check_followed(&followed, &ids, &transcripts);
+    check_followed(&watched, &ids, &transcripts);
 }
 
 fn thread<'p>(p: &'p Pipeline, id: &str, what: &str) -> &'p Thread {
@@ -265,69 +267,145 @@ fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnD
 
 /// What a `--follow` monitor showed while the run went on: each child running under its card,
 /// its tokens counted, before it ended; and at the end the same figures as a reading afterwards.
-fn check_followed(followed: &Followed, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
+fn check_followed(followed: &Followed<Sightings>, ids: &HashMap<&'static str, String>, transcripts: &Pipeline) {
     eprintln!(
         "follower: {} polls, running-with-tokens sightings per card: {:?}",
-        followed.polls, followed.running_under_card
+        followed.polls, followed.seen.running_under_card
     );
     assert!(followed.polls > 5, "the follower polled during the run ({} polls)", followed.polls);
     for a in &TEAM[1..] {
-        let seen = followed.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
+        let seen = followed.seen.running_under_card.get(a.card.unwrap()).copied().unwrap_or(0);
         assert!(seen > 0, "{} ({}) was never seen running under its card with tokens while it ran", a.tag, ids[a.tag]);
     }
     for t in &transcripts.model.threads {
-        let f = followed.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
+        let f = followed.seen.last.get(&*t.id).unwrap_or_else(|| panic!("the follower never saw {}", t.id));
         assert_eq!((f.0, f.1), (t.tokens.total, t.status), "follow ends where a reading afterwards does: {}", t.id);
     }
 }
 
-/// Snapshots of a follower's model, taken while the CLI runs.
+/// What a follower's model showed, poll by poll, while the CLI ran.
 #[derive(Default)]
-struct Followed {
-    polls: usize,
+struct Sightings {
     /// Card -> polls in which its child was a child of the right place, running, with tokens.
     running_under_card: HashMap<String, usize>,
     /// Thread id -> (tokens, status) at the last poll.
     last: HashMap<String, (u64, Status)>,
 }
 
-struct Follower {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Followed>,
+impl Sightings {
+    fn see(&mut self, m: &Model) {
+        for t in &m.threads {
+            let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
+            if under_card && t.status == Status::Running && t.tokens.total > 0 {
+                *self.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
+            }
+            self.last.insert(t.id.to_string(), (t.tokens.total, t.status));
+        }
+    }
 }
 
-impl Follower {
-    fn start(projects: PathBuf) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let mut follow = Follow::start(&[projects], Config::default()).expect("following the projects folder");
-            let mut out = Followed::default();
+/// The machine view's source over the CLI's HOME, fed into a pipeline as the screen feeds it: the
+/// same sightings as a [`Follower`]'s, and the sessions' liveness as its snapshots say.
+struct MachineWatch {
+    stop: tokio::sync::oneshot::Sender<tokio::sync::oneshot::Sender<Followed<Sightings>>>,
+    states: tokio::sync::watch::Receiver<HashMap<String, State>>,
+    model: tokio::sync::watch::Receiver<Watched>,
+}
+
+/// The machine watcher's model after its latest event.
+#[derive(Clone, Default)]
+struct Watched {
+    /// Thread id -> (tokens, status).
+    threads: HashMap<String, (u64, Status)>,
+    /// Turns of any thread still in progress.
+    open_turns: usize,
+}
+
+impl MachineWatch {
+    fn start(home: &Path) -> Self {
+        let opts = swarmtop::commands::sessions::Options {
+            window: swarmtop::source::discover::Window::all(),
+            env: swarmtop::source::discover::Env::default().with("HOME", home),
+            proc: swarmtop::source::proc::Proc::default(),
+            tee_dir: home.join("run/swarmtop"),
+        };
+        let mut events = swarmtop::commands::machine::spawn(opts);
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<Followed<Sightings>>>();
+        let (states_tx, states) = tokio::sync::watch::channel(HashMap::new());
+        let (model_tx, model) = tokio::sync::watch::channel(Watched::default());
+        tokio::spawn(async move {
+            let mut pipeline = Pipeline::default();
+            let mut origin = Origin::NONE;
+            let mut out = Followed { polls: 0, seen: Sightings::default() };
             loop {
-                let last_round = flag.load(Ordering::SeqCst);
-                follow.poll();
-                out.polls += 1;
-                let m = &follow.pipeline.model;
-                for t in &m.threads {
-                    let under_card = t.role == Role::Child && t.card.is_some() && t.parent.is_some();
-                    if under_card && t.status == Status::Running && t.tokens.total > 0 {
-                        *out.running_under_card.entry(t.card.as_deref().unwrap().to_owned()).or_default() += 1;
+                let event = tokio::select! {
+                    reply = &mut stopped => {
+                        if let Ok(reply) = reply {
+                            let _ = reply.send(out);
+                        }
+                        return;
                     }
-                    out.last.insert(t.id.to_string(), (t.tokens.total, t.status));
+                    event = events.recv() => event,
+                };
+                // What the screen does with each (ui::runtime).
+                match event {
+                    Some(LiveEvent::Origin(o)) => origin = o,
+                    Some(LiveEvent::Records(r)) => {
+                        files::read_records(r.as_bytes(), files::MAX_LINE, |rec| {
+                            pipeline.feed(rec, &origin, &mut |_: &swarmtop::router::Event<'_, '_>| {});
+                        })
+                        .expect("records");
+                        out.polls += 1;
+                    }
+                    Some(LiveEvent::Stopped(id)) => pipeline.stopped(&id),
+                    Some(LiveEvent::Sessions(snapshot)) => {
+                        states_tx.send_replace(snapshot.sessions.iter().map(|s| (s.id.clone(), s.state)).collect());
+                    }
+                    Some(_) => {}
+                    None => return,
                 }
-                if last_round {
-                    return out;
-                }
-                std::thread::sleep(Duration::from_millis(100));
+                out.seen.see(&pipeline.model);
+                let open_turns = pipeline
+                    .model
+                    .threads
+                    .iter()
+                    .flat_map(|t| &t.turns)
+                    .filter(|t| t.status == TurnStatus::InProgress)
+                    .count();
+                model_tx.send_replace(Watched { threads: out.seen.last.clone(), open_turns });
             }
         });
-        Self { stop, handle }
+        Self { stop, states, model }
     }
 
-    /// One last poll after the run, then what it saw.
-    fn stop(self) -> Followed {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle.join().expect("the follower thread")
+    /// Once the CLI has exited: waits for `session` to be no longer live (liveness is sampled
+    /// every 2 s) and for the model to be as `done` wants, then its state and what was seen.
+    async fn stop(
+        mut self,
+        session: &str,
+        done: impl Fn(&Watched) -> bool,
+    ) -> (Option<State>, Followed<Sightings>, Watched) {
+        let deadline = Duration::from_secs(10);
+        let not_live = |s: &HashMap<String, State>| s.get(session).is_some_and(|&s| s != State::Live);
+        let state = tokio::time::timeout(deadline, self.states.wait_for(not_live)).await;
+        let state = state.ok().and_then(Result::ok).map(|s| s[session]);
+        let caught_up = tokio::time::timeout(deadline, self.model.wait_for(|m| done(m))).await.is_ok();
+        let last = self.model.borrow().clone();
+        let (reply, seen) = tokio::sync::oneshot::channel();
+        let _ = self.stop.send(reply);
+        let seen = seen.await.expect("the machine watcher's sightings");
+        assert!(caught_up, "the machine view never got where it should: {:?}", last.threads);
+        (state, seen, last)
+    }
+
+    /// [`MachineWatch::stop`] after a clean run: the session idle, the model where a reading
+    /// of the files afterwards is.
+    async fn stop_as_read(self, session: &str, transcripts: &Pipeline) -> Followed<Sightings> {
+        let want: HashMap<String, (u64, Status)> =
+            transcripts.model.threads.iter().map(|t| (t.id.to_string(), (t.tokens.total, t.status))).collect();
+        let (state, seen, _) = self.stop(session, |m| want.iter().all(|(id, w)| m.threads.get(id) == Some(w))).await;
+        assert_eq!(state, Some(State::Idle), "the machine view: the session is idle once the CLI exited");
+        seen
     }
 }
 
@@ -384,14 +462,14 @@ async fn real_claude_interrupted_session() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Some(Duration::from_millis(500)),
+            interrupt_after: Interrupt::sigint(Duration::from_millis(500)),
             telemetry: None,
         },
         world,
     )
     .await
     .unwrap_or_else(|e| panic!("the interrupted session did not complete: {e}"));
-    keep(&run, "interrupt");
+    claude_driver::keep_if_asked(&run, "interrupt");
     eprintln!("interrupt run: {:?}, exit {:?}", run.elapsed, run.exit);
     assert!(run.interrupted);
     let disk = on_disk(&run);
@@ -412,4 +490,44 @@ async fn real_claude_interrupted_session() {
         assert_eq!(parent_id(&p, child), Some(disk.session_id.as_str()), "{what}: under the session");
         assert_eq!(child.card.as_deref(), agent(INTERRUPT, "slow").card, "{what}: under its card");
     }
+}
+
+/// The same run killed (SIGKILL) while the child's answer streams: the CLI writes no end, no
+/// interrupt note, its `sessions/<pid>.json` stays. Once the machine view sees the process gone,
+/// nothing of the session runs on its screen: the lead and the child interrupted, no turn open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_killed_session_stops_running_in_the_machine_view() {
+    let Some(bin) = binary("real_claude_killed_session_stops_running_in_the_machine_view") else { return };
+    let world = claude_driver::World::new().expect("a world");
+    let machine = MachineWatch::start(&world.home);
+    let run = claude_driver::run(
+        &bin,
+        Scenario::interrupt(Pacing::LIVE),
+        RunOptions {
+            timeout: Duration::from_secs(60),
+            interrupt_after: Interrupt::sigkill(Duration::from_millis(500)),
+            telemetry: None,
+        },
+        world,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the killed session did not run: {e}"));
+    claude_driver::keep_if_asked(&run, "killed");
+    assert!(run.interrupted && run.exit.code().is_none(), "killed by a signal: {:?}", run.exit);
+    let disk = on_disk(&run);
+    let ids = ids_by_tag(&disk, INTERRUPT);
+    // The files alone say the session still works: its turn open, the child's answer unwritten.
+    let read = ingest(&run.world.projects());
+    assert_eq!(thread(&read, &disk.session_id, "files").status, Status::Running, "nothing in the files ends it");
+    let stopped = |m: &Watched| {
+        m.open_turns == 0
+            && [disk.session_id.as_str(), ids["slow"].as_str()]
+                .iter()
+                .all(|id| m.threads.get(*id).is_some_and(|t| t.1 == Status::Interrupted))
+    };
+    let (state, seen, last) = machine.stop(&disk.session_id, stopped).await;
+    assert!(matches!(state, Some(State::Idle | State::Ended)), "not live once its pid is gone: {state:?}");
+    let card = agent(INTERRUPT, "slow").card.unwrap();
+    assert!(seen.seen.running_under_card.get(card).is_some_and(|&n| n > 0), "the child ran under its card first");
+    assert_eq!(last.threads.len(), INTERRUPT.len(), "the session and its child: {:?}", last.threads);
 }

@@ -12,7 +12,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
+use support::anthropic::{Block, MessagesRequest, Reply, Script};
 use support::claude_driver::{self, RunOptions, binary};
 use support::ingest::ingest;
 use swarmtop::model::Status;
@@ -49,15 +49,7 @@ impl Script for ChildFails {
             _ => vec![Block::Text("Side answer.".to_owned())],
         };
         let stop = if matches!(blocks[0], Block::ToolUse { .. }) { "tool_use" } else { "end_turn" };
-        Reply::Message {
-            blocks,
-            stop,
-            usage: Usage { input: 100, cache_write_5m: 10, cache_write_1h: 0, cache_read: 1000, output: 20 },
-            model: None,
-            pre_delay: Duration::from_millis(20),
-            delta_delay: Duration::ZERO,
-            signal: false,
-        }
+        Reply::answer(blocks, stop)
     }
 }
 
@@ -68,12 +60,7 @@ async fn real_claude_a_sub_agent_failing_mid_way_fails_alone() {
     let opts = RunOptions { timeout: Duration::from_secs(60), interrupt_after: None, telemetry: None };
     let run = claude_driver::run_with(&bin, ChildFails, opts, world, &[]).await.expect("the run");
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
-    if let Some(keep) = std::env::var_os("SWARMTOP_KEEP_CAPTURE") {
-        let keep = std::path::PathBuf::from(keep);
-        std::fs::create_dir_all(&keep).unwrap();
-        std::fs::copy(&run.world.stream, keep.join("stream.ndjson")).unwrap();
-        let _ = std::process::Command::new("cp").arg("-r").arg(run.world.projects()).arg(&keep).status();
-    }
+    claude_driver::keep_if_asked(&run, "child_fails");
     let good = run.served.iter().filter(|s| s.agent.as_deref() == Some("flaky") && s.status == 200).count();
     let failed = run.served.iter().filter(|s| s.agent.as_deref() == Some("flaky") && s.status == 529).count();
     assert_eq!(good, 1, "the helper's first request answered");

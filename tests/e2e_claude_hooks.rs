@@ -12,7 +12,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
+use support::anthropic::{Block, MessagesRequest, Reply, Script};
 use support::claude_driver::binary;
 use support::claude_driver::{self, ClaudeRun, RunOptions};
 use support::ingest::ingest;
@@ -37,15 +37,7 @@ impl Script for OneCall {
             (true, _) => (vec![Block::Text("Listed.".to_owned())], "end_turn"),
             (false, _) => (vec![Block::Text("Side answer.".to_owned())], "end_turn"),
         };
-        Reply::Message {
-            blocks,
-            stop,
-            usage: Usage { input: 100, cache_write_5m: 10, cache_write_1h: 0, cache_read: 1000, output: 20 },
-            model: None,
-            pre_delay: Duration::from_millis(20),
-            delta_delay: Duration::ZERO,
-            signal: false,
-        }
+        Reply::answer(blocks, stop)
     }
 }
 
@@ -77,12 +69,7 @@ fn hooked_world() -> claude_driver::World {
 async fn real_claude_hooks_that_run_and_fail_leave_the_call_and_the_session_right() {
     let Some(run) = run(hooked_world(), &["--include-hook-events"]).await else { return };
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
-    if let Some(keep) = std::env::var_os("SWARMTOP_KEEP_CAPTURE") {
-        let keep = std::path::PathBuf::from(keep);
-        std::fs::create_dir_all(&keep).unwrap();
-        std::fs::copy(&run.world.stream, keep.join("stream.ndjson")).unwrap();
-        let _ = std::process::Command::new("cp").arg("-r").arg(run.world.projects()).arg(&keep).status();
-    }
+    claude_driver::keep_if_asked(&run, "hooks");
     let text = String::from_utf8(run.stream()).expect("UTF-8");
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
     let responses: Vec<&Value> = lines.iter().filter(|l| l["subtype"] == "hook_response").collect();

@@ -10,18 +10,15 @@
 mod support;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::anthropic::{Block, MessagesRequest, Reply, Script, Served, Usage};
 use support::claude_driver::{self, ClaudeRun, RunOptions, binary};
+use support::follower::Follower;
 use support::ingest::ingest;
-use swarmtop::commands::Follow;
+use swarmtop::model::Model;
 use swarmtop::model::Status;
-use swarmtop::pipeline::Config;
 use swarmtop::router::Role;
 
 /// The lead's first answer spawns a foreground helper; every later one (the resumed run's too) is a
@@ -74,48 +71,17 @@ fn served_total(served: &[Served]) -> u64 {
         .sum()
 }
 
-/// A `--follow` reader of the projects folder on a thread of its own, polled every 100 ms.
-struct Follower {
-    stop: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<Seen>,
-}
-
 /// What the follower's model held: the most threads at once, and each thread at the last poll.
 #[derive(Default)]
 struct Seen {
-    polls: usize,
     most_roots: usize,
     last: HashMap<String, (u64, Status, usize)>,
 }
 
-impl Follower {
-    fn start(projects: PathBuf) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || {
-            let mut follow = Follow::start(&[projects], Config::default()).expect("following the projects folder");
-            let mut seen = Seen::default();
-            loop {
-                let last_round = flag.load(Ordering::SeqCst);
-                follow.poll();
-                seen.polls += 1;
-                let m = &follow.pipeline.model;
-                seen.most_roots = seen.most_roots.max(m.threads.iter().filter(|t| t.role == Role::Root).count());
-                for t in &m.threads {
-                    seen.last.insert(t.id.to_string(), (t.tokens.total, t.status, t.turns.len()));
-                }
-                if last_round {
-                    return seen;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        });
-        Self { stop, handle }
-    }
-
-    fn stop(self) -> Seen {
-        self.stop.store(true, Ordering::SeqCst);
-        self.handle.join().expect("the follower thread")
+fn observe(seen: &mut Seen, m: &Model) {
+    seen.most_roots = seen.most_roots.max(m.threads.iter().filter(|t| t.role == Role::Root).count());
+    for t in &m.threads {
+        seen.last.insert(t.id.to_string(), (t.tokens.total, t.status, t.turns.len()));
     }
 }
 
@@ -129,7 +95,7 @@ fn session_of(run: &ClaudeRun) -> String {
 async fn real_claude_resumed_in_a_new_process_while_followed_is_one_session_counted_once() {
     let Some(bin) = binary() else { return };
     let world = claude_driver::World::new().expect("a world");
-    let follower = Follower::start(world.projects());
+    let follower = Follower::start(world.projects(), observe);
     let opts = || RunOptions { timeout: Duration::from_secs(60), interrupt_after: None, telemetry: None };
     let first = claude_driver::run_with(&bin, Lead, opts(), world, &[]).await.expect("the first run");
     assert!(
@@ -148,7 +114,8 @@ async fn real_claude_resumed_in_a_new_process_while_followed_is_one_session_coun
     );
     assert_eq!(session_of(&second), id, "--resume keeps the session id");
     served.extend(second.served.iter().cloned());
-    let seen = follower.stop();
+    let followed = follower.stop();
+    let seen = &followed.seen;
 
     let read = ingest(&second.world.projects());
     assert_eq!(read.model.threads.len(), 2, "the session and its helper");
@@ -160,7 +127,7 @@ async fn real_claude_resumed_in_a_new_process_while_followed_is_one_session_coun
     assert_eq!(helper.status, Status::Idle);
     assert_eq!(root.subtree.tokens.total, served_total(&served), "every served response once, read afterwards");
 
-    assert!(seen.polls > 5, "the follower polled while the CLI ran ({} polls)", seen.polls);
+    assert!(followed.polls > 5, "the follower polled while the CLI ran ({} polls)", followed.polls);
     assert_eq!(seen.most_roots, 1, "the follower never showed a second session");
     assert_eq!(seen.last.len(), 2, "the follower's threads: {:?}", seen.last.keys().collect::<Vec<_>>());
     for t in &read.model.threads {

@@ -151,9 +151,7 @@ async fn real_claude_tools_background_bash_errors_and_todos_are_typed_and_nothin
     .await
     .unwrap_or_else(|e| panic!("the session did not complete: {e}"));
     eprintln!("tools run: {:?}, exit {:?}", run.elapsed, run.exit);
-    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
-        claude_driver::keep(&run, &std::path::PathBuf::from(dir).join("tools")).expect("keeping the run");
-    }
+    claude_driver::keep_if_asked(&run, "tools");
     assert!(run.exit.success(), "the CLI failed: {}", std::fs::read_to_string(&run.world.stderr).unwrap_or_default());
     for (what, path) in [("stream-json", run.world.stream.clone()), ("transcripts", run.world.projects())] {
         let p = ingest(&path);

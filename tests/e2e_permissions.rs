@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::anthropic::{Block, MessagesRequest, Reply, Script, Usage};
+use support::anthropic::{Block, MessagesRequest, Reply, Script};
 use support::claude_driver::binary;
 use support::claude_driver::{self, ClaudeRun, RunOptions};
 use support::ingest::ingest;
@@ -33,15 +33,7 @@ impl Script for Calls {
             (true, _) => (vec![Block::Text("Some of that was refused.".to_owned())], "end_turn"),
             (false, _) => (vec![Block::Text("Side answer.".to_owned())], "end_turn"),
         };
-        Reply::Message {
-            blocks,
-            stop,
-            usage: Usage { input: 100, cache_write_5m: 10, cache_write_1h: 0, cache_read: 1000, output: 20 },
-            model: None,
-            pre_delay: Duration::from_millis(20),
-            delta_delay: Duration::ZERO,
-            signal: false,
-        }
+        Reply::answer(blocks, stop)
     }
 }
 

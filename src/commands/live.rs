@@ -145,7 +145,8 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
         | Event::Disconnected { .. }
         | Event::Followed(_)
         | Event::Origin(_)
-        | Event::Sessions(_) => {}
+        | Event::Sessions(_)
+        | Event::Stopped(_) => {}
     }
 }
 

@@ -60,8 +60,10 @@ struct Followed {
     path: PathBuf,
     canonical: PathBuf,
     origin: Origin,
-    /// Bytes consumed (whole lines only).
+    /// Bytes consumed (whole lines only); a sidecar's length when it was last sent.
     read: u64,
+    /// A sidecar's modification time when it was last sent (plain files: `None`).
+    modified: Option<SystemTime>,
     /// Only lines older than this (a tee carries the rest); `Some(i64::MIN)`: none at all.
     before_ms: Option<i64>,
     /// A line at or after `before_ms` was seen: the rest of the file is the tee's.
@@ -85,6 +87,10 @@ struct Session {
     within: Option<String>,
     /// When it last changed, as discovery saw it (a store's rows are not files to stat).
     modified: SystemTime,
+    /// Its liveness at the last snapshot, and whether the consumer was told it stopped since
+    /// it was last live.
+    state: Option<State>,
+    stopped: bool,
 }
 
 struct TeeFeed {
@@ -324,6 +330,7 @@ impl Machine {
             Event::Disconnected { .. }
             | Event::Origin(_)
             | Event::Sessions(_)
+            | Event::Stopped(_)
             | Event::Followed(_)
             | Event::Notice(_) => {}
         }
@@ -348,6 +355,8 @@ impl Machine {
             tee: Some(i),
             within: None,
             modified: SystemTime::UNIX_EPOCH,
+            state: None,
+            stopped: false,
         });
         self.tees[i].session = Some(index);
         true
@@ -405,6 +414,8 @@ impl Machine {
                     tee,
                     within: c.within.clone(),
                     modified: c.modified,
+                    state: None,
+                    stopped: false,
                 });
                 if let Some(Ok(snap)) = discover::read_within(&c) {
                     // A session of a store: its subtree as the store holds it now; what follows
@@ -453,6 +464,7 @@ impl Machine {
                     origin: files::origin(&input),
                     path: path.clone(),
                     read: 0,
+                    modified: None,
                     before_ms,
                     done: false,
                     store,
@@ -547,6 +559,9 @@ impl Machine {
             }
             return Ok(());
         }
+        if files::is_sidecar(&self.files[i].path) {
+            return self.read_sidecar(i).await;
+        }
         loop {
             let f = &mut self.files[i];
             if f.done {
@@ -568,6 +583,28 @@ impl Machine {
         }
     }
 
+    /// A sidecar (Claude Code's `agent-<id>.meta.json`, wire.md §6) is one JSON object with no
+    /// line break at its end, rewritten whole (`finished: true` once its agent ends): read as
+    /// lines it never gave one, so a child at depth 2 (linked by its sidecar alone) stayed
+    /// pending for good and every child was pending until its parent's tool result. It is sent
+    /// whole whenever it changed, once it parses: a rewrite caught half-way is read again on the
+    /// change that completes it.
+    async fn read_sidecar(&mut self, i: usize) -> Result<(), Gone> {
+        let f = &mut self.files[i];
+        let Ok(meta) = std::fs::metadata(&f.path) else { return Ok(()) };
+        let modified = meta.modified().ok();
+        if (meta.len(), modified) == (f.read, f.modified) {
+            return Ok(());
+        }
+        let Ok(text) = files::read_sidecar(&f.path) else { return Ok(()) };
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_err() {
+            return Ok(());
+        }
+        (f.read, f.modified) = (meta.len(), modified);
+        let origin = f.origin.clone();
+        self.forward(origin, text).await
+    }
+
     /// Liveness of every session, sent to the screen; judged by `walk` when the tick took one
     /// already (a rescan's), else by a walk of its own.
     async fn snapshot(&mut self, walk: Option<Walk>) -> Result<(), Gone> {
@@ -577,7 +614,31 @@ impl Machine {
         let walk = if appeared.into_iter().any(|r| self.watcher.watch(&r)) { Some(self.rescan().await?) } else { walk };
         let walk = walk.unwrap_or_else(|| self.walk());
         let snapshot = self.sessions_now(&walk);
-        self.send(Event::Sessions(Box::new(snapshot))).await
+        let stopped = self.stopped(&snapshot);
+        self.send(Event::Sessions(Box::new(snapshot))).await?;
+        for id in stopped {
+            self.send(Event::Stopped(id)).await?;
+        }
+        Ok(())
+    }
+
+    /// The sessions `snapshot` says stopped: live before and no longer (the process exited: a
+    /// Claude Code killed mid-answer left its turn and its children running on screen for good),
+    /// or ended (aged out with no process, as `ps` says). Each once until it is live again.
+    fn stopped(&mut self, snapshot: &Snapshot) -> Vec<String> {
+        let mut out = Vec::new();
+        for seen in &snapshot.sessions {
+            let Some(&i) = self.by_key.get(&(seen.tool.clone(), seen.id.clone())) else { continue };
+            let s = &mut self.sessions[i];
+            let was = s.state.replace(seen.state);
+            if seen.state == State::Live {
+                s.stopped = false;
+            } else if !s.stopped && (was == Some(State::Live) || seen.state == State::Ended) {
+                s.stopped = true;
+                out.push(seen.id.clone());
+            }
+        }
+        out
     }
 
     /// Every session as the screen lists it, liveness sampled now.

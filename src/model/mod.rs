@@ -557,6 +557,28 @@ impl Model {
         }
     }
 
+    /// The process of the session rooted at `root` is gone without a word in its files (killed
+    /// mid-answer: no end line, no interrupt note): every thread of its tree still at work, and
+    /// its turn and items in progress, were interrupted, at the last time the stream told.
+    pub fn stopped(&mut self, root: ThreadIdx) {
+        let time = self.stream_ms;
+        let mut stack = vec![root];
+        while let Some(t) = stack.pop() {
+            let Some(thread) = self.threads.get(t.index()) else { continue };
+            stack.extend_from_slice(&thread.children);
+            for turn in 0..thread.turns.len() {
+                if self.threads[t.index()].turns[turn].status == TurnStatus::InProgress {
+                    self.end_turn(t, turn, TurnStatus::Interrupted, time);
+                }
+            }
+            let thread = &mut self.threads[t.index()];
+            if thread.status.is_active() || thread.status == Status::Pending {
+                thread.status = Status::Interrupted;
+            }
+        }
+        self.generation += 1;
+    }
+
     /// The turn a reference means, as an index into the thread's turns.
     fn turn_ref(&mut self, idx: ThreadIdx, turn: &TurnRef<'_>) -> Option<usize> {
         let t = &self.threads[idx.index()];

@@ -95,6 +95,10 @@ pub enum Event {
     Origin(super::origin::Origin),
     /// The sessions a machine-wide source follows, and their liveness.
     Sessions(Box<super::discover::Snapshot>),
+    /// The process that ran this session (its root thread's id) is gone, seen exiting or aged out
+    /// with none: nothing of it runs any more, whatever its files last said (a SIGKILL writes no
+    /// end). Sent once per stop, after the snapshot that says so.
+    Stopped(String),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).
     Followed(super::follow::Change),
 }

@@ -113,6 +113,22 @@ pub enum Reply {
     Error { status: u16, kind: &'static str, message: &'static str },
 }
 
+impl Reply {
+    /// A prompt answer of one small, fixed usage, after a short think time: what a test uses when
+    /// the figures are not its subject.
+    pub fn answer(blocks: Vec<Block>, stop: &'static str) -> Self {
+        Self::Message {
+            blocks,
+            stop,
+            usage: Usage { input: 100, cache_write_5m: 10, cache_write_1h: 0, cache_read: 1000, output: 20 },
+            model: None,
+            pre_delay: Duration::from_millis(20),
+            delta_delay: Duration::ZERO,
+            signal: false,
+        }
+    }
+}
+
 pub trait Script: Send + Sync + 'static {
     fn reply(&self, req: &MessagesRequest<'_>) -> Reply;
 }

@@ -89,10 +89,28 @@ impl World {
 
 pub struct RunOptions {
     pub timeout: Duration,
-    /// Send SIGINT to the CLI this long after a signalled answer started streaming.
-    pub interrupt_after: Option<Duration>,
+    /// Signal the CLI this long after a signalled answer started streaming.
+    pub interrupt_after: Option<Interrupt>,
     /// Turn the CLI's own OpenTelemetry on, traces and logs to this OTLP/HTTP endpoint.
     pub telemetry: Option<String>,
+}
+
+/// What [`RunOptions::interrupt_after`] sends, and when.
+#[derive(Clone, Copy, Debug)]
+pub struct Interrupt {
+    pub after: Duration,
+    /// SIGINT as Ctrl-C (the CLI writes its interrupt down); SIGKILL leaves its files as they were.
+    pub signal: nix::sys::signal::Signal,
+}
+
+impl Interrupt {
+    pub fn sigint(after: Duration) -> Option<Self> {
+        Some(Self { after, signal: nix::sys::signal::Signal::SIGINT })
+    }
+
+    pub fn sigkill(after: Duration) -> Option<Self> {
+        Some(Self { after, signal: nix::sys::signal::Signal::SIGKILL })
+    }
 }
 
 pub struct ClaudeRun {
@@ -182,18 +200,15 @@ pub async fn run_with(
         .spawn()
         .map_err(|e| format!("spawning {}: {e}", bin.display()))?;
     let mut interrupted = false;
-    if let Some(after) = opts.interrupt_after {
+    if let Some(Interrupt { after, signal }) = opts.interrupt_after {
         let signalled = tokio::time::timeout(opts.timeout, streaming.changed()).await;
         if !matches!(signalled, Ok(Ok(()))) {
             return Err(format!("the answer to interrupt never streamed; mock served: {:#?}", mock.served()));
         }
         tokio::time::sleep(after).await;
         let pid = child.id().ok_or("the CLI exited before the interrupt")?;
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(|e| e.to_string())?),
-            nix::sys::signal::Signal::SIGINT,
-        )
-        .map_err(|e| format!("SIGINT: {e}"))?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).map_err(|e| e.to_string())?), signal)
+            .map_err(|e| format!("{signal}: {e}"))?;
         interrupted = true;
     }
     let waited = tokio::time::timeout(opts.timeout.saturating_sub(started.elapsed()), child.wait()).await;
@@ -218,6 +233,14 @@ pub fn keep(run: &ClaudeRun, dest: &Path) -> std::io::Result<()> {
     copy_tree(&run.world.projects(), &dest.join("projects"))?;
     let served: Vec<String> = run.served.iter().map(|s| format!("{s:?}")).collect();
     std::fs::write(dest.join("served.txt"), served.join("\n") + "\n")
+}
+
+/// With `SWARMTOP_E2E_KEEP=DIR` set, keeps what the run left in `DIR/<scenario>/` (to read a real
+/// run's files, or to make a capture of them).
+pub fn keep_if_asked(run: &ClaudeRun, scenario: &str) {
+    if let Some(dir) = std::env::var_os("SWARMTOP_E2E_KEEP") {
+        keep(run, &PathBuf::from(dir).join(scenario)).expect("keeping the run");
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {

@@ -11,6 +11,7 @@ pub mod chat_completions;
 pub mod claude_driver;
 pub mod claude_scenario;
 pub mod codex_driver;
+pub mod follower;
 pub mod harness;
 pub mod ingest;
 pub mod mock_model;
