@@ -636,8 +636,10 @@ fn agents_pane(screen: &str) -> String {
 
 /// SIGKILL writes no end: the lead's rollout stays mid-turn, waiting on its children, and theirs
 /// mid-turn too. The machine view showed all seven agents running for good (`7 running`, `●`, the
-/// lead "waiting on 6", elapsed times growing) once the process was gone; no process runs the
-/// session now, so nothing of it goes on: `◌ unfinished`, none running, times stopped.
+/// lead "waiting on 6", elapsed times growing) once the process was gone; the machine source now
+/// tells the model the session stopped (`Event::Stopped`), so nothing of it goes on: `◼
+/// interrupted`, none running, times stopped, in a view that watched the kill and in one opened
+/// after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_view() {
     let bin = match codex_binary() {
@@ -699,7 +701,7 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
     run.kill().unwrap();
     run.wait().unwrap();
     let after = tokio::task::block_in_place(|| {
-        view.wait_for("nothing running", |s| running_agents(s) == Some(0) && agents_pane(s).contains("◌"))
+        view.wait_for("nothing running", |s| running_agents(s) == Some(0) && agents_pane(s).contains("◼"))
     });
     eprintln!("after the kill:\n{after}");
     let pane = agents_pane(&after);
@@ -715,4 +717,14 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
     let rows = ps(&home);
     let row = rows.iter().find(|r| r["tool"] == "codex").expect("the session's row");
     assert_eq!((&row["state"], &row["pid"]), (&Value::from("idle"), &Value::Null), "{row}");
+    // A view opened after the kill never saw the session live: idle from its first look, it is
+    // as stopped (it showed `5 running` until the session aged into `ended`, five minutes on).
+    drop(view);
+    let Some(later) = tmux::Tmux::start("killed-later", 120, 32, &command) else { return };
+    let screen = tokio::task::block_in_place(|| {
+        later.wait_for("nothing running in a view opened later", |s| {
+            running_agents(s) == Some(0) && agents_pane(s).contains("◼")
+        })
+    });
+    assert!(!agents_pane(&screen).contains("● "), "{screen}");
 }

@@ -614,7 +614,9 @@ impl Machine {
         let walk = if appeared.into_iter().any(|r| self.watcher.watch(&r)) { Some(self.rescan().await?) } else { walk };
         let walk = walk.unwrap_or_else(|| self.walk());
         let snapshot = self.sessions_now(&walk);
-        let stopped = self.stopped(&snapshot);
+        // The walk always finds this process: one that found none had no `/proc` to read, and
+        // then "no process runs it" says nothing.
+        let stopped = self.stopped(&snapshot, !walk.processes.is_empty());
         self.send(Event::Sessions(Box::new(snapshot))).await?;
         for id in stopped {
             self.send(Event::Stopped(id)).await?;
@@ -624,16 +626,20 @@ impl Machine {
 
     /// The sessions `snapshot` says stopped: live before and no longer (the process exited: a
     /// Claude Code killed mid-answer left its turn and its children running on screen for good),
-    /// or ended (aged out with no process, as `ps` says). Each once until it is live again.
-    fn stopped(&mut self, snapshot: &Snapshot) -> Vec<String> {
+    /// idle when first seen (`looked`: `/proc` was read, and no process runs it: a `codex exec`
+    /// killed before the view opened showed its agents running until it aged into `ended` five
+    /// minutes on), or ended (aged out with no process, as `ps` says). Each once until it is live
+    /// again.
+    fn stopped(&mut self, snapshot: &Snapshot, looked: bool) -> Vec<String> {
         let mut out = Vec::new();
         for seen in &snapshot.sessions {
             let Some(&i) = self.by_key.get(&(seen.tool.clone(), seen.id.clone())) else { continue };
             let s = &mut self.sessions[i];
             let was = s.state.replace(seen.state);
+            let idle_from_the_start = looked && was.is_none() && seen.state == State::Idle;
             if seen.state == State::Live {
                 s.stopped = false;
-            } else if !s.stopped && (was == Some(State::Live) || seen.state == State::Ended) {
+            } else if !s.stopped && (was == Some(State::Live) || idle_from_the_start || seen.state == State::Ended) {
                 s.stopped = true;
                 out.push(seen.id.clone());
             }

@@ -344,8 +344,7 @@ fn lane_header(
     if let Some(m) = &t.model {
         left.push(Span::styled(format!("  {}", short_model(m.as_str())), theme.model));
     }
-    let when =
-        elapsed(t, super::tree::until(shown, t, feed.now_ms)).map(|e| format!(" {}", duration(e))).unwrap_or_default();
+    let when = elapsed(t, feed.now_ms).map(|e| format!(" {}", duration(e))).unwrap_or_default();
     left.push(Span::styled(format!("  {}{when}", shown.word()), status_style));
     if t.last_error.is_some() && !matches!(t.status, Status::Failed | Status::Retrying) {
         // It got through, after an error: a retry leaves its mark on the lane (the error is in

@@ -11,11 +11,8 @@ use crate::router::ThreadIdx;
 pub struct Subtree {
     /// Newest line time among the descendants (the thread itself excluded).
     pub last_ms: Option<i64>,
-    /// Descendants whose own status is active (those of a stopped session left out).
+    /// Descendants whose own status is active.
     pub active: u32,
-    /// The thread's session is run by no process (the machine view's verdict): whatever it left
-    /// active was stopped with that process, and nothing more will come of it.
-    pub stopped: bool,
 }
 
 /// [`Subtree`] of every thread, indexed like `model.threads`.
@@ -31,18 +28,8 @@ pub struct Activity {
 
 impl Activity {
     pub fn of(model: &Model) -> Self {
-        Self::with_stopped(model, &[])
-    }
-
-    /// [`Activity::of`], the sessions of the roots `stopped` run by no process: their active
-    /// threads are neither counted active nor waited on (a Codex or OpenCode run killed mid-turn
-    /// wrote no end, and showed its agents running for good).
-    pub fn with_stopped(model: &Model, stopped: &[ThreadIdx]) -> Self {
         let n = model.threads.len();
         let mut of = vec![Subtree::default(); n];
-        for r in stopped.iter().filter(|r| r.index() < n) {
-            of[r.index()].stopped = true;
-        }
         // Preorder from every top (a root, an orphan, a pending thread), then fold each thread
         // into its parent from the leaves up: reversed preorder visits children before parents.
         let mut order = Vec::with_capacity(n);
@@ -52,11 +39,7 @@ impl Activity {
                 stack.push(ThreadIdx(i as u32));
                 while let Some(at) = stack.pop() {
                     order.push(at);
-                    let stopped = of[at.index()].stopped;
-                    for &c in model.thread(at).children.iter().filter(|c| c.index() < n) {
-                        of[c.index()].stopped |= stopped;
-                        stack.push(c);
-                    }
+                    stack.extend(model.thread(at).children.iter().copied().filter(|c| c.index() < n));
                 }
             }
         }
@@ -65,13 +48,11 @@ impl Activity {
             let Some(p) = t.parent.filter(|p| p.index() < n) else { continue };
             let mine = of[idx.index()];
             let up = &mut of[p.index()];
-            let own = t.status.is_active() && !mine.stopped;
-            up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(own));
+            up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
             up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
         }
-        let live = || model.threads.iter().zip(&of).filter(|(_, s)| !s.stopped).map(|(t, _)| t.status);
-        let need_you = live().filter(|&s| s == Status::Waiting).count();
-        let active = live().filter(|s| s.is_active()).count();
+        let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
+        let active = model.threads.iter().filter(|t| t.status.is_active()).count();
         let newest_ms = model.threads.iter().filter_map(|t| t.last_ms).max();
         Self { of, need_you, active, newest_ms }
     }
@@ -94,9 +75,8 @@ pub enum Shown {
     OnChildren(u32),
     /// Active, and no line for longer than the stall threshold in itself or anything below it.
     Stalled,
-    /// The stream ended (a replay's last line, a closed pipe), or the process running its session
-    /// is gone, while the thread was still active: nothing more will come, so it is neither
-    /// running nor failed.
+    /// The stream ended (a replay's last line, a closed pipe) while the thread was still active:
+    /// nothing more will come, so it is neither running nor failed.
     Unfinished,
 }
 
@@ -118,7 +98,6 @@ impl Shown {
         };
         let quiet = clock.stall_ms > 0 && quiet_for(t.last_ms) > stall;
         match t.status {
-            s if s.is_active() && below.stopped => Self::Unfinished,
             Status::Waiting => Self::NeedsYou(t.waiting_on()),
             s if s.is_active() && clock.ended => Self::Unfinished,
             Status::Running if below.active > 0 && (quiet || in_wait_call(t)) => {
@@ -235,22 +214,11 @@ mod tests {
     }
 
     #[test]
-    fn a_session_no_process_runs_leaves_its_active_agents_unfinished_and_uncounted() {
-        let m = parent_and_child(2_000);
-        let root = m.find("root").expect("root");
-        let kid = m.find("kid").expect("kid");
-        let a = Activity::with_stopped(&m.model, &[root]);
-        assert_eq!((a.active, a.subtree(root).active), (0, 0));
-        assert_eq!(Shown::of(m.model.thread(kid), a.subtree(kid), clock(3_000)), Shown::Unfinished);
-        assert_eq!(Shown::of(m.model.thread(root), a.subtree(root), clock(3_000)), Shown::Unfinished);
-    }
-
-    #[test]
     fn activity_counts_descendants_without_recursion() {
         let m = parent_and_child(5_000);
         let a = Activity::of(&m.model);
         let root = m.find("root").expect("root");
-        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1, stopped: false });
+        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
         assert_eq!(a.active, 2);
         assert_eq!(a.need_you, 0);
     }

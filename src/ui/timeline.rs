@@ -13,7 +13,6 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::NodeId;
-use super::status::Shown;
 use super::text::{duration, truncate, width};
 use super::update::{resolved_window, time_extent};
 use super::view::{Pane, View};
@@ -86,9 +85,7 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         let buf = frame.buffer_mut();
         buf.set_stringn(inner.x, y, &name, label_w, theme.status(shown));
         buf.set_stringn(bars_x - 1, y, "│", 1, theme.border);
-        // An unfinished agent's open turn ends where its lines did, not at the clock.
-        let until = if shown == Shown::Unfinished { th.last_ms.map_or(now, |l| l.min(now)) } else { now };
-        bar_row(buf, bars_x, y, th, &scale, until, &theme);
+        bar_row(buf, bars_x, y, th, &scale, now, &theme);
         view.layout.timeline_rows.push((y, row_index));
         if sel_row.is_some() && k == sel {
             let style = if focused { theme.selected } else { theme.selected_idle };

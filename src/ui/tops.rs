@@ -106,12 +106,6 @@ impl Tops {
         self.sessions.get(&root)
     }
 
-    /// Whether the machine found no process running this root's session (idle or ended): what it
-    /// left active will not go on (Codex and OpenCode killed mid-turn write no end).
-    pub fn run_by_nobody(&self, root: ThreadIdx) -> bool {
-        self.session(root).is_some_and(|s| matches!(s.state, Some(State::Idle | State::Ended)))
-    }
-
     pub fn agent_group(&self, id: u16) -> Option<&AgentGroup> {
         self.groups.iter().find(|g| g.id == id)
     }

@@ -11,7 +11,6 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::{NodeId, Row};
-use super::status::Shown;
 use super::text::{duration, elapsed, short_model, tokens, truncate, width};
 use super::view::{Pane, View};
 use crate::model::{Model, ShownCost, Status, TurnStatus, format_usd};
@@ -175,10 +174,7 @@ fn row_cells(
         NodeId::Thread(t) => thread_cells(model, feed, view, t, label_w, w, cols, &mut cells),
         NodeId::Turn(t, turn) => {
             let th = model.thread(t);
-            // A turn in progress of an agent nothing more will come from (its stream or its
-            // process ended) is as unfinished as the agent.
             let (glyph, style) = match th.turns.get(turn as usize).map(|x| x.status) {
-                Some(TurnStatus::InProgress) if view.shown(model, t) == Shown::Unfinished => ("◌ ", theme.interrupted),
                 Some(TurnStatus::InProgress) => ("● ", theme.running),
                 Some(TurnStatus::Completed) => ("✓ ", theme.done),
                 Some(TurnStatus::Failed) => ("✗ ", theme.failed),
@@ -201,9 +197,7 @@ fn row_cells(
             let grouped = view.groups.of(model, t);
             let g = grouped.0.iter().find(|g| g.first == first);
             let (label, n, active) = g.map_or(("spawn", 0, 0), |g| {
-                let goes_on =
-                    |c: ThreadIdx| model.thread(c).status.is_active() && view.shown(model, c) != Shown::Unfinished;
-                let active = g.lanes.iter().filter(|&&c| goes_on(c)).count();
+                let active = g.lanes.iter().filter(|&&c| model.thread(c).status.is_active()).count();
                 (g.label, g.lanes.len(), active)
             });
             cells.push(Span::styled("⑂ ", theme.tool));
@@ -325,11 +319,8 @@ fn thread_cells(
         _ if t.parent.is_none() => theme.bold,
         _ => Style::new(),
     };
-    let elapsed_text = if cols.elapsed {
-        elapsed(t, until(shown, t, feed.now_ms)).map(duration).unwrap_or_default()
-    } else {
-        String::new()
-    };
+    let elapsed_text =
+        if cols.elapsed { elapsed(t, feed.now_ms).map(duration).unwrap_or_default() } else { String::new() };
     // A time as wide as its column would touch the name: the name gives up a cell.
     let touching = cols.elapsed && !cols.model && width(&elapsed_text) >= ELAPSED_W;
     let room = label_w.saturating_sub(2 + usize::from(touching));
@@ -463,10 +454,4 @@ fn memory(bytes: u64) -> String {
         M..G => format!("{}M", bytes / M),
         _ => format!("{:.1}G", bytes as f64 / G as f64),
     }
-}
-
-/// The instant an agent's elapsed time runs to: the clock, or its last line once nothing more will
-/// come of it (unfinished: it would grow for ever).
-pub fn until(shown: Shown, t: &crate::model::Thread, now_ms: Option<i64>) -> Option<i64> {
-    if shown == Shown::Unfinished { t.last_ms.or(now_ms) } else { now_ms }
 }

@@ -169,7 +169,7 @@ pub struct View {
     /// The time statuses are judged at, noted by `draw` from the feed.
     pub clock: Clock,
     activity: Activity,
-    activity_key: Option<(u64, usize, Option<u64>)>,
+    activity_key: Option<(u64, usize)>,
     cache: Cache,
     /// The card groups the lanes, titles and keys ask for, once per tree structure.
     pub groups: outline::GroupCache,
@@ -377,15 +377,9 @@ impl View {
 
     /// Brings the derived state up to date with the model: rows, follow, clamping.
     pub fn refresh(&mut self, model: &Model) {
-        // The machine view's verdicts on its sessions change with its snapshots, not the model.
-        let key = (model.generation, model.threads.len(), self.machine.then_some(self.tops.generation));
+        let key = (model.generation, model.threads.len());
         if self.activity_key != Some(key) {
-            let stopped: Vec<ThreadIdx> = if self.machine {
-                model.sessions.iter().copied().filter(|&r| self.tops.run_by_nobody(r)).collect()
-            } else {
-                Vec::new()
-            };
-            self.activity = Activity::with_stopped(model, &stopped);
+            self.activity = Activity::of(model);
             self.activity_key = Some(key);
         }
         self.refresh_rows(model);
