@@ -24,7 +24,7 @@ use support::follower::{Followed, Follower};
 use support::ingest::ingest;
 use swarmtop::model::Model;
 use swarmtop::model::prices::Pico;
-use swarmtop::model::{Prices, Status, Thread, Tokens, TurnStatus};
+use swarmtop::model::{ContextFill, Prices, Status, Thread, Tokens, TurnStatus};
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Role;
 use swarmtop::source::discover::State;
@@ -166,7 +166,7 @@ async fn real_claude_team_session() {
     let stream = ingest(&run.world.stream);
     assert_eq!(stream.format(), "claude-stream-json");
     check_team_tree(&stream, &disk, &ids, "stream-json");
-    check_stream_reconciled(&stream, &transcripts, &disk);
+    check_stream_reconciled(&stream, &transcripts, &disk, &run);
     check_followed(&followed, &ids, &transcripts);
     check_followed(&watched, &ids, &transcripts);
 }
@@ -235,6 +235,16 @@ fn check_team_figures(p: &Pipeline, run: &ClaudeRun, disk: &OnDisk, ids: &HashMa
         }
         want_cost_total += cost;
         assert_eq!(t.tokens, tokens, "{}: tokens deduplicated per (message.id, requestId)", a.tag);
+        // Its context: all its latest answer's request held, and the answer; the window is not
+        // in a transcript.
+        let latest = run
+            .served
+            .iter()
+            .filter(|s| s.agent.as_deref() == Some(a.tag) && s.status == 200)
+            .max_by_key(|s| s.step)
+            .and_then(|s| s.usage)
+            .expect("an answer");
+        assert_eq!(t.context, Some(ContextFill { used: latest.total(), window: None }), "{}: context", a.tag);
         assert_eq!(t.model.as_ref().map(swarmtop::wire::Clean::as_str), Some(a.model), "{}: its own model", a.tag);
         assert_eq!(t.cost, Some(cost), "{}: cost", a.tag);
     }
@@ -249,7 +259,7 @@ fn check_team_figures(p: &Pipeline, run: &ClaudeRun, disk: &OnDisk, ids: &HashMa
 /// The stream is partial by design; reconciled with `result.modelUsage`, its session's totals are
 /// the transcripts' exactly: what no agent can be credited with is the unattributed part, and the
 /// agents' figures plus that part are the reported total, nothing counted twice.
-fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnDisk) {
+fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnDisk, run: &ClaudeRun) {
     let idx = stream.find(&disk.session_id).unwrap();
     let root = stream.model.thread(idx);
     let r = stream.model.reconciled(idx).expect("result.modelUsage");
@@ -263,6 +273,20 @@ fn check_stream_reconciled(stream: &Pipeline, transcripts: &Pipeline, disk: &OnD
         "never dropped, never double counted"
     );
     assert_eq!(r.reported_cost, full.subtree.cost_usd(), "the CLI's own cost figure");
+    // The window is what `result.modelUsage` says of the session's model; the used size is the
+    // latest answer's prompt (the stream's assistant lines carry the stream-start output).
+    let text = String::from_utf8(run.stream()).expect("UTF-8");
+    let result: Value = text
+        .lines()
+        .rfind(|l| l.contains(r#""type":"result""#))
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .expect("a result line");
+    let window = result["modelUsage"][ROOT_MODEL]["contextWindow"].as_u64();
+    assert!(window.is_some_and(|w| w > 0), "2.1.332 reports the window: {}", result["modelUsage"]);
+    let fill = root.context.expect("the session's context");
+    assert_eq!(fill.window, window, "the reported window");
+    let of_transcript = full.context.expect("the transcript's context").used;
+    assert!(fill.used > 0 && fill.used <= of_transcript, "{} of {of_transcript}", fill.used);
 }
 
 /// What a `--follow` monitor showed while the run went on: each child running under its card,
@@ -462,7 +486,7 @@ async fn real_claude_interrupted_session() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Interrupt::sigint(Duration::from_millis(500)),
+            interrupt_after: Some(Interrupt::sigint(Duration::from_millis(500))),
             telemetry: None,
         },
         world,
@@ -505,7 +529,7 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
         Scenario::interrupt(Pacing::LIVE),
         RunOptions {
             timeout: Duration::from_secs(60),
-            interrupt_after: Interrupt::sigkill(Duration::from_millis(500)),
+            interrupt_after: Some(Interrupt::sigkill(Duration::from_millis(500))),
             telemetry: None,
         },
         world,
@@ -526,7 +550,11 @@ async fn real_claude_killed_session_stops_running_in_the_machine_view() {
                 .all(|id| m.threads.get(*id).is_some_and(|t| t.1 == Status::Interrupted))
     };
     let (state, seen, last) = machine.stop(&disk.session_id, stopped).await;
-    assert!(matches!(state, Some(State::Idle | State::Ended)), "not live once its pid is gone: {state:?}");
+    // Its `sessions/<pid>.json` stays behind naming the dead pid: the session has ended, not
+    // "idle, maybe still running" for five minutes.
+    assert_eq!(state, Some(State::Ended), "ended once its pid is gone");
+    let leftover = std::fs::read_dir(run.world.home.join(".claude/sessions")).expect("sessions/").count();
+    assert!(leftover > 0, "the CLI's sessions file outlives a SIGKILL");
     let card = agent(INTERRUPT, "slow").card.unwrap();
     assert!(seen.seen.running_under_card.get(card).is_some_and(|&n| n > 0), "the child ran under its card first");
     assert_eq!(last.threads.len(), INTERRUPT.len(), "the session and its child: {:?}", last.threads);

@@ -135,3 +135,61 @@ async fn real_claude_resumed_in_a_new_process_while_followed_is_one_session_coun
         assert_eq!(*f, (t.tokens.total, t.status, t.turns.len()), "following ends where reading does: {}", t.id);
     }
 }
+
+/// `--resume <id> --fork-session`: a new session, whose file starts with a copy of the original's
+/// lines (same uuids and response ids, `requestSessionId` naming the original), the helper's result
+/// too, and whose `cost-state` starts from the original's total. Read with the original (in either
+/// file order) or alone (as `ps` reads it), the fork has no child of its own and claims nothing
+/// unattributed; every served response is counted once, by the session that made it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_fork_is_a_second_session_without_the_originals_children() {
+    let Some(bin) = binary() else { return };
+    let world = claude_driver::World::new().expect("a world");
+    let opts = || RunOptions { timeout: Duration::from_secs(60), interrupt_after: None, telemetry: None };
+    let first = claude_driver::run_with(&bin, Lead, opts(), world, &[]).await.expect("the first run");
+    assert!(first.exit.success(), "{}", std::fs::read_to_string(&first.world.stderr).unwrap_or_default());
+    let id = session_of(&first);
+    let fork = claude_driver::run_with(&bin, Lead, opts(), first.world, &["--resume", &id, "--fork-session"])
+        .await
+        .expect("the forked run");
+    assert!(fork.exit.success(), "{}", std::fs::read_to_string(&fork.world.stderr).unwrap_or_default());
+    let fork_id = session_of(&fork);
+    assert_ne!(fork_id, id, "--fork-session starts a new session");
+    let dir = fork.world.project_dir().expect("the project folder");
+    let fork_file = dir.join(format!("{fork_id}.jsonl"));
+    let copied = std::fs::read_to_string(&fork_file).expect("the fork's file");
+    assert!(copied.contains(&format!(r#""requestSessionId":"{id}""#)), "the fork copies the original's lines");
+
+    let check = |p: &swarmtop::pipeline::Pipeline, what: &str| {
+        let f = p.find(&fork_id).unwrap_or_else(|| panic!("{what}: the fork"));
+        let t = p.model.thread(f);
+        assert_eq!(t.role, Role::Root, "{what}: the fork is a session");
+        assert!(t.children.is_empty(), "{what}: the fork has no child of its own");
+        let r = p.model.reconciled(f).expect("the fork's cost-state");
+        assert_eq!(r.unattributed.total, 0, "{what}: the fork's reported total starts from the original's");
+        assert_eq!(t.subtree.tokens.total, served_total(&fork.served), "{what}: the fork's own responses");
+    };
+    let alone = ingest(&fork_file);
+    check(&alone, "the fork alone");
+    assert_eq!(alone.model.threads.len(), 1, "the fork alone: no helper: {:?}", alone.model.threads);
+    // Both orders: a registration from the fork read first took the helper from the original.
+    let original = dir.join(format!("{id}.jsonl"));
+    let helper_dir = dir.join(&id);
+    for (what, paths) in [
+        ("fork first", vec![fork_file.clone(), original.clone(), helper_dir.clone()]),
+        ("original first", vec![original.clone(), helper_dir.clone(), fork_file.clone()]),
+    ] {
+        let p = swarmtop::commands::ingest(
+            &paths,
+            swarmtop::pipeline::Config::default(),
+            &mut |_: &swarmtop::router::Event<'_, '_>| {},
+        )
+        .expect("the files");
+        check(&p, what);
+        let o = p.model.thread(p.find(&id).expect("the original"));
+        assert_eq!(o.children.len(), 1, "{what}: the helper is the original's");
+        let all: u64 =
+            [o.subtree.tokens.total, p.model.thread(p.find(&fork_id).unwrap()).subtree.tokens.total].iter().sum();
+        assert_eq!(all, served_total(&first.served) + served_total(&fork.served), "{what}: every response once");
+    }
+}

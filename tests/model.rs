@@ -140,9 +140,36 @@ fn a_thread_without_a_known_model_is_unpriced_not_free() {
 fn context_fill_is_the_latest() {
     let mut w = World::new();
     w.root("r");
-    let ctx = |used| Fact::Usage(Usage::Cumulative { total: None, context: Some(ContextFill { used, window: 1000 }) });
+    let ctx =
+        |used| Fact::Usage(Usage::Cumulative { total: None, context: Some(ContextFill { used, window: Some(1000) }) });
     w.say("r", None, vec![ctx(900), ctx(100)]);
-    assert_eq!(w.get("r").context, Some(ContextFill { used: 100, window: 1000 }));
+    assert_eq!(w.get("r").context, Some(ContextFill { used: 100, window: Some(1000) }));
+}
+
+/// A Claude answer says the context it used, never the window; the session's report names the
+/// window of each model, for every agent of the session on it (and for their later answers).
+#[test]
+fn a_claude_context_is_its_latest_answer_and_its_window_what_the_session_reports() {
+    let mut w = World::new();
+    w.root("r");
+    w.child("c", "r", None);
+    let answer = |id: &'static str, model: &'static str, input: u64, output: u64| {
+        let Fact::Usage(Usage::Response(mut r)) = response(id, model, input, output) else { unreachable!() };
+        r.context = ContextFill::of_response(&r.tokens);
+        Fact::Usage(Usage::Response(r))
+    };
+    w.say("c", None, vec![model_is("claude-sonnet-4-5"), answer("m1", "claude-sonnet-4-5", 5000, 100)]);
+    w.say("c", None, vec![answer("m2", "claude-sonnet-4-5", 7000, 200)]);
+    assert_eq!(w.get("c").context, Some(ContextFill { used: 7200, window: None }), "the used size alone");
+    let mut report = reported("claude-sonnet-4-5", 12_000, 300, "0.1");
+    if let Fact::ReportedUsage(u) = &mut report[0] {
+        u.context_window = Some(200_000);
+    }
+    w.say("r", None, report);
+    assert_eq!(w.get("c").context, Some(ContextFill { used: 7200, window: Some(200_000) }));
+    w.say("c", None, vec![answer("m3", "claude-sonnet-4-5", 9000, 50)]);
+    assert_eq!(w.get("c").context, Some(ContextFill { used: 9050, window: Some(200_000) }), "the window stays");
+    assert_eq!(w.get("r").context, None, "the session said nothing of its own");
 }
 
 fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a> {
@@ -155,6 +182,7 @@ fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a
             ..Breakdown::default()
         },
         model: Some(CleanStr::new(model)),
+        context: None,
     })))
 }
 
@@ -601,6 +629,7 @@ fn reported(model: &'static str, input: u64, output: u64, usd: &'static str) -> 
                 total_tokens: Some(input + output),
                 ..Breakdown::default()
             },
+            context_window: None,
         }),
         Fact::CostReported(swarmtop::wire::fact::CostReported {
             model: Some(CleanStr::new(model)),

@@ -586,7 +586,7 @@ fn tokens_merge_by_max_and_cost_is_exact() {
     assert_eq!((p.tokens.input, p.tokens.cached_input, p.tokens.output), (3000, 1000, 50));
     // gpt-5.5: (3000-1000)*5 + 1000*0.5 + 50*30 = 12000 USD per million tokens.
     assert_eq!(p.cost.unwrap().to_string(), "0.012");
-    assert_eq!(p.context.unwrap().ratio(), 0.1);
+    assert_eq!(p.context.unwrap().ratio(), Some(0.1));
 }
 
 #[test]

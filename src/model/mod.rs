@@ -107,8 +107,11 @@ impl Model {
         let seen = t.subtree.tokens;
         // The session's threads can only fall short of the agent's own total; where a figure of
         // theirs is above it (a figure the agent does not count), nothing is unattributed there.
+        // A fork's figure starts from its original's, spent and counted there: what it reports
+        // beyond its own threads is that inherited spend, not spend of no agent (a fork read
+        // with its original showed the original's whole total again as unattributed).
         let unattributed =
-            if t.reported_usage.is_empty() { Tokens::default() } else { reported.saturating_minus(&seen) };
+            if t.reported_usage.is_empty() || t.forked { Tokens::default() } else { reported.saturating_minus(&seen) };
         // A thread that used nothing costs nothing, priced or not (a depth-2 agent a stream never shows).
         let mut all_priced = true;
         let mut stack = vec![root];
@@ -118,7 +121,7 @@ impl Model {
             stack.extend_from_slice(&th.children);
         }
         let unattributed_cost = match reported_cost {
-            Some(r) if all_priced && r > t.subtree.cost => Some(r - t.subtree.cost),
+            Some(r) if all_priced && r > t.subtree.cost && !t.forked => Some(r - t.subtree.cost),
             Some(_) if all_priced => Some(Pico::default()),
             _ => None,
         };
@@ -380,7 +383,7 @@ impl Model {
         match fact {
             Fact::Thread(t) => self.describe(idx, t, r.registry),
             // The router registered the children; their lanes open with the registration.
-            Fact::Spawn(_) | Fact::Notice(_) => {}
+            Fact::Spawn(_) | Fact::Notice(_) | Fact::CopiedCall(_) => {}
             Fact::TurnStarted(turn) => {
                 if turn.ends_previous {
                     let t = &self.threads[idx.index()];
@@ -434,6 +437,9 @@ impl Model {
             Fact::ReportedUsage(u) => {
                 let model = u.model.to_clean();
                 let tokens = Tokens::of(&u.tokens);
+                if let Some(window) = u.context_window {
+                    self.context_window(idx, &model, window);
+                }
                 let t = &mut self.threads[idx.index()];
                 match t.reported_usage.iter_mut().find(|(m, _)| *m == model) {
                     Some((_, figure)) => *figure = tokens,
@@ -441,6 +447,7 @@ impl Model {
                 }
             }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
+            Fact::Copied => self.threads[idx.index()].forked = true,
         }
     }
 
@@ -514,6 +521,11 @@ impl Model {
                 let account = t.account.get_or_insert_with(Default::default);
                 let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
                 t.tokens.add(&gained);
+                if let Some(c) = response.context {
+                    // A window said once (the session's report) holds for the thread's later fills.
+                    let window = c.window.or(t.context.and_then(|old| old.window));
+                    t.context = Some(ContextFill { used: c.used, window });
+                }
                 self.reprice(idx, old);
             }
         }
@@ -554,6 +566,21 @@ impl Model {
                 }
             }
             stack.extend_from_slice(&thread.children);
+        }
+    }
+
+    /// The session rooted at `root` says the window of `model`: every context fill in its tree
+    /// on that model is of that window.
+    fn context_window(&mut self, root: ThreadIdx, model: &crate::wire::Clean, window: u64) {
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let Some(t) = self.threads.get_mut(i.index()) else { continue };
+            stack.extend_from_slice(&t.children);
+            if t.model.as_ref() == Some(model) {
+                if let Some(c) = &mut t.context {
+                    c.window = Some(window);
+                }
+            }
         }
     }
 

@@ -82,6 +82,9 @@ pub struct Thread {
     /// What the agent itself reported its whole session used, by model (a session's own figure,
     /// every agent of it included: stream-json `result.modelUsage`, `cost-state`).
     pub reported_usage: Vec<(Clean, Tokens)>,
+    /// It holds a copy of another session's history (a fork): what it reports includes that
+    /// session's spend.
+    pub forked: bool,
     /// Bytes of item text held, for the scrollback bound.
     pub(super) text_bytes: usize,
     /// Items before this index have had their text dropped by the scrollback bound.
@@ -123,6 +126,7 @@ impl Thread {
             reported_cost: Vec::new(),
             own_reported_cost: None,
             reported_usage: Vec::new(),
+            forked: false,
             text_bytes: 0,
             text_floor: 0,
         }

@@ -300,7 +300,14 @@ pub struct Router {
     stream: wire::Stream,
     /// How much of each record is decoded.
     reading: wire::Reading,
+    /// Spawning calls threads hold as copies ([`Fact::CopiedCall`]), at most [`COPIED_CALLS`].
+    copied: VecDeque<(ThreadIdx, Box<str>)>,
+    copied_forgotten: u64,
 }
+
+/// Copied spawning calls remembered (a fork copies as many as its original made); the oldest is
+/// forgotten past it, counted with lowering's forgotten spawning tool uses.
+pub const COPIED_CALLS: usize = 4096;
 
 /// A registration a line asks for.
 struct Claim<'l> {
@@ -330,6 +337,7 @@ impl Router {
         c.pending_at_end = self.threads.iter().filter_map(|t| t.buffer.as_ref()).map(|b| b.len() as u64).sum();
         c.orphan_threads = self.threads.iter().filter(|t| t.role == Role::Orphan).count() as u64;
         c.forgotten = self.stream.forgotten();
+        c.forgotten.tasks = c.forgotten.tasks.saturating_add(self.copied_forgotten);
         c
     }
 
@@ -509,7 +517,25 @@ impl Router {
             }
         }
 
-        let spawns = || lowered.facts.iter().filter_map(|f| if let Fact::Spawn(s) = f { Some(s) } else { None });
+        for fact in lowered.facts.iter() {
+            let Fact::CopiedCall(card) = fact else { continue };
+            if !self.copied.iter().any(|(t, c)| *t == thread && **c == **card) {
+                if self.copied.len() >= COPIED_CALLS {
+                    self.copied.pop_front();
+                    self.copied_forgotten += 1;
+                }
+                self.copied.push_back((thread, card.as_ref().into()));
+            }
+        }
+        let copied =
+            |card: Option<&str>| card.is_some_and(|card| self.copied.iter().any(|(t, c)| *t == thread && &**c == card));
+        let own: Vec<&wire::fact::Spawn<'_>> = lowered
+            .facts
+            .iter()
+            .filter_map(|f| if let Fact::Spawn(s) = f { Some(s) } else { None })
+            .filter(|s| !copied(s.card.as_deref()))
+            .collect();
+        let spawns = || own.iter().copied();
         for spawn in spawns() {
             if self.admits(&spawn.child) {
                 self.see(&spawn.child, sink);

@@ -188,6 +188,12 @@ impl Proc {
         self.walk(wanted).scan()
     }
 
+    /// This process's pid namespace as `/proc/self/ns/pid` names it (`pid:[4026531836]`): pids
+    /// read here mean the processes of that namespace only.
+    pub fn pid_namespace(&self) -> Option<String> {
+        fs::read_link(self.root.join("self/ns/pid")).ok()?.to_str().map(str::to_owned)
+    }
+
     pub fn process(&self, pid: u32) -> Option<Process> {
         let dir = self.root.join(pid.to_string());
         let stat = fs::read_to_string(dir.join("stat")).ok()?;

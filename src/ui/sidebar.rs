@@ -168,14 +168,18 @@ fn burn_line(view: &View, theme: &Theme, w: usize) -> Line<'static> {
     ])
 }
 
-/// `ctx ███████░░░ 71%` of the selected agent's context window.
+/// `ctx ███████░░░ 71%` of the selected agent's context window; `ctx 48.2k` when only its used
+/// size is known (a Claude transcript never says the window: no bar is made up).
 fn gauge(fill: Option<crate::model::ContextFill>, theme: &Theme, w: usize) -> Line<'static> {
     let Some(fill) = fill else {
         return Line::from(Span::styled(" ctx —", theme.dim));
     };
-    let pct = (fill.ratio() * 100.0).round() as usize;
+    let Some(ratio) = fill.ratio() else {
+        return Line::from(vec![Span::styled(" ctx ", theme.dim), Span::raw(tokens(fill.used))]);
+    };
+    let pct = (ratio * 100.0).round() as usize;
     let bar_w = w.saturating_sub(11).min(30);
-    let filled = ((fill.ratio() * bar_w as f64).round() as usize).min(bar_w);
+    let filled = ((ratio * bar_w as f64).round() as usize).min(bar_w);
     let style = if pct >= 85 { theme.warn } else { theme.gauge };
     Line::from(vec![
         Span::styled(" ctx ", theme.dim),

@@ -172,6 +172,15 @@ pub enum Fact<'a> {
     SessionEnded(SessionEnded),
     /// A line for the diagnostics log (global traffic: `configWarning`, `account/*`, …).
     Notice(Notice<'a>),
+    /// The line is the thread's copy of another session's history: the thread is a fork of that
+    /// session. Claude `--fork-session` (2.1.332) writes the original's lines again, assistant
+    /// lines with `requestSessionId` naming the original; the fork's running cost starts from the
+    /// original's.
+    Copied,
+    /// A spawning call the line's thread holds only as such a copy: the child its result
+    /// announces is the original session's, never this thread's (design: a fork does not
+    /// inherit the original's children).
+    CopiedCall(Id<'a>),
 }
 
 /// Which thread a fact is about.
@@ -443,12 +452,22 @@ pub struct Breakdown {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextFill {
     pub used: u64,
-    pub window: u64,
+    /// The model's window, where the agent says it (Codex `modelContextWindow`, Claude
+    /// stream-json `result.modelUsage[m].contextWindow`); a Claude transcript never does.
+    pub window: Option<u64>,
 }
 
 impl ContextFill {
-    pub fn ratio(self) -> f64 {
-        if self.window == 0 { 0.0 } else { (self.used as f64 / self.window as f64).min(1.0) }
+    /// `used` of `window`, when the window is known (and not zero).
+    pub fn ratio(self) -> Option<f64> {
+        self.window.filter(|&w| w > 0).map(|w| (self.used as f64 / w as f64).min(1.0))
+    }
+
+    /// What one Anthropic response's prompt and answer hold (input, cache read and written,
+    /// output: the next request sends them all again), when it used anything (an API error's
+    /// synthetic line says nothing of the context).
+    pub fn of_response(b: &Breakdown) -> Option<Self> {
+        b.total_tokens.filter(|&used| used > 0).map(|used| Self { used, window: None })
     }
 }
 
@@ -470,6 +489,8 @@ pub struct ResponseUsage<'a> {
     pub tokens: Breakdown,
     /// The response's model, for its price (`None`: the thread's).
     pub model: Option<CleanStr<'a>>,
+    /// The thread's context after this response (the latest response's is the thread's).
+    pub context: Option<ContextFill>,
 }
 
 #[derive(Debug, Clone)]
@@ -573,6 +594,9 @@ pub struct ReportedUsage<'a> {
     pub model: CleanStr<'a>,
     /// The session's totals for the model so far (cumulative: it replaces, never adds).
     pub tokens: Breakdown,
+    /// The model's context window, when the agent says it: the window of every context fill
+    /// of the session's threads on that model.
+    pub context_window: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]

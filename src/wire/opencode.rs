@@ -465,6 +465,7 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
             key: (Cow::Borrowed(id), Cow::Borrowed("")),
             tokens: breakdown(tokens),
             model: model.map(CleanStr::new),
+            context: None,
         }))));
     }
     let turn = info.parent_id.as_deref().map_or(TurnRef::Latest, |p| TurnRef::IdOrLatest(Some(Cow::Borrowed(p))));

@@ -186,6 +186,7 @@ fn step_finish<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
             key: (message, Cow::Borrowed("")),
             tokens: opencode::breakdown(&tokens),
             model: None,
+            context: None,
         }))));
     }
     // Each step's cost, what OpenCode's own price table (the user's config) says.

@@ -432,6 +432,7 @@ fn chat<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         key: (Cow::Borrowed(key), Cow::Borrowed("")),
         tokens,
         model: model.map(CleanStr::new),
+        context: None,
     }))));
     if let Some(message) = failed(span) {
         out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&message)), retrying: true }));
@@ -487,6 +488,7 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
                 key: (Cow::Borrowed(key), Cow::Borrowed("")),
                 tokens,
                 model: model.map(CleanStr::new),
+                context: None,
             }))));
         }
         "api_error" => {

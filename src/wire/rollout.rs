@@ -337,7 +337,7 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
         ("event_msg", "token_count") => {
             let Some(info) = p.info else { return };
             let context = match (info.last_token_usage.and_then(|l| l.total_tokens), info.model_context_window) {
-                (Some(used), Some(window)) => Some(ContextFill { used, window }),
+                (Some(used), Some(window)) => Some(ContextFill { used, window: Some(window) }),
                 _ => None,
             };
             facts.push(Fact::Usage(Usage::Cumulative {
@@ -641,7 +641,7 @@ mod tests {
             assert_eq!(l.subject, Subject::Thread("c".into()), "the thread of the session_meta before it");
             assert!(l.time.is_some());
             assert!(
-                matches!(l.facts.iter().next(), Some(Fact::Usage(Usage::Cumulative { context: Some(c), .. })) if c.window == 100)
+                matches!(l.facts.iter().next(), Some(Fact::Usage(Usage::Cumulative { context: Some(c), .. })) if c.window == Some(100))
             );
         });
     }

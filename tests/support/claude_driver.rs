@@ -104,12 +104,12 @@ pub struct Interrupt {
 }
 
 impl Interrupt {
-    pub fn sigint(after: Duration) -> Option<Self> {
-        Some(Self { after, signal: nix::sys::signal::Signal::SIGINT })
+    pub fn sigint(after: Duration) -> Self {
+        Self { after, signal: nix::sys::signal::Signal::SIGINT }
     }
 
-    pub fn sigkill(after: Duration) -> Option<Self> {
-        Some(Self { after, signal: nix::sys::signal::Signal::SIGKILL })
+    pub fn sigkill(after: Duration) -> Self {
+        Self { after, signal: nix::sys::signal::Signal::SIGKILL }
     }
 }
 

@@ -7,7 +7,8 @@
 //!   `cwd` and `procStart` (field 22 of `/proc/<pid>/stat`, so a reused pid is told apart); it
 //!   rewrites `sessionId` when `/clear` starts a new session, names the resumed id at once under
 //!   `--resume`, and removes the file on a clean exit. After a SIGKILL the file stays, naming a pid
-//!   that is gone or started at another time: it is then ignored.
+//!   that is gone or started at another time: when its `pidDomain` is this machine's, the session
+//!   has ended (no process runs it and none will).
 //! - It holds no transcript open (it appends and closes); sub-agents run inside the same process.
 //! - Its working directory is the session's project, and `--resume <id>` / `--session-id <id>`
 //!   name the session on its command line. Versions that keep no `sessions/` file are found that
@@ -60,19 +61,22 @@ struct SessionFile {
     session_id: String,
     /// A string of digits in 2.1.332; a number is taken too.
     proc_start: Option<serde_json::Value>,
+    /// `linux:<machine-id>:pid:[<pid namespace inode>]` (2.1.332): whose pids `pid` counts in.
+    pid_domain: Option<String>,
 }
 
 /// The running Claude Code processes and, where they say it, their sessions.
 fn running(env: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
     let mut out = Vec::new();
     if let Some(dir) = config_dir(env).map(|d| d.join("sessions")) {
+        let domain = pid_domain(proc);
         for entry in fs::read_dir(dir).into_iter().flatten().flatten().take(MAX_SESSION_FILES) {
-            if let Some(r) = session_file(&entry.path(), proc, walk) {
+            if let Some(r) = session_file(&entry.path(), proc, walk, domain.as_deref()) {
                 out.push(r);
             }
         }
     }
-    let claimed: HashSet<u32> = out.iter().map(|r| r.pid).collect();
+    let claimed: HashSet<u32> = out.iter().filter(|r| !matches!(r.claim, Claim::Gone(_))).map(|r| r.pid).collect();
     // Versions without a `sessions/` file, and processes whose file is missing.
     let mut processes = Vec::new();
     for process in &walk.processes {
@@ -120,8 +124,17 @@ pub fn registered_cwd(env: &Env, pid: u32) -> Option<String> {
     (file.pid == pid).then_some(file.cwd?).filter(|c| !c.is_empty())
 }
 
-/// The session a `sessions/<pid>.json` names, if its process still runs (same pid, same start).
-fn session_file(path: &Path, proc: &Proc, walk: &Walk) -> Option<Running> {
+/// This machine's pid domain as Claude Code writes it (`linux:<machine-id>:pid:[<inode>]`).
+fn pid_domain(proc: &Proc) -> Option<String> {
+    let machine = fs::read_to_string("/etc/machine-id").ok()?;
+    Some(format!("linux:{}:{}", machine.trim(), proc.pid_namespace()?))
+}
+
+/// The session a `sessions/<pid>.json` names, if its process still runs (same pid, same start);
+/// or that it is gone ([`Claim::Gone`]), when the file counts pids as this machine does (same
+/// machine, same pid namespace: a process elsewhere is not ours to find) and no process has
+/// that pid and start now. A file with no domain says nothing of a dead pid.
+fn session_file(path: &Path, proc: &Proc, walk: &Walk, domain: Option<&str>) -> Option<Running> {
     let named: u32 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
     let mut bytes = Vec::new();
     fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
@@ -129,15 +142,22 @@ fn session_file(path: &Path, proc: &Proc, walk: &Walk) -> Option<Running> {
     if file.pid != named || file.session_id.is_empty() {
         return None;
     }
-    let process = walk.process(file.pid)?;
     let start = match file.proc_start {
         Some(serde_json::Value::String(s)) => s.parse::<u64>().ok(),
         Some(serde_json::Value::Number(n)) => n.as_u64(),
         _ => None,
     };
-    if start.is_some_and(|s| s != process.start_ticks) {
-        return None;
-    }
+    let Some(process) = walk.process(file.pid).filter(|p| start.is_none_or(|s| s == p.start_ticks)) else {
+        // The walk lists only this user's processes, and only so many: ask `/proc` itself.
+        let ours = domain.is_some() && file.pid_domain.as_deref() == domain;
+        let alive = proc.process(file.pid).is_some_and(|p| start.is_none_or(|s| s == p.start_ticks));
+        return (ours && start.is_some() && !alive).then_some(Running {
+            tool: PLACE.tool,
+            pid: file.pid,
+            claim: Claim::Gone(file.session_id),
+            started: None,
+        });
+    };
     Some(Running {
         tool: PLACE.tool,
         pid: file.pid,
@@ -236,7 +256,7 @@ fn running_sessions(env: &Env, _: &Walk, running: &[Running]) -> Vec<Candidate> 
         .filter(|r| r.tool == PLACE.tool)
         .filter_map(|r| match &r.claim {
             Claim::Session(id) => Some(id.as_str()),
-            Claim::Project(_) => None,
+            Claim::Project(_) | Claim::Gone(_) => None,
         })
         .collect();
     if ids.is_empty() {
@@ -391,6 +411,34 @@ mod tests {
         // The same pid started at another time (reused), and a pid that is gone.
         write(me.pid, me.start_ticks + 1);
         write(u32::MAX - 1, 5);
+        assert!(named(&env).is_empty());
+        // As a SIGKILL leaves them (2.1.332): a dead pid of this machine's pid domain says its
+        // session is gone; of another domain (a container, another host) or of none, nothing.
+        let gone = |env: &Env| -> Vec<String> {
+            let mut ids: Vec<String> = running(env, &proc, &proc.walk(&HashSet::new()))
+                .into_iter()
+                .filter_map(|r| match r.claim {
+                    Claim::Gone(id) if id.starts_with("s-") => Some(id),
+                    _ => None,
+                })
+                .collect();
+            ids.sort();
+            ids
+        };
+        let domain = pid_domain(&proc).expect("this machine's pid domain");
+        for (pid, start, domain) in [
+            (me.pid, me.start_ticks + 1, domain.as_str()),
+            (u32::MAX - 2, 6, "linux:0000:pid:[1]"),
+            (u32::MAX - 1, 5, &domain),
+        ] {
+            let text = format!(
+                r#"{{"pid":{pid},"sessionId":"s-{pid}-{start}","cwd":"/p","procStart":"{start}","pidDomain":"{domain}"}}"#
+            );
+            fs::write(sessions.join(format!("{pid}.json")), text).unwrap();
+        }
+        let mut want = [format!("s-{}-{}", me.pid, me.start_ticks + 1), format!("s-{}-5", u32::MAX - 1)];
+        want.sort();
+        assert_eq!(gone(&env), want, "the reused pid and the dead one, not the other domain's");
         assert!(named(&env).is_empty());
     }
 

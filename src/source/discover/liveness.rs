@@ -31,6 +31,10 @@ pub enum Claim {
     Session(String),
     /// It runs some session of the project in this folder (its working directory).
     Project(PathBuf),
+    /// It ran this session and is gone without the leave it takes on a clean exit (Claude Code's
+    /// `sessions/<pid>.json` left behind by a SIGKILL): unless another process runs the session
+    /// now, it has ended, however recently its files changed. `pid` is the dead one.
+    Gone(String),
 }
 
 /// One running process of an agent.
@@ -229,13 +233,22 @@ impl Look {
                 pids[i] = s.files.iter().filter_map(|f| self.hosted.get(f).copied()).min();
             }
         }
-        // 5. File age.
+        // 5. A process that ran it is known to be gone; else file age.
+        let gone: HashSet<(&str, &str)> = self
+            .running
+            .iter()
+            .filter_map(|r| match &r.claim {
+                Claim::Gone(id) => Some((r.tool, id.as_str())),
+                _ => None,
+            })
+            .collect();
         subjects
             .iter()
             .zip(pids)
             .map(|(s, pid)| {
                 let state = match pid {
                     Some(_) => State::Live,
+                    None if gone.contains(&(s.tool, s.id)) => State::Ended,
                     None if now.duration_since(s.modified).unwrap_or_default() <= IDLE_AGE => State::Idle,
                     None => State::Ended,
                 };

@@ -118,7 +118,7 @@ pub fn cost_state<'l>(text: &'l str, facts: &mut Facts<'l>) -> bool {
                 own: false,
             }));
         }
-        facts.push(Fact::ReportedUsage(ReportedUsage { model: model_name, tokens }));
+        facts.push(Fact::ReportedUsage(ReportedUsage { model: model_name, tokens, context_window: None }));
     }
     true
 }

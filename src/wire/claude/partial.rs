@@ -262,6 +262,7 @@ pub fn lower<'l>(
             let model = open.model.as_deref().map(|m| CleanStr::from(crate::wire::sanitize(m)));
             out.facts.push(Fact::Usage(fact::Usage::Response(Box::new(ResponseUsage {
                 key: (Cow::Owned(message.to_owned()), Cow::Borrowed("")),
+                context: fact::ContextFill::of_response(&tokens),
                 tokens,
                 model,
             }))));

@@ -214,6 +214,9 @@ pub struct ModelUsage<'a> {
     /// Kept as the number's text: money is summed exactly.
     #[serde(rename = "costUSD", borrow, default)]
     pub cost_usd: Option<&'a RawValue>,
+    /// The model's window (2.1.332 stream-json; `cost-state` does not say it).
+    #[serde(default)]
+    pub context_window: Option<u64>,
 }
 
 /// A stream-json line, or `None` when the text is not one (a transcript line has `sessionId`).
@@ -503,6 +506,8 @@ fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowere
             key: (id(mid), id("")),
             tokens: breakdown(usage),
             model: model.map(CleanStr::new),
+            // The stream-start usage: its prompt is whole, its output not yet.
+            context: crate::wire::fact::ContextFill::of_response(&breakdown(usage)),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -619,8 +624,11 @@ fn result<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         out.facts.push(declined(call, None, out.time));
     }
     for (model, usage) in line.model_usage.iter().flatten() {
-        out.facts
-            .push(Fact::ReportedUsage(ReportedUsage { model: CleanStr::new(model), tokens: model_breakdown(usage) }));
+        out.facts.push(Fact::ReportedUsage(ReportedUsage {
+            model: CleanStr::new(model),
+            tokens: model_breakdown(usage),
+            context_window: usage.context_window,
+        }));
         if let Some(usd) = usage.cost_usd {
             out.facts.push(Fact::CostReported(CostReported {
                 model: Some(CleanStr::new(model)),

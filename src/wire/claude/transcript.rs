@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, CleanStr, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
     TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
@@ -504,7 +504,16 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
     if let Some(m) = model.filter(|m| *m != "<synthetic>") {
         facts.push(Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m) }));
     }
+    // A fork's copy of a line its original session wrote (2.1.332 `--fork-session`).
     let copied = line.request_session_id.as_deref().is_some_and(|r| Some(r) != line.session_id.as_deref());
+    if copied {
+        facts.push(Fact::Copied);
+        for b in line.blocks().iter().filter(|b| b.kind.as_deref() == Some("tool_use")) {
+            if let Some(id) = b.id.as_deref() {
+                facts.push(Fact::CopiedCall(Cow::Borrowed(id)));
+            }
+        }
+    }
     if let Some(usage) = message.usage.as_ref().filter(|_| !copied) {
         facts.push(Fact::Usage(FactUsage::Response(Box::new(ResponseUsage {
             key: (
@@ -513,6 +522,7 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             ),
             tokens: breakdown(usage),
             model: model.map(CleanStr::new),
+            context: ContextFill::of_response(&breakdown(usage)),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -841,9 +851,19 @@ mod tests {
             assert_eq!(l.subject, Subject::Thread("fork".into()));
             assert!(!facts(l).iter().any(|f| matches!(f, Fact::Usage(_))), "not the fork's spend");
             assert!(facts(l).iter().any(|f| matches!(f, Fact::Item(_))), "still the fork's history");
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Copied)), "the fork's copy");
         });
         let own = copied.replace(r#""requestSessionId":"orig""#, r#""requestSessionId":"fork""#);
-        lowered(&own, |l| assert!(facts(l).iter().any(|f| matches!(f, Fact::Usage(_)))));
+        lowered(&own, |l| {
+            assert!(facts(l).iter().any(|f| matches!(f, Fact::Usage(_))));
+            assert!(!facts(l).iter().any(|f| matches!(f, Fact::Copied | Fact::CopiedCall(_))));
+        });
+        // A copied spawning call: its result announces the original's sub-agent, not the fork's.
+        let call = copied.replace(
+            r#"{"type":"text","text":"hi"}"#,
+            r#"{"type":"tool_use","id":"toolu_9","name":"Agent","input":{"description":"d","prompt":"p"}}"#,
+        );
+        lowered(&call, |l| assert!(facts(l).iter().any(|f| matches!(f, Fact::CopiedCall(c) if c == "toolu_9"))));
     }
 
     #[test]

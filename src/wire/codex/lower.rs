@@ -150,7 +150,7 @@ fn thread_facts<'l>(msg: &'l Message<'_>, thread: &'l str, out: &mut Lowered<'l>
         Method::ThreadTokenUsageUpdated => {
             if let Some(usage) = &p.token_usage {
                 let context = match (usage.last.and_then(|l| l.total_tokens), usage.model_context_window) {
-                    (Some(used), Some(window)) => Some(ContextFill { used, window }),
+                    (Some(used), Some(window)) => Some(ContextFill { used, window: Some(window) }),
                     _ => None,
                 };
                 facts.push(Fact::Usage(crate::wire::fact::Usage::Cumulative { total: usage.total, context }));
