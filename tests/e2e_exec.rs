@@ -4,8 +4,8 @@
 //!
 //! `codex exec --json` reports the session's own thread only; its children appear through the lead's
 //! `collab_tool_call` items. Checked: the tree it allows (the lead and its four children under their spawn
-//! cards), the lead's tokens against what the mock served it, and every child's end against the rollout files
-//! the same run wrote (which see everything).
+//! cards, each named by the task it was spawned with), the lead's tokens against what the mock served it,
+//! and every child's end against the rollout files the same run wrote (which see everything).
 //!
 //! Needs the codex binary: `scripts/setup-codex.sh` installs it into the git-ignored `.cache/` (skips, loudly,
 //! only when npm is missing; with `CI` set even that fails). `SWARMTOP_CODEX_BIN` overrides the binary.
@@ -77,14 +77,21 @@ async fn real_codex_exec_json_shows_the_tree_its_events_allow() {
     // Every child ends as the lead was told: three finished, the docs helper errored.
     let rollouts = ingest(&world.home.join("sessions"));
     let mut ends = Vec::new();
+    let mut names = Vec::new();
     for &c in &lead.children {
         let child = p.model.thread(c);
+        // This wire names no child: the prompt it was spawned with does (`[task:scout] …`).
+        names.push(swarmtop::ui::label::of(&p.model, c).name);
         assert!(child.card.is_some(), "{} is under its spawn card", child.id);
         let truth = rollouts.model.thread(rollouts.find(&child.id).expect("the child's rollout"));
         eprintln!("child {}: exec {:?}, rollout {:?}", child.id, child.status, truth.status);
         assert_eq!(child.status, truth.status, "{}: the rollout ends the child as exec was told", child.id);
         ends.push(child.status);
     }
+    let mut spawned: Vec<&str> = AGENTS.iter().filter(|a| a.parent == Some("lead")).map(|a| a.tag).collect();
+    names.sort();
+    spawned.sort_unstable();
+    assert_eq!(names, spawned, "each child named by its task");
     ends.sort_by_key(|s| format!("{s:?}"));
     assert_eq!(ends, [Status::Failed, Status::Idle, Status::Idle, Status::Idle]);
     let root_truth = rollouts.model.thread(rollouts.find(&lead.id).expect("the lead's rollout"));

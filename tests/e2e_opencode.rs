@@ -12,6 +12,9 @@
 //! then failed, an abort through the API interrupts the root and its running child, and the
 //! tokens the stream gave equal what the server stored.
 //!
+//! A third runs twice in one home and kills the second run (SIGKILL) while its child streams: the
+//! store read mid-run shows both running, read after the kill both interrupted.
+//!
 //! Needs the binary: `scripts/setup-opencode.sh` installs it into `.cache/` (`SWARMTOP_OPENCODE_BIN`
 //! overrides). Without it the test skips, loudly; with `CI` set it fails.
 
@@ -933,4 +936,135 @@ fn a_live_server_stream_survives_a_restart_of_the_server() {
         t.wait_for("the session after the restart", |s| s.contains("After restart"));
     }
     drop(server);
+}
+
+/// Two runs in one home, the second killed: a quick answer, then a root whose child streams for a
+/// minute.
+struct Killed;
+
+impl Script for Killed {
+    fn reply(&self, req: &Request<'_>) -> Reply {
+        let (agent, step) = (req.agent.as_str(), req.step);
+        let fast = |text: &str, calls| Reply::Stream {
+            text: text.to_owned(),
+            calls,
+            usage: usage(agent, step),
+            pieces: 3,
+            delay: Duration::from_millis(10),
+        };
+        match (agent, step) {
+            ("title", _) => fast("Mock session title", vec![]),
+            ("quick", _) => fast("Nothing to delegate.", vec![]),
+            ("root", 0) => fast("Delegating a long task.", vec![task("call_slow", "child_slow", "Long task")]),
+            ("root", _) => fast("Root finished.", vec![]),
+            ("child_slow", _) => Reply::Stream {
+                text: "word ".repeat(300),
+                calls: vec![],
+                usage: usage(agent, step),
+                pieces: 300,
+                delay: Duration::from_millis(200),
+            },
+            _ => fast("Unscripted.", vec![]),
+        }
+    }
+}
+
+/// The store read whole, as `swarmtop stats` and the machine view read it: each session's status.
+fn statuses(db: &Path) -> HashMap<String, Status> {
+    let mut p = Pipeline::default();
+    feed(&mut p, &snapshot(db).unwrap().records);
+    sessions(db).into_keys().filter_map(|id| Some((id.clone(), p.model.thread(p.find(&id)?).status))).collect()
+}
+
+/// OpenCode's lock (`locks/<sha>.lock/meta.json`) is its plugin install's, written late in a run and
+/// left naming a process long gone: a second run in the same home must not read as dead while it
+/// runs (it read as interrupted from its first row on), and once killed (SIGKILL: nothing written)
+/// it and its running child must read as interrupted, not running for ever.
+#[test]
+fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
+    let Some(bin) = opencode_binary() else {
+        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
+        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
+        return;
+    };
+    let mock = MockChat::start(Killed).unwrap();
+    let dir = opencode_home(&mock);
+    let root = dir.path();
+    let db = root.join("home/.local/share/opencode/opencode.db");
+
+    let first = opencode_command(&bin, root)
+        .args(["run", "--format", "json", "[[AGENT:quick]] Say hello."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(first.success());
+    let quick: Vec<String> = sessions(&db).into_keys().collect();
+    assert_eq!(quick.len(), 1);
+    // Read whole, a session spans its own times: its row (its last update) is read before its
+    // messages, and the first line read made its start (every agent read from a store ran 0:00).
+    let (created, updated): (i64, i64) = swarmtop::source::opencode::open(&db)
+        .unwrap()
+        .query_row("SELECT time_created, time_updated FROM session", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    let mut whole = Pipeline::default();
+    feed(&mut whole, &snapshot(&db).unwrap().records);
+    let t = whole.model.thread(whole.find(&quick[0]).unwrap());
+    let (first, last) = (t.first_ms.unwrap(), t.last_ms.unwrap());
+    assert!(first < updated && first - created < 500, "starts at {first}, created {created}, updated {updated}");
+    assert!(last >= updated, "ends at {last}, updated {updated}");
+    // The precondition of the regression: a lock left behind that names a dead process.
+    let locks = root.join("home/.local/state/opencode/locks");
+    let lock_pids: Vec<i64> = std::fs::read_dir(&locks)
+        .map(|d| d.flatten().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("meta.json")).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(&t).ok()?["pid"].as_i64())
+        .collect();
+    assert!(!lock_pids.is_empty(), "OpenCode {VERSION} leaves its lock behind in {}", locks.display());
+
+    let second = opencode_command(&bin, root)
+        .args(["run", "--format", "json", "[[AGENT:root]] Delegate the long task."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut second = Server(second);
+    let started = Instant::now();
+    let child = loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "the child session never appeared");
+        let rows = sessions(&db);
+        if let Some((id, _)) = rows.iter().find(|(_, r)| r.title.starts_with("Long task")) {
+            break id.clone();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Streaming now (one word every 200 ms for a minute).
+    std::thread::sleep(Duration::from_millis(1500));
+    let lock_now: Vec<String> = std::fs::read_dir(&locks)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("meta.json")).ok())
+        .collect();
+    eprintln!("locks while the second run runs (pid {}): {lock_now:?}", second.0.id());
+    let running_root = sessions(&db).into_iter().find(|(id, r)| r.parent.is_none() && !quick.contains(id)).unwrap().0;
+    let live = statuses(&db);
+    assert_eq!(live[&running_root], Status::Running, "the running root, read while it runs: {live:?}");
+    assert_eq!(live[&child], Status::Running, "its child streams: {live:?}");
+    assert_eq!(live[&quick[0]], Status::Idle, "the first run's session finished");
+
+    second.0.kill().unwrap();
+    second.0.wait().unwrap();
+    let dead = statuses(&db);
+    assert_eq!(dead[&running_root], Status::Interrupted, "killed: {dead:?}");
+    assert_eq!(dead[&child], Status::Interrupted, "killed with its parent: {dead:?}");
+    assert_eq!(dead[&quick[0]], Status::Idle, "a finished session stays finished");
+    let mut p = Pipeline::default();
+    feed(&mut p, &snapshot(&db).unwrap().records);
+    for id in [&running_root, &child] {
+        let t = p.model.thread(p.find(id).unwrap());
+        let turns: Vec<_> = t.turns.iter().map(|u| u.status).collect();
+        assert!(!turns.is_empty() && !turns.contains(&swarmtop::model::TurnStatus::InProgress), "{id}: {turns:?}");
+    }
 }

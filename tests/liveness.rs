@@ -2,6 +2,7 @@
 //! `codex exec` 0.171.0, offline against the project's mocks, in a fresh HOME. While a run waits
 //! for its (slow) answer, `swarmtop ps --json` says `live` with that process's pid; once it has
 //! exited, `idle` with no pid (its files were just written); resumed, the same row is live again.
+//! A `codex exec` with sub-agents killed mid-turn leaves nothing running in the machine view.
 //!
 //! Needs the CLIs (`scripts/setup-claude.sh`, `scripts/setup-codex.sh` install them into `.cache/`);
 //! without npm the tests say so and pass, except in CI, where they fail.
@@ -10,6 +11,8 @@ mod support;
 
 #[path = "support/home.rs"]
 mod home;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,7 @@ use support::claude_driver::{ClaudeBinary, claude_binary};
 use support::harness::{CodexBinary, codex_binary, config_toml};
 use support::mock_model::{self, MockModel};
 use support::responses::ResponseBuilder;
+use support::scenario::{FAKE_CARGO, Pacing, ROOT_PROMPT, RefactorScenario, WORKSPACE_FILES};
 
 /// How long each answer takes: the window in which the process is seen running.
 const THINK: Duration = Duration::from_secs(5);
@@ -617,4 +621,110 @@ fn a_running_session_is_listed_however_long_it_has_been_quiet() {
     stop(loaded);
     assert_eq!(ps(&home), Vec::<Value>::new());
     assert!(session_file.exists());
+}
+
+/// The machine summary's `N running` (`machine: 1 live · 1 session · 5 running · $0.21/min`).
+fn running_agents(screen: &str) -> Option<u32> {
+    let line = screen.lines().find(|l| l.trim_start().starts_with("machine:"))?;
+    line.split(" · ").find_map(|part| part.strip_suffix(" running")?.trim().parse().ok())
+}
+
+/// The agents pane: the left box of every body line.
+fn agents_pane(screen: &str) -> String {
+    screen.lines().skip(2).map(|l| l.split("││").next().unwrap_or(l).to_owned()).collect::<Vec<_>>().join("\n")
+}
+
+/// SIGKILL writes no end: the lead's rollout stays mid-turn, waiting on its children, and theirs
+/// mid-turn too. The machine view showed all seven agents running for good (`7 running`, `●`, the
+/// lead "waiting on 6", elapsed times growing) once the process was gone; the machine source now
+/// tells the model the session stopped (`Event::Stopped`), so nothing of it goes on: `◼
+/// interrupted`, none running, times stopped, in a view that watched the kill and in one opened
+/// after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_view() {
+    let bin = match codex_binary() {
+        CodexBinary::Found(p) => Ok(p),
+        CodexBinary::Unavailable(why) => Err(why),
+    };
+    let Some(bin) = skip_unless(bin, "codex killed mid-turn") else { return };
+    // About 45 s from first answer to summary: the children run for half a minute.
+    let mock = MockModel::start(RefactorScenario { pacing: Pacing { scale: 1.0 } }).await.unwrap();
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join(".codex")).unwrap();
+    std::fs::write(home.path().join(".codex/config.toml"), config_toml(&mock.base_url())).unwrap();
+    let project = home.path().join("acme-auth");
+    for (path, text) in WORKSPACE_FILES {
+        let p = project.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let tools = home.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(tools.join("cargo"), FAKE_CARGO).unwrap();
+    std::fs::set_permissions(tools.join("cargo"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut path = OsString::from(&tools);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut run = Command::new(&bin)
+        .args(["exec", "--skip-git-repo-check", ROOT_PROMPT])
+        .env_clear()
+        .env("CODEX_HOME", home.path().join(".codex"))
+        .env("HOME", home.path())
+        .env("MOCK_API_KEY", "sk-mock-not-a-real-key")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("RUST_LOG", "warn")
+        .env("SWARMTOP_DEMO_LINE_DELAY", "0.25")
+        .env("PATH", path)
+        .current_dir(&project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let command = format!(
+        "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
+        home.path().display(),
+        home.run_dir().display(),
+        home.state_dir().display(),
+        env!("CARGO_BIN_EXE_swarmtop"),
+    );
+    let Some(view) = tmux::Tmux::start("killed", 120, 32, &command) else {
+        let _ = run.kill();
+        let _ = run.wait();
+        return;
+    };
+    let before = tokio::task::block_in_place(|| {
+        view.wait_for("the children running", |s| running_agents(s).is_some_and(|n| n >= 4))
+    });
+    eprintln!("before the kill:\n{before}");
+    assert!(agents_pane(&before).contains("● "), "{before}");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let after = tokio::task::block_in_place(|| {
+        view.wait_for("nothing running", |s| running_agents(s) == Some(0) && agents_pane(s).contains("◼"))
+    });
+    eprintln!("after the kill:\n{after}");
+    let pane = agents_pane(&after);
+    assert!(!pane.contains("● ") && !pane.contains("◷"), "nothing runs or waits once the process is gone:\n{after}");
+    assert!(!after.lines().next().unwrap_or("").contains("active"), "the header counts no agent active:\n{after}");
+    // Their elapsed times stop with it: the children's rows (their models are the 5.6 family) read
+    // the same a couple of seconds later.
+    let children = |pane: &str| pane.lines().filter(|l| l.contains(" 5.6-")).map(str::to_owned).collect::<Vec<_>>();
+    assert!(!children(&pane).is_empty(), "{after}");
+    std::thread::sleep(Duration::from_millis(2200));
+    let later = view.screen();
+    assert_eq!(children(&agents_pane(&later)), children(&pane), "times stopped:\n{later}");
+    let rows = ps(&home);
+    let row = rows.iter().find(|r| r["tool"] == "codex").expect("the session's row");
+    assert_eq!((&row["state"], &row["pid"]), (&Value::from("idle"), &Value::Null), "{row}");
+    // A view opened after the kill never saw the session live: idle from its first look, it is
+    // as stopped (it showed `5 running` until the session aged into `ended`, five minutes on).
+    drop(view);
+    let Some(later) = tmux::Tmux::start("killed-later", 120, 32, &command) else { return };
+    let screen = tokio::task::block_in_place(|| {
+        later.wait_for("nothing running in a view opened later", |s| {
+            running_agents(s) == Some(0) && agents_pane(s).contains("◼")
+        })
+    });
+    assert!(!agents_pane(&screen).contains("● "), "{screen}");
 }

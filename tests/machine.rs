@@ -260,3 +260,22 @@ fn help_says_how_the_machine_view_groups_and_ages_out() {
     act(&mut v, &p, &[Action::Back]);
     assert_eq!(ui::update(&mut v, &p.model, Action::Quit), ui::Effect::Quit);
 }
+
+/// With nothing found, the places looked in read as one column: `opencode` is a letter longer than
+/// the other agents' names and pushed its folder out of line.
+#[test]
+fn the_places_looked_in_line_up() {
+    let p = Pipeline::default();
+    let mut snap = snapshot(State::Idle, MINUTE);
+    snap.sessions.clear();
+    snap.looked_in.push(("opencode", "/home/dev/.local/share/opencode".into()));
+    let screen = text(&render(&p, &feed(snap), &mut view(None), (80, 24)));
+    let starts: Vec<usize> = ["/home/dev/.claude", "/home/dev/.codex", "/home/dev/.local", "/run/user"]
+        .iter()
+        .map(|path| {
+            let line = screen.lines().find(|l| l.contains(path)).unwrap_or_else(|| panic!("{path}:\n{screen}"));
+            line.find(path).unwrap()
+        })
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{starts:?}\n{screen}");
+}

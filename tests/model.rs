@@ -390,6 +390,29 @@ fn a_stop_the_source_takes_back_restores_what_it_cut_short_and_only_that() {
     assert_eq!(statuses(&w), [Status::Idle, Status::Waiting, Status::Idle]);
 }
 
+/// Stopped on a guess (no process seen, none seen exiting, as for a session whose process is
+/// in a container): its lines stamped before the guess (a file read after it) leave it stopped,
+/// one stamped after proves it running.
+#[test]
+fn a_guessed_stop_is_undone_by_a_line_written_after_it_and_only_by_such_a_line() {
+    let mut w = World::new();
+    let root = w.root("r");
+    w.child("c", "r", None);
+    let started = Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed("t1")), ..TurnStarted::default() });
+    w.say("r", Some(1_000), vec![started, set(Status::Running)]);
+    w.say("c", Some(1_500), vec![set(Status::Running)]);
+    w.model.stopped_on_guess(root, 5_000);
+    w.say("c", Some(4_000), vec![delta("c-msg", "written before the guess", None)]);
+    assert_eq!([w.get("r").status, w.get("c").status], [Status::Interrupted, Status::Interrupted]);
+    w.say("c", Some(6_000), vec![delta("c-msg", ", and after it", None)]);
+    assert_eq!([w.get("r").status, w.get("c").status], [Status::Running, Status::Running]);
+    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::InProgress);
+    // A stop the source saw happen (the process exited) is no guess: no line undoes it.
+    w.model.stopped(root);
+    w.say("c", Some(9_000), vec![delta("c-msg", " late", None)]);
+    assert_eq!(w.get("r").status, Status::Interrupted);
+}
+
 // ---- turns and items ----
 
 #[test]

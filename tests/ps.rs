@@ -4,6 +4,8 @@
 
 #[path = "support/home.rs"]
 mod home;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -181,4 +183,50 @@ fn says_where_it_looked_when_it_finds_nothing() {
     let moved = home.path().join("elsewhere");
     let out = home.cmd().env("CLAUDE_CONFIG_DIR", &moved).arg("ps").output().unwrap();
     assert!(String::from_utf8(out.stdout).unwrap().contains("~/elsewhere/projects"));
+}
+
+/// `swarmtop ps` in a terminal of `width` columns, in `home`: the screen's non-empty lines.
+fn ps_on_a_terminal(home: &Home, width: u16) -> Option<Vec<String>> {
+    let command = format!(
+        "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME -u COLUMNS HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}' ps; \
+         echo END; sleep 60",
+        home.path().display(),
+        home.run_dir().display(),
+        home.state_dir().display(),
+        env!("CARGO_BIN_EXE_swarmtop"),
+    );
+    let t = tmux::Tmux::start(&format!("ps-{width}"), width, 40, &command)?;
+    let screen = t.wait_for("ps to finish", |s| s.lines().any(|l| l == "END"));
+    Some(screen.lines().take_while(|l| *l != "END").filter(|l| !l.is_empty()).map(str::to_owned).collect())
+}
+
+/// On a terminal the table fits its width, one line per session, as `ps` fits its command: at
+/// 80 columns every row wrapped over three lines (a rollout path alone is ~95 columns). The
+/// source goes first, then ids are cut to their tails; the figures and the name's start stay.
+#[test]
+fn on_a_terminal_the_table_fits_its_width_one_line_a_session() {
+    let home = Home::new();
+    home.add_claude_new();
+    home.add_codex("collab_v1");
+    home.add_codex("collab_v2");
+    let sessions = ps(&home, &[]).len();
+    assert_eq!(sessions, 3);
+    let Some(narrow) = ps_on_a_terminal(&home, 80) else { return };
+    assert_eq!(narrow.len(), 1 + sessions, "a header and one line a session:\n{}", narrow.join("\n"));
+    for l in &narrow {
+        assert!(l.chars().count() <= 80, "fits 80 columns: {l:?}");
+    }
+    let header: Vec<&str> = narrow[0].split_whitespace().collect();
+    for col in ["AGENT", "ID", "STATE", "TOKENS", "COST", "NAME"] {
+        assert!(header.contains(&col), "{col} kept at 80 columns: {header:?}");
+    }
+    assert!(!header.contains(&"SOURCE"), "the source goes first: {header:?}");
+    let v1 = narrow.iter().find(|l| l.starts_with("codex") && l.contains(&CODEX_V1_ROOT[CODEX_V1_ROOT.len() - 8..]));
+    assert!(v1.is_some_and(|l| l.contains("…")), "a cut id keeps its tail:\n{}", narrow.join("\n"));
+    // Wide enough, ids are whole; piped, every column is (the SOURCE too).
+    let Some(wide) = ps_on_a_terminal(&home, 200) else { return };
+    assert!(wide.iter().any(|l| l.contains(CODEX_V1_ROOT)), "{}", wide.join("\n"));
+    let piped = home.cmd().arg("ps").stdin(Stdio::null()).output().unwrap();
+    let piped = String::from_utf8(piped.stdout).unwrap();
+    assert!(piped.lines().next().unwrap().contains("SOURCE") && piped.contains(CODEX_V1_ROOT), "{piped}");
 }

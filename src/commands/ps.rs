@@ -22,7 +22,7 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     let config = config.clone().figures();
     let report = sessions::collect(&Options::machine(sessions::window(args.window.since, args.window.all)), &config);
     let now_ms = crate::source::recording::unix_ms();
-    let out = if args.json { render_json(&report.rows) } else { render_text(&report, now_ms) };
+    let out = if args.json { render_json(&report.rows) } else { render_text(&report, now_ms, terminal_width()) };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         // `swarmtop ps | head -1`: a reader that has seen enough is a normal end.
@@ -122,8 +122,33 @@ fn short_path(path: &str) -> String {
 
 /// Widest session name printed.
 const NAME_WIDTH: usize = 48;
+/// Narrowest a name is cut to so that a row fits a terminal.
+const NAME_MIN: usize = 16;
 
-fn render_text(report: &sessions::Report, now_ms: i64) -> String {
+/// The width of the terminal stdout is (`COLUMNS` first, as `ps` reads it); `None` when stdout
+/// is no terminal: a pipe or a file gets every column whole.
+fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c > 0);
+    columns.or_else(|| crossterm::terminal::size().ok().map(|(w, _)| usize::from(w)).filter(|&w| w > 0))
+}
+
+const ID: usize = 1;
+/// Characters of a session id kept when it is cut.
+const ID_TAIL: usize = 8;
+const SOURCE: usize = 3;
+const PROCESS: [usize; 3] = [6, 7, 8];
+const NAME: usize = 12;
+
+/// `width` the terminal's (`None`: unbounded). A table wider than the terminal wrapped every row
+/// over three lines of an 80-column terminal (a Codex rollout path alone is ~95 columns), so, as
+/// `ps` fits its COMMAND to the terminal: the SOURCE column goes first (`--json` has it), then the
+/// process columns when no session has a process, then ids are cut to their tails, then the name
+/// is cut (to [`NAME_MIN`]), and a row still too wide is cut at the edge.
+fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>) -> String {
     let mut out = String::new();
     if report.rows.is_empty() {
         let _ = writeln!(out, "no agent sessions found; looked in:");
@@ -137,7 +162,7 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
     // The name goes last, as `ps` puts the command: it is as long as a first prompt is.
     let header =
         ["AGENT", "ID", "PROJECT", "SOURCE", "STATE", "LAST", "PID", "CPU%", "MEM", "AGENTS", "TOKENS", "COST", "NAME"];
-    let rows: Vec<[String; 13]> = report
+    let mut rows: Vec<[String; 13]> = report
         .rows
         .iter()
         .map(|r| {
@@ -158,24 +183,61 @@ fn render_text(report: &sessions::Report, now_ms: i64) -> String {
             ]
         })
         .collect();
+    let cols = crate::ui::text::width;
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cols(cell));
         }
+    }
+    let mut shown = [true; 13];
+    let total = |widths: &[usize; 13], shown: &[bool; 13]| -> usize {
+        widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| w + 2).sum::<usize>().saturating_sub(2)
+    };
+    if let Some(limit) = width {
+        if total(&widths, &shown) > limit {
+            shown[SOURCE] = false;
+        }
+        if total(&widths, &shown) > limit && rows.iter().all(|r| PROCESS.iter().all(|&c| r[c] == "-")) {
+            for c in PROCESS {
+                shown[c] = false;
+            }
+        }
+        // A session id is as long as a UUID; its tail tells sessions apart (their heads are a
+        // time), as the short ids of `stats` and `tree` do. Cut when a name cut short is not
+        // enough.
+        let at_least = |widths: &[usize; 13]| {
+            total(widths, &shown).saturating_sub(widths[NAME].saturating_sub(NAME_MIN.min(widths[NAME])))
+        };
+        if at_least(&widths) > limit {
+            for r in &mut rows {
+                let n = r[ID].chars().count();
+                if n > ID_TAIL + 1 {
+                    r[ID] = format!("…{}", r[ID].chars().skip(n - ID_TAIL).collect::<String>());
+                }
+            }
+            widths[ID] = rows.iter().map(|r| cols(&r[ID])).chain([header[ID].len()]).max().unwrap_or(0);
+        }
+        let over = total(&widths, &shown).saturating_sub(limit);
+        widths[NAME] = widths[NAME].saturating_sub(over).max(NAME_MIN.min(widths[NAME]));
     }
     let line = |cells: &[&str]| {
         let mut l = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            let pad = " ".repeat(w - cell.chars().count());
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate().filter(|(i, _)| shown[*i]) {
+            let cell = if i == NAME { crate::ui::text::truncate(cell, w) } else { (*cell).to_owned() };
+            let pad = " ".repeat(w.saturating_sub(cols(&cell)));
             // Words align left, figures right.
-            if i < 6 || i == 12 {
+            if i < 6 || i == NAME {
                 let _ = write!(l, "{cell}{pad}  ");
             } else {
                 let _ = write!(l, "{pad}{cell}  ");
             }
         }
-        l.trim_end().to_owned()
+        let l = l.trim_end();
+        match width {
+            Some(limit) if cols(l) > limit => crate::ui::text::truncate(l, limit),
+            _ => l.to_owned(),
+        }
     };
     let _ = writeln!(out, "{}", line(&header));
     for row in &rows {

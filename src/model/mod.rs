@@ -65,6 +65,9 @@ pub struct Model {
     prices: Prices,
     limits: Limits,
     awaited: receivers::Awaited,
+    /// Sessions stopped on a guess (no process was seen running them, none seen exiting), with
+    /// the time of the guess: a line of theirs stamped after it proves them running.
+    guessed_stops: Vec<(ThreadIdx, i64)>,
 }
 
 impl Model {
@@ -330,10 +333,15 @@ impl Model {
 
     fn thread_line(&mut self, idx: ThreadIdx, r: &Routed<'_, '_>) {
         let time = r.record.time;
+        if !self.guessed_stops.is_empty() {
+            self.proven_running(idx, time);
+        }
         let t = &mut self.threads[idx.index()];
         t.lines += 1;
         if let Some(ms) = time {
-            t.first_ms.get_or_insert(ms);
+            // The earliest, not the first read: a store's snapshot hands on a session's row (its
+            // last update) before its messages (an OpenCode agent that ran 4 s showed 0:00).
+            t.first_ms = Some(t.first_ms.map_or(ms, |f| f.min(ms)));
             t.last_ms = Some(t.last_ms.map_or(ms, |l| l.max(ms)));
         }
         // A retry is transient: the thread's next line puts back the status it had.
@@ -563,6 +571,13 @@ impl Model {
             let thread = &mut self.threads[t.index()];
             if thread.status.is_active() || thread.status == Status::Pending {
                 thread.status = end;
+                // Its turn in progress ended with it (an OpenCode run killed mid-turn kept showing
+                // `● turn 1` under its interrupted session).
+                if interrupted {
+                    for turn in thread.turns.iter_mut().filter(|u| u.status == TurnStatus::InProgress) {
+                        turn.status = TurnStatus::Interrupted;
+                    }
+                }
             }
             stack.extend_from_slice(&thread.children);
         }
@@ -583,10 +598,28 @@ impl Model {
         }
     }
 
+    /// [`Model::stopped`] on a guess made at `at_ms` (unix ms): no process was seen running the
+    /// session, none seen exiting (one the source cannot see, in a container, would write on).
+    /// A line of the session stamped after the guess undoes it.
+    pub fn stopped_on_guess(&mut self, root: ThreadIdx, at_ms: i64) {
+        self.stopped(root);
+        self.guessed_stops.push((root, at_ms));
+    }
+
+    /// A line of `idx` at `time` after a guessed stop of its session: it runs after all.
+    fn proven_running(&mut self, idx: ThreadIdx, time: Option<i64>) {
+        let Some(time) = time else { return };
+        let Some(root) = self.root_of(idx) else { return };
+        if self.guessed_stops.iter().any(|&(r, at)| r == root && time > at) {
+            self.resumed(root);
+        }
+    }
+
     /// The process of the session rooted at `root` is gone without a word in its files (killed
     /// mid-answer: no end line, no interrupt note): every thread of its tree still at work, and
     /// its turn and items in progress, were interrupted, at the last time the stream told.
     pub fn stopped(&mut self, root: ThreadIdx) {
+        self.guessed_stops.retain(|&(r, _)| r != root);
         let time = self.stream_ms;
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
@@ -615,6 +648,7 @@ impl Model {
     /// a moment too soon, or another process took it up): what [`Model::stopped`] cut short and
     /// nothing has told of since is as it was.
     pub fn resumed(&mut self, root: ThreadIdx) {
+        self.guessed_stops.retain(|&(r, _)| r != root);
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
             let Some(thread) = self.threads.get_mut(t.index()) else { continue };

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use super::proc::{self, Proc};
 use serde_json::{Map, Value, json};
 
 /// A part row: id, message id, session id, data.
@@ -261,15 +263,22 @@ pub fn roots(db: &Path, since_ms: Option<i64>) -> io::Result<Vec<Root>> {
     rows.collect::<Result<Vec<_>, _>>().map_err(err)
 }
 
-/// Whether a process still holds the store, by the locks OpenCode leaves in its state directory
-/// (`locks/<sha>.lock/meta.json`: pid, hostname).
+/// Whether an OpenCode process still writes the store.
+///
+/// Its locks (`locks/<sha>.lock/meta.json`) do not say: they are the lock OpenCode takes to
+/// install its plugins (discover::opencode), written late in a run (real 1.18.33: about 4.5 s into
+/// a 6.5 s `opencode run`) and left naming the previous, dead process until then. Read as the
+/// writer, they ended every session of a second run as interrupted while it ran. A running
+/// `opencode` holds the store open (`opencode.db`, `-wal`, `-shm`) from before its first session
+/// until it exits, so its open files say it; a lock of another host still says nothing can be
+/// known (a store shared over the network).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Writer {
-    /// A lock's process is alive on this host.
+    /// An `opencode` process of this user holds the store open.
     Alive,
-    /// Every lock's process is gone.
+    /// None does.
     Dead,
-    /// No lock found (or one of another host): nothing can be said.
+    /// No `/proc` to look in, or the store is written from another host too.
     Unknown,
 }
 
@@ -293,38 +302,50 @@ fn lock_dirs(db: &Path) -> Vec<PathBuf> {
 
 #[derive(serde::Deserialize)]
 struct LockMeta {
-    pid: Option<i32>,
     hostname: Option<String>,
 }
 
-pub fn writer(db: &Path) -> Writer {
+/// Whether a lock of the store names another host.
+fn locked_elsewhere(db: &Path) -> bool {
     let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut seen = false;
-    for dir in lock_dirs(db) {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let Ok(text) = std::fs::read_to_string(entry.path().join("meta.json")) else { continue };
-            let Ok(meta) = serde_json::from_str::<LockMeta>(&text) else { continue };
-            let Some(pid) = meta.pid.filter(|p| *p > 0) else { continue };
-            if meta.hostname.as_deref().is_some_and(|h| h != host) {
-                return Writer::Unknown;
-            }
-            seen = true;
-            if pid_alive(pid) {
-                return Writer::Alive;
-            }
-        }
-    }
-    if seen { Writer::Dead } else { Writer::Unknown }
+    lock_dirs(db).iter().filter_map(|dir| std::fs::read_dir(dir).ok()).flatten().flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("meta.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<LockMeta>(&text).ok())
+            .and_then(|meta| meta.hostname)
+            .is_some_and(|h| h != host)
+    })
 }
 
-fn pid_alive(pid: i32) -> bool {
-    use nix::errno::Errno;
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        // EPERM: alive, but another user's.
-        Ok(()) | Err(Errno::EPERM) => true,
-        Err(_) => false,
+/// Whether a process is OpenCode's (its name or its executable's), not a reader such as swarmtop.
+pub fn is_opencode(proc: &Proc, pid: u32) -> bool {
+    let comm = std::fs::read_to_string(proc.dir(pid).join("comm")).unwrap_or_default();
+    let exe = std::fs::read_link(proc.dir(pid).join("exe")).ok();
+    let exe_name = exe.as_ref().and_then(|e| e.file_name()).and_then(|n| n.to_str()).unwrap_or("");
+    comm.trim_end().starts_with("opencode") || exe_name.starts_with("opencode")
+}
+
+pub fn writer(db: &Path) -> Writer {
+    writer_in(&Proc::default(), db)
+}
+
+fn writer_in(proc: &Proc, db: &Path) -> Writer {
+    if locked_elsewhere(db) {
+        return Writer::Unknown;
     }
+    let store = proc::canonical(db);
+    let mut wanted: HashSet<PathBuf> = HashSet::new();
+    for suffix in ["", "-wal"] {
+        let mut name = store.clone().into_os_string();
+        name.push(suffix);
+        wanted.insert(PathBuf::from(name));
+    }
+    let walk = proc.walk(&wanted);
+    // The walk always finds this process: none at all means there is no `/proc` to read.
+    if walk.processes.is_empty() {
+        return Writer::Unknown;
+    }
+    if walk.holders.values().flatten().any(|&pid| is_opencode(proc, pid)) { Writer::Alive } else { Writer::Dead }
 }
 
 /// Follows a store from an event-log position: each call of [`Follower::poll`] hands on the

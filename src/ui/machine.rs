@@ -47,10 +47,16 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, theme: &Th
         Line::default(),
         Line::from("Looked in:"),
     ];
+    // One column for every place, as wide as the longest agent's name (`opencode` took one more
+    // than a fixed 7 and pushed its folder out of line).
+    let name_w = snapshot.looked_in.iter().map(|(tool, _)| tool.len()).chain(["tees".len()]).max().unwrap_or(0);
     for (tool, dir) in &snapshot.looked_in {
-        lines.push(Line::from(vec![Span::raw(format!("  {tool:<7} ")), Span::styled(show(dir), theme.dim)]));
+        lines.push(Line::from(vec![Span::raw(format!("  {tool:<name_w$} ")), Span::styled(show(dir), theme.dim)]));
     }
-    lines.push(Line::from(vec![Span::raw("  tees    "), Span::styled(show(&snapshot.tee_dir), theme.dim)]));
+    lines.push(Line::from(vec![
+        Span::raw(format!("  {:<name_w$} ", "tees")),
+        Span::styled(show(&snapshot.tee_dir), theme.dim),
+    ]));
     lines.extend([
         Line::default(),
         Line::from("Sessions appear here as they start; this screen keeps watching."),

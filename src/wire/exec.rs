@@ -321,7 +321,9 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
         ItemKind::WebSearch => fact.title = item.query.as_deref().map(sanitize),
         ItemKind::Collab => {
             fact.tool = Some(sanitize(&camel(tool)));
-            fact.text = item.prompt.as_deref().map(sanitize);
+            // The prompt is the card's title, as the app-server's item says it (wire::codex): the
+            // only name this wire gives a child (it was shown by its short id alone).
+            fact.title = item.prompt.as_deref().filter(|p| !p.is_empty()).map(sanitize);
         }
         _ => fact.text = item.message.as_deref().or(item.text.as_deref()).map(sanitize),
     }

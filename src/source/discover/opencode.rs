@@ -85,13 +85,6 @@ pub struct Server {
     pub store: PathBuf,
 }
 
-fn is_opencode(proc: &Proc, pid: u32) -> bool {
-    let comm = fs::read_to_string(proc.dir(pid).join("comm")).unwrap_or_default();
-    let exe = fs::read_link(proc.dir(pid).join("exe")).ok();
-    let exe_name = exe.as_ref().and_then(|e| e.file_name()).and_then(|n| n.to_str()).unwrap_or("");
-    comm.trim_end().starts_with("opencode") || exe_name.starts_with("opencode")
-}
-
 /// Boot time, unix seconds (`btime` of `/proc/stat`).
 fn boot_secs(proc: &Proc) -> Option<u64> {
     let stat = fs::read_to_string(proc.file("stat")).ok()?;
@@ -107,7 +100,7 @@ pub fn processes<S: std::hash::BuildHasher>(proc: &Proc, walk: &Walk, stores: &H
     let no_sockets = HashSet::new();
     for db in stores {
         for &pid in walk.holders.get(db).into_iter().flatten() {
-            if !is_opencode(proc, pid) || out.values().flatten().any(|p| p.pid == pid) {
+            if !store::is_opencode(proc, pid) || out.values().flatten().any(|p| p.pid == pid) {
                 continue;
             }
             let Some(p) = walk.process(pid) else { continue };
