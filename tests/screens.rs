@@ -1349,3 +1349,39 @@ fn rates_decay_when_the_stream_is_quiet_and_are_gone_once_it_ends() {
     let burn = full.lines().find(|l| l.contains("burn ")).expect("the burn line");
     assert!(burn.contains(" —/min") && !burn.contains('$'), "{burn}");
 }
+
+/// Two sub-agents whose names differ only at their end (`List the files (A)` and `(B)`), on a
+/// tree too narrow for either: each is cut in its middle, so the rows still tell them apart.
+#[test]
+fn siblings_that_differ_at_their_end_are_cut_in_the_middle() {
+    let mut p = Pipeline::default();
+    let task = |id: &str, d: &str| {
+        format!(
+            r#"{{"type":"tool_use","id":"{id}","name":"Task","input":{{"description":"{d}","prompt":"go","subagent_type":"general-purpose"}}}}"#
+        )
+    };
+    let lines = [
+        r#"{"type":"system","subtype":"init","session_id":"s1","model":"claude-sonnet-4-5","tools":[]}"#.to_owned(),
+        format!(
+            r#"{{"type":"assistant","session_id":"s1","parent_tool_use_id":null,"message":{{"id":"m1","model":"claude-sonnet-4-5","content":[{},{},{}],"usage":{{"input_tokens":1,"output_tokens":1}}}}}}"#,
+            task("tu1", "List the files (A)"),
+            task("tu2", "List the files (B)"),
+            task("tu3", "Survey the tests")
+        ),
+        r#"{"type":"system","subtype":"task_started","session_id":"s1","task_id":"a1","tool_use_id":"tu1","description":"List the files (A)"}"#.to_owned(),
+        r#"{"type":"system","subtype":"task_started","session_id":"s1","task_id":"a2","tool_use_id":"tu2","description":"List the files (B)"}"#.to_owned(),
+        r#"{"type":"system","subtype":"task_started","session_id":"s1","task_id":"a3","tool_use_id":"tu3","description":"Survey the tests"}"#.to_owned(),
+    ];
+    for l in &lines {
+        p.push(l.as_bytes());
+    }
+    let f = Feed { now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut v = view();
+    let screen = render(&p, &f, &mut v, (80, 24));
+    // The tree's rows: the lanes beside it have the names whole.
+    let rows: Vec<String> =
+        screen.lines().map(|l| l.chars().take(32).collect::<String>()).filter(|l| l.contains("List")).collect();
+    assert!(rows.iter().any(|r| r.contains("(A)")) && rows.iter().any(|r| r.contains("(B)")), "{screen}");
+    // A name alike no neighbour's keeps its start.
+    assert!(screen.contains("Survey the"), "{screen}");
+}

@@ -116,6 +116,27 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` cut to `max` columns in its middle, its start and its end kept (`List f…es (B)`): for names
+/// that differ only at their end.
+pub fn truncate_middle(s: &str, max: usize) -> String {
+    if width(s) <= max || max < 5 {
+        return truncate(s, max);
+    }
+    let tail_w = (max - 1) / 2;
+    let head = truncate(s, max - tail_w);
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in s.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > tail_w {
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    head + &tail.into_iter().rev().collect::<String>()
+}
+
 /// `s` padded with spaces (or cut) to exactly `cols` columns.
 pub fn fit(s: &str, cols: usize) -> String {
     let mut out = truncate(s, cols);
@@ -290,6 +311,17 @@ mod tests {
         assert_eq!(clock(0), "00:00:00");
         assert_eq!(short_model("gpt-5.6-luna"), "5.6-luna");
         assert_eq!(short_command("/bin/bash -lc 'echo hi'"), "echo hi");
+    }
+
+    #[test]
+    fn a_middle_cut_keeps_both_ends_within_the_width() {
+        assert_eq!(truncate_middle("List files (A)", 13), "List f…es (A)");
+        assert_eq!(truncate_middle("List files (A)", 14), "List files (A)");
+        assert_eq!(truncate_middle("日本語のテキスト長い", 9), "日本…長い");
+        assert_eq!(truncate_middle("abcdefgh", 4), "abc…", "too narrow for two ends");
+        for max in 0..20 {
+            assert!(width(&truncate_middle("Survey the project (second half)", max)) <= max);
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::Feed;
 use super::outline::{NodeId, Row};
-use super::text::{duration, elapsed, short_model, tokens, truncate, width};
+use super::text::{duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::view::{Pane, View};
 use crate::model::{Model, ShownCost, Status, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
@@ -326,7 +326,12 @@ fn thread_cells(
     let room = label_w.saturating_sub(2 + usize::from(touching));
     // The name first, whole if it fits; the id only in the room left after it.
     let label = super::label::of(model, idx);
-    cells.push(Span::styled(truncate(&label.name, room), name_style));
+    let name = if width(&label.name) > room && cut_like_a_neighbour(model, idx, &label.name, room) {
+        truncate_middle(&label.name, room)
+    } else {
+        truncate(&label.name, room)
+    };
+    cells.push(Span::styled(name, name_style));
     if let Some(id) = label.id {
         let left = room.saturating_sub(width(&label.name) + 1);
         if left >= width(&id) {
@@ -358,6 +363,18 @@ fn thread_cells(
         let x = end.saturating_sub(MODEL_W) + 1;
         cells.spans.push((x, Span::styled(truncate(m, MODEL_W - 1), theme.model)));
     }
+}
+
+/// Whether `name` cut to `room` reads as the sibling's before or after it does (`List files (A)`
+/// and `(B)`, spawned together): then the end of the name is what tells them apart. Only the
+/// neighbours are asked, so a row costs the same however many siblings it has.
+fn cut_like_a_neighbour(model: &Model, idx: ThreadIdx, name: &str, room: usize) -> bool {
+    let Some(parent) = model.thread(idx).parent else { return false };
+    let siblings = &model.thread(parent).children;
+    let Some(at) = siblings.iter().position(|&c| c == idx) else { return false };
+    let cut = truncate(name, room);
+    let neighbours = [at.checked_sub(1), Some(at + 1)].into_iter().flatten().filter_map(|i| siblings.get(i));
+    neighbours.map(|&s| super::label::of(model, s).name).any(|other| other != name && truncate(&other, room) == cut)
 }
 
 /// Columns of a session row, besides cost and tokens: its state, last activity, and (where the
