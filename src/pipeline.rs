@@ -177,9 +177,21 @@ impl Pipeline {
 
     /// The process running session `id` (its root thread) is gone: what of its tree was still
     /// running was cut short (see [`crate::model::Model::stopped`]).
-    pub fn stopped(&mut self, id: &str) {
+    /// `guessed_at_ms`: the stop is a guess made then (see [`crate::model::Model::stopped_on_guess`]).
+    pub fn stopped(&mut self, id: &str, guessed_at_ms: Option<i64>) {
         if let Some(root) = self.router.find(id) {
-            self.model.stopped(root);
+            match guessed_at_ms {
+                Some(at) => self.model.stopped_on_guess(root, at),
+                None => self.model.stopped(root),
+            }
+        }
+    }
+
+    /// The session `id` runs after all: what [`Pipeline::stopped`] cut short is not over (see
+    /// [`crate::model::Model::resumed`]).
+    pub fn resumed(&mut self, id: &str) {
+        if let Some(root) = self.router.find(id) {
+            self.model.resumed(root);
         }
     }
 

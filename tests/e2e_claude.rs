@@ -381,7 +381,8 @@ impl MachineWatch {
                         .expect("records");
                         out.polls += 1;
                     }
-                    Some(LiveEvent::Stopped(id)) => pipeline.stopped(&id),
+                    Some(LiveEvent::Stopped { id, guessed_at_ms }) => pipeline.stopped(&id, guessed_at_ms),
+                    Some(LiveEvent::Resumed(id)) => pipeline.resumed(&id),
                     Some(LiveEvent::Sessions(snapshot)) => {
                         states_tx.send_replace(snapshot.sessions.iter().map(|s| (s.id.clone(), s.state)).collect());
                     }

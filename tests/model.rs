@@ -170,6 +170,11 @@ fn a_claude_context_is_its_latest_answer_and_its_window_what_the_session_reports
     w.say("c", None, vec![answer("m3", "claude-sonnet-4-5", 9000, 50)]);
     assert_eq!(w.get("c").context, Some(ContextFill { used: 9050, window: Some(200_000) }), "the window stays");
     assert_eq!(w.get("r").context, None, "the session said nothing of its own");
+    // One answer's later line with a smaller, stream-start figure, and an older answer told
+    // again, leave the newest answer's full size.
+    w.say("c", None, vec![answer("m3", "claude-sonnet-4-5", 9000, 1)]);
+    w.say("c", None, vec![answer("m1", "claude-sonnet-4-5", 5000, 100)]);
+    assert_eq!(w.get("c").context.map(|c| c.used), Some(9050));
 }
 
 fn response<'a>(id: &'a str, model: &'a str, input: u64, output: u64) -> Fact<'a> {
@@ -335,6 +340,77 @@ fn an_ended_session_leaves_nothing_running() {
     w.say("r", None, vec![set(Status::Running), Fact::SessionEnded(SessionEnded { interrupted: true })]);
     let statuses: Vec<Status> = ["r", "c", "g", "d"].iter().map(|t| w.get(t).status).collect();
     assert_eq!(statuses, [Status::Interrupted, Status::Interrupted, Status::Interrupted, Status::Idle]);
+}
+
+/// The machine view's source judged the session's process gone (no end line: a SIGKILL), then
+/// found it running after all: what the stop cut short is as it was, and what the agent has said
+/// since stands.
+#[test]
+fn a_stop_the_source_takes_back_restores_what_it_cut_short_and_only_that() {
+    let mut w = World::new();
+    let root = w.root("r");
+    w.child("c", "r", None);
+    w.child("d", "r", None);
+    let started = |id| Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() });
+    let working = |id, turn| {
+        item(id, move |i| {
+            i.turn = Some(TurnRef::Known(Some(Cow::Borrowed(turn))));
+            i.kind = Some(ItemKind::Command);
+            i.status = Some(ItemStatus::InProgress);
+        })
+    };
+    w.say("r", Some(10), vec![started("t1"), set(Status::Running), working("r-cmd", "t1")]);
+    w.say("c", Some(11), vec![started("t2"), set(Status::Waiting), working("c-cmd", "t2")]);
+    w.say("d", Some(12), vec![set(Status::Idle)]);
+    w.model.stopped(root);
+    let statuses = |w: &World| ["r", "c", "d"].map(|t| w.get(t).status);
+    assert_eq!(statuses(&w), [Status::Interrupted, Status::Interrupted, Status::Idle]);
+    assert_eq!(w.get("c").turns[0].status, model::TurnStatus::Interrupted);
+    assert_eq!(w.get("c").items[0].status, ItemStatus::Interrupted);
+    // The lead says its own turn ended before the source takes its word back.
+    let end = Fact::TurnEnded(TurnEnded {
+        turn: TurnRef::Id(Cow::Borrowed("t1")),
+        outcome: Some(TurnOutcome::Completed),
+        error: None,
+    });
+    w.say("r", Some(13), vec![end]);
+    w.model.resumed(root);
+    assert_eq!(
+        statuses(&w),
+        [Status::Idle, Status::Waiting, Status::Idle],
+        "the lead's own word stands; the child waits again"
+    );
+    let c = w.get("c");
+    assert_eq!((c.turns[0].status, c.turns[0].completed_ms), (model::TurnStatus::InProgress, None));
+    assert_eq!((c.items[0].status, c.items[0].completed_ms), (ItemStatus::InProgress, None));
+    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::Completed);
+    assert_eq!(w.get("r").items[0].status, ItemStatus::Completed);
+    // Taken back once: a second word of it changes nothing.
+    w.model.resumed(root);
+    assert_eq!(statuses(&w), [Status::Idle, Status::Waiting, Status::Idle]);
+}
+
+/// Stopped on a guess (no process seen, none seen exiting, as for a session whose process is
+/// in a container): its lines stamped before the guess (a file read after it) leave it stopped,
+/// one stamped after proves it running.
+#[test]
+fn a_guessed_stop_is_undone_by_a_line_written_after_it_and_only_by_such_a_line() {
+    let mut w = World::new();
+    let root = w.root("r");
+    w.child("c", "r", None);
+    let started = Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed("t1")), ..TurnStarted::default() });
+    w.say("r", Some(1_000), vec![started, set(Status::Running)]);
+    w.say("c", Some(1_500), vec![set(Status::Running)]);
+    w.model.stopped_on_guess(root, 5_000);
+    w.say("c", Some(4_000), vec![delta("c-msg", "written before the guess", None)]);
+    assert_eq!([w.get("r").status, w.get("c").status], [Status::Interrupted, Status::Interrupted]);
+    w.say("c", Some(6_000), vec![delta("c-msg", ", and after it", None)]);
+    assert_eq!([w.get("r").status, w.get("c").status], [Status::Running, Status::Running]);
+    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::InProgress);
+    // A stop the source saw happen (the process exited) is no guess: no line undoes it.
+    w.model.stopped(root);
+    w.say("c", Some(9_000), vec![delta("c-msg", " late", None)]);
+    assert_eq!(w.get("r").status, Status::Interrupted);
 }
 
 // ---- turns and items ----

@@ -146,7 +146,8 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
         | Event::Followed(_)
         | Event::Origin(_)
         | Event::Sessions(_)
-        | Event::Stopped(_) => {}
+        | Event::Stopped { .. }
+        | Event::Resumed(_) => {}
     }
 }
 

@@ -93,6 +93,13 @@ struct Session {
     stopped: bool,
 }
 
+/// A change in whether a session runs, as one snapshot tells it after the one before.
+enum Run {
+    Stopped,
+    Guessed,
+    Resumed,
+}
+
 struct TeeFeed {
     socket: PathBuf,
     pid: Option<u32>,
@@ -330,7 +337,8 @@ impl Machine {
             Event::Disconnected { .. }
             | Event::Origin(_)
             | Event::Sessions(_)
-            | Event::Stopped(_)
+            | Event::Stopped { .. }
+            | Event::Resumed(_)
             | Event::Followed(_)
             | Event::Notice(_) => {}
         }
@@ -616,21 +624,31 @@ impl Machine {
         let snapshot = self.sessions_now(&walk);
         // The walk always finds this process: one that found none had no `/proc` to read, and
         // then "no process runs it" says nothing.
-        let stopped = self.stopped(&snapshot, !walk.processes.is_empty());
+        let changes = self.stopped(&snapshot, !walk.processes.is_empty());
         self.send(Event::Sessions(Box::new(snapshot))).await?;
-        for id in stopped {
-            self.send(Event::Stopped(id)).await?;
+        let now_ms = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let now_ms = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        for (id, change) in changes {
+            self.send(match change {
+                Run::Stopped => Event::Stopped { id, guessed_at_ms: None },
+                Run::Guessed => Event::Stopped { id, guessed_at_ms: Some(now_ms) },
+                Run::Resumed => Event::Resumed(id),
+            })
+            .await?;
         }
         Ok(())
     }
 
-    /// The sessions `snapshot` says stopped: live before and no longer (the process exited: a
-    /// Claude Code killed mid-answer left its turn and its children running on screen for good),
-    /// idle when first seen (`looked`: `/proc` was read, and no process runs it: a `codex exec`
-    /// killed before the view opened showed its agents running until it aged into `ended` five
-    /// minutes on), or ended (aged out with no process, as `ps` says). Each once until it is live
-    /// again.
-    fn stopped(&mut self, snapshot: &Snapshot, looked: bool) -> Vec<String> {
+    /// What `snapshot` says of each session's run since the last one, each once until it is live
+    /// again:
+    /// - stopped: live before and no longer (the process exited: a Claude Code killed mid-answer
+    ///   left its turn and its children running on screen for good);
+    /// - stopped on a guess: no process seen running it, none seen exiting: idle when first seen
+    ///   (`looked`: `/proc` was read; a `codex exec` killed before the view opened showed its
+    ///   agents running until it aged into `ended` five minutes on), or aged into ended. A process
+    ///   the source cannot see (in a container) would write on: its next line undoes the guess;
+    /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
+    fn stopped(&mut self, snapshot: &Snapshot, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
         for seen in &snapshot.sessions {
             let Some(&i) = self.by_key.get(&(seen.tool.clone(), seen.id.clone())) else { continue };
@@ -638,10 +656,15 @@ impl Machine {
             let was = s.state.replace(seen.state);
             let idle_from_the_start = looked && was.is_none() && seen.state == State::Idle;
             if seen.state == State::Live {
-                s.stopped = false;
-            } else if !s.stopped && (was == Some(State::Live) || idle_from_the_start || seen.state == State::Ended) {
+                if std::mem::take(&mut s.stopped) {
+                    out.push((seen.id.clone(), Run::Resumed));
+                }
+            } else if !s.stopped && was == Some(State::Live) {
                 s.stopped = true;
-                out.push(seen.id.clone());
+                out.push((seen.id.clone(), Run::Stopped));
+            } else if !s.stopped && (idle_from_the_start || seen.state == State::Ended) {
+                s.stopped = true;
+                out.push((seen.id.clone(), Run::Guessed));
             }
         }
         out

@@ -34,6 +34,8 @@ pub struct Item {
     pub completed_ms: Option<i64>,
     /// Bytes of text dropped by the per-item and scrollback bounds.
     pub dropped_bytes: u64,
+    /// Interrupted with its turn by [`super::Model::stopped`]: in progress again if that is undone.
+    pub cut_short: bool,
     last_summary_index: Option<i64>,
 }
 
@@ -55,6 +57,7 @@ impl Item {
             started_ms: None,
             completed_ms: None,
             dropped_bytes: 0,
+            cut_short: false,
             last_summary_index: None,
         }
     }

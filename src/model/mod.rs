@@ -65,6 +65,9 @@ pub struct Model {
     prices: Prices,
     limits: Limits,
     awaited: receivers::Awaited,
+    /// Sessions stopped on a guess (no process was seen running them, none seen exiting), with
+    /// the time of the guess: a line of theirs stamped after it proves them running.
+    guessed_stops: Vec<(ThreadIdx, i64)>,
 }
 
 impl Model {
@@ -330,6 +333,9 @@ impl Model {
 
     fn thread_line(&mut self, idx: ThreadIdx, r: &Routed<'_, '_>) {
         let time = r.record.time;
+        if !self.guessed_stops.is_empty() {
+            self.proven_running(idx, time);
+        }
         let t = &mut self.threads[idx.index()];
         t.lines += 1;
         if let Some(ms) = time {
@@ -493,6 +499,10 @@ impl Model {
             StatusChange::Set(s) => s,
             StatusChange::Active | StatusChange::Idle => from,
         };
+        if t.status != from {
+            // The agent's own word on how it stands outweighs the source's guess.
+            t.cut_short = None;
+        }
     }
 
     fn usage(&mut self, idx: ThreadIdx, usage: &Usage<'_>, time: Option<i64>) {
@@ -520,11 +530,15 @@ impl Model {
                 let model = response.model.as_ref().map(CleanStr::to_clean);
                 let account = t.account.get_or_insert_with(Default::default);
                 let gained = account.state(&key, &Tokens::of(&response.tokens), price, model, time);
+                // The newest response's size as merged (its lines repeat it, the answer's count
+                // growing from its stream-start value); an older one stated again is not the
+                // context now.
+                let newest = account.responses().last().filter(|r| *r.key == *key).map(|r| r.tokens.total);
                 t.tokens.add(&gained);
-                if let Some(c) = response.context {
+                if let (Some(c), Some(merged)) = (response.context, newest) {
                     // A window said once (the session's report) holds for the thread's later fills.
                     let window = c.window.or(t.context.and_then(|old| old.window));
-                    t.context = Some(ContextFill { used: c.used, window });
+                    t.context = Some(ContextFill { used: c.used.max(merged), window });
                 }
                 self.reprice(idx, old);
             }
@@ -584,23 +598,75 @@ impl Model {
         }
     }
 
+    /// [`Model::stopped`] on a guess made at `at_ms` (unix ms): no process was seen running the
+    /// session, none seen exiting (one the source cannot see, in a container, would write on).
+    /// A line of the session stamped after the guess undoes it.
+    pub fn stopped_on_guess(&mut self, root: ThreadIdx, at_ms: i64) {
+        self.stopped(root);
+        self.guessed_stops.push((root, at_ms));
+    }
+
+    /// A line of `idx` at `time` after a guessed stop of its session: it runs after all.
+    fn proven_running(&mut self, idx: ThreadIdx, time: Option<i64>) {
+        let Some(time) = time else { return };
+        let Some(root) = self.root_of(idx) else { return };
+        if self.guessed_stops.iter().any(|&(r, at)| r == root && time > at) {
+            self.resumed(root);
+        }
+    }
+
     /// The process of the session rooted at `root` is gone without a word in its files (killed
     /// mid-answer: no end line, no interrupt note): every thread of its tree still at work, and
     /// its turn and items in progress, were interrupted, at the last time the stream told.
     pub fn stopped(&mut self, root: ThreadIdx) {
+        self.guessed_stops.retain(|&(r, _)| r != root);
         let time = self.stream_ms;
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
-            let Some(thread) = self.threads.get(t.index()) else { continue };
+            let Some(thread) = self.threads.get_mut(t.index()) else { continue };
             stack.extend_from_slice(&thread.children);
-            for turn in 0..thread.turns.len() {
-                if self.threads[t.index()].turns[turn].status == TurnStatus::InProgress {
-                    self.end_turn(t, turn, TurnStatus::Interrupted, time);
+            for turn in thread.turns.iter_mut().filter(|turn| turn.status == TurnStatus::InProgress) {
+                turn.status = TurnStatus::Interrupted;
+                turn.completed_ms = time;
+                turn.cut_short = true;
+            }
+            // Every item still at work, whether or not a turn holds it.
+            for item in thread.items.iter_mut().filter(|item| item.status == ItemStatus::InProgress) {
+                item.status = ItemStatus::Interrupted;
+                item.completed_ms = time;
+                item.cut_short = true;
+            }
+            if thread.status.is_active() || thread.status == Status::Pending {
+                thread.cut_short = Some(thread.status);
+                thread.status = Status::Interrupted;
+            }
+        }
+        self.generation += 1;
+    }
+
+    /// The source finds the session rooted at `root` running after all (its process judged gone
+    /// a moment too soon, or another process took it up): what [`Model::stopped`] cut short and
+    /// nothing has told of since is as it was.
+    pub fn resumed(&mut self, root: ThreadIdx) {
+        self.guessed_stops.retain(|&(r, _)| r != root);
+        let mut stack = vec![root];
+        while let Some(t) = stack.pop() {
+            let Some(thread) = self.threads.get_mut(t.index()) else { continue };
+            stack.extend_from_slice(&thread.children);
+            for turn in &mut thread.turns {
+                if std::mem::take(&mut turn.cut_short) && turn.status == TurnStatus::Interrupted {
+                    turn.status = TurnStatus::InProgress;
+                    turn.completed_ms = None;
                 }
             }
-            let thread = &mut self.threads[t.index()];
-            if thread.status.is_active() || thread.status == Status::Pending {
-                thread.status = Status::Interrupted;
+            for item in &mut thread.items {
+                if std::mem::take(&mut item.cut_short) && item.status == ItemStatus::Interrupted {
+                    item.status = ItemStatus::InProgress;
+                    item.completed_ms = None;
+                }
+            }
+            if let Some(was) = thread.cut_short.take().filter(|_| thread.status == Status::Interrupted) {
+                thread.status = was;
             }
         }
         self.generation += 1;
@@ -632,6 +698,7 @@ impl Model {
             completed_ms: None,
             items: Vec::new(),
             error: None,
+            cut_short: false,
         });
         let slot = t.turns.len() - 1;
         t.turn_index.insert(id.into(), slot);
@@ -654,10 +721,13 @@ impl Model {
         let record = &mut turns[turn];
         record.status = state;
         record.completed_ms = time;
+        record.cut_short = false;
         for &i in &record.items {
-            if items[i].status == ItemStatus::InProgress {
+            // An item a stop cut short was still at work as far as the agent knows.
+            if items[i].status == ItemStatus::InProgress || items[i].cut_short {
                 items[i].status = item_state;
                 items[i].completed_ms = time;
+                items[i].cut_short = false;
             }
         }
     }
@@ -676,6 +746,7 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         if let Some(s) = status {
             t.status = s;
+            t.cut_short = None;
         }
         if end.error.is_some() {
             if let Some(turn) = turn {
@@ -774,6 +845,7 @@ impl Model {
             }
             if let Some(status) = f.status {
                 item.status = status;
+                item.cut_short = false;
             }
             if f.exit_code.is_some() {
                 item.exit_code = f.exit_code;

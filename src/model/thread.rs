@@ -29,6 +29,9 @@ pub struct Turn {
     /// Items of this turn, in first-seen order (indices into the thread's items).
     pub items: Vec<usize>,
     pub error: Option<Clean>,
+    /// Ended by the source's word that its process was gone ([`super::Model::stopped`]), not by
+    /// the agent's: undone if the source finds it running after all.
+    pub cut_short: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -61,6 +64,9 @@ pub struct Thread {
     pub(super) last_item: Option<usize>,
     pub tokens: Tokens,
     pub context: Option<ContextFill>,
+    /// The active status [`super::Model::stopped`] interrupted, kept until the source finds the
+    /// session running after all (or the agent says how it stands).
+    pub cut_short: Option<Status>,
     /// `None` while the model is unknown or not in the price table: unpriced, never $0.
     pub cost: Option<Pico>,
     /// This thread plus all its descendants.
@@ -115,6 +121,7 @@ impl Thread {
             last_item: None,
             tokens: Tokens::default(),
             context: None,
+            cut_short: None,
             cost: None,
             subtree: Rollup { threads: 1, ..Rollup::default() },
             first_ms: None,

@@ -98,7 +98,15 @@ pub enum Event {
     /// The process that ran this session (its root thread's id) is gone, seen exiting or aged out
     /// with none: nothing of it runs any more, whatever its files last said (a SIGKILL writes no
     /// end). Sent once per stop, after the snapshot that says so.
-    Stopped(String),
+    /// `guessed_at_ms`: no process was seen exiting, none seen running it (unix ms of the guess):
+    /// a line of the session stamped after it proves it running after all.
+    Stopped {
+        id: String,
+        guessed_at_ms: Option<i64>,
+    },
+    /// A session sent as [`Event::Stopped`] runs after all: a process runs it again (its own,
+    /// judged gone a moment too soon, or one that took it up).
+    Resumed(String),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).
     Followed(super::follow::Change),
 }

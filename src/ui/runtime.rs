@@ -434,7 +434,8 @@ impl Runtime {
             live::Event::Notice(text) => self.notice(crate::wire::sanitize_line(&text).to_string()),
             live::Event::Origin(origin) => self.live_origin = origin,
             live::Event::Sessions(snapshot) => self.feed.machine = Some(snapshot),
-            live::Event::Stopped(id) => self.pipeline.stopped(&id),
+            live::Event::Stopped { id, guessed_at_ms } => self.pipeline.stopped(&id, guessed_at_ms),
+            live::Event::Resumed(id) => self.pipeline.resumed(&id),
             live::Event::Disconnected { retry_in, reason } => {
                 self.feed.connection =
                     Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
