@@ -13,7 +13,8 @@
 //! tokens the stream gave equal what the server stored.
 //!
 //! A third runs twice in one home and kills the second run (SIGKILL) while its child streams: the
-//! store read mid-run shows both running, read after the kill both interrupted.
+//! store read mid-run shows both running, read after the kill both interrupted, and a follower of
+//! the store sees them interrupted once the writer is gone.
 //!
 //! Needs the binary: `scripts/setup-opencode.sh` installs it into `.cache/` (`SWARMTOP_OPENCODE_BIN`
 //! overrides). Without it the test skips, loudly; with `CI` set it fails.
@@ -1054,8 +1055,30 @@ fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
     assert_eq!(live[&child], Status::Running, "its child streams: {live:?}");
     assert_eq!(live[&quick[0]], Status::Idle, "the first run's session finished");
 
+    // Followed as `swarmtop opencode.db` follows it: the store, then its event log.
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let followed = db.clone();
+    std::thread::spawn(move || swarmtop::source::opencode::follow(&followed, |records| tx.send(records).is_ok()));
+    let mut following = Pipeline::default();
+    let status_in = |p: &Pipeline, id: &str| p.find(id).map(|t| p.model.thread(t).status);
+    let until = |p: &mut Pipeline, what: &str, done: &dyn Fn(&Pipeline) -> bool| {
+        let started = Instant::now();
+        while !done(p) {
+            assert!(started.elapsed() < Duration::from_secs(15), "the follower never saw {what}");
+            if let Ok(records) = rx.recv_timeout(Duration::from_millis(200)) {
+                feed(p, &records);
+            }
+        }
+    };
+    until(&mut following, "the child running", &|p| status_in(p, &child) == Some(Status::Running));
+
     second.0.kill().unwrap();
     second.0.wait().unwrap();
+    // Nothing more is written: the follower learns it from the writer's end, within a look.
+    until(&mut following, "the killed run interrupted", &|p| {
+        status_in(p, &running_root) == Some(Status::Interrupted) && status_in(p, &child) == Some(Status::Interrupted)
+    });
+    assert_eq!(status_in(&following, &quick[0]), Some(Status::Idle), "the finished session stays finished");
     let dead = statuses(&db);
     assert_eq!(dead[&running_root], Status::Interrupted, "killed: {dead:?}");
     assert_eq!(dead[&child], Status::Interrupted, "killed with its parent: {dead:?}");

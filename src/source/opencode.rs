@@ -362,6 +362,18 @@ impl Follower {
         Ok(Self { db: db.to_path_buf(), conn: open(db)?, cursor, version: None })
     }
 
+    /// The root sessions updated at or after `since_ms`.
+    fn recent_roots(&self, since_ms: i64) -> io::Result<Vec<String>> {
+        let db = &self.db;
+        let err = |e: rusqlite::Error| sql_error(db, &e);
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT id FROM session WHERE parent_id IS NULL AND time_updated >= ?1")
+            .map_err(err)?;
+        let rows = st.query_map([since_ms], |r| r.get::<_, String>(0)).map_err(err)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(err)
+    }
+
     /// New events since the last call, as records (empty when the store has not changed).
     pub fn poll(&mut self) -> io::Result<Vec<u8>> {
         let db = &self.db;
@@ -393,18 +405,44 @@ impl Follower {
     }
 }
 
+/// How often a follower looks whether the store's writer still runs (a walk of `/proc`).
+const WRITER_LOOK: Duration = Duration::from_secs(1);
+/// Roots quiet for longer than this when their writer goes are left alone: they ended long ago.
+const DEAD_RECENT_MS: i64 = 10 * 60 * 1000;
+
 /// The store, then its events as they are written, into `each` until it returns `false` or the
-/// store cannot be read.
+/// store cannot be read. When the writer seen running is gone (a SIGKILL of `opencode run`
+/// writes nothing, wire.md §9), a `dead` record for every root lately at work: what it left
+/// running was killed with it (it stayed running for good in `swarmtop opencode.db`).
 pub fn follow(db: &Path, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
     let snap = snapshot(db)?;
     if !each(snap.records) {
         return Ok(());
     }
     let mut follower = Follower::new(db, snap.cursor)?;
+    let mut alive = writer(db) == Writer::Alive;
+    let mut looked = std::time::Instant::now();
     loop {
         let records = follower.poll()?;
         if !records.is_empty() && !each(records) {
             return Ok(());
+        }
+        if looked.elapsed() >= WRITER_LOOK {
+            looked = std::time::Instant::now();
+            match writer(db) {
+                Writer::Alive => alive = true,
+                Writer::Dead if alive => {
+                    alive = false;
+                    let mut out = Vec::new();
+                    for root in follower.recent_roots(crate::source::recording::unix_ms() - DEAD_RECENT_MS)? {
+                        push_record(&mut out, &json!({"opencode": "dead", "sessionID": root}));
+                    }
+                    if !out.is_empty() && !each(out) {
+                        return Ok(());
+                    }
+                }
+                Writer::Dead | Writer::Unknown => {}
+            }
         }
         std::thread::sleep(POLL);
     }
