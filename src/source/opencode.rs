@@ -415,12 +415,14 @@ const DEAD_RECENT_MS: i64 = 10 * 60 * 1000;
 /// writes nothing, wire.md §9), a `dead` record for every root lately at work: what it left
 /// running was killed with it (it stayed running for good in `swarmtop opencode.db`).
 pub fn follow(db: &Path, mut each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
+    // Looked for before the store is read and handed on: a writer killed while the snapshot is
+    // on its way (its reader saw it running and stopped it) must have been seen alive.
+    let mut alive = writer(db) == Writer::Alive;
     let snap = snapshot(db)?;
     if !each(snap.records) {
         return Ok(());
     }
     let mut follower = Follower::new(db, snap.cursor)?;
-    let mut alive = writer(db) == Writer::Alive;
     let mut looked = std::time::Instant::now();
     loop {
         let records = follower.poll()?;
