@@ -160,7 +160,8 @@ impl Prices {
     }
 }
 
-fn strip_date(model: &str) -> Option<&str> {
+/// The model's name without a trailing date (`-2025-09-29`, `-20250929`), when it has one.
+pub fn strip_date(model: &str) -> Option<&str> {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if model.len() > 11 && model.is_char_boundary(model.len() - 11) {
         let (head, tail) = model.split_at(model.len() - 11);

@@ -56,13 +56,15 @@ pub fn clock(ms: i64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
-/// Model names without the vendor prefix every row would repeat: `gpt-5.6-luna` → `5.6-luna`.
-pub fn short_model(model: &str) -> &str {
-    ["gpt-", "claude-", "openai/", "anthropic/"]
-        .iter()
-        .find_map(|p| model.strip_prefix(p))
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(model)
+/// Model names without the vendor prefix every row would repeat, nor the release date that
+/// names the same model: `gpt-5.6-luna` → `5.6-luna`, `claude-sonnet-4-5-20250929` → `sonnet-4-5`.
+pub fn short_model<'a>(model: &'a str) -> &'a str {
+    let strip = |m: &'a str, prefixes: &[&str]| {
+        prefixes.iter().find_map(|p| m.strip_prefix(p)).filter(|rest| !rest.is_empty()).unwrap_or(m)
+    };
+    // A provider's id names the vendor's (OpenCode: `anthropic/claude-sonnet-4-5`).
+    let short = strip(strip(model, &["openai/", "anthropic/"]), &["gpt-", "claude-"]);
+    crate::model::prices::strip_date(short).unwrap_or(short)
 }
 
 /// Shell wrappers hide the command a person typed: `/bin/bash -lc 'cargo test'` → `cargo test`.
@@ -310,6 +312,9 @@ mod tests {
         assert_eq!(clock(1_795_987_208_511), "21:20:08");
         assert_eq!(clock(0), "00:00:00");
         assert_eq!(short_model("gpt-5.6-luna"), "5.6-luna");
+        assert_eq!(short_model("claude-sonnet-4-5-20250929"), "sonnet-4-5");
+        assert_eq!(short_model("gpt-4.1-2025-04-14"), "4.1");
+        assert_eq!(short_model("anthropic/claude-haiku-4-5"), "haiku-4-5");
         assert_eq!(short_command("/bin/bash -lc 'echo hi'"), "echo hi");
     }
 

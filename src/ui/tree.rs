@@ -21,23 +21,29 @@ use crate::router::ThreadIdx;
 #[derive(Clone, Copy)]
 struct Columns {
     model: bool,
+    /// The model column's width: wider panes show longer ids whole (`5.1-codex-mini`).
+    model_w: usize,
     elapsed: bool,
     tokens: bool,
     cost: bool,
 }
 
 const MODEL_W: usize = 10;
+/// The model column on a pane this wide or wider grows by what is over it, up to `MODEL_W_MAX`.
+const MODEL_GROWS_FROM: usize = 64;
+const MODEL_W_MAX: usize = 15;
 const ELAPSED_W: usize = 7;
 const TOKENS_W: usize = 7;
 const COST_W: usize = 8;
 
 impl Columns {
     fn for_width(w: usize) -> Self {
-        Self { cost: w >= 24, elapsed: w >= 30, tokens: w >= 42, model: w >= 52 }
+        let model_w = (MODEL_W + w.saturating_sub(MODEL_GROWS_FROM) / 2).min(MODEL_W_MAX);
+        Self { cost: w >= 24, elapsed: w >= 30, tokens: w >= 42, model: w >= 52, model_w }
     }
 
     fn width(self) -> usize {
-        usize::from(self.model) * MODEL_W
+        usize::from(self.model) * self.model_w
             + usize::from(self.elapsed) * ELAPSED_W
             + usize::from(self.tokens) * TOKENS_W
             + usize::from(self.cost) * COST_W
@@ -360,8 +366,8 @@ fn thread_cells(
     }
     if cols.model {
         let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-        let x = end.saturating_sub(MODEL_W) + 1;
-        cells.spans.push((x, Span::styled(truncate(m, MODEL_W - 1), theme.model)));
+        let x = end.saturating_sub(cols.model_w) + 1;
+        cells.spans.push((x, Span::styled(truncate(m, cols.model_w - 1), theme.model)));
     }
 }
 
