@@ -19,14 +19,7 @@ use tmux::Tmux;
 
 /// The machine view of `home`, as `swarmtop` with no arguments opens it there.
 fn machine_view(name: &str, home: &Home) -> Option<Tmux> {
-    let command = format!(
-        "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
-        home.path().display(),
-        home.run_dir().display(),
-        home.state_dir().display(),
-        env!("CARGO_BIN_EXE_swarmtop"),
-    );
-    Tmux::start(&format!("discover-{name}"), 160, 45, &command)
+    Tmux::start(&format!("discover-{name}"), 160, 45, &home.shell_command(""))
 }
 
 /// Whether a line naming `what` comes below the first line naming `group`.

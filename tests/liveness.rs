@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use home::Home;
 use serde_json::Value;
 use support::anthropic::{self, Block, MockAnthropic};
-use support::claude_driver::{ClaudeBinary, claude_binary};
-use support::harness::{CodexBinary, codex_binary, config_toml};
+use support::claude_driver::claude_binary;
+use support::harness::{codex_binary, config_toml};
 use support::mock_model::{self, MockModel};
 use support::responses::ResponseBuilder;
 use support::scenario::{FAKE_CARGO, Pacing, ROOT_PROMPT, RefactorScenario, WORKSPACE_FILES};
@@ -132,10 +132,7 @@ fn claude(bin: &Path, home: &Home, project: &Path, base_url: &str, args: &[&str]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_claude_session_is_live_with_its_pid_and_idle_once_it_exits() {
-    let bin = match claude_binary() {
-        ClaudeBinary::Found(p) => Ok(p),
-        ClaudeBinary::Unavailable(why) => Err(why),
-    };
+    let bin = claude_binary().found();
     let Some(bin) = skip_unless(bin, "claude liveness") else { return };
     let mock = MockAnthropic::start(SlowClaude).await.unwrap();
     let home = Home::new();
@@ -209,10 +206,7 @@ fn codex_exec(bin: &Path, home: &Home, project: &Path, args: &[&str]) -> Child {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_exec_holds_its_rollout_open_while_it_runs() {
-    let bin = match codex_binary() {
-        CodexBinary::Found(p) => Ok(p),
-        CodexBinary::Unavailable(why) => Err(why),
-    };
+    let bin = codex_binary().found();
     let Some(bin) = skip_unless(bin, "codex liveness") else { return };
     let mock = MockModel::start(SlowCodex).await.unwrap();
     let home = Home::new();
@@ -339,10 +333,7 @@ async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
     use swarmtop::commands::{machine, sessions};
     use swarmtop::source::discover::{Env, State};
 
-    let bin = match codex_binary() {
-        CodexBinary::Found(p) => Ok(p),
-        CodexBinary::Unavailable(why) => Err(why),
-    };
+    let bin = codex_binary().found();
     let Some(codex) = skip_unless(bin, "codex through a tee") else { return };
     let world_root: Arc<Mutex<Option<PathBuf>>> = Arc::default();
     let launch = {
@@ -525,10 +516,7 @@ impl AppServer {
 /// exactly what the mock served, nothing counted twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tee_started_mid_session_adds_to_the_rollout_and_is_one_row() {
-    let bin = match codex_binary() {
-        CodexBinary::Found(p) => Ok(p),
-        CodexBinary::Unavailable(why) => Err(why),
-    };
+    let bin = codex_binary().found();
     let Some(codex) = skip_unless(bin, "a tee started mid-session") else { return };
     let mock = MockModel::start(SlowCodex).await.unwrap();
     let served_tokens = || mock.served().iter().filter_map(|s| s.usage).map(|u| u.total()).sum::<u64>();
@@ -642,10 +630,7 @@ fn agents_pane(screen: &str) -> String {
 /// after it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_view() {
-    let bin = match codex_binary() {
-        CodexBinary::Found(p) => Ok(p),
-        CodexBinary::Unavailable(why) => Err(why),
-    };
+    let bin = codex_binary().found();
     let Some(bin) = skip_unless(bin, "codex killed mid-turn") else { return };
     // About 45 s from first answer to summary: the children run for half a minute.
     let mock = MockModel::start(RefactorScenario { pacing: Pacing { scale: 1.0 } }).await.unwrap();
@@ -681,14 +666,7 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let command = format!(
-        "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}'; sleep 60",
-        home.path().display(),
-        home.run_dir().display(),
-        home.state_dir().display(),
-        env!("CARGO_BIN_EXE_swarmtop"),
-    );
-    let Some(view) = tmux::Tmux::start("killed", 120, 32, &command) else {
+    let Some(view) = tmux::Tmux::start("killed", 120, 32, &home.shell_command("")) else {
         let _ = run.kill();
         let _ = run.wait();
         return;
@@ -720,7 +698,7 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
     // A view opened after the kill never saw the session live: idle from its first look, it is
     // as stopped (it showed `5 running` until the session aged into `ended`, five minutes on).
     drop(view);
-    let Some(later) = tmux::Tmux::start("killed-later", 120, 32, &command) else { return };
+    let Some(later) = tmux::Tmux::start("killed-later", 120, 32, &home.shell_command("")) else { return };
     let screen = tokio::task::block_in_place(|| {
         later.wait_for("nothing running in a view opened later", |s| {
             running_agents(s) == Some(0) && agents_pane(s).contains("◼")

@@ -25,6 +25,16 @@ pub enum ClaudeBinary {
     Unavailable(String),
 }
 
+impl ClaudeBinary {
+    /// The binary, or why there is none (the reason a test skips).
+    pub fn found(self) -> Result<PathBuf, String> {
+        match self {
+            Self::Found(p) => Ok(p),
+            Self::Unavailable(why) => Err(why),
+        }
+    }
+}
+
 /// The real CLI: `SWARMTOP_CLAUDE_BIN` if set, else whatever `scripts/setup-claude.sh` installs (idempotent,
 /// instant once the cache folder exists). An install that fails although npm is there is an error.
 pub fn claude_binary() -> ClaudeBinary {

@@ -23,6 +23,16 @@ pub enum CodexBinary {
     Unavailable(String),
 }
 
+impl CodexBinary {
+    /// The binary, or why there is none (the reason a test skips).
+    pub fn found(self) -> Result<PathBuf, String> {
+        match self {
+            Self::Found(p) => Ok(p),
+            Self::Unavailable(why) => Err(why),
+        }
+    }
+}
+
 /// The real codex binary: `SWARMTOP_CODEX_BIN` if set, else whatever `scripts/setup-codex.sh` installs
 /// (idempotent, so this is instant once the cache folder exists). An install that fails although npm is
 /// there is an error, not a reason to skip.

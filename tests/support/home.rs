@@ -71,6 +71,18 @@ impl Home {
         self.path().join("state")
     }
 
+    /// The shell command of `swarmtop ARGS` as a user opens it in a terminal of this HOME (its
+    /// screen stays a minute after it exits, for a last capture).
+    pub fn shell_command(&self, args: &str) -> String {
+        format!(
+            "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_RUNTIME_DIR='{}' XDG_STATE_HOME='{}' '{}' {args}; sleep 60",
+            self.path().display(),
+            self.run_dir().display(),
+            self.state_dir().display(),
+            env!("CARGO_BIN_EXE_swarmtop"),
+        )
+    }
+
     /// `swarmtop` with this HOME and nothing of the caller's environment that moves its folders.
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_swarmtop"));
