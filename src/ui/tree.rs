@@ -28,7 +28,7 @@ struct Columns {
     cost: bool,
 }
 
-const MODEL_W: usize = 10;
+const MODEL_W: usize = 11;
 /// The model column on a pane this wide or wider grows by what is over it, up to `MODEL_W_MAX`.
 const MODEL_GROWS_FROM: usize = 64;
 const MODEL_W_MAX: usize = 15;
