@@ -186,8 +186,13 @@ impl mock_model::Script for SlowCodex {
 }
 
 fn codex_exec(bin: &Path, home: &Home, project: &Path, args: &[&str]) -> Child {
-    Command::new(bin)
-        .args(["exec", "--skip-git-repo-check"])
+    codex_exec_command(bin, home, project, args).spawn().unwrap()
+}
+
+/// `codex exec ARGS` in `project`, offline against the mock, the environment its own.
+fn codex_exec_command(bin: &Path, home: &Home, project: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin);
+    c.args(["exec", "--skip-git-repo-check"])
         .args(args)
         .env_clear()
         .env("CODEX_HOME", home.path().join(".codex"))
@@ -199,9 +204,8 @@ fn codex_exec(bin: &Path, home: &Home, project: &Path, args: &[&str]) -> Child {
         .current_dir(project)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::null());
+    c
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -650,20 +654,9 @@ async fn a_codex_exec_killed_mid_turn_leaves_no_agent_running_in_the_machine_vie
     let mut path = OsString::from(&tools);
     path.push(":");
     path.push(std::env::var_os("PATH").unwrap_or_default());
-    let mut run = Command::new(&bin)
-        .args(["exec", "--skip-git-repo-check", ROOT_PROMPT])
-        .env_clear()
-        .env("CODEX_HOME", home.path().join(".codex"))
-        .env("HOME", home.path())
-        .env("MOCK_API_KEY", "sk-mock-not-a-real-key")
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("RUST_LOG", "warn")
+    let mut run = codex_exec_command(&bin, &home, &project, &[ROOT_PROMPT])
         .env("SWARMTOP_DEMO_LINE_DELAY", "0.25")
         .env("PATH", path)
-        .current_dir(&project)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let Some(view) = tmux::Tmux::start("killed", 120, 32, &home.shell_command("")) else {
