@@ -31,6 +31,8 @@ pub trait Backend {
     fn search(&self, query: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
     /// Removes the sessions that ended before `before_ms`, and their runs.
     fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
+    /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).
+    fn settle(&mut self) -> Result<()>;
     /// Bytes the store takes on disk.
     fn size(&self) -> Result<u64>;
     /// Everything stored, as text that two stores holding the same runs print alike (tests).

@@ -60,6 +60,8 @@ struct Group {
     sessions: HashSet<String>,
     all: Figures,
     subagents: Figures,
+    /// Whether any sub-agent spent anything here: if none did, their part is $0, not unpriced.
+    any_subagent: bool,
 }
 
 impl Group {
@@ -71,11 +73,14 @@ impl Group {
         self.all.add(&f);
         if fact.subagent {
             self.subagents.add(&f);
+            self.any_subagent = true;
         }
     }
 
     fn row(self, key: String) -> Row {
-        Row { key, sessions: self.sessions.len(), all: self.all, subagents: self.subagents }
+        let mut subagents = self.subagents;
+        subagents.priced |= !self.any_subagent;
+        Row { key, sessions: self.sessions.len(), all: self.all, subagents }
     }
 }
 

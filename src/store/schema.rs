@@ -60,7 +60,7 @@ const V1: &str = concat!(
         depth INTEGER NOT NULL, ",
     tokens!(),
     ",
-        cost_pico INTEGER NOT NULL,
+        cost_pico TEXT NOT NULL,
         priced INTEGER NOT NULL,
         UNIQUE (agent, thread)
     );
@@ -104,10 +104,10 @@ const V1: &str = concat!(
         tool_calls INTEGER NOT NULL, ",
     tokens!(),
     ",
-        cost_pico INTEGER NOT NULL,
+        cost_pico TEXT NOT NULL,
         priced INTEGER NOT NULL,
         cost_source TEXT,
-        reported_cost_pico INTEGER,
+        reported_cost_pico TEXT,
         answer TEXT,
         files_changed TEXT NOT NULL,
         file TEXT,
@@ -121,7 +121,7 @@ const V1: &str = concat!(
         model TEXT, ",
     tokens!(),
     ",
-        cost_pico INTEGER NOT NULL
+        cost_pico TEXT NOT NULL
     );
     CREATE INDEX usage_run ON usage(run_id);
     CREATE INDEX usage_at ON usage(at_ms);

@@ -121,18 +121,25 @@ fn trust(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A figure for an INTEGER column: past `i64::MAX` it stays there.
+/// An unsigned figure in a signed INTEGER column, bit for bit: a hostile 2^64−1 tokens comes
+/// back as it went in (the store never sums in SQL; sums are made exactly, in Rust).
 fn int(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
+    i64::from_ne_bytes(v.to_ne_bytes())
 }
 
 fn uint(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or(0)
+    u64::from_ne_bytes(v.to_ne_bytes())
 }
 
-/// Money for an INTEGER column, in pico-dollars: ±9.2 million dollars a row at most.
-fn pico(p: Pico) -> i64 {
-    i64::try_from(p.0).unwrap_or(if p.0 < 0 { i64::MIN } else { i64::MAX })
+/// Money as the exact decimal count of pico-dollars (128 bits do not fit an INTEGER column).
+fn pico(p: Pico) -> String {
+    p.0.to_string()
+}
+
+/// A pico-dollar column; what is not a number (a store someone edited) is nothing.
+fn pico_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Pico> {
+    let text: String = r.get(at)?;
+    Ok(Pico(text.parse().unwrap_or(0)))
 }
 
 fn tokens_params(t: &Tokens) -> [i64; 7] {
@@ -189,13 +196,12 @@ fn filter_params(f: &Filter) -> (Option<i64>, Option<i64>, Option<&str>, Option<
 }
 
 impl Sqlite {
-    /// Gives back the text the runs matched by `runs_where` (over `runs r`) hold, deleting what
-    /// no item holds any more.
+    /// Gives back the text the items of the runs matched by `runs_where` (over `runs r`) hold;
+    /// [`Self::collect`] deletes what no item holds any more once those items are gone.
     fn release(tx: &Transaction<'_>, runs_where: &str, arg: i64) -> Result<()> {
         tx.execute_batch(
             "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
-             CREATE INDEX IF NOT EXISTS temp.released_id ON released(id);
-             DELETE FROM released;",
+             CREATE INDEX IF NOT EXISTS temp.released_id ON released(id);",
         )?;
         tx.execute(
             &format!(
@@ -204,8 +210,14 @@ impl Sqlite {
             ),
             [arg],
         )?;
+        Ok(())
+    }
+
+    /// Deletes the released text no item holds any more (after the items that held it went).
+    fn collect(tx: &Transaction<'_>) -> Result<()> {
         tx.execute_batch(
-            "UPDATE texts SET refs = refs - (SELECT count(*) FROM released WHERE released.id = texts.id)
+            "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
+             UPDATE texts SET refs = refs - (SELECT count(*) FROM released WHERE released.id = texts.id)
                WHERE id IN (SELECT id FROM released);
              DELETE FROM texts WHERE id IN (SELECT id FROM released) AND refs <= 0;
              DELETE FROM released;",
@@ -411,7 +423,7 @@ impl Sqlite {
             depth: r.get(at + 8)?,
             figures: Figures {
                 tokens: tokens_at(r, at + 9)?,
-                cost: Pico(i128::from(r.get::<_, i64>(at + 16)?)),
+                cost: pico_at(r, at + 16)?,
                 priced: r.get(at + 17)?,
             },
             files_present: r.get(at + 18)?,
@@ -449,7 +461,7 @@ impl Sqlite {
                 tool_calls: r.get(13)?,
                 figures: Figures {
                     tokens: tokens_at(r, 14)?,
-                    cost: Pico(i128::from(r.get::<_, i64>(21)?)),
+                    cost: pico_at(r, 21)?,
                     priced: r.get(22)?,
                 },
                 answer: clean_opt(r, 23)?,
@@ -504,6 +516,7 @@ impl Backend for Sqlite {
         if let Some(old) = old {
             Self::release(&tx, "r.source_id = ?1", old)?;
             tx.execute("DELETE FROM sources WHERE id = ?1", [old])?;
+            Self::collect(&tx)?;
         }
         let source = Self::insert_source(&tx, rows)?;
         let mut sessions = Vec::with_capacity(rows.sessions.len());
@@ -624,7 +637,7 @@ impl Backend for Sqlite {
                 at_ms: r.get(0)?,
                 model: clean_opt(r, 1)?,
                 tokens: tokens_at(r, 2)?,
-                cost: Pico(i128::from(r.get::<_, i64>(9)?)),
+                cost: pico_at(r, 9)?,
                 priced: r.get(10)?,
                 subagent: r.get(11)?,
                 agent_type: clean_opt(r, 12)?,
@@ -691,6 +704,7 @@ impl Backend for Sqlite {
             st.query_map([before_ms], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
         };
         let sessions = tx.execute(&format!("DELETE FROM sessions WHERE {where_old}"), [before_ms])?;
+        Self::collect(&tx)?;
         // A source with no session left keeps only what tells it was read (its files), so that
         // its unchanged files are not read back in.
         for source in sources {
@@ -698,6 +712,7 @@ impl Backend for Sqlite {
             if left == 0 {
                 Self::release(&tx, "r.source_id = ?1", source)?;
                 tx.execute("DELETE FROM runs WHERE source_id = ?1", [source])?;
+                Self::collect(&tx)?;
                 tx.execute(
                     "UPDATE sources SET pruned = 1, stats_json = '', tree_text = '' WHERE id = ?1",
                     [source],
@@ -707,6 +722,12 @@ impl Backend for Sqlite {
         tx.commit()?;
         self.conn.execute_batch("PRAGMA incremental_vacuum;")?;
         Ok(Pruned { sessions, runs })
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        // A reader still in the log makes this a partial checkpoint: harmless, the next one ends it.
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
     }
 
     fn size(&self) -> Result<u64> {

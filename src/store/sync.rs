@@ -168,6 +168,9 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
             p(progress);
         }
     }
+    if synced.read > 0 {
+        store.backend_mut().settle()?;
+    }
     // The next look starts from this one's start, unless something could not be read (it is
     // looked for again next time, however old).
     if synced.failed.is_empty() {
