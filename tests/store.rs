@@ -337,3 +337,18 @@ fn tables_are_whole_when_piped() {
     let history = m.run(&["history", "--no-sync"]);
     assert!(history.lines().skip(1).any(|l| l.contains(CLAUDE_SESSION)), "whole ids: {history}");
 }
+
+/// A query while a sync holds the store answers from the store as it is, at once, and leaves the
+/// sync for later.
+#[test]
+fn a_query_does_not_wait_for_another_sync() {
+    let m = Machine::new();
+    m.with_claude();
+    m.run(&["sync"]);
+    m.with_codex("collab_v1");
+    let store = swarmtop::store::Store::open(&m.store()).unwrap();
+    let lock = store.backend().lock(true).unwrap();
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 1);
+    drop(lock);
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 2);
+}
