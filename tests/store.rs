@@ -79,7 +79,8 @@ fn reports_equal_stats_per_session_and_in_total() {
         let report = m.json(&["report", kind, "--json", "--no-sync"]);
         assert_eq!(report["totals"]["tokens"]["total"].as_u64(), Some(total_tokens), "{kind}");
         assert_eq!(report["totals"], by_session["totals"], "{kind}");
-        let summed: u64 = report["rows"].as_array().unwrap().iter().map(|r| r["tokens"]["total"].as_u64().unwrap()).sum();
+        let summed: u64 =
+            report["rows"].as_array().unwrap().iter().map(|r| r["tokens"]["total"].as_u64().unwrap()).sum();
         assert_eq!(summed, total_tokens, "{kind}: rows add up to the total");
     }
 }

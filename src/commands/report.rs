@@ -26,7 +26,8 @@ pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
     let kind = kind(args.kind);
     let report = report::report(&store, kind, &filter, &tz)?;
-    let out = if args.json { render_json(&report, args.kind, &tz) } else { render_text(&report, args.kind, table_width()) };
+    let out =
+        if args.json { render_json(&report, args.kind, &tz) } else { render_text(&report, args.kind, table_width()) };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -184,10 +185,10 @@ fn render_text(report: &Report, kind: ReportKind, limit: Option<usize>) -> Strin
         &[2, 3, 4, 1, 7],
         0,
     );
-    for row in report.rows.iter().chain([&report.totals]) {
-        let key = if std::ptr::eq(row, &report.totals) { "total" } else { row.key.as_str() };
-        table.push(cells(key, row));
+    for row in &report.rows {
+        table.push(cells(&row.key, row));
     }
+    table.push(cells("total", &report.totals));
     table.render(limit)
 }
 

@@ -54,7 +54,10 @@ struct HitJson<'a> {
 
 /// The snippet as text, the matched words between `open` and `close`.
 fn snippet(hit: &Hit, open: &str, close: &str) -> String {
-    hit.snippet.iter().map(|(text, matched)| if *matched { format!("{open}{text}{close}") } else { text.to_string() }).collect()
+    hit.snippet
+        .iter()
+        .map(|(text, matched)| if *matched { format!("{open}{text}{close}") } else { text.to_string() })
+        .collect()
 }
 
 fn render_json(hits: &[Hit], tz: &TimeZone) -> String {

@@ -1,6 +1,7 @@
 //! `swarmtop sync`: index every agent session on this machine into the run store; and the quiet
 //! sync every query of the store runs first.
 
+use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +57,10 @@ fn fingerprint(global: &GlobalOpts) -> Result<String> {
         Some(path) => {
             let text = std::fs::read(path).wrap_err_with(|| format!("reading {}", path.display()))?;
             let digest: [u8; 32] = Sha256::digest(&text).into();
-            digest.iter().map(|b| format!("{b:02x}")).collect()
+            digest.iter().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            })
         }
         None => "builtin".to_owned(),
     };
@@ -137,7 +141,8 @@ pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitC
     let reader = Commands { config, fingerprint: fingerprint(global)? };
     let mut bar = progress_bar(true);
     let progress: Option<&mut dyn FnMut(Progress)> = if args.quiet || args.json { None } else { Some(&mut bar) };
-    let synced = sync::sync(&mut store, &reader, Options { env: Env::from_process(), full: true, wait: true, progress })?;
+    let synced =
+        sync::sync(&mut store, &reader, Options { env: Env::from_process(), full: true, wait: true, progress })?;
     let size = store.backend().size()?;
     let shown = crate::wire::sanitize_line(&store.path().display().to_string()).to_string();
     if args.json {
@@ -178,7 +183,11 @@ fn summary(s: &Synced, store: &str, size: u64) -> String {
         s.kept,
         s.sessions,
         s.runs,
-        if s.duplicates > 0 { format!(" ({} already stored from another source)", s.duplicates) } else { String::new() },
+        if s.duplicates > 0 {
+            format!(" ({} already stored from another source)", s.duplicates)
+        } else {
+            String::new()
+        },
         crate::ui::text::grouped(size),
     )
 }

@@ -11,8 +11,8 @@ use super::rows::{Hit, ItemRow, Known, SessionInfo, SessionView, SourceRows, Usa
 use crate::wire::Clean;
 
 pub trait Backend {
-    /// Every source stored, with the state of its files when it was read.
-    fn known(&self) -> Result<Vec<Known>>;
+    /// A stored source, with the state of its files when it was read.
+    fn known(&self, key: &str) -> Result<Option<Known>>;
     /// Replaces a source (by its key) with these rows, in one transaction.
     fn write(&mut self, rows: &SourceRows) -> Result<Written>;
     /// Notes files of a stored source that are gone (its runs stay).

@@ -212,10 +212,9 @@ fn cost_source(t: &Thread, prices: &Prices) -> Option<&'static str> {
 /// The source file whose name holds the thread's id (a sub-agent's own file, a rollout), else
 /// the source's first file.
 fn file_of(thread: &str, source: &Source) -> Option<String> {
-    let own = source
-        .files
-        .iter()
-        .find(|f| f.path.file_name().and_then(|n| n.to_str()).is_some_and(|n| !thread.is_empty() && n.contains(thread)));
+    let own = source.files.iter().find(|f| {
+        f.path.file_name().and_then(|n| n.to_str()).is_some_and(|n| !thread.is_empty() && n.contains(thread))
+    });
     own.or(source.files.first()).map(|f| f.path.display().to_string())
 }
 

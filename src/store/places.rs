@@ -89,9 +89,9 @@ fn recordings(dir: &Path, window: &Window) -> Vec<Found> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let name = name.strip_suffix(".gz").unwrap_or(name);
-        if !(name.ends_with(".ndjson") || name.ends_with(".jsonl")) || !path.is_file() {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        if ![".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext)) || !path.is_file() {
             continue;
         }
         if !window.contains(discover::modified(&path)) {

@@ -5,7 +5,6 @@ use jiff::civil::{Date, Weekday};
 use jiff::tz::TimeZone;
 use jiff::{Span, Timestamp};
 
-
 /// Which runs and sessions a query is about. Times are unix ms, `until` exclusive.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {

@@ -110,7 +110,11 @@ pub fn report(store: &Store, kind: Kind, filter: &Filter, tz: &TimeZone) -> Resu
         rows.sort_by(|a, b| a.key.cmp(&b.key));
     } else {
         rows.sort_by(|a, b| {
-            b.all.cost_usd().cmp(&a.all.cost_usd()).then(b.all.tokens.total.cmp(&a.all.tokens.total)).then(a.key.cmp(&b.key))
+            b.all
+                .cost_usd()
+                .cmp(&a.all.cost_usd())
+                .then(b.all.tokens.total.cmp(&a.all.tokens.total))
+                .then(a.key.cmp(&b.key))
         });
     }
     Ok(Report { rows, totals: totals.row("total".to_owned()) })

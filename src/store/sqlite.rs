@@ -5,7 +5,6 @@
 //! Item text is kept once per distinct text (by its SHA-256), counted by reference, behind an
 //! FTS5 index kept by triggers.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -20,7 +19,7 @@ use sha2::{Digest, Sha256};
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Written};
 use super::query::Filter;
 use super::rows::{
-    FileState, Figures, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
+    Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
 };
 use super::schema;
 use crate::model::Tokens;
@@ -279,11 +278,19 @@ impl Sqlite {
 
     /// The session's row id; `None` when another source already holds a session of that agent
     /// and id (a tee's recording of a session whose rollouts were indexed first).
-    fn insert_session(tx: &Transaction<'_>, source: i64, agent: &str, project: Option<&str>, s: &SessionRow) -> Result<Option<i64>> {
+    fn insert_session(
+        tx: &Transaction<'_>,
+        source: i64,
+        agent: &str,
+        project: Option<&str>,
+        s: &SessionRow,
+    ) -> Result<Option<i64>> {
         let held: Option<i64> = tx
-            .query_row("SELECT source_id FROM sessions WHERE agent = ?1 AND thread = ?2", params![agent, s.thread], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT source_id FROM sessions WHERE agent = ?1 AND thread = ?2",
+                params![agent, s.thread],
+                |r| r.get(0),
+            )
             .optional()?;
         if held.is_some() {
             return Ok(None);
@@ -392,7 +399,19 @@ impl Sqlite {
             written += 1;
             for u in &run.usage {
                 let t = tokens_params(&u.tokens);
-                usage_st.execute(params![id, u.at_ms, u.model, t[0], t[1], t[2], t[3], t[4], t[5], t[6], pico(u.cost)])?;
+                usage_st.execute(params![
+                    id,
+                    u.at_ms,
+                    u.model,
+                    t[0],
+                    t[1],
+                    t[2],
+                    t[3],
+                    t[4],
+                    t[5],
+                    t[6],
+                    pico(u.cost)
+                ])?;
             }
             for (n, item) in run.entries.iter().enumerate() {
                 let text = Self::text_id(tx, &item.text)?;
@@ -421,11 +440,7 @@ impl Sqlite {
             status: clean(r, at + 6)?,
             agents: r.get(at + 7)?,
             depth: r.get(at + 8)?,
-            figures: Figures {
-                tokens: tokens_at(r, at + 9)?,
-                cost: pico_at(r, at + 16)?,
-                priced: r.get(at + 17)?,
-            },
+            figures: Figures { tokens: tokens_at(r, at + 9)?, cost: pico_at(r, at + 16)?, priced: r.get(at + 17)? },
             files_present: r.get(at + 18)?,
         })
     }
@@ -459,11 +474,7 @@ impl Sqlite {
                 turns: r.get(11)?,
                 items: r.get(12)?,
                 tool_calls: r.get(13)?,
-                figures: Figures {
-                    tokens: tokens_at(r, 14)?,
-                    cost: pico_at(r, 21)?,
-                    priced: r.get(22)?,
-                },
+                figures: Figures { tokens: tokens_at(r, 14)?, cost: pico_at(r, 21)?, priced: r.get(22)? },
                 answer: clean_opt(r, 23)?,
                 files_changed: r
                     .get::<_, String>(24)?
@@ -478,35 +489,29 @@ impl Sqlite {
 }
 
 impl Backend for Sqlite {
-    fn known(&self) -> Result<Vec<Known>> {
-        let mut files: HashMap<i64, Vec<FileState>> = HashMap::new();
-        let mut st = self.conn.prepare_cached("SELECT source_id, path, dev, ino, size, mtime_ns, head FROM files")?;
-        let rows = st.query_map([], |r| {
-            let head: Vec<u8> = r.get(6)?;
-            Ok((
-                r.get::<_, i64>(0)?,
-                FileState {
-                    path: PathBuf::from(r.get::<_, String>(1)?),
-                    dev: uint(r.get(2)?),
-                    ino: uint(r.get(3)?),
-                    size: uint(r.get(4)?),
-                    mtime_ns: r.get(5)?,
+    fn known(&self, key: &str) -> Result<Option<Known>> {
+        let source: Option<(i64, String, bool)> = self
+            .conn
+            .prepare_cached("SELECT id, fingerprint, pruned FROM sources WHERE key = ?1")?
+            .query_row([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((id, fingerprint, pruned)) = source else { return Ok(None) };
+        let mut st =
+            self.conn.prepare_cached("SELECT path, dev, ino, size, mtime_ns, head FROM files WHERE source_id = ?1")?;
+        let files = st
+            .query_map([id], |r| {
+                let head: Vec<u8> = r.get(5)?;
+                Ok(FileState {
+                    path: PathBuf::from(r.get::<_, String>(0)?),
+                    dev: uint(r.get(1)?),
+                    ino: uint(r.get(2)?),
+                    size: uint(r.get(3)?),
+                    mtime_ns: r.get(4)?,
                     head: head.try_into().unwrap_or([0; 32]),
-                },
-            ))
-        })?;
-        for row in rows {
-            let (source, file) = row?;
-            files.entry(source).or_default().push(file);
-        }
-        let mut st = self.conn.prepare_cached("SELECT id, key, fingerprint, pruned FROM sources")?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (id, key, fingerprint, pruned) = row?;
-            out.push(Known { key, files: files.remove(&id).unwrap_or_default(), fingerprint, pruned });
-        }
-        Ok(out)
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Some(Known { key: key.to_owned(), files, fingerprint, pruned }))
     }
 
     fn write(&mut self, rows: &SourceRows) -> Result<Written> {
@@ -562,8 +567,8 @@ impl Backend for Sqlite {
             filter_sql(1, "coalesce(s.ended_ms, s.started_ms)", "s.agent", "s.project")
         );
         let mut st = self.conn.prepare_cached(&sql)?;
-        let (a, b, c, d) = filter_params(filter);
-        let rows = st.query_map(params![a, b, c, d], |r| Self::session_info(r, 0))?;
+        let f = filter_params(filter);
+        let rows = st.query_map(params![f.0, f.1, f.2, f.3], |r| Self::session_info(r, 0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
@@ -630,8 +635,8 @@ impl Backend for Sqlite {
             filter_sql(1, "u.at_ms", "coalesce(s.agent, src.agent)", "coalesce(s.project, src.project)")
         );
         let mut st = self.conn.prepare_cached(&sql)?;
-        let (a, b, c, d) = filter_params(filter);
-        let mut rows = st.query(params![a, b, c, d])?;
+        let f = filter_params(filter);
+        let mut rows = st.query(params![f.0, f.1, f.2, f.3])?;
         while let Some(r) = rows.next()? {
             each(UsageFact {
                 at_ms: r.get(0)?,
@@ -668,8 +673,8 @@ impl Backend for Sqlite {
             )
         );
         let mut st = self.conn.prepare_cached(&sql)?;
-        let (a, b, c, d) = filter_params(filter);
-        let rows = st.query_map(params![a, b, c, d, query, int(limit as u64)], |r| {
+        let f = filter_params(filter);
+        let rows = st.query_map(params![f.0, f.1, f.2, f.3, query, int(limit as u64)], |r| {
             Ok(Hit {
                 session: clean_opt(r, 0)?,
                 agent: clean(r, 1)?,
@@ -681,8 +686,8 @@ impl Backend for Sqlite {
             })
         })?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| match e {
-            rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains("fts5") => eyre!("search: {m}"),
-            e => e.into(),
+            rusqlite::Error::SqliteFailure(_, Some(message)) if message.contains("fts5") => eyre!("search: {message}"),
+            other => other.into(),
         })
     }
 
@@ -694,11 +699,7 @@ impl Backend for Sqlite {
             [before_ms],
             |r| r.get(0),
         )?;
-        Self::release(
-            &tx,
-            &format!("r.session_id IN (SELECT id FROM sessions WHERE {where_old})"),
-            before_ms,
-        )?;
+        Self::release(&tx, &format!("r.session_id IN (SELECT id FROM sessions WHERE {where_old})"), before_ms)?;
         let sources: Vec<i64> = {
             let mut st = tx.prepare(&format!("SELECT DISTINCT source_id FROM sessions WHERE {where_old}"))?;
             st.query_map([before_ms], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
@@ -708,15 +709,13 @@ impl Backend for Sqlite {
         // A source with no session left keeps only what tells it was read (its files), so that
         // its unchanged files are not read back in.
         for source in sources {
-            let left: i64 = tx.query_row("SELECT count(*) FROM sessions WHERE source_id = ?1", [source], |r| r.get(0))?;
+            let left: i64 =
+                tx.query_row("SELECT count(*) FROM sessions WHERE source_id = ?1", [source], |r| r.get(0))?;
             if left == 0 {
                 Self::release(&tx, "r.source_id = ?1", source)?;
                 tx.execute("DELETE FROM runs WHERE source_id = ?1", [source])?;
                 Self::collect(&tx)?;
-                tx.execute(
-                    "UPDATE sources SET pruned = 1, stats_json = '', tree_text = '' WHERE id = ?1",
-                    [source],
-                )?;
+                tx.execute("UPDATE sources SET pruned = 1, stats_json = '', tree_text = '' WHERE id = ?1", [source])?;
             }
         }
         tx.commit()?;
@@ -766,7 +765,8 @@ impl Backend for Sqlite {
                 let mut line = String::new();
                 for (i, name) in names.iter().enumerate() {
                     // Row ids and sync times differ between two syncs that stored the same thing.
-                    if matches!(name.as_str(), "id" | "source_id" | "session_id" | "parent_id" | "run_id" | "synced_ms") {
+                    if matches!(name.as_str(), "id" | "source_id" | "session_id" | "parent_id" | "run_id" | "synced_ms")
+                    {
                         continue;
                     }
                     let v: rusqlite::types::Value = r.get(i)?;

@@ -17,7 +17,6 @@
 //! midway leaves every source it wrote whole and the one it was writing untouched, and the next
 //! one picks up from there.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -27,7 +26,7 @@ use super::Store;
 use super::capture::{self, Rendered};
 use super::ledger::Ledger;
 use super::places::{self, Found};
-use super::rows::{FileState, Known, Source};
+use super::rows::{FileState, Source};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
@@ -120,7 +119,6 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
         _ => Window::all(),
     };
     let found = places::scan(&opts.env, &window);
-    let known: HashMap<String, Known> = backend.known()?.into_iter().map(|k| (k.key.clone(), k)).collect();
     let mut synced = Synced { found: found.len(), ..Synced::default() };
     let mut todo: Vec<(Found, Vec<FileState>)> = Vec::new();
     for f in found {
@@ -128,7 +126,7 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
             synced.failed.push(format!("{}: a file could not be read", f.key));
             continue;
         };
-        let Some(k) = known.get(&f.key) else {
+        let Some(k) = backend.known(&f.key)? else {
             todo.push((f, states));
             continue;
         };
@@ -238,4 +236,3 @@ fn within(records: &[u8], config: &Config, ledger: &mut Ledger) -> Pipeline {
     pipeline.finish_with(ledger);
     pipeline
 }
-

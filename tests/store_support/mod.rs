@@ -71,7 +71,10 @@ impl Machine {
     /// environment (no other place to find sessions in).
     pub fn swarmtop(&self) -> Command {
         let mut cmd = Command::cargo_bin("swarmtop").expect("binary built");
-        cmd.env_clear().env("HOME", self.home()).env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("TZ", "UTC");
+        cmd.env_clear()
+            .env("HOME", self.home())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("TZ", "UTC");
         cmd
     }
 
