@@ -17,7 +17,7 @@
 #[path = "support/claude_folder.rs"]
 mod claude_folder;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -236,22 +236,10 @@ fn memory(copies: u32) -> Result<(u64, u64, u64), String> {
     Ok((sync, report, size))
 }
 
-fn folder_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() { folder_bytes(&p) } else { e.metadata().map_or(0, |m| m.len()) }
-        })
-        .sum()
-}
-
 fn main() {
     let copies: u32 = std::env::var("SWARMTOP_BENCH_COPIES").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
     let folder = Folder::new(copies);
-    let bytes = folder_bytes(&folder.projects);
+    let bytes = claude_folder::bytes(&folder.projects);
     println!("claude folder: {copies} sessions, {:.0} MB", bytes as f64 / 1e6);
     if let Err(why) = compare(&folder, copies) {
         println!("ccusage comparison not run: {why}");

@@ -223,27 +223,23 @@ pub struct HistoryArgs {
     pub filter: FilterOpts,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportKind {
-    Daily,
-    Weekly,
-    Monthly,
-    Session,
-    Project,
-    Model,
-    AgentType,
-}
-
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// How rows are grouped.
-    #[arg(value_enum)]
-    pub kind: ReportKind,
+    #[arg(value_parser = report_kind())]
+    pub kind: crate::store::report::Kind,
     /// One JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub filter: FilterOpts,
+}
+
+fn report_kind() -> impl clap::builder::TypedValueParser<Value = crate::store::report::Kind> {
+    use crate::store::report::Kind;
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name))
+        .map(|name: String| Kind::of(&name).expect("a name the parser offered"))
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::cli::{FilterOpts, GlobalOpts, ReportArgs, ReportKind};
+use super::cli::{FilterOpts, GlobalOpts, ReportArgs};
 use super::stats::{TokensJson, money};
 use crate::model::format_usd;
 use crate::pipeline::Config;
@@ -24,36 +24,11 @@ use crate::ui::text::{grouped, truncate, width};
 pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let (filter, tz) = filter(&args.filter)?;
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
-    let kind = kind(args.kind);
-    let report = report::report(&store, kind, &filter, &tz)?;
+    let report = report::report(&store, args.kind, &filter, &tz)?;
     let out =
         if args.json { render_json(&report, args.kind, &tz) } else { render_text(&report, args.kind, table_width()) };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn kind(k: ReportKind) -> Kind {
-    match k {
-        ReportKind::Daily => Kind::Daily,
-        ReportKind::Weekly => Kind::Weekly,
-        ReportKind::Monthly => Kind::Monthly,
-        ReportKind::Session => Kind::Session,
-        ReportKind::Project => Kind::Project,
-        ReportKind::Model => Kind::Model,
-        ReportKind::AgentType => Kind::AgentType,
-    }
-}
-
-fn kind_name(k: ReportKind) -> &'static str {
-    match k {
-        ReportKind::Daily => "daily",
-        ReportKind::Weekly => "weekly",
-        ReportKind::Monthly => "monthly",
-        ReportKind::Session => "session",
-        ReportKind::Project => "project",
-        ReportKind::Model => "model",
-        ReportKind::AgentType => "agent-type",
-    }
 }
 
 /// The filters as the store takes them, and the time zone dates are read in.
@@ -154,9 +129,9 @@ impl<'a> RowJson<'a> {
     }
 }
 
-fn render_json(report: &Report, kind: ReportKind, tz: &TimeZone) -> String {
+fn render_json(report: &Report, kind: Kind, tz: &TimeZone) -> String {
     let json = ReportJson {
-        report: kind_name(kind),
+        report: kind.name(),
         timezone: query::zone_name(tz),
         rows: report.rows.iter().map(|r| RowJson::of(r, true)).collect(),
         totals: RowJson::of(&report.totals, false),
@@ -166,18 +141,18 @@ fn render_json(report: &Report, kind: ReportKind, tz: &TimeZone) -> String {
     out
 }
 
-fn render_text(report: &Report, kind: ReportKind, limit: Option<usize>) -> String {
+fn render_text(report: &Report, kind: Kind, limit: Option<usize>) -> String {
     if report.rows.is_empty() {
         return "no spend in the run store for these filters\n".to_owned();
     }
     let key = match kind {
-        ReportKind::Daily => "DATE",
-        ReportKind::Weekly => "WEEK",
-        ReportKind::Monthly => "MONTH",
-        ReportKind::Session => "SESSION",
-        ReportKind::Project => "PROJECT",
-        ReportKind::Model => "MODEL",
-        ReportKind::AgentType => "AGENT TYPE",
+        Kind::Daily => "DATE",
+        Kind::Weekly => "WEEK",
+        Kind::Monthly => "MONTH",
+        Kind::Session => "SESSION",
+        Kind::Project => "PROJECT",
+        Kind::Model => "MODEL",
+        Kind::AgentType => "AGENT TYPE",
     };
     let mut table = Table::new(
         &[key, "SESSIONS", "INPUT", "CACHED", "OUTPUT", "TOKENS", "COST", "SUB-AGENT TOKENS", "SUB-AGENT COST"],

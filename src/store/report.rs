@@ -27,6 +27,26 @@ pub enum Kind {
 }
 
 impl Kind {
+    pub const ALL: [Self; 7] =
+        [Self::Daily, Self::Weekly, Self::Monthly, Self::Session, Self::Project, Self::Model, Self::AgentType];
+
+    /// As the command line and `--json` name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Daily => "daily",
+            Self::Weekly => "weekly",
+            Self::Monthly => "monthly",
+            Self::Session => "session",
+            Self::Project => "project",
+            Self::Model => "model",
+            Self::AgentType => "agent-type",
+        }
+    }
+
+    pub fn of(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Rows in time order (else by spend).
     fn is_time(self) -> bool {
         matches!(self, Self::Daily | Self::Weekly | Self::Monthly)
