@@ -353,3 +353,61 @@ fn a_query_does_not_wait_for_another_sync() {
     drop(lock);
     assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 2);
 }
+
+/// An OpenCode store holds many sessions: each root is a source of its own, read by its rows, and
+/// only the one whose rows changed is read again.
+#[test]
+fn each_session_of_an_opencode_store_is_read_by_its_rows() {
+    let m = Machine::new();
+    let dir = m.home().join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let message = |id: &str, session: &str, cost: f64, input: u64, created: i64| {
+        format!(
+            "INSERT INTO message VALUES ('{id}', '{session}', '{{\"role\":\"assistant\",\"modelID\":\"mock-large\",\
+             \"providerID\":\"mock\",\"cost\":{cost},\"tokens\":{{\"input\":{input},\"output\":12,\"reasoning\":0,\
+             \"cache\":{{\"read\":10,\"write\":0}}}},\"time\":{{\"created\":{created},\"completed\":{}}},\"finish\":\"stop\"}}');",
+            created + 1
+        )
+    };
+    conn.execute_batch(&format!(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, title TEXT, agent TEXT, model TEXT, \
+           cost REAL, tokens_input INT, tokens_output INT, tokens_reasoning INT, tokens_cache_read INT, \
+           tokens_cache_write INT, time_created INT, time_updated INT, directory TEXT);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, data TEXT);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT);
+         CREATE TABLE event (id TEXT, aggregate_id TEXT, seq INT, type TEXT, data TEXT);
+         INSERT INTO session VALUES ('ses_a', NULL, 'Fix the parser', 'build', NULL, 0.5, 0, 0, 0, 0, 0, 1770854400000, 1770854460000, '/w/a');
+         INSERT INTO session VALUES ('ses_a1', 'ses_a', 'Read it (@general subagent)', 'general', NULL, 0.25, 0, 0, 0, 0, 0, 1770854410000, 1770854450000, '/w/a');
+         INSERT INTO session VALUES ('ses_b', NULL, 'Write docs', 'build', NULL, 0.125, 0, 0, 0, 0, 0, 1770940800000, 1770940860000, '/w/b');
+         {}{}{}",
+        message("msg_1", "ses_a", 0.5, 1000, 1_770_854_401_000),
+        message("msg_2", "ses_a1", 0.25, 500, 1_770_854_411_000),
+        message("msg_3", "ses_b", 0.125, 250, 1_770_940_801_000),
+    ))
+    .unwrap();
+    let first = m.json(&["sync", "--json"]);
+    assert_eq!((first["found"].as_u64(), first["read"].as_u64()), (Some(2), Some(2)), "{first}");
+    let listed = m.json(&["history", "--json", "--agent", "opencode", "--no-sync"]);
+    let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["ses_b", "ses_a"], "newest first");
+    let stats = m.json(&["stats", "--json", db.to_str().unwrap()]);
+    let report = m.json(&["report", "session", "--json", "--no-sync"]);
+    for id in ["ses_a", "ses_b"] {
+        let root = stats["threads"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap();
+        let row = report["rows"].as_array().unwrap().iter().find(|r| r["key"] == id).unwrap();
+        assert_eq!(figures(row), figures(&root["subtree"]), "{id}");
+    }
+    // Session B goes on: only its rows changed.
+    conn.execute_batch(&format!(
+        "UPDATE session SET time_updated = 1770940900000 WHERE id = 'ses_b'; {}",
+        message("msg_4", "ses_b", 0.0625, 125, 1_770_940_890_000)
+    ))
+    .unwrap();
+    let again = m.json(&["sync", "--json"]);
+    assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(1), Some(1)), "{again}");
+    let stats = m.json(&["stats", "--json", db.to_str().unwrap()]);
+    let report = m.json(&["report", "session", "--json", "--no-sync"]);
+    assert_eq!(report["totals"]["tokens"], stats["totals"]["tokens"]);
+}
