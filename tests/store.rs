@@ -411,3 +411,56 @@ fn each_session_of_an_opencode_store_is_read_by_its_rows() {
     let report = m.json(&["report", "session", "--json", "--no-sync"]);
     assert_eq!(report["totals"]["tokens"], stats["totals"]["tokens"]);
 }
+
+/// A thread's running total (Codex) that grows across midnight is split between the two days,
+/// each costed at its share; in a zone where both times fall on one day, one row holds it all.
+#[test]
+fn a_running_total_is_split_where_it_grew() {
+    let m = Machine::new();
+    std::fs::create_dir_all(m.recordings()).unwrap();
+    let (before, after) = (1_770_853_800_000_i64, 1_770_855_000_000_i64); // 23:50 and 00:10 UTC
+    let usage = |input: u64, output: u64, at: i64| {
+        format!(
+            r#"{{"method":"thread/tokenUsage/updated","params":{{"threadId":"R","turnId":"u1","tokenUsage":{{"total":{{"totalTokens":{t},"inputTokens":{input},"cachedInputTokens":0,"outputTokens":{output},"reasoningOutputTokens":0}},"last":{{"totalTokens":{t},"inputTokens":{input},"cachedInputTokens":0,"outputTokens":{output},"reasoningOutputTokens":0}},"modelContextWindow":258400}}}},"emittedAtMs":{at}}}"#,
+            t = input + output
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"method":"thread/started","params":{{"thread":{{"id":"R","model":"gpt-5.5"}}}},"emittedAtMs":{before}}}"#
+        ),
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"R","turn":{{"id":"u1","status":"inProgress"}}}},"emittedAtMs":{before}}}"#
+        ),
+        usage(1000, 100, before + 1000),
+        usage(3000, 300, after),
+        format!(
+            r#"{{"method":"turn/completed","params":{{"threadId":"R","turn":{{"id":"u1","status":"completed"}}}},"emittedAtMs":{after}}}"#
+        ),
+    ];
+    std::fs::write(m.recordings().join("midnight.ndjson"), lines.join("\n") + "\n").unwrap();
+    let r = m.json(&["report", "daily", "--json", "--tz", "UTC"]);
+    let days: Vec<(String, u64, String)> = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (d["key"].as_str().unwrap().to_owned(), d["tokens"]["total"].as_u64().unwrap(), d["costUsd"].to_string())
+        })
+        .collect();
+    // gpt-5.5: $5 input, $30 output per million tokens.
+    assert_eq!(
+        days,
+        [("2026-02-11".to_owned(), 1100, "0.008".to_owned()), ("2026-02-12".to_owned(), 2200, "0.016".to_owned())]
+    );
+    let stats = m.json(&["stats", "--json", m.recordings().join("midnight.ndjson").to_str().unwrap()]);
+    assert_eq!(r["totals"]["costUsd"], stats["totals"]["costUsd"]);
+    let tokyo = m.json(&["report", "daily", "--json", "--tz", "Asia/Tokyo", "--no-sync"]);
+    assert_eq!(tokyo["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(tokyo["rows"][0]["tokens"]["total"], 3300);
+    assert_eq!(
+        m.json(&["history", "--json", "--no-sync"])["sessions"][0]["agent"],
+        "codex",
+        "a recording's agent is its format's"
+    );
+}
