@@ -11,7 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::cli::{GlobalOpts, StoreOpts, SyncArgs};
-use super::ingest::ingest_partial;
+use super::ingest::{ingest_partial, ingest_partial_on};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
@@ -30,8 +30,17 @@ impl Reader for Commands {
         &self.config
     }
 
-    fn read(&self, files: &[PathBuf], also: &mut dyn Sink) -> Result<(Pipeline, Option<color_eyre::Report>)> {
-        ingest_partial(files, self.config.clone(), also)
+    fn read(
+        &self,
+        files: &[PathBuf],
+        also: &mut dyn Sink,
+        every_core: bool,
+    ) -> Result<(Pipeline, Option<color_eyre::Report>)> {
+        if every_core {
+            ingest_partial(files, self.config.clone(), also)
+        } else {
+            ingest_partial_on(files, self.config.clone(), also, 1)
+        }
     }
 
     fn label(&self, model: &Model, idx: ThreadIdx) -> String {
@@ -106,7 +115,7 @@ fn progress_bar(always: bool) -> impl FnMut(Progress) {
 pub(super) fn synced(opts: &StoreOpts, no_sync: bool, config: Config, global: &GlobalOpts) -> Result<Store> {
     let mut store = open(opts)?;
     if !no_sync {
-        let reader = Commands { config, fingerprint: fingerprint(global)? };
+        let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
         let mut bar = progress_bar(false);
         let synced = sync::sync(
             &mut store,
@@ -138,7 +147,7 @@ struct SyncedJson<'a> {
 
 pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let mut store = open(&args.store)?;
-    let reader = Commands { config, fingerprint: fingerprint(global)? };
+    let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
     let mut bar = progress_bar(true);
     let progress: Option<&mut dyn FnMut(Progress)> = if args.quiet || args.json { None } else { Some(&mut bar) };
     let synced =

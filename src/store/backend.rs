@@ -13,8 +13,8 @@ use crate::wire::Clean;
 pub trait Backend {
     /// A stored source, with the state of its files when it was read.
     fn known(&self, key: &str) -> Result<Option<Known>>;
-    /// Replaces a source (by its key) with these rows, in one transaction.
-    fn write(&mut self, rows: &SourceRows) -> Result<Written>;
+    /// Replaces each source (by its key) with its rows, all in one transaction.
+    fn write(&mut self, batch: &[SourceRows]) -> Result<Written>;
     /// Notes files of a stored source that are gone (its runs stay).
     fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()>;
     fn meta(&self, key: &str) -> Result<Option<String>>;

@@ -81,6 +81,24 @@ pub struct SourceRows {
     pub runs: Vec<RunRow>,
 }
 
+impl SourceRows {
+    /// Roughly the bytes it holds (its text): what a batch of rows waiting to be written weighs.
+    pub fn weight(&self) -> usize {
+        let runs: usize = self
+            .runs
+            .iter()
+            .map(|r| {
+                r.entries.iter().map(|i| i.text.len() + i.title.len() + 64).sum::<usize>()
+                    + r.brief.as_ref().map_or(0, String::len)
+                    + r.answer.as_ref().map_or(0, String::len)
+                    + r.usage.len() * 96
+                    + 512
+            })
+            .sum();
+        runs + self.stats_json.len() + self.tree_text.len()
+    }
+}
+
 /// A root session: its root thread and everything below it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {

@@ -92,6 +92,8 @@ impl Sqlite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // The text index's pages are touched all over by a sync: kept in memory (at most this much).
+        conn.pragma_update(None, "cache_size", -32_768)?;
         if version < schema::LATEST {
             schema::MIGRATIONS.to_latest(&mut conn).wrap_err_with(|| format!("updating the run store {}", shown()))?;
         }
@@ -224,19 +226,6 @@ impl Sqlite {
         Ok(())
     }
 
-    /// The text's id, stored once however many items hold it.
-    fn text_id(tx: &Transaction<'_>, body: &str) -> Result<Option<i64>> {
-        if body.is_empty() {
-            return Ok(None);
-        }
-        let digest: [u8; 32] = Sha256::digest(body.as_bytes()).into();
-        let mut st = tx.prepare_cached(
-            "INSERT INTO texts(digest, body, refs) VALUES (?1, ?2, 1)
-             ON CONFLICT(digest) DO UPDATE SET refs = refs + 1 RETURNING id",
-        )?;
-        Ok(Some(st.query_row(params![&digest[..], body], |r| r.get(0))?))
-    }
-
     fn insert_source(tx: &Transaction<'_>, rows: &SourceRows) -> Result<i64> {
         let s = &rows.source;
         let id = tx.query_row(
@@ -329,7 +318,13 @@ impl Sqlite {
         Ok(Some(id))
     }
 
-    fn insert_runs(tx: &Transaction<'_>, source: i64, rows: &SourceRows, sessions: &[Option<i64>]) -> Result<usize> {
+    fn insert_runs(
+        tx: &Transaction<'_>,
+        source: i64,
+        rows: &SourceRows,
+        sessions: &[Option<i64>],
+        texts: &mut Texts,
+    ) -> Result<usize> {
         let mut ids: Vec<Option<i64>> = vec![None; rows.runs.len()];
         let mut run_st = tx.prepare_cached(&format!(
             "INSERT INTO runs(source_id, session_id, ordinal, thread, depth, role, via, card, agent_type, name,
@@ -342,9 +337,6 @@ impl Sqlite {
         let mut usage_st = tx.prepare_cached(&format!(
             "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ))?;
-        let mut item_st = tx.prepare_cached(
-            "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
             let session = match run.session {
@@ -413,10 +405,7 @@ impl Sqlite {
                     pico(u.cost)
                 ])?;
             }
-            for (n, item) in run.entries.iter().enumerate() {
-                let text = Self::text_id(tx, &item.text)?;
-                item_st.execute(params![id, n, item.kind, item.status, item.title, text, item.at_ms])?;
-            }
+            Self::insert_items(tx, id, &run.entries, texts)?;
         }
         // Parents after every run is in: a child can be seen before its parent.
         let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
@@ -426,6 +415,56 @@ impl Sqlite {
             }
         }
         Ok(written)
+    }
+
+    /// A run's items, many rows to a statement (a session has hundreds).
+    fn insert_items(tx: &Transaction<'_>, run: i64, entries: &[ItemRow], texts: &mut Texts) -> Result<()> {
+        let text_ids: Vec<Option<i64>> = entries.iter().map(|i| texts.id(tx, &i.text)).collect::<Result<_>>()?;
+        let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
+        for (chunk, items) in entries.chunks(ITEM_ROWS).enumerate() {
+            let sql = format!(
+                "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms) VALUES {}",
+                vec!["(?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
+            );
+            let mut st = tx.prepare_cached(&sql)?;
+            let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(items.len() * 7);
+            for (k, item) in items.iter().enumerate() {
+                let n = chunk * ITEM_ROWS + k;
+                values.extend([
+                    &run as &dyn rusqlite::ToSql,
+                    &ordinals[n],
+                    &item.kind,
+                    &item.status,
+                    &item.title,
+                    &text_ids[n],
+                    &item.at_ms,
+                ]);
+            }
+            st.execute(values.as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// One source's rows in place of what the store held for it.
+    fn replace(tx: &Transaction<'_>, rows: &SourceRows, texts: &mut Texts) -> Result<Written> {
+        let old: Option<i64> =
+            tx.query_row("SELECT id FROM sources WHERE key = ?1", [&rows.source.key], |r| r.get(0)).optional()?;
+        if let Some(old) = old {
+            // The references counted so far go in first: no text this batch holds is freed.
+            texts.settle(tx)?;
+            Self::release(tx, "r.source_id = ?1", old)?;
+            tx.execute("DELETE FROM sources WHERE id = ?1", [old])?;
+            Self::collect(tx)?;
+            texts.forget();
+        }
+        let source = Self::insert_source(tx, rows)?;
+        let mut sessions = Vec::with_capacity(rows.sessions.len());
+        for s in &rows.sessions {
+            sessions.push(Self::insert_session(tx, source, &rows.source.agent, rows.source.project.as_deref(), s)?);
+        }
+        let runs = Self::insert_runs(tx, source, rows, &sessions, texts)?;
+        let stored = sessions.iter().filter(|s| s.is_some()).count();
+        Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
     }
 
     /// [`Self::SESSION_COLUMNS`] from column `at` on.
@@ -514,24 +553,19 @@ impl Backend for Sqlite {
         Ok(Some(Known { key: key.to_owned(), files, fingerprint, pruned }))
     }
 
-    fn write(&mut self, rows: &SourceRows) -> Result<Written> {
+    fn write(&mut self, batch: &[SourceRows]) -> Result<Written> {
         let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let old: Option<i64> =
-            tx.query_row("SELECT id FROM sources WHERE key = ?1", [&rows.source.key], |r| r.get(0)).optional()?;
-        if let Some(old) = old {
-            Self::release(&tx, "r.source_id = ?1", old)?;
-            tx.execute("DELETE FROM sources WHERE id = ?1", [old])?;
-            Self::collect(&tx)?;
+        let mut written = Written::default();
+        let mut texts = Texts::default();
+        for rows in batch {
+            let w = Self::replace(&tx, rows, &mut texts)?;
+            written.sessions += w.sessions;
+            written.duplicates += w.duplicates;
+            written.runs += w.runs;
         }
-        let source = Self::insert_source(&tx, rows)?;
-        let mut sessions = Vec::with_capacity(rows.sessions.len());
-        for s in &rows.sessions {
-            sessions.push(Self::insert_session(&tx, source, &rows.source.agent, rows.source.project.as_deref(), s)?);
-        }
-        let runs = Self::insert_runs(&tx, source, rows, &sessions)?;
+        texts.settle(&tx)?;
         tx.commit()?;
-        let stored = sessions.iter().filter(|s| s.is_some()).count();
-        Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
+        Ok(written)
     }
 
     fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()> {
@@ -795,6 +829,55 @@ impl Backend for Sqlite {
             Err((_, nix::errno::Errno::EWOULDBLOCK)) if !wait => Ok(None),
             Err((_, e)) => Err(eyre!("locking the run store for a sync: {e}")),
         }
+    }
+}
+
+/// Item rows inserted by one statement (7 values each, well under SQLite's bound on values).
+const ITEM_ROWS: usize = 64;
+
+/// Item text as a batch writes it: each distinct text looked up or inserted once, and the
+/// references it gains counted here and added to its row in one update.
+#[derive(Default)]
+struct Texts {
+    ids: std::collections::HashMap<[u8; 32], i64>,
+    gained: std::collections::HashMap<i64, i64>,
+}
+
+impl Texts {
+    /// The text's id (`None` for no text), one more reference to it counted.
+    fn id(&mut self, tx: &Transaction<'_>, body: &str) -> Result<Option<i64>> {
+        if body.is_empty() {
+            return Ok(None);
+        }
+        let digest: [u8; 32] = Sha256::digest(body.as_bytes()).into();
+        let id = if let Some(&id) = self.ids.get(&digest) {
+            id
+        } else {
+            // A no-op update on a text already stored, for RETURNING to give its id.
+            let mut st = tx.prepare_cached(
+                "INSERT INTO texts(digest, body, refs) VALUES (?1, ?2, 0)
+                 ON CONFLICT(digest) DO UPDATE SET refs = refs RETURNING id",
+            )?;
+            let id = st.query_row(params![&digest[..], body], |r| r.get(0))?;
+            self.ids.insert(digest, id);
+            id
+        };
+        *self.gained.entry(id).or_default() += 1;
+        Ok(Some(id))
+    }
+
+    /// Adds the references counted to the texts' rows.
+    fn settle(&mut self, tx: &Transaction<'_>) -> Result<()> {
+        let mut st = tx.prepare_cached("UPDATE texts SET refs = refs + ?2 WHERE id = ?1")?;
+        for (id, n) in self.gained.drain() {
+            st.execute(params![id, n])?;
+        }
+        Ok(())
+    }
+
+    /// Texts may have been deleted: ids known so far are looked up again.
+    fn forget(&mut self) {
+        self.ids.clear();
     }
 }
 

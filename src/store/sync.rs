@@ -26,7 +26,7 @@ use super::Store;
 use super::capture::{self, Rendered};
 use super::ledger::Ledger;
 use super::places::{self, Found};
-use super::rows::{FileState, Source};
+use super::rows::{FileState, Source, SourceRows};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
@@ -35,12 +35,18 @@ use crate::source::discover::{Env, Window};
 /// What the store needs from the layers that read and show sessions: the pipeline as `stats`
 /// runs it, and `stats --json`, `tree` and names as they print them. The commands provide it, so
 /// that what the store keeps is what those commands say.
-pub trait Reader {
+pub trait Reader: Sync {
     /// The configuration sessions are read with (prices, bounds).
     fn config(&self) -> &Config;
     /// `files`, in order, as one stream through a new pipeline, every event shown to `also`; the
-    /// pipeline of what was read, and why it stopped early if it did.
-    fn read(&self, files: &[PathBuf], also: &mut dyn Sink) -> Result<(Pipeline, Option<color_eyre::Report>)>;
+    /// pipeline of what was read, and why it stopped early if it did. `every_core`: it may decode
+    /// on every core (else on this thread only: other sources are read beside it).
+    fn read(
+        &self,
+        files: &[PathBuf],
+        also: &mut dyn Sink,
+        every_core: bool,
+    ) -> Result<(Pipeline, Option<color_eyre::Report>)>;
     /// A thread's name as `tree` prints it.
     fn label(&self, model: &Model, idx: ThreadIdx) -> String;
     /// `stats --json` of a pipeline.
@@ -120,7 +126,49 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     };
     let found = places::scan(&opts.env, &window);
     let mut synced = Synced { found: found.len(), ..Synced::default() };
-    let mut todo: Vec<(Found, Vec<FileState>)> = Vec::new();
+    let todo = plan(backend, found, &fingerprint, &mut synced)?;
+    let bytes: u64 = todo.iter().flat_map(|(_, s)| s.iter().map(|f| f.size)).sum();
+    let mut writer = Writer {
+        store,
+        batch: Vec::new(),
+        batch_bytes: 0,
+        synced: &mut synced,
+        progress: Progress { sources_done: 0, sources: todo.len(), bytes_done: 0, bytes },
+        tell: opts.progress.take(),
+    };
+    // Sessions of the agents' own places are each their own (no root is in two of them): read on
+    // every core, in any order. Recordings can hold a session a place also holds (a tee's of a
+    // Codex session): read after them, in order, so that which source keeps it does not depend
+    // on which read finished first.
+    let (recordings, places): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(f, _)| f.place == places::RECORDING);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    read_all(&places, cores, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
+    read_all(&recordings, 1, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
+    writer.flush()?;
+    if synced.read > 0 {
+        store.backend_mut().settle()?;
+    }
+    // The next look starts from this one's start, unless something could not be read (it is
+    // looked for again next time, however old). Nothing read, nothing to write: the last look
+    // still stands (and a query that changed nothing writes nothing).
+    if synced.failed.is_empty() && (synced.read > 0 || window.since.is_none()) {
+        let backend = store.backend_mut();
+        backend.set_meta(SCANNED, &began.to_string())?;
+        if window.since.is_none() && !same_reader {
+            backend.set_meta(READER, &fingerprint)?;
+        }
+    }
+    Ok(synced)
+}
+
+/// The sources found whose files changed since they were stored (with their files' state now).
+fn plan(
+    backend: &mut dyn super::Backend,
+    found: Vec<Found>,
+    fingerprint: &str,
+    synced: &mut Synced,
+) -> Result<Vec<(Found, Vec<FileState>)>> {
+    let mut todo = Vec::new();
     for f in found {
         let Some(states) = f.states() else {
             synced.failed.push(format!("{}: a file could not be read", f.key));
@@ -145,40 +193,105 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
             todo.push((f, states));
         }
     }
-    let bytes: u64 = todo.iter().flat_map(|(_, s)| s.iter().map(|f| f.size)).sum();
-    let mut progress = Progress { sources_done: 0, sources: todo.len(), bytes_done: 0, bytes };
-    for (f, states) in todo {
-        let size: u64 = states.iter().map(|s| s.size).sum();
-        match read(&f, states, reader, &fingerprint, began) {
+    Ok(todo)
+}
+
+/// Sources read whose rows wait for their transaction.
+const BATCH_SOURCES: usize = 16;
+/// Bytes of text in rows waiting for their transaction (a bound on what a sync holds).
+const BATCH_BYTES: usize = 16 << 20;
+
+/// Writes sources as they are read, several to a transaction: a transaction rewrites every page
+/// of the text index it touches, and one per source rewrote most of it for each.
+struct Writer<'a, 'p> {
+    store: &'a mut Store,
+    batch: Vec<SourceRows>,
+    batch_bytes: usize,
+    synced: &'a mut Synced,
+    progress: Progress,
+    tell: Option<&'p mut dyn FnMut(Progress)>,
+}
+
+impl Writer<'_, '_> {
+    fn take(&mut self, f: &Found, size: u64, rows: Result<SourceRows>) -> Result<()> {
+        match rows {
             Ok(rows) => {
-                let written = store.backend_mut().write(&rows)?;
-                synced.read += 1;
-                synced.bytes_read += size;
-                synced.sessions += written.sessions;
-                synced.runs += written.runs;
-                synced.duplicates += written.duplicates;
+                self.batch_bytes += rows.weight();
+                self.batch.push(rows);
+                self.synced.bytes_read += size;
+                if self.batch.len() >= BATCH_SOURCES || self.batch_bytes >= BATCH_BYTES {
+                    self.flush()?;
+                }
             }
-            Err(e) => synced.failed.push(format!("{}: {e:#}", f.key)),
+            Err(e) => self.synced.failed.push(format!("{}: {e:#}", f.key)),
         }
-        progress.sources_done += 1;
-        progress.bytes_done += size;
-        if let Some(p) = opts.progress.as_mut() {
-            p(progress);
+        self.progress.sources_done += 1;
+        self.progress.bytes_done += size;
+        if let Some(tell) = self.tell.as_mut() {
+            tell(self.progress);
         }
+        Ok(())
     }
-    if synced.read > 0 {
-        store.backend_mut().settle()?;
-    }
-    // The next look starts from this one's start, unless something could not be read (it is
-    // looked for again next time, however old).
-    if synced.failed.is_empty() {
-        let backend = store.backend_mut();
-        backend.set_meta(SCANNED, &began.to_string())?;
-        if window.since.is_none() {
-            backend.set_meta(READER, &fingerprint)?;
+
+    fn flush(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
         }
+        let written = self.store.backend_mut().write(&self.batch)?;
+        self.synced.read += self.batch.len();
+        self.synced.sessions += written.sessions;
+        self.synced.runs += written.runs;
+        self.synced.duplicates += written.duplicates;
+        self.batch.clear();
+        self.batch_bytes = 0;
+        Ok(())
     }
-    Ok(synced)
+}
+
+/// What is done with each source read: its rows (or why it could not be read), and its size.
+type Take<'a> = dyn FnMut(&Found, u64, Result<SourceRows>) -> Result<()> + 'a;
+
+/// Reads `todo` on `workers` threads, each source through a pipeline of its own on one core,
+/// handing each one's rows to `take` on this thread as it is read.
+fn read_all(
+    todo: &[(Found, Vec<FileState>)],
+    workers: usize,
+    reader: &dyn Reader,
+    fingerprint: &str,
+    began: i64,
+    take: &mut Take<'_>,
+) -> Result<()> {
+    let workers = workers.clamp(1, todo.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        // Bounded: a worker waits while its rows wait to be written (memory stays flat).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<SourceRows>)>(workers);
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let next = &next;
+            s.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((f, states)) = todo.get(i) else { break };
+                    let rows = read(f, states.clone(), reader, fingerprint, began, workers == 1);
+                    if tx.send((i, rows)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, rows) in rx {
+            let (f, states) = &todo[i];
+            let size = states.iter().map(|s| s.size).sum();
+            if let Err(e) = take(f, size, rows) {
+                // Stops the workers at their next source.
+                next.store(todo.len(), std::sync::atomic::Ordering::Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
 }
 
 fn at(ms: i64) -> SystemTime {
@@ -195,18 +308,20 @@ fn same_files(a: &[FileState], b: &[FileState]) -> bool {
     a.len() == b.len() && sorted(a) == sorted(b)
 }
 
-/// One source through the pipeline, as rows.
+/// One source through the pipeline, as rows; `alone`: the only one being read (it may use every
+/// core).
 fn read(
     f: &Found,
     files: Vec<FileState>,
     reader: &dyn Reader,
     fingerprint: &str,
     synced_ms: i64,
-) -> Result<super::rows::SourceRows> {
+    alone: bool,
+) -> Result<SourceRows> {
     let mut ledger = Ledger::default();
     let (pipeline, error) = match f.rows() {
         Some(snapshot) => (within(&snapshot?.records, reader.config(), &mut ledger), None),
-        None => reader.read(&f.files, &mut ledger)?,
+        None => reader.read(&f.files, &mut ledger, alone)?,
     };
     let source = Source {
         place: f.place.to_owned(),
