@@ -92,8 +92,12 @@ impl Sqlite {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        // The text index's pages are touched all over by a sync: kept in memory (at most this much).
+        // The text index's pages are touched all over by a sync: kept in memory (at most this much);
+        // statement journals in memory too, and the log folded into the store once per sync
+        // (`settle`), not every thousand pages.
         conn.pragma_update(None, "cache_size", -32_768)?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         if version < schema::LATEST {
             schema::MIGRATIONS.to_latest(&mut conn).wrap_err_with(|| format!("updating the run store {}", shown()))?;
         }
