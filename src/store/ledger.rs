@@ -189,6 +189,8 @@ mod tests {
         // Nepal is UTC+5:45: its midnight is a quarter hour of UTC.
         let kathmandu_midnight = -(5 * 60 + 45) * 60 * 1000;
         assert_eq!(quarter(kathmandu_midnight), kathmandu_midnight);
-        assert_eq!(quarter(i64::MIN), i64::MIN.div_euclid(QUARTER_MS) * QUARTER_MS);
+        // A hostile time past the representable quarter saturates instead of overflowing.
+        assert_eq!(quarter(i64::MIN), i64::MIN);
+        assert_eq!(quarter(i64::MAX), i64::MAX.div_euclid(QUARTER_MS) * QUARTER_MS);
     }
 }
