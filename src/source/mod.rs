@@ -4,7 +4,7 @@
 //!
 //! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
 //!   [`replay`]: their pacing; [`follow`]: their files' growth; [`origin`]: what a file's place tells.
-//! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
+//! - [`recording`]: the recording writer (header, envelopes, files), and which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
@@ -20,7 +20,6 @@ pub mod files;
 pub mod follow;
 pub mod hub;
 pub mod inbound;
-pub mod json;
 pub mod live;
 pub mod opencode;
 pub mod origin;

@@ -18,21 +18,21 @@ pub(crate) struct ShapeKeys {
 }
 
 impl ShapeKeys {
-    pub fn note(&mut self, key: &str) {
+    pub fn note(&mut self, key: &[u8]) {
         match key {
-            "payload" => self.payload = true,
-            "type" => self.kind = true,
-            "opencode" => self.opencode = true,
-            "sessionId" => {
+            b"payload" => self.payload = true,
+            b"type" => self.kind = true,
+            b"opencode" => self.opencode = true,
+            b"sessionId" => {
                 self.transcript = true;
                 self.camel_session = true;
             }
-            "uuid" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
-            "otlp" => self.otlp = true,
+            b"uuid" | b"parentUuid" | b"leafUuid" | b"messageId" => self.transcript = true,
+            b"otlp" => self.otlp = true,
             // stream-json (`claude -p --output-format stream-json`) spells it in snake case; an
             // interactive 2.1.332 transcript line can carry both (the snake one naming the session
             // before a `/clear`), and is a transcript line.
-            "session_id" => self.stream = true,
+            b"session_id" => self.stream = true,
             _ => {}
         }
     }

@@ -2,8 +2,9 @@
 //! possibly inside a recording envelope (recording.md), else a line of another format swarmtop
 //! reads. Which format a line is in is told by its own keys, line by line (wire.md §1).
 
-use super::claude::{self, ClaudeLine, stream::StreamLine};
-use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
+use super::claude::{self, ClaudeLine, Reading, stream::StreamLine};
+use super::codex::message::{Dir, Message, Parts, TopRest};
+use super::codex::parse_top;
 use super::codex::{self};
 use super::malformed::{Malformed, Shape};
 use super::opencode::{self, OpenCodeLine};
@@ -77,18 +78,6 @@ impl Line<'_> {
     pub fn time(&self) -> Option<i64> {
         self.ts.or(self.msg.emitted_at_ms).or_else(|| self.other.as_ref().and_then(Other::time))
     }
-}
-
-/// How much of a line decoding reads: what its consumer shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Reading {
-    /// Everything a screen shows: tool outputs too.
-    #[default]
-    Whole,
-    /// What figures, the tree, statuses and names need: a headless command's reading. The bulk of a
-    /// Claude Code transcript, its tool outputs, is stepped over unread (its item keeps no text);
-    /// every fact but an item's text is what [`Reading::Whole`] gives.
-    Figures,
 }
 
 /// Decodes one record. Never panics; every failure is a [`Malformed`] reason.

@@ -15,7 +15,6 @@ use crate::wire::fact::{
     TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
-use crate::wire::record::Reading;
 use crate::wire::sanitize;
 use crate::wire::time::iso8601_ms;
 
@@ -85,7 +84,7 @@ pub struct ClaudeLine<'a> {
     pub failed_hook: Option<HookRun<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
-    // alone ([`parse_alone_into`]). Fields, not a flattened struct: flattening buffers every member.
+    // alone ([`ClaudeLine::is_plain_transcript`]). Fields, not a flattened struct: flattening buffers every member.
     #[serde(default)]
     method: Present,
     #[serde(default)]
@@ -125,6 +124,28 @@ impl ClaudeLine<'_> {
     /// What the full parse notes of a snake-case `session_id` member, for the one-pass reader.
     pub(super) fn note_stream_session_id(&mut self) {
         self.stream_session_id = Present(true);
+    }
+
+    /// Plainly a transcript line and nothing else: a `uuid` or `sessionId` (what makes the record
+    /// reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+    /// stream-json line.
+    pub(super) fn is_plain_transcript(&self) -> bool {
+        let others = [
+            self.method,
+            self.params,
+            self.id,
+            self.result,
+            self.error,
+            self.emitted_at_ms,
+            self.swarmtop,
+            self.ts,
+            self.dir,
+            self.msg,
+            self.raw_b64,
+            self.payload,
+        ];
+        let stream = self.stream_session_id.0 && self.session_id.is_none();
+        (self.uuid.is_some() || self.session_id.is_some()) && !stream && !others.iter().any(|p| p.0)
     }
 }
 
@@ -317,39 +338,6 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
     let line: ClaudeLine<'_> = serde_json::from_str(text).ok()?;
     line.kind.as_ref()?;
     Some(line)
-}
-
-/// [`parse`] of a record that is plainly a transcript line and nothing else, without first
-/// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
-/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
-/// stream-json line; read into `out`, a default line. `false` when that is not plain (and `out`
-/// holds anything): the record reader then reads it the long way, to the same end.
-pub fn parse_alone_into<'a>(text: &'a str, reading: Reading, out: &mut ClaudeLine<'a>) -> bool {
-    // Most lines are read in one pass that steps over what no fact needs; the rest are parsed whole.
-    if super::skim::line_into(text, reading, out).is_some() {
-        return out.uuid.is_some() || out.session_id.is_some();
-    }
-    let Some(line) = parse(text) else { return false };
-    let o = [
-        line.method,
-        line.params,
-        line.id,
-        line.result,
-        line.error,
-        line.emitted_at_ms,
-        line.swarmtop,
-        line.ts,
-        line.dir,
-        line.msg,
-        line.raw_b64,
-        line.payload,
-    ];
-    let stream = line.stream_session_id.0 && line.session_id.is_none();
-    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !stream && !o.iter().any(|p| p.0);
-    if plain {
-        *out = line;
-    }
-    plain
 }
 
 /// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.

@@ -8,3 +8,4 @@ pub mod methods;
 mod scan;
 
 pub use lower::lower;
+pub(crate) use scan::parse_top;
