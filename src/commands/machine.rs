@@ -22,9 +22,9 @@ use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
 use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
 use crate::source::opencode;
-use crate::source::origin::Origin;
 use crate::source::proc::{self, Sampler, Walk};
 use crate::source::watch::Watcher;
+use crate::wire::Origin;
 use crate::wire::{Decoded, decode};
 
 /// How often liveness is sampled and folders that did not exist yet are looked for.

@@ -19,8 +19,8 @@ pub use crate::source::discover::liveness::IDLE_AGE;
 use crate::source::discover::liveness::{self, Subject};
 use crate::source::discover::{self, Candidate, Env, Window, tee};
 use crate::source::files::{self, Input, Record};
-use crate::source::origin::Origin;
 use crate::source::proc::{self, Proc, Usage};
+use crate::wire::Origin;
 use crate::wire::{Clean, Decoded, decode, sanitize};
 
 /// One root session, with the figures `stats` gives for its subtree.

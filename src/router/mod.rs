@@ -17,8 +17,8 @@ use rustc_hash::FxHashMap;
 
 use self::pending::{PendingBuffer, PendingLine};
 pub use crate::wire::fact::Via;
-use crate::wire::fact::{Fact, Lowered, Origin, Parentage, Subject, Weight};
-use crate::wire::{self, Decoded, Line, Malformed};
+use crate::wire::fact::{Fact, Lowered, Parentage, Subject, Weight};
+use crate::wire::{self, Decoded, Line, Malformed, Origin};
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

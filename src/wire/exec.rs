@@ -28,11 +28,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::fact::{
-    Answered, Breakdown, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, Origin, Parentage,
-    SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
-    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    Answered, Breakdown, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, Parentage, SessionEnded,
+    Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef,
+    TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str};
+use super::origin::Origin;
 use super::sanitize;
 
 /// One line of `codex exec --json`.

@@ -14,7 +14,6 @@
 use std::borrow::Cow;
 
 pub use super::sanitize::{Clean, CleanStr};
-pub use crate::source::origin::{Origin, OriginInfo};
 
 /// A thread, turn, item or card id: a key, never display text.
 pub type Id<'a> = Cow<'a, str>;

@@ -1,7 +1,8 @@
 //! Every decoded line to the one vocabulary of [`super::fact`], by the module of its format.
 
-use super::fact::{Format, Lowered, Origin};
+use super::fact::{Format, Lowered};
 use super::malformed::{Malformed, Shape};
+use super::origin::Origin;
 use super::record::{Line, Other};
 use super::{claude, codex, exec, opencode, opencode_run, otlp, rollout};
 

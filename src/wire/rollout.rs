@@ -16,10 +16,11 @@ use serde_json::value::RawValue;
 use super::codex::message::ThreadSpawn;
 use super::fact::{
     Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
-    ModelChange, Notice, Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
-    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    ModelChange, Notice, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
+    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
+use super::origin::Origin;
 use super::sanitize;
 use super::time::iso8601_ms;
 
