@@ -317,7 +317,8 @@ pub enum ItemKind {
     Plan,
     ImageView,
     Compaction,
-    /// `collabAgentToolCall`: spawn, wait, send, close … (a card when it announces children).
+    /// A call that manages other agents ([`AgentOp`]): Codex `collabAgentToolCall`, Claude Code's
+    /// `Agent`/`Task`, OpenCode's `task` (a card when it announces children).
     Collab,
     /// `subAgentActivity` (multi-agent v2).
     SubAgentActivity,
@@ -343,6 +344,54 @@ impl ItemKind {
             "collabAgentToolCall" => Self::Collab,
             "subAgentActivity" => Self::SubAgentActivity,
             other => Self::Other(super::sanitize(other)),
+        }
+    }
+}
+
+/// What a call that manages other agents does, whatever the agent calls it. The agent's own name
+/// for the call travels beside it ([`ItemFact::tool`]), for display only: nothing downstream
+/// compares a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentOp {
+    /// Starts agents: Codex `spawnAgent` (and a `subAgentActivity` `started`), Claude Code `Agent`
+    /// (`Task` before 2.1.63), OpenCode `task`.
+    Spawn,
+    /// Gives an agent more to do: Codex `sendInput`, `send_message`, `followup_task`.
+    Send,
+    /// Waits for agents: Codex `wait`, `wait_agent`. The wait's own status is its own: an agent it
+    /// waited for that failed is that agent's failure, shown on its lane.
+    Wait,
+    /// Closes an agent: Codex `closeAgent`.
+    Close,
+    /// Resumes a closed agent: Codex `resumeAgent`.
+    Resume,
+    /// Interrupts an agent's turn: Codex `interrupt_agent`.
+    Interrupt,
+    /// Lists the agents: Codex `list_agents`.
+    List,
+}
+
+impl AgentOp {
+    /// The word for such calls on a tree row (`⑂ spawn ×3`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Spawn => "spawn",
+            Self::Send => "send",
+            Self::Wait => "wait",
+            Self::Close => "close",
+            Self::Resume => "resume",
+            Self::Interrupt => "interrupt",
+            Self::List => "list",
+        }
+    }
+
+    /// The status a call of this kind ends in, from what the agent says: a wait that returned
+    /// has done its job even when the agent it waited for failed (Codex marks the wait `failed`
+    /// then).
+    pub fn own_status(self, said: ItemStatus) -> ItemStatus {
+        match (self, said) {
+            (Self::Wait, ItemStatus::Failed) => ItemStatus::Completed,
+            _ => said,
         }
     }
 }
@@ -398,7 +447,10 @@ pub struct ItemFact<'a> {
     pub text: Option<Clean>,
     pub text_rule: TextRule,
     pub exit_code: Option<i64>,
-    /// Collab tool name (`spawnAgent`, `wait`, …) or `subAgentActivity` kind (`started`, …).
+    /// What a call that manages agents does; `None` for any other item.
+    pub op: Option<AgentOp>,
+    /// The agent's own name for that call, for display (`spawnAgent`, `Agent`, `task`), or a
+    /// `subAgentActivity`'s kind (`started`, …).
     pub tool: Option<Clean>,
     /// What the children this item spawns are called: a Claude `Task`'s `description` and
     /// `subagent_type` name its lanes' agents.

@@ -15,9 +15,9 @@ use serde_json::value::RawValue;
 
 use super::codex::message::ThreadSpawn;
 use super::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
-    ModelChange, Notice, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
-    TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    AgentOp, Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus,
+    Lowered, ModelChange, Notice, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
+    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
 use super::origin::Origin;
@@ -238,6 +238,18 @@ struct Arguments<'a> {
     targets: Option<Vec<Str<'a>>>,
 }
 
+impl Arguments<'_> {
+    /// The agents a call that manages them names: a wait's targets (v1: thread ids; v2 waits for
+    /// any and names none), another call's target. A spawn names its child only in its output.
+    fn named(&self, op: AgentOp) -> Vec<Id<'static>> {
+        match op {
+            AgentOp::Spawn | AgentOp::List => Vec::new(),
+            AgentOp::Wait => self.targets.iter().flatten().filter(|t| !t.is_empty()).map(|t| owned(t)).collect(),
+            _ => self.target.as_deref().filter(|t| !t.is_empty()).map(owned).into_iter().collect(),
+        }
+    }
+}
+
 /// What a `spawn_agent` call returns: the child's thread id (v1), or its agent path (v2).
 #[derive(Deserialize, Default)]
 struct Spawned<'a> {
@@ -430,31 +442,16 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
                 _ => None,
             });
             // The agents a collab call names are its receivers, shown by name: never its title.
-            let target: Vec<Id<'l>> = args.target.as_deref().filter(|t| !t.is_empty()).map(owned).into_iter().collect();
-            let (item_kind, tool, title, receivers) = match name {
-                "spawn_agent" => (
-                    ItemKind::Collab,
-                    Some("spawnAgent"),
-                    args.message.as_deref().unwrap_or_default().to_owned(),
-                    Vec::new(),
-                ),
-                "wait_agent" | "wait" => {
-                    let targets = args.targets.iter().flatten().filter(|t| !t.is_empty()).map(|t| owned(t)).collect();
-                    (ItemKind::Collab, Some("wait"), String::new(), targets)
-                }
-                "send_input" | "send_message" => (
-                    ItemKind::Collab,
-                    Some("sendInput"),
-                    args.message.as_deref().unwrap_or_default().to_owned(),
-                    target,
-                ),
-                "close_agent" => (ItemKind::Collab, Some("closeAgent"), String::new(), target),
-                _ if command.is_some() => (ItemKind::Command, None, command.unwrap_or_default(), Vec::new()),
-                _ => (ItemKind::DynamicTool, None, name.to_owned(), Vec::new()),
+            let (op, tool) = super::codex::agent_call(name);
+            let (item_kind, title, receivers) = match op {
+                Some(op) => (ItemKind::Collab, args.message.as_deref().unwrap_or_default().to_owned(), args.named(op)),
+                None if command.is_some() => (ItemKind::Command, command.unwrap_or_default(), Vec::new()),
+                None => (ItemKind::DynamicTool, name.to_owned(), Vec::new()),
             };
             facts.push(item(p.call_id.as_deref().or(p.id.as_deref()), item_kind, time, |f| {
                 f.title = Some(sanitize(&title));
-                f.tool = tool.map(sanitize);
+                f.op = op;
+                f.tool = op.map(|_| tool);
                 f.status = Some(ItemStatus::InProgress);
                 f.receivers = receivers;
             }));

@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
-    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
-    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
+    AgentOp, Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered,
+    ModelChange, Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule,
+    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::sanitize;
@@ -589,8 +589,10 @@ pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<
         ..ItemFact::default()
     };
     if spawn {
-        // Drawn like a Codex spawn card; the task's description and agent type name its lanes.
-        fact.tool = Some(sanitize("spawnAgent"));
+        // A spawn card in Claude Code's own words (`Agent`, `Task` before 2.1.63); the task's
+        // description and agent type name its lanes.
+        fact.op = Some(AgentOp::Spawn);
+        fact.tool = Some(sanitize(name));
         fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
         fact.lane_nickname = Some(sanitize(&title)).filter(|t| !t.is_empty());
         fact.lane_role = input.subagent_type.as_deref().map(sanitize);
@@ -897,6 +899,8 @@ mod tests {
         let task = r#"{"type":"assistant","sessionId":"s","uuid":"u","message":{"id":"m","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_1","name":"Task","input":{"description":"Find \u001b[31mit","prompt":"look","subagent_type":"Explore"}}]}}"#;
         lowered(task, |l| {
             let item = l.facts.iter().find_map(|f| if let Fact::Item(i) = f { Some(i) } else { None }).unwrap();
+            assert_eq!(item.op, Some(crate::wire::fact::AgentOp::Spawn));
+            assert_eq!(item.tool.as_ref().map(Clean::as_str), Some("Task"), "in Claude Code's words");
             assert_eq!(item.lane_nickname.as_ref().map(Clean::as_str), Some("Find it"), "sanitised");
             assert_eq!(item.lane_role.as_ref().map(Clean::as_str), Some("Explore"));
             assert_eq!(item.text.as_ref().map(Clean::as_str), Some("look"));
