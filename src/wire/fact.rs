@@ -40,6 +40,49 @@ pub enum Format {
     Otlp,
 }
 
+impl Format {
+    /// Its name in `input.format` (routing.md §7); a marker is no format of agent traffic.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::CodexAppServer => "codex-app-server",
+            Self::CodexRollout => "codex-rollout",
+            Self::ClaudeTranscript => "claude-transcript",
+            Self::ClaudeStream => "claude-stream-json",
+            Self::CodexExec => "codex-exec-json",
+            Self::OpenCode => "opencode",
+            Self::Otlp => "otlp",
+            Self::Marker => return None,
+        })
+    }
+}
+
+/// The formats of agent traffic an input held, for `input.format`: one format's name, `mixed`
+/// for more, and an app-server input when none was seen (an empty one, markers only).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Formats {
+    seen: Option<Format>,
+    mixed: bool,
+}
+
+impl Formats {
+    pub fn note(&mut self, format: Format) {
+        if format.name().is_none() {
+            return;
+        }
+        match self.seen {
+            None => self.seen = Some(format),
+            Some(seen) => self.mixed |= seen != format,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        if self.mixed {
+            return "mixed";
+        }
+        self.seen.and_then(Format::name).unwrap_or("codex-app-server")
+    }
+}
+
 /// One record, lowered.
 #[derive(Debug, Default)]
 pub struct Lowered<'a> {
@@ -661,4 +704,26 @@ pub struct Notice<'a> {
     /// What kind of line it was (a Codex method name).
     pub method: CleanStr<'a>,
     pub message: Option<Clean>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_is_named_by_its_one_format_or_mixed() {
+        let named = |formats: &[Format]| {
+            let mut seen = Formats::default();
+            for &f in formats {
+                seen.note(f);
+            }
+            seen.name()
+        };
+        assert_eq!(named(&[]), "codex-app-server");
+        assert_eq!(named(&[Format::Marker, Format::ClaudeTranscript, Format::ClaudeTranscript]), "claude-transcript");
+        assert_eq!(named(&[Format::CodexExec]), "codex-exec-json");
+        assert_eq!(named(&[Format::ClaudeStream, Format::Marker]), "claude-stream-json");
+        assert_eq!(named(&[Format::CodexRollout, Format::CodexAppServer]), "mixed");
+        assert_eq!(named(&[Format::Otlp, Format::Otlp, Format::OpenCode]), "mixed");
+    }
 }

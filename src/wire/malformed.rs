@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::fact::Format;
+
 /// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
 // Independent flags, one per telling key seen.
 #[allow(clippy::struct_excessive_bools)]
@@ -71,6 +73,19 @@ pub enum Shape {
     Other,
 }
 
+impl Shape {
+    /// The format a line of this shape that could not be read says its input is in: a rollout or
+    /// Claude Code line that did not read is still a line of that format (`input.format`).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            Self::CodexRollout => Some(Format::CodexRollout),
+            Self::ClaudeTranscript => Some(Format::ClaudeTranscript),
+            Self::ClaudeStream => Some(Format::ClaudeStream),
+            Self::OpenCode | Self::Otlp | Self::Typed | Self::Other => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Malformed {
     NotUtf8,
@@ -82,6 +97,16 @@ pub enum Malformed {
     /// An envelope that kept bytes which were not JSON (`rawB64`).
     RawBytes,
     TooLong(usize),
+}
+
+impl Malformed {
+    /// The format the record's shape says its input is in, when it says one.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Self::NotAMessage(shape) => shape.format(),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Malformed {
