@@ -6,7 +6,7 @@ use crate::model::{self, Model, Prices};
 use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
 use crate::source::files::Record;
 use crate::wire::fact::Formats;
-use crate::wire::{Line, Lowered, Malformed, Origin, Reading};
+use crate::wire::{Decoded, Lowered, Malformed, Origin, Reading};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -103,14 +103,14 @@ impl Pipeline {
     }
 
     /// [`Pipeline::feed`] of a whole line decoded elsewhere.
-    pub fn feed_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
+    pub fn feed_line(&mut self, record: &[u8], line: &Decoded<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
         self.router.push_line(record, line, origin, &mut tap);
     }
 
     /// [`Pipeline::feed`] of a whole line decoded and lowered elsewhere (one that
-    /// [`Line::lowers_alone`]).
+    /// [`Decoded::lowers_alone`]).
     pub fn feed_lowered(
         &mut self,
         record: &[u8],

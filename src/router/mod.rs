@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use self::pending::{PendingBuffer, PendingLine};
 pub use crate::wire::fact::Via;
 use crate::wire::fact::{Fact, Lowered, Parentage, Subject, Weight};
-use crate::wire::{self, Decoded, Line, Malformed, Origin};
+use crate::wire::{self, Decoded, Malformed, Origin};
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -364,23 +364,22 @@ impl Router {
             }
             return;
         }
-        let mut line = Line::empty();
-        match wire::decode_reading_into(record, &mut line, self.reading) {
-            Ok(()) => self.push_line(record, &line, origin, sink),
+        match wire::decode_reading(record, self.reading) {
+            Ok(line) => self.push_line(record, &line, origin, sink),
             Err(reason) => self.push_malformed(record, &reason, sink),
         }
     }
 
     /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
     /// the stream told (a rollout file's thread).
-    pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
+    pub fn push_line(&mut self, record: &[u8], line: &Decoded<'_>, origin: &Origin, sink: &mut impl Sink) {
         let mut lowered = Lowered::default();
         wire::lower_into(line, origin, &mut self.stream, &mut lowered);
         self.push_lowered(record, &lowered, origin, sink);
     }
 
     /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
-    /// [`Line::lowers_alone`], lowered with any stream context: it reads none).
+    /// [`Decoded::lowers_alone`], lowered with any stream context: it reads none).
     pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
@@ -750,14 +749,10 @@ impl Router {
                 self.emit(thread, &lowered, pending.line_no, true, sink);
                 continue;
             }
-            match wire::decode(&pending.record) {
-                Decoded::Line(line) => {
-                    let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());
-                    self.emit(thread, &lowered, pending.line_no, true, sink);
-                }
-                // Only decoded lines are ever buffered; a record cannot decode differently twice.
-                Decoded::Malformed(_) => unreachable!("a buffered record decoded once already"),
-            }
+            // Only decoded lines are ever buffered; a record cannot decode differently twice.
+            let line = wire::decode(&pending.record).expect("a buffered record decoded once already");
+            let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());
+            self.emit(thread, &lowered, pending.line_no, true, sink);
         }
     }
 

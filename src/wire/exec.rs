@@ -392,7 +392,7 @@ fn call_facts<'l>(item: &'l ExecItem<'_>, call: &Call<'l>, receivers: Vec<Cow<'l
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::record::{Decoded, Other, decode};
+    use crate::wire::record::{Line, decode};
 
     /// Lowers `lines` in order through one input's context, as the router does.
     fn lowered(lines: &[&str]) -> Vec<(Subject<'static>, String)> {
@@ -400,8 +400,8 @@ mod tests {
         lines
             .iter()
             .map(|text| {
-                let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
-                assert!(matches!(line.other, Some(Other::CodexExec(_))), "{text}");
+                let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
+                assert!(matches!(line.line, Line::CodexExec(_)), "{text}");
                 let out = crate::wire::lower(&line, &Origin::NONE, &mut stream);
                 assert_eq!(out.format, Format::CodexExec);
                 let subject = match &out.subject {

@@ -282,7 +282,7 @@ fn clean(text: Str<'_>) -> CleanStr<'_> {
 #[cfg(test)]
 mod tests {
     use crate::wire::fact::Subject;
-    use crate::wire::record::{Decoded, Other, decode};
+    use crate::wire::record::{Line, decode};
 
     const S: &str = r#""session_id":"s","parent_tool_use_id":null"#;
 
@@ -292,8 +292,8 @@ mod tests {
         lines
             .iter()
             .map(|text| {
-                let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
-                assert!(matches!(line.other, Some(Other::ClaudeStream(_))), "{text}");
+                let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
+                assert!(matches!(line.line, Line::ClaudeStream(_)), "{text}");
                 let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
                 assert_eq!(out.subject, Subject::Thread("s".into()));
                 format!("{:?}", out.facts.iter().collect::<Vec<_>>())
@@ -423,7 +423,7 @@ mod tests {
     fn a_sub_agents_line_without_agent_id_is_the_task_its_tool_use_started() {
         let mut stream = crate::wire::Stream::default();
         let mut subject = |text: &str| {
-            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
             let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
             let who = match &out.subject {
                 Subject::Thread(t) => t.to_string(),
@@ -464,7 +464,7 @@ mod tests {
         let mut stream = crate::wire::Stream::default();
         let mut facts = Vec::new();
         for text in lines {
-            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
             assert!(!line.lowers_alone(), "a task line reads what task_started said");
             let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
             assert_eq!(out.subject, Subject::Thread("s".into()), "the session's: {text}");
@@ -478,8 +478,8 @@ mod tests {
     #[test]
     fn stream_events_and_the_sessions_assistant_lines_read_the_stream() {
         let line = |text: &str| match decode(text.as_bytes()) {
-            Decoded::Line(l) => l.lowers_alone(),
-            Decoded::Malformed(m) => panic!("{m}"),
+            Ok(l) => l.lowers_alone(),
+            Err(m) => panic!("{m}"),
         };
         assert!(!line(&response()[1]));
         assert!(!line(&response()[4]));

@@ -16,10 +16,6 @@ use crate::wire::sanitize;
 
 /// Lowers one message into `out` (whose time and raw text the caller has set).
 pub fn lower<'l>(msg: &'l Message<'_>, dir: Dir, out: &mut Lowered<'l>) {
-    if msg.swarmtop.is_some() {
-        out.format = Format::Marker;
-        return;
-    }
     out.format = Format::CodexAppServer;
     let Some(method) = msg.method() else {
         control(msg, out);
@@ -478,11 +474,11 @@ fn text_of<'l>(kind: &ItemKind, item: &Item<'l>) -> Option<Clean> {
 mod tests {
     use crate::wire::Clean;
     use crate::wire::fact::{Fact, Lowered, Parentage, Status, StatusChange, Subject, Via, Wait, Weight};
-    use crate::wire::{Decoded, Origin, Stream, decode, lower};
+    use crate::wire::{Origin, Stream, decode, lower};
 
     /// Lowers one line as the router would, and hands the result to `check`.
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
-        let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+        let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
         check(&lower(&line, &Origin::NONE, &mut Stream::default()));
     }
 
