@@ -206,7 +206,7 @@ fn tool_name(t: &Thread, item: &Item, fallback: Option<Provider>) -> Option<Stri
     let anthropic = Provider::of_thread(t, fallback) == Some(Provider::Anthropic);
     let name = match &item.kind {
         // Claude Code's tool by its own name (`Agent`, `Task` before 2.1.63), as its own OTLP names it.
-        ItemKind::Collab if anthropic => item.tool.as_deref().unwrap_or("Agent").to_owned(),
+        ItemKind::Collab if anthropic => item.tool.as_deref().unwrap_or("tool").to_owned(),
         ItemKind::Collab => snake_case(item.tool.as_deref().unwrap_or("collab_agent")),
         // A multi-agent v2 spawn is announced as an activity `started` carrying the spawn's call id.
         ItemKind::SubAgentActivity if item.op == Some(AgentOp::Spawn) => "spawn_agent".to_owned(),

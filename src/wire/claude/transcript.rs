@@ -340,19 +340,25 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
     Some(line)
 }
 
-/// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
-fn breakdown(u: &Usage) -> Breakdown {
-    let v = |x: Option<u64>| x.unwrap_or(0);
-    let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
+impl Usage {
+    /// The figures in the OpenAI vocabulary of [`Breakdown`].
+    pub fn breakdown(&self) -> Breakdown {
+        let v = |x: Option<u64>| x.unwrap_or(0);
+        let written = v(self.cache_creation_input_tokens);
+        let one_hour = self.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
+        tokens(v(self.input_tokens), v(self.cache_read_input_tokens), written, one_hour, v(self.output_tokens))
+    }
+}
+
+/// Anthropic figures (input without the cache; cache reads; cache writes, of them kept an hour;
+/// output) in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
+pub(super) fn tokens(fresh: u64, read: u64, written: u64, one_hour: u64, output: u64) -> Breakdown {
     let input = fresh.saturating_add(written).saturating_add(read);
-    let output = v(u.output_tokens);
     Breakdown {
         input_tokens: Some(input),
         cached_input_tokens: Some(read),
         cache_write_input_tokens: Some(written),
-        cache_write_1h_input_tokens: Some(
-            u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written),
-        ),
+        cache_write_1h_input_tokens: Some(one_hour),
         output_tokens: Some(output),
         reasoning_output_tokens: Some(0),
         total_tokens: Some(input.saturating_add(output)),
@@ -508,9 +514,9 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
                 message.id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
                 line.request_id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
             ),
-            tokens: breakdown(usage),
+            tokens: usage.breakdown(),
             model: model.map(CleanStr::new),
-            context: ContextFill::of_response(&breakdown(usage)),
+            context: ContextFill::of_response(&usage.breakdown()),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
