@@ -20,6 +20,15 @@ pub use crate::wire::fact::Via;
 use crate::wire::fact::{Fact, Lowered, Parentage, Subject, Weight};
 use crate::wire::{self, Decoded, Malformed, Origin};
 
+/// A line of a thread as it arrives: its record, where it came from, what it says, its number.
+#[derive(Clone, Copy)]
+struct Arrival<'r, 'l> {
+    record: &'r [u8],
+    origin: &'r Origin,
+    lowered: &'r Lowered<'l>,
+    line_no: u64,
+}
+
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadIdx(pub u32);
@@ -399,7 +408,7 @@ impl Router {
                     registry: &self.registry,
                 }));
             }
-            Subject::Thread(id) => self.thread_line(id, lowered, record, origin, line_no, sink),
+            Subject::Thread(id) => self.thread_line(id, &Arrival { record, origin, lowered, line_no }, sink),
         }
     }
 
@@ -480,15 +489,8 @@ impl Router {
         }));
     }
 
-    fn thread_line(
-        &mut self,
-        id: &str,
-        lowered: &Lowered<'_>,
-        record: &[u8],
-        origin: &Origin,
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn thread_line(&mut self, id: &str, line: &Arrival<'_, '_>, sink: &mut impl Sink) {
+        let lowered = line.lowered;
         if !self.admits(id) {
             self.counters.over_thread_limit += 1;
             return;
@@ -542,9 +544,9 @@ impl Router {
         }
 
         if self.threads[thread.index()].role == Role::Pending {
-            self.buffer(thread, id, lowered, record, origin, line_no, sink);
+            self.buffer(thread, id, line, sink);
         } else {
-            self.emit(thread, lowered, line_no, false, sink);
+            self.emit(thread, lowered, line.line_no, false, sink);
         }
 
         // A spawn item is classified first; the children it registers replay right after it.
@@ -589,17 +591,8 @@ impl Router {
         }));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn buffer(
-        &mut self,
-        thread: ThreadIdx,
-        id: &str,
-        lowered: &Lowered<'_>,
-        record: &[u8],
-        origin: &Origin,
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn buffer(&mut self, thread: ThreadIdx, id: &str, line: &Arrival<'_, '_>, sink: &mut impl Sink) {
+        let Arrival { record, origin, lowered, line_no } = *line;
         self.counters.early += 1;
         if lowered.facts.iter().any(|f| matches!(f, Fact::TurnStarted(t) if t.own_root_turn)) {
             self.threads[thread.index()].own_root_turn = true;
