@@ -3,6 +3,7 @@
 //! shown) must leave every figure as it was: a difference here is a change of behaviour, to be
 //! reviewed and accepted on purpose (`cargo insta review`), never a side effect of a refactor.
 
+use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -46,7 +47,7 @@ fn run(args: &[&str], input: &Path) -> String {
     let mut seen = String::from_utf8(out.stdout).expect("utf-8");
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).replace(env!("CARGO_MANIFEST_DIR"), "<repo>");
-        seen.push_str(&format!("\n[exit {:?}] {stderr}", out.status.code()));
+        let _ = write!(seen, "\n[exit {:?}] {stderr}", out.status.code());
     }
     seen
 }

@@ -82,9 +82,10 @@ pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>)
         b"subtype" => f.set(19, &mut line.subtype),
         b"isCompactSummary" => f.set(20, &mut line.is_compact_summary),
         b"toolDenialKind" => f.set(21, &mut line.tool_denial_kind),
-        // A failed hook run is read by the full parse; any other attachment is no fact.
+        // A failed hook run is read by the full parse; any other attachment is no fact (given
+        // twice, serde refuses the line, and so does this).
         b"attachment" => {
-            let raw = f.cursor().skip()?;
+            let raw = f.once(22)?.skip()?;
             (!super::hook::FAILED_ATTACHMENTS.iter().any(|k| raw.contains(k))).then_some(())
         }
         // Another format's members: its reader decides.
@@ -297,6 +298,8 @@ fn progress<'a>(c: &mut Cursor<'a>) -> Scan<Option<ProgressData<'a>>> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// The one-pass reader either gives up or reads what the full parse reads.
@@ -472,6 +475,102 @@ mod tests {
         ];
         for record in &left {
             assert!(!agrees(record), "left to the full parse: {record}");
+        }
+    }
+
+    /// A value for a member: mostly of the shape a transcript writes there, sometimes anything.
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("7".to_owned()),
+            Just("-1.5e3".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("\"u\"".to_owned()),
+            Just("\"a\\nb \\\"c\\\" \\u00e9\"".to_owned()),
+            Just("\"\\ud83e\"".to_owned()),
+            Just("\"2026-02-12T16:02:27.718Z\"".to_owned()),
+            Just("{\"type\":\"text\",\"text\":\"hi\"}".to_owned()),
+            Just("{\"input_tokens\":3,\"cache_read_input_tokens\":10,\"output_tokens\":2}".to_owned()),
+            Just("{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Agent\",\"input\":{\"description\":\"d\",\"prompt\":\"p\"}}".to_owned()),
+            Just("{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"is_error\":false}".to_owned()),
+            Just("{\"agentId\":\"a1\",\"status\":\"completed\"}".to_owned()),
+            Just("{\"decision\":\"reject\",\"source\":\"config\"}".to_owned()),
+            Just("{\"type\":\"agent_progress\",\"agentId\":\"a\"}".to_owned()),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
+                )),
+            ]
+        })
+    }
+
+    /// Member names of transcript lines and of what they hold, and a few of other formats'.
+    fn key() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(
+            &[
+                "type",
+                "uuid",
+                "sessionId",
+                "agentId",
+                "isSidechain",
+                "isMeta",
+                "timestamp",
+                "requestId",
+                "requestSessionId",
+                "message",
+                "data",
+                "parentToolUseID",
+                "toolUseResult",
+                "isApiErrorMessage",
+                "apiErrorStatus",
+                "isAbortedMidStream",
+                "permissionDecision",
+                "entrypoint",
+                "subtype",
+                "isCompactSummary",
+                "toolDenialKind",
+                "attachment",
+                "session_id",
+                "id",
+                "model",
+                "content",
+                "usage",
+                "stop_reason",
+                "text",
+                "thinking",
+                "name",
+                "input",
+                "tool_use_id",
+                "is_error",
+                "input_tokens",
+                "output_tokens",
+                "cache_creation",
+                "status",
+                "decision",
+                "method",
+                "payload",
+                "other",
+            ][..],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Whenever the one-pass reader takes a line, it reads what the full parse reads.
+        #[test]
+        fn the_one_pass_reader_agrees_with_the_full_parse(
+            members in proptest::collection::vec((key(), value()), 0..8),
+            kind in prop_oneof![Just("\"user\""), Just("\"assistant\""), Just("5")],
+        ) {
+            let mut parts = vec![format!("\"type\":{kind}"), "\"uuid\":\"u\"".to_owned()];
+            parts.extend(members.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+            agrees(&format!("{{{}}}", parts.join(",")));
         }
     }
 }
