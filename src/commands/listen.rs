@@ -49,19 +49,20 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
                 let tcp =
                     tokio::net::TcpListener::bind(addr).await.wrap_err_with(|| format!("binding {addr} for OTLP"))?;
                 let bound = tcp.local_addr().unwrap_or(addr);
+                let token = otlp_token()?;
                 if !otlp::is_loopback(&bound) {
                     eprintln!(
                         "swarmtop listen: WARNING: receiving OTLP on {bound}, which other machines can reach: \
-                         anyone who can connect can feed this monitor (bind 127.0.0.1 to keep it local)"
+                         they must send the token (bind 127.0.0.1 to keep it local)"
                     );
                 }
                 eprintln!("swarmtop listen: receiving OTLP/HTTP traces and logs at http://{bound}");
                 name = format!("{name} + otlp {bound}");
-                Some((tcp, Arc::new(otlp::Counters::default())))
+                Some(otlp::Receiver { listener: tcp, counters: Arc::new(otlp::Counters::default()), token })
             }
             None => None,
         };
-        let receive = otlp.as_ref().map(|(_, c)| c.clone());
+        let receive = otlp.as_ref().map(|r| r.counters.clone());
         tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
         if let Some(signals) = headless_signals {
             eprintln!("swarmtop listen: accepting producers on {shown}");
@@ -75,4 +76,23 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
             monitor::screen(watch, &args.monitor, config, Outlets { export, receive }).await
         }
     })
+}
+
+/// The token senders other than us must present: made (and shown, this once) the first time.
+fn otlp_token() -> Result<Arc<otlp::trust::Token>> {
+    let path = otlp::trust::default_token_path()
+        .ok_or_else(|| color_eyre::eyre::eyre!("no HOME or XDG_DATA_HOME to keep the OTLP token in"))?;
+    let shown = Clean::path(&path);
+    let (token, made) =
+        otlp::trust::Token::load_or_create(&path).wrap_err_with(|| format!("the OTLP token in {shown}"))?;
+    if made {
+        eprintln!(
+            "swarmtop listen: OTLP senders other than you (another user, another machine) must send \
+             `Authorization: Bearer {}`; it is kept in {shown} and not shown again",
+            token.secret()
+        );
+    } else {
+        eprintln!("swarmtop listen: OTLP senders other than you must send the bearer token kept in {shown}");
+    }
+    Ok(Arc::new(token))
 }

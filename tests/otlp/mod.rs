@@ -243,6 +243,8 @@ impl Listener {
                 &format!("127.0.0.1:{port}"),
             ])
             .args(extra)
+            // The token the receiver makes for other senders stays in the test's folder.
+            .env("XDG_DATA_HOME", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
