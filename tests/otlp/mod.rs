@@ -262,6 +262,15 @@ impl Listener {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The bearer token the receiver made for senders other than us.
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("swarmtop/otlp-token")).unwrap().trim().to_owned()
+    }
+
     /// Ctrl-C: the headless listener prints `stats --json` of what it received.
     pub fn stop(mut self) -> (Value, String) {
         nix::sys::signal::kill(
