@@ -187,6 +187,15 @@ pub async fn serve(receiver: Receiver, out: mpsc::Sender<Vec<u8>>) {
     }
 }
 
+/// Lower-case hex, as OTLP/JSON writes ids.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
 /// Whether an address keeps the receiver on this machine.
 pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()

@@ -16,7 +16,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use serde::Serialize;
 
 use super::index::{Link, SeenSpan, SpanIndex};
-use super::tally::{self, Message};
+use super::tally::{self, Group, Message};
 use super::{Counters, MAX_INFLATE_RATIO, MAX_INFLATED_BYTES, MAX_RECORDED_BYTES, MAX_VALUE_DEPTH};
 use crate::source::recording::{self, Dir};
 
@@ -108,7 +108,7 @@ pub fn receive(
             let request: ExportTraceServiceRequest =
                 decode(body, kind.encoding, Message::TraceRequest, "not an OTLP trace export request")?;
             tally::check_traces(&request)?;
-            let spans = trace_records(&request, &mut out)?;
+            let spans = write(tally::span_groups(&request), "span", &mut out)?;
             let mut index = index.lock().unwrap_or_else(PoisonError::into_inner);
             for link in join(&request, &mut index, counters) {
                 out.link(&link);
@@ -119,7 +119,7 @@ pub fn receive(
             let request: ExportLogsServiceRequest =
                 decode(body, kind.encoding, Message::LogsRequest, "not an OTLP logs export request")?;
             tally::check_logs(&request)?;
-            let logs = log_records(&request, &mut out)?;
+            let logs = write(tally::log_groups(&request), "log", &mut out)?;
             Ok(Received { batch: out.batch, spans: 0, logs })
         }
     }
@@ -194,7 +194,7 @@ impl Records {
     fn link(&mut self, link: &Link) {
         let line = serde_json::json!({
             "otlp": "link",
-            "traceId": hex(&link.trace),
+            "traceId": super::hex(&link.trace),
             "child": link.child,
             "parent": link.parent,
             "card": link.card,
@@ -244,31 +244,18 @@ fn record<T: Serialize>(
     Ok(())
 }
 
-fn trace_records(request: &ExportTraceServiceRequest, out: &mut Records) -> Result<u64, Refusal> {
+/// Writes every record of `groups`, each `{"otlp":KIND,"resource":…,"scope":…,KIND:…}`.
+fn write<'a, T: Serialize + 'a>(
+    groups: impl Iterator<Item = Group<'a, T>>,
+    kind: &str,
+    out: &mut Records,
+) -> Result<u64, Refusal> {
     let mut n = 0;
-    for rs in &request.resource_spans {
-        let resource = rs.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or_default();
-        for ss in &rs.scope_spans {
-            let (resource, scope) = frame(resource, ss.scope.as_ref())?;
-            for span in &ss.spans {
-                out.push(|line| record(line, "span", &resource, &scope, span))?;
-                n += 1;
-            }
-        }
-    }
-    Ok(n)
-}
-
-fn log_records(request: &ExportLogsServiceRequest, out: &mut Records) -> Result<u64, Refusal> {
-    let mut n = 0;
-    for rl in &request.resource_logs {
-        let resource = rl.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or_default();
-        for sl in &rl.scope_logs {
-            let (resource, scope) = frame(resource, sl.scope.as_ref())?;
-            for log in &sl.log_records {
-                out.push(|line| record(line, "log", &resource, &scope, log))?;
-                n += 1;
-            }
+    for g in groups {
+        let (resource, scope) = frame(g.resource, g.scope)?;
+        for r in g.records {
+            out.push(|line| record(line, kind, &resource, &scope, r))?;
+            n += 1;
         }
     }
     Ok(n)
@@ -277,10 +264,9 @@ fn log_records(request: &ExportLogsServiceRequest, out: &mut Records) -> Result<
 /// Tells the index every span of an accepted request; returns the links completed.
 fn join(request: &ExportTraceServiceRequest, index: &mut SpanIndex, counters: &Counters) -> Vec<Link> {
     let mut links = Vec::new();
-    for rs in &request.resource_spans {
-        let resource = rs.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or_default();
-        for span in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
-            if let Some(seen) = seen(span, resource) {
+    for g in tally::span_groups(request) {
+        for span in g.records {
+            if let Some(seen) = seen(span, g.resource) {
                 links.extend(index.see(seen, counters));
             } else {
                 counters.unjoinable.fetch_add(1, Ordering::Relaxed);
@@ -316,12 +302,4 @@ fn string_attr<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a str> {
 /// the session.
 fn conversation_of(attributes: &[KeyValue]) -> Option<&str> {
     ["gen_ai.conversation.id", "gen_ai.agent.id", "session.id"].iter().find_map(|k| string_attr(attributes, k))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }

@@ -7,7 +7,9 @@
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value::Value};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value::Value};
+use opentelemetry_proto::tonic::logs::v1::LogRecord;
+use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::encoding::{WireType, decode_key, decode_varint};
 
 use super::request::Refusal;
@@ -56,10 +58,12 @@ fn field(parent: Message, tag: u32) -> Option<Message> {
         (M::Span, 15) => M::Status,
         (M::Resource, 3) => M::EntityRef,
         (M::EntityRef, 3 | 4) => M::Text,
-        (M::Span, 9) | (M::Event, 3) | (M::Link, 4) | (M::Resource, 1) | (M::Scope, 3) | (M::LogRecord, 6) => {
-            M::KeyValue
-        }
-        (M::KeyValueList, 1) => M::KeyValue,
+        // Attributes.
+        (M::Span, 9)
+        | (M::Event | M::Scope, 3)
+        | (M::Link, 4)
+        | (M::Resource | M::KeyValueList, 1)
+        | (M::LogRecord, 6) => M::KeyValue,
         (M::KeyValue, 2) | (M::ArrayValue, 1) | (M::LogRecord, 5) => M::AnyValue,
         (M::AnyValue, 5) => M::ArrayValue,
         (M::AnyValue, 6) => M::KeyValueList,
@@ -181,7 +185,7 @@ fn depth(value: &AnyValue) -> usize {
         match &v.value {
             Some(Value::ArrayValue(a)) => stack.extend(a.values.iter().map(|x| (x, d + 1))),
             Some(Value::KvlistValue(l)) => {
-                stack.extend(l.values.iter().filter_map(|kv| kv.value.as_ref()).map(|x| (x, d + 1)))
+                stack.extend(l.values.iter().filter_map(|kv| kv.value.as_ref()).map(|x| (x, d + 1)));
             }
             _ => {}
         }
@@ -198,9 +202,42 @@ fn values<'a>(attributes: impl IntoIterator<Item = &'a KeyValue>) -> Result<(), 
     Ok(())
 }
 
-fn records(n: usize) -> Result<(), Refusal> {
-    if n > MAX_RECORDS {
-        return Err(Refusal::TooLarge(format!("more than {MAX_RECORDS} spans or log records")));
+/// The records under one resource and one scope, as both signals nest them.
+pub struct Group<'a, T> {
+    pub resource: &'a [KeyValue],
+    pub scope: Option<&'a InstrumentationScope>,
+    pub records: &'a [T],
+}
+
+pub fn span_groups(request: &ExportTraceServiceRequest) -> impl Iterator<Item = Group<'_, Span>> {
+    request.resource_spans.iter().flat_map(|rs| {
+        let resource = rs.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or_default();
+        rs.scope_spans.iter().map(move |ss| Group { resource, scope: ss.scope.as_ref(), records: &ss.spans })
+    })
+}
+
+pub fn log_groups(request: &ExportLogsServiceRequest) -> impl Iterator<Item = Group<'_, LogRecord>> {
+    request.resource_logs.iter().flat_map(|rl| {
+        let resource = rl.resource.as_ref().map(|r| r.attributes.as_slice()).unwrap_or_default();
+        rl.scope_logs.iter().map(move |sl| Group { resource, scope: sl.scope.as_ref(), records: &sl.log_records })
+    })
+}
+
+/// At most [`MAX_RECORDS`] records, values nested at most [`MAX_VALUE_DEPTH`], each record as
+/// `record` says.
+fn check<'a, T: 'a>(
+    groups: impl Iterator<Item = Group<'a, T>>,
+    record: impl Fn(&T) -> Result<(), Refusal>,
+) -> Result<(), Refusal> {
+    let mut n = 0;
+    for g in groups {
+        values(g.resource)?;
+        values(g.scope.iter().flat_map(|s| &s.attributes))?;
+        n += g.records.len();
+        if n > MAX_RECORDS {
+            return Err(Refusal::TooLarge(format!("more than {MAX_RECORDS} spans or log records")));
+        }
+        g.records.iter().try_for_each(&record)?;
     }
     Ok(())
 }
@@ -208,52 +245,31 @@ fn records(n: usize) -> Result<(), Refusal> {
 /// Whether a decoded trace request may be recorded: ids of their specified sizes (trace 16 bytes,
 /// span 8), values nested at most [`MAX_VALUE_DEPTH`], at most [`MAX_RECORDS`] spans.
 pub fn check_traces(request: &ExportTraceServiceRequest) -> Result<(), Refusal> {
-    let mut n = 0;
-    for rs in &request.resource_spans {
-        values(rs.resource.iter().flat_map(|r| &r.attributes))?;
-        for ss in &rs.scope_spans {
-            values(ss.scope.iter().flat_map(|s| &s.attributes))?;
-            n += ss.spans.len();
-            records(n)?;
-            for span in &ss.spans {
-                id(&span.trace_id, 16, false, "a trace id is not 16 bytes")?;
-                id(&span.span_id, 8, false, "a span id is not 8 bytes")?;
-                id(&span.parent_span_id, 8, true, "a parent span id is not 8 bytes")?;
-                values(&span.attributes)?;
-                for event in &span.events {
-                    values(&event.attributes)?;
-                }
-                for link in &span.links {
-                    id(&link.trace_id, 16, false, "a link's trace id is not 16 bytes")?;
-                    id(&link.span_id, 8, false, "a link's span id is not 8 bytes")?;
-                    values(&link.attributes)?;
-                }
-            }
-        }
-    }
-    Ok(())
+    check(span_groups(request), |span| {
+        id(&span.trace_id, 16, false, "a trace id is not 16 bytes")?;
+        id(&span.span_id, 8, false, "a span id is not 8 bytes")?;
+        id(&span.parent_span_id, 8, true, "a parent span id is not 8 bytes")?;
+        values(&span.attributes)?;
+        values(span.events.iter().flat_map(|e| &e.attributes))?;
+        span.links.iter().try_for_each(|link| {
+            id(&link.trace_id, 16, false, "a link's trace id is not 16 bytes")?;
+            id(&link.span_id, 8, false, "a link's span id is not 8 bytes")?;
+            values(&link.attributes)
+        })
+    })
 }
 
 /// The logs counterpart of [`check_traces`]: a log record's ids are optional, but sized when given.
 pub fn check_logs(request: &ExportLogsServiceRequest) -> Result<(), Refusal> {
-    let mut n = 0;
-    for rl in &request.resource_logs {
-        values(rl.resource.iter().flat_map(|r| &r.attributes))?;
-        for sl in &rl.scope_logs {
-            values(sl.scope.iter().flat_map(|s| &s.attributes))?;
-            n += sl.log_records.len();
-            records(n)?;
-            for record in &sl.log_records {
-                id(&record.trace_id, 16, true, "a trace id is not 16 bytes")?;
-                id(&record.span_id, 8, true, "a span id is not 8 bytes")?;
-                values(&record.attributes)?;
-                if record.body.as_ref().is_some_and(|b| depth(b) > MAX_VALUE_DEPTH) {
-                    return Err(Refusal::TooDeep);
-                }
-            }
+    check(log_groups(request), |record| {
+        id(&record.trace_id, 16, true, "a trace id is not 16 bytes")?;
+        id(&record.span_id, 8, true, "a span id is not 8 bytes")?;
+        values(&record.attributes)?;
+        if record.body.as_ref().is_some_and(|b| depth(b) > MAX_VALUE_DEPTH) {
+            return Err(Refusal::TooDeep);
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 #[cfg(test)]
