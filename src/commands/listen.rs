@@ -49,7 +49,7 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
                 let tcp =
                     tokio::net::TcpListener::bind(addr).await.wrap_err_with(|| format!("binding {addr} for OTLP"))?;
                 let bound = tcp.local_addr().unwrap_or(addr);
-                let token = otlp_token()?;
+                let token = otlp_token();
                 if !otlp::is_loopback(&bound) {
                     eprintln!(
                         "swarmtop listen: WARNING: receiving OTLP on {bound}, which other machines can reach: \
@@ -79,20 +79,31 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
 }
 
 /// The token senders other than us must present: made (and shown, this once) the first time.
-fn otlp_token() -> Result<Arc<otlp::trust::Token>> {
-    let path = otlp::trust::default_token_path()
-        .ok_or_else(|| color_eyre::eyre::eyre!("no HOME or XDG_DATA_HOME to keep the OTLP token in"))?;
+/// Without one (no data folder, or a token file others can read) only our own processes can send.
+fn otlp_token() -> Option<Arc<otlp::trust::Token>> {
+    let Some(path) = otlp::trust::default_token_path() else {
+        eprintln!("swarmtop listen: no HOME or XDG_DATA_HOME to keep an OTLP token in: only you can send");
+        return None;
+    };
     let shown = Clean::path(&path);
-    let (token, made) =
-        otlp::trust::Token::load_or_create(&path).wrap_err_with(|| format!("the OTLP token in {shown}"))?;
-    if made {
-        eprintln!(
-            "swarmtop listen: OTLP senders other than you (another user, another machine) must send \
-             `Authorization: Bearer {}`; it is kept in {shown} and not shown again",
-            token.secret()
-        );
-    } else {
-        eprintln!("swarmtop listen: OTLP senders other than you must send the bearer token kept in {shown}");
-    }
-    Ok(Arc::new(token))
+    let token = match otlp::trust::Token::load_or_create(&path) {
+        Ok((token, true)) => {
+            eprintln!(
+                "swarmtop listen: OTLP senders other than you (another user, another machine) must send \
+                 `Authorization: Bearer {}`; it is kept in {shown} and not shown again",
+                token.secret()
+            );
+            token
+        }
+        Ok((token, false)) => {
+            eprintln!("swarmtop listen: OTLP senders other than you must send the bearer token kept in {shown}");
+            token
+        }
+        Err(e) => {
+            let e = crate::wire::sanitize_line(&e.to_string());
+            eprintln!("swarmtop listen: WARNING: no OTLP token ({}): only you can send", e.as_str());
+            return None;
+        }
+    };
+    Some(Arc::new(token))
 }

@@ -41,7 +41,9 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     let c = counters;
     let figure = |name: &'static str, n: u64, problem: bool| {
         let style = if problem && n > 0 { theme.warn } else { theme.base };
-        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{:<10}", grouped(n)), style)]
+        // A cell without a name fills a row.
+        let value = if name.is_empty() { String::new() } else { grouped(n) };
+        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{value:<10}"), style)]
     };
     let row = |cells: [(&'static str, u64, bool); 3]| {
         Line::from(cells.into_iter().flat_map(|(n, v, p)| figure(n, v, p)).collect::<Vec<_>>())

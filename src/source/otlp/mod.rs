@@ -146,14 +146,15 @@ impl Counters {
 pub struct Receiver {
     pub listener: TcpListener,
     pub counters: Arc<Counters>,
-    pub token: Arc<Token>,
+    /// What senders other than us must present; without one, only we can send.
+    pub token: Option<Arc<Token>>,
 }
 
 struct Shared {
     index: Mutex<SpanIndex>,
     out: mpsc::Sender<Vec<u8>>,
     counters: Arc<Counters>,
-    token: Arc<Token>,
+    token: Option<Arc<Token>>,
     conns: Arc<Conns>,
     decoders: Arc<Semaphore>,
     local: Option<SocketAddr>,
@@ -284,11 +285,14 @@ async fn handle(
             tokio::task::spawn_blocking(move || trust::peer_is_owner(local, peer)).await.unwrap_or(false)
         })
         .await;
-    if !owner && !shared.token.admits(req.headers()) {
-        let why = format!(
-            "only the user running swarmtop may send here; others need `Authorization: Bearer` with the token in {}",
-            crate::wire::Clean::path(shared.token.path())
-        );
+    if !owner && !shared.token.as_ref().is_some_and(|t| t.admits(req.headers())) {
+        let why = match &shared.token {
+            Some(t) => format!(
+                "only the user running swarmtop may send here; others need `Authorization: Bearer` with the token in {}",
+                crate::wire::Clean::path(t.path())
+            ),
+            None => "only the user running swarmtop may send here".to_owned(),
+        };
         let mut r = refuse(&shared, StatusCode::UNAUTHORIZED, &why, Some(&shared.counters.untrusted));
         r.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return Ok(r);
