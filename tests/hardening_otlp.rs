@@ -279,14 +279,15 @@ fn recording(dir: &Path, records: &[Json]) -> std::path::PathBuf {
         "{\"swarmtop\":\"recording\",\"version\":1,\"startedMs\":1,\"source\":\"listen\",\"host\":\"h\"}\n",
     );
     for (i, r) in records.iter().enumerate() {
-        text.push_str(&json!({"ts": 1_796_127_217_533_i64 + i as i64, "dir": "in", "msg": r}).to_string());
+        let ts = 1_796_127_217_533_u64 + i as u64;
+        text.push_str(&json!({"ts": ts, "dir": "in", "msg": r}).to_string());
         text.push('\n');
     }
     std::fs::write(&path, text).unwrap();
     path
 }
 
-fn attr(key: &str, value: Json) -> Json {
+fn attr(key: &str, value: &Json) -> Json {
     json!({"key": key, "value": value})
 }
 
@@ -308,22 +309,22 @@ fn api_request_counts_saturate() {
         &[
             log(
                 vec![
-                    attr("session.id", json!({"stringValue": "sess"})),
-                    attr("event.name", json!({"stringValue": "user_prompt"})),
-                    attr("prompt.id", json!({"stringValue": "p1"})),
+                    attr("session.id", &json!({"stringValue": "sess"})),
+                    attr("event.name", &json!({"stringValue": "user_prompt"})),
+                    attr("prompt.id", &json!({"stringValue": "p1"})),
                 ],
                 "1796127217533000000",
             ),
             log(
                 vec![
-                    attr("session.id", json!({"stringValue": "sess"})),
-                    attr("event.name", json!({"stringValue": "api_request"})),
-                    attr("model", json!({"stringValue": "claude-sonnet-4-5"})),
-                    attr("request_id", json!({"stringValue": "r1"})),
-                    attr("input_tokens", json!({"intValue": max})),
-                    attr("cache_read_tokens", json!({"intValue": max})),
-                    attr("cache_creation_tokens", json!({"intValue": "2"})),
-                    attr("output_tokens", json!({"intValue": "5"})),
+                    attr("session.id", &json!({"stringValue": "sess"})),
+                    attr("event.name", &json!({"stringValue": "api_request"})),
+                    attr("model", &json!({"stringValue": "claude-sonnet-4-5"})),
+                    attr("request_id", &json!({"stringValue": "r1"})),
+                    attr("input_tokens", &json!({"intValue": max})),
+                    attr("cache_read_tokens", &json!({"intValue": max})),
+                    attr("cache_creation_tokens", &json!({"intValue": "2"})),
+                    attr("output_tokens", &json!({"intValue": "5"})),
                 ],
                 "1796127217633000000",
             ),
@@ -344,11 +345,11 @@ fn a_generic_agent_span_s_tokens_and_price_agree() {
     let span = json!({"otlp": "span", "resource": {"attributes": []}, "span": {
         "traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0102030405060708", "name": "invoke_agent",
         "startTimeUnixNano": "1796127217533000000", "endTimeUnixNano": "1796127218533000000", "attributes": [
-            attr("gen_ai.operation.name", json!({"stringValue": "invoke_agent"})),
-            attr("gen_ai.conversation.id", json!({"stringValue": "conv"})),
-            attr("gen_ai.request.model", json!({"stringValue": "gpt-5"})),
-            attr("gen_ai.usage.input_tokens", json!({"intValue": "1000"})),
-            attr("gen_ai.usage.output_tokens", json!({"intValue": "10"}))]}});
+            attr("gen_ai.operation.name", &json!({"stringValue": "invoke_agent"})),
+            attr("gen_ai.conversation.id", &json!({"stringValue": "conv"})),
+            attr("gen_ai.request.model", &json!({"stringValue": "gpt-5"})),
+            attr("gen_ai.usage.input_tokens", &json!({"intValue": "1000"})),
+            attr("gen_ai.usage.output_tokens", &json!({"intValue": "10"}))]}});
     let got = stats_of(&recording(dir.path(), &[span]));
     let t = thread(&got, "conv");
     assert_eq!(t["tokens"]["total"], 1010, "{t}");

@@ -225,7 +225,7 @@ pub fn ids_of(spans: &[Value]) -> HashSet<(String, String)> {
 pub struct Listener {
     child: Child,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Listener {
@@ -255,7 +255,7 @@ impl Listener {
             assert!(Instant::now() < deadline, "listen --otlp never listened");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, port, _dir: dir }
+        Self { child, port, dir }
     }
 
     pub fn url(&self) -> String {
@@ -268,7 +268,7 @@ impl Listener {
 
     /// The bearer token the receiver made for senders other than us.
     pub fn token(&self) -> String {
-        std::fs::read_to_string(self._dir.path().join("swarmtop/otlp-token")).unwrap().trim().to_owned()
+        std::fs::read_to_string(self.dir.path().join("swarmtop/otlp-token")).unwrap().trim().to_owned()
     }
 
     /// Ctrl-C: the headless listener prints `stats --json` of what it received.
