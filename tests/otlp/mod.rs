@@ -287,6 +287,14 @@ impl Listener {
     }
 }
 
+/// A test that fails before `stop` leaves no listener behind.
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// What both views of one session must agree on, thread by thread.
 pub fn tree(stats: &Value) -> Vec<(String, Value, Value, Value, Value, Value)> {
     let mut rows: Vec<_> = stats["threads"]
