@@ -464,3 +464,71 @@ fn a_running_total_is_split_where_it_grew() {
         "a recording's agent is its format's"
     );
 }
+
+/// `gunzip -r`: the real-CLI fixtures are kept compressed; an agent's place holds them plain.
+fn copy_plain(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_plain(&entry.path(), &to.join(&name));
+        } else if let Some(plain) = name.strip_suffix(".gz") {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(entry.path()).unwrap()),
+                &mut text,
+            )
+            .unwrap();
+            std::fs::write(to.join(plain), text).unwrap();
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// The root thread's id of what `stats --json` says of `files`.
+fn root_of(m: &Machine, files: &str) -> String {
+    let stats = m.json(&["stats", "--json", files]);
+    let root = stats["threads"].as_array().unwrap().iter().find(|t| t["parent"].is_null()).unwrap();
+    root["id"].as_str().unwrap().to_owned()
+}
+
+/// The real Claude Code 2.1.332 sessions (sub-agents in parallel, one interrupted, one failing) and
+/// OpenCode 1.18.33 stores: each session the store keeps is what `stats` and `tree` say of its
+/// files, and `report session` adds up to `stats`.
+#[test]
+fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
+    for case in ["interrupt", "parallel", "subfail"] {
+        let m = Machine::new();
+        let project = m.home().join(".claude/projects/-work-fixture");
+        copy_plain(&fixtures().join("claude-2.1.332").join(case), &project);
+        let transcript = std::fs::read_dir(&project)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .unwrap();
+        let id = root_of(&m, transcript.to_str().unwrap());
+        let files = project.to_str().unwrap();
+        m.run(&["sync"]);
+        assert_eq!(m.run(&["history", &id, "--json", "--no-sync"]), m.run(&["stats", "--json", files]), "{case}");
+        assert_eq!(m.run(&["history", &id, "--no-sync"]), m.run(&["tree", files]), "{case}");
+        let report = m.json(&["report", "session", "--json", "--no-sync"]);
+        let stats = m.json(&["stats", "--json", files]);
+        assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
+    }
+    for case in ["subfail", "tree"] {
+        let m = Machine::new();
+        let dir = m.home().join(".local/share/opencode");
+        copy_plain(&fixtures().join("opencode-1.18.33").join(case), &dir);
+        let db = dir.join("opencode.db");
+        let db = db.to_str().unwrap();
+        m.run(&["sync"]);
+        let id = root_of(&m, db);
+        assert_eq!(m.run(&["history", &id, "--json", "--no-sync"]), m.run(&["stats", "--json", db]), "{case}");
+        assert_eq!(m.run(&["history", &id, "--no-sync"]), m.run(&["tree", db]), "{case}");
+        let report = m.json(&["report", "session", "--json", "--no-sync"]);
+        let stats = m.json(&["stats", "--json", db]);
+        assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
+    }
+}
