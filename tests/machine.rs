@@ -75,15 +75,15 @@ fn feed(snapshot: Snapshot) -> Feed {
 
 fn view(keep_ms: Option<i64>) -> View {
     let mut v = View::with_theme(Theme::dark());
-    v.tops.home = Some("/home/dev".to_owned());
-    v.tops.keep_ms = keep_ms;
+    v.derived.tops.home = Some("/home/dev".to_owned());
+    v.derived.tops.keep_ms = keep_ms;
     v
 }
 
 fn render(p: &Pipeline, feed: &Feed, view: &mut View, (w, h): (u16, u16)) -> Terminal<TestBackend> {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, feed, view)).expect("draw");
     term
 }
 
@@ -117,7 +117,7 @@ fn sessions_are_grouped_by_agent_then_project_live_first() {
     assert_eq!(tops.len(), 4, "claude ▸ spotter, codex ▸ project: {tops:?}");
     assert!(matches!(tops[0], NodeId::Agent(_)) && matches!(tops[1], NodeId::Project(_)));
     assert_eq!(
-        v.tops.agent(match tops[0] {
+        v.derived.tops.agent(match tops[0] {
             NodeId::Agent(a) => a,
             _ => unreachable!(),
         }),
@@ -156,13 +156,13 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     let screen = agents_pane(&text(&render(&p, &f, &mut v, (200, 60))));
     assert!(!screen.contains("Arendt") && screen.contains("Kant"), "{screen}");
     assert!(screen.contains("machine: 1 live · 2 sessions"), "{screen}");
-    assert_eq!(v.tops.counts.aged_out, 1);
+    assert_eq!(v.derived.tops.counts.aged_out, 1);
     // The header's totals are of what is shown; what the aged-out session spent is told in `d`.
     let full = text(&render(&p, &f, &mut v, (200, 60)));
     let header = full.lines().next().unwrap();
     assert!(header.contains("6 agents │ $10.16"), "not 10 agents, $10.20: {header}");
     assert!(full.contains("total $10.16") && !full.contains("Arendt"), "the cost pane agrees:\n{full}");
-    v.overlay = Some(Overlay::Diagnostics);
+    v.panes.overlay = Some(Overlay::Diagnostics);
     let screen = text(&render(&p, &f, &mut v, (120, 40)));
     insta::assert_snapshot!("diagnostics_aged_out_120x40", screen);
 
@@ -209,7 +209,7 @@ fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
     render(&p, &f, &mut v, (200, 60));
     let before = v.rows().len();
     // The first row is the claude group: ← folds it to one row.
-    assert!(matches!(v.selected, Some(NodeId::Agent(_))));
+    assert!(matches!(v.selection.node, Some(NodeId::Agent(_))));
     act(&mut v, &p, &[Action::Fold]);
     render(&p, &f, &mut v, (200, 60));
     let claude_rows = before - v.rows().len();
@@ -242,8 +242,8 @@ fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
     let mut v = view(None);
     render(&p, &f, &mut v, (200, 60));
     act(&mut v, &p, &[Action::MoveDown, Action::MoveDown, Action::OpenLane]);
-    assert!(matches!(v.selected, Some(NodeId::Thread(_))));
-    assert!(v.expanded.is_some());
+    assert!(matches!(v.selection.node, Some(NodeId::Thread(_))));
+    assert!(v.selection.expanded.is_some());
 }
 
 #[test]
@@ -270,7 +270,8 @@ fn the_places_looked_in_line_up() {
     snap.sessions.clear();
     snap.looked_in.push(("opencode", "/home/dev/.local/share/opencode".into()));
     let screen = text(&render(&p, &feed(snap), &mut view(None), (80, 24)));
-    let starts: Vec<usize> = ["/home/dev/.claude", "/home/dev/.codex", "/home/dev/.local", "/run/user"]
+    // Under the home handed to the view, paths read `~/…`.
+    let starts: Vec<usize> = ["~/.claude", "~/.codex", "~/.local", "/run/user"]
         .iter()
         .map(|path| {
             let line = screen.lines().find(|l| l.contains(path)).unwrap_or_else(|| panic!("{path}:\n{screen}"));

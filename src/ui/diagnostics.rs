@@ -5,17 +5,19 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::help::centred;
+use super::feed::{ExportFeed, ReceiveFeed};
+use super::layout::Layout;
+use super::paint::centred;
+use super::scene::Scene;
 use super::text::{grouped, truncate};
 use super::view::View;
-use super::{ExportFeed, Feed, ReceiveFeed};
 use crate::model::Model;
-use crate::router::Counters;
 
 /// What the aged-out sessions spent: off the screen and out of the header's totals, not lost.
 fn aged_line(model: &Model, view: &View, theme: &super::theme::Theme) -> Line<'static> {
-    let aged = view.tops.aged(model);
-    let n = view.tops.aged_roots.len();
+    let tops = &view.derived.tops;
+    let aged = tops.aged(model);
+    let n = tops.aged_roots.len();
     if n == 0 {
         return Line::from(Span::styled("  nothing aged out", theme.dim));
     }
@@ -32,7 +34,8 @@ fn aged_line(model: &Model, view: &View, theme: &super::theme::Theme) -> Line<'s
     ])
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layout) {
+    let (model, counters, feed, view) = (scene.model, scene.counters, scene.feed, scene.view);
     let theme = &view.theme;
     let w = area.width.saturating_sub(4).min(110);
     let h = area.height.saturating_sub(2);
@@ -80,8 +83,8 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
         Line::default(),
     ];
     if let Some(snapshot) = &feed.machine {
-        let k = view.tops.counts;
-        let keep = view.tops.keep_ms.map_or_else(
+        let k = view.derived.tops.counts;
+        let keep = view.derived.tops.keep_ms.map_or_else(
             || "ended sessions stay on the screen (--keep D sets a bound)".to_owned(),
             |ms| {
                 format!(
@@ -147,21 +150,22 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
         lines.push(Line::from(vec![Span::styled(lead, theme.dim), Span::raw(truncate(&msg, room))]));
     }
     let inner_h = h.saturating_sub(2) as usize;
-    view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
+    let scroll = view.panes.overlay_scroll.min(lines.len().saturating_sub(inner_h));
     let block = Block::bordered()
         .border_style(theme.border_focus)
         .title(Span::styled(" diagnostics ", theme.title))
         .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
     frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
-    view.layout.overlay = rect;
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), rect);
+    layout.overlay = rect;
+    layout.overlay_scroll = Some(scroll);
 }
 
 /// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).
 fn receive_lines(
     r: &ReceiveFeed,
     row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
-    theme: &super::Theme,
+    theme: &super::theme::Theme,
 ) -> Vec<Line<'static>> {
     vec![
         Line::from(Span::styled("OTLP receiver", theme.title)),
@@ -175,7 +179,7 @@ fn receive_lines(
 fn export_lines(
     x: &ExportFeed,
     row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
-    theme: &super::Theme,
+    theme: &super::theme::Theme,
     text_w: usize,
 ) -> Vec<Line<'static>> {
     let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);

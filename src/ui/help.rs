@@ -7,6 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::keymap::{BINDINGS, Section, key_name};
+use super::layout::Layout;
+use super::paint::centred;
 use super::text::{fit, width};
 use super::view::View;
 
@@ -21,7 +23,7 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
         }
         seen.push(b.help);
         let keys: Vec<String> = b.keys.iter().map(key_name).collect();
-        let style = if b.replay && !view.replay { theme.dim } else { theme.key };
+        let style = if b.replay && !view.derived.replay { theme.dim } else { theme.key };
         lines.push(Line::from(vec![
             Span::styled(format!("  {}", fit(&keys.join(" "), 10)), style),
             Span::raw(fit(b.help, col_w.saturating_sub(12))),
@@ -31,7 +33,7 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
     lines
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
+pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     let two = area.width >= 106;
     // Wide enough, the columns grow so that no help text is cut.
     let col_w: usize = if two { (usize::from(area.width).saturating_sub(6) / 2).clamp(50, 64) } else { 58 };
@@ -57,9 +59,9 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
         "mouse: click selects, click again folds; the wheel scrolls the pane under it",
         view.theme.dim,
     )));
-    if view.machine {
+    if view.derived.machine {
         // Short lines: the overlay is one 58-column column on a small terminal.
-        let keep = view.tops.keep_ms.map_or_else(
+        let keep = view.derived.tops.keep_ms.map_or_else(
             || "stay (--keep D ages them out)".to_owned(),
             |ms| format!("leave {} after their last activity (--keep)", super::text::quiet(ms)),
         );
@@ -77,7 +79,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = centred(area, w, h);
     let inner_h = h.saturating_sub(2) as usize;
-    view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
+    let scroll = view.panes.overlay_scroll.min(lines.len().saturating_sub(inner_h));
     let theme = &view.theme;
     let block = Block::bordered()
         .padding(Padding::horizontal(1))
@@ -85,12 +87,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &mut View) {
         .title(Span::styled(" keys ", theme.title))
         .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
     frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
-    view.layout.overlay = rect;
-}
-
-pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), rect);
+    layout.overlay = rect;
+    layout.overlay_scroll = Some(scroll);
 }

@@ -11,11 +11,46 @@
 //! this whole screen (`benches/render.rs` prints the comparison).
 
 use std::hash::Hash;
+use std::sync::Arc;
 
+use super::memo::Memo;
 use super::tops::Tops;
-use super::view::TreeSort;
 use crate::model::{Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
+
+/// The order of siblings in the tree (and of rows on the timeline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TreeSort {
+    /// Registration order: the parent's catalog.
+    Arrival,
+    Cost,
+    Tokens,
+    Elapsed,
+    Start,
+}
+
+impl TreeSort {
+    #[must_use]
+    pub fn next(self) -> Self {
+        match self {
+            Self::Arrival => Self::Cost,
+            Self::Cost => Self::Tokens,
+            Self::Tokens => Self::Elapsed,
+            Self::Elapsed => Self::Start,
+            Self::Start => Self::Arrival,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Arrival => "arrival",
+            Self::Cost => "cost",
+            Self::Tokens => "tokens",
+            Self::Elapsed => "elapsed",
+            Self::Start => "start",
+        }
+    }
+}
 
 /// A node of the tree, stable while the model grows: selection and folds hold these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -100,26 +135,15 @@ pub type Grouped = (Vec<Group>, Vec<ThreadIdx>);
 
 /// The card groups of the last parent asked about, kept for one tree structure: keys and frames
 /// over a card with 100k lanes must not regroup its children each time, only when the tree
-/// changes (`model.structure`).
+/// changes (`model.structure`). Keyed by the tree's structure, the thread count (a seek may
+/// replace the model) and the parent.
 #[derive(Debug, Default)]
-pub struct GroupCache(std::sync::Mutex<Option<(GroupKey, std::sync::Arc<Grouped>)>>);
-
-/// What a parent's groups depend on: the tree's structure, the thread count (a seek may replace
-/// the model), the parent.
-type GroupKey = (u64, usize, ThreadIdx);
+pub struct GroupCache(Memo<(u64, usize, ThreadIdx), Grouped>);
 
 impl GroupCache {
-    pub fn of(&self, model: &Model, parent: ThreadIdx) -> std::sync::Arc<Grouped> {
+    pub fn of(&self, model: &Model, parent: ThreadIdx) -> Arc<Grouped> {
         let key = (model.structure, model.threads.len(), parent);
-        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((k, g)) = slot.as_ref()
-            && *k == key
-        {
-            return std::sync::Arc::clone(g);
-        }
-        let g = std::sync::Arc::new(groups(model, model.thread(parent)));
-        *slot = Some((key, std::sync::Arc::clone(&g)));
-        g
+        self.0.get(key, || groups(model, model.thread(parent)))
     }
 }
 

@@ -11,12 +11,14 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::Feed;
+use super::layout::{Layout, scrolled};
 use super::outline::NodeId;
+use super::scene::Scene;
 use super::text::{duration, truncate, width};
+use super::theme::Theme;
 use super::update::{resolved_window, time_extent};
-use super::view::{Pane, View};
-use crate::model::{Item, ItemKind, Model, Thread, TurnStatus};
+use super::view::Pane;
+use crate::model::{Item, ItemKind, Thread, TurnStatus};
 use crate::router::ThreadIdx;
 
 /// Columns of the agent names left of the bars.
@@ -25,12 +27,13 @@ const LABEL_MAX: usize = 26;
 /// columns gains nothing from the rest.
 const TICKS_PER_COLUMN: usize = 2;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View) {
-    let focused = view.focus == Pane::Lanes && view.overlay.is_none();
-    let theme = view.theme.clone();
-    view.layout.timeline = area;
-    let window = resolved_window(view, model, feed.now_ms);
-    let follows = view.window.end_ms.is_none();
+pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
+    let (model, view) = (s.model, s.view);
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
+    let theme = &view.theme;
+    layout.timeline = area;
+    let window = resolved_window(view, model, s.feed.now_ms);
+    let follows = view.panes.window.end_ms.is_none();
     let mut title = vec![Span::styled(" timeline ", theme.title)];
     if let (Some((from, to)), Some((start, _))) = (window, time_extent(model)) {
         title.push(Span::styled(format!("{} – {} ", duration(from - start), duration(to - start)), theme.dim));
@@ -54,8 +57,23 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         return;
     }
     let scale = Scale { from, to, cols: bars_w };
-    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, start, &theme);
-    // The agents, in tree order; the selection and its neighbours on screen.
+    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, start, theme);
+    let body = Rect { y: inner.y + 1, height: inner.height - 1, ..inner };
+    rows(frame, body, s, &Bars { x: bars_x, label_w, scale }, layout);
+}
+
+/// Where the bars go: their first column, the width of the names left of them, the time scale.
+struct Bars {
+    x: u16,
+    label_w: usize,
+    scale: Scale,
+}
+
+/// The agents, in tree order, one row each; the selection and its neighbours on screen.
+fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut Layout) {
+    let (model, view) = (s.model, s.view);
+    let theme = &view.theme;
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
     let rows: Vec<(usize, ThreadIdx, u16)> = view
         .rows()
         .iter()
@@ -65,36 +83,32 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
             _ => None,
         })
         .collect();
-    let height = inner.height as usize - 1;
+    let height = area.height as usize;
     let sel_row = view.selected_row();
     let sel = sel_row.and_then(|s| rows.iter().rposition(|&(i, ..)| i <= s)).unwrap_or(0);
-    let mut offset = view.layout.timeline_offset.min(rows.len().saturating_sub(height));
-    if sel < offset {
-        offset = sel;
-    } else if height > 0 && sel >= offset + height {
-        offset = sel + 1 - height;
-    }
-    view.layout.timeline_offset = offset;
-    let now = feed.now_ms.or(model.stream_ms).unwrap_or(to);
+    let offset = scrolled(layout.timeline_offset, sel, rows.len(), height);
+    layout.timeline_offset = offset;
+    let now = s.feed.now_ms.or(model.stream_ms).unwrap_or(bars.scale.to);
+    let label_w = bars.label_w;
     for (k, &(row_index, t, depth)) in rows.iter().enumerate().skip(offset).take(height) {
-        let y = inner.y + 1 + (k - offset) as u16;
+        let y = area.y + (k - offset) as u16;
         let th = model.thread(t);
         let shown = view.shown(model, t);
         let indent = " ".repeat((depth as usize).min(label_w / 3));
         let name = truncate(&format!("{indent}{} {}", shown.glyph(), super::label::of(model, t).name), label_w);
         let buf = frame.buffer_mut();
-        buf.set_stringn(inner.x, y, &name, label_w, theme.status(shown));
-        buf.set_stringn(bars_x - 1, y, "│", 1, theme.border);
-        bar_row(buf, bars_x, y, th, &scale, now, &theme);
-        view.layout.timeline_rows.push((y, row_index));
+        buf.set_stringn(area.x, y, &name, label_w, theme.status(shown));
+        buf.set_stringn(bars.x - 1, y, "│", 1, theme.border);
+        bar_row(buf, (bars.x, y), th, &bars.scale, now, theme);
+        layout.timeline_rows.push((y, row_index));
         if sel_row.is_some() && k == sel {
             let style = if focused { theme.selected } else { theme.selected_idle };
-            buf.set_style(Rect { x: inner.x, y, width: label_w as u16, height: 1 }, style);
+            buf.set_style(Rect { x: area.x, y, width: label_w as u16, height: 1 }, style);
         }
     }
     if rows.is_empty() {
         let msg = Span::styled("no agents yet", theme.dim);
-        frame.render_widget(Paragraph::new(msg), Rect { y: inner.y + 1, height: 1, ..inner });
+        frame.render_widget(Paragraph::new(msg), Rect { height: 1, ..area });
     }
 }
 
@@ -124,7 +138,7 @@ impl Scale {
 }
 
 /// `0:00      0:30      1:00`: time since the run's first line, a label every 10 columns or so.
-fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, theme: &super::theme::Theme) {
+fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, theme: &Theme) {
     let buf = frame.buffer_mut();
     buf.set_stringn(area.x, area.y, "agent", (bars_x - area.x) as usize, theme.dim);
     let mut x = 0;
@@ -141,15 +155,7 @@ fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, t
 }
 
 /// One agent's turns, ticks and waits across the bar area.
-fn bar_row(
-    buf: &mut ratatui::buffer::Buffer,
-    x0: u16,
-    y: u16,
-    t: &Thread,
-    scale: &Scale,
-    now: i64,
-    theme: &super::theme::Theme,
-) {
+fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, scale: &Scale, now: i64, theme: &Theme) {
     for turn in &t.turns {
         let Some(a) = turn.started_ms.or(t.first_ms) else { continue };
         let b = turn.completed_ms.unwrap_or(if turn.status == TurnStatus::InProgress { now } else { a });

@@ -1,0 +1,42 @@
+//! Writing text already fitted to its place into the frame's buffer. Panes use these rather than
+//! a `Paragraph`: their lines are already wrapped and fitted, and skipping the paragraph's own
+//! reflow keeps a frame's cost at the cells written.
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+
+use super::text::{truncate, width};
+
+/// Writes lines top-down into `area`, each cut at its width.
+pub fn put_lines(frame: &mut Frame, area: Rect, lines: &[Line<'_>]) {
+    let buf = frame.buffer_mut();
+    for (line, y) in lines.iter().zip(area.top()..area.bottom()) {
+        buf.set_line(area.x, y, line, area.width);
+    }
+}
+
+/// Writes `text` right-aligned in the column of `col_w` cells that ends at `end` (columns from
+/// `inner.x`); returns where the column starts.
+pub fn put_right(
+    buf: &mut Buffer,
+    inner: Rect,
+    y: u16,
+    (end, col_w): (usize, usize),
+    text: &str,
+    style: Style,
+) -> usize {
+    let text = truncate(text, col_w.saturating_sub(1));
+    let x = end.saturating_sub(width(&text));
+    buf.set_stringn(inner.x + x as u16, y, &text, col_w, style);
+    end.saturating_sub(col_w)
+}
+
+/// A `w`×`h` rectangle in the middle of `area` (cut to it).
+pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
