@@ -215,6 +215,35 @@ fn help_overlay_is_generated_from_the_keymap() {
     }
 }
 
+/// Below the keys, `?` explains every mark: each status glyph with its word, the tree's and the
+/// timeline's marks. At 200×60 the legend is on screen once scrolled to its end.
+#[test]
+fn help_ends_with_a_legend_of_every_mark() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (200, 60));
+    press(&mut v, &p, &chars("?G"));
+    let screen = render(&p, &f, &mut v, (200, 60));
+    insta::assert_snapshot!("help_legend_200x60", screen);
+    for mark in [
+        "●         running",
+        "◷         waiting on its sub-agents",
+        "◔         stalled",
+        "◼         interrupted",
+        "○         pending",
+        "✓         done",
+        "✗         failed",
+        "⑂         a card",
+        "━         a turn",
+        "┃         a tool call",
+        "▒         waiting on its sub-agents",
+        "—         unpriced",
+    ] {
+        assert!(screen.contains(mark), "{mark}:\n{screen}");
+    }
+}
+
 #[test]
 fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
     let (mut p, total) = load("collab_v1", None);
@@ -1021,9 +1050,20 @@ fn text_search_highlights_and_n_moves_between_matches() {
     press(&mut v, &p, &chars("/verify_token"));
     assert!(v.panes.search.typing && v.panes.search.query == "verify_token", "typed into the search, not the filter");
     assert!(v.panes.filter.query.is_empty());
+    // While typing, the bottom border says how many rows of the transcript match.
+    let typing = render(&p, &f, &mut v, (120, 40));
+    let border = typing.lines().find(|l| l.contains("/verify_token")).expect("the search on the border");
+    let count: usize = border
+        .split(" · ")
+        .nth(1)
+        .and_then(|t| t.split(" matches").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a count: {border}"));
+    assert!(count >= 2, "{border}");
     press(&mut v, &p, &[key(KeyCode::Enter)]);
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("/verify_token"), "{screen}");
+    assert!(screen.contains(&format!("· 1/{count} ")), "Enter goes to the newest of the {count}: {screen}");
     let first = v.panes.search.at.expect("a match");
     press(&mut v, &p, &chars("n"));
     render(&p, &f, &mut v, (120, 40));
@@ -1043,6 +1083,21 @@ fn text_search_highlights_and_n_moves_between_matches() {
     assert!(marked >= "verify_token".len(), "{marked} cells highlighted");
     press(&mut v, &p, &[key(KeyCode::Esc)]);
     assert!(v.panes.search.query.is_empty(), "Esc clears the search");
+}
+
+/// Stacked lanes are searched as they show: the count is of the matches on screen.
+#[test]
+fn a_search_over_stacked_lanes_counts_what_is_on_screen() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    select_card(&mut v, &p);
+    press(&mut v, &p, &[key(KeyCode::Tab)]);
+    press(&mut v, &p, &chars("/test"));
+    let screen = render(&p, &f, &mut v, (120, 40));
+    let border = screen.lines().find(|l| l.contains("/test▏")).expect("the search on the border");
+    assert!(border.contains(" on screen "), "{border}");
 }
 
 #[test]
@@ -1119,8 +1174,12 @@ fn sort_expand_collapse_zoom_yank_and_suspend() {
             .collect()
     };
     let arrival = names(&v);
+    let title = |screen: &str| screen.lines().nth(2).unwrap_or_default().to_owned();
+    assert!(!title(&render(&p, &f, &mut v, (120, 40))).contains('▼'), "arrival is the order by default: no mark");
     press(&mut v, &p, &chars("o"));
     assert_eq!(v.panes.tree_sort, ui::TreeSort::Cost);
+    let sorted = render(&p, &f, &mut v, (120, 40));
+    assert!(title(&sorted).contains("┌ agents ▼cost "), "the order is on the tree's title: {}", title(&sorted));
     let by_cost = names(&v);
     assert_ne!(arrival, by_cost, "the children reorder by cost");
     let cost_of = |n: &str| p.model.threads.iter().find(|t| t.name() == n).map_or(0, |t| t.subtree.cost.0);

@@ -2,6 +2,8 @@
 //! child's stream; or one thread's transcript with scrollback. Rendering starts from the newest
 //! item and walks back only as far as the rows on screen need.
 
+use std::sync::Arc;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -16,7 +18,7 @@ use super::scene::Scene;
 use super::status::Shown;
 use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
-use super::view::{Jump, Pane, View};
+use super::view::{Jump, Matches, Pane, View};
 use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
 
@@ -36,18 +38,20 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     let lanes = view.lanes(s.model);
     let inner = Block::bordered().inner(area);
     layout.lanes = area;
-    let mut note = None;
+    let (mut note, mut count) = (None, None);
     if inner.height > 0 && inner.width >= 4 {
         if lanes.is_empty() {
             let msg = "select an agent or a card in the tree";
             frame.render_widget(Paragraph::new(Span::styled(msg, view.theme.dim)), inner);
         } else if lanes.len() == 1 {
-            full(frame, inner, s, lanes[0], layout);
+            count = full(frame, inner, s, lanes[0], layout);
         } else {
             note = stacked(frame, inner, s, &lanes, layout);
         }
         if !view.panes.search.query.is_empty() {
-            highlight(frame, inner, &view.panes.search.query, view.theme.search);
+            let shown = highlight(frame, inner, &view.panes.search.query, view.theme.search);
+            // Stacked lanes are searched on screen only (`n` looks through one transcript).
+            count = count.or_else(|| (!lanes.is_empty()).then(|| format!("{shown} on screen")));
         }
     }
     // The border and title last: the title shows the scroll as clamped by the content.
@@ -62,8 +66,9 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
         if search.typing {
             spans.push(Span::styled("▏", theme.warn));
         }
+        // Where the last jump went (`3/17`), else how many rows match.
         let found = layout.found.as_ref().map(|f| f.note.as_str());
-        if let Some(note) = found.or(search.note.as_deref()) {
+        if let Some(note) = found.or(search.note.as_deref()).or(count.as_deref()) {
             spans.push(Span::styled(format!(" · {note}"), theme.dim));
         }
         spans.push(Span::raw(" "));
@@ -76,9 +81,10 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     frame.render_widget(block, area);
 }
 
-/// Marks every occurrence of `query` (case-insensitive) in the cells of `area`.
-fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) {
+/// Marks every occurrence of `query` (case-insensitive) in the cells of `area`; returns how many.
+fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) -> usize {
     let q = query.to_lowercase();
+    let mut count = 0;
     let buf = frame.buffer_mut();
     for y in area.top()..area.bottom() {
         // The row as text, and the cell where each byte of it starts.
@@ -95,26 +101,49 @@ fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) {
             let end = start + q.len();
             let (x0, x1) = (at[start], at[end - 1]);
             buf.set_style(Rect { x: x0, y, width: x1 - x0 + 1, height: 1 }, style);
+            count += 1;
             from = end;
         }
     }
+    count
 }
 
-/// Resolves a pending `n`/`N`: the wrapped rows of the last [`SEARCH_ROWS`], the matches among
-/// them, and a scroll that puts the next one on screen.
-fn jump(model: &Model, thread: &Thread, (tw, rows): (usize, usize), view: &View, dir: Jump) -> Found {
-    let (lines, _) = tail(model, thread, tw, SEARCH_ROWS, &view.theme);
+/// The rows of a transcript's last [`SEARCH_ROWS`] (wrapped at `tw`) that hold the search
+/// query, remembered per model change: typing a query, `n` and the frames between them wrap the
+/// rows once.
+fn matches(s: &Scene<'_>, lane: ThreadIdx, tw: usize) -> Arc<Matches> {
+    let (model, view) = (s.model, s.view);
+    let query = &view.panes.search.query;
+    let key = (lane, tw, query.clone(), model.generation, model.threads.len());
+    view.derived.matches.get(key, || {
+        let (lines, _) = tail(model, model.thread(lane), tw, SEARCH_ROWS, &view.theme);
+        let q = query.to_lowercase();
+        let n = lines.len();
+        // Matches as distances from the newest row (0: the last row), newest first.
+        let hits = lines
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().to_lowercase().contains(&q))
+            .map(|(i, _)| n - 1 - i)
+            .collect();
+        Matches { hits, rows: n }
+    })
+}
+
+/// `12 matches`, or that there is none in the rows searched.
+fn count_note(m: &Matches) -> String {
+    match m.hits.len() {
+        0 => format!("no match in the last {} rows", super::text::grouped(m.rows as u64)),
+        1 => "1 match".to_owned(),
+        n => format!("{n} matches"),
+    }
+}
+
+/// Resolves a pending `n`/`N`: the next match that way, and a scroll that puts it on screen.
+fn jump(m: &Matches, rows: usize, view: &View, dir: Jump) -> Found {
     let search = &view.panes.search;
-    let q = search.query.to_lowercase();
-    let n = lines.len();
-    // Matches as distances from the newest row (0: the last row).
-    let hits: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().to_lowercase().contains(&q))
-        .map(|(i, _)| n - 1 - i)
-        .collect();
+    let hits = &m.hits;
     let bottom = view.panes.scroll;
     let top = bottom + rows.saturating_sub(1);
     let next = match (dir, search.at) {
@@ -131,11 +160,7 @@ fn jump(model: &Model, thread: &Thread, (tw, rows): (usize, usize), view: &View,
             let k = hits.iter().position(|&h| h == d).map_or(0, |k| k + 1);
             Found { scroll, at: Some(d), note: format!("{k}/{}", hits.len()) }
         }
-        None if hits.is_empty() => Found {
-            scroll: bottom,
-            at: search.at,
-            note: format!("no match in the last {} rows", super::text::grouped(n as u64)),
-        },
+        None if hits.is_empty() => Found { scroll: bottom, at: search.at, note: count_note(m) },
         None => Found { scroll: bottom, at: search.at, note: format!("{} matches, no more this way", hits.len()) },
     }
 }
@@ -179,15 +204,16 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx], scroll: usize) -> Vec<
 }
 
 /// One lane alone: header, then as much of the transcript as fits, scrolled back as far as the
-/// view asks and the history goes.
-fn full(frame: &mut Frame, area: Rect, s: &Scene<'_>, lane: ThreadIdx, layout: &mut Layout) {
+/// view asks and the history goes. Returns how many rows match the search, if there is one.
+fn full(frame: &mut Frame, area: Rect, s: &Scene<'_>, lane: ThreadIdx, layout: &mut Layout) -> Option<String> {
     let (model, view) = (s.model, s.view);
     let theme = &view.theme;
     let t = model.thread(lane);
     let header = lane_header(s, lane, area.width as usize, true);
     let rows = area.height.saturating_sub(1) as usize;
     let tw = (area.width as usize).saturating_sub(INDENT);
-    let found = view.panes.search.jump.map(|dir| jump(model, t, (tw, rows), view, dir));
+    let matches = (!view.panes.search.query.is_empty()).then(|| matches(s, lane, tw));
+    let found = view.panes.search.jump.zip(matches.as_deref()).map(|(dir, m)| jump(m, rows, view, dir));
     let wanted = found.as_ref().map_or(view.panes.scroll, |f| f.scroll);
     let (mut lines, avail) = tail(model, t, tw, rows + wanted, theme);
     // Clamp the scroll to the history there is (Home asks for "as far as it goes").
@@ -206,6 +232,7 @@ fn full(frame: &mut Frame, area: Rect, s: &Scene<'_>, lane: ThreadIdx, layout: &
     layout.scroll = Some(scroll);
     layout.found = found.map(|f| Found { scroll, ..f });
     put_lines(frame, area, &out);
+    matches.map(|m| count_note(&m))
 }
 
 fn indent(line: Line<'static>) -> Line<'static> {

@@ -20,6 +20,7 @@ pub mod keymap;
 pub mod label;
 mod lanes;
 mod layout;
+mod legend;
 pub mod machine;
 mod memo;
 pub mod outline;

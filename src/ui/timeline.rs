@@ -39,6 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
         title.push(Span::styled(format!("{} – {} ", duration(from - start), duration(to - start)), theme.dim));
         title.push(Span::styled(if follows { "following " } else { "‖ scrolled · 0 back to now " }, theme.dim));
     }
+    title.extend(super::tree::order_mark(view.panes.tree_sort, theme));
     let block = Block::bordered()
         .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));

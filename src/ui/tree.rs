@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::layout::{Layout, scrolled};
-use super::outline::{NodeId, Row};
+use super::outline::{NodeId, Row, TreeSort};
 use super::scene::Scene;
 use super::text::{duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::theme::Theme;
@@ -103,11 +103,13 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     layout.tree_offset = offset;
 }
 
-/// ` agents /query▏ follow `: the filter as it is typed, and whether the selection follows.
+/// ` agents ▼cost /query▏ follow `: the order of siblings when it is not their arrival (`o`),
+/// the filter as it is typed, and whether the selection follows.
 fn title(view: &View) -> Vec<Span<'static>> {
     let theme = &view.theme;
     let filter = &view.panes.filter;
     let mut title = vec![Span::styled(" agents ", theme.title)];
+    title.extend(order_mark(view.panes.tree_sort, theme));
     if !filter.query.is_empty() || filter.typing {
         title.push(Span::styled(format!("/{}", filter.query), theme.warn));
         if filter.typing {
@@ -119,6 +121,11 @@ fn title(view: &View) -> Vec<Span<'static>> {
         title.push(Span::styled("follow ", theme.running));
     }
     title
+}
+
+/// `▼cost `: the tree's order (and the timeline's rows') when `o` changed it from arrival.
+pub fn order_mark(sort: TreeSort, theme: &Theme) -> Option<Span<'static>> {
+    (sort != TreeSort::Arrival).then(|| Span::styled(format!("▼{} ", sort.label()), theme.key))
 }
 
 /// Tree guides and fold marker of a row, one column per level: `│` where an ancestor has more

@@ -111,6 +111,17 @@ pub struct Search {
     pub note: Option<String>,
 }
 
+/// The transcript rows that hold the search query: distances from the newest row, newest first,
+/// and how many rows were searched.
+#[derive(Debug, Default)]
+pub struct Matches {
+    pub hits: Vec<usize>,
+    pub rows: usize,
+}
+
+/// What a search's matches depend on: the transcript, its wrapping width, the query, the model.
+type MatchKey = (ThreadIdx, usize, String, u64, usize);
+
 /// What each pane shows and how.
 #[derive(Debug, Clone)]
 pub struct Panes {
@@ -154,6 +165,8 @@ pub struct Derived {
     pub groups: outline::GroupCache,
     /// The machine view's agent ▸ project ▸ session grouping (used while `machine` is set).
     pub tops: Tops,
+    /// The search's matches in the transcript shown, once per model change.
+    pub matches: Memo<MatchKey, Matches>,
     activity: Activity,
     activity_key: Option<(u64, usize)>,
     rows: Rows,
@@ -210,6 +223,7 @@ impl View {
                 burn: VecDeque::new(),
                 groups: outline::GroupCache::default(),
                 tops: Tops::default(),
+                matches: Memo::default(),
                 activity: Activity::default(),
                 activity_key: None,
                 rows: Rows::default(),
