@@ -28,6 +28,8 @@ pub struct Layout {
     pub scroll: Option<usize>,
     /// The cost table's scroll as drawn (its cursor kept on screen), when it was drawn.
     pub cost_scroll: Option<usize>,
+    /// How many agents the cost table lists (what the filter keeps), when it was drawn.
+    pub cost_listed: Option<usize>,
     /// An overlay's scroll as drawn (clamped to its text), when one was drawn.
     pub overlay_scroll: Option<usize>,
     /// What a pending `n` / `N` found, when the transcript it searches was drawn.

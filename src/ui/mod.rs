@@ -37,6 +37,7 @@ pub mod tops;
 mod tree;
 mod update;
 mod view;
+mod window;
 
 pub use self::feed::{ExportFeed, Feed, ReceiveFeed};
 pub use self::keymap::{Action, BINDINGS, Binding, action_for, action_for_mouse};

@@ -102,6 +102,9 @@ fn panes(frame: &mut Frame, body: Rect, s: &Scene<'_>, layout: &mut Layout) {
         let tree =
             if view.derived.machine { ((width * 9) / 20).clamp(40, 90) } else { ((width * 3) / 10).clamp(36, 64) };
         (tree, side)
+    } else if view.derived.machine {
+        // Room for a session row's state and pid beside its name, at 80 columns too.
+        ((width / 2).clamp(28, 54), 0)
     } else {
         (((width * 4) / 10).clamp(28, 44), 0)
     };

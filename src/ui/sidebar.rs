@@ -22,8 +22,9 @@ const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']
 const COST_W: usize = 8;
 const TOK_W: usize = 7;
 const MODEL_W: usize = 9;
-/// From this inner width the table has a model column.
+/// From this inner width the table has a model column (and this much more with a session column).
 const MODEL_FROM: usize = 34;
+const SESSION_W: usize = 10;
 
 pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     let (model, view) = (s.model, s.view);
@@ -44,14 +45,19 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     }
     let table_rows = (inner.height as usize).saturating_sub(lines.len() + 1);
     lines.push(table_head(view, w));
-    let total = model.threads.len().saturating_sub(view.derived.tops.hidden_len());
+    // The scroll that keeps the cursor on screen is at most where the cursor or the last scroll
+    // is: the rows down to there and a screenful are all the table may show.
+    let need = view.panes.cost_scroll.max(view.selection.cost_row) + table_rows;
+    let order = view.agent_order(model, need);
     // The selected row stays on screen, scrolling as little as possible.
-    let scroll = scrolled(view.panes.cost_scroll, view.selection.cost_row, total, table_rows);
+    let scroll = scrolled(view.panes.cost_scroll, view.selection.cost_row, order.listed, table_rows);
     layout.cost_scroll = Some(scroll);
+    layout.cost_listed = Some(order.listed);
     let top = lines.len() as u16;
     put_lines(frame, inner, &lines);
     let table = Rect { y: inner.y + top, height: inner.height.saturating_sub(top), ..inner };
-    table_body(frame, table, s, (scroll, table_rows), layout);
+    let shown = order.first.iter().copied().skip(scroll).take(table_rows);
+    table_body(frame, table, s, (scroll, shown), layout);
 }
 
 /// `total $0.20  55.8k tok`, how many agents (and unpriced), the burn line, a blank.
@@ -104,17 +110,37 @@ fn focus_lines(model: &Model, t: ThreadIdx, theme: &Theme, w: usize) -> Vec<Line
     ]
 }
 
+/// The table's columns for an inner width of `w`, left to right: the agent, its session (the
+/// machine view: one table over many sessions), its model where it fits, tokens and cost.
+#[derive(Clone, Copy)]
+struct Columns {
+    name: usize,
+    session: usize,
+    model: usize,
+}
+
+impl Columns {
+    fn of(w: usize, machine: bool) -> Self {
+        let session = if machine { SESSION_W } else { 0 };
+        // The session column goes first: it tells apart the same `lead` in several sessions.
+        let model = if w >= MODEL_FROM + session { MODEL_W } else { 0 };
+        Self { name: w.saturating_sub(TOK_W + COST_W + model + session), session, model }
+    }
+}
+
 /// The table's head: its columns, the sorted one marked `▼`.
 fn table_head(view: &View, w: usize) -> Line<'static> {
-    let model_w = if w >= MODEL_FROM { MODEL_W } else { 0 };
-    let name_w = w.saturating_sub(TOK_W + COST_W + model_w);
+    let cols = Columns::of(w, view.derived.machine);
     let (tok_head, cost_head) = match view.panes.sort {
         Sort::Cost => ("tok", "$▼"),
         Sort::Tokens => ("tok▼", "$"),
     };
-    let mut head = fit("  agent", name_w);
-    if model_w > 0 {
-        head.push_str(&fit(" model", model_w));
+    let mut head = fit("  agent", cols.name);
+    if cols.session > 0 {
+        head.push_str(&fit("session", cols.session));
+    }
+    if cols.model > 0 {
+        head.push_str(&fit(" model", cols.model));
     }
     head.push_str(&right(tok_head, TOK_W));
     head.push_str(&right(cost_head, COST_W));
@@ -122,32 +148,41 @@ fn table_head(view: &View, w: usize) -> Line<'static> {
 }
 
 /// The table's rows from `scroll` on, placed cell by cell like the tree's (no padding written).
-fn table_body(frame: &mut Frame, area: Rect, s: &Scene<'_>, (scroll, rows): (usize, usize), layout: &mut Layout) {
+fn table_body(
+    frame: &mut Frame,
+    area: Rect,
+    s: &Scene<'_>,
+    (scroll, rows): (usize, impl Iterator<Item = ThreadIdx>),
+    layout: &mut Layout,
+) {
     let (model, view) = (s.model, s.view);
     let theme = &view.theme;
     let w = area.width as usize;
-    let model_w = if w >= MODEL_FROM { MODEL_W } else { 0 };
-    let name_w = w.saturating_sub(TOK_W + COST_W + model_w);
+    let cols = Columns::of(w, view.derived.machine);
     let focused = view.panes.focus == Pane::Cost && view.panes.overlay.is_none();
     let selected_style = if focused { theme.selected } else { theme.selected_idle };
     let focus = view.focus_thread(model);
-    let order = view.agent_order(model, scroll + rows);
     let buf = frame.buffer_mut();
-    for (k, (&idx, y)) in order.iter().skip(scroll).take(rows).zip(area.top()..).enumerate() {
+    for (k, (idx, y)) in rows.zip(area.top()..).enumerate() {
         layout.cost_rows.push((y, idx));
         let t = model.thread(idx);
         let shown = view.shown(model, idx);
         buf.set_stringn(area.x, y, shown.glyph(), 1, theme.status(shown));
-        let name = truncate(&super::label::of(model, idx).name, name_w.saturating_sub(3));
-        buf.set_stringn(area.x + 2, y, name, name_w, Style::new());
+        let name = truncate(&super::label::of(model, idx).name, cols.name.saturating_sub(3));
+        buf.set_stringn(area.x + 2, y, name, cols.name, Style::new());
+        if cols.session > 0 {
+            let root = model.ancestors(idx).last().unwrap_or(idx);
+            let session = truncate(&super::label::of(model, root).name, cols.session - 1);
+            buf.set_stringn(area.x + cols.name as u16, y, session, cols.session - 1, theme.dim);
+        }
         let cost = format_shown(model.shown_cost(idx));
         let style = if t.cost.is_some() { theme.cost } else { theme.dim };
         let end = put_right(buf, area, y, (w, COST_W), &cost, style);
         let end = put_right(buf, area, y, (end, TOK_W), &tokens(t.tokens.total), Style::new());
-        if model_w > 0 {
+        if cols.model > 0 {
             let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-            let mx = end.saturating_sub(model_w) + 1;
-            buf.set_stringn(area.x + mx as u16, y, truncate(m, model_w - 1), model_w - 1, theme.model);
+            let mx = end.saturating_sub(cols.model) + 1;
+            buf.set_stringn(area.x + mx as u16, y, truncate(m, cols.model - 1), cols.model - 1, theme.model);
         }
         // Focused, the table has its own cursor (Enter goes to that agent); otherwise it marks
         // the agent the rest of the screen describes.

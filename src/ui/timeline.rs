@@ -1,7 +1,8 @@
 //! The timeline (`t`): one row per agent in tree order, its turns as bars over time — coloured
 //! by how each turn ended, tool calls as ticks, `wait` calls on children hatched — under an axis
-//! of time since the run began. The window follows now (live, or the replay's position) until
-//! the user scrolls or zooms; the selection is the tree's.
+//! of time since the run began (in the machine view: the session the cursor is in, since it
+//! began). The window follows now (live, or the replay's position) until the user scrolls or
+//! zooms; the selection is the tree's.
 //!
 //! Work per frame follows what is on screen: only the rows in view are drawn, and of each row's
 //! items only those inside the window are visited (found by binary search on start times).
@@ -12,12 +13,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::layout::{Layout, scrolled};
-use super::outline::NodeId;
+use super::outline::{NodeId, Row};
 use super::scene::Scene;
 use super::text::{duration, truncate, width};
 use super::theme::Theme;
-use super::update::{resolved_window, time_extent};
 use super::view::Pane;
+use super::window;
 use crate::model::{Item, ItemKind, Thread, TurnStatus};
 use crate::router::ThreadIdx;
 
@@ -32,11 +33,17 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
     let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
     let theme = &view.theme;
     layout.timeline = area;
-    let window = resolved_window(view, model, s.feed.now_ms);
-    let follows = view.panes.window.end_ms.is_none();
+    let extent = window::extent(view, model);
+    let shown = window::resolved(view, model, s.feed.now_ms);
+    let follows = view.panes.window.end_ms.is_none() || view.panes.window.session != extent.and_then(|e| e.session);
     let mut title = vec![Span::styled(" timeline ", theme.title)];
-    if let (Some((from, to)), Some((start, _))) = (window, time_extent(model)) {
-        title.push(Span::styled(format!("{} – {} ", duration(from - start), duration(to - start)), theme.dim));
+    if let Some(root) = extent.and_then(|e| e.session) {
+        // The machine view: the session the cursor is in, by the name its row has.
+        let name_w = (area.width as usize / 4).clamp(8, 24);
+        title.push(Span::styled(format!("· {} ", truncate(&super::label::of(model, root).name, name_w)), theme.title));
+    }
+    if let (Some((from, to)), Some(e)) = (shown, extent) {
+        title.push(Span::styled(format!("{} – {} ", duration(from - e.first), duration(to - e.first)), theme.dim));
         title.push(Span::styled(if follows { "following " } else { "‖ scrolled · 0 back to now " }, theme.dim));
     }
     title.extend(super::tree::order_mark(view.panes.tree_sort, theme));
@@ -45,12 +52,11 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
         .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some((from, to)) = window.filter(|_| inner.height >= 2 && inner.width >= 20) else {
+    let (Some((from, to)), Some(e)) = (shown.filter(|_| inner.height >= 2 && inner.width >= 20), extent) else {
         let msg = "no timed lines yet";
         frame.render_widget(Paragraph::new(Span::styled(msg, theme.dim)), inner);
         return;
     };
-    let Some((start, _)) = time_extent(model) else { return };
     let label_w = (inner.width as usize / 4).clamp(10, LABEL_MAX);
     let bars_x = inner.x + label_w as u16 + 1;
     let bars_w = inner.right().saturating_sub(bars_x) as usize;
@@ -58,16 +64,20 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
         return;
     }
     let scale = Scale { from, to, cols: bars_w };
-    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, start, theme);
+    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, e.first, theme);
     let body = Rect { y: inner.y + 1, height: inner.height - 1, ..inner };
-    rows(frame, body, s, &Bars { x: bars_x, label_w, scale }, layout);
+    let now = e.now(s.feed.now_ms.or(model.stream_ms));
+    rows(frame, body, s, &Bars { x: bars_x, label_w, scale, now, session: e.session }, layout);
 }
 
-/// Where the bars go: their first column, the width of the names left of them, the time scale.
+/// Where the bars go: their first column, the width of the names left of them, the time scale;
+/// the end of time (where a turn at work ends), and the session shown (the machine view).
 struct Bars {
     x: u16,
     label_w: usize,
     scale: Scale,
+    now: i64,
+    session: Option<ThreadIdx>,
 }
 
 /// The agents, in tree order, one row each; the selection and its neighbours on screen.
@@ -75,10 +85,7 @@ fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut 
     let (model, view) = (s.model, s.view);
     let theme = &view.theme;
     let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
-    let rows: Vec<(usize, ThreadIdx, u16)> = view
-        .rows()
-        .iter()
-        .enumerate()
+    let rows: Vec<(usize, ThreadIdx, u16)> = session_rows(view.rows(), bars.session)
         .filter_map(|(i, r)| match r.id {
             NodeId::Thread(t) => Some((i, t, r.depth)),
             _ => None,
@@ -89,7 +96,6 @@ fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut 
     let sel = sel_row.and_then(|s| rows.iter().rposition(|&(i, ..)| i <= s)).unwrap_or(0);
     let offset = scrolled(layout.timeline_offset, sel, rows.len(), height);
     layout.timeline_offset = offset;
-    let now = s.feed.now_ms.or(model.stream_ms).unwrap_or(bars.scale.to);
     let label_w = bars.label_w;
     for (k, &(row_index, t, depth)) in rows.iter().enumerate().skip(offset).take(height) {
         let y = area.y + (k - offset) as u16;
@@ -100,7 +106,7 @@ fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut 
         let buf = frame.buffer_mut();
         buf.set_stringn(area.x, y, &name, label_w, theme.status(shown));
         buf.set_stringn(bars.x - 1, y, "│", 1, theme.border);
-        bar_row(buf, (bars.x, y), th, &bars.scale, now, theme);
+        bar_row(buf, (bars.x, y), th, &bars.scale, bars.now, theme);
         layout.timeline_rows.push((y, row_index));
         if sel_row.is_some() && k == sel {
             let style = if focused { theme.selected } else { theme.selected_idle };
@@ -111,6 +117,23 @@ fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut 
         let msg = Span::styled("no agents yet", theme.dim);
         frame.render_widget(Paragraph::new(msg), Rect { height: 1, ..area });
     }
+}
+
+/// The tree's rows the timeline shows, with their index: all of them, or one session's (its
+/// root's row and the rows below it).
+fn session_rows(rows: &[Row], session: Option<ThreadIdx>) -> impl Iterator<Item = (usize, &Row)> {
+    let (start, end) = match session {
+        None => (0, rows.len()),
+        Some(root) => match rows.iter().position(|r| r.id == NodeId::Thread(root)) {
+            Some(at) => {
+                let depth = rows[at].depth;
+                let len = rows[at + 1..].iter().take_while(|r| r.depth > depth).count();
+                (at, at + 1 + len)
+            }
+            None => (0, 0),
+        },
+    };
+    rows.iter().enumerate().skip(start).take(end - start)
 }
 
 /// Stream time to columns of the bar area.
@@ -157,10 +180,21 @@ fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, t
 
 /// One agent's turns, ticks and waits across the bar area.
 fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, scale: &Scale, now: i64, theme: &Theme) {
+    // Nothing of an agent is drawn past its last line, except a turn or a `wait` it is still at
+    // work on (to now). A Claude sub-agent's turn is never closed in its transcript, and a turn
+    // cut short by a stop is closed at the stream's time, which in the machine view is another
+    // session's: either would draw hours the agent did not work.
+    let seen_until = t.last_ms.unwrap_or(now).min(now);
+    let open_until = if t.status.is_active() { now } else { seen_until };
+    let ended = |end: i64| if t.status.is_active() { end } else { end.min(seen_until) };
     for turn in &t.turns {
         let Some(a) = turn.started_ms.or(t.first_ms) else { continue };
-        let b = turn.completed_ms.unwrap_or(if turn.status == TurnStatus::InProgress { now } else { a });
-        let Some((c0, c1)) = scale.span(a, b) else { continue };
+        let b = match turn.completed_ms {
+            Some(end) => ended(end),
+            None if turn.status == TurnStatus::InProgress => open_until,
+            None => a,
+        };
+        let Some((c0, c1)) = scale.span(a.min(b), a.max(b)) else { continue };
         let style = match turn.status {
             TurnStatus::InProgress => theme.running,
             TurnStatus::Completed => theme.done,
@@ -181,7 +215,7 @@ fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, s
     for item in t.items[first..].iter().take_while(|i| i.started_ms.is_none_or(|s| s <= scale.to)).take(cap) {
         let Some(a) = item.started_ms else { continue };
         if is_wait(item) {
-            let b = item.completed_ms.unwrap_or(now);
+            let b = item.completed_ms.map_or(open_until, ended).max(a);
             if let Some((c0, c1)) = scale.span(a, b) {
                 for c in c0..=c1 {
                     buf.set_stringn(x0 + c as u16, y, "▒", 1, theme.waiting);

@@ -307,7 +307,7 @@ impl Ctx<'_> {
         // A time as wide as its column would touch the name: the name gives up a cell.
         let touching = cols.elapsed && !cols.model && width(&elapsed_text) >= ELAPSED_W;
         let room = label_w.saturating_sub(2 + usize::from(touching));
-        // The name first, whole if it fits; the id only in the room left after it.
+        // The agent's one label (no id beside a name: `y` copies the id).
         let label = super::label::of(model, idx);
         let name = if width(&label.name) > room && cut_like_a_neighbour(model, idx, &label.name, room) {
             truncate_middle(&label.name, room)
@@ -315,12 +315,6 @@ impl Ctx<'_> {
             truncate(&label.name, room)
         };
         cells.push(Span::styled(name, name_style));
-        if let Some(id) = label.id {
-            let left = room.saturating_sub(width(&label.name) + 1);
-            if left >= width(&id) {
-                cells.push(Span::styled(format!(" {id}"), theme.dim));
-            }
-        }
         // The figure columns, from the right edge leftwards.
         let mut end = self.w;
         if cols.cost {
@@ -348,10 +342,10 @@ impl Ctx<'_> {
         }
     }
 
-    /// A session's root in the machine view: the agent's status glyph, the session's readable
-    /// name (its first prompt, else its project's folder), then from the right: cost, tokens (of
-    /// the whole session), last activity, live / idle / ended, and pid, CPU %, memory where they
-    /// fit.
+    /// A session's root in the machine view: the agent's status glyph, the session's label,
+    /// then from the right: cost, tokens (of the whole session), last activity, live / idle /
+    /// ended and the pid holding it (an 80-column screen has room for those), CPU % and memory
+    /// where they fit.
     fn session_cells(&self, idx: ThreadIdx, session: &Session, cells: &mut Cells) {
         let (model, view) = (self.s.model, self.s.view);
         let (theme, cols, w) = (&view.theme, self.cols, self.w);
@@ -381,12 +375,10 @@ impl Ctx<'_> {
             cells.right(end, truncate(&ago, AGO_W - 1), theme.dim);
             end -= AGO_W;
         }
-        if cols.model {
-            end = process_cells(session, end, w, theme, cells);
-        }
+        end = process_cells(session, end, w, theme, cells);
         let room = end.saturating_sub(cells.at + 1);
-        let project = view.derived.tops.project(session.project).map(|p| p.name.as_str()).filter(|n| *n != "?");
-        let name = super::label::session(model, idx, project);
+        // The session's label, the same as in its lane, the timeline and the cost table.
+        let name = super::label::of(model, idx).name;
         let style = if t.status == Status::Failed { theme.failed } else { theme.bold };
         cells.push(Span::styled(truncate(&name, room), style));
     }
@@ -422,9 +414,12 @@ fn turn_cells(th: &Thread, turn: usize, wide_w: usize, theme: &Theme, cells: &mu
     }
 }
 
-/// A session's live / idle / ended, and pid, CPU % and memory when a process holds it and the
-/// pane is wide enough; right-aligned from `end`, returns where they start.
+/// A session's live / idle / ended, and the pid holding it (CPU % and memory too on a wide
+/// pane) when a process does; right-aligned from `end`, returns where they start.
 fn process_cells(session: &Session, mut end: usize, w: usize, theme: &Theme, cells: &mut Cells) -> usize {
+    if w < STATE_FROM {
+        return end;
+    }
     let (word, style) = match session.state {
         Some(State::Live) => ("live", theme.running),
         Some(State::Idle) => ("idle", theme.pending),
@@ -434,7 +429,8 @@ fn process_cells(session: &Session, mut end: usize, w: usize, theme: &Theme, cel
     cells.right(end, word.to_owned(), style);
     end -= STATE_W;
     // Only a session a process holds has these; the others' names take the room.
-    if w >= PROCESS_FROM && session.pid.is_some() {
+    let Some(pid) = session.pid.filter(|_| w >= PID_FROM) else { return end };
+    if w >= PROCESS_FROM {
         let usage = session.usage;
         let mem = usage.map_or_else(String::new, |u| memory(u.rss_bytes));
         cells.right(end, mem, theme.dim);
@@ -442,11 +438,9 @@ fn process_cells(session: &Session, mut end: usize, w: usize, theme: &Theme, cel
         let cpu = usage.map_or_else(String::new, |u| format!("{:.0}%", u.cpu_percent));
         cells.right(end, cpu, theme.dim);
         end -= CPU_W;
-        let pid = session.pid.map_or_else(String::new, |p| p.to_string());
-        cells.right(end, truncate(&pid, PID_W - 1), theme.dim);
-        end -= PID_W;
     }
-    end
+    cells.right(end, truncate(&pid.to_string(), PID_W - 1), theme.dim);
+    end - PID_W
 }
 
 /// Whether `name` cut to `room` reads as the sibling's before or after it does (`List files (A)`
@@ -470,7 +464,12 @@ const CPU_W: usize = 6;
 const MEM_W: usize = 6;
 /// From this pane width a session row shows its last activity.
 const AGO_FROM: usize = 40;
-/// From this pane width a session row shows pid, CPU % and memory (when a process holds it).
+/// From this pane width a session row shows live / idle / ended (the machine view's tree at 80
+/// columns is this wide and more).
+const STATE_FROM: usize = 30;
+/// From this pane width a session row shows the pid holding it.
+const PID_FROM: usize = 36;
+/// From this pane width a session row shows CPU % and memory too.
 const PROCESS_FROM: usize = 64;
 
 /// Resident memory as `ps -h` prints it: `812K`, `181M`, `1.2G`.

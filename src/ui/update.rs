@@ -6,6 +6,7 @@ use ratatui::layout::{Position, Rect};
 use super::keymap::Action;
 use super::outline::{self, NodeId};
 use super::view::{Jump, Overlay, Pane, Sort, View};
+use super::window;
 use crate::model::Model;
 
 /// How far `[` and `]` seek, in stream milliseconds.
@@ -32,11 +33,11 @@ pub enum Effect {
 
 /// How far the timeline's arrows move, as a share of the window.
 const TIME_STEP_DIV: i64 = 4;
-/// The narrowest timeline window.
-const MIN_SPAN_MS: i64 = 1_000;
 
 pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     view.refresh(model);
+    // The cursor is the user's from the first key on (the machine view no longer places it).
+    view.selection.chosen = true;
     match action {
         Action::Quit if view.derived.live_source => {
             view.panes.overlay = Some(Overlay::ConfirmQuit);
@@ -171,37 +172,34 @@ fn back(view: &mut View) {
     }
 }
 
-/// The stream's extent in time: (first line, newest line), over the threads.
-pub(super) fn time_extent(model: &Model) -> Option<(i64, i64)> {
-    let first = model.threads.iter().filter_map(|t| t.first_ms).min()?;
-    let last = model.stream_ms.or_else(|| model.threads.iter().filter_map(|t| t.last_ms).max())?;
-    Some((first, last.max(first)))
-}
-
-/// The window as drawn: a zero span means the whole run.
-pub(super) fn resolved_window(view: &View, model: &Model, now_ms: Option<i64>) -> Option<(i64, i64)> {
-    let (first, last) = time_extent(model)?;
-    let now = now_ms.unwrap_or(last).max(last);
-    let span = if view.panes.window.span_ms > 0 { view.panes.window.span_ms } else { (now - first).max(MIN_SPAN_MS) };
-    let end = view.panes.window.end_ms.unwrap_or(now);
-    Some((end - span, end))
-}
-
 fn pan_time(view: &mut View, model: &Model, later: bool) {
-    let Some((from, to)) = resolved_window(view, model, view.derived.clock.now_ms) else { return };
+    let now_ms = view.derived.clock.now_ms;
+    let (Some(e), Some((from, to))) = (window::extent(view, model), window::resolved(view, model, now_ms)) else {
+        return;
+    };
     let span = to - from;
     let shift = (span / TIME_STEP_DIV).max(1);
-    let now = view.derived.clock.now_ms.or(model.stream_ms).unwrap_or(to);
     let end = if later { to.saturating_add(shift) } else { to.saturating_sub(shift) };
-    view.panes.window.span_ms = span;
+    let w = &mut view.panes.window;
+    w.span_ms = span;
+    w.session = e.session;
     // Past now is now again: the window follows the stream from there.
-    view.panes.window.end_ms = (end < now).then_some(end);
+    w.end_ms = (end < e.now(now_ms)).then_some(end);
 }
 
 fn zoom_time(view: &mut View, model: &Model, zoom_in: bool) {
-    let Some((from, to)) = resolved_window(view, model, view.derived.clock.now_ms) else { return };
+    let now_ms = view.derived.clock.now_ms;
+    let (Some(e), Some((from, to))) = (window::extent(view, model), window::resolved(view, model, now_ms)) else {
+        return;
+    };
     let span = to - from;
-    view.panes.window.span_ms = if zoom_in { (span / 2).max(MIN_SPAN_MS) } else { span.saturating_mul(2) };
+    let w = &mut view.panes.window;
+    if w.session != e.session {
+        // A window set on another session's timeline: this one starts from its whole extent.
+        w.end_ms = None;
+    }
+    w.session = e.session;
+    w.span_ms = if zoom_in { (span / 2).max(window::MIN_SPAN_MS) } else { span.saturating_mul(2) };
 }
 
 /// `y`: the lane text on screen when the lanes have the focus, else the selected agent's id.
@@ -210,7 +208,10 @@ fn yank(view: &View, model: &Model) -> Effect {
         return Effect::Copy(view.layout.lane_text.join("\n"));
     }
     let thread = match view.panes.focus {
-        Pane::Cost => view.layout.cost_rows.get(view.selection.cost_row).map(|&(_, t)| t),
+        Pane::Cost => {
+            let row = view.selection.cost_row.saturating_sub(view.panes.cost_scroll);
+            view.layout.cost_rows.get(row).map(|&(_, t)| t)
+        }
         _ => view.focus_thread(model),
     };
     thread

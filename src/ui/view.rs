@@ -48,11 +48,12 @@ pub enum Jump {
 }
 
 /// The timeline's window on time: `span_ms` wide (0: the whole run), ending at `end_ms`
-/// (`None`: at now).
+/// (`None`: at now), set on the timeline of `session` (the machine view's; `None`: the run's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TimeWindow {
     pub span_ms: i64,
     pub end_ms: Option<i64>,
+    pub session: Option<ThreadIdx>,
 }
 
 /// The cost table's order.
@@ -87,6 +88,8 @@ pub struct Selection {
     pub cost_row: usize,
     /// `f`: the selection follows the newest active lane.
     pub follow: bool,
+    /// The user has acted: the machine view no longer puts the cursor on the newest session.
+    pub chosen: bool,
 }
 
 /// A filter of the tree (`/` in the tree).
@@ -171,7 +174,7 @@ pub struct Derived {
     activity_key: Option<(u64, usize)>,
     rows: Rows,
     follow_key: Option<u64>,
-    order: Memo<OrderKey, Vec<ThreadIdx>>,
+    order: Memo<OrderKey, AgentOrder>,
 }
 
 /// The tree rows, rebuilt only when what they depend on changed.
@@ -188,9 +191,16 @@ struct Rows {
     folds: u64,
 }
 
-/// What the cost table's order depends on: the model, its sort, how many rows are asked for and
-/// the grouping (aged-out sessions leave it).
-type OrderKey = (u64, usize, Sort, usize, u64);
+/// The cost table's first rows in its order, and how many agents it lists in all.
+#[derive(Debug)]
+pub struct AgentOrder {
+    pub first: Vec<ThreadIdx>,
+    pub listed: usize,
+}
+
+/// What the cost table's order depends on: the model, its sort, how many rows are asked for, the
+/// grouping (aged-out sessions leave it) and the filter (it lists what the tree keeps).
+type OrderKey = (u64, usize, Sort, usize, u64, String);
 
 impl View {
     pub fn with_theme(theme: Theme) -> Self {
@@ -374,10 +384,27 @@ impl View {
             d.tops.refresh(model, snapshot, feed.now_ms);
         }
         self.refresh(model);
+        if self.derived.machine && !self.selection.chosen {
+            self.select_newest_session(model);
+        }
         let lanes = self.lanes(model).len();
         self.selection.lane = self.selection.lane.min(lanes.saturating_sub(1));
         let agents = model.threads.len().saturating_sub(self.derived.tops.hidden_len());
         self.selection.cost_row = self.selection.cost_row.min(agents.saturating_sub(1));
+    }
+
+    /// The machine view opens on the newest live session (the grouping lists it first, else the
+    /// newest session): until the user acts, the cursor stays there as sessions are found.
+    fn select_newest_session(&mut self, model: &Model) {
+        let groups = &self.derived.tops.groups;
+        let Some(&root) = groups.first().and_then(|a| a.projects.first()).and_then(|p| p.roots.first()) else {
+            return;
+        };
+        if self.selection.node != Some(NodeId::Thread(root)) && root.index() < model.threads.len() {
+            self.open_chain(model, root);
+            self.select(NodeId::Thread(root));
+            self.derived.rows.selected = self.selected_row();
+        }
     }
 
     /// Brings the derived state up to date with the model: activity, rows, follow, the selection.
@@ -413,6 +440,10 @@ impl View {
         }
         if let Some(scroll) = layout.cost_scroll {
             self.panes.cost_scroll = scroll;
+        }
+        if let Some(listed) = layout.cost_listed {
+            // A filter lists fewer agents: the cursor stays on one of them.
+            self.selection.cost_row = self.selection.cost_row.min(listed.saturating_sub(1));
         }
         if let Some(scroll) = layout.overlay_scroll {
             self.panes.overlay_scroll = scroll;
@@ -494,15 +525,18 @@ impl View {
         self.selection.follow = false;
     }
 
-    /// The first `rows` agents of the cost table in its order (cost or tokens, largest first),
-    /// less the aged-out sessions' (they left the screen). Remembered per model change; only
-    /// those asked for are sorted (a partial selection finds them in linear time).
-    pub fn agent_order(&self, model: &Model, rows: usize) -> Arc<Vec<ThreadIdx>> {
+    /// The first `rows` agents of the cost table in its order (cost or tokens, largest first):
+    /// those the filter keeps, less the aged-out sessions' (they left the screen). Remembered per
+    /// model change; only those asked for are sorted (a partial selection finds them in linear
+    /// time).
+    pub fn agent_order(&self, model: &Model, rows: usize) -> Arc<AgentOrder> {
         let d = &self.derived;
         let sort = self.panes.sort;
-        let key = (model.generation, model.threads.len(), sort, rows, d.tops.generation);
+        let filter = &self.panes.filter.query;
+        let key = (model.generation, model.threads.len(), sort, rows, d.tops.generation, filter.clone());
         d.order.get(key, || {
-            let shown = |i: &ThreadIdx| !d.tops.is_hidden(*i);
+            let keep = self.kept(model);
+            let shown = |i: &ThreadIdx| !d.tops.is_hidden(*i) && keep.as_ref().is_none_or(|k| k[i.index()]);
             let mut order: Vec<ThreadIdx> =
                 (0..model.threads.len()).map(|i| ThreadIdx(i as u32)).filter(shown).collect();
             let by_cost = |&i: &ThreadIdx| (std::cmp::Reverse(model.thread(i).cost.map_or(-1, |c| c.0)), i);
@@ -511,12 +545,13 @@ impl View {
                 Sort::Cost => &by_cost,
                 Sort::Tokens => &by_tokens,
             };
+            let listed = order.len();
             if rows < order.len() {
                 order.select_nth_unstable_by_key(rows, key_of);
                 order.truncate(rows);
             }
             order.sort_unstable_by_key(key_of);
-            order
+            AgentOrder { first: order, listed }
         })
     }
 
