@@ -69,13 +69,19 @@ pub enum NodeId {
     Project(u32),
 }
 
-#[allow(clippy::struct_excessive_bools)]
+/// Whether a row has children, and whether they show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    Leaf,
+    Open,
+    Folded,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     pub id: NodeId,
     pub depth: u16,
-    pub has_children: bool,
-    pub open: bool,
+    pub fold: Fold,
     /// This row is its parent's last child (`└` rather than `├`).
     pub last: bool,
     /// Bit `d` set: the ancestor at depth `d + 1` has siblings below, so a `│` runs through.
@@ -270,9 +276,13 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
     }
 
     fn push(&mut self, id: NodeId, depth: u16, has_children: bool, last: bool, guides: u64) -> bool {
-        let open = has_children && self.open(id);
-        self.rows.push(Row { id, depth, has_children, open, last, guides, ended: self.ended });
-        open
+        let fold = match (has_children, has_children && self.open(id)) {
+            (false, _) => Fold::Leaf,
+            (true, true) => Fold::Open,
+            (true, false) => Fold::Folded,
+        };
+        self.rows.push(Row { id, depth, fold, last, guides, ended: self.ended });
+        fold == Fold::Open
     }
 
     /// Children guides: this row's own line continues below it unless it was the last.
@@ -443,6 +453,16 @@ pub fn flatten<S: std::hash::BuildHasher>(
 
 fn ended(tops: &Tops, root: ThreadIdx) -> bool {
     tops.session(root).is_some_and(|s| s.state == Some(crate::source::discover::State::Ended))
+}
+
+impl Row {
+    pub fn has_children(&self) -> bool {
+        self.fold != Fold::Leaf
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.fold == Fold::Open
+    }
 }
 
 /// The node a row's parent is (for ← on a leaf), by walking up to the nearest shallower row.

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
 use super::layout::{Layout, scrolled};
-use super::outline::{NodeId, Row, TreeSort};
+use super::outline::{Fold, NodeId, Row, TreeSort};
 use super::scene::Scene;
 use super::text::{duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::theme::Theme;
@@ -20,16 +20,14 @@ use crate::model::{Model, ShownCost, Status, Thread, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
 use crate::source::discover::State;
 
-/// Which figure columns fit, widest pane first.
-#[allow(clippy::struct_excessive_bools)]
+/// The figure columns that fit, widest pane first: each one's width, 0 where it does not fit.
 #[derive(Clone, Copy)]
 struct Columns {
-    model: bool,
-    /// The model column's width: wider panes show longer ids whole (`5.1-codex-mini`).
-    model_w: usize,
-    elapsed: bool,
-    tokens: bool,
-    cost: bool,
+    /// Wider panes show longer model ids whole (`5.1-codex-mini`).
+    model: usize,
+    elapsed: usize,
+    tokens: usize,
+    cost: usize,
 }
 
 const MODEL_W: usize = 11;
@@ -43,14 +41,17 @@ const COST_W: usize = 8;
 impl Columns {
     fn for_width(w: usize) -> Self {
         let model_w = (MODEL_W + w.saturating_sub(MODEL_GROWS_FROM) / 2).min(MODEL_W_MAX);
-        Self { cost: w >= 24, elapsed: w >= 30, tokens: w >= 42, model: w >= 52, model_w }
+        let fits = |from: usize, width: usize| if w >= from { width } else { 0 };
+        Self {
+            cost: fits(24, COST_W),
+            elapsed: fits(30, ELAPSED_W),
+            tokens: fits(42, TOKENS_W),
+            model: fits(52, model_w),
+        }
     }
 
     fn width(self) -> usize {
-        usize::from(self.model) * self.model_w
-            + usize::from(self.elapsed) * ELAPSED_W
-            + usize::from(self.tokens) * TOKENS_W
-            + usize::from(self.cost) * COST_W
+        self.model + self.elapsed + self.tokens + self.cost
     }
 }
 
@@ -137,11 +138,11 @@ fn guides(row: &Row) -> String {
         let through = d <= 64 && row.guides & (1 << (d - 1)) != 0;
         s.push(if through { '│' } else { ' ' });
     }
-    let marker = match (row.has_children, row.open) {
-        (true, true) => '▾',
-        (true, false) => '▸',
-        (false, _) if row.depth > 0 => '─',
-        (false, _) => ' ',
+    let marker = match row.fold {
+        Fold::Open => '▾',
+        Fold::Folded => '▸',
+        Fold::Leaf if row.depth > 0 => '─',
+        Fold::Leaf => ' ',
     };
     if row.depth > 0 {
         s.push(if row.last { '└' } else { '├' });
@@ -190,8 +191,8 @@ impl Ctx<'_> {
         let mut cols = self.cols;
         // A deep row on a narrow pane keeps room for an 8-digit id: its elapsed time goes first
         // (the cost column stays aligned with the other rows).
-        if cols.elapsed && self.w.saturating_sub(lead + cols.width()) < 10 {
-            cols.elapsed = false;
+        if cols.elapsed > 0 && self.w.saturating_sub(lead + cols.width()) < 10 {
+            cols.elapsed = 0;
         }
         let row_ctx = Ctx { s: self.s, w: self.w, cols };
         let label_w = self.w.saturating_sub(lead + cols.width());
@@ -250,7 +251,7 @@ impl Ctx<'_> {
         if live > 0 {
             let _ = write!(count, " · {live} live");
         }
-        let figures = usize::from(cols.cost) * COST_W + usize::from(cols.tokens) * TOKENS_W;
+        let figures = cols.cost + cols.tokens;
         let room = w.saturating_sub(cells.at + figures + 1).max(label_w.min(1));
         let name = truncate(group.name, room);
         let mut left = room.saturating_sub(width(&name));
@@ -275,12 +276,12 @@ impl Ctx<'_> {
                 priced = true;
             }
         }
-        if cols.cost {
+        if cols.cost > 0 {
             let text = format_usd(priced.then_some(crate::model::prices::Pico(cost)));
             cells.right(end, truncate(&text, COST_W - 1), if priced { theme.cost } else { theme.dim });
             end -= COST_W;
         }
-        if cols.tokens {
+        if cols.tokens > 0 {
             cells.right(end, tokens(tokens_sum), Style::new());
         }
     }
@@ -302,10 +303,13 @@ impl Ctx<'_> {
             _ if t.parent.is_none() => theme.bold,
             _ => Style::new(),
         };
-        let elapsed_text =
-            if cols.elapsed { elapsed(t, self.s.feed.now_ms).map(duration).unwrap_or_default() } else { String::new() };
+        let elapsed_text = if cols.elapsed > 0 {
+            elapsed(t, self.s.feed.now_ms).map(duration).unwrap_or_default()
+        } else {
+            String::new()
+        };
         // A time as wide as its column would touch the name: the name gives up a cell.
-        let touching = cols.elapsed && !cols.model && width(&elapsed_text) >= ELAPSED_W;
+        let touching = cols.elapsed > 0 && cols.model == 0 && width(&elapsed_text) >= ELAPSED_W;
         let room = label_w.saturating_sub(2 + usize::from(touching));
         // The agent's one label (no id beside a name: `y` copies the id).
         let label = super::label::of(model, idx);
@@ -317,7 +321,7 @@ impl Ctx<'_> {
         cells.push(Span::styled(name, name_style));
         // The figure columns, from the right edge leftwards.
         let mut end = self.w;
-        if cols.cost {
+        if cols.cost > 0 {
             let style = if t.cost.is_none() { theme.dim } else { theme.cost };
             // The agent's own figure for a model the table lacks, marked `*` in this narrow column.
             let text = match model.shown_cost(idx) {
@@ -327,18 +331,18 @@ impl Ctx<'_> {
             cells.right(end, truncate(&text, COST_W - 1), style);
             end -= COST_W;
         }
-        if cols.tokens {
+        if cols.tokens > 0 {
             cells.right(end, tokens(t.tokens.total), Style::new());
             end -= TOKENS_W;
         }
-        if cols.elapsed {
+        if cols.elapsed > 0 {
             cells.right(end, elapsed_text, theme.dim);
             end -= ELAPSED_W;
         }
-        if cols.model {
+        if cols.model > 0 {
             let m = t.model.as_ref().map_or("?", |m| short_model(m.as_str()));
-            let x = end.saturating_sub(cols.model_w) + 1;
-            cells.spans.push((x, Span::styled(truncate(m, cols.model_w - 1), theme.model)));
+            let x = end.saturating_sub(cols.model) + 1;
+            cells.spans.push((x, Span::styled(truncate(m, cols.model - 1), theme.model)));
         }
     }
 
@@ -354,18 +358,18 @@ impl Ctx<'_> {
         cells.push(Span::styled(shown.glyph(), theme.status(shown)));
         cells.at += 1;
         let mut end = w;
-        if cols.cost {
+        if cols.cost > 0 {
             let sub = t.subtree;
             let style = if sub.cost_usd().is_none() { theme.dim } else { theme.cost };
             cells.right(end, truncate(&format_usd(sub.cost_usd()), COST_W - 1), style);
             end -= COST_W;
         }
-        if cols.tokens {
+        if cols.tokens > 0 {
             cells.right(end, tokens(t.subtree.tokens.total), Style::new());
             end -= TOKENS_W;
         }
         // On a narrow pane the session's name goes before its last activity.
-        if cols.elapsed && w >= AGO_FROM {
+        if cols.elapsed > 0 && w >= AGO_FROM {
             let last = session.last_activity_ms.or(t.last_ms);
             let ago = match (self.s.feed.now_ms, last) {
                 (Some(now), Some(last)) if now.saturating_sub(last) < 2_000 => "now".to_owned(),

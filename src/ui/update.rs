@@ -38,70 +38,111 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     view.refresh(model);
     // The cursor is the user's from the first key on (the machine view no longer places it).
     view.selection.chosen = true;
-    match action {
+    let effect = match action {
         Action::Quit if view.derived.live_source => {
             view.panes.overlay = Some(Overlay::ConfirmQuit);
+            Effect::None
         }
-        Action::Quit | Action::ConfirmQuit => return Effect::Quit,
-        Action::Suspend => return Effect::Suspend,
-        Action::Back => back(view),
-        Action::TogglePause => return Effect::TogglePause,
-        Action::Step => return Effect::Step,
-        Action::SeekBack => return Effect::Seek(-SEEK_STEP_MS),
-        Action::SeekForward => return Effect::Seek(SEEK_STEP_MS),
-        Action::SpeedUp => return Effect::Speed(1),
-        Action::SpeedDown => return Effect::Speed(-1),
-        Action::Help => toggle_overlay(view, Overlay::Help),
-        Action::Diagnostics => toggle_overlay(view, Overlay::Diagnostics),
+        Action::Quit | Action::ConfirmQuit => Effect::Quit,
+        Action::Suspend => Effect::Suspend,
+        Action::TogglePause => Effect::TogglePause,
+        Action::Step => Effect::Step,
+        Action::SeekBack => Effect::Seek(-SEEK_STEP_MS),
+        Action::SeekForward => Effect::Seek(SEEK_STEP_MS),
+        Action::SpeedUp => Effect::Speed(1),
+        Action::SpeedDown => Effect::Speed(-1),
+        Action::Yank => yank(view, model),
+        Action::FilterStart
+        | Action::FilterInput(_)
+        | Action::FilterBackspace
+        | Action::FilterAccept
+        | Action::FilterCancel => {
+            filter(view, model, action);
+            Effect::None
+        }
+        Action::SearchStart
+        | Action::SearchInput(_)
+        | Action::SearchBackspace
+        | Action::SearchAccept
+        | Action::SearchCancel
+        | Action::SearchOlder
+        | Action::SearchNewer => {
+            search(view, action);
+            Effect::None
+        }
+        other => {
+            screen(view, model, other);
+            Effect::None
+        }
+    };
+    view.refresh(model);
+    effect
+}
+
+/// `/` in the tree: the filter as it is typed; the cursor goes to the first match.
+fn filter(view: &mut View, model: &Model, action: Action) {
+    let filter = &mut view.panes.filter;
+    match action {
         Action::FilterStart => {
-            view.panes.filter.typing = true;
+            filter.typing = true;
             view.selection.follow = false;
         }
         Action::FilterInput(c) => {
-            view.panes.filter.query.push(c);
+            filter.query.push(c);
             select_first_match(view, model);
         }
         Action::FilterBackspace => {
-            view.panes.filter.query.pop();
+            filter.query.pop();
             select_first_match(view, model);
         }
-        Action::FilterAccept => view.panes.filter.typing = false,
+        Action::FilterAccept => filter.typing = false,
         Action::FilterCancel => {
-            view.panes.filter.typing = false;
-            view.panes.filter.query.clear();
+            filter.typing = false;
+            filter.query.clear();
         }
+        _ => {}
+    }
+}
+
+/// `/` in the lanes: the search as it is typed, and `n` / `N` to its matches (resolved by the
+/// next frame, which knows the wrapping width).
+fn search(view: &mut View, action: Action) {
+    let search = &mut view.panes.search;
+    match action {
         Action::SearchStart => {
-            view.panes.search.typing = true;
-            view.panes.search.query.clear();
-            view.panes.search.note = None;
-            view.panes.search.at = None;
+            search.typing = true;
+            search.query.clear();
         }
-        Action::SearchInput(c) => {
-            view.panes.search.query.push(c);
-            view.panes.search.note = None;
-            view.panes.search.at = None;
-        }
+        Action::SearchInput(c) => search.query.push(c),
         Action::SearchBackspace => {
-            view.panes.search.query.pop();
-            view.panes.search.note = None;
-            view.panes.search.at = None;
-        }
-        Action::SearchAccept => {
-            view.panes.search.typing = false;
-            if !view.panes.search.query.is_empty() {
-                // Enter goes to the newest match at or above the bottom of the pane.
-                view.panes.search.jump = Some(Jump::Older);
-            }
+            search.query.pop();
         }
         Action::SearchCancel => {
-            view.panes.search.typing = false;
-            view.panes.search.query.clear();
-            view.panes.search.note = None;
+            search.typing = false;
+            search.query.clear();
         }
-        Action::SearchOlder | Action::SearchNewer if !view.panes.search.query.is_empty() => {
-            view.panes.search.jump = Some(if action == Action::SearchOlder { Jump::Older } else { Jump::Newer });
+        Action::SearchAccept => search.typing = false,
+        _ => {}
+    }
+    match action {
+        // Enter goes to the newest match at or above the bottom of the pane, `n` further back.
+        Action::SearchAccept | Action::SearchOlder if !search.query.is_empty() => search.jump = Some(Jump::Older),
+        Action::SearchNewer if !search.query.is_empty() => search.jump = Some(Jump::Newer),
+        Action::SearchAccept | Action::SearchOlder | Action::SearchNewer => {}
+        // A new query: no match has been gone to yet.
+        _ => {
+            search.note = None;
+            search.at = None;
         }
-        Action::SearchOlder | Action::SearchNewer => {}
+    }
+}
+
+/// Everything else: overlays, panes, the tree's order and folds, moving, the timeline's window.
+fn screen(view: &mut View, model: &Model, action: Action) {
+    match action {
+        Action::Back => back(view),
+        Action::Help => toggle_overlay(view, Overlay::Help),
+        Action::Diagnostics => toggle_overlay(view, Overlay::Diagnostics),
         Action::Follow => view.selection.follow = !view.selection.follow,
         Action::Sort => {
             view.panes.sort = match view.panes.sort {
@@ -122,7 +163,6 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::TimeZoomIn | Action::TimeZoomOut => zoom_time(view, model, action == Action::TimeZoomIn),
         Action::TimeNow => view.panes.window.end_ms = None,
         Action::Zoom => view.panes.zoom = !view.panes.zoom,
-        Action::Yank => return yank(view, model),
         Action::NextPane => view.panes.focus = cycle(view.panes.focus, true),
         Action::PrevPane => view.panes.focus = cycle(view.panes.focus, false),
         Action::MoveUp => step(view, model, -1),
@@ -136,12 +176,9 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::OpenLane => open(view, model),
         Action::ToggleLane => toggle_lane(view, model),
         Action::Click { column, row } => click(view, model, Position::new(column, row)),
-        Action::Scroll { column, row, delta } => {
-            scroll(view, model, Position::new(column, row), delta);
-        }
+        Action::Scroll { column, row, delta } => scroll(view, model, Position::new(column, row), delta),
+        _ => {}
     }
-    view.refresh(model);
-    Effect::None
 }
 
 /// Esc closes the innermost thing: a prompt, an overlay (the quit question among them), the
@@ -335,7 +372,7 @@ fn fold(view: &mut View) {
         return;
     };
     let row = view.rows()[at];
-    if row.open {
+    if row.is_open() {
         view.fold(row.id);
     } else if let Some(parent) = outline::parent_row(view.rows(), at) {
         let id = view.rows()[parent].id;
@@ -348,9 +385,9 @@ fn unfold(view: &mut View) {
         return;
     };
     let row = view.rows()[at];
-    if row.has_children && !row.open {
+    if row.has_children() && !row.is_open() {
         view.unfold(row.id);
-    } else if row.open {
+    } else if row.is_open() {
         if let Some(next) = view.rows().get(at + 1).map(|r| r.id) {
             view.select(next);
         }
@@ -431,8 +468,8 @@ fn click(view: &mut View, model: &Model, at: Position) {
         let Some(row) = view.rows().get(index).copied() else {
             return;
         };
-        if view.selection.node == Some(row.id) && row.has_children {
-            if row.open {
+        if view.selection.node == Some(row.id) && row.has_children() {
+            if row.is_open() {
                 view.fold(row.id);
             } else {
                 view.unfold(row.id);

@@ -272,7 +272,7 @@ impl View {
         let open: Vec<NodeId> = self
             .rows()
             .iter()
-            .filter(|r| r.has_children && !matches!(r.id, NodeId::Agent(_) | NodeId::Project(_)))
+            .filter(|r| r.has_children() && !matches!(r.id, NodeId::Agent(_) | NodeId::Project(_)))
             .map(|r| r.id)
             .collect();
         self.panes.folded.extend(open);
