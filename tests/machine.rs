@@ -96,6 +96,16 @@ fn agents_pane(screen: &str) -> String {
     screen.lines().map(|l| l.chars().take(90).collect::<String>() + "\n").collect()
 }
 
+/// The machine view as it opens at 200×60 on [`snapshot`] (the second Codex session ended 20
+/// minutes ago, kept for ever).
+fn opened() -> (Pipeline, Feed, View) {
+    let p = machine_pipeline();
+    let f = feed(snapshot(State::Ended, 20 * MINUTE));
+    let mut v = view(None);
+    render(&p, &f, &mut v, (200, 60));
+    (p, f, v)
+}
+
 fn act(view: &mut View, p: &Pipeline, actions: &[Action]) {
     for &a in actions {
         ui::update(view, &p.model, a);
@@ -211,10 +221,7 @@ fn the_header_is_live_only_while_a_session_is_and_shows_the_wall_clock() {
 
 #[test]
 fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
-    let p = machine_pipeline();
-    let f = feed(snapshot(State::Ended, 20 * MINUTE));
-    let mut v = view(None);
-    render(&p, &f, &mut v, (200, 60));
+    let (p, f, mut v) = opened();
     let before = v.rows().len();
     // The first row is the claude group: ← folds it to one row.
     act(&mut v, &p, &[Action::Top]);
@@ -296,10 +303,7 @@ fn the_places_looked_in_line_up() {
 /// line, not at the end of the session five hours later.
 #[test]
 fn the_timeline_shows_the_selected_session() {
-    let p = machine_pipeline();
-    let f = feed(snapshot(State::Ended, 20 * MINUTE));
-    let mut v = view(None);
-    render(&p, &f, &mut v, (200, 60));
+    let (p, f, mut v) = opened();
     act(&mut v, &p, &[Action::Timeline]);
     let screen = text(&render(&p, &f, &mut v, (200, 60)));
     insta::assert_snapshot!("timeline_claude_session_200x60", screen);
@@ -330,9 +334,7 @@ fn the_timeline_shows_the_selected_session() {
 /// The cost table of many sessions says whose each agent is, and lists what the filter keeps.
 #[test]
 fn the_cost_table_has_a_session_column_and_follows_the_filter() {
-    let p = machine_pipeline();
-    let f = feed(snapshot(State::Ended, 20 * MINUTE));
-    let mut v = view(None);
+    let (p, f, mut v) = opened();
     let screen = text(&render(&p, &f, &mut v, (200, 60)));
     let cost = |screen: &str| -> Vec<String> {
         // The cost pane's inside: right of its border at column 161 (the line's first is a quote).

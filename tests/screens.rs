@@ -215,35 +215,6 @@ fn help_overlay_is_generated_from_the_keymap() {
     }
 }
 
-/// Below the keys, `?` explains every mark: each status glyph with its word, the tree's and the
-/// timeline's marks. At 200×60 the legend is on screen once scrolled to its end.
-#[test]
-fn help_ends_with_a_legend_of_every_mark() {
-    let (p, total) = demo(usize::MAX);
-    let f = feed("demo", &p, total);
-    let mut v = view();
-    render(&p, &f, &mut v, (200, 60));
-    press(&mut v, &p, &chars("?G"));
-    let screen = render(&p, &f, &mut v, (200, 60));
-    insta::assert_snapshot!("help_legend_200x60", screen);
-    for mark in [
-        "●         running",
-        "◷         waiting on its sub-agents",
-        "◔         stalled",
-        "◼         interrupted",
-        "○         pending",
-        "✓         done",
-        "✗         failed",
-        "⑂         a card",
-        "━         a turn",
-        "┃         a tool call",
-        "▒         waiting on its sub-agents",
-        "—         unpriced",
-    ] {
-        assert!(screen.contains(mark), "{mark}:\n{screen}");
-    }
-}
-
 #[test]
 fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
     let (mut p, total) = load("collab_v1", None);
@@ -1213,6 +1184,27 @@ fn the_footer_and_help_list_the_new_keys() {
     let help = render(&p, &f, &mut v, (200, 60));
     for what in ["timeline", "zoom", "search the text", "order agents", "copy", "suspend"] {
         assert!(help.contains(what), "{what}: {help}");
+    }
+    // Below the keys, `?` explains every mark: each status glyph with its word, the tree's and
+    // the timeline's marks. At 200×60 the legend is on screen once scrolled to its end.
+    press(&mut v, &p, &chars("G"));
+    let screen = render(&p, &f, &mut v, (200, 60));
+    insta::assert_snapshot!("help_legend_200x60", screen);
+    for mark in [
+        "●         running",
+        "◷         waiting on its sub-agents",
+        "◔         stalled",
+        "◼         interrupted",
+        "○         pending",
+        "✓         done",
+        "✗         failed",
+        "⑂         a card",
+        "━         a turn",
+        "┃         a tool call",
+        "▒         waiting on its sub-agents",
+        "—         unpriced",
+    ] {
+        assert!(screen.contains(mark), "{mark}:\n{screen}");
     }
 }
 

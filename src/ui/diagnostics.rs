@@ -3,11 +3,10 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::feed::{ExportFeed, ReceiveFeed};
 use super::layout::Layout;
-use super::paint::centred;
+use super::paint::{centred, overlay};
 use super::scene::Scene;
 use super::text::{grouped, truncate};
 use super::theme::Theme;
@@ -72,14 +71,7 @@ pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layou
         lines.extend(receive_lines(r, &figures));
     }
     lines.extend(log_lines(model, theme, text_w));
-    let inner_h = h.saturating_sub(2) as usize;
-    let scroll = view.panes.overlay_scroll.min(lines.len().saturating_sub(inner_h));
-    let block = Block::bordered()
-        .border_style(theme.border_focus)
-        .title(Span::styled(" diagnostics ", theme.title))
-        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), rect);
+    let scroll = overlay(frame, rect, ("diagnostics", 0), lines, view.panes.overlay_scroll, theme);
     layout.overlay = rect;
     layout.overlay_scroll = Some(scroll);
 }

@@ -5,12 +5,11 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::keymap::{BINDINGS, Section, key_name};
 use super::layout::Layout;
 use super::legend;
-use super::paint::centred;
+use super::paint::{centred, overlay};
 use super::text::{fit, width};
 use super::view::View;
 
@@ -109,16 +108,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     let w = w.min(area.width.saturating_sub(2));
     let h = (lines.len() as u16 + 2).min(area.height);
     let rect = centred(area, w, h);
-    let inner_h = h.saturating_sub(2) as usize;
-    let scroll = view.panes.overlay_scroll.min(lines.len().saturating_sub(inner_h));
-    let theme = &view.theme;
-    let block = Block::bordered()
-        .padding(Padding::horizontal(1))
-        .border_style(theme.border_focus)
-        .title(Span::styled(" keys and marks ", theme.title))
-        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), rect);
+    let scroll = overlay(frame, rect, ("keys and marks", 1), lines, view.panes.overlay_scroll, &view.theme);
     layout.overlay = rect;
     layout.overlay_scroll = Some(scroll);
 }

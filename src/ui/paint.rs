@@ -6,9 +6,11 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Padding, Paragraph};
 
 use super::text::{truncate, width};
+use super::theme::Theme;
 
 /// Writes lines top-down into `area`, each cut at its width.
 pub fn put_lines(frame: &mut Frame, area: Rect, lines: &[Line<'_>]) {
@@ -39,4 +41,26 @@ pub fn centred(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+/// An overlay over `rect`: `lines` in a box titled `title`, scrolled down `scroll` lines as far as
+/// they go; returns the scroll drawn.
+pub fn overlay(
+    frame: &mut Frame,
+    rect: Rect,
+    (title, padding): (&str, u16),
+    lines: Vec<Line<'static>>,
+    scroll: usize,
+    theme: &Theme,
+) -> usize {
+    let inner_h = rect.height.saturating_sub(2) as usize;
+    let scroll = scroll.min(lines.len().saturating_sub(inner_h));
+    let block = Block::bordered()
+        .padding(Padding::horizontal(padding))
+        .border_style(theme.border_focus)
+        .title(Span::styled(format!(" {title} "), theme.title))
+        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block).scroll((scroll as u16, 0)), rect);
+    scroll
 }
