@@ -43,7 +43,9 @@ struct Figures<'a> {
 impl Figures<'_> {
     fn figure(&self, name: &str, n: u64, problem: bool) -> [Span<'static>; 2] {
         let style = if problem && n > 0 { self.theme.warn } else { self.theme.base };
-        [Span::styled(format!("{name:>15} "), self.theme.dim), Span::styled(format!("{:<10}", grouped(n)), style)]
+        // A cell without a name fills a row.
+        let value = if name.is_empty() { String::new() } else { grouped(n) };
+        [Span::styled(format!("{name:>15} "), self.theme.dim), Span::styled(format!("{value:<10}"), style)]
     }
 
     /// One line of (name, figure, whether a figure above 0 is a problem).
@@ -170,19 +172,31 @@ fn log_lines(model: &Model, theme: &Theme, text_w: usize) -> Vec<Line<'static>> 
 
 /// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).
 fn receive_lines(r: &ReceiveFeed, f: &Figures<'_>) -> Vec<Line<'static>> {
-    vec![
+    let mut lines = vec![
         Line::from(Span::styled("OTLP receiver", f.theme.title)),
         f.row(&[("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
         f.row(&[("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
-        Line::default(),
-    ]
+    ];
+    for three in r.limits.chunks(3) {
+        let cell = |i: usize| three.get(i).map_or(("", 0, false), |&(name, n)| (name, n, true));
+        lines.push(f.row(&[cell(0), cell(1), cell(2)]));
+    }
+    lines.push(Line::default());
+    lines
 }
 
 /// The OTLP export's counters: what left, what waits for a collector that is down, what was lost.
 fn export_lines(x: &ExportFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'static>> {
     let theme = f.theme;
     let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);
-    let state = if x.failing { "  collector unreachable: retrying with backoff" } else { "  collector reachable" };
+    let state = match (x.failing, &x.cause) {
+        (true, Some(cause)) => format!("  retrying with backoff: {}", truncate(cause, text_w.saturating_sub(26))),
+        (true, None) => "  collector unreachable: retrying with backoff".to_owned(),
+        (false, Some(cause)) => {
+            format!("  collector reachable; last failure: {}", truncate(cause, text_w.saturating_sub(36)))
+        }
+        (false, None) => "  collector reachable".to_owned(),
+    };
     vec![
         Line::from(vec![
             Span::styled("OTLP export ", theme.title),

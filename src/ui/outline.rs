@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::memo::Memo;
 use super::tops::Tops;
-use crate::model::{Item, ItemKind, Model, Thread};
+use crate::model::{AgentOp, Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
 
 /// The order of siblings in the tree (and of rows on the timeline).
@@ -102,12 +102,9 @@ pub struct Group {
 
 /// What a card did, in the words of the tree row (`⑂ spawn ×3`).
 fn label_of(item: &Item) -> &'static str {
-    match (&item.kind, item.tool.as_deref()) {
-        (ItemKind::Collab, Some("spawnAgent") | None) | (ItemKind::SubAgentActivity, _) => "spawn",
-        (ItemKind::Collab, Some("sendInput")) => "send",
-        (ItemKind::Collab, Some("wait")) => "wait",
-        (ItemKind::Collab, Some("closeAgent")) => "close",
-        (ItemKind::Collab, Some("resumeAgent")) => "resume",
+    match (&item.kind, item.op) {
+        (ItemKind::SubAgentActivity, _) => AgentOp::Spawn.word(),
+        (_, Some(op)) => op.word(),
         _ => "agent",
     }
 }

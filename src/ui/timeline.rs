@@ -19,7 +19,7 @@ use super::text::{duration, truncate, width};
 use super::theme::Theme;
 use super::view::Pane;
 use super::window;
-use crate::model::{Item, ItemKind, Thread, TurnStatus};
+use crate::model::{AgentOp, Item, ItemKind, Thread, TurnStatus};
 use crate::router::ThreadIdx;
 
 /// Columns of the agent names left of the bars.
@@ -228,7 +228,7 @@ fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, s
 }
 
 fn is_wait(item: &Item) -> bool {
-    item.kind == ItemKind::Collab && item.tool.as_deref() == Some("wait")
+    item.op == Some(AgentOp::Wait)
 }
 
 fn is_tool(item: &Item) -> bool {
