@@ -13,6 +13,7 @@ pub mod feed;
 pub mod model;
 pub mod pipeline;
 pub mod router;
+pub mod serve;
 pub mod source;
 pub mod store;
 pub mod ui;

@@ -158,6 +158,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Full-text search over the briefs, answers and items of every stored run.
     Search(SearchArgs),
+    /// Run as a daemon: follow every session, keep the run store up to date, and serve sessions,
+    /// reports, search and live events over HTTP (loopback only unless given a token).
+    Serve(ServeArgs),
 }
 
 /// Where the run store is.
@@ -347,6 +350,23 @@ pub struct AttachArgs {
     pub headless: bool,
     #[command(flatten)]
     pub monitor: MonitorOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to serve on; anything but loopback also needs the token (made and shown once).
+    #[arg(long, default_value = "127.0.0.1:7077", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// How often the run store is brought up to date while sessions change (e.g. 5s).
+    #[arg(long, default_value = "5s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    pub sync_every: u64,
+    /// Print a systemd user unit that runs this daemon, and exit.
+    #[arg(long)]
+    pub print_unit: bool,
+    #[command(flatten)]
+    pub window: WindowOpts,
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 #[derive(Debug, Args)]

@@ -85,7 +85,7 @@ struct SessionJson<'a> {
     files_present: bool,
 }
 
-fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
+pub(super) fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
     let json = HistoryJson {
         sessions: sessions
             .iter()

@@ -13,6 +13,7 @@ pub mod ps;
 pub mod report;
 pub mod route;
 pub mod search;
+pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod sync;
@@ -118,6 +119,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::History(args)) => history::run(&args, config, &cli.global),
         Some(Command::Report(args)) => report::run(&args, config, &cli.global),
         Some(Command::Search(args)) => search::run(&args, config, &cli.global),
+        Some(Command::Serve(args)) => serve::run(&args, config, &cli.global),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

@@ -129,7 +129,7 @@ impl<'a> RowJson<'a> {
     }
 }
 
-fn render_json(report: &Report, kind: Kind, tz: &TimeZone) -> String {
+pub(super) fn render_json(report: &Report, kind: Kind, tz: &TimeZone) -> String {
     let json = ReportJson {
         report: kind.name(),
         timezone: query::zone_name(tz),

@@ -30,7 +30,7 @@ pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<Exi
 
 /// The words as a full-text query that every one of them must match, each quoted: what a person
 /// types (`cargo test`, `don't`, `a-b`, `NOT`) is words to find, never query syntax.
-fn fts_query(text: &str) -> Option<String> {
+pub(super) fn fts_query(text: &str) -> Option<String> {
     let words: Vec<String> = text.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
     (!words.is_empty()).then(|| words.join(" "))
 }
@@ -60,7 +60,7 @@ fn snippet(hit: &Hit, open: &str, close: &str) -> String {
         .collect()
 }
 
-fn render_json(hits: &[Hit], tz: &TimeZone) -> String {
+pub(super) fn render_json(hits: &[Hit], tz: &TimeZone) -> String {
     let json = SearchJson {
         hits: hits
             .iter()

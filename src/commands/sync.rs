@@ -129,6 +129,20 @@ pub(super) fn synced(opts: &StoreOpts, no_sync: bool, config: Config, global: &G
     Ok(store)
 }
 
+/// The daemon's sync: quiet, never waiting for another sync (the next turn comes soon), every
+/// session (`full`) or those changed lately; a source that could not be read is an error, so that
+/// it is counted and retried.
+pub(super) fn bring_up_to_date(opts: &StoreOpts, config: Config, global: &GlobalOpts, full: bool) -> Result<()> {
+    let mut store = open(opts)?;
+    let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
+    let synced =
+        sync::sync(&mut store, &reader, Options { env: Env::from_process(), full, wait: false, progress: None })?;
+    match synced.failed.as_slice() {
+        [] => Ok(()),
+        [first, ..] => Err(color_eyre::eyre::eyre!("{} sources not read: {first}", synced.failed.len())),
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SyncedJson<'a> {

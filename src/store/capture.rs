@@ -221,21 +221,26 @@ fn file_of(thread: &str, source: &Source) -> Option<String> {
 fn item(i: &crate::model::Item) -> ItemRow {
     ItemRow {
         kind: kind_name(&i.kind).to_owned(),
-        status: match i.status {
-            ItemStatus::InProgress => "inProgress",
-            ItemStatus::Completed => "completed",
-            ItemStatus::Failed => "failed",
-            ItemStatus::Interrupted => "interrupted",
-            ItemStatus::Declined => "declined",
-        },
+        status: status_name(i.status),
         title: text::cap(i.title.as_str(), text::TITLE),
         text: text::cap(i.text.as_str(), text::ITEM),
         at_ms: i.started_ms.or(i.completed_ms),
     }
 }
 
+/// An item's status by Codex's name (the one vocabulary of `wire`).
+pub fn status_name(status: ItemStatus) -> &'static str {
+    match status {
+        ItemStatus::InProgress => "inProgress",
+        ItemStatus::Completed => "completed",
+        ItemStatus::Failed => "failed",
+        ItemStatus::Interrupted => "interrupted",
+        ItemStatus::Declined => "declined",
+    }
+}
+
 /// An item's kind by Codex's `type` name (the one vocabulary of `wire`).
-fn kind_name(kind: &ItemKind) -> &str {
+pub fn kind_name(kind: &ItemKind) -> &str {
     match kind {
         ItemKind::UserMessage => "userMessage",
         ItemKind::AgentMessage => "agentMessage",

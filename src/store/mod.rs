@@ -12,7 +12,7 @@
 //! The store is behind a small trait ([`Backend`]); SQLite is the one backend today.
 
 pub mod backend;
-mod capture;
+pub mod capture;
 mod identity;
 mod ledger;
 pub mod location;

@@ -1,0 +1,156 @@
+//! `swarmtop serve`: the bridge daemon (`crate::serve`), with what it renders from the store
+//! made here, as `history`, `report` and `search` make it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+
+use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
+use super::sessions::{Options, window};
+use super::terminal::QuitSignals;
+use crate::pipeline::Config;
+use crate::serve::Api;
+use crate::source::otlp::trust::Token;
+use crate::store::{Lookup, report};
+
+/// Hits `/api/search` returns at most, unless `limit` says fewer.
+const SEARCH_LIMIT: usize = 50;
+
+struct Commands {
+    store: StoreOpts,
+    config: Config,
+    global: GlobalOpts,
+}
+
+impl Commands {
+    fn filter(&self, query: &[(String, String)]) -> FilterOpts {
+        let get = |key: &str| query.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        FilterOpts {
+            since: get("since"),
+            until: get("until"),
+            tz: get("tz"),
+            agent: get("agent"),
+            project: get("project"),
+            no_sync: true,
+            store: self.store.clone(),
+        }
+    }
+}
+
+impl Api for Commands {
+    fn sessions(&self, query: &[(String, String)]) -> Result<String> {
+        let (filter, tz) = super::report::filter(&self.filter(query))?;
+        let store = super::sync::open(&self.store)?;
+        Ok(super::history::render_json(&store.backend().sessions(&filter)?, &tz))
+    }
+
+    fn session(&self, id: &str) -> Result<Option<String>> {
+        let store = super::sync::open(&self.store)?;
+        match store.backend().session(id)? {
+            Lookup::Found(view) => Ok(Some(view.stats_json)),
+            Lookup::Missing => Ok(None),
+            Lookup::Ambiguous(ids) => Err(eyre!("{} sessions start so", ids.len())),
+        }
+    }
+
+    fn report(&self, kind: &str, query: &[(String, String)]) -> Result<Option<String>> {
+        let Some(kind) = report::Kind::of(kind) else { return Ok(None) };
+        let (filter, tz) = super::report::filter(&self.filter(query))?;
+        let store = super::sync::open(&self.store)?;
+        let report = report::report(&store, kind, &filter, &tz)?;
+        Ok(Some(super::report::render_json(&report, kind, &tz)))
+    }
+
+    fn search(&self, query: &[(String, String)]) -> Result<String> {
+        let (filter, tz) = super::report::filter(&self.filter(query))?;
+        let text = query.iter().find(|(k, _)| k == "q").map(|(_, v)| v.as_str()).unwrap_or_default();
+        let fts = super::search::fts_query(text).ok_or_else(|| eyre!("search: give words to find (q=)"))?;
+        let limit = query
+            .iter()
+            .find(|(k, _)| k == "limit")
+            .and_then(|(_, v)| v.parse().ok())
+            .map_or(SEARCH_LIMIT, |n: usize| n.min(SEARCH_LIMIT));
+        let store = super::sync::open(&self.store)?;
+        Ok(super::search::render_json(&store.backend().search(&fts, &filter, limit)?, &tz))
+    }
+
+    fn sync(&self, full: bool) -> Result<()> {
+        super::sync::bring_up_to_date(&self.store, self.config.clone(), &self.global, full)
+    }
+}
+
+/// `$XDG_DATA_HOME/swarmtop/serve-token`, else `~/.local/share/swarmtop/serve-token`.
+fn token_path() -> Option<PathBuf> {
+    let otlp = crate::source::otlp::trust::default_token_path()?;
+    Some(otlp.with_file_name("serve-token"))
+}
+
+/// Beyond loopback a token is made if there is none (and shown once); on loopback the one kept
+/// is used if there is one, for the other users of this machine.
+fn token(listen: SocketAddr) -> Result<Option<Token>> {
+    let path = token_path().ok_or_else(|| eyre!("no home folder to keep the token in"))?;
+    if listen.ip().is_loopback() && !path.exists() {
+        return Ok(None);
+    }
+    let (token, new) = Token::load_or_create(&path).wrap_err("the serve token")?;
+    if new {
+        eprintln!(
+            "swarmtop serve: clients other than yours must send `Authorization: Bearer {}` (kept in {})",
+            token.secret(),
+            crate::wire::Clean::path(token.path())
+        );
+    }
+    Ok(Some(token))
+}
+
+/// A systemd user unit that runs this swarmtop as the daemon.
+fn unit(args: &ServeArgs) -> String {
+    let exe = std::env::current_exe().map_or_else(|_| "swarmtop".to_owned(), |p| p.display().to_string());
+    format!(
+        "# ~/.config/systemd/user/swarmtop.service, then: systemctl --user enable --now swarmtop\n\
+         [Unit]\nDescription=swarmtop serve: agent sessions, runs and spend over HTTP\n\n\
+         [Service]\nExecStart={exe} serve --listen {}\nRestart=on-failure\n\n\
+         [Install]\nWantedBy=default.target\n",
+        args.listen
+    )
+}
+
+pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    if args.print_unit {
+        super::print(unit(args).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let token = token(args.listen)?;
+    let api: Arc<dyn Api> =
+        Arc::new(Commands { store: args.store.clone(), config: config.clone(), global: global.clone() });
+    let opts = crate::serve::Options {
+        listen: args.listen,
+        token,
+        sync_every: std::time::Duration::from_millis(args.sync_every),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("starting the runtime")?;
+    let counters = runtime.block_on(async {
+        let mut signals = QuitSignals::new()?;
+        let events = super::machine::spawn(Options::machine(window(args.window.since, args.window.all)));
+        crate::serve::run(
+            opts,
+            api,
+            config,
+            events,
+            async move {
+                signals.recv().await;
+            },
+            |addr| {
+                println!("swarmtop serve: http://{addr}");
+            },
+        )
+        .await
+        .wrap_err_with(|| format!("serving on {}", args.listen))
+    })?;
+    eprintln!("swarmtop serve: stopped; {}", counters.describe());
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,181 @@
+//! `swarmtop serve`: the bridge daemon (issue 21). It follows every session the machine view
+//! follows, keeps the run store up to date as they go, and serves what it knows over HTTP on
+//! loopback: the sessions (`/api/sessions`, one as `stats --json` at `/api/sessions/{id}`),
+//! reports and search as the commands give them, and every change as a server-sent event
+//! (`/api/events`).
+//!
+//! - [`live`]: the machine source's events applied to one pipeline, each change told once;
+//! - [`bus`]: the events numbered, the recent ones kept for `Last-Event-ID`, one bounded buffer
+//!   for every client;
+//! - [`http`]: the server: who may ask (our own processes on loopback, anyone else with the
+//!   token), the routes, the event streams.
+//!
+//! What the commands render (`history --json`, `stats --json`, reports, search) is theirs: the
+//! daemon asks for it through [`Api`], which `commands::serve` implements.
+
+pub mod bus;
+pub mod http;
+pub mod live;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use color_eyre::eyre::Result;
+use tokio::sync::{mpsc, watch};
+
+use crate::pipeline::Config;
+use crate::source::live::Event;
+use crate::source::otlp::trust::Token;
+
+/// What the daemon asks of the commands: the store's answers, rendered as the commands render
+/// them, and the sync that fills it. Called on the blocking pool.
+pub trait Api: Send + Sync + 'static {
+    /// `history --json` for these query parameters (`since`, `until`, `tz`, `agent`, `project`).
+    fn sessions(&self, query: &[(String, String)]) -> Result<String>;
+    /// `history ID --json` (the `stats --json` of its files); `None` when the store has none.
+    fn session(&self, id: &str) -> Result<Option<String>>;
+    /// `report KIND --json`; `None` for a kind there is none of.
+    fn report(&self, kind: &str, query: &[(String, String)]) -> Result<Option<String>>;
+    /// `search --json` for `q` and the filters.
+    fn search(&self, query: &[(String, String)]) -> Result<String>;
+    /// Brings the store up to date (`full`: every session, else those changed lately).
+    fn sync(&self, full: bool) -> Result<()>;
+}
+
+pub struct Options {
+    pub listen: SocketAddr,
+    /// What anyone but our own processes on loopback must present.
+    pub token: Option<Token>,
+    /// How often the store is brought up to date while sessions change.
+    pub sync_every: Duration,
+}
+
+/// What the daemon did, for `/api/status` and the line it prints when it stops.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub refused: AtomicU64,
+    pub events: AtomicU64,
+    /// Clients that fell too far behind and were told to resync.
+    pub lagged: AtomicU64,
+    pub syncs: AtomicU64,
+    /// Syncs that failed (the store unavailable, the disk full): each is retried at the next turn.
+    pub sync_failures: AtomicU64,
+    pub records: AtomicU64,
+}
+
+impl Counters {
+    fn json(&self, clients: usize, last_event: u64, last_error: Option<&str>) -> serde_json::Value {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        serde_json::json!({
+            "clients": clients,
+            "lastEventId": last_event,
+            "requests": n(&self.requests),
+            "refused": n(&self.refused),
+            "events": n(&self.events),
+            "lagged": n(&self.lagged),
+            "syncs": n(&self.syncs),
+            "syncFailures": n(&self.sync_failures),
+            "records": n(&self.records),
+            "lastSyncError": last_error,
+        })
+    }
+
+    /// One line for the end: what was served.
+    pub fn describe(&self) -> String {
+        let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "{} requests ({} refused), {} events, {} clients resynced, {} syncs ({} failed), {} records",
+            n(&self.requests),
+            n(&self.refused),
+            n(&self.events),
+            n(&self.lagged),
+            n(&self.syncs),
+            n(&self.sync_failures),
+            n(&self.records)
+        )
+    }
+}
+
+/// Serves until `shutdown` resolves; then stops taking requests, ends the event streams, brings
+/// the store up to date a last time and returns what it did. `ready` is told the address bound.
+pub async fn run(
+    opts: Options,
+    api: Arc<dyn Api>,
+    config: Config,
+    events: mpsc::Receiver<Event>,
+    shutdown: impl Future<Output = ()>,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<Arc<Counters>> {
+    let listener = tokio::net::TcpListener::bind(opts.listen).await?;
+    let local = listener.local_addr()?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(http::Shared::new(api, opts.token, stop_rx.clone()));
+    let ingest = spawn_ingest(config, events, shared.clone());
+    let syncing = tokio::spawn(sync_loop(shared.clone(), opts.sync_every, stop_rx.clone()));
+    let serving = tokio::spawn(http::accept(listener, shared.clone()));
+    ready(local);
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    serving.abort();
+    let _ = syncing.await;
+    // What the agents wrote up to now is stored before we go (the store reads their files).
+    drop(ingest);
+    sync_now(&shared, false).await;
+    Ok(shared.counters.clone())
+}
+
+/// The source's events applied on a thread of their own (reading a long history must not hold a
+/// worker of the runtime that answers requests); changes go out as events as they are made.
+fn spawn_ingest(
+    config: Config,
+    mut events: mpsc::Receiver<Event>,
+    shared: Arc<http::Shared>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut live = live::Live::new(config, shared.sessions.clone());
+        while let Some(event) = events.blocking_recv() {
+            for change in live.apply(event) {
+                shared.bus.publish(change.kind, change.data.to_string());
+                shared.counters.events.fetch_add(1, Ordering::Relaxed);
+            }
+            let n = std::mem::take(&mut live.unsynced);
+            if n > 0 {
+                shared.counters.records.fetch_add(n, Ordering::Relaxed);
+                shared.unsynced.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    })
+}
+
+/// A full sync at the start, then one each turn in which records arrived.
+async fn sync_loop(shared: Arc<http::Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
+    sync_now(&shared, true).await;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+        if shared.unsynced.swap(0, Ordering::Relaxed) > 0 || shared.last_sync_failed() {
+            sync_now(&shared, false).await;
+        }
+    }
+}
+
+async fn sync_now(shared: &Arc<http::Shared>, full: bool) {
+    let api = shared.api.clone();
+    let done = tokio::task::spawn_blocking(move || api.sync(full)).await;
+    let error = match done {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(e) => Some(format!("the sync stopped: {e}")),
+    };
+    shared.counters.syncs.fetch_add(1, Ordering::Relaxed);
+    if let Some(e) = &error {
+        shared.counters.sync_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("serve: sync failed (retried at the next turn): {e}");
+    }
+    shared.set_sync_error(error);
+}
