@@ -17,6 +17,7 @@ mod identity;
 mod ledger;
 pub mod location;
 pub mod places;
+pub mod postgres;
 pub mod query;
 pub mod report;
 pub mod rows;
