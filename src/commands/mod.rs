@@ -6,7 +6,6 @@ pub mod export;
 mod ingest;
 pub mod listen;
 mod live;
-pub mod machine;
 mod monitor;
 pub mod ps;
 pub mod route;

@@ -120,27 +120,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let listener = setup(&format!("binding {}", socket_path.display()), socket::bind(&socket_path))?;
     let socket_file = SocketFile::new(socket_path);
 
-    let started = recording::unix_ms();
-    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
-    let (hub, mut discard) = match &opts.record {
-        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
-        RecordTo::Default | RecordTo::Path(_) => {
-            let explicit = match &opts.record {
-                RecordTo::Path(p) => Some(p.as_path()),
-                _ => None,
-            };
-            let path =
-                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
-            let what = format!("creating the recording {}", path.display());
-            let recorder = setup(&what, Recorder::create(&path, &header))?;
-            let discard = Discard(Some(path));
-            (setup(&what, Hub::recorded(recorder, header))?, discard)
-        }
-    };
-    let hub = Arc::new(match opts.queue_bytes {
-        Some(n) => hub.with_queue_bytes(n),
-        None => hub,
-    });
+    let (hub, mut discard) = open_hub(&opts)?;
     let mut monitors = JoinSet::new();
     if let Some(wait) = opts.first_monitor {
         if let Ok(Ok((stream, _))) = tokio::time::timeout(wait, listener.accept()).await {
@@ -232,6 +212,33 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     })
     .await;
     Ok(code)
+}
+
+/// The hub that records and publishes the session, with the recording to remove should the
+/// command never start.
+fn open_hub(opts: &Options) -> Result<(Arc<Hub>, Discard), Failure> {
+    let started = recording::unix_ms();
+    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
+    let (hub, discard) = match &opts.record {
+        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
+        RecordTo::Default | RecordTo::Path(_) => {
+            let explicit = match &opts.record {
+                RecordTo::Path(p) => Some(p.as_path()),
+                _ => None,
+            };
+            let path =
+                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
+            let what = format!("creating the recording {}", path.display());
+            let recorder = setup(&what, Recorder::create(&path, &header))?;
+            let discard = Discard(Some(path));
+            (setup(&what, Hub::recorded(recorder, header))?, discard)
+        }
+    };
+    let hub = match opts.queue_bytes {
+        Some(n) => hub.with_queue_bytes(n),
+        None => hub,
+    };
+    Ok((Arc::new(hub), discard))
 }
 
 fn dup(fd: &impl AsFd) -> io::Result<File> {

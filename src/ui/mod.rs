@@ -82,7 +82,7 @@ pub struct Feed {
     /// Quiet time after which an active agent shows as stalled.
     pub stall_ms: u64,
     /// The machine view's sessions (`swarmtop` with no arguments), as last sampled.
-    pub machine: Option<Box<crate::source::discover::Snapshot>>,
+    pub machine: Option<Box<crate::source::seen::Snapshot>>,
     /// The OTLP export's counters, when the session exports (`--otlp`).
     pub export: Option<ExportFeed>,
     /// The OTLP receiver's counters, when `listen --otlp` receives.

@@ -418,7 +418,7 @@ pub fn flatten<S: std::hash::BuildHasher>(
 }
 
 fn ended(tops: &Tops, root: ThreadIdx) -> bool {
-    tops.session(root).is_some_and(|s| s.state == Some(crate::source::discover::State::Ended))
+    tops.session(root).is_some_and(|s| s.state == Some(crate::source::seen::State::Ended))
 }
 
 /// The node a row's parent is (for ← on a leaf), by walking up to the nearest shallower row.

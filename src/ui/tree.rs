@@ -257,7 +257,7 @@ fn group_cells(
     let roots: Vec<ThreadIdx> = roots.iter().copied().filter(|r| r.index() < model.threads.len()).collect();
     let live = roots
         .iter()
-        .filter(|&&r| view.tops.session(r).is_some_and(|s| s.state == Some(crate::source::discover::State::Live)))
+        .filter(|&&r| view.tops.session(r).is_some_and(|s| s.state == Some(crate::source::seen::State::Live)))
         .count();
     let n = roots.len();
     let mut count = format!(" ×{n}");
@@ -409,7 +409,7 @@ fn session_cells(
     cols: Columns,
     cells: &mut Cells,
 ) {
-    use crate::source::discover::State;
+    use crate::source::seen::State;
     let t = model.thread(idx);
     let theme = &view.theme;
     let shown = view.shown(model, idx);
