@@ -267,11 +267,6 @@ impl Proc {
         )
     }
 
-    /// The kernel's name of `pid`'s program (`comm`: at most 15 bytes).
-    pub fn name(&self, pid: u32) -> Option<String> {
-        Some(fs::read_to_string(self.root.join(pid.to_string()).join("comm")).ok()?.trim_end().to_owned())
-    }
-
     /// The working directory of `pid`.
     pub fn cwd(&self, pid: u32) -> Option<PathBuf> {
         fs::read_link(self.root.join(pid.to_string()).join("cwd")).ok()

@@ -105,10 +105,6 @@ impl Trouble {
         self.names_not_utf8 += 1;
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.not_regular == 0 && self.names_not_utf8 == 0 && self.unreadable == 0
-    }
-
     /// Adds what another look met.
     pub fn add(&mut self, other: &Self) {
         self.not_regular += other.not_regular;

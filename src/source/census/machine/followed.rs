@@ -28,8 +28,7 @@ pub(super) struct Followed {
     /// Only lines older than a tee's start (it carries the rest).
     pub before: Option<Before>,
     /// A store of many sessions: followed by its log, never read as bytes.
-    /// (In a mutex only so the machine's future may be sent: SQLite connections are not `Sync`.)
-    pub store: Option<std::sync::Mutex<Box<dyn Poll + Send>>>,
+    pub store: Option<Box<dyn Poll + Send>>,
 }
 
 impl Followed {
@@ -42,7 +41,7 @@ impl Followed {
             read: 0,
             modified: None,
             before,
-            store: store.map(std::sync::Mutex::new),
+            store,
         }
     }
 
@@ -54,8 +53,12 @@ impl Followed {
 impl Machine {
     /// Sends what a followed file gained since the last read (whole lines only).
     pub(super) async fn read_file(&mut self, i: usize) -> Result<(), Gone> {
-        if let Some(follower) = &self.files[i].store {
-            let records = follower.lock().map(|mut f| f.poll().unwrap_or_default()).unwrap_or_default();
+        if let Some(follower) = &mut self.files[i].store {
+            // A store that cannot be read now is counted (each failed look) and looked at again.
+            let records = follower.poll().unwrap_or_else(|e| {
+                self.read_trouble.unreadable(&e.to_string());
+                Vec::new()
+            });
             if !records.is_empty() {
                 self.forward(Origin::NONE, records).await?;
             }
