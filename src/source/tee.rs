@@ -128,29 +128,8 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         }
     }
 
-    let mut child = match Command::new(program)
-        .args(&opts.command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
-            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
-            return Err(Failure::Spawn { message, code });
-        }
-    };
+    let (mut child, child_in, child_out, pid) = spawn_command(program, &opts.command[1..])?;
     discard.0 = None;
-    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
-    let (Some(child_in), Some(child_out), Ok(pid)) =
-        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
-    else {
-        let _ = child.kill();
-        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
-    };
 
     for fd in [our_in.as_fd(), our_out.as_fd(), child_in.as_fd(), child_out.as_fd()] {
         widen_pipe(fd);
@@ -212,6 +191,36 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     })
     .await;
     Ok(code)
+}
+
+/// The command, in a process group of its own, its stdio piped, and its pid.
+fn spawn_command(
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+) -> Result<(std::process::Child, std::process::ChildStdin, std::process::ChildStdout, i32), Failure> {
+    let spawned = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
+            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
+            return Err(Failure::Spawn { message, code });
+        }
+    };
+    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
+    let (Some(child_in), Some(child_out), Ok(pid)) =
+        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
+    else {
+        let _ = child.kill();
+        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
+    };
+    Ok((child, child_in, child_out, pid))
 }
 
 /// The hub that records and publishes the session, with the recording to remove should the

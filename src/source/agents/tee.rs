@@ -127,7 +127,9 @@ pub fn history(path: &Path, timeout: Duration) -> io::Result<History> {
                     match marker.swarmtop.as_str() {
                         "live" => return Ok(out),
                         "end" => {
-                            out.exit_code = Some(marker.exit_code.unwrap_or(0) as i32);
+                            // A hostile number saturates rather than wraps into another status.
+                            let code = marker.exit_code.unwrap_or(0).clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+                            out.exit_code = Some(i32::try_from(code).unwrap_or_default());
                             return Ok(out);
                         }
                         "recording" => {
