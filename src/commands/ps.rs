@@ -32,15 +32,15 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     } else {
         render_text(&report, now_ms, terminal_width(), home.as_deref())
     };
-    // What discovery met and could not use goes beside the table, never into it.
-    for note in report.trouble.notes() {
-        eprintln!("swarmtop: {note}");
-    }
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         // `swarmtop ps | head -1`: a reader that has seen enough is a normal end.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
+    }
+    // What discovery met and could not use goes after the table, never into it.
+    for note in report.trouble.notes() {
+        eprintln!("swarmtop: {note}");
     }
     Ok(ExitCode::SUCCESS)
 }
