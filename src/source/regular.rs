@@ -29,8 +29,15 @@ pub fn is_regular(path: &Path) -> bool {
 
 /// Why `path` will not be opened: `None` for a regular file or a name that is not there.
 pub fn refusal(path: &Path) -> Option<io::Error> {
-    let meta = fs::metadata(path).ok()?;
-    check(path, &meta).err()
+    stat(path).err()
+}
+
+/// A regular file's metadata (one look serves both questions); `Ok(None)` when nothing can be
+/// seen there, an error saying why when it is there and no regular file.
+pub fn stat(path: &Path) -> io::Result<Option<Metadata>> {
+    let Ok(meta) = fs::metadata(path) else { return Ok(None) };
+    check(path, &meta)?;
+    Ok(Some(meta))
 }
 
 fn check(path: &Path, meta: &Metadata) -> io::Result<()> {

@@ -18,12 +18,13 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use serde::Deserialize;
 
 use super::{
     ANTHROPIC, Agent, Candidate, Claim, Control, Env, Interrupt, Place, Reported, Runner, Running, Sight, Spend, Tools,
-    Window, modified, regular_only,
+    Window, regular_only,
 };
 use crate::source::files::{self, Input};
 use crate::source::proc::{Proc, Walk};
@@ -234,14 +235,18 @@ fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
         for entry in entries.flatten() {
             let path = entry.path();
             let Some(stem) = session_stem(&path) else { continue };
-            if let Some(why) = regular::refusal(&path) {
-                trouble.not_regular(&why);
-                continue;
-            }
+            let modified = match regular::stat(&path) {
+                Ok(Some(meta)) => meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                Ok(None) => continue,
+                Err(why) => {
+                    trouble.not_regular(&why);
+                    continue;
+                }
+            };
             if stem.to_str().is_none() {
                 trouble.name_not_utf8();
             }
-            if let Some(c) = candidate(&project_dir, &path, window, trouble) {
+            if let Some(c) = candidate(&project_dir, &path, modified, window, trouble) {
                 out.push(c);
             }
         }
@@ -249,14 +254,21 @@ fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
     out
 }
 
-/// The session of `path` (`<project_dir>/<id>.jsonl`), if it or a sub-agent changed within the
-/// window. A name that is not UTF-8 is listed all the same, its id written with U+FFFD.
-fn candidate(project_dir: &Path, path: &Path, window: &Window, trouble: &mut Trouble) -> Option<Candidate> {
+/// The session of `path` (`<project_dir>/<id>.jsonl`, last written at `written`), if it or a
+/// sub-agent changed within the window. A name that is not UTF-8 is listed all the same, its id
+/// written with U+FFFD.
+fn candidate(
+    project_dir: &Path,
+    path: &Path,
+    written: SystemTime,
+    window: &Window,
+    trouble: &mut Trouble,
+) -> Option<Candidate> {
     let stem = session_stem(path)?;
     let session_dir = project_dir.join(stem);
-    let (subagents, refused) = sub_agent_files(&session_dir);
-    let newest = subagents.iter().map(|p| modified(p)).chain([modified(path)]).max();
-    let newest = newest.filter(|m| window.contains(*m))?;
+    let (sub_agents_written, refused) = sub_agent_files(&session_dir);
+    let newest = sub_agents_written.max(written);
+    let newest = Some(newest).filter(|m| window.contains(*m))?;
     for why in &refused {
         trouble.not_regular(why);
     }
@@ -309,8 +321,9 @@ fn running_sessions(env: &Env, sight: &Sight<'_>, trouble: &mut Trouble) -> Vec<
         let project_dir = project.path();
         for id in &ids {
             let path = project_dir.join(format!("{id}.jsonl"));
-            if session_stem(&path).is_some() && regular::is_regular(&path) {
-                out.extend(candidate(&project_dir, &path, &Window::all(), trouble));
+            if let (Some(_), Ok(Some(meta))) = (session_stem(&path), regular::stat(&path)) {
+                let written = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                out.extend(candidate(&project_dir, &path, written, &Window::all(), trouble));
             }
         }
     }
@@ -326,17 +339,18 @@ fn session_stem(path: &Path) -> Option<&std::ffi::OsStr> {
     (!stem.is_empty() && !stem.starts_with(b"agent-")).then(|| std::ffi::OsStr::from_bytes(stem))
 }
 
-/// Every regular file in the session's `subagents/` folder (sidecars included: they change as
-/// children run), and why the others are not.
-fn sub_agent_files(session_dir: &Path) -> (Vec<PathBuf>, Vec<std::io::Error>) {
-    let (mut files, mut refused) = (Vec::new(), Vec::new());
+/// When a regular file in the session's `subagents/` folder last changed (sidecars included: they
+/// change as children run; the epoch when there is none), and why the others are not regular.
+fn sub_agent_files(session_dir: &Path) -> (SystemTime, Vec<std::io::Error>) {
+    let (mut newest, mut refused) = (SystemTime::UNIX_EPOCH, Vec::new());
     for path in fs::read_dir(session_dir.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()) {
-        match regular::refusal(&path) {
-            Some(why) => refused.push(why),
-            None => files.push(path),
+        match regular::stat(&path) {
+            Ok(Some(meta)) => newest = newest.max(meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)),
+            Ok(None) => {}
+            Err(why) => refused.push(why),
         }
     }
-    (files, refused)
+    (newest, refused)
 }
 
 #[derive(Deserialize)]
@@ -503,7 +517,9 @@ mod tests {
             fs::create_dir_all(&project_dir).unwrap();
             let path = project_dir.join("s1.jsonl");
             fs::write(&path, text).unwrap();
-            let c = candidate(&project_dir, &path, &Window::all(), &mut Trouble::default()).expect("a candidate");
+            let written = super::super::modified(&path);
+            let c =
+                candidate(&project_dir, &path, written, &Window::all(), &mut Trouble::default()).expect("a candidate");
             (c.project, c.project_guessed)
         };
         let on_disk = folder_name(&work.display().to_string());

@@ -190,13 +190,17 @@ fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>, trouble: &mut Trouble)
             continue;
         };
         let Input::File(path) = input else { continue };
-        if let Some(why) = regular::refusal(&path) {
-            trouble.not_regular(&why);
-            continue;
-        }
+        let modified = match regular::stat(&path) {
+            Ok(Some(meta)) => meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            Ok(None) => SystemTime::UNIX_EPOCH,
+            Err(why) => {
+                trouble.not_regular(&why);
+                continue;
+            }
+        };
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let started = name.strip_prefix("rollout-").and_then(|s| s.get(..19)).unwrap_or("").to_owned();
-        out.push(Rollout { modified: modified(&path), path, thread, started });
+        out.push(Rollout { path, thread, started, modified });
     }
 }
 
