@@ -11,7 +11,9 @@
 //! stream names, or because a process under the tee holds the file) gives only the lines written
 //! before that tee started.
 
+mod attaching;
 mod followed;
+mod reading;
 mod rows;
 mod sessions;
 mod tees;

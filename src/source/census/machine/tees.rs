@@ -1,17 +1,12 @@
-//! The running tees the machine view attaches to: their streams forwarded as they come, each
-//! listed as one session, under the first root thread its stream names and the agent it speaks.
+//! A running tee the machine view attaches to: what of its stream to forward (a resync's
+//! history is skipped), and the threads and the agent its stream names, under which it is listed
+//! as one session.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::time::SystemTime;
 
-use tokio::sync::mpsc;
-
-use super::{Gone, Machine, Session};
-use crate::source::agents::{self, Agent, tee};
-use crate::source::attach;
-use crate::source::live::{CHANNEL_EVENTS, Event, Records};
-use crate::source::origin::Origin;
+use crate::source::agents::Agent;
+use crate::source::live::Records;
 
 /// A tee attached to.
 pub(super) struct TeeFeed {
@@ -34,7 +29,7 @@ pub(super) struct TeeFeed {
 }
 
 impl TeeFeed {
-    fn new(socket: PathBuf, pid: Option<u32>) -> Self {
+    pub fn new(socket: PathBuf, pid: Option<u32>) -> Self {
         Self {
             socket,
             pid,
@@ -55,7 +50,7 @@ impl TeeFeed {
     /// The records of a batch to forward: the first of a connection starts a new session when it
     /// is another header; what a resync sends again is skipped; the threads and the agent its
     /// lines name are noted.
-    fn take(&mut self, records: &Records) -> Vec<u8> {
+    pub fn take(&mut self, records: &Records) -> Vec<u8> {
         let mut out = Vec::new();
         for line in records.iter() {
             if std::mem::take(&mut self.first) && self.header.as_deref() != Some(line) {
@@ -80,96 +75,29 @@ impl TeeFeed {
         }
         out
     }
-}
 
-impl Machine {
-    /// Attaches to every trusted tee not attached yet.
-    pub(super) fn find_tees(&mut self) {
-        for t in tee::running_in(&self.opts.tee_dir) {
-            if self.tees.iter().any(|known| known.socket == t.socket && !known.ended) {
-                continue;
-            }
-            let index = self.tees.len();
-            self.tees.push(TeeFeed::new(t.socket.clone(), t.pid));
-            let (one_tx, mut one_rx) = mpsc::channel(CHANNEL_EVENTS);
-            let options = attach::Options { path: t.socket, reconnect: false, record: None, rediscover: None };
-            tokio::spawn(attach::run(options, one_tx));
-            let all = self.tee_tx.clone();
-            tokio::spawn(async move {
-                while let Some(event) = one_rx.recv().await {
-                    if all.send((index, event)).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
+    /// The agent its stream speaks, once a line said.
+    pub fn agent(&self) -> Option<&'static Agent> {
+        self.agent
     }
 
-    pub(super) async fn tee_event(&mut self, i: usize, event: Event) -> Result<(), Gone> {
-        match event {
-            Event::Connected { .. } => self.tees[i].first = true,
-            // The history comes again on the new connection: what was forwarded is skipped.
-            Event::Reset(_) => self.tees[i].skip = self.tees[i].forwarded,
-            Event::Live => self.tees[i].live = true,
-            Event::Ended(_) => {
-                self.tees[i].ended = true;
-                self.tees[i].live = false;
-            }
-            Event::Records(records) => {
-                let out = self.tees[i].take(&records);
-                if self.tee_session(i) {
-                    // Its row's group is known before its threads arrive.
-                    self.announce().await?;
-                }
-                if !out.is_empty() {
-                    self.tees[i].last_ms = crate::source::recording::ms_of(SystemTime::now());
-                    self.forward(Origin::NONE, out).await?;
-                }
-            }
-            // A record over the bound takes its place in the stream's count, but there is nothing to forward.
-            Event::Oversized { .. } => {
-                let t = &mut self.tees[i];
-                if t.skip > 0 {
-                    t.skip -= 1;
-                } else {
-                    t.forwarded += 1;
-                }
-            }
-            Event::Disconnected { .. }
-            | Event::Origin(_)
-            | Event::Sessions(_)
-            | Event::Stopped { .. }
-            | Event::Resumed(_)
-            | Event::Followed(_)
-            | Event::Notice(_) => {}
-        }
-        Ok(())
+    /// A new connection: its first record says whether the session is the same.
+    pub fn connected(&mut self) {
+        self.first = true;
     }
 
-    /// A tee is listed as one session, under the first root thread its stream names, as the
-    /// agent it speaks; whether this call listed it.
-    fn tee_session(&mut self, i: usize) -> bool {
-        let t = &self.tees[i];
-        if t.session.is_some() {
-            return false;
+    /// The history comes again on the new connection: what was forwarded is skipped.
+    pub fn reset(&mut self) {
+        self.skip = self.forwarded;
+    }
+
+    /// A record over the bound takes its place in the stream's count, with nothing to forward.
+    pub fn oversized(&mut self) {
+        if self.skip > 0 {
+            self.skip -= 1;
+        } else {
+            self.forwarded += 1;
         }
-        let Some(id) = t.threads.iter().min().cloned() else { return false };
-        let index = self.sessions.len();
-        self.sessions.push(Session {
-            agent: t.agent.unwrap_or(&agents::tee::AGENT),
-            id,
-            project: t.pid.and_then(|p| self.opts.proc.cwd(p)).map(|p| p.display().to_string()),
-            project_guessed: false,
-            source: t.socket.clone(),
-            files: Vec::new(),
-            tee: Some(i),
-            within: None,
-            modified: SystemTime::UNIX_EPOCH,
-            state: None,
-            stopped: false,
-        });
-        self.tees[i].session = Some(index);
-        true
     }
 }
 
