@@ -11,10 +11,10 @@ use crate::source::agents;
 use crate::source::census::Options;
 use crate::source::census::list::{self, Listed, Read};
 use crate::source::files;
-use crate::source::origin::Origin;
 use crate::source::proc::Usage;
 use crate::source::regular;
 use crate::source::seen::{State, Trouble};
+use crate::wire::Origin;
 use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// One root session, with the figures `stats` gives for its subtree.

@@ -9,7 +9,7 @@ use rustc_hash::FxHashSet;
 
 use super::ids::{SpanId, agent_span_id, item_span_id, trace_id};
 use crate::model::prices::Pico;
-use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
+use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
 use crate::router::{Role, ThreadIdx};
 use crate::source::agents::{self, Tools};
 
@@ -200,12 +200,12 @@ pub fn all_spans(model: &Model, fallback: Option<Provider>) -> Vec<Span> {
 fn tool_name(t: &Thread, item: &Item, fallback: Option<Provider>) -> Option<String> {
     let tools = Provider::tools(Provider::of_thread(t, fallback));
     let name = match &item.kind {
-        ItemKind::Collab => match tools.spawn {
-            Some(spawn) => spawn.to_owned(),
-            None => snake_case(item.tool.as_deref().unwrap_or("collab_agent")),
-        },
+        // An agent's own name for it (Claude Code's `Agent`, `Task` before 2.1.63), as its own OTLP
+        // names it; else in snake case, as OTLP names tools.
+        ItemKind::Collab if tools.calls_as_written => item.tool.as_deref().unwrap_or("tool").to_owned(),
+        ItemKind::Collab => snake_case(item.tool.as_deref().unwrap_or("collab_agent")),
         // A multi-agent v2 spawn is announced as an activity `started` carrying the spawn's call id.
-        ItemKind::SubAgentActivity if item.tool.as_deref() == Some("started") => "spawn_agent".to_owned(),
+        ItemKind::SubAgentActivity if item.op == Some(AgentOp::Spawn) => tools.spawn.to_owned(),
         ItemKind::Command => tools.shell.to_owned(),
         ItemKind::FileChange => "apply_patch".to_owned(),
         ItemKind::WebSearch => "web_search".to_owned(),
@@ -216,7 +216,7 @@ fn tool_name(t: &Thread, item: &Item, fallback: Option<Provider>) -> Option<Stri
             item.title.as_str().split(' ').next().unwrap_or("tool").to_owned()
         }
         ItemKind::DynamicTool => non_empty(item.title.as_str()).unwrap_or("tool").to_owned(),
-        _ if !item.lanes.is_empty() => "spawn_agent".to_owned(),
+        _ if !item.lanes.is_empty() => tools.spawn.to_owned(),
         _ => return None,
     };
     Some(if name.is_empty() { "tool".to_owned() } else { name })

@@ -54,9 +54,8 @@ pub static AGENT: Agent = Agent {
     spend: Spend {
         provider: Some(&ANTHROPIC),
         reported: Reported::CostLines,
-        tools: Tools { spawn: Some("Task"), shell: "Bash", named_by_title: true },
+        tools: Tools { calls_as_written: true, shell: "Bash", named_by_title: true, ..Tools::DEFAULT },
     },
-    formats: &["claude-transcript", "claude-stream-json"],
     lowers: &[Format::ClaudeTranscript, Format::ClaudeStream],
     spawned_via: &[Via::TaskTool],
 };

@@ -45,7 +45,6 @@ pub static AGENT: Agent = Agent {
     // Through its tee, the app-server's own request; else Ctrl-C to the process.
     control: Control { interrupt: &[Interrupt::Request("turn/interrupt"), Interrupt::Signal(2)] },
     spend: Spend { provider: Some(&OPENAI), reported: Reported::Tokens, tools: Tools::DEFAULT },
-    formats: &["codex-app-server", "codex-rollout", "codex-exec-json"],
     lowers: &[Format::CodexAppServer, Format::CodexRollout, Format::CodexExec],
     spawned_via: &[],
 };

@@ -50,9 +50,8 @@ pub struct Agent {
     pub control: Control,
     /// How its spend is reported.
     pub spend: Spend,
-    /// The `input.format` names of its lowerings in `wire/` (what `stats` calls a stream of it).
-    pub formats: &'static [&'static str],
-    /// The formats its lowerings give a line (what one line of a stream says it is).
+    /// The formats its lowerings in `wire/` give a line (what one line of a stream says it is;
+    /// their `input.format` names are wire's).
     pub lowers: &'static [Format],
     /// How a sub-agent is registered that only this agent's sub-agents are (a thread registered
     /// so is this agent's, and calls its provider, whatever its model's name).
@@ -84,7 +83,7 @@ pub fn by_name(name: &str) -> Option<&'static Agent> {
 /// The agent whose lowering gives streams of this `input.format` (`None` for `mixed` and for
 /// formats no agent writes, such as OTLP).
 pub fn of_format(format: &str) -> Option<&'static Agent> {
-    AGENTS.iter().copied().find(|a| a.formats.contains(&format))
+    AGENTS.iter().copied().find(|a| a.lowers.iter().any(|f| f.name() == Some(format)))
 }
 
 /// The agent whose sub-agents alone are registered so.
@@ -361,8 +360,11 @@ pub struct Spend {
 /// An agent's own names of the tools every agent has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tools {
-    /// The tool that spawns a sub-agent (`None`: named by the call, as the agent wrote it).
-    pub spawn: Option<&'static str>,
+    /// Its calls that manage agents keep the name it gave them (`Agent`); `false`: they are
+    /// written in snake case (`spawnAgent` as `spawn_agent`).
+    pub calls_as_written: bool,
+    /// A spawn that no call of its own names (a multi-agent v2 activity, an item with lanes).
+    pub spawn: &'static str,
     /// The tool that runs a shell command.
     pub shell: &'static str,
     /// Its other tools are named by their title's first word (`Read src/x.rs`).
@@ -371,7 +373,8 @@ pub struct Tools {
 
 impl Tools {
     /// The names of an agent that names its calls itself.
-    pub const DEFAULT: Self = Self { spawn: None, shell: "shell", named_by_title: false };
+    pub const DEFAULT: Self =
+        Self { calls_as_written: false, spawn: "spawn_agent", shell: "shell", named_by_title: false };
 }
 
 /// The first line of a file, if it ends within [`FIRST_LINE_MAX`] bytes (a regular file only).
@@ -413,7 +416,7 @@ mod tests {
     fn every_agent_is_found_by_its_name_and_its_formats() {
         for agent in AGENTS {
             assert_eq!(by_name(agent.name), Some(agent));
-            for f in agent.formats {
+            for f in agent.lowers.iter().filter_map(|f| f.name()) {
                 assert_eq!(of_format(f), Some(agent), "{f}");
             }
         }

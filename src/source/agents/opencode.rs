@@ -49,9 +49,8 @@ pub static AGENT: Agent = Agent {
     spend: Spend {
         provider: None,
         reported: Reported::StoreRows,
-        tools: Tools { spawn: Some("task"), shell: "bash", named_by_title: false },
+        tools: Tools { calls_as_written: true, spawn: "task", shell: "bash", named_by_title: false },
     },
-    formats: &["opencode"],
     lowers: &[Format::OpenCode],
     spawned_via: &[],
 };

@@ -23,7 +23,6 @@ pub static AGENT: Agent = Agent {
     // The agent's own request, injected into the stream the tee carries (for the issue that acts).
     control: Control { interrupt: &[Interrupt::Signal(2)] },
     spend: Spend { provider: None, reported: Reported::Tokens, tools: Tools::DEFAULT },
-    formats: &[],
     lowers: &[],
     spawned_via: &[],
 };

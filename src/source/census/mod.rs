@@ -20,7 +20,7 @@ use self::liveness::{Look, Subject, Verdict};
 use super::agents::{self, AGENTS, Agent, Candidate, Env, Host, Served, Server, Sight, Window};
 use super::proc::{self, Proc, Usage, Walk};
 use super::seen::Trouble;
-use crate::wire::{Decoded, decode};
+use crate::wire::decode;
 
 /// Where and what a census looks at.
 #[derive(Debug, Clone)]
@@ -330,10 +330,7 @@ impl Before {
         if self.done {
             return false;
         }
-        let time = match decode(line.strip_suffix(b"\n").unwrap_or(line)) {
-            Decoded::Line(l) => l.time(),
-            Decoded::Malformed(_) => None,
-        };
+        let time = decode(line.strip_suffix(b"\n").unwrap_or(line)).ok().and_then(|l| l.time());
         self.done = time.is_some_and(|t| t >= self.ms);
         !self.done
     }
@@ -359,7 +356,7 @@ impl Before {
 /// The agent a record of a thread is of (by its lowering's format) and the thread (both `None` for
 /// control and global lines: headers, markers, client traffic).
 pub fn speaks(record: &[u8]) -> (Option<&'static Agent>, Option<String>) {
-    let Decoded::Line(line) = decode(record) else { return (None, None) };
+    let Ok(line) = decode(record) else { return (None, None) };
     let lowered = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut crate::wire::Stream::default());
     let crate::wire::Subject::Thread(id) = lowered.subject else { return (None, None) };
     (AGENTS.iter().copied().find(|a| a.lowers.contains(&lowered.format)), Some(id.to_string()))

@@ -10,7 +10,7 @@ use super::{Gone, Machine, Session};
 use crate::source::agents::{self, tee};
 use crate::source::attach;
 use crate::source::live::{CHANNEL_EVENTS, Event};
-use crate::source::origin::Origin;
+use crate::wire::Origin;
 
 impl Machine {
     /// Attaches to every trusted tee not attached yet.

@@ -9,8 +9,8 @@ use std::time::SystemTime;
 use super::super::Before;
 use crate::source::agents::Poll;
 use crate::source::files;
-use crate::source::origin::Origin;
 use crate::source::regular;
+use crate::wire::Origin;
 
 /// Bytes read from one file before the others get their turn.
 pub(super) const READ_CHUNK: u64 = 4 << 20;

@@ -29,10 +29,10 @@ use self::tees::TeeFeed;
 use super::{Census, Options, Wants};
 use crate::source::agents::Agent;
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
-use crate::source::origin::Origin;
 use crate::source::proc::Sampler;
 use crate::source::seen::{Snapshot, State, Trouble};
 use crate::source::watch::Watcher;
+use crate::wire::Origin;
 
 /// How often liveness is sampled and folders that did not exist yet are looked for.
 const TICK: Duration = Duration::from_secs(2);

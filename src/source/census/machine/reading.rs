@@ -5,7 +5,7 @@
 use super::followed::{READ_CHUNK, grow};
 use super::{Gone, Machine};
 use crate::source::files;
-use crate::source::origin::Origin;
+use crate::wire::Origin;
 
 impl Machine {
     /// Sends what a followed file gained since the last read (whole lines only).

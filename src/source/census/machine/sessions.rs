@@ -8,8 +8,8 @@ use super::followed::Followed;
 use super::{Gone, Machine, Session};
 use crate::source::agents::Candidate;
 use crate::source::census::{Before, Census, scan};
-use crate::source::origin::Origin;
 use crate::source::proc;
+use crate::wire::Origin;
 
 impl Machine {
     /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
