@@ -3,14 +3,18 @@
 pub mod attach;
 pub mod cli;
 pub mod export;
+pub mod history;
 mod ingest;
 pub mod listen;
 mod live;
 mod monitor;
 pub mod ps;
+pub mod report;
 pub mod route;
+pub mod search;
 pub mod sessions;
 pub mod stats;
+pub mod sync;
 pub mod tee;
 mod terminal;
 pub mod tree;
@@ -23,7 +27,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use crate::wire::sanitize_line;
 
 pub use self::cli::{Cli, Command};
-pub use self::ingest::{config, ingest, ingest_partial};
+pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on};
 pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
@@ -109,6 +113,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
+        Some(Command::Sync(args)) => sync::run(&args, config, &cli.global),
+        Some(Command::History(args)) => history::run(&args, config, &cli.global),
+        Some(Command::Report(args)) => report::run(&args, config, &cli.global),
+        Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

@@ -148,8 +148,14 @@ pub fn memory(bytes: u64) -> String {
     }
 }
 
-/// `~/…` for paths under the home folder, on one line and clean.
-fn short_path(path: &str, home: Option<&std::path::Path>) -> String {
+/// `~/…` for paths under the user's home folder (as the environment says it), on one line and
+/// clean.
+pub(super) fn short_path(path: &str) -> String {
+    short_path_in(path, crate::source::agents::Env::from_process().home().as_deref())
+}
+
+/// `~/…` for paths under `home`, on one line and clean.
+fn short_path_in(path: &str, home: Option<&std::path::Path>) -> String {
     let home = home.and_then(|h| h.to_str()).filter(|h| !h.is_empty() && *h != "/");
     let short = match home.and_then(|h| path.strip_prefix(h)) {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
@@ -165,7 +171,7 @@ const NAME_MIN: usize = 16;
 
 /// The width of the terminal stdout is (`COLUMNS` first, as `ps` reads it); `None` when stdout
 /// is no terminal: a pipe or a file gets every column whole.
-fn terminal_width() -> Option<usize> {
+pub(super) fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
         return None;
@@ -188,7 +194,7 @@ const NAME: usize = 12;
 /// is cut (to [`NAME_MIN`]), and a row still too wide is cut at the edge.
 fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>, home: Option<&Path>) -> String {
     let mut out = String::new();
-    let short = |p: &Path| short_path(&p.to_string_lossy(), home);
+    let short = |p: &Path| short_path_in(&p.to_string_lossy(), home);
     if report.rows.is_empty() {
         let _ = writeln!(out, "no agent sessions found; looked in:");
         for (tool, dir) in &report.looked_in {
@@ -207,8 +213,8 @@ fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>, hom
             [
                 r.tool.to_string(),
                 r.id.to_string(),
-                r.project.as_deref().map_or_else(|| "?".to_owned(), |p| short_path(p, home)),
-                short_path(&r.source, home),
+                r.project.as_deref().map_or_else(|| "?".to_owned(), |p| short_path_in(p, home)),
+                short_path_in(&r.source, home),
                 r.state.as_str().to_owned(),
                 r.last_activity_ms.map_or_else(|| "?".to_owned(), |t| age(now_ms, t)),
                 r.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),

@@ -161,6 +161,15 @@ pub struct Candidate {
     pub within: Option<String>,
 }
 
+impl Candidate {
+    /// A session within a store: its subtree's records as the store holds them now (`None`: a
+    /// session of files of its own).
+    pub fn read_within(&self) -> Option<io::Result<Vec<u8>>> {
+        let (store, root) = (self.agent.store.as_ref()?, self.within.as_ref()?);
+        Some((store.read)(&self.location, root).map(|(records, _)| records))
+    }
+}
+
 /// Where an agent keeps its sessions and how to list them.
 pub struct Place {
     /// The folder its sessions are under, from the environment (`None`: no home to look in).

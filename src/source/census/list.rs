@@ -172,15 +172,13 @@ fn judged(
         .iter()
         .zip(verdicts)
         .map(|((c, _), verdict)| {
-            let read = match (&c.agent.store, &c.within) {
-                (Some(store), Some(root)) => Read::Records(match (store.read)(&c.location, root) {
-                    Ok((records, _)) => records,
-                    Err(e) => {
-                        trouble.unreadable(&e.to_string());
-                        Vec::new()
-                    }
-                }),
-                _ => Read::Files(c.files.clone()),
+            let read = match c.read_within() {
+                Some(Ok(records)) => Read::Records(records),
+                Some(Err(e)) => {
+                    trouble.unreadable(&e.to_string());
+                    Read::Records(Vec::new())
+                }
+                None => Read::Files(c.files.clone()),
             };
             // A project named by a guess: the cwd its running process registered, when it did.
             let registered =
