@@ -150,6 +150,57 @@ pub enum Command {
     Listen(ListenArgs),
     /// Send spawn trees to an OpenTelemetry collector as traces (or write them as OTLP/JSON lines).
     Export(ExportArgs),
+    /// Claude Code PreToolUse hook: refuse a sub-agent spawn that would pass a limit.
+    Guard(GuardArgs),
+}
+
+/// Limits on a swarm: how deep, how many children per agent, how much the whole tree may spend.
+#[derive(Debug, Clone, Args, Default)]
+pub struct GuardOpts {
+    /// Deepest a sub-agent may be (the session's own children are depth 1).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Most sub-agents one agent may spawn.
+    #[arg(long, value_name = "N")]
+    pub max_children: Option<u32>,
+    /// Most a session's whole tree may spend, in US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost: Option<crate::model::prices::Pico>,
+}
+
+impl GuardOpts {
+    pub fn limits(&self) -> crate::act::Limits {
+        crate::act::Limits { max_depth: self.max_depth, max_children: self.max_children, max_cost: self.max_cost }
+    }
+}
+
+fn parse_usd(s: &str) -> Result<crate::model::prices::Pico, String> {
+    crate::model::prices::Pico::parse_usd(s).ok_or_else(|| format!("not an amount of US dollars: {s:?} (try 0.50)"))
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    #[command(flatten)]
+    pub limits: GuardOpts,
+    /// Add this guard, with these limits, to Claude Code's settings.json (again: replace it).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove the guard from Claude Code's settings.json (only its own entry).
+    #[arg(long, conflicts_with_all = ["max_depth", "max_children", "max_cost"])]
+    pub uninstall: bool,
+    #[command(flatten)]
+    pub scope: ScopeOpts,
+}
+
+/// Which Claude Code settings.json the guard goes into.
+#[derive(Debug, Args)]
+pub struct ScopeOpts {
+    /// The user's settings ($CLAUDE_CONFIG_DIR or ~/.claude/settings.json; the default).
+    #[arg(long, conflicts_with = "project")]
+    pub user: bool,
+    /// This project's settings (./.claude/settings.json).
+    #[arg(long)]
+    pub project: bool,
 }
 
 #[derive(Debug, Args)]

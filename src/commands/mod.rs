@@ -3,6 +3,7 @@
 pub mod attach;
 pub mod cli;
 pub mod export;
+pub mod guard;
 mod ingest;
 pub mod listen;
 mod live;
@@ -110,6 +111,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
+        Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

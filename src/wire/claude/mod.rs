@@ -12,6 +12,6 @@ pub mod stream;
 mod transcript;
 
 pub use transcript::{
-    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse,
-    parse_alone_into,
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, SPAWN_TOOLS, ToolInput, Usage, blocks_of,
+    is_spawn_tool, lower, parse, parse_alone_into,
 };

@@ -576,13 +576,22 @@ fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> 
     }))
 }
 
+/// The tools by which a Claude Code agent spawns a sub-agent: `Task` (2.1.39), `Agent` (from 2.1.63;
+/// stream-json's tool list still says `Task`), wire.md §6.
+pub const SPAWN_TOOLS: &[&str] = &["Agent", "Task"];
+
+/// Whether a call of the tool `name` spawns a sub-agent.
+pub fn is_spawn_tool(name: &str) -> bool {
+    SPAWN_TOOLS.contains(&name)
+}
+
 pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
     let id = block.id.as_deref()?;
     let name = block.name.as_deref().unwrap_or("tool");
     let input = &block.input;
     let (kind, title) = match name {
         "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
-        "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
+        _ if is_spawn_tool(name) => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
         _ => {
             let arg = [&input.file_path, &input.pattern, &input.command, &input.url, &input.query, &input.description]
                 .into_iter()
