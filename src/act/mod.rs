@@ -2,8 +2,11 @@
 //! passes a limit, interrupts of one agent or a subtree, notifications. It reads the model as
 //! every other consumer does and decides; the commands and the tee carry its decisions out.
 
+pub mod control;
 pub mod hook;
 pub mod limits;
 pub mod settings;
+pub mod target;
+pub mod tee;
 
 pub use limits::{Breach, Limits, Spend};

@@ -152,6 +152,23 @@ pub enum Command {
     Export(ExportArgs),
     /// Claude Code PreToolUse hook: refuse a sub-agent spawn that would pass a limit.
     Guard(GuardArgs),
+    /// Stop one agent (or its subtree) through the tee, server or process that carries it.
+    Interrupt(InterruptArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InterruptArgs {
+    /// A thread or session id, a unique prefix (or the short id the tree shows), or an agent's name.
+    pub target: String,
+    /// Also stop every agent below it, the deepest first.
+    #[arg(long)]
+    pub subtree: bool,
+    /// The tee carrying the session (default: every running tee is asked).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// How long to wait for the agents to confirm they stopped.
+    #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
 }
 
 /// Limits on a swarm: how deep, how many children per agent, how much the whole tree may spend.

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod export;
 pub mod guard;
 mod ingest;
+pub mod interrupt;
 pub mod listen;
 mod live;
 pub mod machine;
@@ -112,6 +113,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
+        Some(Command::Interrupt(args)) => interrupt::run(&args, config),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

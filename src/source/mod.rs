@@ -5,7 +5,8 @@
 //! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
 //!   [`replay`]: their pacing; [`follow`]: their files' growth; [`origin`]: what a file's place tells.
 //! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
-//! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
+//! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors;
+//!   [`inject`] writes the acts its monitors ask for (an interrupt) into the session.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
@@ -20,6 +21,7 @@ pub mod files;
 pub mod follow;
 pub mod hub;
 pub mod inbound;
+pub mod inject;
 pub mod json;
 pub mod live;
 pub mod opencode;

@@ -1,0 +1,285 @@
+//! `swarmtop interrupt` with the real `codex app-server` 0.171.0 behind `swarmtop tee`, offline against the
+//! scripted mock of the Responses API (`support/mock_model.rs`).
+//!
+//! ```text
+//! lead          spawns solo and mid, waits for them twice (5 s each), then closes with a short answer
+//! ├── solo      streams a long answer slowly            ← interrupt SOLO (found by itself, by id prefix)
+//! └── mid       spawns leaf, waits, then streams slowly ← interrupt --subtree MID (--socket, short id)
+//!     └── leaf  streams a long answer slowly
+//! ```
+//!
+//! Checked: each interrupted agent's turn ends `interrupted` by the app-server's own `turn/completed`, and
+//! its rollout says so; `--subtree` stops the grandchild before its parent; the lead goes on and completes;
+//! the client never sees the tee's requests or their answers, and its own request ids are untouched; the
+//! recording holds every act as an envelope with `act`, and the answers to it.
+//!
+//! Needs the codex binary: `scripts/setup-codex.sh` installs it (npm) into the git-ignored `.cache/`. The
+//! test skips, loudly, only when npm is missing; with `CI` set even that fails.
+
+mod support;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::codex_driver::Dir;
+use support::harness::{CodexBinary, codex_binary, run_script};
+use support::mock_model::{MockModel, ModelRequest, Reply, Script, Usage};
+use support::responses::{History, MULTI_AGENT_NS, ResponseBuilder};
+use support::scenario::Pacing;
+
+const SWARMTOP: &str = env!("CARGO_BIN_EXE_swarmtop");
+const PROMPT: &str = "[task:lead] Survey the crate with two helpers.";
+/// Pause between the deltas of a slow answer: the answer would take about half a minute.
+const SLOW: Duration = Duration::from_millis(60);
+
+struct Stoppable;
+
+fn slow_answer(r: &mut ResponseBuilder, who: &str) {
+    let words: Vec<String> = (0..500).map(|i| format!("{who}{i}")).collect();
+    r.message(&words.join(" "));
+}
+
+impl Script for Stoppable {
+    fn reply(&self, req: &ModelRequest<'_>) -> Reply {
+        let tag = req.agent.clone().unwrap_or_default();
+        let history = History::read(&tag, req.body);
+        let mut r = ResponseBuilder::new(&tag, history.step);
+        let mut delta = Duration::ZERO;
+        match (tag.as_str(), history.step) {
+            ("lead", 0) => {
+                r.spawn(&json!({"message": "[task:solo] Write the long report."}));
+                r.spawn(&json!({"message": "[task:mid] Get a helper to write the long report."}));
+            }
+            ("mid", 0) => {
+                r.spawn(&json!({"message": "[task:leaf] Write the long report."}));
+            }
+            // A child's interrupted turn is no end to `wait_agent` (codex 0.171.0 waits out its
+            // timeout): the lead waits twice, briefly, then goes on without the children.
+            ("lead", _) if !history.pending().is_empty() && history.waits < 2 => {
+                r.call("wait_agent", Some(MULTI_AGENT_NS), &json!({"targets": history.pending(), "timeout_ms": 5_000}));
+            }
+            ("mid", 1) => {
+                r.wait(&history.pending());
+            }
+            ("lead", _) => {
+                r.message("All done.");
+            }
+            ("solo" | "mid" | "leaf", _) => {
+                slow_answer(&mut r, &tag);
+                delta = SLOW;
+            }
+            _ => {
+                r.message("Nothing to do here.");
+            }
+        }
+        let usage = Usage { input: 1000, cached_input: 0, output: 50, reasoning_output: 0 };
+        Reply::Stream { events: r.into_events(), usage, pre_delay: Duration::from_millis(20), delta_delay: delta }
+    }
+}
+
+/// The thread of the first request the mock served for `tag`, once there is one.
+async fn thread_of(mock: &MockModel, tag: &str, deadline: Instant) -> String {
+    loop {
+        let found = mock.served().into_iter().find(|s| s.agent.as_deref() == Some(tag)).and_then(|s| s.thread_id);
+        if let Some(id) = found {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "{tag} never asked the model: {:#?}", mock.served());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `tag` has a request of its `step` being streamed.
+async fn streaming(mock: &MockModel, tag: &str, requests: usize, deadline: Instant) {
+    while mock.served().iter().filter(|s| s.agent.as_deref() == Some(tag)).count() < requests {
+        assert!(Instant::now() < deadline, "{tag} never made request {requests}: {:#?}", mock.served());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Past the think time, into the deltas.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+async fn swarmtop(runtime_dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = tokio::process::Command::new(SWARMTOP).args(args).env("XDG_RUNTIME_DIR", runtime_dir).output();
+    tokio::time::timeout(Duration::from_secs(60), out).await.expect("interrupt finished in time").expect("ran")
+}
+
+fn socket_in(runtime_dir: &Path) -> PathBuf {
+    let dir = runtime_dir.join("swarmtop");
+    let found = std::fs::read_dir(&dir).expect("the tee's socket directory").filter_map(Result::ok).map(|e| e.path());
+    found.into_iter().find(|p| p.extension().is_some_and(|x| x == "sock")).expect("the tee's socket")
+}
+
+/// `turn/completed` of `thread` as the client read them: (status, index in the transcript).
+fn completions(lines: &[(Dir, Value)], thread: &str) -> Vec<(String, usize)> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, (d, m))| *d == Dir::S2c && m["method"] == "turn/completed" && m["params"]["threadId"] == thread)
+        .map(|(i, (_, m))| (m["params"]["turn"]["status"].as_str().unwrap_or_default().to_owned(), i))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_child_and_a_subtree_through_the_tee() {
+    let codex = match codex_binary() {
+        CodexBinary::Found(p) => p,
+        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    };
+    let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-interrupt-").tempdir().expect("temp dir");
+    let runtime_dir = scratch.path().join("run");
+    std::fs::create_dir_all(&runtime_dir).expect("runtime dir");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime_dir, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    }
+    let recording = scratch.path().join("recording.ndjson");
+    let mock = MockModel::start(Stoppable).await.expect("mock");
+    let launch = {
+        let (recording, runtime_dir) = (recording.clone(), runtime_dir.clone());
+        move |_: &support::harness::World| -> (OsString, Vec<OsString>) {
+            // The tee puts its socket where the interrupt will look for it.
+            let mut runtime = OsString::from("XDG_RUNTIME_DIR=");
+            runtime.push(&runtime_dir);
+            let args = [runtime, SWARMTOP.into(), "tee".into(), "--record".into(), recording.into()]
+                .into_iter()
+                .chain(["--".into(), codex.into(), "app-server".into()])
+                .collect();
+            ("env".into(), args)
+        }
+    };
+
+    let acting = async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let solo = thread_of(&mock, "solo", deadline).await;
+        streaming(&mock, "solo", 1, deadline).await;
+        let prefix = &solo[..solo.len() - 4];
+        let first = swarmtop(&runtime_dir, &["interrupt", prefix]).await;
+
+        let mid = thread_of(&mock, "mid", deadline).await;
+        let leaf = thread_of(&mock, "leaf", deadline).await;
+        streaming(&mock, "leaf", 1, deadline).await;
+        let socket = socket_in(&runtime_dir);
+        let short = &mid[mid.len() - 8..];
+        let socket_arg = socket.to_string_lossy().into_owned();
+        let second = swarmtop(&runtime_dir, &["interrupt", "--subtree", "--socket", &socket_arg, short]).await;
+        (solo, mid, leaf, first, second)
+    };
+    let run = run_script(&mock, Box::new(launch), Pacing::TEST, PROMPT, Duration::from_secs(90), None);
+    let (run, (solo, mid, leaf, first, second)) = tokio::join!(run, acting);
+    if let Some(keep) = std::env::var_os("SWARMTOP_E2E_KEEP") {
+        let keep = PathBuf::from(keep).join("interrupt");
+        std::fs::create_dir_all(&keep).expect("keep dir");
+        let _ = std::fs::copy(&recording, keep.join("recording.ndjson"));
+        if let Ok(run) = &run {
+            let _ = std::process::Command::new("cp").arg("-r").arg(&run.world.home).arg(&keep).status();
+        }
+    }
+    let run = run.unwrap_or_else(|e| panic!("the session did not complete: {e}"));
+
+    let say = |o: &std::process::Output| {
+        format!(
+            "exit {:?}\nstdout: {}\nstderr: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    assert!(first.status.success(), "interrupt solo: {}", say(&first));
+    assert_eq!(String::from_utf8_lossy(&first.stdout).lines().count(), 1, "{}", say(&first));
+    assert!(second.status.success(), "interrupt --subtree mid: {}", say(&second));
+    let said: Vec<String> = String::from_utf8_lossy(&second.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(said.len(), 2, "leaf, then mid: {said:?}");
+    assert!(said[0].contains(&leaf[leaf.len() - 8..]) && said[1].contains(&mid[mid.len() - 8..]), "{said:?}");
+
+    // The app-server's own word, as the client read it.
+    let lines: Vec<(Dir, Value)> = run
+        .session
+        .transcript
+        .iter()
+        .map(|c| (c.dir, serde_json::from_slice(&c.line).expect("the client reads JSON lines")))
+        .collect();
+    let solo_ends = completions(&lines, &solo);
+    assert_eq!(solo_ends.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), ["interrupted"], "solo");
+    let (leaf_ends, mid_ends) = (completions(&lines, &leaf), completions(&lines, &mid));
+    assert_eq!(leaf_ends.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), ["interrupted"], "leaf");
+    assert_eq!(mid_ends.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), ["interrupted"], "mid");
+    assert!(leaf_ends[0].1 < mid_ends[0].1, "the grandchild stopped before its parent");
+    let lead_ends = completions(&lines, &run.session.root_thread);
+    assert_eq!(lead_ends.last().map(|(s, _)| s.as_str()), Some("completed"), "the lead went on and finished");
+
+    // The client's ids are its own; nothing of the tee's reached it.
+    let received = String::from_utf8_lossy(&run.session.received);
+    assert!(!received.contains("\"id\":\"swarmtop-"), "an answer to the tee reached the client");
+    for (dir, m) in &lines {
+        if *dir == Dir::C2s && m.get("id").is_some() {
+            assert!(m["id"].is_u64(), "the client's own id: {m}");
+        }
+    }
+
+    // The recording: every act, as what it is, and its answer.
+    let text = std::fs::read_to_string(&recording).expect("the recording");
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect();
+    let acts: Vec<&Value> = records.iter().filter(|r| r.get("act").is_some()).collect();
+    let targets: Vec<&str> = acts.iter().map(|a| a["act"]["target"].as_str().unwrap_or_default()).collect();
+    assert_eq!(targets, [solo.as_str(), leaf.as_str(), mid.as_str()], "one act per interrupt, leaves first");
+    for a in &acts {
+        assert_eq!(a["dir"], "c2s");
+        assert_eq!(a["act"]["kind"], "interrupt");
+        assert_eq!(a["msg"]["method"], "turn/interrupt");
+        let id = a["msg"]["id"].as_str().expect("a string id of the tee's");
+        assert!(id.starts_with("swarmtop-"));
+        assert_eq!(a["act"]["requestId"], id);
+        let answered =
+            records.iter().any(|r| r["dir"] == "s2c" && r["msg"]["id"] == id && r["msg"].get("result").is_some());
+        assert!(answered, "the app-server answered {id}");
+    }
+    // What the client sent is the recording's c2s without the acts.
+    let mut c2s = Vec::new();
+    for r in records.iter().filter(|r| r["dir"] == "c2s" && r.get("act").is_none()) {
+        c2s.extend_from_slice(r["msg"].to_string().as_bytes());
+        c2s.push(b'\n');
+    }
+    let sent: Vec<Value> = run
+        .session
+        .sent
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let recorded: Vec<Value> =
+        c2s.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    assert_eq!(sent, recorded, "the client's lines, all and only them, besides the acts");
+
+    // The rollouts say the turns were aborted.
+    let rollouts = rollout_text(&run.world.home.join("sessions"));
+    for id in [&solo, &leaf, &mid] {
+        let (_, text) =
+            rollouts.iter().find(|(p, _)| p.contains(id.as_str())).unwrap_or_else(|| panic!("a rollout of {id}"));
+        let aborted = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).any(|l| {
+            l["type"] == "event_msg"
+                && l["payload"]["type"] == "turn_aborted"
+                && l["payload"]["reason"] == "interrupted"
+        });
+        assert!(aborted, "{id}'s rollout records the interrupt");
+    }
+}
+
+fn rollout_text(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rollout_text(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push((p.to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap_or_default()));
+        }
+    }
+    out
+}
