@@ -283,3 +283,124 @@ fn rollout_text(dir: &Path) -> Vec<(String, String)> {
     }
     out
 }
+
+/// Claude Code: the lead spawns one foreground sub-agent; the sub-agent's answer, and the lead's after
+/// it, stream slowly.
+struct SlowKid;
+
+impl support::anthropic::Script for SlowKid {
+    fn reply(&self, req: &support::anthropic::MessagesRequest<'_>) -> support::anthropic::Reply {
+        use support::anthropic::{Block, Reply as Answer};
+        let agent = req.agent.as_deref().filter(|_| !req.tools.is_empty());
+        if agent == Some("lead") && req.step == 0 {
+            let input = json!({"description": "Kid", "prompt": "[[agent:kid]] Write the long report.",
+                               "subagent_type": "general-purpose", "run_in_background": false});
+            return Answer::answer(
+                vec![Block::ToolUse { id: "toolu_kid".into(), name: "Agent".into(), input }],
+                "tool_use",
+            );
+        }
+        let Some(who) = agent else { return Answer::answer(vec![Block::Text("Side answer.".into())], "end_turn") };
+        let words: Vec<String> = (0..300).map(|i| format!("{who}{i}")).collect();
+        let mut answer = Answer::answer(vec![Block::Text(words.join(" "))], "end_turn");
+        if let Answer::Message { delta_delay, signal, .. } = &mut answer {
+            // The lead's closing answer is quick: once the kid is stopped the session finishes.
+            if who == "kid" {
+                *delta_delay = Duration::from_millis(50);
+                *signal = true;
+            }
+        }
+        answer
+    }
+}
+
+/// The real Claude Code 2.1.332 hosted in stream-json input mode behind the tee: `swarmtop interrupt` on
+/// its sub-agent stops that sub-agent alone (`stop_task`), by the CLI's own word (`task_updated` killed),
+/// and the lead goes on to its result; the client sees nothing of the tee's request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_claude_sub_agent_hosted_in_stream_json() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let Some(claude) = support::claude_driver::binary() else { return };
+    let world = support::claude_driver::World::new().expect("a world");
+    let mock = support::anthropic::MockAnthropic::start(SlowKid).await.expect("mock");
+    let mut streaming = mock.streaming();
+    let socket = world.root.path().join("tee.sock");
+    let recording = world.root.path().join("recording.ndjson");
+    let mut tee = tokio::process::Command::new(SWARMTOP)
+        .args(["tee", "--socket"])
+        .arg(&socket)
+        .arg("--record")
+        .arg(&recording)
+        .arg("--")
+        .arg(&claude)
+        .args(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args(["--model", "claude-sonnet-4-5", "--dangerously-skip-permissions"])
+        .env_clear()
+        .envs(support::claude_driver::env(&world, &mock.base_url(), None))
+        .current_dir(&world.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("swarmtop tee -- claude");
+    let mut stdin = tee.stdin.take().expect("stdin");
+    let reading = {
+        let stdout = tee.stdout.take().expect("stdout");
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            let mut out = Vec::new();
+            while let Ok(Some(l)) = lines.next_line().await {
+                let done = l.contains("\"type\":\"result\"");
+                out.push(l);
+                if done {
+                    break;
+                }
+            }
+            out
+        })
+    };
+    let prompt = json!({"type": "user", "message": {"role": "user", "content": "[[agent:lead]] Use a helper."}});
+    stdin.write_all(format!("{prompt}\n").as_bytes()).await.expect("the prompt");
+    tokio::time::timeout(Duration::from_secs(60), streaming.changed()).await.expect("the kid streams").expect("mock");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The kid's id, as the session's monitor knows it: its task in the recording so far.
+    let text = std::fs::read_to_string(&recording).expect("the recording");
+    let kid = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|r| (r["msg"]["subtype"] == "task_started").then(|| r["msg"]["task_id"].as_str().map(str::to_owned)))
+        .flatten()
+        .expect("the kid's task_started");
+    let out = tokio::process::Command::new(SWARMTOP)
+        .args(["interrupt", "--socket"])
+        .arg(&socket)
+        .arg(&kid)
+        .output()
+        .await
+        .expect("swarmtop interrupt");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "interrupt: {said}");
+    assert!(said.contains(&kid[kid.len() - 8..]), "{said}");
+
+    let lines =
+        tokio::time::timeout(Duration::from_secs(60), reading).await.expect("the session ends").expect("reader");
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(30), tee.wait()).await;
+    let msgs: Vec<Value> = lines.iter().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(
+        msgs.iter().any(|m| m["subtype"] == "task_updated"
+            && m["task_id"] == kid.as_str()
+            && m["patch"]["status"] == "killed"),
+        "the CLI says the kid was killed"
+    );
+    let result = msgs.last().expect("a result");
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["subtype"], "success", "the lead went on: {result}");
+    assert!(lines.iter().all(|l| !l.contains("control_response")), "the tee's answer never reached the client");
+    let records: Vec<Value> =
+        std::fs::read_to_string(&recording).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let act = records.iter().find(|r| r.get("act").is_some()).expect("the act is recorded");
+    assert_eq!(act["msg"]["request"]["subtype"], "stop_task");
+    assert_eq!(act["msg"]["request"]["task_id"], kid.as_str());
+}

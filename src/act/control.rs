@@ -13,26 +13,51 @@ pub struct TeeRequest {
     pub answer_at: &'static [&'static str],
 }
 
+/// The running turn to stop: whose, which, and whether that agent is the session itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Running<'a> {
+    pub thread: &'a str,
+    pub turn: &'a str,
+    pub root: bool,
+}
+
 /// One agent's ways of being stopped.
 pub struct AgentControl {
     /// The `input.format` its traffic has through a tee (`Pipeline::format`).
     pub format: &'static str,
-    /// The request that stops one running turn of a thread, through the tee.
-    pub interrupt: fn(thread: &str, turn: &str) -> TeeRequest,
+    /// The request that stops one running turn, through the tee.
+    pub interrupt: fn(Running<'_>) -> TeeRequest,
 }
 
 /// Codex app-server 0.171.0: `turn/interrupt {threadId, turnId}` (both required), answered by a
 /// JSON-RPC response with the request's id; the turn then ends with `turn/completed`
 /// `status: interrupted` (`docs/acting.md` §2).
-fn codex_interrupt(thread: &str, turn: &str) -> TeeRequest {
+fn codex_interrupt(r: Running<'_>) -> TeeRequest {
     TeeRequest {
-        send: json!({"method": "turn/interrupt", "params": {"threadId": thread, "turnId": turn}}),
+        send: json!({"method": "turn/interrupt", "params": {"threadId": r.thread, "turnId": r.turn}}),
         id_at: &["id"],
         answer_at: &["id"],
     }
 }
 
-pub const AGENTS: &[AgentControl] = &[AgentControl { format: "codex-app-server", interrupt: codex_interrupt }];
+/// Claude Code 2.1.332 hosted in stream-json input mode: a `control_request` on its stdin, answered
+/// by a `control_response` naming its `request_id`. A sub-agent is stopped alone with `stop_task`
+/// (its agent id is the task's id; the parent goes on), the session's turn with `interrupt`
+/// (`docs/acting.md` §4).
+fn claude_stream_interrupt(r: Running<'_>) -> TeeRequest {
+    let request =
+        if r.root { json!({"subtype": "interrupt"}) } else { json!({"subtype": "stop_task", "task_id": r.thread}) };
+    TeeRequest {
+        send: json!({"type": "control_request", "request": request}),
+        id_at: &["request_id"],
+        answer_at: &["response", "request_id"],
+    }
+}
+
+pub const AGENTS: &[AgentControl] = &[
+    AgentControl { format: "codex-app-server", interrupt: codex_interrupt },
+    AgentControl { format: "claude-stream-json", interrupt: claude_stream_interrupt },
+];
 
 /// The record for a session whose traffic is in `format`.
 pub fn for_format(format: &str) -> Option<&'static AgentControl> {

@@ -11,7 +11,7 @@ use color_eyre::eyre::{Result, bail, eyre};
 use serde_json::json;
 
 use super::cli::InterruptArgs;
-use crate::act::control::{self, AgentControl};
+use crate::act::control::{self, AgentControl, Running};
 use crate::act::target::{self, Miss, Stop};
 use crate::act::tee::{Line, Reply, TeeSession};
 use crate::model::{Model, TurnStatus};
@@ -51,7 +51,8 @@ async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
         stop_level(&mut session, agent, level, deadline).await?;
         let model = &session.pipeline.model;
         for stop in level {
-            let line = format!("interrupted {} (turn {})\n", name(model, stop.thread), sanitize_line(&stop.turn));
+            let (who, id, turn) = (name(model, stop.thread), sanitize_line(&stop.id), sanitize_line(&stop.turn));
+            let line = format!("interrupted {who} [{id}], turn {turn}\n");
             super::print(line.as_bytes())?;
         }
     }
@@ -110,7 +111,9 @@ async fn stop_level(
     let mut asked = Vec::new();
     for stop in level {
         let act = json!({"kind": "interrupt", "by": "swarmtop interrupt", "target": stop.id, "turn": stop.turn});
-        asked.push(session.ask(&(agent.interrupt)(&stop.id, &stop.turn), act).await.map_err(|e| eyre!(e))?);
+        let root = session.pipeline.model.thread(stop.thread).parent.is_none();
+        let running = Running { thread: &stop.id, turn: &stop.turn, root };
+        asked.push(session.ask(&(agent.interrupt)(running), act).await.map_err(|e| eyre!(e))?);
     }
     loop {
         let model = &session.pipeline.model;
