@@ -404,3 +404,226 @@ async fn interrupting_a_claude_sub_agent_hosted_in_stream_json() {
     assert_eq!(act["msg"]["request"]["subtype"], "stop_task");
     assert_eq!(act["msg"]["request"]["task_id"], kid.as_str());
 }
+
+/// OpenCode: the root hands a long task to a child, whose answer streams one word every 200 ms.
+struct LongTask;
+
+impl support::chat_completions::Script for LongTask {
+    fn reply(&self, req: &support::chat_completions::Request<'_>) -> support::chat_completions::Reply {
+        use support::chat_completions::{Call, Reply as Answer, Usage as Tokens};
+        let usage = Tokens { prompt: 1000, cached: 0, completion: 20, reasoning: 0 };
+        let fast = |text: &str, calls| Answer::Stream {
+            text: text.to_owned(),
+            calls,
+            usage,
+            pieces: 3,
+            delay: Duration::from_millis(10),
+        };
+        match (req.agent.as_str(), req.step) {
+            ("root", 0) => {
+                let prompt = "[[AGENT:child_slow]] Write the long report.";
+                let arguments = json!({"description": "Long task", "prompt": prompt, "subagent_type": "general"});
+                fast("Delegating.", vec![Call { id: "call_slow".into(), name: "task".into(), arguments }])
+            }
+            ("root", _) => fast("Root finished.", vec![]),
+            ("child_slow", _) => Answer::Stream {
+                text: "word ".repeat(300),
+                calls: vec![],
+                usage,
+                pieces: 300,
+                delay: Duration::from_millis(200),
+            },
+            _ => fast("Side answer.", vec![]),
+        }
+    }
+}
+
+fn get_json(agent: &ureq::Agent, url: &str) -> Value {
+    let mut answer = agent.get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).expect("JSON")
+}
+
+fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
+    let mut answer = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).unwrap_or(Value::Null)
+}
+
+/// The real OpenCode 1.18.33 under `opencode serve`: `swarmtop interrupt` on a child session, found by
+/// its title on a server swarmtop finds by itself, aborts it as OpenCode's own abort does (its message
+/// ends `MessageAbortedError`); the root goes on and finishes; the act is logged.
+#[test]
+fn interrupting_an_opencode_child_session_through_its_server() {
+    use support::opencode::{Server, binary, command, free_port, home, wait_http};
+    let Some(bin) = binary() else {
+        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
+        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
+        return;
+    };
+    let mock = support::chat_completions::MockChat::start(LongTask).expect("mock");
+    let dir = home(&mock);
+    let root = dir.path();
+    let port = free_port().to_string();
+    let _server = Server(
+        command(&bin, root)
+            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opencode serve"),
+    );
+    let authority = format!("127.0.0.1:{port}");
+    wait_http(&authority);
+    let http = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(15))).build().new_agent();
+    let base = format!("http://{authority}");
+    let session = post_json(&http, &format!("{base}/session"), &json!({}))["id"].as_str().expect("an id").to_owned();
+    let prompt = json!({"parts": [{"type": "text", "text": "Delegate."}]});
+    post_json(&http, &format!("{base}/session/{session}/prompt_async"), &prompt);
+
+    let started = Instant::now();
+    let child = loop {
+        assert!(started.elapsed() < Duration::from_secs(60), "the child never ran");
+        let sessions = get_json(&http, &format!("{base}/session"));
+        let busy = get_json(&http, &format!("{base}/session/status"));
+        let child = sessions.as_array().into_iter().flatten().find(|s| s["parentID"] == session.as_str());
+        if let Some(id) = child.and_then(|c| c["id"].as_str()).filter(|id| busy.get(*id).is_some()) {
+            if mock.served().iter().any(|s| s.agent == "child_slow") {
+                break id.to_owned();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+
+    let home_dir = root.join("home");
+    let out = std::process::Command::new(SWARMTOP)
+        .args(["interrupt", "Long task"])
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env("HOME", &home_dir)
+        .env("XDG_DATA_HOME", home_dir.join(".local/share"))
+        .env("XDG_STATE_HOME", home_dir.join(".local/state"))
+        .env("XDG_RUNTIME_DIR", root.join("run"))
+        .output()
+        .expect("swarmtop interrupt");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "interrupt: {said}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(said, format!("interrupted Long task (@general subagent) [{child}] on {authority}\n"));
+
+    // OpenCode's own account: the child's message aborted, the root on to its end.
+    let last_assistant = |id: &str| {
+        let messages = get_json(&http, &format!("{base}/session/{id}/message"));
+        messages.as_array().into_iter().flatten().rev().find(|m| m["info"]["role"] == "assistant").cloned()
+    };
+    let aborted = last_assistant(&child).expect("the child's message");
+    assert_eq!(aborted["info"]["error"]["name"], "MessageAbortedError");
+    let finished = loop {
+        assert!(started.elapsed() < Duration::from_secs(90), "the root never finished");
+        let busy = get_json(&http, &format!("{base}/session/status"));
+        if busy.get(&session).is_none() {
+            break last_assistant(&session).expect("the root's message");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(finished["info"].get("error").is_none(), "the root went on: {finished}");
+    let text: String = finished["parts"].as_array().into_iter().flatten().filter_map(|p| p["text"].as_str()).collect();
+    assert!(text.contains("Root finished."), "{text}");
+
+    let log = std::fs::read_to_string(home_dir.join(".local/state/swarmtop/acts.ndjson")).expect("the acts log");
+    let act: Value = serde_json::from_str(log.lines().last().expect("an act")).expect("JSON");
+    assert_eq!((act["via"].as_str(), act["target"].as_str()), (Some("opencode serve"), Some(child.as_str())));
+    assert_eq!(act["outcome"], "Aborted");
+}
+
+/// Claude Code `-p`, its answer slow to come: a whole session only a signal can stop.
+struct SlowAnswer;
+
+impl support::anthropic::Script for SlowAnswer {
+    fn reply(&self, _: &support::anthropic::MessagesRequest<'_>) -> support::anthropic::Reply {
+        use support::anthropic::{Block, Reply as Answer};
+        let words: Vec<String> = (0..400).map(|i| format!("w{i}")).collect();
+        let mut answer = Answer::answer(vec![Block::Text(words.join(" "))], "end_turn");
+        if let Answer::Message { delta_delay, .. } = &mut answer {
+            *delta_delay = Duration::from_millis(100);
+        }
+        answer
+    }
+}
+
+/// Any agent's whole session, outside a tee or a server: `swarmtop interrupt SESSION` finds the real
+/// Claude Code 2.1.332's process as `ps` does, signals it SIGINT, and says which pid and project it
+/// stopped once the process is gone; the act is logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_a_whole_session_by_signal() {
+    let Some(bin) = support::claude_driver::binary() else { return };
+    let world = support::claude_driver::World::new().expect("a world");
+    let (home, project) = (world.home.clone(), world.project.clone());
+    let opts = support::claude_driver::RunOptions {
+        timeout: Duration::from_secs(120),
+        interrupt_after: None,
+        telemetry: None,
+    };
+    let run = support::claude_driver::run_with(&bin, SlowAnswer, opts, world, &[]);
+    let swarmtop = |args: Vec<String>| {
+        let home = home.clone();
+        async move {
+            let out = tokio::process::Command::new(SWARMTOP)
+                .args(&args)
+                .env_remove("CLAUDE_CONFIG_DIR")
+                .env_remove("CODEX_HOME")
+                .env("HOME", &home)
+                .env("XDG_DATA_HOME", home.join(".local/share"))
+                .env("XDG_STATE_HOME", home.join(".local/state"))
+                .env("XDG_RUNTIME_DIR", home.join("run"))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await
+                .expect("swarmtop");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let acting = async {
+        let started = Instant::now();
+        let (id, pid) = loop {
+            assert!(started.elapsed() < Duration::from_secs(90), "the session never showed as live");
+            let (_, rows, _) = swarmtop(vec!["ps".into(), "--json".into()]).await;
+            let rows: Vec<Value> = serde_json::from_str(&rows).unwrap_or_default();
+            let live = rows.iter().find(|r| r["tool"] == "claude" && r["state"] == "live");
+            if let Some(r) = live {
+                break (r["id"].as_str().expect("an id").to_owned(), r["pid"].as_u64().expect("a pid"));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let said = swarmtop(vec!["interrupt".into(), "--yes".into(), id.clone()]).await;
+        (id, pid, said)
+    };
+    let (run, (id, pid, (ok, out, err))) = tokio::join!(run, acting);
+    let run = run.unwrap_or_else(|e| panic!("the CLI did not end: {e}"));
+    assert!(ok, "interrupt: {out}{err}");
+    assert!(
+        !run.exit.success() || run.elapsed < Duration::from_secs(40),
+        "the CLI was stopped, not finished: {:?}",
+        run.exit
+    );
+    assert_eq!(
+        out,
+        format!(
+            "stopped claude session {} [{id}]: pid {pid} in {} exited on SIGINT\n",
+            out.split(" session ").nth(1).and_then(|r| r.split(" [").next()).unwrap_or_default(),
+            project.display()
+        ),
+    );
+    let log = std::fs::read_to_string(home.join(".local/state/swarmtop/acts.ndjson")).expect("the acts log");
+    let act: Value = serde_json::from_str(log.lines().last().expect("an act")).expect("JSON");
+    assert_eq!(
+        (act["via"].as_str(), act["pid"].as_u64(), act["outcome"].as_str()),
+        (Some("signal"), Some(pid), Some("SIGINT"))
+    );
+}

@@ -5,7 +5,10 @@
 pub mod control;
 pub mod hook;
 pub mod limits;
+pub mod log;
+pub mod opencode;
 pub mod settings;
+pub mod signal;
 pub mod target;
 pub mod tee;
 

@@ -1,8 +1,23 @@
-//! Which agent `swarmtop interrupt TARGET` means, and what stopping it (or its subtree) takes:
-//! the running turns, the deepest first.
+//! Which agent `swarmtop interrupt TARGET` means, and what stopping it (or its subtree) takes: the
+//! running turns, the deepest first. The same for every carrier: a tee's session (the model), an
+//! OpenCode server's sessions, the machine's session processes.
 
 use crate::model::{Model, TurnStatus};
 use crate::router::ThreadIdx;
+
+/// Agents as a carrier knows them, by index.
+pub trait Tree {
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn id(&self, i: usize) -> &str;
+    /// What the agent is called where the user saw it (the tree's label, a title).
+    fn names(&self, i: usize) -> Vec<String>;
+    fn children(&self, i: usize) -> Vec<usize>;
+    /// The turn it runs (empty where a carrier has no turns), if it runs one.
+    fn running(&self, i: usize) -> Option<String>;
+}
 
 /// Why a target names no single agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,29 +28,27 @@ pub enum Miss {
 }
 
 /// The agent `target` names: its id; else the one id it begins, or ends, with (the tree's short
-/// ids are the last 8 hex digits); else the one agent of that name (as `name` gives it).
-pub fn resolve(model: &Model, target: &str, name: impl Fn(ThreadIdx) -> String) -> Result<ThreadIdx, Miss> {
-    let all = || (0..model.threads.len()).map(|i| ThreadIdx(i as u32));
+/// ids are the last 8 hex digits); else the one agent of that name.
+pub fn resolve(tree: &impl Tree, target: &str) -> Result<usize, Miss> {
     let target = target.trim();
     if target.is_empty() {
         return Err(Miss::None);
     }
-    if let Some(i) = all().find(|&i| &*model.thread(i).id == target) {
+    if let Some(i) = (0..tree.len()).find(|&i| tree.id(i) == target) {
         return Ok(i);
     }
-    let rules: [&dyn Fn(ThreadIdx) -> bool; 3] =
-        [&|i| model.thread(i).id.starts_with(target), &|i| model.thread(i).id.ends_with(target), &|i| {
-            name(i) == target || model.thread(i).name() == target
+    let rules: [&dyn Fn(usize) -> bool; 3] =
+        [&|i| tree.id(i).starts_with(target), &|i| tree.id(i).ends_with(target), &|i| {
+            tree.names(i).iter().any(|n| n == target)
         }];
     for rule in rules {
-        let found: Vec<ThreadIdx> = all().filter(|&i| rule(i)).collect();
+        let found: Vec<usize> = (0..tree.len()).filter(|&i| rule(i)).collect();
         match found.as_slice() {
             [] => {}
             [one] => return Ok(*one),
             several => {
-                return Err(Miss::Several(
-                    several.iter().map(|&i| (model.thread(i).id.to_string(), name(i))).collect(),
-                ));
+                let named = |i: usize| tree.names(i).into_iter().next().unwrap_or_default();
+                return Err(Miss::Several(several.iter().map(|&i| (tree.id(i).to_owned(), named(i))).collect()));
             }
         }
     }
@@ -45,48 +58,70 @@ pub fn resolve(model: &Model, target: &str, name: impl Fn(ThreadIdx) -> String) 
 /// One agent to stop: its running turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {
-    pub thread: ThreadIdx,
+    pub node: usize,
     pub id: String,
     pub turn: String,
 }
 
-/// The turn an agent is running, if it is running one.
-pub fn running_turn(model: &Model, idx: ThreadIdx) -> Option<&str> {
-    let t = model.thread(idx);
-    let turn = t.turns.iter().rev().find(|u| u.status == TurnStatus::InProgress)?;
-    Some(&turn.id)
-}
-
-/// What stopping `idx` takes: its running turn; with `subtree`, every running turn below it too,
-/// in levels from the deepest up, so that no parent is stopped while a child of it still runs (a
-/// parent stopped first would leave its children running, openai/codex#15732). Agents that run
+/// What stopping agent `at` takes: its running turn; with `subtree`, every running turn below it
+/// too, in levels from the deepest up, so that no parent is stopped while a child of it still runs
+/// (a parent stopped first would leave its children running, openai/codex#15732). Agents that run
 /// nothing are left out.
-pub fn plan(model: &Model, idx: ThreadIdx, subtree: bool) -> Vec<Vec<Stop>> {
+pub fn plan(tree: &impl Tree, at: usize, subtree: bool) -> Vec<Vec<Stop>> {
     let mut levels: Vec<Vec<Stop>> = Vec::new();
-    let mut stack = vec![(idx, 0usize)];
-    // Bounded by the tree: a thread is listed once under its one parent.
+    let mut stack = vec![(at, 0usize)];
+    // Bounded by the tree: a carrier whose parents loop must not loop us.
     let mut seen = 0usize;
     while let Some((i, below)) = stack.pop() {
         seen += 1;
-        if seen > model.threads.len() {
+        if seen > tree.len() {
             break;
         }
-        if let Some(turn) = running_turn(model, i) {
+        if let Some(turn) = tree.running(i) {
             if levels.len() <= below {
                 levels.resize_with(below + 1, Vec::new);
             }
-            levels[below].push(Stop { thread: i, id: model.thread(i).id.to_string(), turn: turn.to_owned() });
+            levels[below].push(Stop { node: i, id: tree.id(i).to_owned(), turn });
         }
         if subtree {
-            stack.extend(model.thread(i).children.iter().map(|&c| (c, below + 1)));
+            stack.extend(tree.children(i).into_iter().map(|c| (c, below + 1)));
         }
     }
     levels.retain(|l| !l.is_empty());
     levels.reverse();
     for level in &mut levels {
-        level.sort_by_key(|s| s.thread.0);
+        level.sort_by_key(|s| s.node);
     }
     levels
+}
+
+/// A tee's session: the model, its agents named as the tree names them.
+pub struct ModelTree<'m, F> {
+    pub model: &'m Model,
+    pub name: F,
+}
+
+impl<F: Fn(ThreadIdx) -> String> Tree for ModelTree<'_, F> {
+    fn len(&self) -> usize {
+        self.model.threads.len()
+    }
+
+    fn id(&self, i: usize) -> &str {
+        &self.model.threads[i].id
+    }
+
+    fn names(&self, i: usize) -> Vec<String> {
+        vec![(self.name)(ThreadIdx(i as u32)), self.model.threads[i].name()]
+    }
+
+    fn children(&self, i: usize) -> Vec<usize> {
+        self.model.threads[i].children.iter().map(|c| c.index()).collect()
+    }
+
+    fn running(&self, i: usize) -> Option<String> {
+        let turn = self.model.threads[i].turns.iter().rev().find(|u| u.status == TurnStatus::InProgress)?;
+        Some(turn.id.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -128,10 +163,15 @@ mod tests {
         p
     }
 
+    fn named(m: &Model) -> ModelTree<'_, impl Fn(ThreadIdx) -> String + '_> {
+        ModelTree {
+            model: m,
+            name: |i: ThreadIdx| if m.thread(i).id.starts_with('g') { "grep".into() } else { "x".into() },
+        }
+    }
+
     fn find(p: &Pipeline, target: &str) -> Result<String, Miss> {
-        let m = &p.model;
-        resolve(m, target, |i| if m.thread(i).id.starts_with('g') { "grep".into() } else { "x".into() })
-            .map(|i| m.thread(i).id.to_string())
+        resolve(&named(&p.model), target).map(|i| p.model.threads[i].id.to_string())
     }
 
     #[test]
@@ -148,13 +188,13 @@ mod tests {
     #[test]
     fn a_subtree_stops_the_deepest_running_turns_first() {
         let p = tree();
-        let m = &p.model;
-        let root = p.find("r0000000-0000-0000-0000-0000000000aa").unwrap();
+        let m = &named(&p.model);
+        let root = p.find("r0000000-0000-0000-0000-0000000000aa").unwrap().index();
         let planned = plan(m, root, true);
         let levels: Vec<Vec<&str>> = planned.iter().map(|l| l.iter().map(|s| &s.id[..2]).collect()).collect();
         assert_eq!(levels, [vec!["g0"], vec!["c1"], vec!["r0"]], "c2 runs nothing and is left out");
         assert_eq!(plan(m, root, false).len(), 1);
-        let done = p.find("c2000000-0000-0000-0000-0000000000cc").unwrap();
+        let done = p.find("c2000000-0000-0000-0000-0000000000cc").unwrap().index();
         assert!(plan(m, done, true).is_empty());
         assert_eq!(plan(m, root, false)[0][0].turn, "t-r0000000-0000-0000-0000-0000000000aa");
     }

@@ -164,11 +164,20 @@ pub struct InterruptArgs {
     #[arg(long)]
     pub subtree: bool,
     /// The tee carrying the session (default: every running tee is asked).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "server")]
     pub socket: Option<PathBuf>,
+    /// The OpenCode server carrying the session, http://HOST:PORT (default: every one running).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
     /// How long to wait for the agents to confirm they stopped.
     #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
     pub timeout: std::time::Duration,
+    /// A whole session's process: how long after SIGINT before SIGTERM, and after it before giving up.
+    #[arg(long, default_value = "5s", value_parser = parse_wait, value_name = "DURATION")]
+    pub grace: std::time::Duration,
+    /// Do not ask before signalling a whole session's process.
+    #[arg(long, short)]
+    pub yes: bool,
 }
 
 /// Limits on a swarm: how deep, how many children per agent, how much the whole tree may spend.

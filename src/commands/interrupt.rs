@@ -1,25 +1,38 @@
-//! `swarmtop interrupt [--subtree] [--socket PATH] TARGET`: stop one agent, or its subtree the deepest
-//! first, through the tee that carries its session; exit 0 only once every one of them confirmed it
-//! stopped (its running turn ended as interrupted, by its own agent's word).
+//! `swarmtop interrupt [--subtree] TARGET`: stop one agent, or its subtree the deepest first, through
+//! what carries it; exit 0 only once each one confirmed it stopped, by its own agent's word.
 //!
-//! TARGET is looked for in every running tee of ours (as `attach` finds them) unless `--socket`
-//! names one; finding it in several is an error that lists them.
+//! Carriers, the most precise first: a running tee of ours (`--socket`, else every one, as `attach`
+//! finds them), where the agent's turn is interrupted and its `turn/completed` says `interrupted`;
+//! an OpenCode server (`--server`, else those found running), where the session is aborted and its
+//! running message ends `MessageAbortedError`; else the process the machine view found running
+//! the session (any agent), signalled SIGINT, then SIGTERM after `--grace`, until it is gone.
+//! Finding TARGET in several places of one kind is an error that lists them.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use color_eyre::eyre::{Result, bail, eyre};
 use serde_json::json;
 
 use super::cli::InterruptArgs;
+use super::sessions::{self, Row, State};
 use crate::act::control::{self, AgentControl, Running};
-use crate::act::target::{self, Miss, Stop};
+use crate::act::log;
+use crate::act::opencode::{Outcome, Server, Sessions};
+use crate::act::signal;
+use crate::act::target::{self, Miss, ModelTree, Stop, Tree};
 use crate::act::tee::{Line, Reply, TeeSession};
 use crate::model::{Model, TurnStatus};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
+use crate::source::discover::{self, Env, Window};
+use crate::source::proc::Proc;
 use crate::source::socket;
 use crate::ui::label;
 use crate::wire::{Clean, sanitize_line};
+
+/// How often an OpenCode server is asked whether its aborted sessions stopped.
+const POLL: Duration = Duration::from_millis(100);
 
 pub fn run(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -30,14 +43,50 @@ fn name(model: &Model, idx: ThreadIdx) -> String {
     label::text(model, idx)
 }
 
+fn tree(model: &Model) -> ModelTree<'_, impl Fn(ThreadIdx) -> String + '_> {
+    ModelTree { model, name: |i| name(model, i) }
+}
+
 async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
-    let (mut session, idx) = find(args, config).await?;
+    if args.server.is_none() {
+        if let Some(found) = find(args, config.clone()).await? {
+            return via_tee(args, found).await;
+        }
+    }
+    if args.socket.is_none() {
+        if let Some((server, sessions, at)) = find_server(args)? {
+            return via_server(args, &server, &sessions, at);
+        }
+    }
+    if args.socket.is_none() && args.server.is_none() {
+        if let Some(row) = find_process(args, &config)? {
+            return via_signal(args, &row);
+        }
+    }
+    let looked = match (&args.socket, &args.server) {
+        (Some(p), _) => format!("the tee at {}", Clean::path(p)),
+        (_, Some(s)) => format!("the OpenCode server at {}", sanitize_line(s)),
+        _ => "no running tee, OpenCode server or session process of yours".to_owned(),
+    };
+    bail!(
+        "{looked} carries {} (a sub-agent outside a tee or a server cannot be stopped alone: interrupt its session)",
+        sanitize_line(&args.target)
+    )
+}
+
+/// Names several matches, for the error that refuses to pick one.
+fn several(target: &str, list: &[(String, String)]) -> color_eyre::Report {
+    let list: Vec<String> = list.iter().map(|(id, n)| format!("{n} [{id}]")).collect();
+    eyre!("{} names several agents: {}", sanitize_line(target), sanitize_line(&list.join(", ")))
+}
+
+async fn via_tee(args: &InterruptArgs, (mut session, idx): (TeeSession, ThreadIdx)) -> Result<ExitCode> {
     let model = &session.pipeline.model;
     let who = name(model, idx);
     if let Some(code) = session.ended {
         bail!("{who}'s session has ended (exit {code}): nothing to interrupt");
     }
-    let levels = target::plan(model, idx, args.subtree);
+    let levels = target::plan(&tree(model), idx.index(), args.subtree);
     if levels.is_empty() {
         let status = model.thread(idx).status.as_str();
         bail!("{who} is not running a turn ({status}): nothing to interrupt");
@@ -51,7 +100,8 @@ async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
         stop_level(&mut session, agent, level, deadline).await?;
         let model = &session.pipeline.model;
         for stop in level {
-            let (who, id, turn) = (name(model, stop.thread), sanitize_line(&stop.id), sanitize_line(&stop.turn));
+            let (who, id, turn) =
+                (name(model, ThreadIdx(stop.node as u32)), sanitize_line(&stop.id), sanitize_line(&stop.turn));
             let line = format!("interrupted {who} [{id}], turn {turn}\n");
             super::print(line.as_bytes())?;
         }
@@ -60,7 +110,7 @@ async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
 }
 
 /// The tee whose session holds TARGET, with it.
-async fn find(args: &InterruptArgs, config: Config) -> Result<(TeeSession, ThreadIdx)> {
+async fn find(args: &InterruptArgs, config: Config) -> Result<Option<(TeeSession, ThreadIdx)>> {
     let paths = match &args.socket {
         Some(p) => vec![p.clone()],
         None => socket::list(&socket::lookup_dir())?.found.into_iter().map(|f| f.path).collect(),
@@ -74,19 +124,16 @@ async fn find(args: &InterruptArgs, config: Config) -> Result<(TeeSession, Threa
             // A tee that went away since it was listed carries nothing.
             Err(_) => continue,
         };
-        let model = &session.pipeline.model;
-        match target::resolve(model, target, |i| name(model, i)) {
-            Ok(idx) => found.push((session, idx)),
+        let resolved = target::resolve(&tree(&session.pipeline.model), target);
+        match resolved {
+            Ok(i) => found.push((session, ThreadIdx(i as u32))),
             Err(Miss::None) => {}
-            Err(Miss::Several(list)) => {
-                let list: Vec<String> = list.iter().map(|(id, n)| format!("{n} [{id}]")).collect();
-                bail!("{} names several agents: {}", sanitize_line(target), sanitize_line(&list.join(", ")));
-            }
+            Err(Miss::Several(list)) => return Err(several(target, &list)),
         }
     }
     match found.len() {
-        0 => bail!("no running tee of yours carries {}", sanitize_line(target)),
-        1 => Ok(found.remove(0)),
+        0 => Ok(None),
+        1 => Ok(Some(found.remove(0))),
         _ => {
             let tees: Vec<String> = found.iter().map(|(s, _)| Clean::path(&s.path).to_string()).collect();
             bail!("{} is in several tees ({}): name one with --socket", sanitize_line(target), tees.join(", "))
@@ -96,7 +143,7 @@ async fn find(args: &InterruptArgs, config: Config) -> Result<(TeeSession, Threa
 
 /// How one agent's turn ended, once it has.
 fn ended(model: &Model, stop: &Stop) -> Option<TurnStatus> {
-    let t = model.thread(stop.thread);
+    let t = model.thread(ThreadIdx(stop.node as u32));
     let turn = t.turns.iter().rev().find(|u| *u.id == *stop.turn)?;
     (turn.status != TurnStatus::InProgress).then_some(turn.status)
 }
@@ -111,7 +158,7 @@ async fn stop_level(
     let mut asked = Vec::new();
     for stop in level {
         let act = json!({"kind": "interrupt", "by": "swarmtop interrupt", "target": stop.id, "turn": stop.turn});
-        let root = session.pipeline.model.thread(stop.thread).parent.is_none();
+        let root = session.pipeline.model.thread(ThreadIdx(stop.node as u32)).parent.is_none();
         let running = Running { thread: &stop.id, turn: &stop.turn, root };
         asked.push(session.ask(&(agent.interrupt)(running), act).await.map_err(|e| eyre!(e))?);
     }
@@ -124,7 +171,7 @@ async fn stop_level(
                 Some(TurnStatus::Interrupted) => {}
                 Some(other) => {
                     let how = if other == TurnStatus::Failed { "failed" } else { "completed" };
-                    bail!("{} {how} before it could be interrupted", name(model, stop.thread));
+                    bail!("{} {how} before it could be interrupted", name(model, ThreadIdx(stop.node as u32)));
                 }
             }
         }
@@ -153,6 +200,158 @@ async fn stop_level(
 }
 
 fn who(model: &Model, level: &[Stop]) -> String {
-    let names: Vec<String> = level.iter().map(|s| name(model, s.thread)).collect();
+    let names: Vec<String> = level.iter().map(|s| name(model, ThreadIdx(s.node as u32))).collect();
     names.join(", ")
+}
+
+/// The OpenCode server whose sessions hold TARGET: `--server`, else every server found running.
+fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>> {
+    let servers = match &args.server {
+        Some(url) => vec![Server::new(url).map_err(|e| eyre!(e))?],
+        None => running_servers().iter().filter_map(|a| Server::new(a).ok()).collect(),
+    };
+    let mut found = Vec::new();
+    for server in servers {
+        let sessions = match server.sessions() {
+            Ok(s) => s,
+            Err(e) if args.server.is_some() => return Err(eyre!(e)),
+            Err(_) => continue,
+        };
+        match target::resolve(&sessions, &args.target) {
+            Ok(at) => found.push((server, sessions, at)),
+            Err(Miss::None) => {}
+            Err(Miss::Several(list)) => return Err(several(&args.target, &list)),
+        }
+    }
+    if found.len() > 1 {
+        let all: Vec<String> = found.iter().map(|(s, _, _)| s.authority.clone()).collect();
+        bail!(
+            "{} is on several OpenCode servers ({}): name one with --server",
+            sanitize_line(&args.target),
+            all.join(", ")
+        );
+    }
+    Ok(found.pop())
+}
+
+/// The OpenCode servers running as us, as the machine view finds them (`HOST:PORT`).
+fn running_servers() -> Vec<String> {
+    let env = Env::from_process();
+    let Some(place) = discover::PLACES.iter().find(|p| p.tool == "opencode") else { return Vec::new() };
+    let Some(root) = (place.root)(&env) else { return Vec::new() };
+    let candidates = (place.scan)(&root, &Window::all());
+    let stores = discover::stores_of(&candidates);
+    let proc = Proc::default();
+    let walk = proc.walk(&stores);
+    let processes = discover::opencode::processes(&proc, &walk, &stores);
+    discover::opencode::servers(&processes).into_iter().map(|s| s.authority).collect()
+}
+
+fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: usize) -> Result<ExitCode> {
+    let levels = target::plan(sessions, at, args.subtree);
+    let who = |i: usize| format!("{} [{}]", sanitize_line(&sessions.names(i)[0]), sanitize_line(sessions.id(i)));
+    if levels.is_empty() {
+        bail!("{} is not busy on {}: nothing to interrupt", who(at), server.authority);
+    }
+    let deadline = std::time::Instant::now() + args.timeout;
+    for level in &levels {
+        for stop in level {
+            server.abort(&stop.id).map_err(|e| eyre!(e))?;
+        }
+        for stop in level {
+            let outcome = loop {
+                let outcome = server.outcome(&stop.id).map_err(|e| eyre!(e))?;
+                if outcome != Outcome::Running || std::time::Instant::now() > deadline {
+                    break outcome;
+                }
+                std::thread::sleep(POLL);
+            };
+            let mut act = serde_json::Map::new();
+            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", "opencode serve")] {
+                act.insert(k.into(), v.into());
+            }
+            act.insert("server".into(), server.authority.clone().into());
+            act.insert("target".into(), stop.id.clone().into());
+            act.insert("outcome".into(), format!("{outcome:?}").into());
+            log::append(act);
+            match outcome {
+                Outcome::Aborted => {
+                    super::print(format!("interrupted {} on {}\n", who(stop.node), server.authority).as_bytes())?;
+                }
+                Outcome::Running => bail!("no confirmation that {} stopped in time", who(stop.node)),
+                Outcome::Finished(error) => {
+                    let how =
+                        error.map_or_else(|| "completed".to_owned(), |e| format!("failed ({})", sanitize_line(&e)));
+                    bail!("{} {how} before it could be interrupted", who(stop.node));
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The machine's sessions (what `ps` lists) as a flat tree: a session runs while its process does.
+struct Processes(Vec<Row>);
+
+impl Tree for Processes {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn id(&self, i: usize) -> &str {
+        self.0[i].id.as_str()
+    }
+
+    fn names(&self, i: usize) -> Vec<String> {
+        vec![self.0[i].name.to_string()]
+    }
+
+    fn children(&self, _: usize) -> Vec<usize> {
+        Vec::new()
+    }
+
+    fn running(&self, i: usize) -> Option<String> {
+        let row = &self.0[i];
+        row.pid.filter(|_| row.state == State::Live).map(|p| p.to_string())
+    }
+}
+
+/// The session TARGET names among those the machine view finds (running ones however quiet).
+fn find_process(args: &InterruptArgs, config: &Config) -> Result<Option<Row>> {
+    let options = sessions::Options::machine(sessions::window(sessions::IDLE_AGE.as_millis() as u64, false));
+    let rows = Processes(sessions::collect(&options, &config.clone().figures()).rows);
+    match target::resolve(&rows, &args.target) {
+        Ok(i) => Ok(Some(rows.0[i].clone())),
+        Err(Miss::None) => Ok(None),
+        Err(Miss::Several(list)) => Err(several(&args.target, &list)),
+    }
+}
+
+fn via_signal(args: &InterruptArgs, row: &Row) -> Result<ExitCode> {
+    let project = row.project.as_ref().map_or_else(|| "an unknown project".to_owned(), ToString::to_string);
+    let what = format!("{} session {} [{}]", row.tool, row.name, row.id);
+    let Some(pid) = row.pid.filter(|_| row.state == State::Live) else {
+        bail!("{what} is not running ({}): nothing to interrupt", row.state.as_str());
+    };
+    if !args.yes && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprint!("Stop the whole {what}: pid {pid} in {project}, SIGINT then SIGTERM? [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            bail!("left running");
+        }
+    }
+    let ended = signal::stop(&Proc::default(), pid, args.grace);
+    let mut act = serde_json::Map::new();
+    for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", "signal")] {
+        act.insert(k.into(), v.into());
+    }
+    act.insert("target".into(), row.id.to_string().into());
+    act.insert("pid".into(), pid.into());
+    act.insert("project".into(), project.clone().into());
+    act.insert("outcome".into(), ended.as_ref().map_or_else(Clone::clone, |e| e.signal().to_owned()).into());
+    log::append(act);
+    let ended = ended.map_err(|e| eyre!(e))?;
+    super::print(format!("stopped {what}: pid {pid} in {project} exited on {}\n", ended.signal()).as_bytes())?;
+    Ok(ExitCode::SUCCESS)
 }
