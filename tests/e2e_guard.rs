@@ -225,3 +225,123 @@ fn bad_input_is_one_line_that_refuses_nothing_and_other_tools_pass() {
     assert_eq!(none.status.code(), Some(1), "installing a guard without a limit is refused");
     assert!(!world.project.join(".claude/settings.json").exists());
 }
+
+/// Codex: the lead spawns `mid`, which spawns `leaf`; `leaf` streams a long answer slowly. Waits are
+/// short, so that a parent goes on without a child the guard stopped (an interrupted child is no end
+/// to `wait_agent`, docs/acting.md §2).
+struct Nested;
+
+impl support::mock_model::Script for Nested {
+    fn reply(&self, req: &support::mock_model::ModelRequest<'_>) -> support::mock_model::Reply {
+        use support::responses::{History, MULTI_AGENT_NS, ResponseBuilder};
+        let tag = req.agent.clone().unwrap_or_default();
+        let history = History::read(&tag, req.body);
+        let mut r = ResponseBuilder::new(&tag, history.step);
+        let mut delta = Duration::ZERO;
+        match (tag.as_str(), history.step) {
+            ("lead", 0) => {
+                r.spawn(&json!({"message": "[task:mid] Get a helper to write the report."}));
+            }
+            ("mid", 0) => {
+                r.spawn(&json!({"message": "[task:leaf] Write the report."}));
+            }
+            ("lead" | "mid", 1) => {
+                r.call("wait_agent", Some(MULTI_AGENT_NS), &json!({"targets": history.pending(), "timeout_ms": 4_000}));
+            }
+            ("leaf", _) => {
+                let words: Vec<String> = (0..400).map(|i| format!("leaf{i}")).collect();
+                r.message(&words.join(" "));
+                delta = Duration::from_millis(60);
+            }
+            _ => {
+                r.message("Done.");
+            }
+        }
+        let usage = support::mock_model::Usage { input: 1000, cached_input: 0, output: 50, reasoning_output: 0 };
+        support::mock_model::Reply::Stream {
+            events: r.into_events(),
+            usage,
+            pre_delay: Duration::from_millis(20),
+            delta_delay: delta,
+        }
+    }
+}
+
+/// `swarmtop tee --max-depth 1 -- codex app-server` with the real app-server 0.171.0: the grandchild (depth
+/// 2) is interrupted by the tee's guard as soon as it runs, the app-server's own `turn/completed` says
+/// so, the rest of the tree finishes, and `tree` on the recording says why it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tees_guard_interrupts_a_codex_grandchild_past_max_depth() {
+    use support::harness::{CodexBinary, codex_binary, run_script};
+    let codex = match codex_binary() {
+        CodexBinary::Found(p) => p,
+        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    };
+    let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-tee-guard-").tempdir().expect("temp dir");
+    let (recording, socket) = (scratch.path().join("recording.ndjson"), scratch.path().join("tee.sock"));
+    let mock = support::mock_model::MockModel::start(Nested).await.expect("mock");
+    let launch = {
+        let (recording, socket) = (recording.clone(), socket.clone());
+        move |_: &support::harness::World| -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
+            let args = ["tee", "--max-depth", "1", "--socket"]
+                .into_iter()
+                .map(std::ffi::OsString::from)
+                .chain([
+                    socket.into(),
+                    "--record".into(),
+                    recording.into(),
+                    "--".into(),
+                    codex.into(),
+                    "app-server".into(),
+                ])
+                .collect();
+            (SWARMTOP.into(), args)
+        }
+    };
+    let prompt = "[task:lead] Get the report written.";
+    let run =
+        run_script(&mock, Box::new(launch), support::scenario::Pacing::TEST, prompt, Duration::from_secs(90), None)
+            .await
+            .unwrap_or_else(|e| panic!("the session did not complete: {e}"));
+    // The grandchild, as the recording has it (the guard may stop it before it asks the model anything).
+    let stats = Command::new(SWARMTOP).args(["stats", "--json"]).arg(&recording).output().expect("stats");
+    let stats: Value = serde_json::from_slice(&stats.stdout).expect("stats --json");
+    let threads = stats["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 3, "{threads:#?}");
+    let leaf =
+        threads.iter().find(|t| t["depth"] == 2).and_then(|t| t["id"].as_str()).expect("a grandchild").to_owned();
+
+    let ends: Vec<(String, String)> = run
+        .session
+        .transcript
+        .iter()
+        .filter_map(|c| serde_json::from_slice::<Value>(&c.line).ok())
+        .filter(|m| m["method"] == "turn/completed")
+        .map(|m| {
+            (
+                m["params"]["threadId"].as_str().unwrap_or_default().to_owned(),
+                m["params"]["turn"]["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let leaf_ends: Vec<&str> = ends.iter().filter(|(t, _)| *t == leaf).map(|(_, s)| s.as_str()).collect();
+    assert_eq!(leaf_ends, ["interrupted"], "the guard stopped the grandchild");
+    let others: Vec<&str> = ends.iter().filter(|(t, _)| *t != leaf).map(|(_, s)| s.as_str()).collect();
+    assert!(!others.is_empty() && others.iter().all(|s| *s == "completed"), "the rest finished: {ends:?}");
+
+    let tree = Command::new(SWARMTOP).arg("tree").arg(&recording).output().expect("tree");
+    let tree = String::from_utf8_lossy(&tree.stdout);
+    // The grandchild is the one interrupted agent (named by its random nickname).
+    let line = tree.lines().find(|l| l.contains(" interrupted ")).unwrap_or_else(|| panic!("the leaf in:\n{tree}"));
+    assert!(line.contains("interrupted") && line.ends_with("stopped by guard: depth 2 > 1"), "{line}");
+    let stopped: Vec<&Value> = threads.iter().filter(|t| t.get("stoppedBy").is_some()).collect();
+    assert_eq!(stopped.len(), 1);
+    assert_eq!(
+        (stopped[0]["id"].as_str(), stopped[0]["stoppedBy"].as_str()),
+        (Some(leaf.as_str()), Some("guard: depth 2 > 1"))
+    );
+}

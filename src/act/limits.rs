@@ -131,36 +131,115 @@ pub fn spawn_breach(model: &Model, caller: ThreadIdx, call: Option<&str>, limits
     None
 }
 
-/// The limit a thread has passed already, once it is there: deeper than allowed, a child beyond
-/// its parent's allowance (the later ones, in the parent's registration order), or part of a tree
-/// that has spent its allowance (a child only: the session itself is the user's).
-pub fn passed(model: &Model, idx: ThreadIdx, limits: &Limits) -> Option<Breach> {
-    let t = model.thread(idx);
-    let parent = t.parent?;
-    if let Some(max) = limits.max_depth {
-        if t.depth > max {
-            return Some(Breach::Depth { depth: t.depth, max });
+/// The running children that have passed a limit, each with the first it passed: deeper than
+/// allowed, a child beyond its parent's allowance (the later ones, in the parent's registration
+/// order), or part of a tree that has spent its allowance. A session itself is the user's: never
+/// listed. Each tree's spend is summed once.
+pub fn breaches(model: &Model, limits: &Limits) -> Vec<(ThreadIdx, Breach)> {
+    let mut spent: Vec<(ThreadIdx, Spend)> = Vec::new();
+    let mut out = Vec::new();
+    for i in (0..model.threads.len()).map(|i| ThreadIdx(i as u32)) {
+        let t = model.thread(i);
+        let Some(parent) = t.parent else { continue };
+        if !t.turns.iter().any(|u| u.status == crate::model::TurnStatus::InProgress) {
+            continue;
+        }
+        if let Some(max) = limits.max_depth.filter(|&max| t.depth > max) {
+            out.push((i, Breach::Depth { depth: t.depth, max }));
+            continue;
+        }
+        if let Some(max) = limits.max_children {
+            let place = model.thread(parent).children.iter().position(|&c| c == i).map_or(u32::MAX, |p| p as u32 + 1);
+            if place > max {
+                out.push((i, Breach::Children { children: place, max }));
+                continue;
+            }
+        }
+        if let (Some(max), Some(root)) = (limits.max_cost, model.root_of(i)) {
+            let Spend { cost, unpriced } = if let Some((_, s)) = spent.iter().find(|(r, _)| *r == root) {
+                *s
+            } else {
+                let s = spend(model, root);
+                spent.push((root, s));
+                s
+            };
+            if cost >= max {
+                out.push((i, Breach::Cost { spent: cost, max, unpriced }));
+            }
         }
     }
-    if let Some(max) = limits.max_children {
-        let place = model.thread(parent).children.iter().position(|&c| c == idx).map_or(u32::MAX, |p| p as u32 + 1);
-        if place > max {
-            return Some(Breach::Children { children: place, max });
-        }
-    }
-    if let Some(max) = limits.max_cost {
-        let root = model.root_of(idx)?;
-        let Spend { cost, unpriced } = spend(model, root);
-        if cost >= max {
-            return Some(Breach::Cost { spent: cost, max, unpriced });
-        }
-    }
-    None
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Pipeline;
+    use crate::source::files::Record;
+    use crate::wire::Origin;
+
+    fn feed(p: &mut Pipeline, lines: &[String]) {
+        for l in lines {
+            p.feed(Record::Line(l.as_bytes()), &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
+        }
+    }
+
+    fn spawn(parent: &str, item: &str, child: &str) -> String {
+        format!(
+            r#"{{"method":"item/completed","params":{{"threadId":"{parent}","turnId":"t","item":{{"type":"collabAgentToolCall","id":"{item}","tool":"spawnAgent","status":"completed","senderThreadId":"{parent}","receiverThreadIds":["{child}"],"agentsStates":{{}}}}}}}}"#
+        )
+    }
+
+    fn started(thread: &str) -> String {
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"{thread}","turn":{{"id":"t-{thread}","status":"inProgress"}}}}}}"#
+        )
+    }
+
+    /// `r` runs `a` and `b`; `a` runs `g`; all running.
+    fn tree() -> Pipeline {
+        let mut p = Pipeline::default();
+        let lines = [
+            r#"{"method":"thread/started","params":{"thread":{"id":"r"}}}"#.to_owned(),
+            started("r"),
+            spawn("r", "s1", "a"),
+            spawn("r", "s2", "b"),
+            spawn("a", "s3", "g"),
+            started("a"),
+            started("b"),
+            started("g"),
+        ];
+        feed(&mut p, &lines);
+        p
+    }
+
+    fn ids(p: &Pipeline, found: &[(ThreadIdx, Breach)]) -> Vec<(String, String)> {
+        found.iter().map(|(i, b)| (p.model.thread(*i).id.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn running_children_past_a_limit_are_found_and_the_session_never_is() {
+        let p = tree();
+        let deep = Limits { max_depth: Some(1), ..Limits::default() };
+        assert_eq!(ids(&p, &breaches(&p.model, &deep)), [("g".into(), "depth 2 > 1".into())]);
+        let few = Limits { max_children: Some(1), ..Limits::default() };
+        assert_eq!(ids(&p, &breaches(&p.model, &few)), [("b".into(), "children 2 > 1".into())]);
+        let broke = Limits { max_cost: Some(Pico::default()), ..Limits::default() };
+        let all: Vec<String> = ids(&p, &breaches(&p.model, &broke)).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(all, ["a", "b", "g"], "every running child of a tree past its budget, not the session");
+        let root = p.find("r").unwrap();
+        assert_eq!(spawn_breach(&p.model, root, None, &few).map(|b| b.to_string()).as_deref(), Some("children 3 > 1"));
+    }
+
+    #[test]
+    fn an_act_in_a_recording_says_why_its_target_stopped() {
+        let mut p = tree();
+        let act = r#"{"ts":9,"dir":"c2s","act":{"kind":"interrupt","by":"guard","target":"g","turn":"t-g","reason":"depth 2 > 1"},"msg":{"id":"swarmtop-n-1","method":"turn/interrupt","params":{"threadId":"g","turnId":"t-g"}}}"#;
+        feed(&mut p, &[act.to_owned()]);
+        let g = p.model.thread(p.find("g").unwrap());
+        assert_eq!(g.stopped_by.as_ref().map(crate::wire::Clean::as_str), Some("guard: depth 2 > 1"));
+        assert_eq!(p.counters().control, 1, "the act's line is the client's kind of line: control");
+    }
 
     #[test]
     fn breaches_read_as_the_figures_that_passed() {

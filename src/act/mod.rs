@@ -11,5 +11,6 @@ pub mod settings;
 pub mod signal;
 pub mod target;
 pub mod tee;
+pub mod watch;
 
 pub use limits::{Breach, Limits, Spend};

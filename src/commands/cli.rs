@@ -305,6 +305,9 @@ pub struct TeeArgs {
     /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub monitor_queue_bytes: Option<usize>,
+    /// Interrupt a child that passes one of these limits.
+    #[command(flatten)]
+    pub guards: GuardOpts,
     /// The command to proxy, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -283,6 +283,29 @@ impl Control for Injector {
             Ok(id) => format!("{{\"swarmtop\":\"acted\",\"tag\":{tag},\"requestId\":{}}}\n", Value::from(id)),
             Err(e) => format!("{{\"swarmtop\":\"refused\",\"tag\":{tag},\"error\":{}}}\n", Value::from(e)),
         };
+        let _ = reply.send(text.into_bytes());
+    }
+}
+
+/// The control channel of monitors accepted before the command runs (the first monitor a tee waits
+/// for): requests are refused until the command's stdin exists, then handled by its injector.
+#[derive(Default)]
+pub struct Deferred(OnceLock<Arc<Injector>>);
+
+impl Deferred {
+    pub fn set(&self, injector: Arc<Injector>) {
+        let _ = self.0.set(injector);
+    }
+}
+
+impl Control for Deferred {
+    fn request(&self, line: &[u8], peer: Peer, reply: &mpsc::UnboundedSender<Vec<u8>>) {
+        if let Some(injector) = self.0.get() {
+            injector.request(line, peer, reply);
+            return;
+        }
+        let tag = serde_json::from_slice::<Value>(line).ok().and_then(|v| v.get("tag").cloned()).unwrap_or_default();
+        let text = format!("{{\"swarmtop\":\"refused\",\"tag\":{tag},\"error\":\"the command is not running yet\"}}\n");
         let _ = reply.send(text.into_bytes());
     }
 }

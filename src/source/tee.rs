@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use super::hub::{self, Batch, Control, Hub};
-use super::inject::{Injector, Outbound};
+use super::inject::{Deferred, Injector, Outbound};
 use super::recording::{self, Dir, Encoder, Recorder, Source, Wrap};
 use super::socket::{self, SocketFile};
 
@@ -143,9 +143,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         None => hub,
     });
     let mut monitors = JoinSet::new();
+    // Every monitor may act once the command runs (a guard watching its own tee among them).
+    let deferred = Arc::new(Deferred::default());
+    let control: Option<Arc<dyn Control>> = Some(deferred.clone());
     if let Some(wait) = opts.first_monitor {
         if let Ok(Ok((stream, _))) = tokio::time::timeout(wait, listener.accept()).await {
-            monitors.spawn(hub::serve(hub.clone(), stream, None));
+            monitors.spawn(hub::serve(hub.clone(), stream, control.clone()));
         }
     }
 
@@ -181,8 +184,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
     let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
     let injector = Arc::new(Injector::new(hub.clone(), Box::new(child_in)));
-    // The first monitor (accepted before the command ran) can watch, not act.
-    let control: Option<Arc<dyn Control>> = Some(injector.clone());
+    deferred.set(injector.clone());
     let to_command = ToCommand(injector.clone());
     spawn_pump("tee-c2s", our_in, to_command, Keep::All, c2s.clone(), hub.clone(), None);
     let keep = Keep::ForClient(injector, Outbound::default());

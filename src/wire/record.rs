@@ -53,12 +53,14 @@ pub struct Line<'a> {
     pub other: Option<Other<'a>>,
     /// The message's own text, verbatim (inside the envelope when there is one).
     pub raw: &'a str,
+    /// The envelope's `act` (JSON): swarmtop wrote this line into the session, and why.
+    pub act: Option<&'a str>,
 }
 
 impl Line<'_> {
     /// A slot for [`decode_into`].
     pub fn empty() -> Self {
-        Self { dir: Dir::Bare, ts: None, msg: Message::default(), other: None, raw: "" }
+        Self { dir: Dir::Bare, ts: None, msg: Message::default(), other: None, raw: "", act: None }
     }
 
     /// Whether lowering it needs nothing from the lines before it: every format's lines but a
@@ -140,6 +142,7 @@ fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
         };
         line.ts = top.ts;
         line.raw = inner.get();
+        line.act = top.act.map(super::json::Raw::get);
         // The envelope's own members are not the message's.
         line.msg = Message::default();
         return decode_message_into(inner.get(), line);
@@ -147,6 +150,7 @@ fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
     line.dir = Dir::Bare;
     line.ts = None;
     line.raw = text;
+    line.act = None;
     finish(line, top.parts, text)
 }
 

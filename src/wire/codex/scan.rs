@@ -888,6 +888,7 @@ pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRe
             "ts" => top.ts = millis(s)?,
             "dir" => top.dir = s.opt_string()?,
             "msg" => top.envelope_msg = Some(Raw::validated(s.value(1)?)),
+            "act" => top.act = Some(Raw::validated(s.value(1)?)),
             "rawB64" => {
                 s.value(1)?;
                 top.raw_b64 = true;
