@@ -6,7 +6,7 @@ pub mod control;
 pub mod hook;
 pub mod limits;
 pub mod log;
-pub mod opencode;
+pub mod server;
 pub mod settings;
 pub mod signal;
 pub mod target;

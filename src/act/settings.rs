@@ -7,11 +7,31 @@
 //! file stays one line), and only when our entry changes.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+/// `$CLAUDE_CONFIG_DIR/settings.json` (else `~/.claude/settings.json`), or the project's
+/// `.claude/settings.json` in the current directory.
+pub fn path(project: bool) -> Result<PathBuf, String> {
+    if project {
+        let here = std::env::current_dir().map_err(|e| format!("finding the current directory: {e}"))?;
+        return Ok(here.join(".claude/settings.json"));
+    }
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        return Ok(dir.join("settings.json"));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute());
+    Ok(home.ok_or("HOME is not set")?.join(".claude/settings.json"))
+}
+
+/// The hook's `matcher`: every tool by which Claude Code spawns a sub-agent.
+pub fn spawn_matcher() -> String {
+    crate::wire::claude::SPAWN_TOOLS.join("|")
+}
 
 /// An object's members in their order, values as they were written.
 struct Members(Vec<(String, Box<RawValue>)>);

@@ -8,7 +8,7 @@
 //! without blocking the call: a broken guard must not stop the user's work.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, WrapErr, bail, eyre};
@@ -21,7 +21,6 @@ use crate::act::{Breach, Limits, limits};
 use crate::model::format_usd;
 use crate::pipeline::Config;
 use crate::wire::Clean;
-use crate::wire::claude::SPAWN_TOOLS;
 
 pub fn run(args: &GuardArgs, global: &GlobalOpts, config: Config) -> Result<ExitCode> {
     if args.install || args.uninstall {
@@ -102,21 +101,8 @@ fn hook_command(limits: &Limits, global: &GlobalOpts) -> Result<String> {
     Ok(words.join(" "))
 }
 
-/// `$CLAUDE_CONFIG_DIR/settings.json` (else `~/.claude/settings.json`), or the project's
-/// `.claude/settings.json` in the current directory.
-fn settings_path(project: bool) -> Result<PathBuf> {
-    if project {
-        return Ok(std::env::current_dir().wrap_err("finding the current directory")?.join(".claude/settings.json"));
-    }
-    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
-        return Ok(dir.join("settings.json"));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute());
-    Ok(home.ok_or_else(|| eyre!("HOME is not set"))?.join(".claude/settings.json"))
-}
-
 fn install(args: &GuardArgs, global: &GlobalOpts) -> Result<ExitCode> {
-    let path = settings_path(args.scope.project)?;
+    let path = settings::path(args.scope.project).map_err(|e| eyre!(e))?;
     let shown = Clean::path(&path);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => Some(t),
@@ -128,7 +114,7 @@ fn install(args: &GuardArgs, global: &GlobalOpts) -> Result<ExitCode> {
         if limits.is_empty() {
             bail!("give the guard a limit to install: --max-depth N, --max-children N or --max-cost USD");
         }
-        Some((SPAWN_TOOLS.join("|"), hook_command(&limits, global)?))
+        Some((settings::spawn_matcher(), hook_command(&limits, global)?))
     } else {
         None
     };

@@ -18,14 +18,13 @@ use super::cli::InterruptArgs;
 use super::sessions::{self, Row, State};
 use crate::act::control::{self, AgentControl, Running};
 use crate::act::log;
-use crate::act::opencode::{Outcome, Server, Sessions};
+use crate::act::server::{self, Outcome, Server, Sessions};
 use crate::act::signal;
 use crate::act::target::{self, Miss, ModelTree, Stop, Tree};
 use crate::act::tee::{Line, Reply, TeeSession};
 use crate::model::{Model, TurnStatus};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
-use crate::source::discover::{self, Env, Window};
 use crate::source::proc::Proc;
 use crate::source::socket;
 use crate::ui::label;
@@ -65,8 +64,8 @@ async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
     }
     let looked = match (&args.socket, &args.server) {
         (Some(p), _) => format!("the tee at {}", Clean::path(p)),
-        (_, Some(s)) => format!("the OpenCode server at {}", sanitize_line(s)),
-        _ => "no running tee, OpenCode server or session process of yours".to_owned(),
+        (_, Some(s)) => format!("the server at {}", sanitize_line(s)),
+        _ => "no running tee, agent server or session process of yours".to_owned(),
     };
     bail!(
         "{looked} carries {} (a sub-agent outside a tee or a server cannot be stopped alone: interrupt its session)",
@@ -204,11 +203,11 @@ fn who(model: &Model, level: &[Stop]) -> String {
     names.join(", ")
 }
 
-/// The OpenCode server whose sessions hold TARGET: `--server`, else every server found running.
+/// The agent server whose sessions hold TARGET: `--server`, else every server found running.
 fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>> {
     let servers = match &args.server {
         Some(url) => vec![Server::new(url).map_err(|e| eyre!(e))?],
-        None => running_servers().iter().filter_map(|a| Server::new(a).ok()).collect(),
+        None => server::running().iter().filter_map(|a| Server::new(a).ok()).collect(),
     };
     let mut found = Vec::new();
     for server in servers {
@@ -225,26 +224,9 @@ fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>
     }
     if found.len() > 1 {
         let all: Vec<String> = found.iter().map(|(s, _, _)| s.authority.clone()).collect();
-        bail!(
-            "{} is on several OpenCode servers ({}): name one with --server",
-            sanitize_line(&args.target),
-            all.join(", ")
-        );
+        bail!("{} is on several servers ({}): name one with --server", sanitize_line(&args.target), all.join(", "));
     }
     Ok(found.pop())
-}
-
-/// The OpenCode servers running as us, as the machine view finds them (`HOST:PORT`).
-fn running_servers() -> Vec<String> {
-    let env = Env::from_process();
-    let Some(place) = discover::PLACES.iter().find(|p| p.tool == "opencode") else { return Vec::new() };
-    let Some(root) = (place.root)(&env) else { return Vec::new() };
-    let candidates = (place.scan)(&root, &Window::all());
-    let stores = discover::stores_of(&candidates);
-    let proc = Proc::default();
-    let walk = proc.walk(&stores);
-    let processes = discover::opencode::processes(&proc, &walk, &stores);
-    discover::opencode::servers(&processes).into_iter().map(|s| s.authority).collect()
 }
 
 fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: usize) -> Result<ExitCode> {
@@ -267,7 +249,7 @@ fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: us
                 std::thread::sleep(POLL);
             };
             let mut act = serde_json::Map::new();
-            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", "opencode serve")] {
+            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", server::VIA)] {
                 act.insert(k.into(), v.into());
             }
             act.insert("server".into(), server.authority.clone().into());

@@ -1,4 +1,5 @@
-//! OpenCode under `opencode serve` (1.18.33): its sessions through its HTTP API, stopped with its own
+//! An agent's session server, stopped through its own API: OpenCode under `opencode serve` (1.18.33),
+//! the one agent that serves its sessions. Its sessions through its HTTP API, stopped with its own
 //! abort (`POST /session/{id}/abort`, what its TUI's Esc does; `docs/acting.md` §5). A session is
 //! busy while `GET /session/status` lists it; its abort ends it with `MessageAbortedError` on the
 //! running message, and a running `task` child of it is cancelled with it.
@@ -10,6 +11,24 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::target::Tree;
+use crate::source::discover::{self, Env, Window};
+use crate::source::proc::Proc;
+
+/// How an act through a server is named in the acts log.
+pub const VIA: &str = "opencode serve";
+
+/// The servers running as us, as the machine view finds them (`HOST:PORT`).
+pub fn running() -> Vec<String> {
+    let env = Env::from_process();
+    let Some(place) = discover::PLACES.iter().find(|p| p.tool == "opencode") else { return Vec::new() };
+    let Some(root) = (place.root)(&env) else { return Vec::new() };
+    let candidates = (place.scan)(&root, &Window::all());
+    let stores = discover::stores_of(&candidates);
+    let proc = Proc::default();
+    let walk = proc.walk(&stores);
+    let processes = discover::opencode::processes(&proc, &walk, &stores);
+    discover::opencode::servers(&processes).into_iter().map(|s| s.authority).collect()
+}
 
 /// How long one request to the server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
