@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::wire::claude::is_spawn_tool;
+use crate::wire::claude::agent_op;
+use crate::wire::fact::AgentOp;
 
 /// Most bytes read from the hook's stdin: a spawn's input is a prompt, which a model writes; a
 /// larger input is refused as bad input rather than held.
@@ -42,7 +43,8 @@ impl HookInput {
 
     /// Whether the call asks for a sub-agent (any other call passes untouched).
     pub fn spawns(&self) -> bool {
-        self.hook_event_name.as_deref().is_none_or(|e| e == "PreToolUse") && is_spawn_tool(&self.tool_name)
+        self.hook_event_name.as_deref().is_none_or(|e| e == "PreToolUse")
+            && agent_op(&self.tool_name) == Some(AgentOp::Spawn)
     }
 
     /// The session's transcripts and which agent calls. `transcript_path` names the session's

@@ -166,6 +166,7 @@ fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
         logs: c.logs.load(Relaxed),
         refused: c.refused.load(Relaxed),
         forgotten: c.forgotten.load(Relaxed),
+        limits: c.limits(),
     }
 }
 

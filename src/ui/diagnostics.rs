@@ -41,7 +41,9 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     let c = counters;
     let figure = |name: &'static str, n: u64, problem: bool| {
         let style = if problem && n > 0 { theme.warn } else { theme.base };
-        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{:<10}", grouped(n)), style)]
+        // A cell without a name fills a row.
+        let value = if name.is_empty() { String::new() } else { grouped(n) };
+        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{value:<10}"), style)]
     };
     let row = |cells: [(&'static str, u64, bool); 3]| {
         Line::from(cells.into_iter().flat_map(|(n, v, p)| figure(n, v, p)).collect::<Vec<_>>())
@@ -163,12 +165,17 @@ fn receive_lines(
     row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
     theme: &super::Theme,
 ) -> Vec<Line<'static>> {
-    vec![
+    let mut lines = vec![
         Line::from(Span::styled("OTLP receiver", theme.title)),
         row([("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
         row([("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
-        Line::default(),
-    ]
+    ];
+    for three in r.limits.chunks(3) {
+        let cell = |i: usize| three.get(i).map_or(("", 0, false), |&(name, n)| (name, n, true));
+        lines.push(row([cell(0), cell(1), cell(2)]));
+    }
+    lines.push(Line::default());
+    lines
 }
 
 /// The OTLP export's counters: what left, what waits for a collector that is down, what was lost.
@@ -179,7 +186,14 @@ fn export_lines(
     text_w: usize,
 ) -> Vec<Line<'static>> {
     let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);
-    let state = if x.failing { "  collector unreachable: retrying with backoff" } else { "  collector reachable" };
+    let state = match (x.failing, &x.cause) {
+        (true, Some(cause)) => format!("  retrying with backoff: {}", truncate(cause, text_w.saturating_sub(26))),
+        (true, None) => "  collector unreachable: retrying with backoff".to_owned(),
+        (false, Some(cause)) => {
+            format!("  collector reachable; last failure: {}", truncate(cause, text_w.saturating_sub(36)))
+        }
+        (false, None) => "  collector reachable".to_owned(),
+    };
     vec![
         Line::from(vec![
             Span::styled("OTLP export ", theme.title),

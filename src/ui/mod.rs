@@ -98,6 +98,8 @@ pub struct ReceiveFeed {
     pub refused: u64,
     /// Spans forgotten by the join bound before their parent arrived.
     pub forgotten: u64,
+    /// What each of the receiver's bounds refused or dropped, by name.
+    pub limits: Vec<(&'static str, u64)>,
 }
 
 /// What the OTLP exporter has done so far, for the diagnostics view.
@@ -111,6 +113,8 @@ pub struct ExportFeed {
     pub rejected: u64,
     /// The last attempt failed and is being retried (the collector is down).
     pub failing: bool,
+    /// Why the last attempt that failed did (`connection refused`).
+    pub cause: Option<String>,
 }
 
 impl Default for Feed {

@@ -14,7 +14,7 @@ use std::hash::Hash;
 
 use super::tops::Tops;
 use super::view::TreeSort;
-use crate::model::{Item, ItemKind, Model, Thread};
+use crate::model::{AgentOp, Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
 
 /// A node of the tree, stable while the model grows: selection and folds hold these.
@@ -61,12 +61,9 @@ pub struct Group {
 
 /// What a card did, in the words of the tree row (`⑂ spawn ×3`).
 fn label_of(item: &Item) -> &'static str {
-    match (&item.kind, item.tool.as_deref()) {
-        (ItemKind::Collab, Some("spawnAgent") | None) | (ItemKind::SubAgentActivity, _) => "spawn",
-        (ItemKind::Collab, Some("sendInput")) => "send",
-        (ItemKind::Collab, Some("wait")) => "wait",
-        (ItemKind::Collab, Some("closeAgent")) => "close",
-        (ItemKind::Collab, Some("resumeAgent")) => "resume",
+    match (&item.kind, item.op) {
+        (ItemKind::SubAgentActivity, _) => AgentOp::Spawn.word(),
+        (_, Some(op)) => op.word(),
         _ => "agent",
     }
 }

@@ -26,7 +26,7 @@ use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
-use crate::wire::{Decoded, Origin, decode};
+use crate::wire::{Origin, decode};
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
@@ -57,10 +57,7 @@ pub struct Settings {
 
 /// A record's time, as pacing reads it (the envelope's `ts`, else `emittedAtMs`).
 pub fn time_of(line: &[u8]) -> Option<i64> {
-    match decode(line) {
-        Decoded::Line(line) => line.time(),
-        Decoded::Malformed(_) => None,
-    }
+    decode(line).ok().and_then(|line| line.time())
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.

@@ -3,7 +3,7 @@
 //! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
 //! of 100k children must not overflow the stack).
 
-use crate::model::{ItemKind, Model, Status, Thread, Wait};
+use crate::model::{AgentOp, Model, Status, Thread, Wait};
 use crate::router::ThreadIdx;
 
 /// What a thread's descendants are doing, for one model generation.
@@ -143,7 +143,7 @@ impl Shown {
 
 /// A parent inside a collab `wait` call is waiting on its children, however recent its last line.
 fn in_wait_call(t: &Thread) -> bool {
-    t.current_item().is_some_and(|i| i.kind == ItemKind::Collab && i.tool.as_deref() == Some("wait"))
+    t.current_item().is_some_and(|i| i.op == Some(AgentOp::Wait))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use super::outline::NodeId;
 use super::text::{duration, truncate, width};
 use super::update::{resolved_window, time_extent};
 use super::view::{Pane, View};
-use crate::model::{Item, ItemKind, Model, Thread, TurnStatus};
+use crate::model::{AgentOp, Item, ItemKind, Model, Thread, TurnStatus};
 use crate::router::ThreadIdx;
 
 /// Columns of the agent names left of the bars.
@@ -187,7 +187,7 @@ fn bar_row(
 }
 
 fn is_wait(item: &Item) -> bool {
-    item.kind == ItemKind::Collab && item.tool.as_deref() == Some("wait")
+    item.op == Some(AgentOp::Wait)
 }
 
 fn is_tool(item: &Item) -> bool {
