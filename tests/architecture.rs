@@ -27,7 +27,6 @@ const KNOWN_CIRCLES: &[&str] = &[
     "source::discover <-> source::files <-> source::follow <-> source::live <-> source::opencode",
     "source::discover::claude <-> source::discover::codex <-> source::discover::codex_processes <-> source::discover::liveness",
     "source::otlp <-> source::otlp::conns <-> source::otlp::index <-> source::otlp::request <-> source::otlp::tally <-> source::otlp::trust",
-    "ui::outline <-> ui::view",
 ];
 
 /// Files downstream of `wire` that name an agent or a format, and how many times, when this test

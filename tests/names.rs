@@ -27,7 +27,7 @@ fn screen(p: &Pipeline, (w, h): (u16, u16)) -> String {
     let mut view = View::with_theme(Theme::dark());
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");
     format!("{}", term.backend())
 }
 

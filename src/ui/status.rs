@@ -11,6 +11,8 @@ use crate::router::ThreadIdx;
 pub struct Subtree {
     /// Newest line time among the descendants (the thread itself excluded).
     pub last_ms: Option<i64>,
+    /// Oldest line time among the descendants (the thread itself excluded).
+    pub first_ms: Option<i64>,
     /// Descendants whose own status is active.
     pub active: u32,
 }
@@ -50,6 +52,7 @@ impl Activity {
             let up = &mut of[p.index()];
             up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
             up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
+            up.first_ms = [up.first_ms, mine.first_ms, t.first_ms].into_iter().flatten().min();
         }
         let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
         let active = model.threads.iter().filter(|t| t.status.is_active()).count();
@@ -218,7 +221,7 @@ mod tests {
         let m = parent_and_child(5_000);
         let a = Activity::of(&m.model);
         let root = m.find("root").expect("root");
-        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
+        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), first_ms: Some(5_000), active: 1 });
         assert_eq!(a.active, 2);
         assert_eq!(a.need_you, 0);
     }
