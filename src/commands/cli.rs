@@ -154,6 +154,111 @@ pub enum Command {
     Guard(GuardArgs),
     /// Stop one agent (or its subtree) through the tee, server or process that carries it.
     Interrupt(InterruptArgs),
+    /// Index every agent session on this machine into the run store.
+    Sync(SyncArgs),
+    /// Past root sessions from the run store, newest first; or one session's tree.
+    History(HistoryArgs),
+    /// Spend by day, week, month, session, project, model or kind of agent, sub-agents apart.
+    Report(ReportArgs),
+    /// Full-text search over the briefs, answers and items of every stored run.
+    Search(SearchArgs),
+}
+
+/// Where the run store is.
+#[derive(Debug, Clone, Args)]
+pub struct StoreOpts {
+    /// The run store's file [default: $XDG_DATA_HOME/swarmtop/history.db, else
+    /// ~/.local/share/swarmtop/history.db].
+    #[arg(long, env = "SWARMTOP_STORE", value_name = "PATH")]
+    pub store: Option<String>,
+}
+
+/// Which runs a query of the run store is about.
+#[derive(Debug, Clone, Args)]
+pub struct FilterOpts {
+    /// From this date (2026-02-12 or 20260212), time (RFC 3339), or this long ago (7d, 12h, 2w).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Until this date (inclusive), time, or this long ago.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Time zone of dates, days, weeks and months (an IANA name: Europe/Paris, UTC) [default: local].
+    #[arg(long, value_name = "TZ")]
+    pub tz: Option<String>,
+    /// Only this agent's sessions (claude, codex, opencode).
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Only sessions whose project path contains this.
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Answer from the store as it is, without syncing it first.
+    #[arg(long)]
+    pub no_sync: bool,
+    #[command(flatten)]
+    pub store: StoreOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// What was done, as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar, no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// A session's id (or the start of it): print its tree from the store, as `tree` does.
+    pub session: Option<String>,
+    /// One JSON object instead of a table (with SESSION: the `stats --json` of its files).
+    #[arg(long)]
+    pub json: bool,
+    /// Remove the sessions that ended before --before, and their runs.
+    #[arg(long, requires = "before", conflicts_with = "session")]
+    pub prune: bool,
+    /// With --prune: a date (or time, or how long ago).
+    #[arg(long, value_name = "WHEN", requires = "prune")]
+    pub before: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// How rows are grouped.
+    #[arg(value_parser = report_kind())]
+    pub kind: crate::store::report::Kind,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+}
+
+fn report_kind() -> impl clap::builder::TypedValueParser<Value = crate::store::report::Kind> {
+    use crate::store::report::Kind;
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name))
+        .map(|name: String| Kind::of(&name).expect("a name the parser offered"))
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words to find (every one must match).
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Most hits shown.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub limit: usize,
+    #[command(flatten)]
+    pub filter: FilterOpts,
 }
 
 #[derive(Debug, Args)]

@@ -115,7 +115,7 @@ impl From<Counters> for RoutingJson {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TokensJson {
+pub(super) struct TokensJson {
     input: u64,
     cached_input: u64,
     output: u64,
