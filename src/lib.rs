@@ -5,8 +5,10 @@
 //! (threads, items, tokens, cost) → `ui` (ratatui) and `export` (OTLP traces). `pipeline` joins
 //! wire, router and model for every consumer, and `feed` runs it on every core for recorded inputs;
 //! `store` keeps every run for `history`, `report` and `search`;
-//! `commands` are the thin edges (CLI, headless output, the monitor loop).
+//! `commands` are the thin edges (CLI, headless output, the monitor loop); `act` decides what to stop
+//! (guards, interrupts) from the model.
 
+pub mod act;
 pub mod commands;
 pub mod export;
 pub mod feed;

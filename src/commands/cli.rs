@@ -150,6 +150,10 @@ pub enum Command {
     Listen(ListenArgs),
     /// Send spawn trees to an OpenTelemetry collector as traces (or write them as OTLP/JSON lines).
     Export(ExportArgs),
+    /// Claude Code PreToolUse hook: refuse a sub-agent spawn that would pass a limit.
+    Guard(GuardArgs),
+    /// Stop one agent (or its subtree) through the tee, server or process that carries it.
+    Interrupt(InterruptArgs),
     /// Index every agent session on this machine into the run store.
     Sync(SyncArgs),
     /// Past root sessions from the run store, newest first; or one session's tree.
@@ -261,6 +265,79 @@ pub struct SearchArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct InterruptArgs {
+    /// A thread or session id, a unique prefix (or the short id the tree shows), or an agent's name.
+    pub target: String,
+    /// Also stop every agent below it, the deepest first.
+    #[arg(long)]
+    pub subtree: bool,
+    /// The tee carrying the session (default: every running tee is asked).
+    #[arg(long, value_name = "PATH", conflicts_with = "server")]
+    pub socket: Option<PathBuf>,
+    /// The OpenCode server carrying the session, http://HOST:PORT (default: every one running).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// How long to wait for the agents to confirm they stopped.
+    #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
+    /// A whole session's process: how long after SIGINT before SIGTERM, and after it before giving up.
+    #[arg(long, default_value = "5s", value_parser = parse_wait, value_name = "DURATION")]
+    pub grace: std::time::Duration,
+    /// Do not ask before signalling a whole session's process.
+    #[arg(long, short)]
+    pub yes: bool,
+}
+
+/// Limits on a swarm: how deep, how many children per agent, how much the whole tree may spend.
+#[derive(Debug, Clone, Args, Default)]
+pub struct GuardOpts {
+    /// Deepest a sub-agent may be (the session's own children are depth 1).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Most sub-agents one agent may spawn.
+    #[arg(long, value_name = "N")]
+    pub max_children: Option<u32>,
+    /// Most a session's whole tree may spend, in US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost: Option<crate::model::prices::Pico>,
+}
+
+impl GuardOpts {
+    pub fn limits(&self) -> crate::act::Limits {
+        crate::act::Limits { max_depth: self.max_depth, max_children: self.max_children, max_cost: self.max_cost }
+    }
+}
+
+fn parse_usd(s: &str) -> Result<crate::model::prices::Pico, String> {
+    crate::model::prices::Pico::parse_usd(s).ok_or_else(|| format!("not an amount of US dollars: {s:?} (try 0.50)"))
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    #[command(flatten)]
+    pub limits: GuardOpts,
+    /// Add this guard, with these limits, to Claude Code's settings.json (again: replace it).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove the guard from Claude Code's settings.json (only its own entry).
+    #[arg(long, conflicts_with_all = ["max_depth", "max_children", "max_cost"])]
+    pub uninstall: bool,
+    #[command(flatten)]
+    pub scope: ScopeOpts,
+}
+
+/// Which Claude Code settings.json the guard goes into.
+#[derive(Debug, Args)]
+pub struct ScopeOpts {
+    /// The user's settings ($CLAUDE_CONFIG_DIR or ~/.claude/settings.json; the default).
+    #[arg(long, conflicts_with = "project")]
+    pub user: bool,
+    /// This project's settings (./.claude/settings.json).
+    #[arg(long)]
+    pub project: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ExportArgs {
     /// OTLP/HTTP collector (default: $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318).
     #[arg(long, value_name = "URL", conflicts_with = "otlp_file")]
@@ -336,6 +413,9 @@ pub struct TeeArgs {
     /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub monitor_queue_bytes: Option<usize>,
+    /// Interrupt a child that passes one of these limits.
+    #[command(flatten)]
+    pub guards: GuardOpts,
     /// The command to proxy, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

@@ -3,11 +3,12 @@
 pub mod attach;
 pub mod cli;
 pub mod export;
+pub mod guard;
 pub mod history;
 mod ingest;
+pub mod interrupt;
 pub mod listen;
 mod live;
-pub mod machine;
 mod monitor;
 pub mod ps;
 pub mod report;
@@ -115,6 +116,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
+        Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
+        Some(Command::Interrupt(args)) => interrupt::run(&args, config),
         Some(Command::Sync(args)) => sync::run(&args, config, &cli.global),
         Some(Command::History(args)) => history::run(&args, config, &cli.global),
         Some(Command::Report(args)) => report::run(&args, config, &cli.global),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
-use super::sessions::{Options, window};
+use crate::source::census::{self, Options, window};
 use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::serve::Api;
@@ -134,7 +134,7 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("starting the runtime")?;
     let counters = runtime.block_on(async {
         let mut signals = QuitSignals::new()?;
-        let events = super::machine::spawn(Options::machine(window(args.window.since, args.window.all)));
+        let events = census::machine::spawn(Options::machine(window(args.window.since, args.window.all)));
         crate::serve::run(
             opts,
             api,

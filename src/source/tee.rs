@@ -25,7 +25,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use super::hub::{self, Batch, Hub};
+use super::hub::{self, Batch, Control, Hub};
+use super::inject::{Deferred, Injector, Outbound};
 use super::recording::{self, Dir, Encoder, Recorder, Source, Wrap};
 use super::socket::{self, SocketFile};
 
@@ -120,57 +121,19 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let listener = setup(&format!("binding {}", socket_path.display()), socket::bind(&socket_path))?;
     let socket_file = SocketFile::new(socket_path);
 
-    let started = recording::unix_ms();
-    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
-    let (hub, mut discard) = match &opts.record {
-        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
-        RecordTo::Default | RecordTo::Path(_) => {
-            let explicit = match &opts.record {
-                RecordTo::Path(p) => Some(p.as_path()),
-                _ => None,
-            };
-            let path =
-                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
-            let what = format!("creating the recording {}", path.display());
-            let recorder = setup(&what, Recorder::create(&path, &header))?;
-            let discard = Discard(Some(path));
-            (setup(&what, Hub::recorded(recorder, header))?, discard)
-        }
-    };
-    let hub = Arc::new(match opts.queue_bytes {
-        Some(n) => hub.with_queue_bytes(n),
-        None => hub,
-    });
+    let (hub, mut discard) = open_hub(&opts)?;
     let mut monitors = JoinSet::new();
+    // Every monitor may act once the command runs (a guard watching its own tee among them).
+    let deferred = Arc::new(Deferred::default());
+    let control: Option<Arc<dyn Control>> = Some(deferred.clone());
     if let Some(wait) = opts.first_monitor {
         if let Ok(Ok((stream, _))) = tokio::time::timeout(wait, listener.accept()).await {
-            monitors.spawn(hub::serve(hub.clone(), stream));
+            monitors.spawn(hub::serve(hub.clone(), stream, control.clone()));
         }
     }
 
-    let mut child = match Command::new(program)
-        .args(&opts.command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
-            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
-            return Err(Failure::Spawn { message, code });
-        }
-    };
+    let (mut child, child_in, child_out, pid) = spawn_command(program, &opts.command[1..])?;
     discard.0 = None;
-    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
-    let (Some(child_in), Some(child_out), Ok(pid)) =
-        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
-    else {
-        let _ = child.kill();
-        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
-    };
 
     for fd in [our_in.as_fd(), our_out.as_fd(), child_in.as_fd(), child_out.as_fd()] {
         widen_pipe(fd);
@@ -179,8 +142,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
     let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
     let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
-    spawn_pump("tee-c2s", our_in, child_in, Forward::KeepReading, c2s.clone(), hub.clone(), None);
-    spawn_pump("tee-s2c", child_out, our_out, Forward::StopReading, s2c.clone(), hub.clone(), Some(s2c_done_tx));
+    let injector = Arc::new(Injector::new(hub.clone(), Box::new(child_in)));
+    deferred.set(injector.clone());
+    let to_command = ToCommand(injector.clone());
+    spawn_pump("tee-c2s", our_in, to_command, Keep::All, c2s.clone(), hub.clone(), None);
+    let keep = Keep::ForClient(injector, Outbound::default());
+    spawn_pump("tee-s2c", child_out, our_out, keep, s2c.clone(), hub.clone(), Some(s2c_done_tx));
 
     let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
     let waiter = std::thread::Builder::new().name("tee-wait".into()).spawn(move || {
@@ -203,7 +170,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
                 // root and a socket passed on are not bound by it).
                 Ok((stream, _)) if socket::check_peer(&stream).is_err() => drop(stream),
                 Ok((stream, _)) => {
-                    monitors.spawn(hub::serve(hub.clone(), stream));
+                    monitors.spawn(hub::serve(hub.clone(), stream, control.clone()));
                 }
                 // Out of file descriptors, typically: monitors wait, the session does not, and
                 // the loop must not spin on an error that persists.
@@ -234,6 +201,63 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     Ok(code)
 }
 
+/// The command, in a process group of its own, its stdio piped, and its pid.
+fn spawn_command(
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+) -> Result<(std::process::Child, std::process::ChildStdin, std::process::ChildStdout, i32), Failure> {
+    let spawned = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
+            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
+            return Err(Failure::Spawn { message, code });
+        }
+    };
+    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
+    let (Some(child_in), Some(child_out), Ok(pid)) =
+        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
+    else {
+        let _ = child.kill();
+        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
+    };
+    Ok((child, child_in, child_out, pid))
+}
+
+/// The hub that records and publishes the session, with the recording to remove should the
+/// command never start.
+fn open_hub(opts: &Options) -> Result<(Arc<Hub>, Discard), Failure> {
+    let started = recording::unix_ms();
+    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
+    let (hub, discard) = match &opts.record {
+        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
+        RecordTo::Default | RecordTo::Path(_) => {
+            let explicit = match &opts.record {
+                RecordTo::Path(p) => Some(p.as_path()),
+                _ => None,
+            };
+            let path =
+                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
+            let what = format!("creating the recording {}", path.display());
+            let recorder = setup(&what, Recorder::create(&path, &header))?;
+            let discard = Discard(Some(path));
+            (setup(&what, Hub::recorded(recorder, header))?, discard)
+        }
+    };
+    let hub = match opts.queue_bytes {
+        Some(n) => hub.with_queue_bytes(n),
+        None => hub,
+    };
+    Ok((Arc::new(hub), discard))
+}
+
 fn dup(fd: &impl AsFd) -> io::Result<File> {
     Ok(File::from(fd.as_fd().try_clone_to_owned()?))
 }
@@ -259,21 +283,43 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-/// What a pump does when its destination stops taking bytes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Forward {
-    /// The command closed its stdin (or exited): keep recording what the client says.
-    KeepReading,
-    /// The client closed our stdout: stop reading the command's stdout, so that the command sees
-    /// the broken pipe just as it would without the tee.
-    StopReading,
+/// The command's stdin as the client's pump sees it: the injector forwards the client's bytes and
+/// puts requests of ours in between its lines. Dropped, it closes the command's stdin.
+struct ToCommand(Arc<Injector>);
+
+impl Write for ToCommand {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.forward(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ToCommand {
+    fn drop(&mut self) {
+        self.0.close_inbound();
+    }
+}
+
+/// What of a pump's input is forwarded.
+enum Keep {
+    /// Every byte (the client's side).
+    All,
+    /// All but the answers to the tee's own requests (the command's side), which go to whoever
+    /// asked. When its destination stops taking bytes, the pump stops reading the command's
+    /// stdout, so that the command sees the broken pipe just as it would without the tee; the
+    /// client's pump keeps recording what the client says after the command closed its stdin.
+    ForClient(Arc<Injector>, Outbound),
 }
 
 fn spawn_pump<R, W>(
     name: &str,
     from: R,
     to: W,
-    on_forward_error: Forward,
+    keep: Keep,
     encoder: Arc<Mutex<Encoder>>,
     hub: Arc<Hub>,
     done: Option<oneshot::Sender<()>>,
@@ -282,7 +328,7 @@ fn spawn_pump<R, W>(
     W: Write + Send + 'static,
 {
     let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
-        pump(from, to, on_forward_error, &encoder, &hub);
+        pump(from, to, keep, &encoder, &hub);
         if let Some(done) = done {
             let _ = done.send(());
         }
@@ -293,7 +339,7 @@ fn spawn_pump<R, W>(
 }
 
 /// Record, then forward, then offer: in that order for every `read`.
-fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encoder: &Mutex<Encoder>, hub: &Hub) {
+fn pump<R: Read, W: Write>(mut from: R, to: W, mut keep: Keep, encoder: &Mutex<Encoder>, hub: &Hub) {
     let mut to = Some(to);
     let mut buf = vec![0u8; READ_BYTES];
     // The records of one read, encoded into the same allocation every time: a fresh buffer per
@@ -308,10 +354,14 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
         };
         let chunk = &buf[..n];
         let batch = record(encoder, hub, &mut records, |enc, ts, out| enc.encode(ts, chunk, out));
+        let forward = match &mut keep {
+            Keep::All => std::borrow::Cow::Borrowed(chunk),
+            Keep::ForClient(injector, out) => injector.keep_from_client(out, chunk),
+        };
         if let Some(w) = to.as_mut() {
-            if w.write_all(chunk).is_err() {
+            if w.write_all(&forward).is_err() {
                 to = None;
-                if on_forward_error == Forward::StopReading {
+                if matches!(keep, Keep::ForClient(..)) {
                     if let Some(b) = &batch {
                         hub.offer(b);
                     }
@@ -322,6 +372,9 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
         if let Some(b) = &batch {
             hub.offer(b);
         }
+    }
+    if let (Keep::ForClient(injector, out), Some(w)) = (&mut keep, to.as_mut()) {
+        let _ = w.write_all(&injector.release(out));
     }
     // Closing the command's stdin is how it learns that the client has gone.
     drop(to);
