@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::cells::Tally;
 use super::channel::{ChannelReader, channel};
-use super::pages::{PAGE_BYTES, PAGE_ROWS};
+use super::pages::{PAGE_ROWS, PageBounds};
 use super::records;
 use super::snapshot::Pages;
 use super::store::{open, sql_error};
@@ -29,6 +29,8 @@ const WRITER_LOOK: Duration = Duration::from_secs(1);
 const DEAD_RECENT_MS: i64 = 10 * 60 * 1000;
 /// How long a follower waits after a failed read before it opens the store again.
 const RETRY: Duration = Duration::from_secs(2);
+/// Bytes of records one poll hands on at most; the rest comes with the next ([`Follower::caught_up`]).
+pub const MAX_POLL_BYTES: usize = 16 << 20;
 
 /// Follows a store from an event-log position: each call of [`Follower::poll`] hands on the
 /// events written since, as records, a page at a time.
@@ -76,7 +78,7 @@ impl Follower {
         Ok(roots)
     }
 
-    /// New events since the last call, as records: a page of them at most (see
+    /// New events since the last call, as records, [`MAX_POLL_BYTES`] of them at most (see
     /// [`Follower::caught_up`]); nothing when the store has not changed.
     pub fn poll(&mut self) -> io::Result<Vec<u8>> {
         let db = &self.db;
@@ -86,36 +88,44 @@ impl Follower {
         if self.caught_up && self.version == Some(version) {
             return Ok(Vec::new());
         }
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT rowid, seq, type, data FROM event WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")
-            .map_err(err)?;
-        let limit = i64::try_from(PAGE_ROWS).unwrap_or(i64::MAX);
-        let mut rows = st.query([self.cursor, limit]).map_err(err)?;
-        let (mut out, mut n) = (Vec::new(), 0);
-        while let Some(r) = rows.next().map_err(err)? {
-            n += 1;
-            // A rowid is always an integer.
-            self.cursor = r.get(0).map_err(err)?;
-            let seq = self.tally.int(r, 1, "event.seq");
-            let kind = self.tally.text(r, 2, "event.type");
-            match self.tally.json(r, 3, "event.data") {
-                Some(data) => records::push(
-                    &mut out,
-                    &json!({"opencode": "event", "seq": seq, "event": {"type": kind, "properties": data}}),
-                ),
-                None => self.tally.skip_row("event", "without data"),
-            }
-            if out.len() >= PAGE_BYTES {
+        self.version = Some(version);
+        let mut out = Vec::new();
+        loop {
+            let rows = self.page(&mut out).map_err(|e| sql_error(&self.db, &e))?;
+            self.caught_up = rows < PAGE_ROWS;
+            if self.caught_up || out.len() >= MAX_POLL_BYTES {
                 break;
             }
         }
-        self.caught_up = n < PAGE_ROWS && out.len() < PAGE_BYTES;
-        self.version = Some(version);
         if let Some(message) = self.tally.take_notice() {
             records::notice(&mut out, "store", &message);
         }
         Ok(out)
+    }
+
+    /// One page of the log after the cursor, as records; how many rows it read.
+    fn page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<usize> {
+        let limit = i64::try_from(PAGE_ROWS).unwrap_or(i64::MAX);
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT rowid, seq, type, data FROM event WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?;
+        let mut rows = st.query([self.cursor, limit])?;
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            n += 1;
+            // A rowid is always an integer.
+            self.cursor = r.get(0)?;
+            let seq = self.tally.int(r, 1, "event.seq");
+            let kind = self.tally.text(r, 2, "event.type");
+            match self.tally.json(r, 3, "event.data") {
+                Some(data) => records::push(
+                    out,
+                    &json!({"opencode": "event", "seq": seq, "event": {"type": kind, "properties": data}}),
+                ),
+                None => self.tally.skip_row("event", "without data"),
+            }
+        }
+        Ok(n)
     }
 }
 
@@ -152,7 +162,7 @@ pub fn follow(db: &Path, each: impl FnMut(Vec<u8>) -> bool) -> io::Result<()> {
     // on its way (its reader saw it running and stopped it) must have been seen alive.
     let mut alive = writer(db) == Writer::Alive;
     let mut sink = Sink { each, told: None };
-    let mut pages = Pages::new(db, None)?;
+    let mut pages = Pages::new(db, None, PageBounds::default())?;
     loop {
         let mut page = Vec::new();
         let more = pages.next_page(&mut page)?;

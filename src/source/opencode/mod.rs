@@ -21,16 +21,16 @@ mod sse;
 mod store;
 mod writer;
 
-pub use cells::{MAX_VALUE, Tally};
+pub use cells::MAX_VALUE;
 pub use channel::{ChannelReader, MAX_QUEUED};
-pub use follower::{Follower, POLL, follow, follow_reader};
+pub use follower::{Follower, MAX_POLL_BYTES, POLL, follow, follow_reader};
 pub use http::{HEAD_TIMEOUT, MAX_HEAD, MAX_HEADER_LINE, SSE_SILENCE, probe, server_of};
-pub use pages::{PAGE_BYTES, PAGE_ROWS};
+pub use pages::{PAGE_BYTES, PAGE_ROWS, PageBounds};
 pub use resync::{MAX_RESPONSE, MAX_RESYNC_SESSIONS, session_status};
 pub use roots::{Root, roots};
-pub use serve::{BACKOFF_FIRST, BACKOFF_MAX, Link, STEADY, Serve, link_events, server_reader};
-pub use snapshot::{Snapshot, SnapshotReader, snapshot, snapshot_of, snapshot_reader};
-pub use sse::{MAX_SSE_EVENT, MAX_SSE_LINE, Sse, read_sse};
+pub use serve::{BACKOFF_FIRST, BACKOFF_MAX, Link, STEADY, Serve, link_events, server_reader, sse_records};
+pub use snapshot::{Snapshot, SnapshotReader, snapshot, snapshot_of, snapshot_reader, snapshot_reader_with};
+pub use sse::{MAX_SSE_EVENT, MAX_SSE_LINE, Sse, SseBounds, read_sse};
 pub use store::{SQLITE_MAGIC, STORE_NAME, is_sqlite, open, store_at};
 pub use writer::{Writer, is_opencode, writer};
 

@@ -15,6 +15,20 @@ pub const PAGE_ROWS: usize = 512;
 /// Bytes of rows a page holds before it ends (a row larger than this is a page of its own).
 pub const PAGE_BYTES: usize = 1 << 20;
 
+/// How large a page is: [`PAGE_ROWS`] and [`PAGE_BYTES`] unless a test or a fuzz target wants
+/// small pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageBounds {
+    pub rows: usize,
+    pub bytes: usize,
+}
+
+impl Default for PageBounds {
+    fn default() -> Self {
+        Self { rows: PAGE_ROWS, bytes: PAGE_BYTES }
+    }
+}
+
 /// The sessions a scoped read covers: the roots named in `?1` (a JSON array) and their
 /// descendants, by `session_parent_idx`.
 const SUBTREE: &str = "WITH RECURSIVE tree(id) AS (SELECT value FROM json_each(?1) \
@@ -65,12 +79,12 @@ impl PageSql {
     pub fn page(
         &self,
         conn: &Connection,
-        scope: Option<&str>,
+        (scope, bounds): (Option<&str>, PageBounds),
         after: &mut Option<Vec<SqlValue>>,
         mut take: impl FnMut(&Row<'_>) -> usize,
     ) -> rusqlite::Result<bool> {
         let from = after.clone();
-        let limit = i64::try_from(PAGE_ROWS).unwrap_or(i64::MAX);
+        let limit = i64::try_from(bounds.rows).unwrap_or(i64::MAX);
         let mut params: Vec<&dyn ToSql> = Vec::with_capacity(self.keys + 2);
         if let Some(s) = &scope {
             params.push(s);
@@ -87,11 +101,11 @@ impl PageSql {
             let key = (0..self.keys).map(|i| r.get::<_, SqlValue>(i)).collect::<rusqlite::Result<Vec<_>>>()?;
             bytes = bytes.saturating_add(take(r));
             *after = Some(key);
-            if bytes >= PAGE_BYTES {
+            if bytes >= bounds.bytes {
                 return Ok(true);
             }
         }
-        Ok(n == PAGE_ROWS)
+        Ok(n == bounds.rows)
     }
 }
 

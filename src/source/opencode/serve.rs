@@ -15,7 +15,7 @@ use super::channel::{ChannelReader, Sender, channel};
 use super::http::{self, EVENT_STREAM, Response};
 use super::records;
 use super::resync::server_state;
-use super::sse::{Sse, read_sse};
+use super::sse::{Sse, SseBounds, read_sse};
 use crate::source::live;
 use crate::wire::{Clean, sanitize_line};
 
@@ -88,6 +88,25 @@ fn event_record(data: &str, serve: Serve, out: &mut Vec<u8>) {
     }
 }
 
+/// An event stream's events as the records `serve` hands on, and what was skipped as notices,
+/// into `each` (an event's records at a time) until the stream ends (`Ok(true)`) or `each`
+/// wants no more (`Ok(false)`).
+pub fn sse_records(
+    body: &mut dyn std::io::BufRead,
+    serve: Serve,
+    bounds: SseBounds,
+    mut each: impl FnMut(Vec<u8>) -> bool,
+) -> io::Result<bool> {
+    let mut out = Vec::new();
+    read_sse(body, bounds, &mut |item| {
+        match item {
+            Sse::Event(data) => event_record(data, serve, &mut out),
+            Sse::Skipped(text) => records::notice(&mut out, "stream", &text),
+        }
+        out.is_empty() || each(std::mem::take(&mut out))
+    })
+}
+
 /// `opencode serve`'s `/event` stream on a thread of its own, as records (see the module's doc);
 /// `link` hears how the connection goes, and the thread stops when `link` returns `false` or the
 /// reader is dropped. The first connection is made before this returns: an address that does not
@@ -150,16 +169,8 @@ impl<L: FnMut(Link) -> bool> Stream<L> {
 
     /// Hands on the stream's events until it ends: why it ended, or `None` when no one wants more.
     fn stream(&mut self, response: &mut Response) -> Option<String> {
-        let (serve, tx) = (self.serve, &self.tx);
-        let mut out = Vec::new();
-        let ended = read_sse(&mut *response.body, &mut |item| {
-            match item {
-                Sse::Event(data) => event_record(data, serve, &mut out),
-                Sse::Skipped(text) => records::notice(&mut out, "stream", &text),
-            }
-            tx.send(std::mem::take(&mut out))
-        });
-        match ended {
+        let tx = &self.tx;
+        match sse_records(&mut *response.body, self.serve, SseBounds::default(), |records| tx.send(records)) {
             Ok(false) => None,
             Ok(true) => Some("the server closed the stream".to_owned()),
             Err(e) => Some(e.to_string()),

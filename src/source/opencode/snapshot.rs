@@ -16,7 +16,7 @@ use rusqlite::{Connection, Row};
 use serde_json::{Value, json};
 
 use super::cells::{self, Tally};
-use super::pages::{PAGE_BYTES, PageSql, Query, with_scope};
+use super::pages::{PageBounds, PageSql, Query, with_scope};
 use super::records;
 use super::store::{open, sql_error};
 use super::writer::{Writer, writer};
@@ -31,18 +31,23 @@ pub struct Snapshot {
 /// Reads the whole store (see the module's doc). Holds every record at once: for a store of any
 /// size, [`snapshot_reader`] reads the same records a page at a time.
 pub fn snapshot(db: &Path) -> io::Result<Snapshot> {
-    collect(Pages::new(db, None)?)
+    collect(Pages::new(db, None, PageBounds::default())?)
 }
 
 /// [`snapshot`] of some root sessions and everything under them, nothing else: one session of a
 /// store holding many, read without touching the others' rows.
 pub fn snapshot_of(db: &Path, roots: &[String]) -> io::Result<Snapshot> {
-    collect(Pages::new(db, Some(roots))?)
+    collect(Pages::new(db, Some(roots), PageBounds::default())?)
 }
 
 /// The records of [`snapshot`], read a page at a time as they are read from this reader.
 pub fn snapshot_reader(db: &Path) -> io::Result<SnapshotReader> {
-    Ok(SnapshotReader { pages: Pages::new(db, None)?, buf: Vec::new(), pos: 0, more: true })
+    snapshot_reader_with(db, PageBounds::default())
+}
+
+/// [`snapshot_reader`] with pages of another size: the same records.
+pub fn snapshot_reader_with(db: &Path, bounds: PageBounds) -> io::Result<SnapshotReader> {
+    Ok(SnapshotReader { pages: Pages::new(db, None, bounds)?, buf: Vec::new(), pos: 0, more: true })
 }
 
 fn collect(mut pages: Pages) -> io::Result<Snapshot> {
@@ -157,6 +162,7 @@ pub(super) struct Pages {
     conn: Connection,
     /// The roots a scoped read covers, as a JSON array.
     scope: Option<String>,
+    bounds: PageBounds,
     stage: Stage,
     sessions: Table<()>,
     messages: Table<MessageRow>,
@@ -169,7 +175,7 @@ pub(super) struct Pages {
 }
 
 impl Pages {
-    pub fn new(db: &Path, roots: Option<&[String]>) -> io::Result<Self> {
+    pub fn new(db: &Path, roots: Option<&[String]>, bounds: PageBounds) -> io::Result<Self> {
         let conn = open(db)?;
         let err = |e: rusqlite::Error| sql_error(db, &e);
         // One read transaction for every page: one snapshot of the store.
@@ -182,6 +188,7 @@ impl Pages {
             db: db.to_path_buf(),
             conn,
             scope,
+            bounds,
             stage: Stage::Sessions,
             sessions: Table::new(&SESSIONS, scoped),
             messages: Table::new(&MESSAGES, scoped),
@@ -220,7 +227,7 @@ impl Pages {
     pub fn next_page(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         let start = out.len();
         let result = (|| -> rusqlite::Result<bool> {
-            while out.len() - start < PAGE_BYTES {
+            while out.len() - start < self.bounds.bytes {
                 match self.stage {
                     Stage::Sessions => self.sessions_page(out)?,
                     Stage::Rows => self.rows_page(out, start)?,
@@ -234,8 +241,8 @@ impl Pages {
     }
 
     fn sessions_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
-        let Self { conn, scope, sessions, tally, .. } = self;
-        sessions.more = sessions.sql.page(conn, scope.as_deref(), &mut sessions.after, |r| {
+        let Self { conn, scope, bounds, sessions, tally, .. } = self;
+        sessions.more = sessions.sql.page(conn, (scope.as_deref(), *bounds), &mut sessions.after, |r| {
             let before = out.len();
             session(r, tally, out);
             out.len() - before
@@ -248,7 +255,7 @@ impl Pages {
 
     /// Messages, each followed by its parts, until the page is full or both tables are done.
     fn rows_page(&mut self, out: &mut Vec<u8>, start: usize) -> rusqlite::Result<()> {
-        while out.len() - start < PAGE_BYTES {
+        while out.len() - start < self.bounds.bytes {
             if matches!(self.drain, Drain::NextMessage) {
                 match self.next_message()? {
                     Some(m) => {
@@ -277,10 +284,10 @@ impl Pages {
     }
 
     fn next_message(&mut self) -> rusqlite::Result<Option<MessageRow>> {
-        let Self { conn, scope, messages, tally, .. } = self;
+        let Self { conn, scope, bounds, messages, tally, .. } = self;
         while messages.rows.is_empty() && messages.more {
             let rows = &mut messages.rows;
-            messages.more = messages.sql.page(conn, scope.as_deref(), &mut messages.after, |r| {
+            messages.more = messages.sql.page(conn, (scope.as_deref(), *bounds), &mut messages.after, |r| {
                 let id = tally.text(r, 0, "message.id");
                 let session = tally.text(r, 1, "message.session_id");
                 if let (Some(id), Some(session), Some(data)) = (id, session, tally.json(r, 2, "message.data")) {
@@ -297,10 +304,10 @@ impl Pages {
 
     /// The next part the drain takes, if any.
     fn next_part(&mut self) -> rusqlite::Result<Option<PartRow>> {
-        let Self { conn, scope, parts, tally, drain, .. } = self;
+        let Self { conn, scope, bounds, parts, tally, drain, .. } = self;
         while parts.rows.is_empty() && parts.more {
             let rows = &mut parts.rows;
-            parts.more = parts.sql.page(conn, scope.as_deref(), &mut parts.after, |r| {
+            parts.more = parts.sql.page(conn, (scope.as_deref(), *bounds), &mut parts.after, |r| {
                 let message = tally.text(r, 0, "part.message_id");
                 let id = tally.text(r, 1, "part.id");
                 let session = tally.text(r, 2, "part.session_id");
@@ -329,10 +336,10 @@ impl Pages {
             self.roots.more = false;
         }
         if self.roots.more {
-            let Self { conn, scope, roots, .. } = self;
+            let Self { conn, scope, bounds, roots, .. } = self;
             // An odd id was counted when its session was read.
             let mut again = Tally::default();
-            roots.more = roots.sql.page(conn, scope.as_deref(), &mut roots.after, |r| {
+            roots.more = roots.sql.page(conn, (scope.as_deref(), *bounds), &mut roots.after, |r| {
                 again.text(r, 0, "session.id").map_or(0, |root| {
                     records::dead(out, &root);
                     root.len()

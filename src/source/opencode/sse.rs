@@ -14,6 +14,20 @@ pub const MAX_SSE_EVENT: usize = crate::source::files::MAX_LINE;
 /// Longest line kept: an event's data and its field name.
 pub const MAX_SSE_LINE: usize = MAX_SSE_EVENT + 64;
 
+/// How long a line and an event may be: [`MAX_SSE_LINE`] and [`MAX_SSE_EVENT`] unless a test or
+/// a fuzz target wants them small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseBounds {
+    pub line: usize,
+    pub event: usize,
+}
+
+impl Default for SseBounds {
+    fn default() -> Self {
+        Self { line: MAX_SSE_LINE, event: MAX_SSE_EVENT }
+    }
+}
+
 /// What the stream gave.
 pub enum Sse<'a> {
     /// An event's data (its `data:` lines, joined).
@@ -23,8 +37,9 @@ pub enum Sse<'a> {
 }
 
 /// What was skipped so far on one connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counts {
+    bounds: SseBounds,
     long_lines: u64,
     long_events: u64,
     bad_utf8: u64,
@@ -42,23 +57,23 @@ impl Counts {
         match why {
             Skip::LongLine => {
                 self.long_lines += 1;
-                format!("an event with a line over {MAX_SSE_LINE} bytes skipped ({} so far)", self.long_lines)
+                format!("an event with a line over {} bytes skipped ({} so far)", self.bounds.line, self.long_lines)
             }
             Skip::LongEvent => {
                 self.long_events += 1;
-                format!("an event over {MAX_SSE_EVENT} bytes skipped ({} so far)", self.long_events)
+                format!("an event over {} bytes skipped ({} so far)", self.bounds.event, self.long_events)
             }
         }
     }
 }
 
 /// Reads events until the stream ends (`Ok(true)`) or `each` wants no more (`Ok(false)`).
-pub fn read_sse(body: &mut dyn BufRead, each: &mut dyn FnMut(Sse<'_>) -> bool) -> io::Result<bool> {
+pub fn read_sse(body: &mut dyn BufRead, bounds: SseBounds, each: &mut dyn FnMut(Sse<'_>) -> bool) -> io::Result<bool> {
     let (mut line, mut data) = (Vec::new(), Vec::new());
     let mut skip: Option<Skip> = None;
-    let mut counts = Counts::default();
+    let mut counts = Counts { bounds, long_lines: 0, long_events: 0, bad_utf8: 0 };
     loop {
-        let got = read_line(body, MAX_SSE_LINE, usize::MAX, &mut line)?;
+        let got = read_line(body, bounds.line, usize::MAX, &mut line)?;
         if got.consumed == 0 {
             return Ok(true);
         }
@@ -88,7 +103,7 @@ pub fn read_sse(body: &mut dyn BufRead, each: &mut dyn FnMut(Sse<'_>) -> bool) -
         let Some(d) = l.strip_prefix(b"data:") else { continue };
         let d = d.strip_prefix(b" ").unwrap_or(d);
         let joined = if data.is_empty() { d.len() } else { data.len() + 1 + d.len() };
-        if joined > MAX_SSE_EVENT {
+        if joined > bounds.event {
             skip = Some(Skip::LongEvent);
             data.clear();
             continue;
@@ -125,7 +140,7 @@ mod tests {
     fn read(input: &[u8]) -> Vec<String> {
         let mut got = Vec::new();
         let mut r = input;
-        read_sse(&mut r, &mut |e| {
+        read_sse(&mut r, SseBounds::default(), &mut |e| {
             got.push(match e {
                 Sse::Event(d) => format!("event {d}"),
                 Sse::Skipped(s) => format!("skipped {s}"),

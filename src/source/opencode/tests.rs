@@ -121,10 +121,33 @@ fn pages_read_every_row_once_in_order() {
     assert!(pos("prt_orphan_first") > pos("msg_00002") && pos("prt_orphan_first") < pos("msg_00004"));
     assert!(pos("prt_orphan_mid") > pos("msg_00004") && pos("prt_orphan_mid") < pos("msg_00006"));
     assert!(pos("prt_orphan_last") > pos(message_ids.last().unwrap()));
-    // The reader gives the same bytes, a page at a time.
-    let mut paged = Vec::new();
-    std::io::Read::read_to_end(&mut snapshot_reader(&db).unwrap(), &mut paged).unwrap();
-    assert_eq!(paged, snap.records);
+    // The reader gives the same bytes, a page at a time, whatever the pages' size.
+    for bounds in [PageBounds::default(), PageBounds { rows: 3, bytes: 200 }, PageBounds { rows: 1, bytes: 1 }] {
+        let mut paged = Vec::new();
+        std::io::Read::read_to_end(&mut snapshot_reader_with(&db, bounds).unwrap(), &mut paged).unwrap();
+        assert!(paged == snap.records, "{bounds:?}");
+    }
+}
+
+#[test]
+fn a_poll_reads_the_log_in_pages_until_it_has_caught_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(STORE_NAME);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    let events = 3 * PAGE_ROWS + 1;
+    conn.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {events})
+           INSERT INTO event SELECT printf('evt_%05d', i), 'ses_a', i, 'session.updated.1', '{{}}' FROM n;"
+    ))
+    .unwrap();
+    let mut follower = Follower::new(&db, 0).unwrap();
+    let records = follower.poll().unwrap();
+    assert_eq!(records.iter().filter(|&&b| b == b'\n').count(), events);
+    assert!(follower.caught_up());
+    assert!(follower.poll().unwrap().is_empty(), "nothing new: one pragma");
+    conn.execute_batch("INSERT INTO event VALUES ('evt_new', 'ses_a', 0, 'x', '{}')").unwrap();
+    assert_eq!(follower.poll().unwrap().iter().filter(|&&b| b == b'\n').count(), 1);
 }
 
 #[test]
