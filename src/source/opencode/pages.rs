@@ -7,7 +7,7 @@
 //! first. Rows whose key is NULL sort outside every range and are never reached: the reads count
 //! them apart.
 
-use rusqlite::types::Value as SqlValue;
+use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, Row, ToSql};
 
 /// Rows one query fetches at most.
@@ -26,6 +26,43 @@ pub struct PageBounds {
 impl Default for PageBounds {
     fn default() -> Self {
         Self { rows: PAGE_ROWS, bytes: PAGE_BYTES }
+    }
+}
+
+/// One value of a page's last key, as SQLite holds it. Not a `rusqlite` value: that insists on
+/// UTF-8, and a TEXT id that is not (a hostile store) panicked there (found by the
+/// `opencode_store` fuzz target). Bound back as the same type and bytes, it compares as SQLite
+/// compared it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Key {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(Vec<u8>),
+    Blob(Vec<u8>),
+}
+
+impl From<ValueRef<'_>> for Key {
+    fn from(v: ValueRef<'_>) -> Self {
+        match v {
+            ValueRef::Null => Self::Null,
+            ValueRef::Integer(i) => Self::Integer(i),
+            ValueRef::Real(r) => Self::Real(r),
+            ValueRef::Text(t) => Self::Text(t.to_vec()),
+            ValueRef::Blob(b) => Self::Blob(b.to_vec()),
+        }
+    }
+}
+
+impl ToSql for Key {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Self::Null => ValueRef::Null,
+            Self::Integer(i) => ValueRef::Integer(*i),
+            Self::Real(r) => ValueRef::Real(*r),
+            Self::Text(t) => ValueRef::Text(t),
+            Self::Blob(b) => ValueRef::Blob(b),
+        }))
     }
 }
 
@@ -80,7 +117,7 @@ impl PageSql {
         &self,
         conn: &Connection,
         (scope, bounds): (Option<&str>, PageBounds),
-        after: &mut Option<Vec<SqlValue>>,
+        after: &mut Option<Vec<Key>>,
         mut take: impl FnMut(&Row<'_>) -> usize,
     ) -> rusqlite::Result<bool> {
         let from = after.clone();
@@ -98,7 +135,7 @@ impl PageSql {
         let (mut n, mut bytes) = (0usize, 0usize);
         while let Some(r) = rows.next()? {
             n += 1;
-            let key = (0..self.keys).map(|i| r.get::<_, SqlValue>(i)).collect::<rusqlite::Result<Vec<_>>>()?;
+            let key = (0..self.keys).map(|i| r.get_ref(i).map(Key::from)).collect::<rusqlite::Result<Vec<_>>>()?;
             bytes = bytes.saturating_add(take(r));
             *after = Some(key);
             if bytes >= bounds.bytes {

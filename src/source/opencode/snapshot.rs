@@ -11,12 +11,11 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, Row};
 use serde_json::{Value, json};
 
 use super::cells::{self, Tally};
-use super::pages::{PageBounds, PageSql, Query, with_scope};
+use super::pages::{Key, PageBounds, PageSql, Query, with_scope};
 use super::records;
 use super::store::{open, sql_error};
 use super::writer::{Writer, writer};
@@ -146,7 +145,7 @@ struct PartRow {
 struct Table<T> {
     sql: PageSql,
     rows: VecDeque<T>,
-    after: Option<Vec<SqlValue>>,
+    after: Option<Vec<Key>>,
     more: bool,
 }
 
