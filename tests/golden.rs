@@ -3,6 +3,7 @@
 //! shown) must leave every figure as it was: a difference here is a change of behaviour, to be
 //! reviewed and accepted on purpose (`cargo insta review`), never a side effect of a refactor.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -12,25 +13,25 @@ fn fixtures() -> PathBuf {
 }
 
 /// Every input a user could hand `stats`: each recording file, and each folder that is one
-/// session (a Claude project, a Codex rollout folder).
+/// session (a Claude project, a Codex rollout folder, an OpenCode data folder).
 fn inputs() -> Vec<PathBuf> {
     let root = fixtures();
     let mut inputs = Vec::new();
-    for dir in ["codex-0.171.0", "claude-2.1.332-otlp", "hostile", "tee"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+    let entries = |dir: &str, keep: fn(&Path) -> bool| {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
             .expect("fixture folder")
             .map(|e| e.expect("entry").path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e != "md"))
+            .filter(|p| keep(p))
             .collect();
-        files.sort();
-        inputs.extend(files);
+        paths.sort();
+        paths
+    };
+    for dir in ["codex-0.171.0", "claude-2.1.332", "claude-2.1.332-otlp", "opencode-1.18.33", "hostile", "tee"] {
+        inputs.extend(entries(dir, |p| p.is_file() && p.extension().is_some_and(|e| e != "md")));
     }
-    let mut rollouts: Vec<PathBuf> = std::fs::read_dir(root.join("codex-0.171.0/rollouts"))
-        .expect("rollouts")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    rollouts.sort();
-    inputs.extend(rollouts);
+    for dir in ["codex-0.171.0/rollouts", "claude-2.1.332", "opencode-1.18.33"] {
+        inputs.extend(entries(dir, Path::is_dir));
+    }
     inputs.push(root.join("claude-2.1.39"));
     inputs
 }
@@ -46,7 +47,7 @@ fn run(args: &[&str], input: &Path) -> String {
     let mut seen = String::from_utf8(out.stdout).expect("utf-8");
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).replace(env!("CARGO_MANIFEST_DIR"), "<repo>");
-        seen.push_str(&format!("\n[exit {:?}] {stderr}", out.status.code()));
+        let _ = write!(seen, "\n[exit {:?}] {stderr}", out.status.code());
     }
     seen
 }

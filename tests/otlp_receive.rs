@@ -69,6 +69,7 @@ fn an_address_other_machines_reach_is_announced_loudly() {
     let socket = dir.path().join("l.sock");
     let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
         .args(["listen", "--headless", "--socket", socket.to_str().unwrap(), "--otlp", "0.0.0.0:0"])
+        .env("XDG_DATA_HOME", dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -60,6 +60,7 @@ pub(super) fn feed_of(live: &Live) -> ExportFeed {
         dropped: s.dropped,
         rejected: s.rejected,
         failing: s.failing,
+        cause: s.cause,
     }
 }
 

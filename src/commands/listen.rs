@@ -49,19 +49,20 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
                 let tcp =
                     tokio::net::TcpListener::bind(addr).await.wrap_err_with(|| format!("binding {addr} for OTLP"))?;
                 let bound = tcp.local_addr().unwrap_or(addr);
+                let token = otlp_token();
                 if !otlp::is_loopback(&bound) {
                     eprintln!(
                         "swarmtop listen: WARNING: receiving OTLP on {bound}, which other machines can reach: \
-                         anyone who can connect can feed this monitor (bind 127.0.0.1 to keep it local)"
+                         they must send the token (bind 127.0.0.1 to keep it local)"
                     );
                 }
                 eprintln!("swarmtop listen: receiving OTLP/HTTP traces and logs at http://{bound}");
                 name = format!("{name} + otlp {bound}");
-                Some((tcp, Arc::new(otlp::Counters::default())))
+                Some(otlp::Receiver { listener: tcp, counters: Arc::new(otlp::Counters::default()), token })
             }
             None => None,
         };
-        let receive = otlp.as_ref().map(|(_, c)| c.clone());
+        let receive = otlp.as_ref().map(|r| r.counters.clone());
         tokio::spawn(inbound::listen(listener, otlp, header, recorder, tx));
         if let Some(signals) = headless_signals {
             eprintln!("swarmtop listen: accepting producers on {shown}");
@@ -75,4 +76,34 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
             monitor::screen(watch, &args.monitor, config, Outlets { export, receive }).await
         }
     })
+}
+
+/// The token senders other than us must present: made (and shown, this once) the first time.
+/// Without one (no data folder, or a token file others can read) only our own processes can send.
+fn otlp_token() -> Option<Arc<otlp::trust::Token>> {
+    let Some(path) = otlp::trust::default_token_path() else {
+        eprintln!("swarmtop listen: no HOME or XDG_DATA_HOME to keep an OTLP token in: only you can send");
+        return None;
+    };
+    let shown = Clean::path(&path);
+    let token = match otlp::trust::Token::load_or_create(&path) {
+        Ok((token, true)) => {
+            eprintln!(
+                "swarmtop listen: OTLP senders other than you (another user, another machine) must send \
+                 `Authorization: Bearer {}`; it is kept in {shown} and not shown again",
+                token.secret()
+            );
+            token
+        }
+        Ok((token, false)) => {
+            eprintln!("swarmtop listen: OTLP senders other than you must send the bearer token kept in {shown}");
+            token
+        }
+        Err(e) => {
+            let e = crate::wire::sanitize_line(&e.to_string());
+            eprintln!("swarmtop listen: WARNING: no OTLP token ({}): only you can send", e.as_str());
+            return None;
+        }
+    };
+    Some(Arc::new(token))
 }

@@ -66,10 +66,16 @@ impl Live {
     }
 }
 
-/// One line for people: `12 spans to URL: 12 sent, 0 retried, 0 dropped, 0 rejected`.
+/// One line for people: `12 spans to URL: 12 sent, 0 retried, 0 dropped, 0 rejected`, and why
+/// the last attempt that failed did: `…; last failure: connection refused`.
 pub fn describe(summary: &Summary, target: &str) -> String {
-    format!(
+    let mut line = format!(
         "{} spans to {target}: {} sent, {} retried, {} dropped, {} rejected",
         summary.queued, summary.sent, summary.retried, summary.dropped, summary.rejected
-    )
+    );
+    if let Some(cause) = &summary.cause {
+        line.push_str("; last failure: ");
+        line.push_str(cause);
+    }
+    line
 }

@@ -1,6 +1,9 @@
 //! The exporter thread: spans arrive through a bounded queue and leave in batches, so a slow or
 //! absent collector never slows what forwards or draws. While the collector is down a batch is
-//! retried with backoff; when the queue is full new spans are dropped and counted.
+//! retried with backoff that grows over repeated failures (and across batches) until one attempt
+//! succeeds; a collector's `Retry-After` is honoured up to [`RETRY_AFTER_MAX`]. When the queue is
+//! full new spans are dropped and counted, and the last failure's cause is kept to be shown
+//! (`connection refused`, `HTTP 429 …`), not only how many spans it cost.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,8 +28,11 @@ pub const BATCH_SPANS: usize = 512;
 const LINGER: Duration = Duration::from_millis(200);
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
-/// The longest wait between attempts once swarmtop is stopping.
-const GRACE_RETRY: Duration = Duration::from_millis(250);
+/// The longest `Retry-After` waited for; a collector asking more is asked again after this
+/// (issue 22 item 14: `Retry-After: 999999999` was ignored and the collector got 4 requests a second).
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(60);
+/// Most characters of a collector's error text kept as a failure's cause.
+const CAUSE_CHARS: usize = 200;
 /// Most of a response body read (a partial-success message, an error text).
 const RESPONSE_BYTES: u64 = 64 << 10;
 
@@ -44,10 +50,12 @@ pub struct Counters {
     pub rejected: AtomicU64,
     /// Attempts that failed and will be retried, right now (the collector is down).
     pub failing: AtomicBool,
+    /// Why the last attempt that failed did: `connection refused`, `HTTP 503`, ….
+    pub cause: Mutex<Option<String>>,
 }
 
 /// A copy of the counters at one moment.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Summary {
     pub queued: u64,
     pub sent: u64,
@@ -55,6 +63,7 @@ pub struct Summary {
     pub dropped: u64,
     pub rejected: u64,
     pub failing: bool,
+    pub cause: Option<String>,
 }
 
 impl Counters {
@@ -66,7 +75,12 @@ impl Counters {
             dropped: self.dropped.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
             failing: self.failing.load(Ordering::Relaxed),
+            cause: self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
         }
+    }
+
+    fn failed(&self, cause: String) {
+        *self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cause);
     }
 }
 
@@ -94,8 +108,14 @@ impl Exporter {
         let deadline = Arc::new(Mutex::new(None));
         let target = settings.target.describe();
         let sink = Sink::open(settings.target)?;
-        let worker =
-            Worker { rx, counters: counters.clone(), deadline: deadline.clone(), sink, resource: settings.resource };
+        let worker = Worker {
+            rx,
+            counters: counters.clone(),
+            deadline: deadline.clone(),
+            sink,
+            resource: settings.resource,
+            backoff: BACKOFF_FIRST,
+        };
         let thread = std::thread::Builder::new().name("otlp-export".into()).spawn(move || worker.run())?;
         Ok(Self { tx: Some(tx), counters, deadline, thread: Some(thread), target })
     }
@@ -159,9 +179,9 @@ enum Outcome {
     /// Accepted, less the spans the collector says it rejected.
     Accepted { rejected: u64 },
     /// Refused for good (a malformed request, an unknown path): retrying would not help.
-    Refused,
-    /// The collector is down or busy: retry after the given wait (its `Retry-After`, or backoff).
-    Retry(Option<Duration>),
+    Refused { cause: String },
+    /// The collector is down or busy: retry after the wait it asked for (`Retry-After`), or backoff.
+    Retry { after: Option<Duration>, cause: String },
 }
 
 impl Sink {
@@ -193,7 +213,7 @@ impl Sink {
                     Ok(()) => Outcome::Accepted { rejected: 0 },
                     Err(e) => {
                         tracing::warn!("writing OTLP/JSON: {e}");
-                        Outcome::Refused
+                        Outcome::Refused { cause: format!("writing the file: {e}") }
                     }
                 }
             }
@@ -209,25 +229,23 @@ impl Sink {
                 match post.send(&body[..]) {
                     Err(e) => {
                         tracing::debug!("OTLP export to {url}: {e}");
-                        Outcome::Retry(None)
+                        Outcome::Retry { after: None, cause: cause_of(&e) }
                     }
                     Ok(mut response) => {
-                        let status = response.status().as_u16();
-                        let retry_after = response
-                            .headers()
-                            .get("retry-after")
-                            .and_then(|v| v.to_str().ok())
-                            .and_then(|v| v.trim().parse::<u64>().ok())
-                            .map(Duration::from_secs);
+                        let status = response.status();
+                        let after = response.headers().get("retry-after").and_then(|v| retry_after(v.to_str().ok()?));
                         let bytes =
                             response.body_mut().with_config().limit(RESPONSE_BYTES).read_to_vec().unwrap_or_default();
-                        match status {
+                        match status.as_u16() {
                             200..=299 => Outcome::Accepted { rejected: rejected_in(&bytes, *encoding) },
                             // The statuses the OTLP specification says to retry.
-                            429 | 502 | 503 | 504 => Outcome::Retry(retry_after),
+                            429 | 502 | 503 | 504 => {
+                                let asked = after.map(|a| format!(", asked to retry after {} s", a.as_secs()));
+                                Outcome::Retry { after, cause: format!("HTTP {status}{}", asked.unwrap_or_default()) }
+                            }
                             _ => {
                                 tracing::warn!("OTLP export to {url}: HTTP {status}");
-                                Outcome::Refused
+                                Outcome::Refused { cause: refused_cause(status, &bytes) }
                             }
                         }
                     }
@@ -235,6 +253,41 @@ impl Sink {
             }
         }
     }
+}
+
+/// `Retry-After`: seconds, or an HTTP date.
+fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// An attempt that never got an answer, in a user's words.
+fn cause_of(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(io) => match io.kind() {
+            std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                "the connection was reset".to_owned()
+            }
+            std::io::ErrorKind::TimedOut => "timed out".to_owned(),
+            _ => crate::wire::sanitize_line(&io.to_string()).as_str().to_owned(),
+        },
+        ureq::Error::Timeout(which) => format!("timed out ({which})"),
+        ureq::Error::HostNotFound => "host not found".to_owned(),
+        other => crate::wire::sanitize_line(&other.to_string()).as_str().to_owned(),
+    }
+}
+
+/// `HTTP 400 Bad Request: <the start of the collector's own text>`.
+fn refused_cause(status: ureq::http::StatusCode, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text: String = text.lines().next().unwrap_or("").chars().take(CAUSE_CHARS).collect();
+    let text = crate::wire::sanitize_line(text.trim());
+    if text.is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {}", text.as_str()) }
 }
 
 /// Spans a collector says it rejected in an accepted request (OTLP partial success).
@@ -252,6 +305,9 @@ struct Worker {
     deadline: Arc<Mutex<Option<Instant>>>,
     sink: Sink,
     resource: Vec<KeyValue>,
+    /// The wait before the next retry: it grows with each failure, batch after batch, and is back
+    /// to [`BACKOFF_FIRST`] only once an attempt succeeds.
+    backoff: Duration,
 }
 
 impl Worker {
@@ -298,7 +354,6 @@ impl Worker {
                 schema_url: String::new(),
             }],
         };
-        let mut backoff = BACKOFF_FIRST;
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
@@ -311,42 +366,50 @@ impl Worker {
                     self.counters.sent.fetch_add(n - rejected, Ordering::Relaxed);
                     self.counters.rejected.fetch_add(rejected, Ordering::Relaxed);
                     self.counters.failing.store(false, Ordering::Relaxed);
+                    self.backoff = BACKOFF_FIRST;
                     return;
                 }
-                Outcome::Refused => {
+                Outcome::Refused { cause } => {
+                    self.counters.failed(cause);
                     self.counters.rejected.fetch_add(n, Ordering::Relaxed);
                     return;
                 }
-                Outcome::Retry(after) => {
+                Outcome::Retry { after, cause } => {
                     self.counters.failing.store(true, Ordering::Relaxed);
-                    let mut wait = after.unwrap_or(backoff).min(BACKOFF_MAX);
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
-                    // Stopping: the grace left is short, so try often rather than sleep through it.
-                    if self.deadline().is_some() {
-                        wait = wait.min(GRACE_RETRY);
-                    }
-                    if !self.sleep_until_retry(wait) {
+                    let asked = after.is_some();
+                    let wait = after.map_or(self.backoff, |a| a.min(RETRY_AFTER_MAX));
+                    self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+                    if !self.sleep_until_retry(wait, asked) {
+                        let why = if asked { ", later than swarmtop could wait" } else { "" };
+                        self.counters.failed(format!("{cause}{why}"));
                         self.counters.dropped.fetch_add(n, Ordering::Relaxed);
                         return;
                     }
+                    self.counters.failed(cause);
                 }
             }
         }
     }
 
     /// Waits `wait`, in small steps so that a deadline set meanwhile is seen; false when the
-    /// deadline has passed (give up).
-    fn sleep_until_retry(&self, wait: Duration) -> bool {
+    /// deadline comes first and the wait was the collector's to ask (`asked`): retrying before it
+    /// would not be honouring it. A wait of our own ends at the deadline, for one last attempt.
+    fn sleep_until_retry(&self, wait: Duration, asked: bool) -> bool {
         let until = Instant::now() + wait;
+        if self.deadline().is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
         loop {
             let now = Instant::now();
-            if self.deadline().is_some_and(|d| now >= d) {
-                return false;
-            }
-            if now >= until {
+            let end = match self.deadline() {
+                Some(d) if asked && until > d => return false,
+                Some(d) => until.min(d),
+                None => until,
+            };
+            if now >= end {
                 return true;
             }
-            std::thread::sleep((until - now).min(Duration::from_millis(50)));
+            std::thread::sleep((end - now).min(Duration::from_millis(50)));
         }
     }
 }

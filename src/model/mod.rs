@@ -14,7 +14,7 @@ mod tokens;
 use std::sync::Arc;
 
 pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
-pub use self::item::{Item, ItemKind, ItemStatus};
+pub use self::item::{AgentOp, Item, ItemKind, ItemStatus};
 use self::prices::Pico;
 pub use self::prices::{Price, Prices};
 pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, Wait, short_id};
@@ -308,10 +308,13 @@ impl Model {
         }
         match r.class {
             Class::Control => {
-                // Responses and client traffic feed metadata only: names, models, agent paths.
-                if let Some(idx) = r.thread {
-                    for fact in record.facts.iter() {
-                        self.apply_fact(idx, fact, r);
+                // Responses and client traffic feed metadata only: names, models, agent paths,
+                // and what swarmtop asked of a thread (which the line itself may not name).
+                for fact in record.facts.iter() {
+                    match (fact, r.thread) {
+                        (Fact::Acted(a), _) => self.acted(a, r.registry),
+                        (_, Some(idx)) => self.apply_fact(idx, fact, r),
+                        (_, None) => {}
                     }
                 }
             }
@@ -454,6 +457,14 @@ impl Model {
             }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
             Fact::Copied => self.threads[idx.index()].forked = true,
+            Fact::Acted(a) => self.acted(a, r.registry),
+        }
+    }
+
+    /// swarmtop asked a thread to stop: why, for the tree.
+    fn acted(&mut self, a: &crate::wire::fact::Acted<'_>, registry: &Registry) {
+        if let Some(t) = registry.find(&a.target) {
+            self.threads[t.index()].stopped_by = Some(a.why.clone());
         }
     }
 
@@ -852,6 +863,10 @@ impl Model {
             }
             if let Some(title) = &f.title {
                 item.title.clone_from(title);
+            }
+            if f.op.is_some() && item.op != f.op {
+                item.op = f.op;
+                relabelled = true;
             }
             if let Some(tool) = &f.tool {
                 if item.tool.as_deref() != Some(tool.as_str()) {

@@ -70,7 +70,7 @@ impl Journal {
 /// ([`Event::Notice`]).
 pub async fn listen(
     listener: UnixListener,
-    otlp: Option<(tokio::net::TcpListener, Arc<super::otlp::Counters>)>,
+    otlp: Option<super::otlp::Receiver>,
     header: Vec<u8>,
     recorder: Option<Recorder>,
     tx: mpsc::Sender<Event>,
@@ -80,8 +80,8 @@ pub async fn listen(
         return;
     }
     let (batch_tx, mut batches) = mpsc::channel::<Vec<u8>>(CHANNEL_EVENTS);
-    if let Some((otlp, counters)) = otlp {
-        tokio::spawn(super::otlp::serve(otlp, batch_tx.clone(), counters));
+    if let Some(otlp) = otlp {
+        tokio::spawn(super::otlp::serve(otlp, batch_tx.clone()));
     }
     let batch_tx = Arc::new(batch_tx);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_PRODUCERS));

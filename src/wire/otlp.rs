@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::fact::{
-    Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded,
+    AgentOp, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded,
     TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::{CleanStr, sanitize};
@@ -362,17 +362,21 @@ fn agent<'l>(
 }
 
 /// The GenAI usage attributes (input counts cached and cache-written input, output counts reasoning).
+/// The total is swarmtop's own when it exported the span, else input and output added (issue 22
+/// item 11: an `invoke_agent` span of another sender showed 0 tokens beside its price).
 fn breakdown(a: &Attrs<'_>) -> Breakdown {
+    let (input, output) = (a.int("gen_ai.usage.input_tokens"), a.int("gen_ai.usage.output_tokens"));
+    let added = (input.is_some() || output.is_some()).then(|| input.unwrap_or(0).saturating_add(output.unwrap_or(0)));
     Breakdown {
-        total_tokens: a.int("swarmtop.usage.total_tokens"),
-        input_tokens: a.int("gen_ai.usage.input_tokens"),
+        total_tokens: a.int("swarmtop.usage.total_tokens").or(added),
+        input_tokens: input,
         cached_input_tokens: a.int("gen_ai.usage.cache_read.input_tokens"),
         // Claude Code names the cache writes `cache_write`; the conventions, `cache_creation`.
         cache_write_input_tokens: a
             .int("gen_ai.usage.cache_creation.input_tokens")
             .or_else(|| a.int("gen_ai.usage.cache_write.input_tokens")),
         cache_write_1h_input_tokens: None,
-        output_tokens: a.int("gen_ai.usage.output_tokens"),
+        output_tokens: output,
         reasoning_output_tokens: a.int("gen_ai.usage.reasoning.output_tokens"),
     }
 }
@@ -408,7 +412,8 @@ fn tool<'l>(span: &'l SpanJson, a: &Attrs<'l>, start: Option<i64>, end: Option<i
         status: Some(item_status),
         title: Some(sanitize(&title)),
         exit_code,
-        tool: spawn.then(|| sanitize("spawnAgent")),
+        op: spawn.then_some(AgentOp::Spawn),
+        tool: spawn.then(|| sanitize(name)),
         card: spawn,
         started_ms: start,
         completed_ms: end.filter(|_| item_status != ItemStatus::InProgress),
@@ -426,8 +431,7 @@ fn chat<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
     }
     let key = a.str("gen_ai.response.id").or_else(|| a.str("request_id")).unwrap_or(span.span_id.as_str());
     let mut tokens = breakdown(a);
-    tokens.total_tokens =
-        tokens.total_tokens.or(Some(tokens.input_tokens.unwrap_or(0) + tokens.output_tokens.unwrap_or(0)));
+    tokens.total_tokens = tokens.total_tokens.or(Some(0));
     out.facts.push(Fact::Usage(Usage::Response(Box::new(ResponseUsage {
         key: (Cow::Borrowed(key), Cow::Borrowed("")),
         tokens,
@@ -473,9 +477,10 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
             // Anthropic's figures: `input_tokens` leaves out the cache reads and writes.
             let (fresh, read, written) =
                 (a.int("input_tokens"), a.int("cache_read_tokens"), a.int("cache_creation_tokens"));
-            let input = fresh.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0);
+            // Saturating: the figures are the sender's (issue 22 item 10: i64::MAX twice wrapped to 0).
+            let input = fresh.unwrap_or(0).saturating_add(read.unwrap_or(0)).saturating_add(written.unwrap_or(0));
             let tokens = Breakdown {
-                total_tokens: Some(input + a.int("output_tokens").unwrap_or(0)),
+                total_tokens: Some(input.saturating_add(a.int("output_tokens").unwrap_or(0))),
                 input_tokens: Some(input),
                 cached_input_tokens: read,
                 cache_write_input_tokens: written,
@@ -505,7 +510,8 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
                     kind: Some(kind),
                     status: Some(ItemStatus::InProgress),
                     title: Some(sanitize(name)),
-                    tool: spawn.then(|| sanitize("spawnAgent")),
+                    op: spawn.then_some(AgentOp::Spawn),
+                    tool: spawn.then(|| sanitize(name)),
                     card: spawn,
                     started_ms: time,
                     ..ItemFact::default()

@@ -225,7 +225,7 @@ pub fn ids_of(spans: &[Value]) -> HashSet<(String, String)> {
 pub struct Listener {
     child: Child,
     pub port: u16,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Listener {
@@ -243,6 +243,8 @@ impl Listener {
                 &format!("127.0.0.1:{port}"),
             ])
             .args(extra)
+            // The token the receiver makes for other senders stays in the test's folder.
+            .env("XDG_DATA_HOME", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -253,11 +255,20 @@ impl Listener {
             assert!(Instant::now() < deadline, "listen --otlp never listened");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, port, _dir: dir }
+        Self { child, port, dir }
     }
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The bearer token the receiver made for senders other than us.
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("swarmtop/otlp-token")).unwrap().trim().to_owned()
     }
 
     /// Ctrl-C: the headless listener prints `stats --json` of what it received.
@@ -273,6 +284,14 @@ impl Listener {
         self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         assert!(self.child.wait().unwrap().success(), "{err}");
         (serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}")), err)
+    }
+}
+
+/// A test that fails before `stop` leaves no listener behind.
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

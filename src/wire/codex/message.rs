@@ -329,6 +329,8 @@ pub(crate) struct TopRest<'a> {
     pub ts: Option<i64>,
     pub dir: Option<Str<'a>>,
     pub envelope_msg: Option<Raw<'a>>,
+    /// An envelope's `act`: the line was written by swarmtop acting on the session (recording.md).
+    pub act: Option<Raw<'a>>,
     pub raw_b64: bool,
 }
 
@@ -343,18 +345,6 @@ pub(crate) struct Top<'a> {
 #[cfg(test)]
 pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
     serde_json::from_str::<Top<'_>>(text)
-}
-
-/// The fast scanner when it can, serde when it cannot (see `scan`). `msg` and `rest` start empty.
-pub(crate) fn parse_top<'a>(text: &'a str, msg: &mut Message<'a>, rest: &mut TopRest<'a>) -> Result<(), Malformed> {
-    if super::scan::top_into(text, msg, rest).is_some() {
-        return Ok(());
-    }
-    // The scanner may have filled part of the slot before it gave up.
-    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e))?;
-    *msg = top.message;
-    *rest = top.rest;
-    Ok(())
 }
 
 impl<'de> Deserialize<'de> for Top<'de> {
@@ -401,12 +391,13 @@ impl<'de> Visitor<'de> for TopVisitor {
                 "ts" => rest.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
                 "dir" => rest.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
                 "msg" => rest.envelope_msg = Some(map.next_value()?),
+                "act" => rest.act = Some(map.next_value()?),
                 "rawB64" => {
                     map.next_value::<IgnoredAny>()?;
                     rest.raw_b64 = true;
                 }
                 other => {
-                    keys.note(other);
+                    keys.note(other.as_bytes());
                     map.next_value::<IgnoredAny>()?;
                 }
             }
