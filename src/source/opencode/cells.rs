@@ -10,8 +10,10 @@ use rusqlite::types::ValueRef;
 use serde_json::Value;
 
 /// Longest text or JSON value read from a column: a record must fit the line bound the pipeline
-/// reads records with, so a longer one would be counted malformed anyway, after being built.
-pub const MAX_VALUE: usize = crate::source::files::MAX_LINE;
+/// reads records with (`files::MAX_LINE`, equal by a test), so a longer one would be counted
+/// malformed anyway, after being built. Written out rather than named: `files` opens stores
+/// through this folder, and naming it here made an import circle.
+pub const MAX_VALUE: usize = 16 << 20;
 
 /// What a read found odd.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -178,3 +178,8 @@ fn rows_whose_key_or_data_cannot_be_read_are_counted_not_fatal() {
     assert!(message.starts_with("7 odd value(s) read as absent, 6 row(s) skipped"), "{message}");
     assert!(text.contains("\"msg_1\"") && text.contains("prt_2"), "{text}");
 }
+
+#[test]
+fn a_value_is_bounded_as_a_line_is() {
+    assert_eq!(MAX_VALUE, crate::source::files::MAX_LINE);
+}
