@@ -48,7 +48,7 @@ pub fn link_events(tx: tokio::sync::mpsc::Sender<live::Event>) -> impl FnMut(Lin
                     0 => text,
                     n => format!("{text} ({n} older sessions not refetched)"),
                 };
-                live::Event::Notice(sanitize_line(&text).to_string())
+                live::Event::Notice(sanitize_line(&text))
             }
         };
         tx.blocking_send(event).is_ok()
