@@ -9,10 +9,10 @@ use std::sync::Arc;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
-use crate::source::census::{self, Options, window};
 use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::serve::Api;
+use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
 use crate::store::{Lookup, report};
 
