@@ -64,10 +64,14 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
             ("global log", model.diagnostics.global_count, false),
         ]),
         Line::from(
-            [("thread limit", c.over_thread_limit), ("dropped items", model.diagnostics.dropped_items)]
-                .into_iter()
-                .flat_map(|(n, v)| figure(n, v, true))
-                .collect::<Vec<_>>(),
+            [
+                ("thread limit", c.over_thread_limit),
+                ("dropped items", model.diagnostics.dropped_items),
+                ("dropped turns", model.diagnostics.dropped_turns),
+            ]
+            .into_iter()
+            .flat_map(|(n, v)| figure(n, v, true))
+            .collect::<Vec<_>>(),
         ),
         // Bounds of lowering and of the model's late names: each says what it forgot.
         row([

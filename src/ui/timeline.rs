@@ -171,7 +171,9 @@ fn bar_row(
     // (where known) rise, and a binary search finds the first one in view.
     let first = t.items.partition_point(|i| i.started_ms.is_some_and(|s| s < scale.from));
     let cap = scale.cols * TICKS_PER_COLUMN;
-    for item in t.items[first..].iter().take_while(|i| i.started_ms.is_none_or(|s| s <= scale.to)).take(cap) {
+    for item in
+        t.items.entries_from(first).map(|(_, i)| i).take_while(|i| i.started_ms.is_none_or(|s| s <= scale.to)).take(cap)
+    {
         let Some(a) = item.started_ms else { continue };
         if is_wait(item) {
             let b = item.completed_ms.unwrap_or(now);
