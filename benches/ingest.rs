@@ -105,9 +105,9 @@ fn stage(what: &str, corpus: &[u8]) -> Duration {
             let mut stream = swarmtop::wire::Stream::default();
             read_records(corpus, MAX_LINE, |r| {
                 if let Record::Line(l) = r {
-                    let mut line = swarmtop::wire::Line::empty();
-                    if swarmtop::wire::decode_into(l, &mut line).is_ok() && what == "lower" {
-                        std::hint::black_box(swarmtop::wire::lower(&line, &Origin::NONE, &mut stream).facts.len());
+                    let line = swarmtop::wire::decode(l);
+                    if let (Ok(line), "lower") = (&line, what) {
+                        std::hint::black_box(swarmtop::wire::lower(line, &Origin::NONE, &mut stream).facts.len());
                     }
                     std::hint::black_box(&line);
                 }

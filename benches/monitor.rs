@@ -35,7 +35,7 @@ fn plain(lines: &[&[u8]]) -> Duration {
 
 fn monitor(lines: &[&[u8]]) -> (Duration, u32) {
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
-    let mut view = View::new();
+    let mut view = View::with_theme(swarmtop::ui::Theme::dark());
     let mut p = Pipeline::default();
     let total = lines.len() as u64;
     let start = Instant::now();
@@ -61,7 +61,7 @@ fn monitor(lines: &[&[u8]]) -> (Duration, u32) {
                 now_ms: p.model.stream_ms,
                 ..Feed::default()
             };
-            terminal.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).unwrap();
+            terminal.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).unwrap();
             frames += 1;
             clock.drawn(now);
         }

@@ -140,7 +140,7 @@ fn screen(p: &mut Pipeline, live: bool, timeline: bool) -> Duration {
     let mut view = View::with_theme(Theme::dark());
     let f = feed(p);
     let counters = p.counters();
-    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view)).expect("draw");
+    term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut view)).expect("draw");
     for a in [Action::MoveDown, Action::MoveDown] {
         ui::update(&mut view, &p.model, a);
     }
@@ -161,7 +161,7 @@ fn screen(p: &mut Pipeline, live: bool, timeline: bool) -> Duration {
             p.push(tick(n).as_bytes());
         }
         let start = Instant::now();
-        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut view)).expect("draw");
+        term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut view)).expect("draw");
         times.push(start.elapsed());
         black_box(term.backend());
     }

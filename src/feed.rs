@@ -17,7 +17,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
 use crate::pipeline::Pipeline;
 use crate::router::Sink;
 use crate::source::files::{self, Cut, Cutter, Input, Record, Span};
-use crate::wire::{self, Line, Lowered, Malformed, Origin};
+use crate::wire::{self, Lowered, Malformed, Origin};
 
 /// Record bytes per chunk: big enough that handing one over costs next to nothing, small enough
 /// that the threads share the work evenly and a chunk with its decoded lines stays in cache. On
@@ -93,7 +93,7 @@ impl Records {
 }
 
 /// Each record's line (`None` for a record over the length bound).
-type Lines<'a> = Vec<Option<Result<Line<'a>, Malformed>>>;
+type Lines<'a> = Vec<Option<Result<wire::Decoded<'a>, Malformed>>>;
 
 self_cell::self_cell!(
     /// A chunk of records with their decoded lines, which borrow from its bytes.
@@ -128,10 +128,7 @@ fn decode(mut records: Records, reading: wire::Reading) -> Chunk {
         r.spans
             .iter()
             .map(|span| match span {
-                Span::Line(range) => {
-                    let mut line = Line::empty();
-                    Some(wire::decode_reading_into(&r.bytes[range.clone()], &mut line, reading).map(|()| line))
-                }
+                Span::Line(range) => Some(wire::decode_reading(&r.bytes[range.clone()], reading)),
                 Span::TooLong { .. } => None,
             })
             .collect()

@@ -5,8 +5,8 @@
 use crate::model::{self, Model, Prices};
 use crate::router::{self, Counters, Event, Router, Sink, ThreadIdx};
 use crate::source::files::Record;
-use crate::wire::fact::Format;
-use crate::wire::{Line, Lowered, Malformed, Origin, Reading, Shape};
+use crate::wire::fact::Formats;
+use crate::wire::{Decoded, Lowered, Malformed, Origin, Reading};
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -38,20 +38,6 @@ impl Config {
     }
 }
 
-/// Which kinds of line the input held, for `input.format`.
-// Independent flags, one per kind of line seen: not a state machine in disguise.
-#[allow(clippy::struct_excessive_bools)]
-#[derive(Debug, Default, Clone, Copy)]
-struct Formats {
-    app_server: bool,
-    rollout: bool,
-    claude: bool,
-    otlp: bool,
-    claude_stream: bool,
-    opencode: bool,
-    codex_exec: bool,
-}
-
 #[derive(Debug)]
 pub struct Pipeline {
     pub router: Router,
@@ -71,22 +57,11 @@ struct Tap<'a, S: Sink + ?Sized> {
 impl<S: Sink + ?Sized> Sink for Tap<'_, S> {
     fn event(&mut self, event: &Event<'_, '_>) {
         match event {
-            Event::Line(r) if !r.replayed => match r.record.format {
-                Format::ClaudeTranscript => self.formats.claude = true,
-                Format::ClaudeStream => self.formats.claude_stream = true,
-                Format::CodexRollout => self.formats.rollout = true,
-                Format::OpenCode => self.formats.opencode = true,
-                Format::CodexAppServer => self.formats.app_server = true,
-                Format::Otlp => self.formats.otlp = true,
-                Format::CodexExec => self.formats.codex_exec = true,
-                Format::Marker => {}
-            },
-            Event::Malformed { reason: Malformed::NotAMessage(Shape::CodexRollout), .. } => self.formats.rollout = true,
-            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeTranscript), .. } => {
-                self.formats.claude = true;
-            }
-            Event::Malformed { reason: Malformed::NotAMessage(Shape::ClaudeStream), .. } => {
-                self.formats.claude_stream = true;
+            Event::Line(r) if !r.replayed => self.formats.note(r.record.format),
+            Event::Malformed { reason, .. } => {
+                if let Some(format) = reason.format() {
+                    self.formats.note(format);
+                }
             }
             _ => {}
         }
@@ -128,14 +103,14 @@ impl Pipeline {
     }
 
     /// [`Pipeline::feed`] of a whole line decoded elsewhere.
-    pub fn feed_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
+    pub fn feed_line(&mut self, record: &[u8], line: &Decoded<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
         self.router.push_line(record, line, origin, &mut tap);
     }
 
     /// [`Pipeline::feed`] of a whole line decoded and lowered elsewhere (one that
-    /// [`Line::lowers_alone`]).
+    /// [`Decoded::lowers_alone`]).
     pub fn feed_lowered(
         &mut self,
         record: &[u8],
@@ -206,25 +181,6 @@ impl Pipeline {
 
     /// `input.format` of routing.md §7.
     pub fn format(&self) -> &'static str {
-        let f = self.formats;
-        if f.otlp {
-            return if f.app_server || f.rollout || f.claude || f.claude_stream || f.opencode {
-                "mixed"
-            } else {
-                "otlp"
-            };
-        }
-        if f.codex_exec {
-            let others = f.app_server || f.rollout || f.claude || f.claude_stream || f.opencode;
-            return if others { "mixed" } else { "codex-exec-json" };
-        }
-        match (f.app_server, f.rollout, f.claude, f.claude_stream, f.opencode) {
-            (_, false, false, false, false) => "codex-app-server",
-            (false, true, false, false, false) => "codex-rollout",
-            (false, false, true, false, false) => "claude-transcript",
-            (false, false, false, true, false) => "claude-stream-json",
-            (false, false, false, false, true) => "opencode",
-            _ => "mixed",
-        }
+        self.formats.name()
     }
 }

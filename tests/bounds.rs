@@ -31,11 +31,11 @@ fn responses_forgotten_by_the_stream_bound_are_counted_in_d_and_stats() {
     assert!(stats::render_text(&p).contains("1 open responses"));
 
     let mut view = View::with_theme(Theme::dark());
-    view.overlay = Some(Overlay::Diagnostics);
+    view.panes.overlay = Some(Overlay::Diagnostics);
     let feed = Feed { source: "bounds".into(), now_ms: p.model.stream_ms, ..Feed::default() };
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");
     let screen = format!("{}", term.backend());
     let row = screen.lines().find(|l| l.contains("open responses")).unwrap_or_else(|| panic!("{screen}"));
     assert!(row.contains("open responses 1 "), "{row}");

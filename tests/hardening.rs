@@ -696,7 +696,7 @@ fn every_hostile_input_goes_through_stats_tree_route_and_the_screen_with_figures
         let feed = Feed { source: name.clone(), now_ms: pipeline.model.stream_ms, ..Feed::default() };
         let mut view = View::with_theme(Theme::dark());
         let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
-        term.draw(|f| ui::draw(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
+        term.draw(|f| ui::render(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
         for cell in term.backend().buffer().content() {
             assert!(!cell.symbol().chars().any(char::is_control), "{name}: control character on screen");
         }
@@ -720,7 +720,7 @@ fn names_in_the_header_are_sanitised() {
     let mut view = View::with_theme(Theme::dark());
     let mut term = Terminal::new(TestBackend::new(160, 40)).expect("terminal");
     let counters = pipeline.counters();
-    term.draw(|f| ui::draw(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
+    term.draw(|f| ui::render(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
     let screen = format!("{}", term.backend());
     for cell in term.backend().buffer().content() {
         let bad = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{e0000}'..='\u{e007f}');

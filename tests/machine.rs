@@ -75,15 +75,15 @@ fn feed(snapshot: Snapshot) -> Feed {
 
 fn view(keep_ms: Option<i64>) -> View {
     let mut v = View::with_theme(Theme::dark());
-    v.tops.home = Some("/home/dev".to_owned());
-    v.tops.keep_ms = keep_ms;
+    v.derived.tops.home = Some("/home/dev".to_owned());
+    v.derived.tops.keep_ms = keep_ms;
     v
 }
 
 fn render(p: &Pipeline, feed: &Feed, view: &mut View, (w, h): (u16, u16)) -> Terminal<TestBackend> {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, feed, view)).expect("draw");
     term
 }
 
@@ -94,6 +94,16 @@ fn text(term: &Terminal<TestBackend>) -> String {
 /// The agents pane of a 200-column screen (its left 90 columns): the cost table lists every agent.
 fn agents_pane(screen: &str) -> String {
     screen.lines().map(|l| l.chars().take(90).collect::<String>() + "\n").collect()
+}
+
+/// The machine view as it opens at 200×60 on [`snapshot`] (the second Codex session ended 20
+/// minutes ago, kept for ever).
+fn opened() -> (Pipeline, Feed, View) {
+    let p = machine_pipeline();
+    let f = feed(snapshot(State::Ended, 20 * MINUTE));
+    let mut v = view(None);
+    render(&p, &f, &mut v, (200, 60));
+    (p, f, v)
 }
 
 fn act(view: &mut View, p: &Pipeline, actions: &[Action]) {
@@ -109,15 +119,23 @@ fn sessions_are_grouped_by_agent_then_project_live_first() {
     for size in [(80, 24), (200, 60)] {
         let mut v = view(Some(30 * MINUTE));
         let screen = text(&render(&p, &f, &mut v, size));
+        // Even at 80 columns a session row says whether it is live and which process holds it.
+        let row = screen.lines().find(|l| l.contains("▾ ✓ Work on")).expect("the claude session's row");
+        assert!(row.contains(" 4121 ") && row.contains(" live "), "{row}");
+        let ended = screen.lines().filter(|l| l.contains("PARENT-TASK")).nth(1).expect("the ended session's row");
+        assert!(ended.contains(" ended "), "{ended}");
         insta::assert_snapshot!(format!("grouped_{}x{}", size.0, size.1), screen);
     }
     let mut v = view(Some(30 * MINUTE));
     render(&p, &f, &mut v, (200, 60));
+    // The cursor opens on the newest live session (the claude one), not on a group row.
+    let claude = p.find(CLAUDE).expect("the claude session");
+    assert_eq!(v.selection.node, Some(NodeId::Thread(claude)));
     let tops: Vec<NodeId> = v.rows().iter().filter(|r| r.depth < 2).map(|r| r.id).collect();
     assert_eq!(tops.len(), 4, "claude ▸ spotter, codex ▸ project: {tops:?}");
     assert!(matches!(tops[0], NodeId::Agent(_)) && matches!(tops[1], NodeId::Project(_)));
     assert_eq!(
-        v.tops.agent(match tops[0] {
+        v.derived.tops.agent(match tops[0] {
             NodeId::Agent(a) => a,
             _ => unreachable!(),
         }),
@@ -156,13 +174,13 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     let screen = agents_pane(&text(&render(&p, &f, &mut v, (200, 60))));
     assert!(!screen.contains("Arendt") && screen.contains("Kant"), "{screen}");
     assert!(screen.contains("machine: 1 live · 2 sessions"), "{screen}");
-    assert_eq!(v.tops.counts.aged_out, 1);
+    assert_eq!(v.derived.tops.counts.aged_out, 1);
     // The header's totals are of what is shown; what the aged-out session spent is told in `d`.
     let full = text(&render(&p, &f, &mut v, (200, 60)));
     let header = full.lines().next().unwrap();
     assert!(header.contains("6 agents │ $10.16"), "not 10 agents, $10.20: {header}");
     assert!(full.contains("total $10.16") && !full.contains("Arendt"), "the cost pane agrees:\n{full}");
-    v.overlay = Some(Overlay::Diagnostics);
+    v.panes.overlay = Some(Overlay::Diagnostics);
     let screen = text(&render(&p, &f, &mut v, (120, 40)));
     insta::assert_snapshot!("diagnostics_aged_out_120x40", screen);
 
@@ -203,13 +221,11 @@ fn the_header_is_live_only_while_a_session_is_and_shows_the_wall_clock() {
 
 #[test]
 fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
-    let p = machine_pipeline();
-    let f = feed(snapshot(State::Ended, 20 * MINUTE));
-    let mut v = view(None);
-    render(&p, &f, &mut v, (200, 60));
+    let (p, f, mut v) = opened();
     let before = v.rows().len();
     // The first row is the claude group: ← folds it to one row.
-    assert!(matches!(v.selected, Some(NodeId::Agent(_))));
+    act(&mut v, &p, &[Action::Top]);
+    assert!(matches!(v.selection.node, Some(NodeId::Agent(_))));
     act(&mut v, &p, &[Action::Fold]);
     render(&p, &f, &mut v, (200, 60));
     let claude_rows = before - v.rows().len();
@@ -241,9 +257,9 @@ fn groups_fold_and_filter_like_every_row_and_enter_opens_a_session() {
     // Enter on a session's row opens its transcript.
     let mut v = view(None);
     render(&p, &f, &mut v, (200, 60));
-    act(&mut v, &p, &[Action::MoveDown, Action::MoveDown, Action::OpenLane]);
-    assert!(matches!(v.selected, Some(NodeId::Thread(_))));
-    assert!(v.expanded.is_some());
+    act(&mut v, &p, &[Action::Top, Action::MoveDown, Action::MoveDown, Action::OpenLane]);
+    assert!(matches!(v.selection.node, Some(NodeId::Thread(_))));
+    assert!(v.selection.expanded.is_some());
 }
 
 #[test]
@@ -270,7 +286,8 @@ fn the_places_looked_in_line_up() {
     snap.sessions.clear();
     snap.looked_in.push(("opencode", "/home/dev/.local/share/opencode".into()));
     let screen = text(&render(&p, &feed(snap), &mut view(None), (80, 24)));
-    let starts: Vec<usize> = ["/home/dev/.claude", "/home/dev/.codex", "/home/dev/.local", "/run/user"]
+    // Under the home handed to the view, paths read `~/…`.
+    let starts: Vec<usize> = ["~/.claude", "~/.codex", "~/.local", "/run/user"]
         .iter()
         .map(|path| {
             let line = screen.lines().find(|l| l.contains(path)).unwrap_or_else(|| panic!("{path}:\n{screen}"));
@@ -278,4 +295,61 @@ fn the_places_looked_in_line_up() {
         })
         .collect();
     assert!(starts.windows(2).all(|w| w[0] == w[1]), "{starts:?}\n{screen}");
+}
+
+/// The timeline of the machine view is the session the cursor is in: its own span (not months
+/// between the oldest session and now), each agent's bars where it worked. The Claude 2.1.39
+/// sub-agent ran 2:21; its turn is never closed in the transcript, and its bar stops at its last
+/// line, not at the end of the session five hours later.
+#[test]
+fn the_timeline_shows_the_selected_session() {
+    let (p, f, mut v) = opened();
+    act(&mut v, &p, &[Action::Timeline]);
+    let screen = text(&render(&p, &f, &mut v, (200, 60)));
+    insta::assert_snapshot!("timeline_claude_session_200x60", screen);
+    let title = screen.lines().nth(2).expect("the titles");
+    assert!(title.contains("timeline · Work on bead") && title.contains("0:00 – 5:01:10"), "{title}");
+    let bar = |name: &str| -> usize {
+        let row = screen.lines().find(|l| l.contains(name) && l.contains('│')).unwrap_or_else(|| panic!("{name}"));
+        row.chars().filter(|&c| c == '━').count()
+    };
+    let (root, child) = (bar("✓ Work on"), bar("✓ Explore"));
+    assert!(root > 40, "the session's own turns fill its span: {root}");
+    assert!(child <= 2, "2:21 of five hours is a column or two, not {child}:\n{screen}");
+    assert!(!screen.contains("PARENT-TASK  │"), "another session's agents are not on it:\n{screen}");
+
+    // Down the tree to a Codex session: the timeline follows the cursor.
+    let codex = p.find(CODEX_V1).expect("a codex session");
+    while v.selection.node != Some(NodeId::Thread(codex)) {
+        act(&mut v, &p, &[Action::MoveDown]);
+    }
+    let screen = text(&render(&p, &f, &mut v, (200, 60)));
+    let title = screen.lines().nth(2).expect("the titles");
+    assert!(title.contains("timeline · PARENT-TASK 0:00 – 0:0"), "{title}");
+    // The timeline's pane: the 70 columns right of the agents pane's 90.
+    let timeline: String = screen.lines().map(|l| l.chars().skip(91).take(70).collect::<String>() + "\n").collect();
+    assert!(timeline.contains("✓ Kant") && !timeline.contains("✓ Explore"), "{timeline}");
+}
+
+/// The cost table of many sessions says whose each agent is, and lists what the filter keeps.
+#[test]
+fn the_cost_table_has_a_session_column_and_follows_the_filter() {
+    let (p, f, mut v) = opened();
+    let screen = text(&render(&p, &f, &mut v, (200, 60)));
+    let cost = |screen: &str| -> Vec<String> {
+        // The cost pane's inside: right of its border at column 161 (the line's first is a quote).
+        screen.lines().map(|l| l.chars().skip(162).take(38).collect::<String>()).collect()
+    };
+    let table = cost(&screen);
+    assert!(table.iter().any(|l| l.contains("agent") && l.contains("session")), "{table:#?}");
+    let kant = table.iter().find(|l| l.contains("Kant")).expect("Kant's row");
+    assert!(kant.contains("PARENT-T"), "{kant}");
+    act(&mut v, &p, &[Action::FilterStart]);
+    for c in "kant".chars() {
+        act(&mut v, &p, &[Action::FilterInput(c)]);
+    }
+    let table = cost(&text(&render(&p, &f, &mut v, (200, 60))));
+    let listed: Vec<&String> = table.iter().filter(|l| l.starts_with('✓')).collect();
+    assert_eq!(listed.len(), 2, "Kant and its session's root: {table:#?}");
+    assert!(listed.iter().any(|l| l.contains("Kant")) && !table.iter().any(|l| l.contains("Arendt")));
 }

@@ -677,7 +677,7 @@ fn the_structure_ignores_the_items_of_threads_without_children() {
     w.say("r", None, vec![item("spawn", |i| i.kind = Some(ItemKind::Collab))]);
     assert!(w.model.structure > shape, "a parent's card is");
     let shape = w.model.structure;
-    w.say("r", None, vec![item("spawn", |i| i.tool = Some(sanitize("wait")))]);
+    w.say("r", None, vec![item("spawn", |i| i.op = Some(swarmtop::wire::fact::AgentOp::Wait))]);
     assert!(w.model.structure > shape, "and so is what the card is");
 }
 

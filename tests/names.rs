@@ -27,7 +27,7 @@ fn screen(p: &Pipeline, (w, h): (u16, u16)) -> String {
     let mut view = View::with_theme(Theme::dark());
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");
     format!("{}", term.backend())
 }
 
@@ -83,6 +83,48 @@ fn captures_and_transcripts_show_no_child_ids() {
             no_child_ids(&p, &screen(&p, size), input);
         }
     }
+}
+
+/// Each agent's calls are shown in its own words (issue 19): Claude Code spawns with `Task`
+/// (2.1.39) and `Agent` (2.1.332, here as its own OTLP tells it), Codex with `spawnAgent`; no card
+/// of one agent borrows another's tool name, and every one is a spawn to the tree.
+#[test]
+fn spawn_cards_are_in_each_agent_s_own_words() {
+    use swarmtop::model::{AgentOp, ItemKind};
+    for (input, own) in [
+        ("claude-2.1.39", "Task"),
+        ("claude-2.1.332-otlp/parallel.ndjson", "Agent"),
+        ("codex-0.171.0/collab_v1.server.ndjson", "spawnAgent"),
+    ] {
+        let p = ingest(&fixture(input));
+        let cards: Vec<_> = p.model.threads.iter().flat_map(|t| &t.items).filter(|i| !i.lanes.is_empty()).collect();
+        assert!(!cards.is_empty(), "{input}");
+        for card in cards {
+            assert_eq!(
+                (&card.kind, card.op, card.tool.as_deref()),
+                (&ItemKind::Collab, Some(AgentOp::Spawn), Some(own))
+            );
+        }
+    }
+}
+
+/// A Claude Code spawn that failed (2.1.332 writes the failure as a string result) reads as the
+/// `Agent` call that failed, in Claude Code's words.
+#[test]
+fn a_failed_claude_spawn_is_its_own_tool_that_failed() {
+    let lines = [
+        r#"{"type":"user","sessionId":"s","uuid":"u1","isSidechain":false,"timestamp":"2026-12-01T12:00:00.000Z","message":{"role":"user","content":"go"}}"#,
+        r#"{"type":"assistant","sessionId":"s","uuid":"u2","isSidechain":false,"requestId":"r1","timestamp":"2026-12-01T12:00:01.000Z","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Agent","input":{"description":"Survey","prompt":"look","subagent_type":"Explore"}}],"usage":{"input_tokens":10,"output_tokens":5}}}"#,
+        r#"{"type":"user","sessionId":"s","uuid":"u3","isSidechain":false,"timestamp":"2026-12-01T12:00:09.000Z","message":{"role":"user","content":[{"type":"tool_result","content":"Error: Agent terminated early due to an API error","is_error":true,"tool_use_id":"toolu_1"}]},"toolUseResult":"Error: Agent terminated early due to an API error"}"#,
+    ];
+    let mut p = Pipeline::new(Config::default());
+    for line in lines {
+        p.push(line.as_bytes());
+    }
+    p.finish();
+    let s = screen(&p, (200, 60));
+    assert!(s.contains("✗ Agent failed"), "{s}");
+    assert!(!s.contains("spawnAgent"), "{s}");
 }
 
 /// `tree` and `stats` name a root by its first prompt as the screen does, with its short id beside

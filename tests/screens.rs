@@ -47,7 +47,7 @@ fn feed(name: &str, p: &Pipeline, total: u64) -> Feed {
 fn render(p: &Pipeline, feed: &Feed, view: &mut View, (w, h): (u16, u16)) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();
-    term.draw(|f| ui::draw(f, &p.model, &counters, feed, view)).expect("draw");
+    term.draw(|f| ui::render(f, &p.model, &counters, feed, view)).expect("draw");
     format!("{}", term.backend())
 }
 
@@ -80,7 +80,7 @@ fn chars(s: &str) -> Vec<KeyEvent> {
 /// Selects the first card of the first session (session ▸ turn ▸ card).
 fn select_card(view: &mut View, p: &Pipeline) {
     act(view, p, &[Action::MoveDown, Action::MoveDown]);
-    assert!(matches!(view.selected, Some(NodeId::Group(..))), "{:?}", view.selected);
+    assert!(matches!(view.selection.node, Some(NodeId::Group(..))), "{:?}", view.selection.node);
 }
 
 fn snap_sizes(name: &str, p: &Pipeline, f: &Feed, setup: impl Fn(&mut View, &Pipeline)) {
@@ -124,8 +124,8 @@ fn expanded_lane_shows_one_child_with_its_scrollback() {
     snap_sizes("v1_expanded_lane", &p, &f, |v, p| {
         select_card(v, p);
         act(v, p, &[Action::OpenLane, Action::OpenLane]);
-        assert_eq!(v.focus, Pane::Lanes);
-        assert!(v.expanded.is_some());
+        assert_eq!(v.panes.focus, Pane::Lanes);
+        assert!(v.selection.expanded.is_some());
     });
 }
 
@@ -204,7 +204,7 @@ fn help_overlay_is_generated_from_the_keymap() {
         let mut v = view();
         render(&p, &f, &mut v, size);
         press(&mut v, &p, &chars("?"));
-        assert_eq!(v.overlay, Some(Overlay::Help));
+        assert_eq!(v.panes.overlay, Some(Overlay::Help));
         let screen = render(&p, &f, &mut v, size);
         insta::assert_snapshot!(format!("help_{}x{}", size.0, size.1), screen);
         for b in ui::BINDINGS.iter().filter(|b| b.on_screen()) {
@@ -224,7 +224,7 @@ fn diagnostics_show_counters_malformed_samples_and_the_global_log() {
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &chars("d"));
-    assert_eq!(v.overlay, Some(Overlay::Diagnostics));
+    assert_eq!(v.panes.overlay, Some(Overlay::Diagnostics));
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(!screen.contains('\u{1b}'));
     insta::assert_snapshot!("diagnostics_120x40", screen);
@@ -259,13 +259,13 @@ fn filter_keeps_the_ancestors_of_matches() {
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &chars("/fey"));
-    assert!(v.typing);
-    let Some(NodeId::Thread(t)) = v.selected else { panic!("{:?}", v.selected) };
+    assert!(v.panes.filter.typing);
+    let Some(NodeId::Thread(t)) = v.selection.node else { panic!("{:?}", v.selection.node) };
     assert_eq!(p.model.thread(t).name(), "Feynman", "the cursor goes to the first match");
     insta::assert_snapshot!("filter_typing_80x24", render(&p, &f, &mut v, (80, 24)));
     press(&mut v, &p, &[key(KeyCode::Enter)]);
-    assert!(!v.typing);
-    assert_eq!(v.filter, "fey");
+    assert!(!v.panes.filter.typing);
+    assert_eq!(v.panes.filter.query, "fey");
     let screen = render(&p, &f, &mut v, (120, 40));
     let names: Vec<String> = v
         .rows()
@@ -362,7 +362,7 @@ fn no_color_keeps_glyphs_and_drops_colours() {
     let mut v = View::with_theme(Theme::no_color());
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     let counters = p.counters();
-    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+    term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut v)).expect("draw");
     let buf = term.backend().buffer();
     assert!(buf.content().iter().all(|c| c.fg == ratatui::style::Color::Reset && c.bg == ratatui::style::Color::Reset));
     let text = format!("{}", term.backend());
@@ -376,24 +376,24 @@ fn arrows_and_vim_keys_move_and_fold() {
     let (p, _) = load("collab_v1", None);
     let mut v = view();
     ui::update(&mut v, &p.model, Action::Top);
-    let root = v.selected;
+    let root = v.selection.node;
     press(&mut v, &p, &chars("jj"));
-    assert!(matches!(v.selected, Some(NodeId::Group(..))));
+    assert!(matches!(v.selection.node, Some(NodeId::Group(..))));
     press(&mut v, &p, &[key(KeyCode::Left)]);
-    assert!(v.folded.contains(&v.selected.unwrap()), "← folds an open node");
+    assert!(v.panes.folded.contains(&v.selection.node.unwrap()), "← folds an open node");
     let rows_folded = v.rows().len();
     press(&mut v, &p, &chars("l"));
     assert!(v.rows().len() > rows_folded, "→ unfolds");
     press(&mut v, &p, &chars("l"));
-    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "→ on an open node goes to its first child");
+    assert!(matches!(v.selection.node, Some(NodeId::Thread(_))), "→ on an open node goes to its first child");
     press(&mut v, &p, &chars("h"));
-    assert!(matches!(v.selected, Some(NodeId::Group(..))), "← on a leaf goes to the parent");
+    assert!(matches!(v.selection.node, Some(NodeId::Group(..))), "← on a leaf goes to the parent");
     press(&mut v, &p, &chars("G"));
     assert_eq!(v.selected_row(), Some(v.rows().len() - 1));
     press(&mut v, &p, &chars("g"));
-    assert_eq!(v.selected, root);
+    assert_eq!(v.selection.node, root);
     press(&mut v, &p, &chars("k"));
-    assert_eq!(v.selected, root, "k at the top stays");
+    assert_eq!(v.selection.node, root, "k at the top stays");
 }
 
 #[test]
@@ -402,24 +402,24 @@ fn enter_opens_the_lane_and_esc_closes_innermost_first() {
     let mut v = view();
     select_card(&mut v, &p);
     press(&mut v, &p, &[key(KeyCode::Enter)]);
-    assert_eq!(v.focus, Pane::Lanes);
+    assert_eq!(v.panes.focus, Pane::Lanes);
     press(&mut v, &p, &chars("j"));
-    assert_eq!(v.lane, 1, "j moves between stacked lanes");
+    assert_eq!(v.selection.lane, 1, "j moves between stacked lanes");
     press(&mut v, &p, &[key(KeyCode::Enter)]);
-    let expanded = v.expanded.expect("Enter expands the lane");
+    let expanded = v.selection.expanded.expect("Enter expands the lane");
     assert_eq!(p.model.thread(expanded).name(), "Feynman");
     press(&mut v, &p, &chars("?"));
     press(&mut v, &p, &chars("/"));
-    assert!(!v.typing, "/ does nothing under the help overlay");
+    assert!(!v.panes.filter.typing, "/ does nothing under the help overlay");
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
-    assert_eq!(v.overlay, None, "Esc closes the overlay first");
-    assert!(v.expanded.is_some());
+    assert_eq!(v.panes.overlay, None, "Esc closes the overlay first");
+    assert!(v.selection.expanded.is_some());
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
-    assert_eq!(v.expanded, None, "then the expanded lane");
+    assert_eq!(v.selection.expanded, None, "then the expanded lane");
     press(&mut v, &p, &chars("/ans"));
     press(&mut v, &p, &[key(KeyCode::Enter)]);
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
-    assert!(v.filter.is_empty(), "then the filter");
+    assert!(v.panes.filter.query.is_empty(), "then the filter");
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None], "Esc never quits");
     assert_eq!(press(&mut v, &p, &chars("q")), [Effect::Quit], "q does (a replay is not lost)");
 }
@@ -429,13 +429,13 @@ fn filter_typing_takes_every_character_and_esc_clears_it() {
     let (p, _) = load("collab_v1", None);
     let mut v = view();
     press(&mut v, &p, &chars("/q?jd"));
-    assert!(v.typing);
-    assert_eq!(v.filter, "q?jd", "keys are text while typing");
-    assert_eq!(v.overlay, None);
+    assert!(v.panes.filter.typing);
+    assert_eq!(v.panes.filter.query, "q?jd", "keys are text while typing");
+    assert_eq!(v.panes.overlay, None);
     press(&mut v, &p, &[key(KeyCode::Backspace), key(KeyCode::Backspace)]);
-    assert_eq!(v.filter, "q?");
+    assert_eq!(v.panes.filter.query, "q?");
     press(&mut v, &p, &[key(KeyCode::Esc)]);
-    assert!(!v.typing && v.filter.is_empty());
+    assert!(!v.panes.filter.typing && v.panes.filter.query.is_empty());
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
     press(&mut v, &p, &chars("/x"));
     assert_eq!(press(&mut v, &p, &[ctrl_c]), [Effect::Quit], "Ctrl-C quits even while typing");
@@ -468,40 +468,40 @@ fn follow_keeps_the_newest_active_lane_selected() {
     press(&mut v, &p, &[key(KeyCode::Left)]);
     assert_eq!(v.rows().len(), 1, "the session folded");
     press(&mut v, &p, &chars("f"));
-    assert!(v.follow);
+    assert!(v.selection.follow);
     let text = std::fs::read_to_string(fixture("collab_v1")).expect("fixture");
     for l in text.lines().skip(30).take(10) {
         p.push(l.as_bytes());
     }
     v.refresh(&p.model);
-    let Some(NodeId::Group(_, _)) = v.selected else { panic!("follow selects the card: {:?}", v.selected) };
-    let lanes = ui::outline::lanes_of(&p.model, v.selected.unwrap(), &v.groups, &v.tops);
-    let followed = lanes[v.lane];
+    let Some(NodeId::Group(_, _)) = v.selection.node else { panic!("follow selects the card: {:?}", v.selection.node) };
+    let lanes = ui::outline::lanes_of(&p.model, v.selection.node.unwrap(), &v.derived.groups, &v.derived.tops);
+    let followed = lanes[v.selection.lane];
     assert!(p.model.thread(followed).status.is_active());
     assert_eq!(lanes.len(), 3);
-    assert_eq!(v.lane, 2, "the newest of the active children");
+    assert_eq!(v.selection.lane, 2, "the newest of the active children");
     assert!(v.selected_row().is_some(), "follow unfolds what hides the lane");
     press(&mut v, &p, &chars("k"));
-    assert!(!v.follow, "moving by hand stops following");
+    assert!(!v.selection.follow, "moving by hand stops following");
 }
 
 #[test]
 fn sort_tab_overlays_and_replay_effects() {
     let (p, _) = load("collab_v1", None);
     let mut v = view();
-    v.replay = true;
+    v.derived.replay = true;
     press(&mut v, &p, &chars("s"));
-    assert_eq!(v.sort, Sort::Cost, "s sorts the cost table, from the cost pane");
+    assert_eq!(v.panes.sort, Sort::Cost, "s sorts the cost table, from the cost pane");
     press(&mut v, &p, &[key(KeyCode::Tab)]);
-    assert_eq!(v.focus, Pane::Lanes);
+    assert_eq!(v.panes.focus, Pane::Lanes);
     press(&mut v, &p, &[key(KeyCode::Tab)]);
-    assert_eq!(v.focus, Pane::Cost);
+    assert_eq!(v.panes.focus, Pane::Cost);
     press(&mut v, &p, &chars("s"));
-    assert_eq!(v.sort, Sort::Tokens);
+    assert_eq!(v.panes.sort, Sort::Tokens);
     press(&mut v, &p, &[key(KeyCode::Tab)]);
-    assert_eq!(v.focus, Pane::Tree);
+    assert_eq!(v.panes.focus, Pane::Tree);
     press(&mut v, &p, &[key(KeyCode::BackTab)]);
-    assert_eq!(v.focus, Pane::Cost);
+    assert_eq!(v.panes.focus, Pane::Cost);
     let effects = press(&mut v, &p, &chars(" .[]+-"));
     assert_eq!(
         effects,
@@ -515,11 +515,11 @@ fn sort_tab_overlays_and_replay_effects() {
         ]
     );
     press(&mut v, &p, &chars("d"));
-    assert_eq!(v.overlay, Some(Overlay::Diagnostics));
+    assert_eq!(v.panes.overlay, Some(Overlay::Diagnostics));
     press(&mut v, &p, &chars("?"));
-    assert_eq!(v.overlay, Some(Overlay::Diagnostics), "? is not a key of the diagnostics view");
+    assert_eq!(v.panes.overlay, Some(Overlay::Diagnostics), "? is not a key of the diagnostics view");
     press(&mut v, &p, &chars("q"));
-    assert_eq!(v.overlay, None, "q closes an overlay");
+    assert_eq!(v.panes.overlay, None, "q closes an overlay");
     assert_eq!(press(&mut v, &p, &chars("q")), [Effect::Quit]);
 }
 
@@ -540,7 +540,7 @@ fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
     let at = click(tree.x + 4, tree.y + 3);
     let a = ui::action_for_mouse(at, &v).expect("click");
     ui::update(&mut v, &p.model, a);
-    assert!(matches!(v.selected, Some(NodeId::Group(..))));
+    assert!(matches!(v.selection.node, Some(NodeId::Group(..))));
     let rows = v.rows().len();
     ui::update(&mut v, &p.model, a);
     assert!(v.rows().len() < rows, "a second click folds");
@@ -549,7 +549,7 @@ fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
     render(&p, &f, &mut v, (120, 40));
     let (header, lane) = v.layout.lane_headers[2];
     ui::update(&mut v, &p.model, Action::Click { column: header.x + 3, row: header.y });
-    assert_eq!((v.focus, v.lane), (Pane::Lanes, lane));
+    assert_eq!((v.panes.focus, v.selection.lane), (Pane::Lanes, lane));
     let wheel = MouseEvent {
         kind: MouseEventKind::ScrollDown,
         column: tree.x + 2,
@@ -558,7 +558,7 @@ fn mouse_clicks_select_and_toggle_and_the_wheel_scrolls() {
     };
     let a = ui::action_for_mouse(wheel, &v).expect("wheel");
     ui::update(&mut v, &p.model, a);
-    assert_eq!(v.focus, Pane::Lanes, "the wheel does not move the focus");
+    assert_eq!(v.panes.focus, Pane::Lanes, "the wheel does not move the focus");
     assert!(v.selected_row().unwrap_or(0) >= 3);
 }
 
@@ -588,7 +588,7 @@ fn demo_grandchildren_and_the_failed_lane() {
     snap_sizes("demo_900_grandchildren", &p, &f, |v, p| {
         select_card(v, p);
         act(v, p, &[Action::MoveDown, Action::MoveDown, Action::MoveDown, Action::MoveDown]);
-        assert!(matches!(v.selected, Some(NodeId::Group(..))), "{:?}", v.selected);
+        assert!(matches!(v.selection.node, Some(NodeId::Group(..))), "{:?}", v.selection.node);
     });
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
@@ -646,7 +646,7 @@ fn burn_rate_follows_stream_time_not_frame_cadence() {
                 screen = render(&p, &f, &mut v, (120, 40));
             }
         }
-        assert!(v.burn.len() <= ui::SPARK_SAMPLES);
+        assert!(v.derived.burn.len() <= ui::SPARK_SAMPLES);
         let rate = screen.lines().next().and_then(|l| l.split('│').find(|p| p.contains("/min"))).map(str::to_owned);
         (rate, v.burn_per_min())
     };
@@ -681,17 +681,17 @@ fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
     let f = feed("demo", &p, total);
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
-    assert!(matches!(v.selected, Some(NodeId::Thread(_))), "the session's transcript");
+    assert!(matches!(v.selection.node, Some(NodeId::Thread(_))), "the session's transcript");
     let newest = render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &[key(KeyCode::Tab), key(KeyCode::PageUp)]);
-    assert_eq!(v.focus, Pane::Lanes);
-    assert!(v.scroll > 0);
+    assert_eq!(v.panes.focus, Pane::Lanes);
+    assert!(v.panes.scroll > 0);
     let back = render(&p, &f, &mut v, (120, 40));
     assert_ne!(back, newest);
-    assert!(back.contains(&format!("↑{}", v.scroll)), "{back}");
+    assert!(back.contains(&format!("↑{}", v.panes.scroll)), "{back}");
     press(&mut v, &p, &[key(KeyCode::Home)]);
     let first = render(&p, &f, &mut v, (120, 40));
-    let oldest = v.scroll;
+    let oldest = v.panes.scroll;
     assert!(oldest < 1 << 20, "Home is clamped to the history there is: {oldest}");
     // The indicator shows the scroll as clamped on that same frame, never the raw request.
     assert!(first.contains(&format!("↑{oldest} ")) && !first.contains("↑1073741"), "{first}");
@@ -699,9 +699,9 @@ fn transcript_scrolls_back_by_pages_and_home_stops_at_the_oldest_line() {
     assert!(top.contains("› [task:lead]"), "{top}");
     press(&mut v, &p, &[key(KeyCode::Char('k'))]);
     render(&p, &f, &mut v, (120, 40));
-    assert_eq!(v.scroll, oldest, "no further back than the oldest line");
+    assert_eq!(v.panes.scroll, oldest, "no further back than the oldest line");
     press(&mut v, &p, &[key(KeyCode::End)]);
-    assert_eq!(v.scroll, 0);
+    assert_eq!(v.panes.scroll, 0);
     assert!(render(&p, &f, &mut v, (120, 40)).contains("then the  ││"), "back at the newest line");
 }
 
@@ -726,12 +726,12 @@ fn dump_styled_frames() {
         let mut v = View::with_theme(theme);
         let mut term = Terminal::new(TestBackend::new(size.0, size.1)).expect("terminal");
         let counters = p.counters();
-        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut v)).expect("draw");
         select_card(&mut v, &p);
         let evs: Vec<KeyEvent> =
             keys.chars().map(|c| if c == '\t' { key(KeyCode::Tab) } else { key(KeyCode::Char(c)) }).collect();
         press(&mut v, &p, &evs);
-        term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+        term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut v)).expect("draw");
         let buf = term.backend().buffer();
         let mut out = String::new();
         for y in 0..size.1 {
@@ -783,7 +783,7 @@ fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
     render(&p, &f, &mut v, (80, 24));
     select_card(&mut v, &p);
     press(&mut v, &p, &[key(KeyCode::Enter), key(KeyCode::End)]);
-    assert_eq!(v.lane, 299);
+    assert_eq!(v.selection.lane, 299);
     let screen = render(&p, &f, &mut v, (80, 24));
     assert!(screen.contains("lane 300 says hello"), "{screen}");
     assert!(screen.contains("lanes 292–300 of 300"), "{screen}");
@@ -916,17 +916,17 @@ fn q_asks_before_losing_a_live_stream_and_esc_never_quits() {
     let f = live_feed(&p);
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
-    assert!(v.live_source);
+    assert!(v.derived.live_source);
     for _ in 0..5 {
         assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None], "Esc is back, never quit");
     }
     assert_eq!(press(&mut v, &p, &chars("q")), [Effect::None]);
-    assert_eq!(v.overlay, Some(Overlay::ConfirmQuit));
+    assert_eq!(v.panes.overlay, Some(Overlay::ConfirmQuit));
     let screen = render(&p, &f, &mut v, (80, 24));
     assert!(screen.contains("quit?") && screen.contains("stdin is live"), "{screen}");
     insta::assert_snapshot!("confirm_quit_80x24", screen);
     assert_eq!(press(&mut v, &p, &chars("n")), [Effect::None], "n stays");
-    assert_eq!(v.overlay, None);
+    assert_eq!(v.panes.overlay, None);
     press(&mut v, &p, &chars("q"));
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None], "Esc stays too");
     press(&mut v, &p, &chars("q"));
@@ -1017,32 +1017,58 @@ fn text_search_highlights_and_n_moves_between_matches() {
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &[key(KeyCode::Tab)]);
-    assert_eq!(v.focus, Pane::Lanes);
+    assert_eq!(v.panes.focus, Pane::Lanes);
     press(&mut v, &p, &chars("/verify_token"));
-    assert!(v.searching && v.search == "verify_token", "typed into the search, not the filter");
-    assert!(v.filter.is_empty());
+    assert!(v.panes.search.typing && v.panes.search.query == "verify_token", "typed into the search, not the filter");
+    assert!(v.panes.filter.query.is_empty());
+    // While typing, the bottom border says how many rows of the transcript match.
+    let typing = render(&p, &f, &mut v, (120, 40));
+    let border = typing.lines().find(|l| l.contains("/verify_token")).expect("the search on the border");
+    let count: usize = border
+        .split(" · ")
+        .nth(1)
+        .and_then(|t| t.split(" matches").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a count: {border}"));
+    assert!(count >= 2, "{border}");
     press(&mut v, &p, &[key(KeyCode::Enter)]);
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("/verify_token"), "{screen}");
-    let first = v.search_at.expect("a match");
+    assert!(screen.contains(&format!("· 1/{count} ")), "Enter goes to the newest of the {count}: {screen}");
+    let first = v.panes.search.at.expect("a match");
     press(&mut v, &p, &chars("n"));
     render(&p, &f, &mut v, (120, 40));
-    let second = v.search_at.expect("an older match");
+    let second = v.panes.search.at.expect("an older match");
     assert!(second > first, "n goes further back: {first} → {second}");
-    assert!(v.scroll > 0 || second < 30, "the match is brought on screen");
+    assert!(v.panes.scroll > 0 || second < 30, "the match is brought on screen");
     press(&mut v, &p, &chars("N"));
     render(&p, &f, &mut v, (120, 40));
-    assert_eq!(v.search_at, Some(first), "N comes back");
+    assert_eq!(v.panes.search.at, Some(first), "N comes back");
     insta::assert_snapshot!("search_120x40", render(&p, &f, &mut v, (120, 40)));
     // The match is highlighted on screen.
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     let counters = p.counters();
-    term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, &mut v)).expect("draw");
+    term.draw(|fr| ui::render(fr, &p.model, &counters, &f, &mut v)).expect("draw");
     let buf = term.backend().buffer();
     let marked = buf.content().iter().filter(|c| c.bg == ratatui::style::Color::Yellow).count();
     assert!(marked >= "verify_token".len(), "{marked} cells highlighted");
     press(&mut v, &p, &[key(KeyCode::Esc)]);
-    assert!(v.search.is_empty(), "Esc clears the search");
+    assert!(v.panes.search.query.is_empty(), "Esc clears the search");
+}
+
+/// Stacked lanes are searched as they show: the count is of the matches on screen.
+#[test]
+fn a_search_over_stacked_lanes_counts_what_is_on_screen() {
+    let (p, total) = demo(usize::MAX);
+    let f = feed("demo", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (120, 40));
+    select_card(&mut v, &p);
+    press(&mut v, &p, &[key(KeyCode::Tab)]);
+    press(&mut v, &p, &chars("/test"));
+    let screen = render(&p, &f, &mut v, (120, 40));
+    let border = screen.lines().find(|l| l.contains("/test▏")).expect("the search on the border");
+    assert!(border.contains(" on screen "), "{border}");
 }
 
 #[test]
@@ -1051,7 +1077,7 @@ fn the_timeline_shows_every_agent_over_time() {
     let f = feed("demo", &p, total);
     snap_sizes("timeline", &p, &f, |v, p| {
         act(v, p, &[Action::Timeline]);
-        assert!(v.timeline);
+        assert!(v.panes.timeline);
     });
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
@@ -1063,24 +1089,24 @@ fn the_timeline_shows_every_agent_over_time() {
     press(&mut v, &p, &[key(KeyCode::Tab)]);
     assert_eq!(ui::keymap::context(&v), ui::keymap::When::TIMELINE);
     press(&mut v, &p, &chars(">"));
-    let span = v.window.span_ms;
+    let span = v.panes.window.span_ms;
     assert!(span > 0);
     press(&mut v, &p, &chars(">"));
-    assert_eq!(v.window.span_ms, span / 2, "zoom in halves the window");
+    assert_eq!(v.panes.window.span_ms, span / 2, "zoom in halves the window");
     press(&mut v, &p, &[key(KeyCode::Left)]);
-    assert!(v.window.end_ms.is_some(), "scrolled back from now");
+    assert!(v.panes.window.end_ms.is_some(), "scrolled back from now");
     let scrolled = render(&p, &f, &mut v, (120, 40));
     assert!(scrolled.contains("0 back to now"), "{scrolled}");
     press(&mut v, &p, &chars("0"));
-    assert_eq!(v.window.end_ms, None);
-    let before = v.selected;
+    assert_eq!(v.panes.window.end_ms, None);
+    let before = v.selection.node;
     press(&mut v, &p, &chars("j"));
-    assert_ne!(v.selected, before, "j moves to the next agent");
-    assert!(matches!(v.selected, Some(NodeId::Thread(_))));
-    let picked = v.selected;
+    assert_ne!(v.selection.node, before, "j moves to the next agent");
+    assert!(matches!(v.selection.node, Some(NodeId::Thread(_))));
+    let picked = v.selection.node;
     press(&mut v, &p, &[key(KeyCode::Enter)]);
-    assert!(!v.timeline, "Enter opens the agent's transcript");
-    assert_eq!(v.expanded.map(NodeId::Thread), picked);
+    assert!(!v.panes.timeline, "Enter opens the agent's transcript");
+    assert_eq!(v.selection.expanded.map(NodeId::Thread), picked);
     press(&mut v, &p, &chars("t"));
     assert_eq!(press(&mut v, &p, &[key(KeyCode::Esc)]), [Effect::None]);
 }
@@ -1092,14 +1118,14 @@ fn the_cost_table_is_navigable_and_enter_goes_to_the_agent() {
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
     press(&mut v, &p, &[key(KeyCode::BackTab)]);
-    assert_eq!(v.focus, Pane::Cost);
+    assert_eq!(v.panes.focus, Pane::Cost);
     press(&mut v, &p, &chars("jj"));
-    assert_eq!(v.cost_row, 2);
+    assert_eq!(v.selection.cost_row, 2);
     render(&p, &f, &mut v, (120, 40));
     let want = v.layout.cost_rows[2].1;
     press(&mut v, &p, &[key(KeyCode::Enter)]);
-    assert_eq!(v.selected, Some(NodeId::Thread(want)));
-    assert_eq!(v.focus, Pane::Tree);
+    assert_eq!(v.selection.node, Some(NodeId::Thread(want)));
+    assert_eq!(v.panes.focus, Pane::Tree);
     assert!(v.selected_row().is_some(), "its row is in the tree");
 }
 
@@ -1119,27 +1145,31 @@ fn sort_expand_collapse_zoom_yank_and_suspend() {
             .collect()
     };
     let arrival = names(&v);
+    let title = |screen: &str| screen.lines().nth(2).unwrap_or_default().to_owned();
+    assert!(!title(&render(&p, &f, &mut v, (120, 40))).contains('▼'), "arrival is the order by default: no mark");
     press(&mut v, &p, &chars("o"));
-    assert_eq!(v.tree_sort, ui::TreeSort::Cost);
+    assert_eq!(v.panes.tree_sort, ui::TreeSort::Cost);
+    let sorted = render(&p, &f, &mut v, (120, 40));
+    assert!(title(&sorted).contains("┌ agents ▼cost "), "the order is on the tree's title: {}", title(&sorted));
     let by_cost = names(&v);
     assert_ne!(arrival, by_cost, "the children reorder by cost");
     let cost_of = |n: &str| p.model.threads.iter().find(|t| t.name() == n).map_or(0, |t| t.subtree.cost.0);
     assert!(by_cost.windows(2).all(|w| cost_of(&w[0]) >= cost_of(&w[1])), "{by_cost:?}");
     press(&mut v, &p, &chars("oooo"));
-    assert_eq!(v.tree_sort, ui::TreeSort::Arrival);
+    assert_eq!(v.panes.tree_sort, ui::TreeSort::Arrival);
     let all = v.rows().len();
     press(&mut v, &p, &chars("E"));
     assert_eq!(v.rows().len(), p.model.sessions.len(), "everything folded");
     press(&mut v, &p, &chars("e"));
     assert_eq!(v.rows().len(), all, "everything open again");
     press(&mut v, &p, &chars("z"));
-    assert!(v.zoom);
+    assert!(v.panes.zoom);
     let zoomed = render(&p, &f, &mut v, (120, 40));
     assert!(!zoomed.contains("┌ cost"), "the tree alone: {zoomed}");
     insta::assert_snapshot!("zoom_tree_120x40", zoomed);
     press(&mut v, &p, &[key(KeyCode::Esc)]);
-    assert!(!v.zoom, "Esc leaves the zoom");
-    let Some(NodeId::Thread(t)) = v.selected else { panic!("{:?}", v.selected) };
+    assert!(!v.panes.zoom, "Esc leaves the zoom");
+    let Some(NodeId::Thread(t)) = v.selection.node else { panic!("{:?}", v.selection.node) };
     assert_eq!(press(&mut v, &p, &chars("y")), [Effect::Copy(p.model.thread(t).id.to_string())]);
     assert_eq!(press(&mut v, &p, &[ctrl('z')]), [Effect::Suspend]);
 }
@@ -1155,6 +1185,27 @@ fn the_footer_and_help_list_the_new_keys() {
     for what in ["timeline", "zoom", "search the text", "order agents", "copy", "suspend"] {
         assert!(help.contains(what), "{what}: {help}");
     }
+    // Below the keys, `?` explains every mark: each status glyph with its word, the tree's and
+    // the timeline's marks. At 200×60 the legend is on screen once scrolled to its end.
+    press(&mut v, &p, &chars("G"));
+    let screen = render(&p, &f, &mut v, (200, 60));
+    insta::assert_snapshot!("help_legend_200x60", screen);
+    for mark in [
+        "●         running",
+        "◷         waiting on its sub-agents",
+        "◔         stalled",
+        "◼         interrupted",
+        "○         pending",
+        "✓         done",
+        "✗         failed",
+        "⑂         a card",
+        "━         a turn",
+        "┃         a tool call",
+        "▒         waiting on its sub-agents",
+        "—         unpriced",
+    ] {
+        assert!(screen.contains(mark), "{mark}:\n{screen}");
+    }
 }
 
 /// The screens issue 10 added, each at the three sizes.
@@ -1164,7 +1215,7 @@ fn new_screens_at_every_size() {
     let live = live_feed(&p);
     snap_sizes("confirm_quit", &p, &live, |v, p| {
         ui::update(v, &p.model, Action::Quit);
-        assert_eq!(v.overlay, Some(Overlay::ConfirmQuit));
+        assert_eq!(v.panes.overlay, Some(Overlay::ConfirmQuit));
     });
     let paused = Feed { paused: true, arrived: 1234, ..live_feed(&p) };
     snap_sizes("live_paused", &p, &paused, |_, _| {});
@@ -1189,7 +1240,7 @@ fn new_screens_at_every_size() {
     });
     snap_sizes("cost_table_cursor", &d, &f, |v, p| {
         act(v, p, &[Action::PrevPane, Action::MoveDown, Action::MoveDown]);
-        assert_eq!(v.focus, Pane::Cost);
+        assert_eq!(v.panes.focus, Pane::Cost);
     });
 }
 
@@ -1232,7 +1283,8 @@ fn key_and_frame_times(p: &Pipeline) -> (std::time::Duration, std::time::Duratio
     let counters = p.counters();
     let mut term = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
     let mut v = view();
-    let mut frame = |v: &mut View| term.draw(|fr| ui::draw(fr, &p.model, &counters, &f, v)).map(|_| ()).expect("draw");
+    let mut frame =
+        |v: &mut View| term.draw(|fr| ui::render(fr, &p.model, &counters, &f, v)).map(|_| ()).expect("draw");
     frame(&mut v);
     act(&mut v, p, &[Action::MoveDown, Action::MoveDown, Action::NextPane]);
     frame(&mut v);

@@ -1,5 +1,5 @@
 //! The screen: fuzzed input through the pipeline, then key actions chosen by the input's last
-//! bytes, drawn to a ratatui `TestBackend` at a few sizes through the public `ui::draw`. Never a
+//! bytes, drawn to a ratatui `TestBackend` at a few sizes through the public `ui::render`. Never a
 //! panic, and no control character (an escape sequence's start) ever reaches a cell.
 #![no_main]
 
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
     }
     for (w, h) in [(80, 24), (200, 60), (20, 5)] {
         let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        term.draw(|f| ui::draw(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+        term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");
         for cell in term.backend().buffer().content() {
             assert!(!cell.symbol().chars().any(char::is_control), "control character in a cell: {:?}", cell.symbol());
         }

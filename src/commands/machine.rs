@@ -22,10 +22,10 @@ use crate::source::discover::{self, Candidate, Seen, Snapshot, State, tee};
 use crate::source::files::{self, Input};
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
 use crate::source::opencode;
-use crate::source::origin::Origin;
 use crate::source::proc::{self, Sampler, Walk};
 use crate::source::watch::Watcher;
-use crate::wire::{Decoded, decode};
+use crate::wire::Origin;
+use crate::wire::decode;
 
 /// How often liveness is sampled and folders that did not exist yet are looked for.
 const TICK: Duration = Duration::from_secs(2);
@@ -304,8 +304,8 @@ impl Machine {
                         continue;
                     }
                     t.forwarded += 1;
-                    if let Decoded::Line(l) = decode(line) {
-                        if let Some(id) = l.msg.thread_id() {
+                    if let Ok(l) = decode(line) {
+                        if let Some(id) = l.thread() {
                             if !t.threads.contains(id) {
                                 t.threads.insert(id.to_owned());
                             }
@@ -815,10 +815,7 @@ fn grow(path: &Path, read: &mut u64) -> Option<Vec<u8>> {
 fn keep_before(chunk: &[u8], before_ms: i64, done: &mut bool) -> Vec<u8> {
     let mut out = Vec::new();
     for line in chunk.split_inclusive(|&b| b == b'\n') {
-        let time = match decode(line.strip_suffix(b"\n").unwrap_or(line)) {
-            Decoded::Line(l) => l.time(),
-            Decoded::Malformed(_) => None,
-        };
+        let time = decode(line.strip_suffix(b"\n").unwrap_or(line)).ok().and_then(|l| l.time());
         if time.is_some_and(|t| t >= before_ms) {
             *done = true;
             break;

@@ -181,8 +181,13 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     let mut guard = TerminalGuard::enter()?;
     let mut keys = EventStream::new();
     let now = Instant::now();
-    let settings =
-        Settings { fps: opts.fps, stall_ms: opts.stall, max_gap_ms: opts.max_gap, pace: pace_of(opts.speed) };
+    let settings = Settings {
+        fps: opts.fps,
+        stall_ms: opts.stall,
+        max_gap_ms: opts.max_gap,
+        pace: pace_of(opts.speed),
+        clock: Instant::now,
+    };
     let view = View::with_theme(theme_of(opts.theme));
     let (mut rt, mut live_rx) = match watch {
         Watch::Replay(mut r) => {

@@ -19,9 +19,9 @@ pub use crate::source::discover::liveness::IDLE_AGE;
 use crate::source::discover::liveness::{self, Subject};
 use crate::source::discover::{self, Candidate, Env, Window, tee};
 use crate::source::files::{self, Input, Record};
-use crate::source::origin::Origin;
 use crate::source::proc::{self, Proc, Usage};
-use crate::wire::{Clean, Decoded, decode, sanitize};
+use crate::wire::Origin;
+use crate::wire::{Clean, decode, sanitize};
 
 /// One root session, with the figures `stats` gives for its subtree.
 #[derive(Debug, Clone)]
@@ -96,10 +96,7 @@ fn feed_before(pipeline: &mut Pipeline, files: &[PathBuf], before_ms: i64) -> us
         let nothing = &mut nothing();
         let _ = files::read_records(reader, files::MAX_LINE, |record| {
             if let Record::Line(line) = record {
-                let time = match decode(line) {
-                    Decoded::Line(l) => l.time(),
-                    Decoded::Malformed(_) => None,
-                };
+                let time = decode(line).ok().and_then(|l| l.time());
                 if time.is_some_and(|t| t < before_ms) {
                     pipeline.feed(record, &origin, nothing);
                     fed += 1;

@@ -9,7 +9,7 @@ use rustc_hash::FxHashSet;
 
 use super::ids::{SpanId, agent_span_id, item_span_id, trace_id};
 use crate::model::prices::Pico;
-use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
+use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
 
 /// Longest text put in one attribute (titles are one line; commands can be long).
@@ -204,10 +204,11 @@ pub fn all_spans(model: &Model, fallback: Option<Provider>) -> Vec<Span> {
 fn tool_name(t: &Thread, item: &Item, fallback: Option<Provider>) -> Option<String> {
     let anthropic = Provider::of_thread(t, fallback) == Some(Provider::Anthropic);
     let name = match &item.kind {
-        ItemKind::Collab if anthropic => "Task".to_owned(),
+        // Claude Code's tool by its own name (`Agent`, `Task` before 2.1.63), as its own OTLP names it.
+        ItemKind::Collab if anthropic => item.tool.as_deref().unwrap_or("tool").to_owned(),
         ItemKind::Collab => snake_case(item.tool.as_deref().unwrap_or("collab_agent")),
         // A multi-agent v2 spawn is announced as an activity `started` carrying the spawn's call id.
-        ItemKind::SubAgentActivity if item.tool.as_deref() == Some("started") => "spawn_agent".to_owned(),
+        ItemKind::SubAgentActivity if item.op == Some(AgentOp::Spawn) => "spawn_agent".to_owned(),
         ItemKind::Command if anthropic => "Bash".to_owned(),
         ItemKind::Command => "shell".to_owned(),
         ItemKind::FileChange => "apply_patch".to_owned(),

@@ -2,7 +2,7 @@
 //! text replaces them (routing.md §6). All text arrives sanitised, as the facts carry it.
 
 use crate::router::ThreadIdx;
-pub use crate::wire::fact::{ItemKind, ItemStatus};
+pub use crate::wire::fact::{AgentOp, ItemKind, ItemStatus};
 use crate::wire::{Clean, CleanStr};
 
 /// First capacity of a streamed item's text, in bytes.
@@ -20,7 +20,10 @@ pub struct Item {
     /// The body: message text, reasoning, command output, diff.
     pub text: Clean,
     pub exit_code: Option<i64>,
-    /// Collab tool name (`spawnAgent`, `wait`, …) or subAgentActivity kind (`started`, …).
+    /// What a call that manages agents does (a card's kind of row: `⑂ spawn ×3`).
+    pub op: Option<AgentOp>,
+    /// The agent's own name for that call, for display only (`spawnAgent`, `Agent`, `task`), or a
+    /// sub-agent activity's kind (`started`, …).
     pub tool: Option<Box<str>>,
     /// The kind of agent a Claude Code `Task` spawns (`Explore`, `general-purpose`, …): its lanes' role.
     pub agent_type: Option<Clean>,
@@ -49,6 +52,7 @@ impl Item {
             title: Clean::new(),
             text: Clean::new(),
             exit_code: None,
+            op: None,
             tool: None,
             agent_type: None,
             lane_nickname: None,

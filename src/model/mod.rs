@@ -15,7 +15,7 @@ mod tokens;
 use std::sync::Arc;
 
 pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
-pub use self::item::{Item, ItemKind, ItemStatus};
+pub use self::item::{AgentOp, Item, ItemKind, ItemStatus};
 pub use self::kept::Kept;
 use self::prices::Pico;
 pub use self::prices::{Price, Prices};
@@ -921,6 +921,10 @@ impl Model {
             }
             if let Some(title) = &f.title {
                 item.title.clone_from(title);
+            }
+            if f.op.is_some() && item.op != f.op {
+                item.op = f.op;
+                relabelled = true;
             }
             if let Some(tool) = &f.tool {
                 if item.tool.as_deref() != Some(tool.as_str()) {

@@ -17,8 +17,17 @@ use rustc_hash::FxHashMap;
 
 use self::pending::{PendingBuffer, PendingLine};
 pub use crate::wire::fact::Via;
-use crate::wire::fact::{Fact, Lowered, Origin, Parentage, Subject, Weight};
-use crate::wire::{self, Decoded, Line, Malformed};
+use crate::wire::fact::{Fact, Lowered, Parentage, Subject, Weight};
+use crate::wire::{self, Decoded, Malformed, Origin};
+
+/// A line of a thread as it arrives: its record, where it came from, what it says, its number.
+#[derive(Clone, Copy)]
+struct Arrival<'r, 'l> {
+    record: &'r [u8],
+    origin: &'r Origin,
+    lowered: &'r Lowered<'l>,
+    line_no: u64,
+}
 
 /// A thread's handle: its index in first-seen order (routing.md §8), the order of `stats`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -364,23 +373,22 @@ impl Router {
             }
             return;
         }
-        let mut line = Line::empty();
-        match wire::decode_reading_into(record, &mut line, self.reading) {
-            Ok(()) => self.push_line(record, &line, origin, sink),
+        match wire::decode_reading(record, self.reading) {
+            Ok(line) => self.push_line(record, &line, origin, sink),
             Err(reason) => self.push_malformed(record, &reason, sink),
         }
     }
 
     /// [`Router::push`] of a record decoded elsewhere: lowered here, with what earlier lines of
     /// the stream told (a rollout file's thread).
-    pub fn push_line(&mut self, record: &[u8], line: &Line<'_>, origin: &Origin, sink: &mut impl Sink) {
+    pub fn push_line(&mut self, record: &[u8], line: &Decoded<'_>, origin: &Origin, sink: &mut impl Sink) {
         let mut lowered = Lowered::default();
         wire::lower_into(line, origin, &mut self.stream, &mut lowered);
         self.push_lowered(record, &lowered, origin, sink);
     }
 
     /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
-    /// [`Line::lowers_alone`], lowered with any stream context: it reads none).
+    /// [`Decoded::lowers_alone`], lowered with any stream context: it reads none).
     pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
         self.counters.lines += 1;
         let line_no = self.counters.lines;
@@ -400,7 +408,7 @@ impl Router {
                     registry: &self.registry,
                 }));
             }
-            Subject::Thread(id) => self.thread_line(id, lowered, record, origin, line_no, sink),
+            Subject::Thread(id) => self.thread_line(id, &Arrival { record, origin, lowered, line_no }, sink),
         }
     }
 
@@ -481,15 +489,8 @@ impl Router {
         }));
     }
 
-    fn thread_line(
-        &mut self,
-        id: &str,
-        lowered: &Lowered<'_>,
-        record: &[u8],
-        origin: &Origin,
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn thread_line(&mut self, id: &str, line: &Arrival<'_, '_>, sink: &mut impl Sink) {
+        let lowered = line.lowered;
         if !self.admits(id) {
             self.counters.over_thread_limit += 1;
             return;
@@ -543,9 +544,9 @@ impl Router {
         }
 
         if self.threads[thread.index()].role == Role::Pending {
-            self.buffer(thread, id, lowered, record, origin, line_no, sink);
+            self.buffer(thread, id, line, sink);
         } else {
-            self.emit(thread, lowered, line_no, false, sink);
+            self.emit(thread, lowered, line.line_no, false, sink);
         }
 
         // A spawn item is classified first; the children it registers replay right after it.
@@ -590,17 +591,8 @@ impl Router {
         }));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn buffer(
-        &mut self,
-        thread: ThreadIdx,
-        id: &str,
-        lowered: &Lowered<'_>,
-        record: &[u8],
-        origin: &Origin,
-        line_no: u64,
-        sink: &mut impl Sink,
-    ) {
+    fn buffer(&mut self, thread: ThreadIdx, id: &str, line: &Arrival<'_, '_>, sink: &mut impl Sink) {
+        let Arrival { record, origin, lowered, line_no } = *line;
         self.counters.early += 1;
         if lowered.facts.iter().any(|f| matches!(f, Fact::TurnStarted(t) if t.own_root_turn)) {
             self.threads[thread.index()].own_root_turn = true;
@@ -750,14 +742,10 @@ impl Router {
                 self.emit(thread, &lowered, pending.line_no, true, sink);
                 continue;
             }
-            match wire::decode(&pending.record) {
-                Decoded::Line(line) => {
-                    let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());
-                    self.emit(thread, &lowered, pending.line_no, true, sink);
-                }
-                // Only decoded lines are ever buffered; a record cannot decode differently twice.
-                Decoded::Malformed(_) => unreachable!("a buffered record decoded once already"),
-            }
+            // Only decoded lines are ever buffered; a record cannot decode differently twice.
+            let line = wire::decode(&pending.record).expect("a buffered record decoded once already");
+            let lowered = wire::lower(&line, &pending.origin, &mut wire::Stream::default());
+            self.emit(thread, &lowered, pending.line_no, true, sink);
         }
     }
 

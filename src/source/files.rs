@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
-use super::origin::{Origin, OriginInfo};
+use crate::wire::{Origin, OriginInfo};
 
 /// Longest record kept whole (wire.md: a huge line is counted malformed, never buffered whole).
 pub const MAX_LINE: usize = 16 << 20;

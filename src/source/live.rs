@@ -92,7 +92,7 @@ pub enum Event {
     /// The stream is over for good; no event follows.
     Ended(End),
     /// Where the records that follow come from, for sources that interleave several files.
-    Origin(super::origin::Origin),
+    Origin(crate::wire::Origin),
     /// The sessions a machine-wide source follows, and their liveness.
     Sessions(Box<super::discover::Snapshot>),
     /// The process that ran this session (its root thread's id) is gone, seen exiting or aged out

@@ -3,8 +3,9 @@
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
 //! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
-//!   [`replay`]: their pacing; [`follow`]: their files' growth; [`origin`]: what a file's place tells.
-//! - [`recording`]: the recording writer (header, envelopes, files); [`json`]: which lines it can embed.
+//!   [`replay`]: their pacing; [`follow`]: their files' growth. What a file's place tells of its
+//!   records travels with them as a [`crate::wire::Origin`].
+//! - [`recording`]: the recording writer (header, envelopes, files), and which lines it can embed.
 //! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
@@ -20,10 +21,8 @@ pub mod files;
 pub mod follow;
 pub mod hub;
 pub mod inbound;
-pub mod json;
 pub mod live;
 pub mod opencode;
-pub mod origin;
 pub mod otlp;
 pub mod proc;
 pub mod recorded;

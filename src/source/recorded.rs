@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
-use super::origin::Origin;
+use crate::wire::Origin;
 
 /// Reads a record's time (unix ms), if it has one.
 pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;

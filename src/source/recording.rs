@@ -106,9 +106,15 @@ pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64
     line.into_bytes()
 }
 
-/// Whether `line` can be embedded verbatim as the value of `msg`.
+/// Deepest nesting of arrays and objects embedded verbatim: an envelope adds one level around the
+/// line, and `serde_json` readers refuse documents nested more than 128 deep, so a deeper line is
+/// kept as `rawB64` instead of making its record unreadable.
+const EMBED_DEPTH: usize = 100;
+
+/// Whether `line` can be embedded verbatim as the value of `msg`: the tee asks this of every line
+/// it forwards.
 pub fn is_json(line: &[u8]) -> bool {
-    super::json::is_json(line)
+    crate::wire::json::valid::is_document(line, EMBED_DEPTH)
 }
 
 /// Appends one envelope (with its `\n`) for `line` (without its `\n`) to `out`.

@@ -3,19 +3,22 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::help::centred;
+use super::feed::{ExportFeed, ReceiveFeed};
+use super::layout::Layout;
+use super::paint::{centred, overlay};
+use super::scene::Scene;
 use super::text::{grouped, truncate};
+use super::theme::Theme;
 use super::view::View;
-use super::{ExportFeed, Feed, ReceiveFeed};
 use crate::model::Model;
 use crate::router::Counters;
 
 /// What the aged-out sessions spent: off the screen and out of the header's totals, not lost.
-fn aged_line(model: &Model, view: &View, theme: &super::theme::Theme) -> Line<'static> {
-    let aged = view.tops.aged(model);
-    let n = view.tops.aged_roots.len();
+fn aged_line(model: &Model, view: &View, theme: &Theme) -> Line<'static> {
+    let tops = &view.derived.tops;
+    let aged = tops.aged(model);
+    let n = tops.aged_roots.len();
     if n == 0 {
         return Line::from(Span::styled("  nothing aged out", theme.dim));
     }
@@ -32,102 +35,118 @@ fn aged_line(model: &Model, view: &View, theme: &super::theme::Theme) -> Line<'s
     ])
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, feed: &Feed, view: &mut View) {
+/// Counters in columns: a name right-aligned, its figure after it, warm when a problem is not 0.
+struct Figures<'a> {
+    theme: &'a Theme,
+}
+
+impl Figures<'_> {
+    fn figure(&self, name: &str, n: u64, problem: bool) -> [Span<'static>; 2] {
+        let style = if problem && n > 0 { self.theme.warn } else { self.theme.base };
+        // A cell without a name fills a row.
+        let value = if name.is_empty() { String::new() } else { grouped(n) };
+        [Span::styled(format!("{name:>15} "), self.theme.dim), Span::styled(format!("{value:<10}"), style)]
+    }
+
+    /// One line of (name, figure, whether a figure above 0 is a problem).
+    fn row(&self, cells: &[(&str, u64, bool)]) -> Line<'static> {
+        Line::from(cells.iter().flat_map(|&(n, v, p)| self.figure(n, v, p)).collect::<Vec<_>>())
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layout) {
+    let (model, feed, view) = (scene.model, scene.feed, scene.view);
     let theme = &view.theme;
     let w = area.width.saturating_sub(4).min(110);
     let h = area.height.saturating_sub(2);
     let rect = centred(area, w, h);
     let text_w = w.saturating_sub(4) as usize;
-    let c = counters;
-    let figure = |name: &'static str, n: u64, problem: bool| {
-        let style = if problem && n > 0 { theme.warn } else { theme.base };
-        // A cell without a name fills a row.
-        let value = if name.is_empty() { String::new() } else { grouped(n) };
-        vec![Span::styled(format!("{name:>15} "), theme.dim), Span::styled(format!("{value:<10}"), style)]
-    };
-    let row = |cells: [(&'static str, u64, bool); 3]| {
-        Line::from(cells.into_iter().flat_map(|(n, v, p)| figure(n, v, p)).collect::<Vec<_>>())
-    };
-    let mut lines = vec![
+    let figures = Figures { theme };
+    let mut lines = routing_lines(model, scene.counters, &figures);
+    if let Some(snapshot) = &feed.machine {
+        lines.extend(machine_lines(model, view, snapshot.sessions.len(), &figures));
+    }
+    if let Some(x) = &feed.export {
+        lines.extend(export_lines(x, &figures, text_w));
+    }
+    if let Some(r) = &feed.receive {
+        lines.extend(receive_lines(r, &figures));
+    }
+    lines.extend(log_lines(model, theme, text_w));
+    let scroll = overlay(frame, rect, ("diagnostics", 0), lines, view.panes.overlay_scroll, theme);
+    layout.overlay = rect;
+    layout.overlay_scroll = Some(scroll);
+}
+
+/// Every routing counter, and the bounds of lowering and of the model.
+fn routing_lines(model: &Model, c: &Counters, f: &Figures<'_>) -> Vec<Line<'static>> {
+    let d = &model.diagnostics;
+    let theme = f.theme;
+    vec![
         Line::from(Span::styled("Routing", theme.title)),
-        row([("lines", c.lines, false), ("root", c.root, false), ("rehomed", c.rehomed, false)]),
-        row([("suppressed", c.suppressed, false), ("global", c.global, false), ("control", c.control, false)]),
-        row([("malformed", c.malformed, true), ("early", c.early, false), ("replayed", c.replayed, false)]),
-        row([
+        f.row(&[("lines", c.lines, false), ("root", c.root, false), ("rehomed", c.rehomed, false)]),
+        f.row(&[("suppressed", c.suppressed, false), ("global", c.global, false), ("control", c.control, false)]),
+        f.row(&[("malformed", c.malformed, true), ("early", c.early, false), ("replayed", c.replayed, false)]),
+        f.row(&[
             ("evicted", c.evicted, true),
             ("pending at end", c.pending_at_end, true),
             ("orphans", c.orphan_threads, true),
         ]),
-        row([
+        f.row(&[
             ("depth-limited", c.depth_limited, true),
-            ("dropped text", model.diagnostics.dropped_text_bytes, true),
-            ("global log", model.diagnostics.global_count, false),
+            ("dropped text", d.dropped_text_bytes, true),
+            ("global log", d.global_count, false),
         ]),
-        Line::from(
-            [
-                ("thread limit", c.over_thread_limit),
-                ("dropped items", model.diagnostics.dropped_items),
-                ("dropped turns", model.diagnostics.dropped_turns),
-            ]
-            .into_iter()
-            .flat_map(|(n, v)| figure(n, v, true))
-            .collect::<Vec<_>>(),
-        ),
+        f.row(&[
+            ("thread limit", c.over_thread_limit, true),
+            ("dropped items", d.dropped_items, true),
+            ("dropped turns", d.dropped_turns, true),
+        ]),
         // Bounds of lowering and of the model's late names: each says what it forgot.
-        row([
+        f.row(&[
             ("open responses", c.forgotten.responses, true),
             ("spawning tasks", c.forgotten.tasks, true),
-            ("unnamed agents", model.diagnostics.dropped_receivers, true),
+            ("unnamed agents", d.dropped_receivers, true),
         ]),
         Line::from(Span::styled(
             if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
             theme.dim,
         )),
         Line::default(),
-    ];
-    if let Some(snapshot) = &feed.machine {
-        let k = view.tops.counts;
-        let keep = view.tops.keep_ms.map_or_else(
-            || "ended sessions stay on the screen (--keep D sets a bound)".to_owned(),
-            |ms| {
-                format!(
-                    "an ended session leaves the screen {} after its last activity (--keep)",
-                    super::text::quiet(ms)
-                )
-            },
-        );
-        lines.extend([
-            Line::from(Span::styled("Machine", theme.title)),
-            row([
-                ("sessions shown", k.shown as u64, false),
-                ("live", k.live as u64, false),
-                ("idle", k.idle as u64, false),
-            ]),
-            Line::from(
-                [("ended", k.ended as u64), ("aged out", k.aged_out as u64)]
-                    .into_iter()
-                    .flat_map(|(n, v)| figure(n, v, false))
-                    .collect::<Vec<_>>(),
-            ),
-            Line::from(Span::styled(format!("  {keep}; {} found in all", snapshot.sessions.len()), theme.dim)),
-            aged_line(model, view, theme),
-            Line::default(),
-        ]);
-    }
-    if let Some(x) = &feed.export {
-        lines.extend(export_lines(x, &row, theme, text_w));
-    }
-    if let Some(r) = &feed.receive {
-        lines.extend(receive_lines(r, &row, theme));
-    }
-    lines.extend([Line::from(Span::styled(
-        format!("Malformed lines ({} kept)", model.diagnostics.malformed.len()),
-        theme.title,
-    ))]);
-    if model.diagnostics.malformed.is_empty() {
+    ]
+}
+
+/// The machine view's sessions: how many of each state, and what aged out.
+fn machine_lines(model: &Model, view: &View, found: usize, f: &Figures<'_>) -> Vec<Line<'static>> {
+    let tops = &view.derived.tops;
+    let k = tops.counts;
+    let keep = tops.keep_ms.map_or_else(
+        || "ended sessions stay on the screen (--keep D sets a bound)".to_owned(),
+        |ms| format!("an ended session leaves the screen {} after its last activity (--keep)", super::text::quiet(ms)),
+    );
+    vec![
+        Line::from(Span::styled("Machine", f.theme.title)),
+        f.row(&[
+            ("sessions shown", k.shown as u64, false),
+            ("live", k.live as u64, false),
+            ("idle", k.idle as u64, false),
+        ]),
+        f.row(&[("ended", k.ended as u64, false), ("aged out", k.aged_out as u64, false)]),
+        Line::from(Span::styled(format!("  {keep}; {found} found in all"), f.theme.dim)),
+        aged_line(model, view, f.theme),
+        Line::default(),
+    ]
+}
+
+/// The malformed lines kept and the global log, newest first.
+fn log_lines(model: &Model, theme: &Theme, text_w: usize) -> Vec<Line<'static>> {
+    let d = &model.diagnostics;
+    let mut lines =
+        vec![Line::from(Span::styled(format!("Malformed lines ({} kept)", d.malformed.len()), theme.title))];
+    if d.malformed.is_empty() {
         lines.push(Line::from(Span::styled("  none", theme.dim)));
     }
-    for m in model.diagnostics.malformed.iter().rev() {
+    for m in d.malformed.iter().rev() {
         lines.push(Line::from(vec![
             Span::styled(format!("  #{:<7}", m.line_no), theme.dim),
             Span::styled(format!("{} ", m.reason), theme.warn),
@@ -140,55 +159,39 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, counters: &Counters, f
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(
-        format!("Global log ({} lines, newest first)", grouped(model.diagnostics.global_count)),
+        format!("Global log ({} lines, newest first)", grouped(d.global_count)),
         theme.title,
     )));
-    if model.diagnostics.globals.is_empty() {
+    if d.globals.is_empty() {
         lines.push(Line::from(Span::styled("  none", theme.dim)));
     }
-    for g in model.diagnostics.globals.iter().rev() {
+    for g in d.globals.iter().rev() {
         let msg = g.message.as_str().replace(['\n', '\t'], " ");
         let lead = format!("  #{:<7}{} ", g.line_no, g.method);
         let room = text_w.saturating_sub(lead.chars().count());
         lines.push(Line::from(vec![Span::styled(lead, theme.dim), Span::raw(truncate(&msg, room))]));
     }
-    let inner_h = h.saturating_sub(2) as usize;
-    view.overlay_scroll = view.overlay_scroll.min(lines.len().saturating_sub(inner_h));
-    let block = Block::bordered()
-        .border_style(theme.border_focus)
-        .title(Span::styled(" diagnostics ", theme.title))
-        .title_bottom(Span::styled(" ↑↓ scroll · Esc close ", theme.dim));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(Paragraph::new(lines).block(block).scroll((view.overlay_scroll as u16, 0)), rect);
-    view.layout.overlay = rect;
+    lines
 }
 
 /// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).
-fn receive_lines(
-    r: &ReceiveFeed,
-    row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
-    theme: &super::Theme,
-) -> Vec<Line<'static>> {
+fn receive_lines(r: &ReceiveFeed, f: &Figures<'_>) -> Vec<Line<'static>> {
     let mut lines = vec![
-        Line::from(Span::styled("OTLP receiver", theme.title)),
-        row([("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
-        row([("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
+        Line::from(Span::styled("OTLP receiver", f.theme.title)),
+        f.row(&[("requests", r.requests, false), ("spans", r.spans, false), ("log records", r.logs, false)]),
+        f.row(&[("refused", r.refused, true), ("unjoined", r.forgotten, true), ("", 0, false)]),
     ];
     for three in r.limits.chunks(3) {
         let cell = |i: usize| three.get(i).map_or(("", 0, false), |&(name, n)| (name, n, true));
-        lines.push(row([cell(0), cell(1), cell(2)]));
+        lines.push(f.row(&[cell(0), cell(1), cell(2)]));
     }
     lines.push(Line::default());
     lines
 }
 
 /// The OTLP export's counters: what left, what waits for a collector that is down, what was lost.
-fn export_lines(
-    x: &ExportFeed,
-    row: &dyn Fn([(&'static str, u64, bool); 3]) -> Line<'static>,
-    theme: &super::Theme,
-    text_w: usize,
-) -> Vec<Line<'static>> {
+fn export_lines(x: &ExportFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'static>> {
+    let theme = f.theme;
     let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);
     let state = match (x.failing, &x.cause) {
         (true, Some(cause)) => format!("  retrying with backoff: {}", truncate(cause, text_w.saturating_sub(26))),
@@ -203,8 +206,8 @@ fn export_lines(
             Span::styled("OTLP export ", theme.title),
             Span::styled(truncate(&x.target, text_w.saturating_sub(12)), theme.dim),
         ]),
-        row([("spans", x.queued, false), ("sent", x.sent, false), ("waiting", waiting, false)]),
-        row([("retried", x.retried, false), ("dropped", x.dropped, true), ("rejected", x.rejected, true)]),
+        f.row(&[("spans", x.queued, false), ("sent", x.sent, false), ("waiting", waiting, false)]),
+        f.row(&[("retried", x.retried, false), ("dropped", x.dropped, true), ("rejected", x.rejected, true)]),
         Line::from(Span::styled(state, if x.failing { theme.warn } else { theme.dim })),
         Line::default(),
     ]

@@ -16,7 +16,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View) {
     let w = area.width as usize;
     let cost =
         |e: &[(String, &str, u8)]| -> usize { e.iter().map(|(k, h, _)| width(k) + width(h) + 3).sum::<usize>() + 1 };
-    let notice_w = view.notice.as_deref().map_or(0, |n| width(n) + 2);
+    let notice_w = view.panes.notice.as_deref().map_or(0, |n| width(n) + 2);
     while cost(&entries) + notice_w > w {
         let Some(worst) = entries.iter().map(|e| e.2).max() else {
             break;
@@ -27,12 +27,12 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View) {
         entries.remove(at);
     }
     let mut spans = vec![Span::raw(" ")];
-    if let Some(notice) = &view.notice {
+    if let Some(notice) = &view.panes.notice {
         spans.push(Span::styled(format!("{notice}  "), theme.running));
     }
-    if view.typing {
+    if view.panes.filter.typing {
         spans.push(Span::styled("filter: ", theme.dim));
-        spans.push(Span::styled(format!("{}▏ ", view.filter), theme.warn));
+        spans.push(Span::styled(format!("{}▏ ", view.panes.filter.query), theme.warn));
     }
     for (keys, hint, _) in entries {
         spans.push(Span::styled(keys, theme.key));

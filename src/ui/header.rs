@@ -10,51 +10,43 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::Feed;
-use super::status::Activity;
+use super::feed::Feed;
+use super::scene::Scene;
 use super::text::{clock, grouped, width};
 use super::theme::Theme;
-use crate::model::prices::Pico;
-use crate::model::{Model, Rollup, format_usd};
+use crate::model::format_usd;
 use crate::router::Counters;
 use crate::wire::sanitize_line;
 
-/// What the header needs besides the feed.
-pub struct Figures<'a> {
-    pub model: &'a Model,
-    pub totals: &'a Rollup,
-    pub counters: &'a Counters,
-    pub activity: &'a Activity,
-    pub burn: Option<Pico>,
-}
-
-pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme: &Theme) {
+pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
+    let (feed, theme) = (s.feed, &s.view.theme);
     let w = area.width as usize;
     let sep = || Span::styled(" │ ", theme.dim);
-    let agents = fig.totals.threads;
+    let agents = s.totals.threads;
+    let activity = s.view.activity();
     let mut agents_text = format!("{agents} agent{}", if agents == 1 { "" } else { "s" });
-    if fig.activity.active > 0 && feed.ended.is_none() {
-        let _ = write!(agents_text, " · {} active", fig.activity.active);
+    if activity.active > 0 && feed.ended.is_none() {
+        let _ = write!(agents_text, " · {} active", activity.active);
     }
     // (part, priority): when the line is too narrow the highest number goes first.
     let mut parts: Vec<(Span<'static>, u8)> = vec![
         (state(feed, theme), 1),
         (Span::raw(agents_text), 2),
-        (Span::styled(format_usd(fig.totals.cost_usd()), theme.cost), 1),
+        (Span::styled(format_usd(s.totals.cost_usd()), theme.cost), 1),
     ];
     // An ended feed has no rates (the view's burn is `None` then): its last ones would read as now.
     let over = feed.ended.is_some();
-    if let Some(burn) = fig.burn.filter(|_| !over) {
+    if let Some(burn) = s.view.burn_per_min().filter(|_| !over) {
         parts.push((Span::styled(format!("{}/min", format_usd(Some(burn))), theme.cost), 3));
     }
     // What agents reported for their sessions beyond what their threads account for (a stream
     // omits responses by design): shown apart, never added to an agent.
-    if let Some((tokens, cost)) = fig.model.unattributed_reported().filter(|(t, _)| t.total > 0) {
+    if let Some((tokens, cost)) = s.model.unattributed_reported().filter(|(t, _)| t.total > 0) {
         let cost = cost.map(|c| format!(" {}", format_usd(Some(c)))).unwrap_or_default();
         parts.push((Span::styled(format!("+{} tok{cost} unattributed", grouped(tokens.total)), theme.dim), 4));
     }
-    if fig.activity.need_you > 0 {
-        let n = fig.activity.need_you;
+    if activity.need_you > 0 {
+        let n = activity.need_you;
         parts.push((Span::styled(format!("⚑ {n} need{} you", if n == 1 { "s" } else { "" }), theme.waiting), 1));
     }
     if feed.events_per_sec > 0.0 && !over {
@@ -86,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, fig: &Figures<'_>, feed: &Feed, theme
     left.push(Span::styled(clock_text, theme.dim));
     frame.render_widget(Paragraph::new(Line::from(left)).style(theme.header), Rect { height: 1, ..area });
     if area.height >= 2 {
-        second_line(frame, Rect { y: area.y + 1, height: 1, ..area }, fig.counters, feed, theme);
+        second_line(frame, Rect { y: area.y + 1, height: 1, ..area }, s.counters, feed, theme);
     }
 }
 

@@ -5,7 +5,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButto
 
 use super::view::{Overlay, Pane, View};
 
-/// What the user asked for, as data; [`super::update`] gives it meaning.
+/// What the user asked for, as data; `update` gives it meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     MoveUp,
@@ -258,21 +258,22 @@ pub static BINDINGS: &[Binding] = &[
 
 /// The context the view is in: one overlay, the filter prompt, or a focused pane.
 pub fn context(view: &View) -> When {
-    if view.overlay == Some(Overlay::ConfirmQuit) {
+    let panes = &view.panes;
+    if panes.overlay == Some(Overlay::ConfirmQuit) {
         When::CONFIRM
-    } else if view.typing {
+    } else if panes.filter.typing {
         When::TYPING
-    } else if view.searching {
+    } else if panes.search.typing {
         When::SEARCH
-    } else if let Some(o) = view.overlay {
+    } else if let Some(o) = panes.overlay {
         match o {
             Overlay::Help => When::HELP,
             Overlay::Diagnostics | Overlay::ConfirmQuit => When::DIAG,
         }
     } else {
-        match view.focus {
+        match panes.focus {
             Pane::Tree => When::TREE,
-            Pane::Lanes if view.timeline => When::TIMELINE,
+            Pane::Lanes if panes.timeline => When::TIMELINE,
             Pane::Lanes => When::LANES,
             Pane::Cost => When::COST,
         }
@@ -282,7 +283,7 @@ pub fn context(view: &View) -> When {
 /// The bindings that apply right now.
 pub fn active(view: &View) -> impl Iterator<Item = &'static Binding> + '_ {
     let ctx = context(view);
-    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.replay))
+    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.derived.replay))
 }
 
 pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
@@ -295,7 +296,7 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
     if ctx == When::TYPING || ctx == When::SEARCH {
         if let KeyCode::Char(c) = ev.code {
             if !mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
-                return Some(if view.typing { Action::FilterInput(c) } else { Action::SearchInput(c) });
+                return Some(if view.panes.filter.typing { Action::FilterInput(c) } else { Action::SearchInput(c) });
             }
         }
     }
@@ -308,7 +309,8 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
 }
 
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
-    if view.typing || view.searching || view.overlay == Some(Overlay::ConfirmQuit) {
+    let panes = &view.panes;
+    if panes.filter.typing || panes.search.typing || panes.overlay == Some(Overlay::ConfirmQuit) {
         return None;
     }
     let (column, row) = (ev.column, ev.row);
@@ -405,7 +407,7 @@ mod tests {
         assert!(live.iter().any(|(k, h, _)| k == "↑↓" && *h == "move"));
         assert!(live.iter().any(|(k, h, _)| k == "←→" && *h == "fold"));
         assert!(!live.iter().any(|(_, h, _)| *h == "speed"));
-        view.replay = true;
+        view.derived.replay = true;
         let replay = footer_entries(&view);
         assert!(replay.iter().any(|(k, h, _)| k == "+/-" && *h == "speed"));
         assert!(replay.iter().any(|(k, h, _)| k == "[/]" && *h == "seek"));

@@ -2,19 +2,23 @@
 //! child's stream; or one thread's transcript with scrollback. Rendering starts from the newest
 //! item and walks back only as far as the rows on screen need.
 
+use std::sync::Arc;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::Feed;
 use super::label;
-use super::outline::{self, NodeId};
+use super::layout::{Found, Layout};
+use super::outline::NodeId;
+use super::paint::put_lines;
+use super::scene::Scene;
 use super::status::Shown;
 use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
-use super::view::{Jump, Pane, View};
+use super::view::{Jump, Matches, Pane, View};
 use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
 
@@ -28,58 +32,59 @@ const TITLE_NAME: usize = 28;
 /// wrapping per key, however long the history.
 pub const SEARCH_ROWS: usize = 5_000;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View) {
-    let focused = view.focus == Pane::Lanes && view.overlay.is_none();
-    let lanes: Vec<ThreadIdx> = match (view.expanded, view.selected) {
-        (Some(t), _) => vec![t],
-        (None, Some(sel)) => outline::lanes_of(model, sel, &view.groups, &view.tops),
-        (None, None) => Vec::new(),
-    };
-    view.lane = view.lane.min(lanes.len().saturating_sub(1));
+pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
+    let view = s.view;
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
+    let lanes = view.lanes(s.model);
     let inner = Block::bordered().inner(area);
-    view.layout.lanes = area;
-    view.layout.lane_headers.clear();
-    view.layout.lane_text.clear();
-    view.layout.lanes_note = None;
+    layout.lanes = area;
+    let (mut note, mut count) = (None, None);
     if inner.height > 0 && inner.width >= 4 {
         if lanes.is_empty() {
             let msg = "select an agent or a card in the tree";
             frame.render_widget(Paragraph::new(Span::styled(msg, view.theme.dim)), inner);
         } else if lanes.len() == 1 {
-            full(frame, inner, model, feed, view, lanes[0]);
+            count = full(frame, inner, s, lanes[0], layout);
         } else {
-            stacked(frame, inner, model, feed, view, &lanes, focused);
+            note = stacked(frame, inner, s, &lanes, layout);
         }
-        if !view.search.is_empty() {
-            highlight(frame, inner, &view.search, view.theme.search);
+        if !view.panes.search.query.is_empty() {
+            let shown = highlight(frame, inner, &view.panes.search.query, view.theme.search);
+            // Stacked lanes are searched on screen only (`n` looks through one transcript).
+            count = count.or_else(|| (!lanes.is_empty()).then(|| format!("{shown} on screen")));
         }
     }
     // The border and title last: the title shows the scroll as clamped by the content.
     let theme = &view.theme;
+    let scroll = layout.scroll.unwrap_or(view.panes.scroll);
     let mut block = Block::bordered()
         .border_style(if focused { theme.border_focus } else { theme.border })
-        .title(Line::from(title(model, view, &lanes)));
-    if view.searching || !view.search.is_empty() {
-        let mut spans = vec![Span::styled(format!(" /{}", view.search), theme.warn)];
-        if view.searching {
+        .title(Line::from(title(s.model, view, &lanes, scroll)));
+    let search = &view.panes.search;
+    if search.typing || !search.query.is_empty() {
+        let mut spans = vec![Span::styled(format!(" /{}", search.query), theme.warn)];
+        if search.typing {
             spans.push(Span::styled("▏", theme.warn));
         }
-        if let Some(note) = &view.search_note {
+        // Where the last jump went (`3/17`), else how many rows match.
+        let found = layout.found.as_ref().map(|f| f.note.as_str());
+        if let Some(note) = found.or(search.note.as_deref()).or(count.as_deref()) {
             spans.push(Span::styled(format!(" · {note}"), theme.dim));
         }
         spans.push(Span::raw(" "));
         block = block.title_bottom(Line::from(spans));
     }
-    if let Some(note) = &view.layout.lanes_note {
+    if let Some(note) = note {
         // Not every lane fits: which ones are on screen, on the bottom border.
-        block = block.title_bottom(Line::from(Span::styled(note.clone(), theme.dim)).right_aligned());
+        block = block.title_bottom(Line::from(Span::styled(note, theme.dim)).right_aligned());
     }
     frame.render_widget(block, area);
 }
 
-/// Marks every occurrence of `query` (case-insensitive) in the cells of `area`.
-fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) {
+/// Marks every occurrence of `query` (case-insensitive) in the cells of `area`; returns how many.
+fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) -> usize {
     let q = query.to_lowercase();
+    let mut count = 0;
     let buf = frame.buffer_mut();
     for y in area.top()..area.bottom() {
         // The row as text, and the cell where each byte of it starts.
@@ -96,28 +101,52 @@ fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) {
             let end = start + q.len();
             let (x0, x1) = (at[start], at[end - 1]);
             buf.set_style(Rect { x: x0, y, width: x1 - x0 + 1, height: 1 }, style);
+            count += 1;
             from = end;
         }
     }
+    count
 }
 
-/// Resolves a pending `n`/`N`: the wrapped rows of the last [`SEARCH_ROWS`], the matches among
-/// them, and a scroll that puts the next one on screen.
-fn jump(model: &Model, thread: &Thread, tw: usize, rows: usize, view: &mut View, dir: Jump) {
-    let (lines, _) = tail(model, thread, tw, SEARCH_ROWS, &view.theme);
-    let q = view.search.to_lowercase();
-    let n = lines.len();
-    // Matches as distances from the newest row (0: the last row).
-    let hits: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().to_lowercase().contains(&q))
-        .map(|(i, _)| n - 1 - i)
-        .collect();
-    let bottom = view.scroll;
+/// The rows of a transcript's last [`SEARCH_ROWS`] (wrapped at `tw`) that hold the search
+/// query, remembered per model change: typing a query, `n` and the frames between them wrap the
+/// rows once.
+fn matches(s: &Scene<'_>, lane: ThreadIdx, tw: usize) -> Arc<Matches> {
+    let (model, view) = (s.model, s.view);
+    let query = &view.panes.search.query;
+    let key = (lane, tw, query.clone(), model.generation, model.threads.len());
+    view.derived.matches.get(key, || {
+        let (lines, _) = tail(model, model.thread(lane), tw, SEARCH_ROWS, &view.theme);
+        let q = query.to_lowercase();
+        let n = lines.len();
+        // Matches as distances from the newest row (0: the last row), newest first.
+        let hits = lines
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().to_lowercase().contains(&q))
+            .map(|(i, _)| n - 1 - i)
+            .collect();
+        Matches { hits, rows: n }
+    })
+}
+
+/// `12 matches`, or that there is none in the rows searched.
+fn count_note(m: &Matches) -> String {
+    match m.hits.len() {
+        0 => format!("no match in the last {} rows", super::text::grouped(m.rows as u64)),
+        1 => "1 match".to_owned(),
+        n => format!("{n} matches"),
+    }
+}
+
+/// Resolves a pending `n`/`N`: the next match that way, and a scroll that puts it on screen.
+fn jump(m: &Matches, rows: usize, view: &View, dir: Jump) -> Found {
+    let search = &view.panes.search;
+    let hits = &m.hits;
+    let bottom = view.panes.scroll;
     let top = bottom + rows.saturating_sub(1);
-    let next = match (dir, view.search_at) {
+    let next = match (dir, search.at) {
         (Jump::Older, Some(at)) => hits.iter().copied().find(|&d| d > at),
         (Jump::Older, None) => hits.iter().copied().find(|&d| d >= bottom),
         (Jump::Newer, Some(at)) => hits.iter().rev().copied().find(|&d| d < at),
@@ -125,18 +154,14 @@ fn jump(model: &Model, thread: &Thread, tw: usize, rows: usize, view: &mut View,
     };
     match next {
         Some(d) => {
-            view.search_at = Some(d);
-            if d < bottom || d > top {
-                // Put the match a third of the way down the pane.
-                view.scroll = d.saturating_sub(rows.saturating_sub(rows / 3 + 1));
-            }
+            // Put the match a third of the way down the pane.
+            let scroll =
+                if d < bottom || d > top { d.saturating_sub(rows.saturating_sub(rows / 3 + 1)) } else { bottom };
             let k = hits.iter().position(|&h| h == d).map_or(0, |k| k + 1);
-            view.search_note = Some(format!("{k}/{}", hits.len()));
+            Found { scroll, at: Some(d), note: format!("{k}/{}", hits.len()) }
         }
-        None if hits.is_empty() => {
-            view.search_note = Some(format!("no match in the last {} rows", super::text::grouped(n as u64)));
-        }
-        None => view.search_note = Some(format!("{} matches, no more this way", hits.len())),
+        None if hits.is_empty() => Found { scroll: bottom, at: search.at, note: count_note(m) },
+        None => Found { scroll: bottom, at: search.at, note: format!("{} matches, no more this way", hits.len()) },
     }
 }
 
@@ -144,15 +169,16 @@ fn sessions(n: usize) -> String {
     format!("{n} session{}", if n == 1 { "" } else { "s" })
 }
 
-fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> {
+fn title(model: &Model, view: &View, lanes: &[ThreadIdx], scroll: usize) -> Vec<Span<'static>> {
     let theme = &view.theme;
+    let tops = &view.derived.tops;
     // A name in a title leaves room for the rest of it (the scroll mark above all).
     let name = |t: ThreadIdx| truncate(&label::of(model, t).name, TITLE_NAME);
-    let text = match (view.expanded, view.selected) {
+    let text = match (view.selection.expanded, view.selection.node) {
         (Some(t), _) => format!(" lane · {} ", name(t)),
         (None, Some(NodeId::Thread(t))) => format!(" transcript · {} ", name(t)),
         (None, Some(NodeId::Group(t, first))) => {
-            let grouped = view.groups.of(model, t);
+            let grouped = view.derived.groups.of(model, t);
             let g = grouped.0.iter().find(|g| g.first == first);
             let turn = g.and_then(|g| g.turn).map(|k| format!(" · turn {}", k + 1)).unwrap_or_default();
             let label = g.map_or("spawn", |g| g.label);
@@ -163,47 +189,50 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx]) -> Vec<Span<'static>> 
         }
         (None, Some(NodeId::Unattributed)) => format!(" unattributed · {} ", lanes.len()),
         (None, Some(NodeId::Pending)) => format!(" pending · {} ", lanes.len()),
-        (None, Some(NodeId::Agent(a))) => format!(" {} · {} ", view.tops.agent(a), sessions(lanes.len())),
+        (None, Some(NodeId::Agent(a))) => format!(" {} · {} ", tops.agent(a), sessions(lanes.len())),
         (None, Some(NodeId::Project(p))) => {
-            let project = view.tops.project(p).map_or("?", |p| p.name.as_str());
+            let project = tops.project(p).map_or("?", |p| p.name.as_str());
             format!(" {} · {} ", truncate(project, TITLE_NAME), sessions(lanes.len()))
         }
         (None, None) => " lanes ".to_owned(),
     };
     let mut spans = vec![Span::styled(text, theme.title)];
-    if view.scroll > 0 && (view.expanded.is_some() || lanes.len() == 1) {
-        spans.push(Span::styled(format!("↑{} ", view.scroll), theme.warn));
+    if scroll > 0 && (view.selection.expanded.is_some() || lanes.len() == 1) {
+        spans.push(Span::styled(format!("↑{scroll} "), theme.warn));
     }
     spans
 }
 
-/// One lane alone: header, then as much of the transcript as fits, `view.scroll` rows back.
-fn full(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View, lane: ThreadIdx) {
+/// One lane alone: header, then as much of the transcript as fits, scrolled back as far as the
+/// view asks and the history goes. Returns how many rows match the search, if there is one.
+fn full(frame: &mut Frame, area: Rect, s: &Scene<'_>, lane: ThreadIdx, layout: &mut Layout) -> Option<String> {
+    let (model, view) = (s.model, s.view);
     let theme = &view.theme;
     let t = model.thread(lane);
-    let header = lane_header(model, lane, view.shown(model, lane), feed, theme, area.width as usize, true);
+    let header = lane_header(s, lane, area.width as usize, true);
     let rows = area.height.saturating_sub(1) as usize;
     let tw = (area.width as usize).saturating_sub(INDENT);
-    if let Some(dir) = view.jump.take() {
-        jump(model, t, tw, rows, view, dir);
-    }
-    let theme = &view.theme;
-    let (mut lines, avail) = tail(model, t, tw, rows + view.scroll, theme);
+    let matches = (!view.panes.search.query.is_empty()).then(|| matches(s, lane, tw));
+    let found = view.panes.search.jump.zip(matches.as_deref()).map(|(dir, m)| jump(m, rows, view, dir));
+    let wanted = found.as_ref().map_or(view.panes.scroll, |f| f.scroll);
+    let (mut lines, avail) = tail(model, t, tw, rows + wanted, theme);
     // Clamp the scroll to the history there is (Home asks for "as far as it goes").
-    let max_scroll = avail.saturating_sub(rows);
-    view.scroll = view.scroll.min(max_scroll);
-    let keep = lines.len().saturating_sub(view.scroll);
+    let scroll = wanted.min(avail.saturating_sub(rows));
+    let keep = lines.len().saturating_sub(scroll);
     lines.truncate(keep);
     let start = lines.len().saturating_sub(rows);
     let mut out = Vec::with_capacity(rows + 1);
     out.push(header);
     out.extend(lines.drain(start..).map(indent));
-    view.layout.lane_headers.push((Rect { height: 1, ..area }, 0));
-    view.layout.lane_text = out[1..]
+    layout.lane_headers.push((Rect { height: 1, ..area }, 0));
+    layout.lane_text = out[1..]
         .iter()
         .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>().trim().to_owned())
         .collect();
-    super::put_lines(frame, area, &out);
+    layout.scroll = Some(scroll);
+    layout.found = found.map(|f| Found { scroll, ..f });
+    put_lines(frame, area, &out);
+    matches.map(|m| count_note(&m))
 }
 
 fn indent(line: Line<'static>) -> Line<'static> {
@@ -214,21 +243,44 @@ fn indent(line: Line<'static>) -> Line<'static> {
 }
 
 /// Lanes stacked: every header, and the tails sharing the rows left, shortest need first.
-fn stacked(
-    frame: &mut Frame,
-    area: Rect,
-    model: &Model,
-    feed: &Feed,
-    view: &mut View,
-    lanes: &[ThreadIdx],
-    focused: bool,
-) {
+/// Returns which lanes are on screen when not all of them fit (`lanes 292–300 of 300`).
+fn stacked(frame: &mut Frame, area: Rect, s: &Scene<'_>, lanes: &[ThreadIdx], layout: &mut Layout) -> Option<String> {
+    let (model, view) = (s.model, s.view);
     let h = area.height as usize;
     let w = area.width as usize;
-    let min_rows = |t: &ThreadIdx| if view.collapsed.contains(t) { 1 } else { 2 };
-    // The window of lanes: the selected one and as many before it as fit at their minimum, then
-    // as many after it (linear in the lanes, however many a card has).
-    let sel = view.lane;
+    let collapsed = &view.panes.collapsed;
+    // Synced views have it in range already; a view drawn unsynced must not index past the end.
+    let sel = view.selection.lane.min(lanes.len() - 1);
+    let shown = window_of_lanes(lanes, sel, h, |t| if collapsed.contains(t) { 1 } else { 2 });
+    let theme = &view.theme;
+    let tw = w.saturating_sub(INDENT);
+    let note = (shown.len() < lanes.len()).then(|| {
+        let (from, to) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
+        format!(" lanes {from}–{to} of {} ", lanes.len())
+    });
+    let rows_left = h.saturating_sub(shown.len());
+    let open: Vec<usize> = (0..shown.len()).filter(|&k| !collapsed.contains(&lanes[shown[k]])).collect();
+    let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;
+    let tails = share_rows(&open, shown.len(), rows_left, render);
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
+    let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
+    for (&i, lines) in shown.iter().zip(tails) {
+        let mut header = lane_header(s, lanes[i], w, !collapsed.contains(&lanes[i]));
+        if i == sel {
+            header = header.patch_style(if focused { theme.selected } else { theme.selected_idle });
+        }
+        let y = area.y + out.len() as u16;
+        layout.lane_headers.push((Rect { y, height: 1, ..area }, i));
+        out.push(header);
+        out.extend(lines.into_iter().map(indent));
+    }
+    put_lines(frame, area, &out);
+    note
+}
+
+/// The window of lanes on screen: the selected one and as many before it as fit at their
+/// minimum rows, then as many after it (linear in the lanes, however many a card has).
+fn window_of_lanes(lanes: &[ThreadIdx], sel: usize, h: usize, min_rows: impl Fn(&ThreadIdx) -> usize) -> Vec<usize> {
     let mut first = sel;
     let mut need = min_rows(&lanes[sel]);
     while first > 0 && need + min_rows(&lanes[first - 1]) <= h {
@@ -245,58 +297,40 @@ fn stacked(
         used += need;
         shown.push(i);
     }
-    let theme = &view.theme;
-    let tw = w.saturating_sub(INDENT);
-    if shown.len() < lanes.len() {
-        // Not every lane fits: say which ones are on screen, on the pane's bottom border.
-        let (from, to) = (shown.first().map_or(0, |i| i + 1), shown.last().map_or(0, |i| i + 1));
-        view.layout.lanes_note = Some(format!(" lanes {from}–{to} of {} ", lanes.len()));
+    shown
+}
+
+/// The tails of the `open` lanes (of `n` shown) sharing `rows` fairly; what short lanes leave
+/// goes to the lanes that had more to show. Two passes at most, so the work stays within twice
+/// the rows on screen however many lanes.
+fn share_rows(
+    open: &[usize],
+    n: usize,
+    rows: usize,
+    render: impl Fn(usize, usize) -> Vec<Line<'static>>,
+) -> Vec<Vec<Line<'static>>> {
+    let mut tails: Vec<Vec<Line<'static>>> = vec![Vec::new(); n];
+    if open.is_empty() {
+        return tails;
     }
-    let rows_left = h.saturating_sub(shown.len());
-    let open: Vec<usize> = (0..shown.len()).filter(|&k| !view.collapsed.contains(&lanes[shown[k]])).collect();
-    let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;
-    // Share the rows fairly; what short lanes leave goes to the lanes that had more to show. Two
-    // passes at most, so the work stays within twice the rows on screen however many lanes.
-    let mut tails: Vec<Vec<Line<'static>>> = vec![Vec::new(); shown.len()];
-    if !open.is_empty() {
-        let share = rows_left / open.len();
-        for &k in &open {
-            tails[k] = render(k, share);
-        }
-        let spare = rows_left - open.iter().map(|&k| tails[k].len()).sum::<usize>();
-        let hungry: Vec<usize> = open.iter().copied().filter(|&k| tails[k].len() == share).collect();
-        if spare > 0 && !hungry.is_empty() {
-            let more = spare / hungry.len();
-            let mut extra = spare % hungry.len();
-            for &k in &hungry {
-                let bonus = more + usize::from(extra > 0);
-                extra = extra.saturating_sub(1);
-                if bonus > 0 {
-                    tails[k] = render(k, share + bonus);
-                }
+    let share = rows / open.len();
+    for &k in open {
+        tails[k] = render(k, share);
+    }
+    let spare = rows - open.iter().map(|&k| tails[k].len()).sum::<usize>();
+    let hungry: Vec<usize> = open.iter().copied().filter(|&k| tails[k].len() == share).collect();
+    if spare > 0 && !hungry.is_empty() {
+        let more = spare / hungry.len();
+        let mut extra = spare % hungry.len();
+        for &k in &hungry {
+            let bonus = more + usize::from(extra > 0);
+            extra = extra.saturating_sub(1);
+            if bonus > 0 {
+                tails[k] = render(k, share + bonus);
             }
         }
     }
-    let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
-    for (&i, lines) in shown.iter().zip(tails) {
-        let mut header = lane_header(
-            model,
-            lanes[i],
-            view.shown(model, lanes[i]),
-            feed,
-            theme,
-            w,
-            !view.collapsed.contains(&lanes[i]),
-        );
-        if i == sel {
-            header = header.patch_style(if focused { theme.selected } else { theme.selected_idle });
-        }
-        let y = area.y + out.len() as u16;
-        view.layout.lane_headers.push((Rect { y, height: 1, ..area }, i));
-        out.push(header);
-        out.extend(lines.into_iter().map(indent));
-    }
-    super::put_lines(frame, area, &out);
+    tails
 }
 
 /// What a thread is doing right now, in a few words.
@@ -323,15 +357,9 @@ fn activity(t: &Thread) -> Option<(String, bool)> {
 }
 
 /// `● Kant  5.5  running 0:42  $ cargo test ─────── quiet 12s  1.8k  $0.0083`
-fn lane_header(
-    model: &Model,
-    lane: ThreadIdx,
-    shown: Shown,
-    feed: &Feed,
-    theme: &Theme,
-    w: usize,
-    open: bool,
-) -> Line<'static> {
+fn lane_header(s: &Scene<'_>, lane: ThreadIdx, w: usize, open: bool) -> Line<'static> {
+    let (model, feed, theme) = (s.model, s.feed, &s.view.theme);
+    let shown = s.view.shown(model, lane);
     let t = model.thread(lane);
     let name = &label::of(model, lane).name;
     let status_style = theme.status(shown);

@@ -6,7 +6,6 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::theme::Theme;
 use super::view::View;
 use crate::source::discover::{Snapshot, State};
 use crate::wire::sanitize;
@@ -14,7 +13,7 @@ use crate::wire::sanitize;
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out
 /// are counted in diagnostics), the agents running in them, the burn over the last wall minute.
 pub fn summary(view: &View) -> String {
-    let counts = view.tops.counts;
+    let counts = view.derived.tops.counts;
     let live = counts.live;
     let sessions = counts.shown;
     let running = view.activity().active;
@@ -32,12 +31,14 @@ pub fn any_live(snapshot: &Snapshot) -> bool {
 }
 
 /// With no session found: where swarmtop looked and what to do next.
-pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, theme: &Theme) {
-    let home = std::env::var("HOME").ok().filter(|h| !h.is_empty() && h != "/");
+pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &View) {
+    let theme = &view.theme;
+    // The user's home, handed in by the command that reads the environment.
+    let home = view.derived.tops.home.as_deref().filter(|h| !h.is_empty() && *h != "/");
     let show = |p: &std::path::Path| {
         let text = p.display().to_string();
-        let short = match &home {
-            Some(h) if text.starts_with(h.as_str()) => format!("~{}", &text[h.len()..]),
+        let short = match home {
+            Some(h) if text.starts_with(h) => format!("~{}", &text[h.len()..]),
             _ => text,
         };
         sanitize(&short).to_string()

@@ -11,11 +11,46 @@
 //! this whole screen (`benches/render.rs` prints the comparison).
 
 use std::hash::Hash;
+use std::sync::Arc;
 
+use super::memo::Memo;
 use super::tops::Tops;
-use super::view::TreeSort;
-use crate::model::{Item, ItemKind, Model, Thread};
+use crate::model::{AgentOp, Item, ItemKind, Model, Thread};
 use crate::router::{Role, ThreadIdx};
+
+/// The order of siblings in the tree (and of rows on the timeline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TreeSort {
+    /// Registration order: the parent's catalog.
+    Arrival,
+    Cost,
+    Tokens,
+    Elapsed,
+    Start,
+}
+
+impl TreeSort {
+    #[must_use]
+    pub fn next(self) -> Self {
+        match self {
+            Self::Arrival => Self::Cost,
+            Self::Cost => Self::Tokens,
+            Self::Tokens => Self::Elapsed,
+            Self::Elapsed => Self::Start,
+            Self::Start => Self::Arrival,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Arrival => "arrival",
+            Self::Cost => "cost",
+            Self::Tokens => "tokens",
+            Self::Elapsed => "elapsed",
+            Self::Start => "start",
+        }
+    }
+}
 
 /// A node of the tree, stable while the model grows: selection and folds hold these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,13 +69,19 @@ pub enum NodeId {
     Project(u32),
 }
 
-#[allow(clippy::struct_excessive_bools)]
+/// Whether a row has children, and whether they show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fold {
+    Leaf,
+    Open,
+    Folded,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     pub id: NodeId,
     pub depth: u16,
-    pub has_children: bool,
-    pub open: bool,
+    pub fold: Fold,
     /// This row is its parent's last child (`└` rather than `├`).
     pub last: bool,
     /// Bit `d` set: the ancestor at depth `d + 1` has siblings below, so a `│` runs through.
@@ -61,12 +102,9 @@ pub struct Group {
 
 /// What a card did, in the words of the tree row (`⑂ spawn ×3`).
 fn label_of(item: &Item) -> &'static str {
-    match (&item.kind, item.tool.as_deref()) {
-        (ItemKind::Collab, Some("spawnAgent") | None) | (ItemKind::SubAgentActivity, _) => "spawn",
-        (ItemKind::Collab, Some("sendInput")) => "send",
-        (ItemKind::Collab, Some("wait")) => "wait",
-        (ItemKind::Collab, Some("closeAgent")) => "close",
-        (ItemKind::Collab, Some("resumeAgent")) => "resume",
+    match (&item.kind, item.op) {
+        (ItemKind::SubAgentActivity, _) => AgentOp::Spawn.word(),
+        (_, Some(op)) => op.word(),
         _ => "agent",
     }
 }
@@ -100,26 +138,15 @@ pub type Grouped = (Vec<Group>, Vec<ThreadIdx>);
 
 /// The card groups of the last parent asked about, kept for one tree structure: keys and frames
 /// over a card with 100k lanes must not regroup its children each time, only when the tree
-/// changes (`model.structure`).
+/// changes (`model.structure`). Keyed by the tree's structure, the thread count (a seek may
+/// replace the model) and the parent.
 #[derive(Debug, Default)]
-pub struct GroupCache(std::sync::Mutex<Option<(GroupKey, std::sync::Arc<Grouped>)>>);
-
-/// What a parent's groups depend on: the tree's structure, the thread count (a seek may replace
-/// the model), the parent.
-type GroupKey = (u64, usize, ThreadIdx);
+pub struct GroupCache(Memo<(u64, usize, ThreadIdx), Grouped>);
 
 impl GroupCache {
-    pub fn of(&self, model: &Model, parent: ThreadIdx) -> std::sync::Arc<Grouped> {
+    pub fn of(&self, model: &Model, parent: ThreadIdx) -> Arc<Grouped> {
         let key = (model.structure, model.threads.len(), parent);
-        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((k, g)) = slot.as_ref()
-            && *k == key
-        {
-            return std::sync::Arc::clone(g);
-        }
-        let g = std::sync::Arc::new(groups(model, model.thread(parent)));
-        *slot = Some((key, std::sync::Arc::clone(&g)));
-        g
+        self.0.get(key, || groups(model, model.thread(parent)))
     }
 }
 
@@ -246,9 +273,13 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
     }
 
     fn push(&mut self, id: NodeId, depth: u16, has_children: bool, last: bool, guides: u64) -> bool {
-        let open = has_children && self.open(id);
-        self.rows.push(Row { id, depth, has_children, open, last, guides, ended: self.ended });
-        open
+        let fold = match (has_children, has_children && self.open(id)) {
+            (false, _) => Fold::Leaf,
+            (true, true) => Fold::Open,
+            (true, false) => Fold::Folded,
+        };
+        self.rows.push(Row { id, depth, fold, last, guides, ended: self.ended });
+        fold == Fold::Open
     }
 
     /// Children guides: this row's own line continues below it unless it was the last.
@@ -419,6 +450,16 @@ pub fn flatten<S: std::hash::BuildHasher>(
 
 fn ended(tops: &Tops, root: ThreadIdx) -> bool {
     tops.session(root).is_some_and(|s| s.state == Some(crate::source::discover::State::Ended))
+}
+
+impl Row {
+    pub fn has_children(&self) -> bool {
+        self.fold != Fold::Leaf
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.fold == Fold::Open
+    }
 }
 
 /// The node a row's parent is (for ← on a leaf), by walking up to the nearest shallower row.

@@ -1,8 +1,9 @@
 //! The monitor's runtime as a state machine: fed inputs (keys, mouse, live events) and the time,
 //! it applies data, keeps the view and the feed up to date and says when to draw and when to
-//! wake. It owns no terminal, reads no clock and does no waiting: `commands::monitor` does those
-//! (the terminal guard, `select!` over keys, sources and signals), so all of this is tested by
-//! handing it instants.
+//! wake. It owns no terminal, reads no clock of its own and does no waiting: `commands::monitor`
+//! does those (the terminal guard, `select!` over keys, sources and signals) and hands in the
+//! instants, the wall time and the clock that bounds an ingest slice ([`Settings::clock`]), so all
+//! of this is tested by handing it instants.
 //!
 //! One rule throughout: ingest goes in bounded slices ([`INGEST_SLICE`], chunks of
 //! [`INGEST_CHUNK`]) whatever asked for it — replay pacing, a seek, a step, what a paused live
@@ -13,11 +14,12 @@ use std::time::{Duration, Instant};
 
 use ratatui::Frame;
 
+use super::feed::Feed;
 use super::frame::{FrameClock, INGEST_CHUNK, INGEST_SLICE};
 use super::keymap::{action_for, action_for_mouse};
+use super::screen::render;
 use super::update::{Effect, update};
 use super::view::View;
-use super::{Feed, draw};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::Event;
@@ -26,7 +28,7 @@ use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
-use crate::wire::{Decoded, Origin, decode};
+use crate::wire::{Origin, decode};
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
@@ -53,14 +55,14 @@ pub struct Settings {
     pub stall_ms: u64,
     pub max_gap_ms: u64,
     pub pace: Pace,
+    /// The clock an ingest slice is measured on ([`INGEST_SLICE`]): `Instant::now` in the
+    /// monitor; tests may hand in their own.
+    pub clock: fn() -> Instant,
 }
 
 /// A record's time, as pacing reads it (the envelope's `ts`, else `emittedAtMs`).
 pub fn time_of(line: &[u8]) -> Option<i64> {
-    match decode(line) {
-        Decoded::Line(line) => line.time(),
-        Decoded::Malformed(_) => None,
-    }
+    decode(line).ok().and_then(|line| line.time())
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.
@@ -120,6 +122,8 @@ pub struct Runtime {
     held_bytes: usize,
     clock: FrameClock,
     replay: Option<Replayed>,
+    /// Measures the ingest slices.
+    slice_clock: fn() -> Instant,
     /// Where the live records that follow come from (a machine-wide source interleaves files).
     live_origin: Origin,
     /// The wall clock (unix ms) at the last `advance`.
@@ -143,6 +147,7 @@ impl Runtime {
             held_bytes: 0,
             clock: FrameClock::new(settings.fps, TICK, now),
             replay: None,
+            slice_clock: settings.clock,
             live_origin: Origin::NONE,
             wall_ms: None,
             machine_caught_up: false,
@@ -184,8 +189,8 @@ impl Runtime {
         keep_ms: Option<u64>,
         home: Option<String>,
     ) -> Self {
-        view.tops.keep_ms = keep_ms.map(|k| i64::try_from(k).unwrap_or(i64::MAX));
-        view.tops.home = home;
+        view.derived.tops.keep_ms = keep_ms.map(|k| i64::try_from(k).unwrap_or(i64::MAX));
+        view.derived.tops.home = home;
         let mut rt = Self::live("machine".to_owned(), view, settings, config, now);
         rt.feed.connection = None;
         rt.feed.machine = Some(Box::default());
@@ -230,7 +235,8 @@ impl Runtime {
         if let Some(rp) = self.replay.as_mut() {
             let due = rp.pace.due(now);
             if due > 0 {
-                let applied = ingest(&mut self.pipeline, &mut self.view, &rp.recorded, &mut rp.pace, due);
+                let slice = Slice { clock: self.slice_clock, due };
+                let applied = ingest(&mut self.pipeline, &mut self.view, &rp.recorded, &mut rp.pace, slice);
                 self.dirty |= applied > 0;
                 self.rate.add(applied, now);
             }
@@ -262,8 +268,8 @@ impl Runtime {
         }
         // A live view resumed: what arrived meanwhile goes in through the same slices.
         if !self.feed.paused && !self.held.is_empty() {
-            let start = Instant::now();
-            while start.elapsed() < INGEST_SLICE {
+            let start = (self.slice_clock)();
+            while (self.slice_clock)().duration_since(start) < INGEST_SLICE {
                 let Some(event) = self.held.pop_front() else { break };
                 if let live::Event::Records(r) = &event {
                     self.held_bytes = self.held_bytes.saturating_sub(r.as_bytes().len());
@@ -323,7 +329,7 @@ impl Runtime {
     /// Draws the screen (call when [`Self::frame_due`]), noting the frame.
     pub fn draw(&mut self, frame: &mut Frame, now: Instant) {
         let counters = self.pipeline.counters();
-        draw(frame, &self.pipeline.model, &counters, &self.feed, &mut self.view);
+        render(frame, &self.pipeline.model, &counters, &self.feed, &mut self.view);
         self.dirty = false;
         self.clock.drawn(now);
     }
@@ -346,7 +352,7 @@ impl Runtime {
 
     /// A footer message (`copied …`) until the next key.
     pub fn notice(&mut self, text: String) {
-        self.view.notice = Some(text);
+        self.view.panes.notice = Some(text);
         self.dirty = true;
     }
 
@@ -402,7 +408,7 @@ impl Runtime {
         match event {
             live::Event::Live if self.feed.machine.is_some() => {
                 self.machine_caught_up = true;
-                self.view.burn.clear();
+                self.view.derived.burn.clear();
                 self.sample_live();
             }
             live::Event::Connected { .. } | live::Event::Live => self.feed.connection = None,
@@ -467,7 +473,7 @@ impl Runtime {
             }
             _ => None,
         };
-        if matches!(event, TermEvent::Key(_)) && self.view.notice.take().is_some() {
+        if matches!(event, TermEvent::Key(_)) && self.view.panes.notice.take().is_some() {
             self.dirty = true;
         }
         let action = action?;
@@ -488,7 +494,8 @@ impl Runtime {
                     rp.pace.toggle_pause(now);
                 }
                 if !rp.pace.is_done() {
-                    ingest(&mut self.pipeline, &mut self.view, &rp.recorded, &mut rp.pace, 1);
+                    let slice = Slice { clock: self.slice_clock, due: 1 };
+                    ingest(&mut self.pipeline, &mut self.view, &rp.recorded, &mut rp.pace, slice);
                 }
             }
             (Effect::Seek(delta), Some(rp)) => {
@@ -499,7 +506,7 @@ impl Runtime {
                     // rebuilds exactly the model of that moment.
                     self.pipeline = Pipeline::new(self.config.clone());
                     self.finished = false;
-                    self.view.burn.clear();
+                    self.view.derived.burn.clear();
                     rp.pace.jump(0, now);
                 }
                 // Through the same bounded slices as playback: a long seek is applied over
@@ -514,12 +521,20 @@ impl Runtime {
     }
 }
 
+/// One turn of ingest: up to `due` lines, for at most one [`INGEST_SLICE`] of `clock`.
+#[derive(Clone, Copy)]
+struct Slice {
+    clock: fn() -> Instant,
+    due: usize,
+}
+
 /// Applies up to `due` replay lines from the replay's position, a chunk at a time, for at most
 /// one ingest slice; returns how many.
-fn ingest(pipeline: &mut Pipeline, view: &mut View, r: &Recorded, rep: &mut Replay, due: usize) -> usize {
-    let start = Instant::now();
+fn ingest(pipeline: &mut Pipeline, view: &mut View, r: &Recorded, rep: &mut Replay, slice: Slice) -> usize {
+    let Slice { clock, due } = slice;
+    let start = clock();
     let mut applied = 0;
-    while applied < due && start.elapsed() < INGEST_SLICE {
+    while applied < due && clock().duration_since(start) < INGEST_SLICE {
         let n = (due - applied).min(INGEST_CHUNK);
         apply(r, pipeline, rep.position()..rep.position() + n);
         rep.advance(n);
@@ -560,7 +575,7 @@ mod tests {
     const DEMO: &[u8] = include_bytes!("../../assets/demo.ndjson");
 
     fn settings(pace: Pace) -> Settings {
-        Settings { fps: 30, stall_ms: 60_000, max_gap_ms: 2_000, pace }
+        Settings { fps: 30, stall_ms: 60_000, max_gap_ms: 2_000, pace, clock: Instant::now }
     }
 
     fn demo(pace: Pace, now: Instant) -> Runtime {
@@ -674,7 +689,7 @@ mod tests {
         let esc = Input::Terminal(TermEvent::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
         assert_eq!(rt.input(esc, t0), None);
         assert_eq!(rt.input(key('q'), t0), None);
-        assert_eq!(rt.view.overlay, Some(Overlay::ConfirmQuit));
+        assert_eq!(rt.view.panes.overlay, Some(Overlay::ConfirmQuit));
         assert_eq!(rt.input(key('y'), t0), Some(Effect::Quit));
     }
 

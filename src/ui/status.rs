@@ -3,7 +3,7 @@
 //! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
 //! of 100k children must not overflow the stack).
 
-use crate::model::{ItemKind, Model, Status, Thread, Wait};
+use crate::model::{AgentOp, Model, Status, Thread, Wait};
 use crate::router::ThreadIdx;
 
 /// What a thread's descendants are doing, for one model generation.
@@ -11,6 +11,8 @@ use crate::router::ThreadIdx;
 pub struct Subtree {
     /// Newest line time among the descendants (the thread itself excluded).
     pub last_ms: Option<i64>,
+    /// Oldest line time among the descendants (the thread itself excluded).
+    pub first_ms: Option<i64>,
     /// Descendants whose own status is active.
     pub active: u32,
 }
@@ -50,6 +52,7 @@ impl Activity {
             let up = &mut of[p.index()];
             up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
             up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
+            up.first_ms = [up.first_ms, mine.first_ms, t.first_ms].into_iter().flatten().min();
         }
         let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
         let active = model.threads.iter().filter(|t| t.status.is_active()).count();
@@ -143,7 +146,7 @@ impl Shown {
 
 /// A parent inside a collab `wait` call is waiting on its children, however recent its last line.
 fn in_wait_call(t: &Thread) -> bool {
-    t.current_item().is_some_and(|i| i.kind == ItemKind::Collab && i.tool.as_deref() == Some("wait"))
+    t.current_item().is_some_and(|i| i.op == Some(AgentOp::Wait))
 }
 
 #[cfg(test)]
@@ -218,7 +221,7 @@ mod tests {
         let m = parent_and_child(5_000);
         let a = Activity::of(&m.model);
         let root = m.find("root").expect("root");
-        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), active: 1 });
+        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), first_ms: Some(5_000), active: 1 });
         assert_eq!(a.active, 2);
         assert_eq!(a.need_you, 0);
     }

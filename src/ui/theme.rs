@@ -1,5 +1,6 @@
 //! Named styles. Widgets ask for `theme.failed` or `theme.dim`, never for a colour, so a theme is
-//! one table and `NO_COLOR` is one more table (where status still reads from the glyph).
+//! one table and `NO_COLOR` is one more table (where status still reads from the glyph). Which
+//! table is chosen by the command that reads the options and the environment.
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -175,25 +176,6 @@ impl Theme {
         }
     }
 
-    /// `dark`, unless `NO_COLOR` is set to anything non-empty.
-    pub fn from_env() -> Self {
-        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) { Self::no_color() } else { Self::dark() }
-    }
-
-    /// By name (`--theme dark|light`); `NO_COLOR` wins over any name.
-    pub fn named(name: &str) -> Option<Self> {
-        let theme = match name {
-            "dark" => Self::dark(),
-            "light" => Self::light(),
-            "none" | "no-color" => Self::no_color(),
-            _ => return None,
-        };
-        if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
-            return Some(Self::no_color());
-        }
-        Some(theme)
-    }
-
     pub fn status(&self, shown: Shown) -> Style {
         match shown {
             Shown::Is(Status::Pending) => self.pending,
@@ -207,11 +189,5 @@ impl Theme {
             Shown::Is(Status::Closed) => self.closed,
             Shown::Stalled => self.stalled,
         }
-    }
-}
-
-impl Default for Theme {
-    fn default() -> Self {
-        Self::from_env()
     }
 }

@@ -1,7 +1,8 @@
 //! The timeline (`t`): one row per agent in tree order, its turns as bars over time — coloured
 //! by how each turn ended, tool calls as ticks, `wait` calls on children hatched — under an axis
-//! of time since the run began. The window follows now (live, or the replay's position) until
-//! the user scrolls or zooms; the selection is the tree's.
+//! of time since the run began (in the machine view: the session the cursor is in, since it
+//! began). The window follows now (live, or the replay's position) until the user scrolls or
+//! zooms; the selection is the tree's.
 //!
 //! Work per frame follows what is on screen: only the rows in view are drawn, and of each row's
 //! items only those inside the window are visited (found by binary search on start times).
@@ -11,12 +12,14 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::Feed;
-use super::outline::NodeId;
+use super::layout::{Layout, scrolled};
+use super::outline::{NodeId, Row};
+use super::scene::Scene;
 use super::text::{duration, truncate, width};
-use super::update::{resolved_window, time_extent};
-use super::view::{Pane, View};
-use crate::model::{Item, ItemKind, Model, Thread, TurnStatus};
+use super::theme::Theme;
+use super::view::Pane;
+use super::window;
+use crate::model::{AgentOp, Item, ItemKind, Thread, TurnStatus};
 use crate::router::ThreadIdx;
 
 /// Columns of the agent names left of the bars.
@@ -25,28 +28,35 @@ const LABEL_MAX: usize = 26;
 /// columns gains nothing from the rest.
 const TICKS_PER_COLUMN: usize = 2;
 
-pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mut View) {
-    let focused = view.focus == Pane::Lanes && view.overlay.is_none();
-    let theme = view.theme.clone();
-    view.layout.timeline = area;
-    let window = resolved_window(view, model, feed.now_ms);
-    let follows = view.window.end_ms.is_none();
+pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layout) {
+    let (model, view) = (s.model, s.view);
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
+    let theme = &view.theme;
+    layout.timeline = area;
+    let extent = window::extent(view, model);
+    let shown = window::resolved(view, model, s.feed.now_ms);
+    let follows = view.panes.window.end_ms.is_none() || view.panes.window.session != extent.and_then(|e| e.session);
     let mut title = vec![Span::styled(" timeline ", theme.title)];
-    if let (Some((from, to)), Some((start, _))) = (window, time_extent(model)) {
-        title.push(Span::styled(format!("{} – {} ", duration(from - start), duration(to - start)), theme.dim));
+    if let Some(root) = extent.and_then(|e| e.session) {
+        // The machine view: the session the cursor is in, by the name its row has.
+        let name_w = (area.width as usize / 4).clamp(8, 24);
+        title.push(Span::styled(format!("· {} ", truncate(&super::label::of(model, root).name, name_w)), theme.title));
+    }
+    if let (Some((from, to)), Some(e)) = (shown, extent) {
+        title.push(Span::styled(format!("{} – {} ", duration(from - e.first), duration(to - e.first)), theme.dim));
         title.push(Span::styled(if follows { "following " } else { "‖ scrolled · 0 back to now " }, theme.dim));
     }
+    title.extend(super::tree::order_mark(view.panes.tree_sort, theme));
     let block = Block::bordered()
         .border_style(if focused { theme.border_focus } else { theme.border })
         .title(Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let Some((from, to)) = window.filter(|_| inner.height >= 2 && inner.width >= 20) else {
+    let (Some((from, to)), Some(e)) = (shown.filter(|_| inner.height >= 2 && inner.width >= 20), extent) else {
         let msg = "no timed lines yet";
         frame.render_widget(Paragraph::new(Span::styled(msg, theme.dim)), inner);
         return;
     };
-    let Some((start, _)) = time_extent(model) else { return };
     let label_w = (inner.width as usize / 4).clamp(10, LABEL_MAX);
     let bars_x = inner.x + label_w as u16 + 1;
     let bars_w = inner.right().saturating_sub(bars_x) as usize;
@@ -54,48 +64,76 @@ pub fn draw(frame: &mut Frame, area: Rect, model: &Model, feed: &Feed, view: &mu
         return;
     }
     let scale = Scale { from, to, cols: bars_w };
-    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, start, &theme);
-    // The agents, in tree order; the selection and its neighbours on screen.
-    let rows: Vec<(usize, ThreadIdx, u16)> = view
-        .rows()
-        .iter()
-        .enumerate()
+    axis(frame, Rect { y: inner.y, height: 1, ..inner }, bars_x, &scale, e.first, theme);
+    let body = Rect { y: inner.y + 1, height: inner.height - 1, ..inner };
+    let now = e.now(s.feed.now_ms.or(model.stream_ms));
+    rows(frame, body, s, &Bars { x: bars_x, label_w, scale, now, session: e.session }, layout);
+}
+
+/// Where the bars go: their first column, the width of the names left of them, the time scale;
+/// the end of time (where a turn at work ends), and the session shown (the machine view).
+struct Bars {
+    x: u16,
+    label_w: usize,
+    scale: Scale,
+    now: i64,
+    session: Option<ThreadIdx>,
+}
+
+/// The agents, in tree order, one row each; the selection and its neighbours on screen.
+fn rows(frame: &mut Frame, area: Rect, s: &Scene<'_>, bars: &Bars, layout: &mut Layout) {
+    let (model, view) = (s.model, s.view);
+    let theme = &view.theme;
+    let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
+    let rows: Vec<(usize, ThreadIdx, u16)> = session_rows(view.rows(), bars.session)
         .filter_map(|(i, r)| match r.id {
             NodeId::Thread(t) => Some((i, t, r.depth)),
             _ => None,
         })
         .collect();
-    let height = inner.height as usize - 1;
+    let height = area.height as usize;
     let sel_row = view.selected_row();
     let sel = sel_row.and_then(|s| rows.iter().rposition(|&(i, ..)| i <= s)).unwrap_or(0);
-    let mut offset = view.layout.timeline_offset.min(rows.len().saturating_sub(height));
-    if sel < offset {
-        offset = sel;
-    } else if height > 0 && sel >= offset + height {
-        offset = sel + 1 - height;
-    }
-    view.layout.timeline_offset = offset;
-    let now = feed.now_ms.or(model.stream_ms).unwrap_or(to);
+    let offset = scrolled(layout.timeline_offset, sel, rows.len(), height);
+    layout.timeline_offset = offset;
+    let label_w = bars.label_w;
     for (k, &(row_index, t, depth)) in rows.iter().enumerate().skip(offset).take(height) {
-        let y = inner.y + 1 + (k - offset) as u16;
+        let y = area.y + (k - offset) as u16;
         let th = model.thread(t);
         let shown = view.shown(model, t);
         let indent = " ".repeat((depth as usize).min(label_w / 3));
         let name = truncate(&format!("{indent}{} {}", shown.glyph(), super::label::of(model, t).name), label_w);
         let buf = frame.buffer_mut();
-        buf.set_stringn(inner.x, y, &name, label_w, theme.status(shown));
-        buf.set_stringn(bars_x - 1, y, "│", 1, theme.border);
-        bar_row(buf, bars_x, y, th, &scale, now, &theme);
-        view.layout.timeline_rows.push((y, row_index));
+        buf.set_stringn(area.x, y, &name, label_w, theme.status(shown));
+        buf.set_stringn(bars.x - 1, y, "│", 1, theme.border);
+        bar_row(buf, (bars.x, y), th, &bars.scale, bars.now, theme);
+        layout.timeline_rows.push((y, row_index));
         if sel_row.is_some() && k == sel {
             let style = if focused { theme.selected } else { theme.selected_idle };
-            buf.set_style(Rect { x: inner.x, y, width: label_w as u16, height: 1 }, style);
+            buf.set_style(Rect { x: area.x, y, width: label_w as u16, height: 1 }, style);
         }
     }
     if rows.is_empty() {
         let msg = Span::styled("no agents yet", theme.dim);
-        frame.render_widget(Paragraph::new(msg), Rect { y: inner.y + 1, height: 1, ..inner });
+        frame.render_widget(Paragraph::new(msg), Rect { height: 1, ..area });
     }
+}
+
+/// The tree's rows the timeline shows, with their index: all of them, or one session's (its
+/// root's row and the rows below it).
+fn session_rows(rows: &[Row], session: Option<ThreadIdx>) -> impl Iterator<Item = (usize, &Row)> {
+    let (start, end) = match session {
+        None => (0, rows.len()),
+        Some(root) => match rows.iter().position(|r| r.id == NodeId::Thread(root)) {
+            Some(at) => {
+                let depth = rows[at].depth;
+                let len = rows[at + 1..].iter().take_while(|r| r.depth > depth).count();
+                (at, at + 1 + len)
+            }
+            None => (0, 0),
+        },
+    };
+    rows.iter().enumerate().skip(start).take(end - start)
 }
 
 /// Stream time to columns of the bar area.
@@ -124,7 +162,7 @@ impl Scale {
 }
 
 /// `0:00      0:30      1:00`: time since the run's first line, a label every 10 columns or so.
-fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, theme: &super::theme::Theme) {
+fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, theme: &Theme) {
     let buf = frame.buffer_mut();
     buf.set_stringn(area.x, area.y, "agent", (bars_x - area.x) as usize, theme.dim);
     let mut x = 0;
@@ -141,19 +179,22 @@ fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, t
 }
 
 /// One agent's turns, ticks and waits across the bar area.
-fn bar_row(
-    buf: &mut ratatui::buffer::Buffer,
-    x0: u16,
-    y: u16,
-    t: &Thread,
-    scale: &Scale,
-    now: i64,
-    theme: &super::theme::Theme,
-) {
+fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, scale: &Scale, now: i64, theme: &Theme) {
+    // Nothing of an agent is drawn past its last line, except a turn or a `wait` it is still at
+    // work on (to now). A Claude sub-agent's turn is never closed in its transcript, and a turn
+    // cut short by a stop is closed at the stream's time, which in the machine view is another
+    // session's: either would draw hours the agent did not work.
+    let seen_until = t.last_ms.unwrap_or(now).min(now);
+    let open_until = if t.status.is_active() { now } else { seen_until };
+    let ended = |end: i64| if t.status.is_active() { end } else { end.min(seen_until) };
     for turn in &t.turns {
         let Some(a) = turn.started_ms.or(t.first_ms) else { continue };
-        let b = turn.completed_ms.unwrap_or(if turn.status == TurnStatus::InProgress { now } else { a });
-        let Some((c0, c1)) = scale.span(a, b) else { continue };
+        let b = match turn.completed_ms {
+            Some(end) => ended(end),
+            None if turn.status == TurnStatus::InProgress => open_until,
+            None => a,
+        };
+        let Some((c0, c1)) = scale.span(a.min(b), a.max(b)) else { continue };
         let style = match turn.status {
             TurnStatus::InProgress => theme.running,
             TurnStatus::Completed => theme.done,
@@ -176,7 +217,7 @@ fn bar_row(
     {
         let Some(a) = item.started_ms else { continue };
         if is_wait(item) {
-            let b = item.completed_ms.unwrap_or(now);
+            let b = item.completed_ms.map_or(open_until, ended).max(a);
             if let Some((c0, c1)) = scale.span(a, b) {
                 for c in c0..=c1 {
                     buf.set_stringn(x0 + c as u16, y, "▒", 1, theme.waiting);
@@ -189,7 +230,7 @@ fn bar_row(
 }
 
 fn is_wait(item: &Item) -> bool {
-    item.kind == ItemKind::Collab && item.tool.as_deref() == Some("wait")
+    item.op == Some(AgentOp::Wait)
 }
 
 fn is_tool(item: &Item) -> bool {

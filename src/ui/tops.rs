@@ -148,6 +148,26 @@ impl Tops {
         }
     }
 
+    /// A filter that names an agent or a project (its folder or path) keeps every session in it,
+    /// each with its whole tree.
+    pub fn keep_matching_groups(&self, model: &Model, query: &str, keep: &mut [bool]) {
+        let q = query.to_lowercase();
+        for agent in &self.groups {
+            let agent_hit = self.agent(agent.id).to_lowercase().contains(&q);
+            for p in &agent.projects {
+                let hit = agent_hit
+                    || self
+                        .project(p.id)
+                        .is_some_and(|pr| pr.name.to_lowercase().contains(&q) || pr.path.to_lowercase().contains(&q));
+                if hit {
+                    for &r in p.roots.iter().filter(|r| r.index() < model.threads.len()) {
+                        keep_subtree(model, r, keep);
+                    }
+                }
+            }
+        }
+    }
+
     /// Every root under a group row, in row order.
     pub fn roots_of_agent(&self, id: u16) -> Vec<ThreadIdx> {
         self.agent_group(id)
@@ -321,5 +341,16 @@ impl Tops {
             }
         }
         groups
+    }
+}
+
+/// Marks a root and everything below it kept.
+fn keep_subtree(model: &Model, root: ThreadIdx, keep: &mut [bool]) {
+    let mut stack = vec![root];
+    while let Some(t) = stack.pop() {
+        if let Some(k) = keep.get_mut(t.index()) {
+            *k = true;
+            stack.extend(model.thread(t).children.iter().copied().filter(|c| c.index() < model.threads.len()));
+        }
     }
 }

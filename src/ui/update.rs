@@ -6,6 +6,7 @@ use ratatui::layout::{Position, Rect};
 use super::keymap::Action;
 use super::outline::{self, NodeId};
 use super::view::{Jump, Overlay, Pane, Sort, View};
+use super::window;
 use crate::model::Model;
 
 /// How far `[` and `]` seek, in stream milliseconds.
@@ -32,98 +33,138 @@ pub enum Effect {
 
 /// How far the timeline's arrows move, as a share of the window.
 const TIME_STEP_DIV: i64 = 4;
-/// The narrowest timeline window.
-const MIN_SPAN_MS: i64 = 1_000;
 
 pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     view.refresh(model);
-    match action {
-        Action::Quit if view.live_source => {
-            view.overlay = Some(Overlay::ConfirmQuit);
+    // The cursor is the user's from the first key on (the machine view no longer places it).
+    view.selection.chosen = true;
+    let effect = match action {
+        Action::Quit if view.derived.live_source => {
+            view.panes.overlay = Some(Overlay::ConfirmQuit);
+            Effect::None
         }
-        Action::Quit | Action::ConfirmQuit => return Effect::Quit,
-        Action::Suspend => return Effect::Suspend,
-        Action::Back => back(view),
-        Action::TogglePause => return Effect::TogglePause,
-        Action::Step => return Effect::Step,
-        Action::SeekBack => return Effect::Seek(-SEEK_STEP_MS),
-        Action::SeekForward => return Effect::Seek(SEEK_STEP_MS),
-        Action::SpeedUp => return Effect::Speed(1),
-        Action::SpeedDown => return Effect::Speed(-1),
-        Action::Help => toggle_overlay(view, Overlay::Help),
-        Action::Diagnostics => toggle_overlay(view, Overlay::Diagnostics),
+        Action::Quit | Action::ConfirmQuit => Effect::Quit,
+        Action::Suspend => Effect::Suspend,
+        Action::TogglePause => Effect::TogglePause,
+        Action::Step => Effect::Step,
+        Action::SeekBack => Effect::Seek(-SEEK_STEP_MS),
+        Action::SeekForward => Effect::Seek(SEEK_STEP_MS),
+        Action::SpeedUp => Effect::Speed(1),
+        Action::SpeedDown => Effect::Speed(-1),
+        Action::Yank => yank(view, model),
+        Action::FilterStart
+        | Action::FilterInput(_)
+        | Action::FilterBackspace
+        | Action::FilterAccept
+        | Action::FilterCancel => {
+            filter(view, model, action);
+            Effect::None
+        }
+        Action::SearchStart
+        | Action::SearchInput(_)
+        | Action::SearchBackspace
+        | Action::SearchAccept
+        | Action::SearchCancel
+        | Action::SearchOlder
+        | Action::SearchNewer => {
+            search(view, action);
+            Effect::None
+        }
+        other => {
+            screen(view, model, other);
+            Effect::None
+        }
+    };
+    view.refresh(model);
+    effect
+}
+
+/// `/` in the tree: the filter as it is typed; the cursor goes to the first match.
+fn filter(view: &mut View, model: &Model, action: Action) {
+    let filter = &mut view.panes.filter;
+    match action {
         Action::FilterStart => {
-            view.typing = true;
-            view.follow = false;
+            filter.typing = true;
+            view.selection.follow = false;
         }
         Action::FilterInput(c) => {
-            view.filter.push(c);
+            filter.query.push(c);
             select_first_match(view, model);
         }
         Action::FilterBackspace => {
-            view.filter.pop();
+            filter.query.pop();
             select_first_match(view, model);
         }
-        Action::FilterAccept => view.typing = false,
+        Action::FilterAccept => filter.typing = false,
         Action::FilterCancel => {
-            view.typing = false;
-            view.filter.clear();
+            filter.typing = false;
+            filter.query.clear();
         }
+        _ => {}
+    }
+}
+
+/// `/` in the lanes: the search as it is typed, and `n` / `N` to its matches (resolved by the
+/// next frame, which knows the wrapping width).
+fn search(view: &mut View, action: Action) {
+    let search = &mut view.panes.search;
+    match action {
         Action::SearchStart => {
-            view.searching = true;
-            view.search.clear();
-            view.search_note = None;
-            view.search_at = None;
+            search.typing = true;
+            search.query.clear();
         }
-        Action::SearchInput(c) => {
-            view.search.push(c);
-            view.search_note = None;
-            view.search_at = None;
-        }
+        Action::SearchInput(c) => search.query.push(c),
         Action::SearchBackspace => {
-            view.search.pop();
-            view.search_note = None;
-            view.search_at = None;
-        }
-        Action::SearchAccept => {
-            view.searching = false;
-            if !view.search.is_empty() {
-                // Enter goes to the newest match at or above the bottom of the pane.
-                view.jump = Some(Jump::Older);
-            }
+            search.query.pop();
         }
         Action::SearchCancel => {
-            view.searching = false;
-            view.search.clear();
-            view.search_note = None;
+            search.typing = false;
+            search.query.clear();
         }
-        Action::SearchOlder | Action::SearchNewer if !view.search.is_empty() => {
-            view.jump = Some(if action == Action::SearchOlder { Jump::Older } else { Jump::Newer });
+        Action::SearchAccept => search.typing = false,
+        _ => {}
+    }
+    match action {
+        // Enter goes to the newest match at or above the bottom of the pane, `n` further back.
+        Action::SearchAccept | Action::SearchOlder if !search.query.is_empty() => search.jump = Some(Jump::Older),
+        Action::SearchNewer if !search.query.is_empty() => search.jump = Some(Jump::Newer),
+        Action::SearchAccept | Action::SearchOlder | Action::SearchNewer => {}
+        // A new query: no match has been gone to yet.
+        _ => {
+            search.note = None;
+            search.at = None;
         }
-        Action::SearchOlder | Action::SearchNewer => {}
-        Action::Follow => view.follow = !view.follow,
+    }
+}
+
+/// Everything else: overlays, panes, the tree's order and folds, moving, the timeline's window.
+fn screen(view: &mut View, model: &Model, action: Action) {
+    match action {
+        Action::Back => back(view),
+        Action::Help => toggle_overlay(view, Overlay::Help),
+        Action::Diagnostics => toggle_overlay(view, Overlay::Diagnostics),
+        Action::Follow => view.selection.follow = !view.selection.follow,
         Action::Sort => {
-            view.sort = match view.sort {
+            view.panes.sort = match view.panes.sort {
                 Sort::Cost => Sort::Tokens,
                 Sort::Tokens => Sort::Cost,
             };
         }
-        Action::SortTree => view.tree_sort = view.tree_sort.next(),
+        Action::SortTree => view.panes.tree_sort = view.panes.tree_sort.next(),
         Action::ExpandAll => view.expand_all(),
         Action::CollapseAll => view.collapse_all(model),
         Action::Timeline => {
-            view.timeline = !view.timeline;
-            if view.timeline {
-                view.expanded = None;
+            view.panes.timeline = !view.panes.timeline;
+            if view.panes.timeline {
+                view.selection.expanded = None;
             }
         }
         Action::TimeEarlier | Action::TimeLater => pan_time(view, model, action == Action::TimeLater),
         Action::TimeZoomIn | Action::TimeZoomOut => zoom_time(view, model, action == Action::TimeZoomIn),
-        Action::TimeNow => view.window.end_ms = None,
-        Action::Zoom => view.zoom = !view.zoom,
-        Action::Yank => return yank(view, model),
-        Action::NextPane => view.focus = cycle(view.focus, true),
-        Action::PrevPane => view.focus = cycle(view.focus, false),
+        Action::TimeNow => view.panes.window.end_ms = None,
+        Action::Zoom => view.panes.zoom = !view.panes.zoom,
+        Action::NextPane => view.panes.focus = cycle(view.panes.focus, true),
+        Action::PrevPane => view.panes.focus = cycle(view.panes.focus, false),
         Action::MoveUp => step(view, model, -1),
         Action::MoveDown => step(view, model, 1),
         Action::PageUp => page(view, model, -1),
@@ -135,82 +176,79 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::OpenLane => open(view, model),
         Action::ToggleLane => toggle_lane(view, model),
         Action::Click { column, row } => click(view, model, Position::new(column, row)),
-        Action::Scroll { column, row, delta } => {
-            scroll(view, model, Position::new(column, row), delta);
-        }
+        Action::Scroll { column, row, delta } => scroll(view, model, Position::new(column, row), delta),
+        _ => {}
     }
-    view.refresh(model);
-    Effect::None
 }
 
 /// Esc closes the innermost thing: a prompt, an overlay (the quit question among them), the
 /// zoom, an expanded lane, the timeline, a search, an applied filter. It never quits: with
 /// `cmd | swarmtop` a stream lost is lost for good.
 fn back(view: &mut View) {
-    if view.typing {
-        view.typing = false;
-        view.filter.clear();
-    } else if view.searching {
-        view.searching = false;
-        view.search.clear();
-    } else if view.overlay.is_some() {
-        view.overlay = None;
-        view.overlay_scroll = 0;
-    } else if view.zoom {
-        view.zoom = false;
-    } else if view.expanded.is_some() {
-        view.expanded = None;
-        view.scroll = 0;
-    } else if view.timeline {
-        view.timeline = false;
-    } else if !view.search.is_empty() {
-        view.search.clear();
-        view.search_note = None;
-    } else if !view.filter.is_empty() {
-        view.filter.clear();
+    if view.panes.filter.typing {
+        view.panes.filter.typing = false;
+        view.panes.filter.query.clear();
+    } else if view.panes.search.typing {
+        view.panes.search.typing = false;
+        view.panes.search.query.clear();
+    } else if view.panes.overlay.is_some() {
+        view.panes.overlay = None;
+        view.panes.overlay_scroll = 0;
+    } else if view.panes.zoom {
+        view.panes.zoom = false;
+    } else if view.selection.expanded.is_some() {
+        view.selection.expanded = None;
+        view.panes.scroll = 0;
+    } else if view.panes.timeline {
+        view.panes.timeline = false;
+    } else if !view.panes.search.query.is_empty() {
+        view.panes.search.query.clear();
+        view.panes.search.note = None;
+    } else if !view.panes.filter.query.is_empty() {
+        view.panes.filter.query.clear();
     }
 }
 
-/// The stream's extent in time: (first line, newest line), over the threads.
-pub(super) fn time_extent(model: &Model) -> Option<(i64, i64)> {
-    let first = model.threads.iter().filter_map(|t| t.first_ms).min()?;
-    let last = model.stream_ms.or_else(|| model.threads.iter().filter_map(|t| t.last_ms).max())?;
-    Some((first, last.max(first)))
-}
-
-/// The window as drawn: a zero span means the whole run.
-pub(super) fn resolved_window(view: &View, model: &Model, now_ms: Option<i64>) -> Option<(i64, i64)> {
-    let (first, last) = time_extent(model)?;
-    let now = now_ms.unwrap_or(last).max(last);
-    let span = if view.window.span_ms > 0 { view.window.span_ms } else { (now - first).max(MIN_SPAN_MS) };
-    let end = view.window.end_ms.unwrap_or(now);
-    Some((end - span, end))
-}
-
 fn pan_time(view: &mut View, model: &Model, later: bool) {
-    let Some((from, to)) = resolved_window(view, model, view.clock.now_ms) else { return };
+    let now_ms = view.derived.clock.now_ms;
+    let (Some(e), Some((from, to))) = (window::extent(view, model), window::resolved(view, model, now_ms)) else {
+        return;
+    };
     let span = to - from;
     let shift = (span / TIME_STEP_DIV).max(1);
-    let now = view.clock.now_ms.or(model.stream_ms).unwrap_or(to);
     let end = if later { to.saturating_add(shift) } else { to.saturating_sub(shift) };
-    view.window.span_ms = span;
+    let w = &mut view.panes.window;
+    w.span_ms = span;
+    w.session = e.session;
     // Past now is now again: the window follows the stream from there.
-    view.window.end_ms = (end < now).then_some(end);
+    w.end_ms = (end < e.now(now_ms)).then_some(end);
 }
 
 fn zoom_time(view: &mut View, model: &Model, zoom_in: bool) {
-    let Some((from, to)) = resolved_window(view, model, view.clock.now_ms) else { return };
+    let now_ms = view.derived.clock.now_ms;
+    let (Some(e), Some((from, to))) = (window::extent(view, model), window::resolved(view, model, now_ms)) else {
+        return;
+    };
     let span = to - from;
-    view.window.span_ms = if zoom_in { (span / 2).max(MIN_SPAN_MS) } else { span.saturating_mul(2) };
+    let w = &mut view.panes.window;
+    if w.session != e.session {
+        // A window set on another session's timeline: this one starts from its whole extent.
+        w.end_ms = None;
+    }
+    w.session = e.session;
+    w.span_ms = if zoom_in { (span / 2).max(window::MIN_SPAN_MS) } else { span.saturating_mul(2) };
 }
 
 /// `y`: the lane text on screen when the lanes have the focus, else the selected agent's id.
 fn yank(view: &View, model: &Model) -> Effect {
-    if view.focus == Pane::Lanes && !view.timeline && !view.layout.lane_text.is_empty() {
+    if view.panes.focus == Pane::Lanes && !view.panes.timeline && !view.layout.lane_text.is_empty() {
         return Effect::Copy(view.layout.lane_text.join("\n"));
     }
-    let thread = match view.focus {
-        Pane::Cost => view.layout.cost_rows.get(view.cost_row).map(|&(_, t)| t),
+    let thread = match view.panes.focus {
+        Pane::Cost => {
+            let row = view.selection.cost_row.saturating_sub(view.panes.cost_scroll);
+            view.layout.cost_rows.get(row).map(|&(_, t)| t)
+        }
         _ => view.focus_thread(model),
     };
     thread
@@ -222,7 +260,7 @@ fn yank(view: &View, model: &Model) -> Effect {
 /// kept only to show where the match sits).
 fn select_first_match(view: &mut View, model: &Model) {
     view.refresh(model);
-    let q = view.filter.to_lowercase();
+    let q = view.panes.filter.query.to_lowercase();
     let hit = view.rows().iter().find_map(|r| match r.id {
         NodeId::Thread(t) if !q.is_empty() && outline::matches(model, t, &q) => Some(r.id),
         _ => None,
@@ -233,8 +271,8 @@ fn select_first_match(view: &mut View, model: &Model) {
 }
 
 fn toggle_overlay(view: &mut View, which: Overlay) {
-    view.overlay = (view.overlay != Some(which)).then_some(which);
-    view.overlay_scroll = 0;
+    view.panes.overlay = (view.panes.overlay != Some(which)).then_some(which);
+    view.panes.overlay_scroll = 0;
 }
 
 fn cycle(p: Pane, forward: bool) -> Pane {
@@ -247,11 +285,13 @@ fn cycle(p: Pane, forward: bool) -> Pane {
 
 /// Whether the lanes pane shows one thread's whole transcript (scrolls) or stacked lanes (moves).
 fn lanes_scroll_text(view: &View, model: &Model) -> bool {
-    view.expanded.is_some() || matches!(view.selected, Some(NodeId::Thread(_))) || lane_count(view, model) <= 1
+    view.selection.expanded.is_some()
+        || matches!(view.selection.node, Some(NodeId::Thread(_)))
+        || lane_count(view, model) <= 1
 }
 
 fn lane_count(view: &View, model: &Model) -> usize {
-    view.selected.map_or(0, |s| outline::lanes_of(model, s, &view.groups, &view.tops).len())
+    view.selection.node.map_or(0, |s| outline::lanes_of(model, s, &view.derived.groups, &view.derived.tops).len())
 }
 
 fn move_tree(view: &mut View, delta: isize) {
@@ -263,30 +303,30 @@ fn move_tree(view: &mut View, delta: isize) {
     let to = at.saturating_add_signed(delta).min(rows.len() - 1);
     let id = rows[to].id;
     view.select(id);
-    view.follow = false;
+    view.selection.follow = false;
 }
 
 fn step(view: &mut View, model: &Model, delta: isize) {
-    if view.overlay.is_some() {
-        view.overlay_scroll = view.overlay_scroll.saturating_add_signed(delta);
+    if view.panes.overlay.is_some() {
+        view.panes.overlay_scroll = view.panes.overlay_scroll.saturating_add_signed(delta);
         return;
     }
-    match view.focus {
+    match view.panes.focus {
         // The timeline's rows are the tree's agents: one selection for both.
         Pane::Tree => move_tree(view, delta),
-        Pane::Lanes if view.timeline => move_timeline(view, delta),
+        Pane::Lanes if view.panes.timeline => move_timeline(view, delta),
         Pane::Lanes if lanes_scroll_text(view, model) => {
             // Up reads older lines: scroll grows away from the newest line.
-            view.scroll = view.scroll.saturating_add_signed(-delta);
+            view.panes.scroll = view.panes.scroll.saturating_add_signed(-delta);
         }
         Pane::Lanes => {
             let n = lane_count(view, model);
-            view.lane = view.lane.saturating_add_signed(delta).min(n.saturating_sub(1));
-            view.follow = false;
+            view.selection.lane = view.selection.lane.saturating_add_signed(delta).min(n.saturating_sub(1));
+            view.selection.follow = false;
         }
         Pane::Cost => {
             let last = model.threads.len().saturating_sub(1);
-            view.cost_row = view.cost_row.saturating_add_signed(delta).min(last);
+            view.selection.cost_row = view.selection.cost_row.saturating_add_signed(delta).min(last);
         }
     }
 }
@@ -304,7 +344,7 @@ fn move_timeline(view: &mut View, delta: isize) {
     let to = here.saturating_add_signed(delta).min(threads.len() - 1);
     let id = view.rows()[threads[to]].id;
     view.select(id);
-    view.follow = false;
+    view.selection.follow = false;
 }
 
 fn page_rows(area: Rect) -> isize {
@@ -312,7 +352,7 @@ fn page_rows(area: Rect) -> isize {
 }
 
 fn page(view: &mut View, model: &Model, dir: isize) {
-    let rows = match (view.overlay, view.focus) {
+    let rows = match (view.panes.overlay, view.panes.focus) {
         (Some(_), _) => page_rows(view.layout.overlay),
         (None, Pane::Tree) => page_rows(view.layout.tree),
         (None, Pane::Lanes) => page_rows(view.layout.lanes),
@@ -332,7 +372,7 @@ fn fold(view: &mut View) {
         return;
     };
     let row = view.rows()[at];
-    if row.open {
+    if row.is_open() {
         view.fold(row.id);
     } else if let Some(parent) = outline::parent_row(view.rows(), at) {
         let id = view.rows()[parent].id;
@@ -345,9 +385,9 @@ fn unfold(view: &mut View) {
         return;
     };
     let row = view.rows()[at];
-    if row.has_children && !row.open {
+    if row.has_children() && !row.is_open() {
         view.unfold(row.id);
-    } else if row.open {
+    } else if row.is_open() {
         if let Some(next) = view.rows().get(at + 1).map(|r| r.id) {
             view.select(next);
         }
@@ -355,63 +395,67 @@ fn unfold(view: &mut View) {
 }
 
 fn open(view: &mut View, model: &Model) {
-    match view.focus {
+    match view.panes.focus {
         Pane::Tree => {
-            if let Some(NodeId::Thread(t)) = view.selected {
-                view.expanded = Some(t);
-                view.scroll = 0;
+            if let Some(NodeId::Thread(t)) = view.selection.node {
+                view.selection.expanded = Some(t);
+                view.panes.scroll = 0;
             }
-            view.timeline = false;
-            view.focus = Pane::Lanes;
+            view.panes.timeline = false;
+            view.panes.focus = Pane::Lanes;
         }
-        Pane::Lanes if view.timeline => {
+        Pane::Lanes if view.panes.timeline => {
             // From a row of the timeline to that agent's transcript.
-            if let Some(NodeId::Thread(t)) = view.selected {
-                view.expanded = Some(t);
-                view.scroll = 0;
+            if let Some(NodeId::Thread(t)) = view.selection.node {
+                view.selection.expanded = Some(t);
+                view.panes.scroll = 0;
             }
-            view.timeline = false;
+            view.panes.timeline = false;
         }
         Pane::Lanes => {
-            if view.expanded.is_some() {
-                view.expanded = None;
-            } else if let Some(sel) = view.selected {
-                view.expanded = outline::lanes_of(model, sel, &view.groups, &view.tops).get(view.lane).copied();
-                if let Some(t) = view.expanded {
-                    view.collapsed.remove(&t);
+            if view.selection.expanded.is_some() {
+                view.selection.expanded = None;
+            } else if let Some(sel) = view.selection.node {
+                view.selection.expanded = outline::lanes_of(model, sel, &view.derived.groups, &view.derived.tops)
+                    .get(view.selection.lane)
+                    .copied();
+                if let Some(t) = view.selection.expanded {
+                    view.panes.collapsed.remove(&t);
                 }
             }
-            view.scroll = 0;
+            view.panes.scroll = 0;
         }
         Pane::Cost => {
             // The table's row, in the order it was drawn: go to that agent in the tree.
-            if let Some(&(_, t)) = view.layout.cost_rows.get(view.cost_row.saturating_sub(view.cost_scroll)) {
+            if let Some(&(_, t)) =
+                view.layout.cost_rows.get(view.selection.cost_row.saturating_sub(view.panes.cost_scroll))
+            {
                 view.reveal(model, t);
-                view.focus = Pane::Tree;
+                view.panes.focus = Pane::Tree;
             }
         }
     }
 }
 
 fn toggle_lane(view: &mut View, model: &Model) {
-    let Some(sel) = view.selected else { return };
-    if let Some(&t) = outline::lanes_of(model, sel, &view.groups, &view.tops).get(view.lane) {
-        if !view.collapsed.remove(&t) {
-            view.collapsed.insert(t);
+    let Some(sel) = view.selection.node else { return };
+    if let Some(&t) = outline::lanes_of(model, sel, &view.derived.groups, &view.derived.tops).get(view.selection.lane) {
+        if !view.panes.collapsed.remove(&t) {
+            view.panes.collapsed.insert(t);
         }
     }
 }
 
 fn click(view: &mut View, model: &Model, at: Position) {
-    if view.overlay.is_some() {
+    if view.panes.overlay.is_some() {
         if !view.layout.overlay.contains(at) {
-            view.overlay = None;
+            view.panes.overlay = None;
         }
         return;
     }
     let layout = &view.layout;
     if layout.tree.contains(at) {
-        view.focus = Pane::Tree;
+        view.panes.focus = Pane::Tree;
         // Rows start one line below the pane's top border.
         let Some(offset) = (at.y as usize).checked_sub(layout.tree.y as usize + 1) else {
             return;
@@ -424,52 +468,52 @@ fn click(view: &mut View, model: &Model, at: Position) {
         let Some(row) = view.rows().get(index).copied() else {
             return;
         };
-        if view.selected == Some(row.id) && row.has_children {
-            if row.open {
+        if view.selection.node == Some(row.id) && row.has_children() {
+            if row.is_open() {
                 view.fold(row.id);
             } else {
                 view.unfold(row.id);
             }
         } else {
             view.select(row.id);
-            view.follow = false;
+            view.selection.follow = false;
         }
     } else if layout.lanes.contains(at) {
-        view.focus = Pane::Lanes;
+        view.panes.focus = Pane::Lanes;
         let hit = layout.lane_headers.iter().find(|(r, _)| r.contains(at)).map(|&(_, i)| i);
         if let Some(i) = hit {
-            if view.lane == i {
+            if view.selection.lane == i {
                 toggle_lane(view, model);
             }
-            view.lane = i;
-            view.follow = false;
+            view.selection.lane = i;
+            view.selection.follow = false;
         }
     } else if layout.cost.contains(at) {
-        view.focus = Pane::Cost;
+        view.panes.focus = Pane::Cost;
         if let Some(k) = layout.cost_rows.iter().position(|&(y, _)| y == at.y) {
-            let row = view.cost_scroll + k;
-            if view.cost_row == row {
+            let row = view.panes.cost_scroll + k;
+            if view.selection.cost_row == row {
                 // A second click on the row goes to the agent, as Enter does.
                 open(view, model);
             } else {
-                view.cost_row = row;
+                view.selection.cost_row = row;
             }
         }
     } else if let Some(&(_, row)) =
         layout.timeline_rows.iter().find(|&&(y, _)| y == at.y).filter(|_| layout.timeline.contains(at))
     {
-        view.focus = Pane::Lanes;
+        view.panes.focus = Pane::Lanes;
         if let Some(id) = view.rows().get(row).map(|r| r.id) {
             view.select(id);
-            view.follow = false;
+            view.selection.follow = false;
         }
     }
 }
 
 fn scroll(view: &mut View, model: &Model, at: Position, delta: i16) {
     let delta = isize::from(delta);
-    if view.overlay.is_some() {
-        view.overlay_scroll = view.overlay_scroll.saturating_add_signed(delta);
+    if view.panes.overlay.is_some() {
+        view.panes.overlay_scroll = view.panes.overlay_scroll.saturating_add_signed(delta);
         return;
     }
     let layout = &view.layout;
@@ -477,14 +521,14 @@ fn scroll(view: &mut View, model: &Model, at: Position, delta: i16) {
         move_tree(view, delta);
     } else if layout.lanes.contains(at) {
         if lanes_scroll_text(view, model) {
-            view.scroll = view.scroll.saturating_add_signed(-delta);
+            view.panes.scroll = view.panes.scroll.saturating_add_signed(-delta);
         } else {
             let n = lane_count(view, model);
-            view.lane = view.lane.saturating_add_signed(delta.signum()).min(n.saturating_sub(1));
+            view.selection.lane = view.selection.lane.saturating_add_signed(delta.signum()).min(n.saturating_sub(1));
         }
     } else if layout.cost.contains(at) {
         let last = model.threads.len().saturating_sub(1);
-        view.cost_row = view.cost_row.saturating_add_signed(delta).min(last);
+        view.selection.cost_row = view.selection.cost_row.saturating_add_signed(delta).min(last);
     } else if layout.timeline.contains(at) {
         move_timeline(view, delta.signum());
     }

@@ -28,11 +28,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::fact::{
-    Answered, Breakdown, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, Origin, Parentage,
-    SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
+    AgentOp, Answered, Breakdown, Clean, ErrorFact, Fact, Facts, Format, ItemFact, ItemKind, ItemStatus, Lowered,
+    Parentage, SessionEnded, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded,
     TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str};
+use super::origin::Origin;
 use super::sanitize;
 
 /// One line of `codex exec --json`.
@@ -263,44 +264,48 @@ fn status_of(status: &str) -> Option<ItemStatus> {
     })
 }
 
-/// The collab tool in the app-server's spelling (`spawn_agent` → `spawnAgent`), as cards show it.
-fn camel(tool: &str) -> String {
-    let mut out = String::with_capacity(tool.len());
-    let mut upper = false;
-    for c in tool.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>) {
     let Some(id) = item.id.as_deref() else { return };
     let kind = kind_of(item.kind.as_deref().unwrap_or_default());
-    let status = item.status.as_deref().and_then(status_of).or(completed.then_some(ItemStatus::Completed));
+    let (op, tool) = match kind {
+        ItemKind::Collab => crate::wire::codex::agent_call(item.tool.as_deref().unwrap_or_default()),
+        _ => (None, Clean::new()),
+    };
+    let said = item.status.as_deref().and_then(status_of).or(completed.then_some(ItemStatus::Completed));
     let collab = kind == ItemKind::Collab;
-    let tool = item.tool.as_deref().unwrap_or_default();
     let receivers: Vec<Cow<'l, str>> =
         item.receiver_thread_ids.iter().flatten().filter(|r| !r.is_empty()).map(|r| Cow::Borrowed(&**r)).collect();
     let mut fact = ItemFact {
         id: Some(Cow::Borrowed(id)),
         turn: Some(TurnRef::Latest),
-        status,
+        status: said.map(|s| op.map_or(s, |op| op.own_status(s))),
         exit_code: item.exit_code,
         text_rule: if completed { TextRule::Authoritative } else { TextRule::Provisional },
         card: collab,
         started_ms: if completed { None } else { out.time },
         completed_ms: if completed { out.time } else { None },
         receivers: receivers.clone(),
+        op,
+        tool: collab.then_some(tool),
         ..ItemFact::default()
     };
-    match &kind {
+    describe(&kind, item, &mut fact);
+    let is_error = item.kind.as_deref() == Some("error");
+    fact.kind = Some(kind);
+    let facts = &mut out.facts;
+    facts.push(Fact::Item(Box::new(fact)));
+    if is_error {
+        facts.push(Fact::Error(ErrorFact { message: item.message.as_deref().map(sanitize), retrying: false }));
+    }
+    if collab {
+        let call = Call { id, op, completed, failed: said == Some(ItemStatus::Failed) };
+        call_facts(item, &call, receivers, facts);
+    }
+}
+
+/// An item's title and text, by its kind.
+fn describe<'l>(kind: &ItemKind, item: &'l ExecItem<'_>, fact: &mut ItemFact<'l>) {
+    match kind {
         ItemKind::AgentMessage | ItemKind::Reasoning => fact.text = item.text.as_deref().map(sanitize),
         ItemKind::Command => {
             fact.title = item.command.as_deref().map(sanitize);
@@ -319,27 +324,28 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
             fact.title = Some(sanitize(&name));
         }
         ItemKind::WebSearch => fact.title = item.query.as_deref().map(sanitize),
-        ItemKind::Collab => {
-            fact.tool = Some(sanitize(&camel(tool)));
-            // The prompt is the card's title, as the app-server's item says it (wire::codex): the
-            // only name this wire gives a child (it was shown by its short id alone).
-            fact.title = item.prompt.as_deref().filter(|p| !p.is_empty()).map(sanitize);
-        }
+        // The prompt is the card's title, as the app-server's item says it (wire::codex): the
+        // only name this wire gives a child (it was shown by its short id alone).
+        ItemKind::Collab => fact.title = item.prompt.as_deref().filter(|p| !p.is_empty()).map(sanitize),
         _ => fact.text = item.message.as_deref().or(item.text.as_deref()).map(sanitize),
     }
-    let is_error = item.kind.as_deref() == Some("error");
-    fact.kind = Some(kind);
-    let facts = &mut out.facts;
-    facts.push(Fact::Item(Box::new(fact)));
-    if is_error {
-        facts.push(Fact::Error(ErrorFact { message: item.message.as_deref().map(sanitize), retrying: false }));
-    }
-    if !collab {
-        return;
-    }
+}
+
+/// A call that manages agents, as its item line says it.
+struct Call<'l> {
+    id: &'l str,
+    op: Option<AgentOp>,
+    completed: bool,
+    /// What the line said of the call (a wait says `failed` when an agent it waited for did).
+    failed: bool,
+}
+
+/// What a call that manages agents says of them: a spawn registers its children, every call tells
+/// how the agents it names are, a close closes them.
+fn call_facts<'l>(item: &'l ExecItem<'_>, call: &Call<'l>, receivers: Vec<Cow<'l, str>>, facts: &mut Facts<'l>) {
     let parent = item.sender_thread_id.as_deref().filter(|s| !s.is_empty());
     // A failed spawn spawned nothing; a failed `wait` still says how its children are (one errored).
-    if tool == "spawn_agent" && completed && status != Some(ItemStatus::Failed) {
+    if call.op == Some(AgentOp::Spawn) && call.completed && !call.failed {
         for child in &receivers {
             // A child says nothing of its own here: its spawn is all that registers it.
             if let Some(parent) = parent {
@@ -348,13 +354,13 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
                     Parentage::Child {
                         parent: Cow::Borrowed(parent),
                         via: Via::CollabAgentToolCall,
-                        card: Some(Cow::Borrowed(id)),
+                        card: Some(Cow::Borrowed(call.id)),
                     },
                 ))));
             }
             facts.push(Fact::Spawn(Spawn {
                 child: child.clone(),
-                card: Some(Cow::Borrowed(id)),
+                card: Some(Cow::Borrowed(call.id)),
                 via: Via::CollabAgentToolCall,
             }));
         }
@@ -376,7 +382,7 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
         }
         facts.push(set(Target::Thread(child), end));
     }
-    if tool == "close_agent" && completed {
+    if call.op == Some(AgentOp::Close) && call.completed {
         for child in receivers {
             facts.push(set(Target::Thread(child), Status::Closed));
         }
@@ -386,7 +392,7 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::record::{Decoded, Other, decode};
+    use crate::wire::record::{Line, decode};
 
     /// Lowers `lines` in order through one input's context, as the router does.
     fn lowered(lines: &[&str]) -> Vec<(Subject<'static>, String)> {
@@ -394,8 +400,8 @@ mod tests {
         lines
             .iter()
             .map(|text| {
-                let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
-                assert!(matches!(line.other, Some(Other::CodexExec(_))), "{text}");
+                let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
+                assert!(matches!(line.line, Line::CodexExec(_)), "{text}");
                 let out = crate::wire::lower(&line, &Origin::NONE, &mut stream);
                 assert_eq!(out.format, Format::CodexExec);
                 let subject = match &out.subject {

@@ -14,7 +14,6 @@
 use std::borrow::Cow;
 
 pub use super::sanitize::{Clean, CleanStr};
-pub use crate::source::origin::{Origin, OriginInfo};
 
 /// A thread, turn, item or card id: a key, never display text.
 pub type Id<'a> = Cow<'a, str>;
@@ -39,6 +38,49 @@ pub enum Format {
     Marker,
     /// An OpenTelemetry span, log record or span link, as `listen --otlp` receives them.
     Otlp,
+}
+
+impl Format {
+    /// Its name in `input.format` (routing.md §7); a marker is no format of agent traffic.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::CodexAppServer => "codex-app-server",
+            Self::CodexRollout => "codex-rollout",
+            Self::ClaudeTranscript => "claude-transcript",
+            Self::ClaudeStream => "claude-stream-json",
+            Self::CodexExec => "codex-exec-json",
+            Self::OpenCode => "opencode",
+            Self::Otlp => "otlp",
+            Self::Marker => return None,
+        })
+    }
+}
+
+/// The formats of agent traffic an input held, for `input.format`: one format's name, `mixed`
+/// for more, and an app-server input when none was seen (an empty one, markers only).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Formats {
+    seen: Option<Format>,
+    mixed: bool,
+}
+
+impl Formats {
+    pub fn note(&mut self, format: Format) {
+        if format.name().is_none() {
+            return;
+        }
+        match self.seen {
+            None => self.seen = Some(format),
+            Some(seen) => self.mixed |= seen != format,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        if self.mixed {
+            return "mixed";
+        }
+        self.seen.and_then(Format::name).unwrap_or("codex-app-server")
+    }
 }
 
 /// One record, lowered.
@@ -318,7 +360,8 @@ pub enum ItemKind {
     Plan,
     ImageView,
     Compaction,
-    /// `collabAgentToolCall`: spawn, wait, send, close … (a card when it announces children).
+    /// A call that manages other agents ([`AgentOp`]): Codex `collabAgentToolCall`, Claude Code's
+    /// `Agent`/`Task`, OpenCode's `task` (a card when it announces children).
     Collab,
     /// `subAgentActivity` (multi-agent v2).
     SubAgentActivity,
@@ -344,6 +387,54 @@ impl ItemKind {
             "collabAgentToolCall" => Self::Collab,
             "subAgentActivity" => Self::SubAgentActivity,
             other => Self::Other(super::sanitize(other)),
+        }
+    }
+}
+
+/// What a call that manages other agents does, whatever the agent calls it. The agent's own name
+/// for the call travels beside it ([`ItemFact::tool`]), for display only: nothing downstream
+/// compares a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentOp {
+    /// Starts agents: Codex `spawnAgent` (and a `subAgentActivity` `started`), Claude Code `Agent`
+    /// (`Task` before 2.1.63), OpenCode `task`.
+    Spawn,
+    /// Gives an agent more to do: Codex `sendInput`, `send_message`, `followup_task`.
+    Send,
+    /// Waits for agents: Codex `wait`, `wait_agent`. The wait's own status is its own: an agent it
+    /// waited for that failed is that agent's failure, shown on its lane.
+    Wait,
+    /// Closes an agent: Codex `closeAgent`.
+    Close,
+    /// Resumes a closed agent: Codex `resumeAgent`.
+    Resume,
+    /// Interrupts an agent's turn: Codex `interrupt_agent`.
+    Interrupt,
+    /// Lists the agents: Codex `list_agents`.
+    List,
+}
+
+impl AgentOp {
+    /// The word for such calls on a tree row (`⑂ spawn ×3`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Spawn => "spawn",
+            Self::Send => "send",
+            Self::Wait => "wait",
+            Self::Close => "close",
+            Self::Resume => "resume",
+            Self::Interrupt => "interrupt",
+            Self::List => "list",
+        }
+    }
+
+    /// The status a call of this kind ends in, from what the agent says: a wait that returned
+    /// has done its job even when the agent it waited for failed (Codex marks the wait `failed`
+    /// then).
+    pub fn own_status(self, said: ItemStatus) -> ItemStatus {
+        match (self, said) {
+            (Self::Wait, ItemStatus::Failed) => ItemStatus::Completed,
+            _ => said,
         }
     }
 }
@@ -399,7 +490,10 @@ pub struct ItemFact<'a> {
     pub text: Option<Clean>,
     pub text_rule: TextRule,
     pub exit_code: Option<i64>,
-    /// Collab tool name (`spawnAgent`, `wait`, …) or `subAgentActivity` kind (`started`, …).
+    /// What a call that manages agents does; `None` for any other item.
+    pub op: Option<AgentOp>,
+    /// The agent's own name for that call, for display (`spawnAgent`, `Agent`, `task`), or a
+    /// `subAgentActivity`'s kind (`started`, …).
     pub tool: Option<Clean>,
     /// What the children this item spawns are called: a Claude `Task`'s `description` and
     /// `subagent_type` name its lanes' agents.
@@ -610,4 +704,26 @@ pub struct Notice<'a> {
     /// What kind of line it was (a Codex method name).
     pub method: CleanStr<'a>,
     pub message: Option<Clean>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_is_named_by_its_one_format_or_mixed() {
+        let named = |formats: &[Format]| {
+            let mut seen = Formats::default();
+            for &f in formats {
+                seen.note(f);
+            }
+            seen.name()
+        };
+        assert_eq!(named(&[]), "codex-app-server");
+        assert_eq!(named(&[Format::Marker, Format::ClaudeTranscript, Format::ClaudeTranscript]), "claude-transcript");
+        assert_eq!(named(&[Format::CodexExec]), "codex-exec-json");
+        assert_eq!(named(&[Format::ClaudeStream, Format::Marker]), "claude-stream-json");
+        assert_eq!(named(&[Format::CodexRollout, Format::CodexAppServer]), "mixed");
+        assert_eq!(named(&[Format::Otlp, Format::Otlp, Format::OpenCode]), "mixed");
+    }
 }

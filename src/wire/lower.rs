@@ -1,8 +1,9 @@
 //! Every decoded line to the one vocabulary of [`super::fact`], by the module of its format.
 
-use super::fact::{Format, Lowered, Origin};
+use super::fact::{Format, Lowered};
 use super::malformed::{Malformed, Shape};
-use super::record::{Line, Other};
+use super::origin::Origin;
+use super::record::{Decoded, Line};
 use super::{claude, codex, exec, opencode, opencode_run, otlp, rollout};
 
 /// The latest time a line may claim (9999-12-31T23:59:59.999Z); earlier than 1970 is 1970. A
@@ -37,7 +38,7 @@ impl Stream {
 /// the same facts, whatever came between, except where the format says a line belongs to the
 /// thread an earlier line named (rollouts: a caller replaying a line knows its thread already) or
 /// finishes what earlier lines streamed (Claude stream-json `--include-partial-messages`).
-pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lowered<'l> {
+pub fn lower<'l>(line: &'l Decoded<'_>, origin: &Origin, stream: &mut Stream) -> Lowered<'l> {
     let mut out = Lowered::default();
     lower_into(line, origin, stream, &mut out);
     out
@@ -45,18 +46,19 @@ pub fn lower<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream) -> Lo
 
 /// [`lower`] into a slot the caller owns, which starts as [`Lowered::default`]: lowered in place,
 /// the some 230 bytes of a lowered line are not copied out once more on every line.
-pub fn lower_into<'l>(line: &'l Line<'_>, origin: &Origin, stream: &mut Stream, out: &mut Lowered<'l>) {
+pub fn lower_into<'l>(line: &'l Decoded<'_>, origin: &Origin, stream: &mut Stream, out: &mut Lowered<'l>) {
     out.time = line.time().map(|t| t.clamp(0, MAX_TIME_MS));
     out.raw = line.raw;
-    match &line.other {
-        Some(Other::Claude(l)) => claude::lower(l, out),
-        Some(Other::ClaudeStream(l)) => claude::stream::lower(l, &mut stream.claude, out),
-        Some(Other::OpenCode(l)) => opencode::lower(l, out),
-        Some(Other::Rollout(l)) => rollout::lower(l, origin, &mut stream.rollout, out),
-        Some(Other::Otlp(l)) => otlp::lower(l, out),
-        Some(Other::CodexExec(l)) => exec::lower(l, origin, &mut stream.exec, out),
-        Some(Other::OpenCodeRun(l)) => opencode_run::lower(l, out),
-        None => codex::lower(&line.msg, line.dir, out),
+    match &line.line {
+        Line::AppServer { dir, msg } => codex::lower(msg, *dir, out),
+        Line::Marker => out.format = Format::Marker,
+        Line::ClaudeTranscript(l) => claude::lower(l, out),
+        Line::ClaudeStream(l) => claude::stream::lower(l, &mut stream.claude, out),
+        Line::CodexRollout(l) => rollout::lower(l, origin, &mut stream.rollout, out),
+        Line::CodexExec(l) => exec::lower(l, origin, &mut stream.exec, out),
+        Line::OpenCode(l) => opencode::lower(l, out),
+        Line::OpenCodeRun(l) => opencode_run::lower(l, out),
+        Line::Otlp(l) => otlp::lower(l, out),
     }
 }
 

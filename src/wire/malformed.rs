@@ -2,54 +2,58 @@
 
 use std::fmt;
 
-/// Notes the top-level keys that tell a Codex rollout or Claude Code transcript line apart.
-// Independent flags, one per telling key seen.
-#[allow(clippy::struct_excessive_bools)]
-#[derive(Default)]
-pub(crate) struct ShapeKeys {
-    payload: bool,
-    kind: bool,
-    transcript: bool,
-    otlp: bool,
-    stream: bool,
-    /// `sessionId` in camel case: only a transcript spells it so.
-    camel_session: bool,
-    opencode: bool,
-}
+use super::fact::Format;
+
+/// Notes the top-level keys that tell the formats apart (wire.md §1), a bit each.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct ShapeKeys(u8);
+
+const PAYLOAD: u8 = 1;
+const TYPE: u8 = 1 << 1;
+/// `uuid`, `parentUuid`, `leafUuid`, `messageId` or `sessionId`: a Claude Code transcript's.
+const TRANSCRIPT: u8 = 1 << 2;
+const OTLP: u8 = 1 << 3;
+/// `session_id`: stream-json (`claude -p --output-format stream-json`) spells it in snake case;
+/// an interactive 2.1.332 transcript line can carry both (the snake one naming the session before
+/// a `/clear`), and is a transcript line.
+const SNAKE_SESSION: u8 = 1 << 4;
+/// `sessionId` in camel case: only a transcript spells it so.
+const CAMEL_SESSION: u8 = 1 << 5;
+const OPENCODE: u8 = 1 << 6;
 
 impl ShapeKeys {
-    pub fn note(&mut self, key: &str) {
-        match key {
-            "payload" => self.payload = true,
-            "type" => self.kind = true,
-            "opencode" => self.opencode = true,
-            "sessionId" => {
-                self.transcript = true;
-                self.camel_session = true;
-            }
-            "uuid" | "parentUuid" | "leafUuid" | "messageId" => self.transcript = true,
-            "otlp" => self.otlp = true,
-            // stream-json (`claude -p --output-format stream-json`) spells it in snake case; an
-            // interactive 2.1.332 transcript line can carry both (the snake one naming the session
-            // before a `/clear`), and is a transcript line.
-            "session_id" => self.stream = true,
-            _ => {}
-        }
+    pub fn note(&mut self, key: &[u8]) {
+        self.0 |= match key {
+            b"payload" => PAYLOAD,
+            b"type" => TYPE,
+            b"opencode" => OPENCODE,
+            b"sessionId" => TRANSCRIPT | CAMEL_SESSION,
+            b"uuid" | b"parentUuid" | b"leafUuid" | b"messageId" => TRANSCRIPT,
+            b"otlp" => OTLP,
+            b"session_id" => SNAKE_SESSION,
+            _ => 0,
+        };
     }
 
-    pub fn shape(&self) -> Shape {
-        if self.otlp {
-            return Shape::Otlp;
-        }
-        if self.opencode {
-            return Shape::OpenCode;
-        }
-        match (self.kind, self.payload, self.transcript, self.stream) {
-            (true, true, _, _) => Shape::CodexRollout,
-            (true, _, _, true) if !self.camel_session => Shape::ClaudeStream,
-            (true, _, true, _) => Shape::ClaudeTranscript,
-            (true, false, false, false) => Shape::Typed,
-            _ => Shape::Other,
+    fn has(self, keys: u8) -> bool {
+        self.0 & keys == keys
+    }
+
+    pub fn shape(self) -> Shape {
+        if self.has(OTLP) {
+            Shape::Otlp
+        } else if self.has(OPENCODE) {
+            Shape::OpenCode
+        } else if !self.has(TYPE) {
+            Shape::Other
+        } else if self.has(PAYLOAD) {
+            Shape::CodexRollout
+        } else if self.has(SNAKE_SESSION) && !self.has(CAMEL_SESSION) {
+            Shape::ClaudeStream
+        } else if self.has(TRANSCRIPT) {
+            Shape::ClaudeTranscript
+        } else {
+            Shape::Typed
         }
     }
 }
@@ -71,6 +75,19 @@ pub enum Shape {
     Other,
 }
 
+impl Shape {
+    /// The format a line of this shape that could not be read says its input is in: a rollout or
+    /// Claude Code line that did not read is still a line of that format (`input.format`).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            Self::CodexRollout => Some(Format::CodexRollout),
+            Self::ClaudeTranscript => Some(Format::ClaudeTranscript),
+            Self::ClaudeStream => Some(Format::ClaudeStream),
+            Self::OpenCode | Self::Otlp | Self::Typed | Self::Other => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Malformed {
     NotUtf8,
@@ -82,6 +99,16 @@ pub enum Malformed {
     /// An envelope that kept bytes which were not JSON (`rawB64`).
     RawBytes,
     TooLong(usize),
+}
+
+impl Malformed {
+    /// The format the record's shape says its input is in, when it says one.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Self::NotAMessage(shape) => shape.format(),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Malformed {

@@ -12,9 +12,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, Clean, CleanStr, CostReported, Delta, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus,
-    Lowered, ModelChange, Notice, Parentage, ResponseUsage, SessionEnded, Spawn, Status, StatusChange, StatusFact,
-    Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    AgentOp, Answered, Breakdown, Clean, CleanStr, CostReported, Delta, ErrorFact, Fact, Format, ItemFact, ItemKind,
+    ItemStatus, Lowered, ModelChange, Notice, Parentage, ResponseUsage, SessionEnded, Spawn, Status, StatusChange,
+    StatusFact, Subject, Target, TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via,
+    Weight,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::sanitize;
@@ -577,8 +578,10 @@ fn tool<'l>(part: &'l Part<'_>, id: &'l str, facts: &mut crate::wire::fact::Fact
     if name == "task" {
         let description = input.description.as_deref().unwrap_or_default();
         fact.kind = Some(ItemKind::Collab);
-        // Drawn like a Codex spawn card; the task's description and agent type name its lane.
-        fact.tool = Some(sanitize("spawnAgent"));
+        // A spawn card in OpenCode's own words (`task`); the task's description and agent type
+        // name its lane.
+        fact.op = Some(AgentOp::Spawn);
+        fact.tool = Some(sanitize(name));
         fact.title = Some(sanitize(description));
         fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
         fact.lane_nickname = Some(sanitize(description)).filter(|d| !d.is_empty());
@@ -808,6 +811,7 @@ mod tests {
             let f = facts(l);
             let Fact::Item(card) = f[0] else { panic!("{f:?}") };
             assert!(card.card && card.kind == Some(ItemKind::Collab));
+            assert_eq!((card.op, card.tool.as_ref().map(Clean::as_str)), (Some(AgentOp::Spawn), Some("task")));
             assert_eq!(card.id.as_deref(), Some("prt_1"));
             assert_eq!(card.lane_nickname.as_ref().map(Clean::as_str), Some("List files A"), "sanitised");
             assert_eq!(card.lane_role.as_ref().map(Clean::as_str), Some("general"));

@@ -212,11 +212,11 @@ fn step_finish<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
 #[cfg(test)]
 mod tests {
     use crate::wire::fact::{Format, Subject};
-    use crate::wire::record::{Decoded, Other, decode};
+    use crate::wire::record::{Line, decode};
 
     fn lowered(text: &str) -> (Subject<'static>, String) {
-        let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
-        assert!(matches!(line.other, Some(Other::OpenCodeRun(_))), "{text}");
+        let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
+        assert!(matches!(line.line, Line::OpenCodeRun(_)), "{text}");
         assert_eq!(line.time(), Some(1_796_137_192_100));
         let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut crate::wire::Stream::default());
         assert_eq!(out.format, Format::OpenCode);

@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::fact::{
-    Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, Notice,
-    Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded,
+    AgentOp, Breakdown, CostReported, ErrorFact, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
+    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded,
     TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::{CleanStr, sanitize};
@@ -412,7 +412,8 @@ fn tool<'l>(span: &'l SpanJson, a: &Attrs<'l>, start: Option<i64>, end: Option<i
         status: Some(item_status),
         title: Some(sanitize(&title)),
         exit_code,
-        tool: spawn.then(|| sanitize("spawnAgent")),
+        op: spawn.then_some(AgentOp::Spawn),
+        tool: spawn.then(|| sanitize(name)),
         card: spawn,
         started_ms: start,
         completed_ms: end.filter(|_| item_status != ItemStatus::InProgress),
@@ -509,7 +510,8 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
                     kind: Some(kind),
                     status: Some(ItemStatus::InProgress),
                     title: Some(sanitize(name)),
-                    tool: spawn.then(|| sanitize("spawnAgent")),
+                    op: spawn.then_some(AgentOp::Spawn),
+                    tool: spawn.then(|| sanitize(name)),
                     card: spawn,
                     started_ms: time,
                     ..ItemFact::default()

@@ -1,114 +1,125 @@
-//! One record (a line without its `\n`) to a [`Line`]: a Codex message or swarmtop marker,
-//! possibly inside a recording envelope (recording.md), else a line of another format swarmtop
-//! reads. Which format a line is in is told by its own keys, line by line (wire.md §1).
+//! One record (a line without its `\n`) to a [`Decoded`] line: in the format its own keys say
+//! (wire.md §1), line by line, possibly inside a recording envelope (recording.md) — a Codex
+//! app-server message, a swarmtop marker, a Claude Code transcript or stream-json line, a Codex
+//! rollout or `codex exec --json` line, an OpenCode record or `opencode run` line, an OTLP record.
 
-use super::claude::{self, ClaudeLine, stream::StreamLine};
-use super::codex::message::{Dir, Message, Parts, TopRest, parse_top};
-use super::codex::{self};
+use super::claude::{self, ClaudeLine, Reading, stream::StreamLine};
+use super::codex::message::{self as codex_message, Dir, Message, Parts, TopRest};
+use super::codex::parse_top;
+use super::exec::{self, ExecLine};
 use super::malformed::{Malformed, Shape};
 use super::opencode::{self, OpenCodeLine};
+use super::opencode_run::{self, RunLine};
+use super::otlp::{self, OtlpLine};
 use super::rollout::{self, RolloutLine};
 
-/// A line of a format other than Codex app-server messages.
+/// A decoded record: its line, and what the recording envelope around it said.
 #[derive(Debug)]
-pub enum Other<'a> {
-    Claude(Box<ClaudeLine<'a>>),
-    ClaudeStream(Box<StreamLine<'a>>),
-    Rollout(Box<RolloutLine<'a>>),
-    OpenCode(Box<OpenCodeLine<'a>>),
-    Otlp(Box<super::otlp::OtlpLine>),
-    CodexExec(Box<super::exec::ExecLine<'a>>),
-    OpenCodeRun(Box<super::opencode_run::RunLine<'a>>),
+pub struct Decoded<'a> {
+    /// The envelope's receive time, unix ms.
+    pub ts: Option<i64>,
+    /// The line's own text, verbatim (inside the envelope when there is one).
+    pub raw: &'a str,
+    pub line: Line<'a>,
 }
 
-impl Other<'_> {
+/// A line in the terms of its format: one variant per format swarmtop reads, none the default.
+#[derive(Debug)]
+// A Codex message is most lines of most inputs and is built in place: boxing it would allocate
+// for each of them, where the other formats' lines are boxed once they are read.
+#[allow(clippy::large_enum_variant)]
+pub enum Line<'a> {
+    /// A Codex app-server message (JSON-RPC), and which side sent it (the envelope's `dir`).
+    AppServer {
+        dir: Dir,
+        msg: Message<'a>,
+    },
+    /// A swarmtop recording header or socket marker (`{"swarmtop": …}`).
+    Marker,
+    ClaudeTranscript(Box<ClaudeLine<'a>>),
+    ClaudeStream(Box<StreamLine<'a>>),
+    CodexRollout(Box<RolloutLine<'a>>),
+    CodexExec(Box<ExecLine<'a>>),
+    OpenCode(Box<OpenCodeLine<'a>>),
+    OpenCodeRun(Box<RunLine<'a>>),
+    Otlp(Box<OtlpLine>),
+}
+
+impl Line<'_> {
+    /// The line's own time: `emittedAtMs`, an ISO `timestamp`, a record's time.
     fn time(&self) -> Option<i64> {
         match self {
-            Self::Claude(l) => l.time(),
+            Self::AppServer { msg, .. } => msg.emitted_at_ms,
+            Self::ClaudeTranscript(l) => l.time(),
             Self::ClaudeStream(l) => l.time(),
-            Self::Rollout(l) => l.time(),
+            Self::CodexRollout(l) => l.time(),
             Self::OpenCode(l) => l.time(),
+            Self::OpenCodeRun(l) => l.time(),
             Self::Otlp(l) => l.time(),
             // `codex exec --json` carries no times.
-            Self::CodexExec(_) => None,
-            Self::OpenCodeRun(l) => l.time(),
+            Self::Marker | Self::CodexExec(_) => None,
         }
     }
 }
 
-#[allow(clippy::large_enum_variant)] // Decoded once per line and matched at once: boxing would cost more.
-pub enum Decoded<'a> {
-    Line(Line<'a>),
-    Malformed(Malformed),
-}
-
-/// A decoded record: the message and where it came from.
-#[derive(Debug)]
-pub struct Line<'a> {
-    pub dir: Dir,
-    /// The envelope's receive time, unix ms.
-    pub ts: Option<i64>,
-    pub msg: Message<'a>,
-    /// A line of another format, when the record is not a Codex message or marker.
-    pub other: Option<Other<'a>>,
-    /// The message's own text, verbatim (inside the envelope when there is one).
-    pub raw: &'a str,
-}
-
-impl Line<'_> {
-    /// A slot for [`decode_into`].
-    pub fn empty() -> Self {
-        Self { dir: Dir::Bare, ts: None, msg: Message::default(), other: None, raw: "" }
+impl<'a> Decoded<'a> {
+    /// A place to decode into; what it holds is replaced.
+    fn slot() -> Self {
+        Self { ts: None, raw: "", line: Line::Marker }
     }
 
     /// Whether lowering it needs nothing from the lines before it: every format's lines but a
-    /// rollout's, whose thread the file's first line may have named, and a Claude stream-json line
-    /// that finishes what earlier lines streamed.
+    /// rollout's or `codex exec`'s, whose thread an earlier line named, and a Claude stream-json
+    /// line that finishes what earlier lines streamed.
     pub fn lowers_alone(&self) -> bool {
-        match &self.other {
-            Some(Other::Rollout(_) | Other::CodexExec(_)) => false,
-            Some(Other::ClaudeStream(l)) => !l.reads_stream(),
+        match &self.line {
+            Line::CodexRollout(_) | Line::CodexExec(_) => false,
+            Line::ClaudeStream(l) => !l.reads_stream(),
             _ => true,
         }
     }
 
-    /// Its time for the pending window (routing.md §8): the envelope's `ts`, else `emittedAtMs`, else
-    /// the line's own ISO `timestamp`.
+    /// Its time for the pending window (routing.md §8): the envelope's `ts`, else the line's own.
     pub fn time(&self) -> Option<i64> {
-        self.ts.or(self.msg.emitted_at_ms).or_else(|| self.other.as_ref().and_then(Other::time))
+        self.ts.or_else(|| self.line.time())
+    }
+
+    /// The thread an app-server message names (`params.threadId`, or `thread.id`), read without
+    /// lowering it; a line of another format tells its thread only when lowered.
+    pub fn thread(&self) -> Option<&str> {
+        match &self.line {
+            Line::AppServer { msg, .. } => msg.thread_id(),
+            _ => None,
+        }
+    }
+
+    /// The Codex message the slot holds, made one if it held another line: parsed into in place.
+    fn message(&mut self) -> &mut Message<'a> {
+        if !matches!(self.line, Line::AppServer { .. }) {
+            self.line = Line::AppServer { dir: Dir::Bare, msg: Message::default() };
+        }
+        match &mut self.line {
+            Line::AppServer { msg, .. } => msg,
+            _ => unreachable!("made an app-server line above"),
+        }
     }
 }
 
-/// How much of a line decoding reads: what its consumer shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Reading {
-    /// Everything a screen shows: tool outputs too.
-    #[default]
-    Whole,
-    /// What figures, the tree, statuses and names need: a headless command's reading. The bulk of a
-    /// Claude Code transcript, its tool outputs, is stepped over unread (its item keeps no text);
-    /// every fact but an item's text is what [`Reading::Whole`] gives.
-    Figures,
+/// Decodes one record, reading it whole. Never panics; every failure is a [`Malformed`] reason.
+pub fn decode(record: &[u8]) -> Result<Decoded<'_>, Malformed> {
+    decode_reading(record, Reading::Whole)
 }
 
-/// Decodes one record. Never panics; every failure is a [`Malformed`] reason.
-pub fn decode(record: &[u8]) -> Decoded<'_> {
-    let mut line = Line::empty();
-    match decode_into(record, &mut line) {
-        Ok(()) => Decoded::Line(line),
-        Err(e) => Decoded::Malformed(e),
-    }
+/// [`decode`], reading what `reading` says.
+pub fn decode_reading(record: &[u8], reading: Reading) -> Result<Decoded<'_>, Malformed> {
+    let mut decoded = Decoded::slot();
+    decode_into(record, reading, &mut decoded)?;
+    Ok(decoded)
 }
 
-/// [`decode`] into a line the caller owns. A decoded message is some 200 bytes: built in place it
-/// is never copied from the scanner to the router (the copies were an eighth of ingest time).
-/// On error the slot holds no meaningful line.
-pub fn decode_into<'a>(record: &'a [u8], line: &mut Line<'a>) -> Result<(), Malformed> {
-    decode_reading_into(record, line, Reading::Whole)
-}
-
-/// [`decode_into`], reading what `reading` says.
-pub fn decode_reading_into<'a>(record: &'a [u8], line: &mut Line<'a>, reading: Reading) -> Result<(), Malformed> {
+/// [`decode_reading`] into a slot: a Codex message is some 200 bytes, and built in place it is
+/// never copied from the scanner on (the copies were an eighth of ingest time).
+fn decode_into<'a>(record: &'a [u8], reading: Reading, out: &mut Decoded<'a>) -> Result<(), Malformed> {
     // SIMD validation: on the mostly-ASCII lines agents write, several times the standard library's.
     let Ok(text) = simdutf8::basic::from_utf8(record) else {
         return Err(Malformed::NotUtf8);
@@ -118,36 +129,37 @@ pub fn decode_reading_into<'a>(record: &'a [u8], line: &mut Line<'a>, reading: R
     if starts_like_transcript(text) {
         let mut l = Box::<ClaudeLine>::default();
         if claude::parse_alone_into(text, reading, &mut l) {
-            *line = Line { other: Some(Other::Claude(l)), raw: text, ..Line::empty() };
+            *out = Decoded { ts: None, raw: text, line: Line::ClaudeTranscript(l) };
             return Ok(());
         }
     }
-    read_into(text, line)
+    read_into(text, out)
 }
 
 /// [`decode_into`] the long way: as a Codex message or envelope first, then as what its keys say.
-fn read_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
+/// `out` is a fresh slot.
+fn read_into<'a>(text: &'a str, out: &mut Decoded<'a>) -> Result<(), Malformed> {
     let mut top = TopRest::default();
-    parse_top(text, &mut line.msg, &mut top)?;
+    parse_top(text, out.message(), &mut top)?;
     if top.raw_b64 {
         return Err(Malformed::RawBytes);
     }
+    let mut dir = Dir::Bare;
+    out.raw = text;
     if let Some(inner) = top.envelope_msg {
-        line.dir = match top.dir.as_deref() {
+        dir = match top.dir.as_deref() {
             Some("s2c") => Dir::ServerToClient,
             Some("c2s") => Dir::ClientToServer,
             _ => Dir::In,
         };
-        line.ts = top.ts;
-        line.raw = inner.get();
+        out.ts = top.ts;
+        out.raw = inner.get();
         // The envelope's own members are not the message's.
-        line.msg = Message::default();
-        return decode_message_into(inner.get(), line);
+        top = TopRest::default();
+        *out.message() = Message::default();
+        parse_top(out.raw, out.message(), &mut top)?;
     }
-    line.dir = Dir::Bare;
-    line.ts = None;
-    line.raw = text;
-    finish(line, top.parts, text)
+    finish(out, dir, top.parts)
 }
 
 /// Whether the first member is one a Claude Code transcript line starts with (a guess that only
@@ -160,39 +172,41 @@ fn starts_like_transcript(text: &str) -> bool {
         && FIRST.iter().any(|f| text.starts_with(f))
 }
 
-fn decode_message_into<'a>(text: &'a str, line: &mut Line<'a>) -> Result<(), Malformed> {
-    let mut top = TopRest::default();
-    parse_top(text, &mut line.msg, &mut top)?;
-    finish(line, top.parts, text)
-}
-
-/// A Codex message or marker is finished; anything else is tried as the format its keys suggest
-/// (wire.md §1: Claude Code transcripts, Codex rollouts).
-pub(crate) fn finish<'a>(line: &mut Line<'a>, parts: Parts<'a>, text: &'a str) -> Result<(), Malformed> {
-    line.other = None;
+/// A Codex message or marker is finished; anything else is read as the format its keys say
+/// (wire.md §1).
+fn finish<'a>(out: &mut Decoded<'a>, dir: Dir, parts: Parts<'a>) -> Result<(), Malformed> {
     let shape = parts.shape;
+    let msg = out.message();
+    codex_message::finish(msg, parts)?;
     // A Claude Code line can carry an `id` of its own (2.1.332 `api-request`) without being a
     // JSON-RPC response: its `type` and session keys say what it is.
     let claude = matches!(shape, Shape::ClaudeTranscript | Shape::ClaudeStream);
-    codex::message::finish(&mut line.msg, parts)?;
-    let codex =
-        codex::message::is_message(&line.msg) && !(claude && line.msg.method.is_none() && line.msg.swarmtop.is_none());
+    let codex = codex_message::is_message(msg) && !(claude && msg.method.is_none() && msg.swarmtop.is_none());
+    let marker = msg.swarmtop.is_some();
     if !codex {
-        let other = match shape {
-            Shape::ClaudeTranscript => claude::parse(text).map(|l| Other::Claude(Box::new(l))),
-            Shape::ClaudeStream => claude::stream::parse(text).map(|l| Other::ClaudeStream(Box::new(l))),
-            Shape::CodexRollout => rollout::parse(text).map(|l| Other::Rollout(Box::new(l))),
-            Shape::OpenCode => opencode::parse(text).map(|l| Other::OpenCode(Box::new(l))),
-            Shape::Otlp => super::otlp::parse(text).map(|l| Other::Otlp(Box::new(l))),
-            // An OpenCode line names its session; a `codex exec` line never does.
-            Shape::Typed => super::opencode_run::parse(text)
-                .map(|l| Other::OpenCodeRun(Box::new(l)))
-                .or_else(|| super::exec::parse(text).map(|l| Other::CodexExec(Box::new(l)))),
-            Shape::Other => None,
-        };
-        line.other = Some(other.ok_or(Malformed::NotAMessage(shape))?);
+        out.line = other(out.raw, shape).ok_or(Malformed::NotAMessage(shape))?;
+    } else if marker {
+        out.line = Line::Marker;
+    } else if let Line::AppServer { dir: sender, .. } = &mut out.line {
+        *sender = dir;
     }
     Ok(())
+}
+
+/// A line of a format other than the app-server's, read as its `shape` says.
+fn other(text: &str, shape: Shape) -> Option<Line<'_>> {
+    match shape {
+        Shape::ClaudeTranscript => claude::parse(text).map(|l| Line::ClaudeTranscript(Box::new(l))),
+        Shape::ClaudeStream => claude::stream::parse(text).map(|l| Line::ClaudeStream(Box::new(l))),
+        Shape::CodexRollout => rollout::parse(text).map(|l| Line::CodexRollout(Box::new(l))),
+        Shape::OpenCode => opencode::parse(text).map(|l| Line::OpenCode(Box::new(l))),
+        Shape::Otlp => otlp::parse(text).map(|l| Line::Otlp(Box::new(l))),
+        // An OpenCode line names its session; a `codex exec` line never does.
+        Shape::Typed => opencode_run::parse(text)
+            .map(|l| Line::OpenCodeRun(Box::new(l)))
+            .or_else(|| exec::parse(text).map(|l| Line::CodexExec(Box::new(l)))),
+        Shape::Other => None,
+    }
 }
 
 #[cfg(test)]
@@ -201,25 +215,33 @@ mod tests {
 
     use super::*;
 
-    fn line(s: &str) -> Line<'_> {
+    fn line(s: &str) -> Decoded<'_> {
         match decode(s.as_bytes()) {
-            Decoded::Line(l) => l,
-            Decoded::Malformed(m) => panic!("malformed: {m}"),
+            Ok(l) => l,
+            Err(m) => panic!("malformed: {m}"),
+        }
+    }
+
+    /// The app-server message a line is, and which side sent it.
+    fn message<'d, 'a>(l: &'d Decoded<'a>) -> (Dir, &'d Message<'a>) {
+        match &l.line {
+            Line::AppServer { dir, msg } => (*dir, msg),
+            other => panic!("not an app-server message: {other:?}"),
         }
     }
 
     fn malformed(s: &[u8]) -> Malformed {
         match decode(s) {
-            Decoded::Line(l) => panic!("decoded: {l:?}"),
-            Decoded::Malformed(m) => m,
+            Ok(l) => panic!("decoded: {l:?}"),
+            Err(m) => m,
         }
     }
 
     /// Both ways of reading a record, as text to compare.
     fn both_ways(record: &str) -> (String, String) {
-        let mut fast = Line::empty();
-        let fast = format!("{:?}", decode_into(record.as_bytes(), &mut fast).map(|()| fast));
-        let mut long = Line::empty();
+        let mut fast = Decoded::slot();
+        let fast = format!("{:?}", decode_into(record.as_bytes(), Reading::Whole, &mut fast).map(|()| fast));
+        let mut long = Decoded::slot();
         let long = format!("{:?}", read_into(record, &mut long).map(|()| long));
         (fast, long)
     }
@@ -227,12 +249,12 @@ mod tests {
     #[test]
     fn stream_json_lines_are_not_taken_for_transcript_lines() {
         let init = r#"{"type":"system","subtype":"init","session_id":"s","uuid":"u","model":"claude-sonnet-4-5"}"#;
-        assert!(matches!(line(init).other, Some(Other::ClaudeStream(_))));
+        assert!(matches!(line(init).line, Line::ClaudeStream(_)));
         let (fast, long) = both_ways(init);
         assert_eq!(fast, long);
         // A 2.1.332 transcript line with an `id` of its own is still a transcript line.
         let api = r#"{"type":"api-request","sessionId":"s","id":"0fdb","timestamp":"2026-12-01T12:02:44.295Z"}"#;
-        assert!(matches!(line(api).other, Some(Other::Claude(_))));
+        assert!(matches!(line(api).line, Line::ClaudeTranscript(_)));
     }
 
     #[test]
@@ -288,18 +310,18 @@ mod tests {
         let l = line(
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t1","turnId":"u","itemId":"m","delta":"hi"},"emittedAtMs":5}"#,
         );
-        assert_eq!(l.msg.method(), Some("item/agentMessage/delta"));
-        assert_eq!(l.msg.thread_id(), Some("t1"));
-        assert!(matches!(l.msg.params.delta, Some(Cow::Borrowed("hi"))));
+        assert_eq!(message(&l).1.method(), Some("item/agentMessage/delta"));
+        assert_eq!(message(&l).1.thread_id(), Some("t1"));
+        assert!(matches!(message(&l).1.params.delta, Some(Cow::Borrowed("hi"))));
         assert_eq!(l.time(), Some(5));
-        assert_eq!(l.dir, Dir::Bare);
+        assert_eq!(message(&l).0, Dir::Bare);
     }
 
     #[test]
     fn params_before_method_are_still_read() {
         let l = line(r#"{"params":{"threadId":"t1","willRetry":true},"method":"error"}"#);
-        assert_eq!(l.msg.thread_id(), Some("t1"));
-        assert_eq!(l.msg.params.rest().will_retry, Some(true));
+        assert_eq!(message(&l).1.thread_id(), Some("t1"));
+        assert_eq!(message(&l).1.params.rest().will_retry, Some(true));
     }
 
     #[test]
@@ -307,16 +329,16 @@ mod tests {
         let inner = r#"{"method":"turn/started","params":{"threadId":"t","turn":{"id":"u1","rootTurnId":"u1"}}}"#;
         let rec = format!(r#"{{"ts":42,"dir":"s2c","msg":{inner}}}"#);
         let l = line(&rec);
-        assert_eq!(l.dir, Dir::ServerToClient);
+        assert_eq!(message(&l).0, Dir::ServerToClient);
         assert_eq!(l.ts, Some(42));
         assert_eq!(l.raw, inner);
-        assert_eq!(l.msg.params.rest().turn.as_ref().unwrap().root_turn_id.as_deref(), Some("u1"));
+        assert_eq!(message(&l).1.params.rest().turn.as_ref().unwrap().root_turn_id.as_deref(), Some("u1"));
     }
 
     #[test]
     fn unknown_method_reusing_a_key_is_not_malformed() {
         let l = line(r#"{"method":"thread/realtime/item/completed","params":{"threadId":"t","item":42,"status":"x"}}"#);
-        assert_eq!(l.msg.thread_id(), Some("t"));
+        assert_eq!(message(&l).1.thread_id(), Some("t"));
     }
 
     #[test]
@@ -339,7 +361,7 @@ mod tests {
         assert!(matches!(malformed(br#"{"method":"turn/started","params":{"threadId":7}}"#), Malformed::WrongType(_)));
         assert_eq!(malformed(br#"{"foo":1}"#), Malformed::NotAMessage(Shape::Other));
         // A rollout line is read as one; one whose type is not a word is not.
-        assert!(matches!(line(r#"{"timestamp":"x","type":"event_msg","payload":{}}"#).other, Some(Other::Rollout(_))));
+        assert!(matches!(line(r#"{"timestamp":"x","type":"event_msg","payload":{}}"#).line, Line::CodexRollout(_)));
         assert_eq!(
             malformed(br#"{"timestamp":"x","type":5,"payload":{}}"#),
             Malformed::NotAMessage(Shape::CodexRollout)
@@ -352,13 +374,12 @@ mod tests {
         let l = line(
             r#"{"id":2,"result":{"thread":{"id":"t","parentThreadId":null},"model":"gpt-5.5","modelProvider":"openai"}}"#,
         );
-        let r = l.msg.result.unwrap();
-        assert_eq!(r.thread.unwrap().id, "t");
+        let r = message(&l).1.result.as_ref().unwrap();
+        assert_eq!(r.thread.as_ref().unwrap().id, "t");
         assert_eq!(r.model_provider.as_deref(), Some("openai"));
-        let l = line(r#"{"swarmtop":"recording","version":1}"#);
-        assert_eq!(l.msg.swarmtop.as_deref(), Some("recording"));
+        assert!(matches!(line(r#"{"swarmtop":"recording","version":1}"#).line, Line::Marker));
         let l = line(r#"{"id":3,"result":[]}"#);
-        assert!(l.msg.result.is_none() && l.msg.has_id);
+        assert!(message(&l).1.result.is_none() && message(&l).1.has_id);
     }
 
     #[test]
@@ -366,7 +387,7 @@ mod tests {
         let l = line(
             r#"{"method":"thread/started","params":{"thread":{"id":"c","source":{"subAgent":{"thread_spawn":{"parent_thread_id":"p","depth":1,"agent_path":"/root/a","agent_nickname":"Kant"}}}}}}"#,
         );
-        let t = l.msg.params.rest().thread.as_ref().unwrap();
+        let t = message(&l).1.params.rest().thread.as_ref().unwrap();
         assert_eq!(t.parent().as_deref(), Some("p"));
         assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));
     }

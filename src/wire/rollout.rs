@@ -15,11 +15,12 @@ use serde_json::value::RawValue;
 
 use super::codex::message::ThreadSpawn;
 use super::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
-    ModelChange, Notice, Origin, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
-    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    AgentOp, Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Facts, Format, Id, ItemFact, ItemKind,
+    ItemStatus, Lowered, ModelChange, Notice, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule,
+    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
+use super::origin::Origin;
 use super::sanitize;
 use super::time::iso8601_ms;
 
@@ -237,6 +238,18 @@ struct Arguments<'a> {
     targets: Option<Vec<Str<'a>>>,
 }
 
+impl Arguments<'_> {
+    /// The agents a call that manages them names: a wait's targets (v1: thread ids; v2 waits for
+    /// any and names none), another call's target. A spawn names its child only in its output.
+    fn named(&self, op: AgentOp) -> Vec<Id<'static>> {
+        match op {
+            AgentOp::Spawn | AgentOp::List => Vec::new(),
+            AgentOp::Wait => self.targets.iter().flatten().filter(|t| !t.is_empty()).map(|t| owned(t)).collect(),
+            _ => self.target.as_deref().filter(|t| !t.is_empty()).map(owned).into_iter().collect(),
+        }
+    }
+}
+
 /// What a `spawn_agent` call returns: the child's thread id (v1), or its agent path (v2).
 #[derive(Deserialize, Default)]
 struct Spawned<'a> {
@@ -286,28 +299,40 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
     };
     let id: Id<'l> = Cow::Owned(thread.into_string());
     if let Some(meta) = &meta {
-        let parentage = match meta.parent() {
-            Some(parent) => Parentage::Child { parent, via: Via::ThreadStarted, card: None },
-            None => Parentage::Root,
-        };
-        let mut fact = ThreadFact::new(id.clone(), parentage);
-        fact.nickname = meta.agent_nickname.as_deref().filter(|n| !n.is_empty()).map(sanitize);
-        fact.role = meta.agent_role.as_deref().filter(|n| !n.is_empty()).map(sanitize);
-        // Multi-agent v2 names a child by its path (`/root/part_1`) where v1 uses its thread id.
-        fact.path = meta.spawn().and_then(|s| s.agent_path).filter(|p| !p.is_empty()).map(|p| sanitize(&p));
-        out.facts.push(Fact::Thread(Box::new(fact)));
+        out.facts.push(Fact::Thread(Box::new(meta.fact(id.clone()))));
     }
     out.subject = Subject::Thread(id);
+    if let Some(p) = line.payload::<Payload<'_>>() {
+        payload_facts(&line.kind, &p, out);
+    }
+}
+
+impl SessionMeta<'_> {
+    /// What a `session_meta` says of its thread: its place in the tree and its names.
+    fn fact<'l>(&self, thread: Id<'l>) -> ThreadFact<'l> {
+        let parentage = match self.parent() {
+            Some(parent) => Parentage::Child { parent: owned(&parent), via: Via::ThreadStarted, card: None },
+            None => Parentage::Root,
+        };
+        let mut fact = ThreadFact::new(thread, parentage);
+        fact.nickname = self.agent_nickname.as_deref().filter(|n| !n.is_empty()).map(sanitize);
+        fact.role = self.agent_role.as_deref().filter(|n| !n.is_empty()).map(sanitize);
+        // Multi-agent v2 names a child by its path (`/root/part_1`) where v1 uses its thread id.
+        fact.path = self.spawn().and_then(|s| s.agent_path).filter(|p| !p.is_empty()).map(|p| sanitize(&p));
+        fact
+    }
+}
+
+/// What a line's payload says, by the line's type and the payload's.
+fn payload_facts(line_kind: &str, p: &Payload<'_>, out: &mut Lowered<'_>) {
     let time = out.time;
     let facts = &mut out.facts;
-    let Some(p) = line.payload::<Payload<'_>>() else { return };
-    let status = |status| Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Set(status) });
     let model = |m: Option<&str>| {
         m.filter(|m| !m.is_empty())
             .map(|m| Fact::Model(ModelChange { target: Target::Subject, model: CleanStr::new(m).to_clean().into() }))
     };
     let kind = p.kind.as_deref().unwrap_or_default();
-    match (&*line.kind, kind) {
+    match (line_kind, kind) {
         ("turn_context", _) => facts.extend(model(p.model.as_deref())),
         ("event_msg", "thread_settings_applied") => {
             facts.extend(model(p.thread_settings.as_ref().and_then(|s| s.model.as_deref())));
@@ -315,101 +340,12 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
         ("event_msg", "task_started") => {
             let turn = p.turn_id.as_deref().map_or(Cow::Borrowed("turn"), |t| Cow::Owned(t.to_owned()));
             facts.push(Fact::TurnStarted(TurnStarted { turn: Some(turn), own_root_turn: false, ends_previous: false }));
-            facts.push(status(Status::Running));
+            facts
+                .push(Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Set(Status::Running) }));
         }
-        ("event_msg", "task_complete" | "turn_aborted") => {
-            // A turn whose requests failed for good is still written as `task_complete`, with an `error`.
-            let error = p.error.as_ref().map(|e| sanitize(e.message.as_deref().unwrap_or("the turn failed")));
-            let outcome = match (kind, &error) {
-                ("turn_aborted", _) => TurnOutcome::Interrupted,
-                (_, Some(_)) => TurnOutcome::Failed,
-                _ => TurnOutcome::Completed,
-            };
-            if let Some(message) = &error {
-                facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false }));
-            }
-            facts.push(Fact::TurnEnded(TurnEnded {
-                turn: TurnRef::IdOrLatest(p.turn_id.as_deref().map(|t| Cow::Owned(t.to_owned()))),
-                outcome: Some(outcome),
-                error,
-            }));
-        }
-        ("event_msg", "token_count") => {
-            let Some(info) = p.info else { return };
-            let context = match (info.last_token_usage.and_then(|l| l.total_tokens), info.model_context_window) {
-                (Some(used), Some(window)) => Some(ContextFill { used, window: Some(window) }),
-                _ => None,
-            };
-            facts.push(Fact::Usage(Usage::Cumulative {
-                total: info.total_token_usage.map(TokenCounts::breakdown),
-                context,
-            }));
-        }
-        ("response_item", "message") => {
-            // The instructions Codex sends as developer messages are not the conversation.
-            let item_kind = match p.role.as_deref() {
-                Some("assistant") => ItemKind::AgentMessage,
-                Some("user") => ItemKind::UserMessage,
-                _ => return,
-            };
-            let raw = match item_kind {
-                ItemKind::UserMessage => {
-                    let (said, context) = spoken(p.content.as_deref().unwrap_or_default());
-                    if context && said.trim().is_empty() {
-                        out.weight = Weight::Noise;
-                        return;
-                    }
-                    said
-                }
-                _ => joined(p.content.as_ref()),
-            };
-            if item_kind == ItemKind::UserMessage {
-                match injected(&raw) {
-                    Some(Injected::TurnAborted) => {
-                        // The turn the user interrupted, not their words: Codex writes this note
-                        // into that turn's history just before its `turn_aborted` event (and alone
-                        // into a fork of an interrupted session), so it ends the latest turn as the
-                        // app-server's `turn/completed` `interrupted` does; the event repeats it.
-                        out.weight = Weight::Closing;
-                        facts.push(Fact::TurnEnded(TurnEnded {
-                            turn: TurnRef::Latest,
-                            outcome: Some(TurnOutcome::Interrupted),
-                            error: None,
-                        }));
-                        return;
-                    }
-                    Some(Injected::Shell(shell)) => {
-                        // `!cmd` typed in the TUI: Codex ran it and wrote its command and result as
-                        // a user message of a turn of its own. What the user did is a command.
-                        facts.push(item(p.id.as_deref(), ItemKind::Command, time, |f| {
-                            f.title = Some(sanitize(&shell.command));
-                            f.text = Some(sanitize(&shell.output));
-                            f.exit_code = shell.exit_code;
-                            f.status = Some(match shell.exit_code {
-                                Some(0) | None => ItemStatus::Completed,
-                                Some(_) => ItemStatus::Failed,
-                            });
-                        }));
-                        return;
-                    }
-                    Some(Injected::Notification(n)) => {
-                        facts.extend(n.fact());
-                        facts.push(item(p.id.as_deref(), ItemKind::Other(sanitize("agent reported")), time, |f| {
-                            f.text = Some(sanitize(&n.summary()));
-                            f.status = Some(ItemStatus::Completed);
-                            f.receivers = vec![owned(&n.agent_path)];
-                        }));
-                        return;
-                    }
-                    None => {}
-                }
-            }
-            let text = sanitize(&raw);
-            facts.push(item(p.id.as_deref(), item_kind, time, |f| {
-                f.text = Some(text);
-                f.status = Some(ItemStatus::Completed);
-            }));
-        }
+        ("event_msg", "task_complete" | "turn_aborted") => turn_ended(kind == "turn_aborted", p, facts),
+        ("event_msg", "token_count") => facts.extend(p.info.map(Info::usage)),
+        ("response_item", "message") => message(p, out),
         ("response_item", "reasoning") => {
             let text = sanitize(&joined(p.summary.as_ref()));
             facts.push(item(p.id.as_deref(), ItemKind::Reasoning, time, |f| {
@@ -418,71 +354,119 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
             }));
         }
         ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
-            let name = p.name.as_deref().unwrap_or("tool");
-            let args: Arguments<'_> =
-                p.arguments.as_deref().and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
-            let command = args.cmd.as_deref().map(str::to_owned).or_else(|| match &args.command {
-                Some(serde_json::Value::String(s)) => Some(s.clone()),
-                Some(serde_json::Value::Array(a)) => {
-                    Some(a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "))
-                }
-                _ => None,
-            });
-            // The agents a collab call names are its receivers, shown by name: never its title.
-            let target: Vec<Id<'l>> = args.target.as_deref().filter(|t| !t.is_empty()).map(owned).into_iter().collect();
-            let (item_kind, tool, title, receivers) = match name {
-                "spawn_agent" => (
-                    ItemKind::Collab,
-                    Some("spawnAgent"),
-                    args.message.as_deref().unwrap_or_default().to_owned(),
-                    Vec::new(),
-                ),
-                "wait_agent" | "wait" => {
-                    let targets = args.targets.iter().flatten().filter(|t| !t.is_empty()).map(|t| owned(t)).collect();
-                    (ItemKind::Collab, Some("wait"), String::new(), targets)
-                }
-                "send_input" | "send_message" => (
-                    ItemKind::Collab,
-                    Some("sendInput"),
-                    args.message.as_deref().unwrap_or_default().to_owned(),
-                    target,
-                ),
-                "close_agent" => (ItemKind::Collab, Some("closeAgent"), String::new(), target),
-                _ if command.is_some() => (ItemKind::Command, None, command.unwrap_or_default(), Vec::new()),
-                _ => (ItemKind::DynamicTool, None, name.to_owned(), Vec::new()),
-            };
-            facts.push(item(p.call_id.as_deref().or(p.id.as_deref()), item_kind, time, |f| {
-                f.title = Some(sanitize(&title));
-                f.tool = tool.map(sanitize);
-                f.status = Some(ItemStatus::InProgress);
-                f.receivers = receivers;
-            }));
+            facts.push(call(p, time));
         }
-        ("response_item", "function_call_output" | "custom_tool_call_output") => {
-            let Some(call) = p.call_id.as_deref() else { return };
-            let output =
-                p.output.map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
-            // A spawn's output names its child; any other output that parses so is a tool's own.
-            let spawned = output
-                .as_deref()
-                .filter(|o| o.starts_with('{'))
-                .and_then(|o| serde_json::from_str::<Spawned<'_>>(o).ok())
-                .and_then(|s| s.child().map(owned));
-            let mut fact = ItemFact {
-                id: Some(Cow::Owned(call.to_owned())),
-                update_only: true,
-                receivers: spawned.into_iter().collect(),
-                text: output.map(|o| sanitize(&o)),
-                text_rule: TextRule::Output,
-                status: Some(ItemStatus::Completed),
-                completed_ms: time,
-                ..ItemFact::default()
-            };
-            fact.turn = None;
-            facts.push(Fact::Item(Box::new(fact)));
-        }
+        ("response_item", "function_call_output" | "custom_tool_call_output") => facts.extend(call_output(p, time)),
         _ => {}
     }
+}
+
+/// `task_complete` (a turn whose requests failed for good is still written so, with an `error`)
+/// or `turn_aborted`.
+fn turn_ended(aborted: bool, p: &Payload<'_>, facts: &mut Facts<'_>) {
+    let error = p.error.as_ref().map(|e| sanitize(e.message.as_deref().unwrap_or("the turn failed")));
+    let outcome = match (aborted, &error) {
+        (true, _) => TurnOutcome::Interrupted,
+        (_, Some(_)) => TurnOutcome::Failed,
+        _ => TurnOutcome::Completed,
+    };
+    if let Some(message) = &error {
+        facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false }));
+    }
+    facts.push(Fact::TurnEnded(TurnEnded {
+        turn: TurnRef::IdOrLatest(p.turn_id.as_deref().map(|t| Cow::Owned(t.to_owned()))),
+        outcome: Some(outcome),
+        error,
+    }));
+}
+
+impl Info {
+    /// A `token_count`'s figures: the thread's totals, and the context of its latest response.
+    fn usage<'l>(self) -> Fact<'l> {
+        let context = match (self.last_token_usage.and_then(|l| l.total_tokens), self.model_context_window) {
+            (Some(used), Some(window)) => Some(ContextFill { used, window: Some(window) }),
+            _ => None,
+        };
+        Fact::Usage(Usage::Cumulative { total: self.total_token_usage.map(TokenCounts::breakdown), context })
+    }
+}
+
+/// A message of the transcript: the assistant's, or the user's — unless Codex wrote it in the
+/// user's name ([`Injected`]). The instructions Codex sends as developer messages are not the
+/// conversation.
+fn message(p: &Payload<'_>, out: &mut Lowered<'_>) {
+    let time = out.time;
+    let kind = match p.role.as_deref() {
+        Some("assistant") => ItemKind::AgentMessage,
+        Some("user") => ItemKind::UserMessage,
+        _ => return,
+    };
+    let raw = if kind == ItemKind::UserMessage {
+        let (said, context) = spoken(p.content.as_deref().unwrap_or_default());
+        if context && said.trim().is_empty() {
+            out.weight = Weight::Noise;
+            return;
+        }
+        if let Some(injected) = injected(&said) {
+            injected.lower(p.id.as_deref(), out);
+            return;
+        }
+        said
+    } else {
+        joined(p.content.as_ref())
+    };
+    let text = sanitize(&raw);
+    out.facts.push(item(p.id.as_deref(), kind, time, |f| {
+        f.text = Some(text);
+        f.status = Some(ItemStatus::Completed);
+    }));
+}
+
+/// A function call: a call that manages agents (a card; the agents it names are its receivers,
+/// shown by name, never its title), a command, or another tool.
+fn call<'l>(p: &Payload<'_>, time: Option<i64>) -> Fact<'l> {
+    let name = p.name.as_deref().unwrap_or("tool");
+    let args: Arguments<'_> = p.arguments.as_deref().and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
+    let command = args.cmd.as_deref().map(str::to_owned).or_else(|| match &args.command {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Array(a)) => Some(a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" ")),
+        _ => None,
+    });
+    let (op, tool) = super::codex::agent_call(name);
+    let (kind, title, receivers) = match op {
+        Some(op) => (ItemKind::Collab, args.message.as_deref().unwrap_or_default().to_owned(), args.named(op)),
+        None if command.is_some() => (ItemKind::Command, command.unwrap_or_default(), Vec::new()),
+        None => (ItemKind::DynamicTool, name.to_owned(), Vec::new()),
+    };
+    item(p.call_id.as_deref().or(p.id.as_deref()), kind, time, |f| {
+        f.title = Some(sanitize(&title));
+        f.op = op;
+        f.tool = op.map(|_| tool);
+        f.status = Some(ItemStatus::InProgress);
+        f.receivers = receivers;
+    })
+}
+
+/// A function call's output: its call is completed, with the output as its text. A spawn's output
+/// names its child; any other output that parses so is a tool's own.
+fn call_output<'l>(p: &Payload<'_>, time: Option<i64>) -> Option<Fact<'l>> {
+    let call = p.call_id.as_deref()?;
+    let output = p.output.map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
+    let spawned = output
+        .as_deref()
+        .filter(|o| o.starts_with('{'))
+        .and_then(|o| serde_json::from_str::<Spawned<'_>>(o).ok())
+        .and_then(|s| s.child().map(owned));
+    Some(Fact::Item(Box::new(ItemFact {
+        id: Some(Cow::Owned(call.to_owned())),
+        update_only: true,
+        receivers: spawned.into_iter().collect(),
+        text: output.map(|o| sanitize(&o)),
+        text_rule: TextRule::Output,
+        status: Some(ItemStatus::Completed),
+        completed_ms: time,
+        ..ItemFact::default()
+    })))
 }
 
 /// A user message's parts that are the user's (joined), and whether any were context Codex adds
@@ -538,6 +522,48 @@ impl Shell {
         let exit_code = head.lines().find_map(|l| l.trim().strip_prefix("Exit code:")?.trim().parse().ok());
         let output = output.strip_prefix('\n').unwrap_or(output).trim_end().to_owned();
         Some(Self { command, exit_code, output })
+    }
+}
+
+impl Injected {
+    /// What Codex wrote in the user's name says, as the item `id` of the message.
+    fn lower(self, id: Option<&str>, out: &mut Lowered<'_>) {
+        let time = out.time;
+        match self {
+            Self::TurnAborted => {
+                // The turn the user interrupted, not their words: Codex writes this note into
+                // that turn's history just before its `turn_aborted` event (and alone into a fork
+                // of an interrupted session), so it ends the latest turn as the app-server's
+                // `turn/completed` `interrupted` does; the event repeats it.
+                out.weight = Weight::Closing;
+                out.facts.push(Fact::TurnEnded(TurnEnded {
+                    turn: TurnRef::Latest,
+                    outcome: Some(TurnOutcome::Interrupted),
+                    error: None,
+                }));
+            }
+            Self::Shell(shell) => {
+                // `!cmd` typed in the TUI: Codex ran it and wrote its command and result as a user
+                // message of a turn of its own. What the user did is a command.
+                out.facts.push(item(id, ItemKind::Command, time, |f| {
+                    f.title = Some(sanitize(&shell.command));
+                    f.text = Some(sanitize(&shell.output));
+                    f.exit_code = shell.exit_code;
+                    f.status = Some(match shell.exit_code {
+                        Some(0) | None => ItemStatus::Completed,
+                        Some(_) => ItemStatus::Failed,
+                    });
+                }));
+            }
+            Self::Notification(n) => {
+                out.facts.extend(n.fact());
+                out.facts.push(item(id, ItemKind::Other(sanitize("agent reported")), time, |f| {
+                    f.text = Some(sanitize(&n.summary()));
+                    f.status = Some(ItemStatus::Completed);
+                    f.receivers = vec![owned(&n.agent_path)];
+                }));
+            }
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use super::json::swar::{self, HIGHS, LOWS, ONES};
+
 /// Text with no escape sequences, no C0/C1 controls but `\n` and `\t`, no bidi overrides, no
 /// zero-width controls, no line or paragraph separators and no tag characters. Build it with
 /// [`sanitize`], [`sanitize_line`], [`Clean::path`] or [`Clean::push`].
@@ -119,9 +121,6 @@ fn is_invisible_control(c: char) -> bool {
         | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{e0000}'..='\u{e007f}')
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
 /// The high bit of every byte of a word that may be below 0x20 or at 0x7f and above: a byte below
 /// 0x20 borrows into its clear high bit; one at 0x7f or above has its high bit set once 1 is
 /// added. Never misses such a byte; may flag a plain one.
@@ -140,7 +139,7 @@ fn plain_prefix(raw: &[u8]) -> usize {
     let mut words = raw.chunks_exact(8);
     let mut at = 0;
     for word in &mut words {
-        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let x = swar::word(word);
         if suspects(x) != 0 && !word.iter().copied().all(is_plain_ascii) {
             return at;
         }
@@ -180,14 +179,6 @@ fn drops_here(raw: &[u8], at: usize) -> bool {
     }
 }
 
-const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-
-/// The high bit of every byte of `x` equal to `v`, exactly (no borrow runs into the next byte).
-fn bytes_equal(x: u64, v: u8) -> u64 {
-    let t = x ^ (ONES * u64::from(v));
-    !(((t & LOWS) + LOWS) | t) & HIGHS
-}
-
 /// The high bit of every byte of `x` that [`drops_here`] has to look at: every byte below 0x20
 /// (newlines too: they are rare enough to be turned down one by one), DEL, and every lead byte
 /// of a char of two or more bytes (0xC0 and up; continuation bytes never begin a dropped char).
@@ -198,7 +189,7 @@ fn may_drop_bytes(x: u64) -> u64 {
     let below_space = !(((x & LOWS) + ONES * 0x60) | x) & HIGHS;
     // 0xC0 and up: the two top bits set.
     let leads = x & (x << 1) & HIGHS;
-    below_space | bytes_equal(x, 0x7f) | leads
+    below_space | swar::equal_exact(x, 0x7f) | leads
 }
 
 /// The first byte at or after `from` that begins what may be dropped, else the end; eight bytes
@@ -206,7 +197,7 @@ fn may_drop_bytes(x: u64) -> u64 {
 fn next_suspect(raw: &[u8], from: usize) -> usize {
     let mut i = from;
     while let Some(word) = raw.get(i..i + 8) {
-        let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let x = swar::word(word);
         if suspects(x) != 0 {
             let mut hits = may_drop_bytes(x);
             while hits != 0 {
@@ -452,7 +443,7 @@ mod tests {
             any::<u8>(), Just(b'\n'), Just(b'\t'), Just(0x7f), Just(0xc2), Just(0xd8), Just(0xe1), Just(0xe2),
             Just(0xef), Just(0xf3), Just(0x1f), Just(0x20), Just(0x80),
         ], 8)) {
-            let x = u64::from_le_bytes(s.as_slice().try_into().expect("eight bytes"));
+            let x = swar::word(&s);
             let flagged = may_drop_bytes(x);
             for k in 0..8 {
                 // Every byte that may begin a dropped char is looked at.

@@ -1,7 +1,6 @@
 //! Claude Code (wire.md §6): session transcripts and their sub-agents' files, each lowered into
 //! the facts every format shares.
 
-mod cursor;
 mod hook;
 mod local;
 pub mod outcome;
@@ -11,7 +10,7 @@ mod skim;
 pub mod stream;
 mod transcript;
 
+pub use skim::{Reading, parse_alone_into};
 pub use transcript::{
     AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse,
-    parse_alone_into,
 };

@@ -23,9 +23,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::Usage;
-use super::stream::{StreamLine, breakdown, set};
 use crate::wire::fact::{
-    Delta, Fact, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, ResponseUsage, Status, Target, TurnRef, Weight,
+    Delta, Fact, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange, ResponseUsage, Status, StatusChange, StatusFact,
+    Target, TurnRef, Weight,
 };
 use crate::wire::json::{Str, opt_str};
 use crate::wire::{CleanStr, fact};
@@ -179,19 +179,20 @@ struct EventDelta<'a> {
     thinking: Option<Str<'a>>,
 }
 
-/// Lowers one `stream_event` line, said by the session (`out.subject` is set by the caller).
+/// Lowers one `stream_event` line, said by the session (`out.subject` is set by the caller), with
+/// the response it names (`api_message_id`).
 pub fn lower<'l>(
-    line: &'l StreamLine<'_>,
+    session: &str,
+    named: Option<&str>,
     event: Option<&'l RawValue>,
     partials: &mut Partials,
     out: &mut Lowered<'l>,
 ) {
     // An event of a shape this CLI does not write yet is the session's, and no fact.
     let Some(event) = event.and_then(|e| serde_json::from_str::<Event<'l>>(e.get()).ok()) else { return };
-    let named = event.message.as_ref().and_then(|m| m.id.clone());
-    let session = line.session_id.as_deref().unwrap_or_default();
+    let started = event.message.as_ref().and_then(|m| m.id.clone());
     let current = partials.current(session).map(str::to_owned);
-    let Some(message) = line.api_message_id.as_deref().or(named.as_deref()).or(current.as_deref()) else { return };
+    let Some(message) = named.or(started.as_deref()).or(current.as_deref()) else { return };
     out.weight = Weight::Output;
     match event.kind.as_deref() {
         Some("message_start") => {
@@ -205,7 +206,8 @@ pub fn lower<'l>(
                     model: CleanStr::from(crate::wire::sanitize(model)),
                 }));
             }
-            out.facts.push(set(Target::Subject, Status::Running));
+            out.facts
+                .push(Fact::Status(StatusFact { target: Target::Subject, change: StatusChange::Set(Status::Running) }));
         }
         Some("content_block_start") => {
             let Some(index) = event.index else { return };
@@ -258,7 +260,7 @@ pub fn lower<'l>(
             u.cache_creation_input_tokens = max(u.cache_creation_input_tokens, last.cache_creation_input_tokens);
             u.cache_read_input_tokens = max(u.cache_read_input_tokens, last.cache_read_input_tokens);
             u.output_tokens = max(u.output_tokens, last.output_tokens);
-            let tokens = breakdown(u);
+            let tokens = u.breakdown();
             let model = open.model.as_deref().map(|m| CleanStr::from(crate::wire::sanitize(m)));
             out.facts.push(Fact::Usage(fact::Usage::Response(Box::new(ResponseUsage {
                 key: (Cow::Owned(message.to_owned()), Cow::Borrowed("")),
@@ -282,7 +284,7 @@ fn clean(text: Str<'_>) -> CleanStr<'_> {
 #[cfg(test)]
 mod tests {
     use crate::wire::fact::Subject;
-    use crate::wire::record::{Decoded, Other, decode};
+    use crate::wire::record::{Line, decode};
 
     const S: &str = r#""session_id":"s","parent_tool_use_id":null"#;
 
@@ -292,8 +294,8 @@ mod tests {
         lines
             .iter()
             .map(|text| {
-                let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
-                assert!(matches!(line.other, Some(Other::ClaudeStream(_))), "{text}");
+                let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
+                assert!(matches!(line.line, Line::ClaudeStream(_)), "{text}");
                 let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
                 assert_eq!(out.subject, Subject::Thread("s".into()));
                 format!("{:?}", out.facts.iter().collect::<Vec<_>>())
@@ -423,7 +425,7 @@ mod tests {
     fn a_sub_agents_line_without_agent_id_is_the_task_its_tool_use_started() {
         let mut stream = crate::wire::Stream::default();
         let mut subject = |text: &str| {
-            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
             let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
             let who = match &out.subject {
                 Subject::Thread(t) => t.to_string(),
@@ -464,7 +466,7 @@ mod tests {
         let mut stream = crate::wire::Stream::default();
         let mut facts = Vec::new();
         for text in lines {
-            let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+            let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
             assert!(!line.lowers_alone(), "a task line reads what task_started said");
             let out = crate::wire::lower(&line, &crate::wire::Origin::NONE, &mut stream);
             assert_eq!(out.subject, Subject::Thread("s".into()), "the session's: {text}");
@@ -478,8 +480,8 @@ mod tests {
     #[test]
     fn stream_events_and_the_sessions_assistant_lines_read_the_stream() {
         let line = |text: &str| match decode(text.as_bytes()) {
-            Decoded::Line(l) => l.lowers_alone(),
-            Decoded::Malformed(m) => panic!("{m}"),
+            Ok(l) => l.lowers_alone(),
+            Err(m) => panic!("{m}"),
         };
         assert!(!line(&response()[1]));
         assert!(!line(&response()[4]));

@@ -11,8 +11,9 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use crate::wire::fact::{
-    Fact, Format, Lowered, Origin, Parentage, Spawn, StatusChange, StatusFact, Subject, Target, ThreadFact, Via, Weight,
+    Fact, Format, Lowered, Parentage, Spawn, StatusChange, StatusFact, Subject, Target, ThreadFact, Via, Weight,
 };
+use crate::wire::origin::Origin;
 use crate::wire::sanitize;
 
 #[derive(Debug, Default, Deserialize)]
@@ -83,7 +84,7 @@ pub fn lower<'l>(text: &'l str, origin: &Origin, out: &mut Lowered<'l>) -> Optio
 mod tests {
     use super::*;
     use crate::wire::Clean;
-    use crate::wire::fact::OriginInfo;
+    use crate::wire::OriginInfo;
 
     // The struct update keeps this compiling when the source learns more about a file.
     #[allow(clippy::needless_update)]

@@ -6,18 +6,45 @@
 //! Anything unusual (a member of another format, a key met twice, a value of an unexpected type)
 //! gives up with `None`, and the full parse reads the line: this reader only ever agrees with it.
 
-// The outer `None` is "give up, leave it to the full parse"; the inner one is JSON's null.
-#![allow(clippy::option_option)]
-
-use super::cursor::{Cursor, Seen};
 use super::transcript::{
     AgentResult, Block, CacheCreation, ClaudeLine, ClaudeMessage, Decision, ProgressData, ToolInput, Usage, joined,
+    parse,
 };
-use crate::wire::json::Str;
-use crate::wire::record::Reading;
+use crate::wire::json::{Cursor, Scan, Str};
 
 /// Content nested deeper than this (a tool result inside a tool result …) is left to the full parse.
 const MAX_NESTING: u32 = 8;
+
+/// How much of a line decoding reads: what its consumer shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reading {
+    /// Everything a screen shows: tool outputs too.
+    #[default]
+    Whole,
+    /// What figures, the tree, statuses and names need: a headless command's reading. The bulk of a
+    /// Claude Code transcript, its tool outputs, is stepped over unread (its item keeps no text);
+    /// every fact but an item's text is what [`Reading::Whole`] gives.
+    Figures,
+}
+
+/// [`parse`] of a record that is plainly a transcript line and nothing else, without first
+/// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
+/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+/// stream-json line; read into `out`, a default line. `false` when that is not plain (and `out`
+/// holds anything): the record reader then reads it the long way, to the same end.
+pub fn parse_alone_into<'a>(text: &'a str, reading: Reading, out: &mut ClaudeLine<'a>) -> bool {
+    // Most lines are read in one pass that steps over what no fact needs; the rest are parsed whole.
+    if line_into(text, reading, out).is_some() {
+        return out.uuid.is_some() || out.session_id.is_some();
+    }
+    match parse(text) {
+        Some(line) if line.is_plain_transcript() => {
+            *out = line;
+            true
+        }
+        _ => false,
+    }
+}
 
 /// The line, when it is a plain transcript line: a `type`, and no member of a Codex message, an
 /// envelope, a rollout line or a stream-json line.
@@ -30,119 +57,48 @@ pub fn line(text: &str, reading: Reading) -> Option<ClaudeLine<'_>> {
 
 /// [`line`] read into `line`, a default one (a line is some kilobyte: moved out of here, into its
 /// box and on, its copies were a tenth of this reader's time). On `None`, `line` holds part of it.
-pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>) -> Option<()> {
+pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>) -> Scan<()> {
     let mut c = Cursor::new(text);
-    let mut seen = Seen::default();
     let mut snake_session = false;
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        match key {
-            b"type" => {
-                seen.once(0)?;
-                line.kind = c.opt_str()?;
-            }
-            b"uuid" => {
-                seen.once(1)?;
-                line.uuid = c.opt_str()?;
-            }
-            b"sessionId" => {
-                seen.once(2)?;
-                line.session_id = c.opt_str()?;
-            }
-            b"agentId" => {
-                seen.once(3)?;
-                line.agent_id = c.opt_str()?;
-            }
-            b"isSidechain" => {
-                seen.once(4)?;
-                line.is_sidechain = c.opt_bool()?;
-            }
-            b"isMeta" => {
-                seen.once(5)?;
-                line.is_meta = c.opt_bool()?;
-            }
-            b"timestamp" => {
-                seen.once(6)?;
-                line.timestamp = c.opt_str()?;
-            }
-            b"requestId" => {
-                seen.once(7)?;
-                line.request_id = c.opt_str()?;
-            }
-            b"requestSessionId" => {
-                seen.once(15)?;
-                line.request_session_id = c.opt_str()?;
-            }
-            b"message" => {
-                seen.once(8)?;
-                line.message = message(&mut c, reading)?;
-            }
-            b"data" => {
-                seen.once(9)?;
-                line.data = progress(&mut c)?;
-            }
-            b"parentToolUseID" => {
-                seen.once(10)?;
-                line.parent_tool_use_id = c.opt_str()?;
-            }
-            b"toolUseResult" => {
-                seen.once(11)?;
-                line.agent_result = agent_result(&mut c)?;
-            }
-            b"isApiErrorMessage" => {
-                seen.once(12)?;
-                line.is_api_error_message = c.opt_bool()?;
-            }
-            b"apiErrorStatus" => {
-                seen.once(13)?;
-                line.api_error_status = c.parse()?;
-            }
-            b"isAbortedMidStream" => {
-                seen.once(14)?;
-                line.is_aborted_mid_stream = c.opt_bool()?;
-            }
-            b"subtype" => {
-                seen.once(19)?;
-                line.subtype = c.opt_str()?;
-            }
-            b"isCompactSummary" => {
-                seen.once(20)?;
-                line.is_compact_summary = c.opt_bool()?;
-            }
-            b"toolDenialKind" => {
-                seen.once(21)?;
-                line.tool_denial_kind = c.opt_str()?;
-            }
-            b"entrypoint" => {
-                seen.once(18)?;
-                line.entrypoint = c.opt_str()?;
-            }
-            // A failed hook run is read by the full parse; any other attachment is no fact.
-            b"attachment" => {
-                let raw = c.value()?;
-                if super::hook::FAILED_ATTACHMENTS.iter().any(|k| raw.contains(k)) {
-                    return None;
-                }
-            }
-            b"permissionDecision" => {
-                seen.once(17)?;
-                line.permission_decision = decision(&mut c)?;
-            }
-            // Another format's members: its reader decides.
-            b"method" | b"params" | b"id" | b"result" | b"error" | b"emittedAtMs" | b"swarmtop" | b"ts" | b"dir"
-            | b"msg" | b"rawB64" | b"payload" => return None,
-            // stream-json's spelling; a transcript line may carry it beside `sessionId` (checked below).
-            b"session_id" => {
-                seen.once(16)?;
-                snake_session = true;
-                line.note_stream_session_id();
-                c.value()?;
-            }
-            _ => {
-                c.value()?;
-            }
+    c.fields(|f, key| match key {
+        b"type" => f.set(0, &mut line.kind),
+        b"uuid" => f.set(1, &mut line.uuid),
+        b"sessionId" => f.set(2, &mut line.session_id),
+        b"agentId" => f.set(3, &mut line.agent_id),
+        b"isSidechain" => f.set(4, &mut line.is_sidechain),
+        b"isMeta" => f.set(5, &mut line.is_meta),
+        b"timestamp" => f.set(6, &mut line.timestamp),
+        b"requestId" => f.set(7, &mut line.request_id),
+        b"message" => message(f.once(8)?, reading).map(|m| line.message = m),
+        b"data" => progress(f.once(9)?).map(|d| line.data = d),
+        b"parentToolUseID" => f.set(10, &mut line.parent_tool_use_id),
+        b"toolUseResult" => agent_result(f.once(11)?).map(|r| line.agent_result = r),
+        b"isApiErrorMessage" => f.set(12, &mut line.is_api_error_message),
+        b"apiErrorStatus" => f.once(13)?.parse().map(|s| line.api_error_status = s),
+        b"isAbortedMidStream" => f.set(14, &mut line.is_aborted_mid_stream),
+        b"requestSessionId" => f.set(15, &mut line.request_session_id),
+        b"permissionDecision" => decision(f.once(17)?).map(|d| line.permission_decision = d),
+        b"entrypoint" => f.set(18, &mut line.entrypoint),
+        b"subtype" => f.set(19, &mut line.subtype),
+        b"isCompactSummary" => f.set(20, &mut line.is_compact_summary),
+        b"toolDenialKind" => f.set(21, &mut line.tool_denial_kind),
+        // A failed hook run is read by the full parse; any other attachment is no fact (given
+        // twice, serde refuses the line, and so does this).
+        b"attachment" => {
+            let raw = f.once(22)?.skip()?;
+            (!super::hook::FAILED_ATTACHMENTS.iter().any(|k| raw.contains(k))).then_some(())
         }
-    }
+        // Another format's members: its reader decides.
+        b"method" | b"params" | b"id" | b"result" | b"error" | b"emittedAtMs" | b"swarmtop" | b"ts" | b"dir"
+        | b"msg" | b"rawB64" | b"payload" => None,
+        // stream-json's spelling; a transcript line may carry it beside `sessionId` (checked below).
+        b"session_id" => {
+            snake_session = true;
+            line.note_stream_session_id();
+            f.once(16)?.skip().map(drop)
+        }
+        _ => f.skip(),
+    })?;
     c.end()?;
     line.kind.as_ref()?;
     // Without `sessionId`, a snake-case session makes it a stream-json line.
@@ -152,46 +108,25 @@ pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>)
     Some(())
 }
 
-fn message<'a>(c: &mut Cursor<'a>, reading: Reading) -> Option<Option<ClaudeMessage<'a>>> {
+fn message<'a>(c: &mut Cursor<'a>, reading: Reading) -> Scan<Option<ClaudeMessage<'a>>> {
     if c.peek()? != b'{' {
         return c.null();
     }
     let mut m = ClaudeMessage::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        match key {
-            b"id" => {
-                seen.once(0)?;
-                m.id = c.opt_str()?;
-            }
-            b"model" => {
-                seen.once(1)?;
-                m.model = c.opt_str()?;
-            }
-            b"content" => {
-                seen.once(2)?;
-                m.content = content(c, 0, reading)?;
-            }
-            b"usage" => {
-                seen.once(3)?;
-                m.usage = usage(c)?;
-            }
-            b"stop_reason" => {
-                seen.once(4)?;
-                m.stop_reason = c.opt_str()?;
-            }
-            _ => {
-                c.value()?;
-            }
-        }
-    }
+    c.fields(|f, key| match key {
+        b"id" => f.set(0, &mut m.id),
+        b"model" => f.set(1, &mut m.model),
+        b"content" => content(f.once(2)?, 0, reading).map(|v| m.content = v),
+        b"usage" => usage(f.once(3)?).map(|u| m.usage = u),
+        b"stop_reason" => f.set(4, &mut m.stop_reason),
+        _ => f.skip(),
+    })?;
     Some(Some(m))
 }
 
 /// A response's usage, as serde reads it: read here when it is what transcripts write (plain
 /// integers, string or integer members beside them), else by serde on the value's text.
-fn usage(c: &mut Cursor<'_>) -> Option<Option<Usage>> {
+fn usage(c: &mut Cursor<'_>) -> Scan<Option<Usage>> {
     let mut probe = c.clone();
     if let Some(usage) = plain_usage(&mut probe) {
         *c = probe;
@@ -200,154 +135,83 @@ fn usage(c: &mut Cursor<'_>) -> Option<Option<Usage>> {
     c.parse()
 }
 
-fn plain_usage(c: &mut Cursor<'_>) -> Option<Option<Usage>> {
+fn plain_usage(c: &mut Cursor<'_>) -> Scan<Option<Usage>> {
     if c.peek()? != b'{' {
         return c.null();
     }
     let mut u = Usage::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        c.peek()?;
-        match key {
-            b"input_tokens" => {
-                seen.once(0)?;
-                u.input_tokens = c.opt_plain_u64()?;
-            }
-            b"cache_creation_input_tokens" => {
-                seen.once(1)?;
-                u.cache_creation_input_tokens = c.opt_plain_u64()?;
-            }
-            b"cache_read_input_tokens" => {
-                seen.once(2)?;
-                u.cache_read_input_tokens = c.opt_plain_u64()?;
-            }
-            b"output_tokens" => {
-                seen.once(3)?;
-                u.output_tokens = c.opt_plain_u64()?;
-            }
-            b"cache_creation" => {
-                seen.once(4)?;
-                u.cache_creation = cache_creation(c)?;
-            }
-            // Another member (`service_tier`, …): serde would step over it, checking it; what is
-            // checked here as serde checks it is a string or a plain number; anything else goes
-            // to serde.
-            _ => match c.peek()? {
-                b'"' => {
-                    c.string()?;
-                }
-                _ => {
-                    c.opt_plain_u64()?;
-                }
-            },
+    c.fields(|f, key| match key {
+        b"input_tokens" => f.set(0, &mut u.input_tokens),
+        b"cache_creation_input_tokens" => f.set(1, &mut u.cache_creation_input_tokens),
+        b"cache_read_input_tokens" => f.set(2, &mut u.cache_read_input_tokens),
+        b"output_tokens" => f.set(3, &mut u.output_tokens),
+        b"cache_creation" => cache_creation(f.once(4)?).map(|cc| u.cache_creation = cc),
+        // Another member (`service_tier`, …): serde would step over it, checking it; what is
+        // checked here as serde checks it is a string or a plain number; anything else goes
+        // to serde.
+        _ => {
+            let c = f.cursor();
+            if c.peek()? == b'"' { c.string().map(drop) } else { c.opt_u64().map(drop) }
         }
-    }
+    })?;
     Some(Some(u))
 }
 
-fn cache_creation(c: &mut Cursor<'_>) -> Option<Option<CacheCreation>> {
+fn cache_creation(c: &mut Cursor<'_>) -> Scan<Option<CacheCreation>> {
     if c.peek()? != b'{' {
         return c.null();
     }
     let mut cc = CacheCreation::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        c.peek()?;
-        match key {
-            b"ephemeral_5m_input_tokens" => {
-                seen.once(0)?;
-                cc.ephemeral_5m_input_tokens = c.opt_plain_u64()?;
-            }
-            b"ephemeral_1h_input_tokens" => {
-                seen.once(1)?;
-                cc.ephemeral_1h_input_tokens = c.opt_plain_u64()?;
-            }
-            _ => return None,
-        }
-    }
+    c.fields(|f, key| match key {
+        b"ephemeral_5m_input_tokens" => f.set(0, &mut cc.ephemeral_5m_input_tokens),
+        b"ephemeral_1h_input_tokens" => f.set(1, &mut cc.ephemeral_1h_input_tokens),
+        _ => None,
+    })?;
     Some(Some(cc))
 }
 
 /// A message's content: a string is one text block; anything but a string or blocks is none.
-fn content<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Option<Vec<Block<'a>>> {
+fn content<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Scan<Vec<Block<'a>>> {
     match c.peek()? {
         b'"' => Some(vec![Block::text(c.string()?)]),
         b'[' => {
             let mut blocks = Vec::new();
-            let mut elements = c.array()?;
-            while c.next(&mut elements)? {
-                blocks.push(block(c, depth, reading)?);
-            }
+            c.elements(|c| block(c, depth, reading).map(|b| blocks.push(b)))?;
             Some(blocks)
         }
         _ => {
-            c.value()?;
+            c.skip()?;
             Some(Vec::new())
         }
     }
 }
 
-fn block<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Option<Block<'a>> {
+fn block<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Scan<Block<'a>> {
     if depth > MAX_NESTING || c.peek()? != b'{' {
         return None;
     }
     let mut b = Block::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        match key {
-            b"type" => {
-                seen.once(0)?;
-                b.kind = c.opt_str()?;
-            }
-            b"text" => {
-                seen.once(1)?;
-                b.text = c.opt_str()?;
-            }
-            b"thinking" => {
-                seen.once(2)?;
-                b.thinking = c.opt_str()?;
-            }
-            b"id" => {
-                seen.once(3)?;
-                b.id = c.opt_str()?;
-            }
-            b"name" => {
-                seen.once(4)?;
-                b.name = c.opt_str()?;
-            }
-            b"input" => {
-                seen.once(5)?;
-                b.input = tool_input(c)?;
-            }
-            b"tool_use_id" => {
-                seen.once(6)?;
-                b.tool_use_id = c.opt_str()?;
-            }
-            b"content" => {
-                seen.once(7)?;
-                b.content = result_content(c, depth + 1, reading)?;
-            }
-            b"is_error" => {
-                seen.once(8)?;
-                b.is_error = c.opt_bool()?;
-            }
-            _ => {
-                c.value()?;
-            }
-        }
-    }
+    c.fields(|f, key| match key {
+        b"type" => f.set(0, &mut b.kind),
+        b"text" => f.set(1, &mut b.text),
+        b"thinking" => f.set(2, &mut b.thinking),
+        b"id" => f.set(3, &mut b.id),
+        b"name" => f.set(4, &mut b.name),
+        b"input" => tool_input(f.once(5)?).map(|i| b.input = i),
+        b"tool_use_id" => f.set(6, &mut b.tool_use_id),
+        b"content" => result_content(f.once(7)?, depth + 1, reading).map(|t| b.content = t),
+        b"is_error" => f.set(8, &mut b.is_error),
+        _ => f.skip(),
+    })?;
     Some(b)
 }
 
 /// A tool result's text: its string, or its text blocks' a line each; none, stepped over, when
 /// only figures are read (a transcript's tool outputs are most of its bytes, and no figure, status
 /// or name is read from them).
-fn result_content<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Option<Str<'a>> {
+fn result_content<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Scan<Str<'a>> {
     if reading == Reading::Figures {
-        c.value()?;
+        c.skip()?;
         return Some(Str::Borrowed(""));
     }
     match c.peek()? {
@@ -357,125 +221,85 @@ fn result_content<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Optio
             Some(joined(blocks.into_iter().filter_map(|b| b.text)))
         }
         _ => {
-            c.value()?;
+            c.skip()?;
             Some(Str::Borrowed(""))
         }
     }
 }
 
 /// The members of a tool call's input a title reads; an input that is no object reads as none.
-fn tool_input<'a>(c: &mut Cursor<'a>) -> Option<ToolInput<'a>> {
+fn tool_input<'a>(c: &mut Cursor<'a>) -> Scan<ToolInput<'a>> {
     match c.peek()? {
         b'{' => {}
         // serde reads a struct from an array too, by position: left to it.
         b'[' => return None,
         _ => {
-            c.value()?;
+            c.skip()?;
             return Some(ToolInput::default());
         }
     }
     let mut input = ToolInput::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        let (bit, slot) = match key {
-            b"command" => (0, &mut input.command),
-            b"description" => (1, &mut input.description),
-            b"prompt" => (2, &mut input.prompt),
-            b"subagent_type" => (3, &mut input.subagent_type),
-            b"file_path" => (4, &mut input.file_path),
-            b"pattern" => (5, &mut input.pattern),
-            b"url" => (6, &mut input.url),
-            b"query" => (7, &mut input.query),
-            _ => {
-                c.value()?;
-                continue;
-            }
-        };
-        seen.once(bit)?;
-        *slot = c.opt_str()?;
-    }
+    c.fields(|f, key| match key {
+        b"command" => f.set(0, &mut input.command),
+        b"description" => f.set(1, &mut input.description),
+        b"prompt" => f.set(2, &mut input.prompt),
+        b"subagent_type" => f.set(3, &mut input.subagent_type),
+        b"file_path" => f.set(4, &mut input.file_path),
+        b"pattern" => f.set(5, &mut input.pattern),
+        b"url" => f.set(6, &mut input.url),
+        b"query" => f.set(7, &mut input.query),
+        _ => f.skip(),
+    })?;
     Some(input)
 }
 
 /// `toolUseResult` as a sub-agent's answer; a string (a failure's text) or a scalar is none.
-fn agent_result<'a>(c: &mut Cursor<'a>) -> Option<Option<AgentResult<'a>>> {
+fn agent_result<'a>(c: &mut Cursor<'a>) -> Scan<Option<AgentResult<'a>>> {
     match c.peek()? {
         b'{' => {}
         b'[' => return None,
         _ => {
-            c.value()?;
+            c.skip()?;
             return Some(None);
         }
     }
     let mut result = AgentResult::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        match key {
-            b"agentId" => {
-                seen.once(0)?;
-                result.agent_id = c.opt_str()?;
-            }
-            b"status" => {
-                seen.once(1)?;
-                result.status = c.opt_str()?;
-            }
-            _ => {
-                c.value()?;
-            }
-        }
-    }
+    c.fields(|f, key| match key {
+        b"agentId" => f.set(0, &mut result.agent_id),
+        b"status" => f.set(1, &mut result.status),
+        _ => f.skip(),
+    })?;
     Some(Some(result))
 }
 
 /// `permissionDecision`: its `decision`; `source`, `reasonCode` are stepped over.
-fn decision<'a>(c: &mut Cursor<'a>) -> Option<Option<Decision<'a>>> {
+fn decision<'a>(c: &mut Cursor<'a>) -> Scan<Option<Decision<'a>>> {
     if c.peek()? != b'{' {
         return c.null();
     }
     let mut d = Decision::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        if key == b"decision" {
-            seen.once(0)?;
-            d.decision = c.opt_str()?;
-        } else {
-            c.value()?;
-        }
-    }
+    c.fields(|f, key| if key == b"decision" { f.set(0, &mut d.decision) } else { f.skip() })?;
     Some(Some(d))
 }
 
 /// A progress line's `data`: its type and agent; its nested message is stepped over.
-fn progress<'a>(c: &mut Cursor<'a>) -> Option<Option<ProgressData<'a>>> {
+fn progress<'a>(c: &mut Cursor<'a>) -> Scan<Option<ProgressData<'a>>> {
     if c.peek()? != b'{' {
         return c.null();
     }
     let mut data = ProgressData::default();
-    let mut seen = Seen::default();
-    let mut members = c.object()?;
-    while let Some(key) = c.key(&mut members)? {
-        match key {
-            b"type" => {
-                seen.once(0)?;
-                data.kind = c.opt_str()?;
-            }
-            b"agentId" => {
-                seen.once(1)?;
-                data.agent_id = c.opt_str()?;
-            }
-            _ => {
-                c.value()?;
-            }
-        }
-    }
+    c.fields(|f, key| match key {
+        b"type" => f.set(0, &mut data.kind),
+        b"agentId" => f.set(1, &mut data.agent_id),
+        _ => f.skip(),
+    })?;
     Some(Some(data))
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     /// The one-pass reader either gives up or reads what the full parse reads.
@@ -651,6 +475,102 @@ mod tests {
         ];
         for record in &left {
             assert!(!agrees(record), "left to the full parse: {record}");
+        }
+    }
+
+    /// A value for a member: mostly of the shape a transcript writes there, sometimes anything.
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            Just("7".to_owned()),
+            Just("-1.5e3".to_owned()),
+            Just("18446744073709551616".to_owned()),
+            Just("\"u\"".to_owned()),
+            Just("\"a\\nb \\\"c\\\" \\u00e9\"".to_owned()),
+            Just("\"\\ud83e\"".to_owned()),
+            Just("\"2026-02-12T16:02:27.718Z\"".to_owned()),
+            Just("{\"type\":\"text\",\"text\":\"hi\"}".to_owned()),
+            Just("{\"input_tokens\":3,\"cache_read_input_tokens\":10,\"output_tokens\":2}".to_owned()),
+            Just("{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Agent\",\"input\":{\"description\":\"d\",\"prompt\":\"p\"}}".to_owned()),
+            Just("{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"is_error\":false}".to_owned()),
+            Just("{\"agentId\":\"a1\",\"status\":\"completed\"}".to_owned()),
+            Just("{\"decision\":\"reject\",\"source\":\"config\"}".to_owned()),
+            Just("{\"type\":\"agent_progress\",\"agentId\":\"a\"}".to_owned()),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
+                )),
+            ]
+        })
+    }
+
+    /// Member names of transcript lines and of what they hold, and a few of other formats'.
+    fn key() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(
+            &[
+                "type",
+                "uuid",
+                "sessionId",
+                "agentId",
+                "isSidechain",
+                "isMeta",
+                "timestamp",
+                "requestId",
+                "requestSessionId",
+                "message",
+                "data",
+                "parentToolUseID",
+                "toolUseResult",
+                "isApiErrorMessage",
+                "apiErrorStatus",
+                "isAbortedMidStream",
+                "permissionDecision",
+                "entrypoint",
+                "subtype",
+                "isCompactSummary",
+                "toolDenialKind",
+                "attachment",
+                "session_id",
+                "id",
+                "model",
+                "content",
+                "usage",
+                "stop_reason",
+                "text",
+                "thinking",
+                "name",
+                "input",
+                "tool_use_id",
+                "is_error",
+                "input_tokens",
+                "output_tokens",
+                "cache_creation",
+                "status",
+                "decision",
+                "method",
+                "payload",
+                "other",
+            ][..],
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Whenever the one-pass reader takes a line, it reads what the full parse reads.
+        #[test]
+        fn the_one_pass_reader_agrees_with_the_full_parse(
+            members in proptest::collection::vec((key(), value()), 0..8),
+            kind in prop_oneof![Just("\"user\""), Just("\"assistant\""), Just("5")],
+        ) {
+            let mut parts = vec![format!("\"type\":{kind}"), "\"uuid\":\"u\"".to_owned()];
+            parts.extend(members.iter().map(|(k, v)| format!("\"{k}\":{v}")));
+            agrees(&format!("{{{}}}", parts.join(",")));
         }
     }
 }

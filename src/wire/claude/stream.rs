@@ -288,7 +288,7 @@ fn id(s: &str) -> Cow<'_, str> {
     Cow::Borrowed(s)
 }
 
-pub(super) fn set(target: Target<'_>, status: Status) -> Fact<'_> {
+fn set(target: Target<'_>, status: Status) -> Fact<'_> {
     Fact::Status(StatusFact { target, change: StatusChange::Set(status) })
 }
 
@@ -335,7 +335,9 @@ pub fn lower<'l>(line: &'l StreamLine<'_>, partials: &mut Partials, out: &mut Lo
             super::hook::response(raw, out.time, &mut out.facts);
         }
         (Some("tool_progress"), _) => retry(line, out),
-        (Some("stream_event"), _) => super::partial::lower(line, line.event, partials, out),
+        (Some("stream_event"), _) => {
+            super::partial::lower(session, line.api_message_id.as_deref(), line.event, partials, out);
+        }
         (Some("assistant"), _) => assistant(line, partials, out),
         (Some("user"), _) => user(line, partials, out),
         (Some("result"), _) => result(line, out),
@@ -504,10 +506,10 @@ fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowere
         // The stream-start usage: partial, and reconciled with `result.modelUsage` downstream.
         out.facts.push(Fact::Usage(crate::wire::fact::Usage::Response(Box::new(crate::wire::fact::ResponseUsage {
             key: (id(mid), id("")),
-            tokens: breakdown(usage),
+            tokens: usage.breakdown(),
             model: model.map(CleanStr::new),
             // The stream-start usage: its prompt is whole, its output not yet.
-            context: crate::wire::fact::ContextFill::of_response(&breakdown(usage)),
+            context: crate::wire::fact::ContextFill::of_response(&usage.breakdown()),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -685,31 +687,11 @@ fn tool_use<'l>(block: &Block<'_>) -> Option<Fact<'l>> {
 }
 
 /// Anthropic usage in the vocabulary's terms: input includes the cache reads and writes.
-pub(super) fn breakdown(u: &Usage) -> Breakdown {
-    let v = |x: Option<u64>| x.unwrap_or(0);
-    let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
-    let one_hour = u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
-    tokens(fresh, read, written, one_hour, v(u.output_tokens))
-}
-
 fn model_breakdown(u: &ModelUsage<'_>) -> Breakdown {
     let v = |x: Option<u64>| x.unwrap_or(0);
     let written = v(u.cache_creation_input_tokens);
     let one_hour = v(u.cache_creation_1h_input_tokens).min(written);
-    tokens(v(u.input_tokens), v(u.cache_read_input_tokens), written, one_hour, v(u.output_tokens))
-}
-
-fn tokens(fresh: u64, read: u64, written: u64, one_hour: u64, output: u64) -> Breakdown {
-    let input = fresh.saturating_add(written).saturating_add(read);
-    Breakdown {
-        input_tokens: Some(input),
-        cached_input_tokens: Some(read),
-        cache_write_input_tokens: Some(written),
-        cache_write_1h_input_tokens: Some(one_hour),
-        output_tokens: Some(output),
-        reasoning_output_tokens: Some(0),
-        total_tokens: Some(input.saturating_add(output)),
-    }
+    super::transcript::tokens(v(u.input_tokens), v(u.cache_read_input_tokens), written, one_hour, v(u.output_tokens))
 }
 
 #[cfg(test)]

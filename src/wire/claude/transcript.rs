@@ -10,12 +10,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::wire::fact::{
-    Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered, ModelChange,
-    Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule, ThreadFact,
-    TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
+    AgentOp, Answered, Breakdown, CleanStr, ContextFill, Fact, Format, ItemFact, ItemKind, ItemStatus, Lowered,
+    ModelChange, Notice, Parentage, ResponseUsage, Spawn, Status, StatusChange, StatusFact, Subject, Target, TextRule,
+    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage as FactUsage, Via,
 };
 use crate::wire::json::{Str, opt_str};
-use crate::wire::record::Reading;
 use crate::wire::sanitize;
 use crate::wire::time::iso8601_ms;
 
@@ -85,7 +84,7 @@ pub struct ClaudeLine<'a> {
     pub failed_hook: Option<HookRun<'a>>,
     // The top-level members a Codex message, an envelope or a rollout line has, by whether they
     // are there at all (null included): a line with any of them is not read as a transcript line
-    // alone ([`parse_alone_into`]). Fields, not a flattened struct: flattening buffers every member.
+    // alone ([`ClaudeLine::is_plain_transcript`]). Fields, not a flattened struct: flattening buffers every member.
     #[serde(default)]
     method: Present,
     #[serde(default)]
@@ -125,6 +124,28 @@ impl ClaudeLine<'_> {
     /// What the full parse notes of a snake-case `session_id` member, for the one-pass reader.
     pub(super) fn note_stream_session_id(&mut self) {
         self.stream_session_id = Present(true);
+    }
+
+    /// Plainly a transcript line and nothing else: a `uuid` or `sessionId` (what makes the record
+    /// reader call it one), and no member of a Codex message, an envelope, a rollout line or a
+    /// stream-json line.
+    pub(super) fn is_plain_transcript(&self) -> bool {
+        let others = [
+            self.method,
+            self.params,
+            self.id,
+            self.result,
+            self.error,
+            self.emitted_at_ms,
+            self.swarmtop,
+            self.ts,
+            self.dir,
+            self.msg,
+            self.raw_b64,
+            self.payload,
+        ];
+        let stream = self.stream_session_id.0 && self.session_id.is_none();
+        (self.uuid.is_some() || self.session_id.is_some()) && !stream && !others.iter().any(|p| p.0)
     }
 }
 
@@ -319,52 +340,25 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
     Some(line)
 }
 
-/// [`parse`] of a record that is plainly a transcript line and nothing else, without first
-/// reading it as a Codex message: it has a `type`, a `uuid` or `sessionId` (what makes the
-/// record reader call it one), and no member of a Codex message, an envelope, a rollout line or a
-/// stream-json line; read into `out`, a default line. `false` when that is not plain (and `out`
-/// holds anything): the record reader then reads it the long way, to the same end.
-pub fn parse_alone_into<'a>(text: &'a str, reading: Reading, out: &mut ClaudeLine<'a>) -> bool {
-    // Most lines are read in one pass that steps over what no fact needs; the rest are parsed whole.
-    if super::skim::line_into(text, reading, out).is_some() {
-        return out.uuid.is_some() || out.session_id.is_some();
+impl Usage {
+    /// The figures in the OpenAI vocabulary of [`Breakdown`].
+    pub fn breakdown(&self) -> Breakdown {
+        let v = |x: Option<u64>| x.unwrap_or(0);
+        let written = v(self.cache_creation_input_tokens);
+        let one_hour = self.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written);
+        tokens(v(self.input_tokens), v(self.cache_read_input_tokens), written, one_hour, v(self.output_tokens))
     }
-    let Some(line) = parse(text) else { return false };
-    let o = [
-        line.method,
-        line.params,
-        line.id,
-        line.result,
-        line.error,
-        line.emitted_at_ms,
-        line.swarmtop,
-        line.ts,
-        line.dir,
-        line.msg,
-        line.raw_b64,
-        line.payload,
-    ];
-    let stream = line.stream_session_id.0 && line.session_id.is_none();
-    let plain = (line.uuid.is_some() || line.session_id.is_some()) && !stream && !o.iter().any(|p| p.0);
-    if plain {
-        *out = line;
-    }
-    plain
 }
 
-/// Anthropic usage in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
-fn breakdown(u: &Usage) -> Breakdown {
-    let v = |x: Option<u64>| x.unwrap_or(0);
-    let (fresh, written, read) = (v(u.input_tokens), v(u.cache_creation_input_tokens), v(u.cache_read_input_tokens));
+/// Anthropic figures (input without the cache; cache reads; cache writes, of them kept an hour;
+/// output) in the OpenAI vocabulary of [`Breakdown`]: input includes cache reads and writes.
+pub(super) fn tokens(fresh: u64, read: u64, written: u64, one_hour: u64, output: u64) -> Breakdown {
     let input = fresh.saturating_add(written).saturating_add(read);
-    let output = v(u.output_tokens);
     Breakdown {
         input_tokens: Some(input),
         cached_input_tokens: Some(read),
         cache_write_input_tokens: Some(written),
-        cache_write_1h_input_tokens: Some(
-            u.cache_creation.and_then(|c| c.ephemeral_1h_input_tokens).unwrap_or(0).min(written),
-        ),
+        cache_write_1h_input_tokens: Some(one_hour),
         output_tokens: Some(output),
         reasoning_output_tokens: Some(0),
         total_tokens: Some(input.saturating_add(output)),
@@ -520,9 +514,9 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
                 message.id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
                 line.request_id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
             ),
-            tokens: breakdown(usage),
+            tokens: usage.breakdown(),
             model: model.map(CleanStr::new),
-            context: ContextFill::of_response(&breakdown(usage)),
+            context: ContextFill::of_response(&usage.breakdown()),
         }))));
     }
     let uuid = line.uuid.as_deref().unwrap_or_default();
@@ -601,8 +595,10 @@ pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<
         ..ItemFact::default()
     };
     if spawn {
-        // Drawn like a Codex spawn card; the task's description and agent type name its lanes.
-        fact.tool = Some(sanitize("spawnAgent"));
+        // A spawn card in Claude Code's own words (`Agent`, `Task` before 2.1.63); the task's
+        // description and agent type name its lanes.
+        fact.op = Some(AgentOp::Spawn);
+        fact.tool = Some(sanitize(name));
         fact.text = Some(sanitize(input.prompt.as_deref().unwrap_or_default()));
         fact.lane_nickname = Some(sanitize(&title)).filter(|t| !t.is_empty());
         fact.lane_role = input.subagent_type.as_deref().map(sanitize);
@@ -909,6 +905,8 @@ mod tests {
         let task = r#"{"type":"assistant","sessionId":"s","uuid":"u","message":{"id":"m","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_1","name":"Task","input":{"description":"Find \u001b[31mit","prompt":"look","subagent_type":"Explore"}}]}}"#;
         lowered(task, |l| {
             let item = l.facts.iter().find_map(|f| if let Fact::Item(i) = f { Some(i) } else { None }).unwrap();
+            assert_eq!(item.op, Some(crate::wire::fact::AgentOp::Spawn));
+            assert_eq!(item.tool.as_ref().map(Clean::as_str), Some("Task"), "in Claude Code's words");
             assert_eq!(item.lane_nickname.as_ref().map(Clean::as_str), Some("Find it"), "sanitised");
             assert_eq!(item.lane_role.as_ref().map(Clean::as_str), Some("Explore"));
             assert_eq!(item.text.as_ref().map(Clean::as_str), Some("look"));

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::message::{Dir, Item, Message};
 use super::methods::{self, Method, Sender};
 use crate::wire::fact::{
-    Clean, CleanStr, ContextFill, Delta, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
+    AgentOp, Clean, CleanStr, ContextFill, Delta, ErrorFact, Fact, Format, Id, ItemFact, ItemKind, ItemStatus, Lowered,
     ModelChange, Notice, Parentage, Spawn, Status, StatusChange, StatusFact, Target, TextRule, ThreadFact, TurnEnded,
     TurnOutcome, TurnRef, TurnStarted, Via, Wait, Weight,
 };
@@ -16,10 +16,6 @@ use crate::wire::sanitize;
 
 /// Lowers one message into `out` (whose time and raw text the caller has set).
 pub fn lower<'l>(msg: &'l Message<'_>, dir: Dir, out: &mut Lowered<'l>) {
-    if msg.swarmtop.is_some() {
-        out.format = Format::Marker;
-        return;
-    }
     out.format = Format::CodexAppServer;
     let Some(method) = msg.method() else {
         control(msg, out);
@@ -262,10 +258,13 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
         .map(|r| Cow::Borrowed(&**r))
         .chain(item.agent_thread_id.as_deref().map(Cow::Borrowed))
         .collect();
+    let op = agent_op(kind.as_ref(), item);
+    let said = item.status.as_deref().and_then(ItemStatus::of).or(completed.then_some(ItemStatus::Completed));
     let mut fact = ItemFact {
         id: Some(Cow::Borrowed(id)),
         turn: Some(TurnRef::Known(msg.params.turn_id.as_deref().map(Cow::Borrowed))),
-        status: item.status.as_deref().and_then(ItemStatus::of).or(completed.then_some(ItemStatus::Completed)),
+        status: said.map(|s| op.map_or(s, |op| op.own_status(s))),
+        op,
         exit_code: parse_raw::<i64>(item.exit_code),
         text_rule: if completed { TextRule::Authoritative } else { TextRule::Provisional },
         card: matches!(kind, Some(ItemKind::Collab | ItemKind::SubAgentActivity)),
@@ -287,10 +286,8 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
     let card = Cow::Borrowed(id);
     match item.kind() {
         "collabAgentToolCall" => {
-            let tool = raw_str(item.tool);
-            let tool = tool.as_deref().unwrap_or("");
             // The spawn's resolved model names the child's model; item/started's never does.
-            if completed && tool == "spawnAgent" {
+            if completed && op == Some(AgentOp::Spawn) {
                 if let Some(model) = item.model.as_deref().filter(|m| !m.is_empty()) {
                     for r in &receivers {
                         facts.push(Fact::Model(ModelChange {
@@ -300,7 +297,7 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
                     }
                 }
             }
-            if completed && tool == "closeAgent" && item.status.as_deref() == Some("completed") {
+            if completed && op == Some(AgentOp::Close) && item.status.as_deref() == Some("completed") {
                 for r in &receivers {
                     facts.push(Fact::Status(StatusFact {
                         target: Target::Thread(r.clone()),
@@ -341,6 +338,16 @@ fn item_facts<'l>(msg: &'l Message<'_>, item: &'l Item<'_>, completed: bool, out
             }
         }
         _ => {}
+    }
+}
+
+/// What a collab call or a sub-agent's activity does to agents. A collab call that names no tool
+/// is taken for a spawn; an activity `started` is one.
+fn agent_op(kind: Option<&ItemKind>, item: &Item<'_>) -> Option<AgentOp> {
+    match kind? {
+        ItemKind::Collab => raw_str(item.tool).map_or(Some(AgentOp::Spawn), |t| super::agent_call(&t).0),
+        ItemKind::SubAgentActivity => (item.activity.as_deref() == Some("started")).then_some(AgentOp::Spawn),
+        _ => None,
     }
 }
 
@@ -467,11 +474,11 @@ fn text_of<'l>(kind: &ItemKind, item: &Item<'l>) -> Option<Clean> {
 mod tests {
     use crate::wire::Clean;
     use crate::wire::fact::{Fact, Lowered, Parentage, Status, StatusChange, Subject, Via, Wait, Weight};
-    use crate::wire::{Decoded, Origin, Stream, decode, lower};
+    use crate::wire::{Origin, Stream, decode, lower};
 
     /// Lowers one line as the router would, and hands the result to `check`.
     fn lowered(text: &str, check: impl FnOnce(&Lowered<'_>)) {
-        let Decoded::Line(line) = decode(text.as_bytes()) else { panic!("malformed: {text}") };
+        let line = decode(text.as_bytes()).unwrap_or_else(|m| panic!("malformed: {text}: {m}"));
         check(&lower(&line, &Origin::NONE, &mut Stream::default()));
     }
 
@@ -507,6 +514,7 @@ mod tests {
                 assert!(item.card);
                 assert_eq!(item.title.as_ref().map(Clean::as_str), Some("go "), "sanitised");
                 assert_eq!(item.tool.as_ref().map(Clean::as_str), Some("spawnAgent"));
+                assert_eq!(item.op, Some(crate::wire::fact::AgentOp::Spawn));
                 assert_eq!(item.completed_ms, Some(7));
                 assert!(matches!(f[1], Fact::Model(m) if m.model.as_str() == "gpt-5.6-luna"));
                 let spawns: Vec<&str> =
@@ -518,6 +526,28 @@ mod tests {
         lowered(
             r#"{"method":"item/completed","params":{"threadId":"p","item":{"type":"collabAgentToolCall","id":"call","tool":"spawnAgent","status":"failed","receiverThreadIds":["c1"]}}}"#,
             |l| assert!(!l.facts.iter().any(|f| matches!(f, Fact::Spawn(_)))),
+        );
+    }
+
+    /// Codex marks a `wait` failed when an agent it waited for failed: that is the agent's failure
+    /// (its lane says so), not the wait's, which did its job.
+    #[test]
+    fn a_wait_is_not_failed_by_the_agent_it_waited_for() {
+        lowered(
+            r#"{"method":"item/completed","params":{"threadId":"p","item":{"type":"collabAgentToolCall","id":"w","tool":"wait","status":"failed","receiverThreadIds":["c1"],"agentsStates":{"c1":{"status":"errored","message":"boom"}}}}}"#,
+            |l| {
+                let Fact::Item(item) = facts(l)[0] else { panic!("{:?}", l.facts) };
+                assert_eq!(item.op, Some(crate::wire::fact::AgentOp::Wait));
+                assert_eq!(item.status, Some(crate::wire::fact::ItemStatus::Completed));
+            },
+        );
+        // A spawn that failed did fail.
+        lowered(
+            r#"{"method":"item/completed","params":{"threadId":"p","item":{"type":"collabAgentToolCall","id":"s","tool":"spawnAgent","status":"failed","receiverThreadIds":[]}}}"#,
+            |l| {
+                let Fact::Item(item) = facts(l)[0] else { panic!("{:?}", l.facts) };
+                assert_eq!(item.status, Some(crate::wire::fact::ItemStatus::Failed));
+            },
         );
     }
 

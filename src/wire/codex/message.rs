@@ -345,18 +345,6 @@ pub(super) fn serde_only(text: &str) -> Result<Top<'_>, serde_json::Error> {
     serde_json::from_str::<Top<'_>>(text)
 }
 
-/// The fast scanner when it can, serde when it cannot (see `scan`). `msg` and `rest` start empty.
-pub(crate) fn parse_top<'a>(text: &'a str, msg: &mut Message<'a>, rest: &mut TopRest<'a>) -> Result<(), Malformed> {
-    if super::scan::top_into(text, msg, rest).is_some() {
-        return Ok(());
-    }
-    // The scanner may have filled part of the slot before it gave up.
-    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e))?;
-    *msg = top.message;
-    *rest = top.rest;
-    Ok(())
-}
-
 impl<'de> Deserialize<'de> for Top<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_map(TopVisitor)
@@ -406,7 +394,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                     rest.raw_b64 = true;
                 }
                 other => {
-                    keys.note(other);
+                    keys.note(other.as_bytes());
                     map.next_value::<IgnoredAny>()?;
                 }
             }

@@ -1,406 +1,55 @@
-//! The fast path of decoding: one pass over a record that validates it as JSON and pulls out the
-//! fields the reducer reads, without serde's per-token dispatch or large intermediate structs.
+//! The fast path of reading a Codex message: one pass over a record with the [`Cursor`], as a
+//! table per object of the members the reducer reads; every value is checked against the
+//! grammar on the way ([`Cursor::value`]), so what it accepts serde accepts too.
 //!
-//! It is deliberately partial. Anything unusual — a `\u` escape, a typed number that is not a
-//! plain integer, deep nesting, any syntax error — makes it give up (`None`), and the serde path
-//! decides instead. So it never accepts a line serde would reject, and it never has to reproduce
-//! serde's error messages. The nested objects the reducer reads in depth (`item`, `thread`,
-//! `turn`, `tokenUsage`, a response's `result`) are read here too, as their derived types read
-//! them: on real traffic they are a third of the bytes, and a second pass by serde cost more than
-//! the scan itself. Only `threadSettings`, rare, is parsed by serde from its slice.
+//! It is deliberately partial. Anything unusual — a typed number that is not a plain integer, a
+//! member given twice where a derived struct refuses it, a struct given as an array, any syntax
+//! error — makes it give up (`None`), and serde decides instead ([`parse_top`]). So it never
+//! accepts a line serde would reject, and it never has to reproduce serde's error messages. The
+//! nested objects the reducer reads in depth (`item`, `thread`, `turn`, `tokenUsage`, a
+//! response's `result`) are read here too, as their derived types read them: on real traffic they
+//! are a third of the bytes, and a second pass by serde cost more than the scan itself. Only
+//! `threadSettings`, rare, is parsed by serde from its slice.
 
 use std::borrow::Cow;
 
-use super::message::{Item, Message, Params, ResultBody, ThreadInfo, TokenUsage, TopRest, TurnInfo, wants_full_params};
+use super::message::{
+    Item, Message, Params, ResultBody, ThreadInfo, TokenUsage, Top, TopRest, TurnInfo, json_error, wants_full_params,
+};
 use crate::wire::fact::Breakdown;
-use crate::wire::json::{Raw, Str, short_escape};
-use crate::wire::malformed::ShapeKeys;
+use crate::wire::json::{Cursor, Raw, Scan, Str};
+use crate::wire::malformed::{Malformed, ShapeKeys};
 
-/// Deeper nesting than this goes to serde (whose own limit is 128).
-const MAX_DEPTH: usize = 100;
-
-struct Scanner<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    pos: usize,
+/// The top level of a record, as [`Top`]: the message's own members into `msg`, the rest into
+/// `rest`; read by this scan when it can, by serde when it cannot. Both start empty.
+pub(crate) fn parse_top<'a>(text: &'a str, msg: &mut Message<'a>, rest: &mut TopRest<'a>) -> Result<(), Malformed> {
+    if top_into(text, msg, rest).is_some() {
+        return Ok(());
+    }
+    // The scan may have filled part of the slot before it gave up.
+    let top = serde_json::from_str::<Top<'_>>(text).map_err(|e| json_error(&e))?;
+    *msg = top.message;
+    *rest = top.rest;
+    Ok(())
 }
 
-type Scan<T> = Option<T>;
-
-impl<'a> Scanner<'a> {
-    fn new(text: &'a str) -> Self {
-        Self { text, bytes: text.as_bytes(), pos: 0 }
-    }
-
-    #[inline]
-    fn ws(&mut self) {
-        // Codex writes no whitespace between tokens: one compare settles the usual case.
-        if self.bytes.get(self.pos).is_some_and(|&b| b > b' ') {
-            return;
-        }
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    fn peek(&mut self) -> Scan<u8> {
-        self.ws();
-        self.bytes.get(self.pos).copied()
-    }
-
-    fn eat(&mut self, b: u8) -> Scan<()> {
-        (self.peek()? == b).then(|| self.pos += 1)
-    }
-
-    /// Moves the cursor to the next byte that ends a plain run inside a string: `"`, `\\` or a
-    /// control byte (which JSON forbids raw). Eight bytes at a time, as a word (SWAR): most
-    /// strings here are keys and ids of 8 to 52 bytes, where memchr's vector setup cost more
-    /// (measured: +9 % instructions on the capture corpus).
-    #[inline(always)]
-    fn skip_plain(&mut self) -> Scan<u8> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
-        let b = self.bytes;
-        while let Some(chunk) = b.get(self.pos..self.pos + 8) {
-            let x = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-            let quote = x ^ (ONES * u64::from(b'"'));
-            let slash = x ^ (ONES * u64::from(b'\\'));
-            // A byte is zero (or below 0x20) exactly where (v - k) borrows into its high bit while
-            // its own high bit is clear.
-            let hits = (quote.wrapping_sub(ONES) & !quote
-                | slash.wrapping_sub(ONES) & !slash
-                | x.wrapping_sub(ONES * 0x20) & !x)
-                & HIGHS;
-            if hits != 0 {
-                self.pos += (hits.trailing_zeros() / 8) as usize;
-                return Some(b[self.pos]);
-            }
-            self.pos += 8;
-        }
-        while let Some(&c) = b.get(self.pos) {
-            if c == b'"' || c == b'\\' || c < 0x20 {
-                return Some(c);
-            }
-            self.pos += 1;
-        }
-        None
-    }
-
-    /// One escape after a backslash at the cursor; `\\u` and invalid escapes give up.
-    fn escape(&mut self) -> Scan<char> {
-        let c = short_escape(*self.bytes.get(self.pos + 1)?)?;
-        self.pos += 2;
-        Some(c)
-    }
-
-    /// A string at the cursor. Escapes other than `\\u` are unescaped; `\\u` gives up.
-    fn string(&mut self) -> Scan<Str<'a>> {
-        self.eat(b'"')?;
-        let start = self.pos;
-        match self.skip_plain()? {
-            b'"' => {
-                let end = self.pos;
-                self.pos += 1;
-                Some(Cow::Borrowed(&self.text[start..end]))
-            }
-            b'\\' => self.escaped_string(start),
-            _ => None,
-        }
-    }
-
-    /// The rest of a string from its first escape (at the cursor) on, unescaped. Apart from
-    /// [`Scanner::string`], which stays small for the plain ids and names that are most strings.
-    #[inline(never)]
-    fn escaped_string(&mut self, start: usize) -> Scan<Str<'a>> {
-        // Room for the rest of a usual string at once: growing from nothing reallocated on most
-        // escaped texts.
-        let mut owned = String::with_capacity((self.bytes.len() - start).min(4096));
-        let mut run = start;
-        loop {
-            match self.skip_plain()? {
-                b'"' => {
-                    owned.push_str(&self.text[run..self.pos]);
-                    self.pos += 1;
-                    return Some(Cow::Owned(owned));
-                }
-                b'\\' => {
-                    owned.push_str(&self.text[run..self.pos]);
-                    owned.push(self.escape()?);
-                    run = self.pos;
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// Skips a string, validating it the same way.
-    fn skip_string(&mut self) -> Scan<()> {
-        self.eat(b'"')?;
-        loop {
-            match self.skip_plain()? {
-                b'"' => {
-                    self.pos += 1;
-                    return Some(());
-                }
-                b'\\' => {
-                    self.escape()?;
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A JSON number's text, validated against the grammar.
-    fn number(&mut self) -> Scan<&'a str> {
-        self.ws();
-        let start = self.pos;
-        let b = self.bytes;
-        if b.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        match b.get(self.pos)? {
-            b'0' => self.pos += 1,
-            b'1'..=b'9' => {
-                while b.get(self.pos).is_some_and(u8::is_ascii_digit) {
-                    self.pos += 1;
-                }
-            }
-            _ => return None,
-        }
-        if b.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            self.digits()?;
-        }
-        if let Some(b'e' | b'E') = b.get(self.pos) {
-            self.pos += 1;
-            if let Some(b'+' | b'-') = b.get(self.pos) {
-                self.pos += 1;
-            }
-            self.digits()?;
-        }
-        Some(&self.text[start..self.pos])
-    }
-
-    fn digits(&mut self) -> Scan<()> {
-        let start = self.pos;
-        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_digit) {
-            self.pos += 1;
-        }
-        (self.pos > start).then_some(())
-    }
-
-    /// Moves past `word` when the cursor is at it. Always inlined: the words are constants, and
-    /// compared in place they need no `memcmp` call.
-    #[allow(clippy::inline_always)]
-    #[inline(always)]
-    fn literal(&mut self, word: &[u8]) -> Scan<()> {
-        self.bytes[self.pos..].starts_with(word).then(|| self.pos += word.len())
-    }
-
-    /// Skips any value; returns its text.
-    fn value(&mut self, depth: usize) -> Scan<&'a str> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        let start = {
-            self.ws();
-            self.pos
-        };
-        match self.peek()? {
-            b'"' => self.skip_string()?,
-            b'{' => {
-                self.pos += 1;
-                if self.eat(b'}').is_none() {
-                    loop {
-                        self.skip_string()?;
-                        self.eat(b':')?;
-                        self.value(depth + 1)?;
-                        if self.eat(b',').is_none() {
-                            self.eat(b'}')?;
-                            break;
-                        }
-                    }
-                }
-            }
-            b'[' => {
-                self.pos += 1;
-                if self.eat(b']').is_none() {
-                    loop {
-                        self.value(depth + 1)?;
-                        if self.eat(b',').is_none() {
-                            self.eat(b']')?;
-                            break;
-                        }
-                    }
-                }
-            }
-            b't' => self.literal(b"true")?,
-            b'f' => self.literal(b"false")?,
-            b'n' => self.literal(b"null")?,
-            _ => {
-                self.number()?;
-            }
-        }
-        Some(&self.text[start..self.pos])
-    }
-
-    fn is_null(&mut self) -> bool {
-        if self.peek() == Some(b'n') && self.bytes[self.pos..].starts_with(b"null") {
-            self.pos += 4;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn opt_string(&mut self) -> Scan<Option<Str<'a>>> {
-        if self.is_null() { Some(None) } else { self.string().map(Some) }
-    }
-
-    /// The digits of a plain whole number at the cursor (no sign), read while they are scanned:
-    /// its value (wrapped past 19 digits) and how many digits it has. A leading zero before more
-    /// digits, a fraction or an exponent gives up, as the grammar or a typed integer would.
-    #[inline]
-    fn whole_digits(&mut self) -> Scan<(u64, usize)> {
-        let b = self.bytes;
-        let start = self.pos;
-        let mut v: u64 = 0;
-        while let Some(&d) = b.get(self.pos).filter(|d| d.is_ascii_digit()) {
-            v = v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-            self.pos += 1;
-        }
-        let digits = self.pos - start;
-        if digits == 0 || (digits > 1 && b[start] == b'0') || matches!(b.get(self.pos), Some(b'.' | b'e' | b'E')) {
-            return None;
-        }
-        Some((v, digits))
-    }
-
-    /// A plain integer (no fraction or exponent) that fits an i64.
-    /// Read while it is scanned (times are on every line); a fraction, an exponent, a leading
-    /// zero before more digits or an overflow gives up, as `number` then `parse` would.
-    fn opt_int(&mut self) -> Scan<Option<i64>> {
-        if self.is_null() {
-            return Some(None);
-        }
-        let negative = self.bytes.get(self.pos) == Some(&b'-');
-        if negative {
-            self.pos += 1;
-        }
-        let start = self.pos;
-        let (v, digits) = self.whole_digits()?;
-        // serde reads `-0` as the float -0.0, which a typed integer refuses.
-        if negative && v == 0 {
-            return None;
-        }
-        if digits > 18 {
-            // Past 18 digits the sum above may have wrapped: let the standard parser judge.
-            return self.text[start - usize::from(negative)..self.pos].parse().ok().map(Some);
-        }
-        // At most 18 digits: below 10^18, so it fits either sign.
-        let v = i64::try_from(v).ok()?;
-        Some(Some(if negative { -v } else { v }))
-    }
-
-    fn opt_bool(&mut self) -> Scan<Option<bool>> {
-        match self.peek()? {
-            b'n' => self.literal(b"null").map(|()| None),
-            b't' => self.literal(b"true").map(|()| Some(true)),
-            b'f' => self.literal(b"false").map(|()| Some(false)),
-            _ => None,
-        }
-    }
-
-    /// A whole number that fits a u64, as serde reads one; anything else (a sign, a fraction, an
-    /// overflow) gives up. Read while it is scanned: token figures are on every usage line.
-    fn opt_u64(&mut self) -> Scan<Option<u64>> {
-        if self.is_null() {
-            return Some(None);
-        }
-        let start = self.pos;
-        let (v, digits) = self.whole_digits()?;
-        if digits > 19 {
-            // Below 10^19 the sum cannot have wrapped; past it, the standard parser judges.
-            return self.text[start..self.pos].parse().ok().map(Some);
-        }
-        Some(Some(v))
-    }
-
-    fn opt_raw(&mut self, depth: usize) -> Scan<Option<Raw<'a>>> {
-        if self.is_null() { Some(None) } else { Some(Some(Raw::validated(self.value(depth)?))) }
-    }
-
-    /// An array of strings, or null.
-    fn opt_strings(&mut self) -> Scan<Option<Vec<Str<'a>>>> {
-        if self.is_null() {
-            return Some(None);
-        }
-        self.eat(b'[')?;
-        let mut v = Vec::new();
-        if self.eat(b']').is_some() {
-            return Some(Some(v));
-        }
-        loop {
-            v.push(self.string()?);
-            if self.eat(b',').is_none() {
-                self.eat(b']')?;
-                return Some(Some(v));
-            }
-        }
-    }
-
-    /// A member name. Every name the reducer reads is plain, so a name with an escape gives up
-    /// rather than paying for unescaping on every key.
-    fn key(&mut self) -> Scan<&'a str> {
-        self.eat(b'"')?;
-        let start = self.pos;
-        if self.skip_plain()? != b'"' {
-            return None;
-        }
-        let key = &self.text[start..self.pos];
-        self.pos += 1;
-        Some(key)
-    }
-
-    /// Iterates an object's members: `f` must consume each value.
-    fn object(&mut self, mut f: impl FnMut(&mut Self, &'a str) -> Scan<()>) -> Scan<()> {
-        self.eat(b'{')?;
-        if self.eat(b'}').is_some() {
-            return Some(());
-        }
-        loop {
-            let key = self.key()?;
-            self.eat(b':')?;
-            f(self, key)?;
-            if self.eat(b',').is_none() {
-                return self.eat(b'}');
-            }
-        }
-    }
-
-    fn end(&mut self) -> Scan<()> {
-        self.ws();
-        (self.pos == self.bytes.len()).then_some(())
-    }
-}
-
-/// A raw value as a string, when it is one: unescaped by the scanner, by serde where the scanner
-/// gives up (`\u` escapes). Item texts hold escapes (`\n`, `\"`) more often than not, and serde's
-/// `Cow<str>` always copies them out of its scratch buffer once more.
+/// A raw value as a string, when it is one: unescaped by the cursor, by serde where the cursor
+/// gives up. Item texts hold escapes (`\n`, `\"`) more often than not, and serde's `Cow<str>`
+/// always copies them out of its scratch buffer once more.
 pub(super) fn string_of(raw: Raw<'_>) -> Option<Str<'_>> {
     if !raw.get().starts_with('"') {
         return None;
     }
-    let mut s = Scanner::new(raw.get());
-    s.string().filter(|_| s.end().is_some()).or_else(|| raw.parse())
+    let mut c = Cursor::new(raw.get());
+    c.string().filter(|_| c.end().is_some()).or_else(|| raw.parse())
 }
 
-/// A raw array of strings as serde reads a `Vec<Str>` (by serde where the scanner gives up): a
+/// A raw array of strings as serde reads a `Vec<Str>` (by serde where the cursor gives up): a
 /// reasoning item's summary and content, read once per completed item.
 pub(super) fn strings_of(raw: Raw<'_>) -> Option<Vec<Str<'_>>> {
-    let mut s = Scanner::new(raw.get());
-    match s.opt_strings() {
-        Some(Some(v)) if s.end().is_some() => Some(v),
+    let mut c = Cursor::new(raw.get());
+    match c.opt_strs() {
+        Some(Some(v)) if c.end().is_some() => Some(v),
         _ => raw.parse(),
     }
 }
@@ -409,142 +58,84 @@ pub(super) fn strings_of(raw: Raw<'_>) -> Option<Vec<Str<'_>>> {
 /// struct whose one field is `text: Option<Str>` (a user message's content): `None` when it is
 /// not such an array.
 pub(super) fn texts_of(raw: Raw<'_>) -> Option<Vec<Option<Str<'_>>>> {
-    fn scan<'a>(s: &mut Scanner<'a>) -> Scan<Vec<Option<Str<'a>>>> {
-        s.eat(b'[')?;
-        let mut parts = Vec::new();
-        if s.eat(b']').is_some() {
-            return Some(parts);
-        }
-        loop {
-            // A part given as an array (by position) is left to serde.
-            if s.peek()? != b'{' {
-                return None;
-            }
-            let mut text = None;
-            let mut seen = 0;
-            s.object(|s, key| {
-                if key == "text" {
-                    once(&mut seen, 1)?;
-                    text = s.opt_string()?;
-                } else {
-                    s.value(3)?;
-                }
-                Some(())
-            })?;
-            parts.push(text);
-            if s.eat(b',').is_none() {
-                s.eat(b']')?;
-                return Some(parts);
-            }
-        }
-    }
     #[derive(serde::Deserialize)]
     struct Part<'a> {
         #[serde(borrow)]
         text: Option<Str<'a>>,
     }
-    let mut s = Scanner::new(raw.get());
-    match scan(&mut s) {
-        Some(parts) if s.end().is_some() => Some(parts),
-        _ => raw.parse::<Vec<Part<'_>>>().map(|parts| parts.into_iter().map(|p| p.text).collect()),
+    let mut c = Cursor::new(raw.get());
+    let mut parts = Vec::new();
+    let read = c.elements(|c| {
+        // A part given as an array (by position) is left to serde.
+        if c.peek()? != b'{' {
+            return None;
+        }
+        let mut text = None;
+        c.fields(|f, key| if key == b"text" { f.set(0, &mut text) } else { f.value() })?;
+        parts.push(text);
+        Some(())
+    });
+    match read.and_then(|()| c.end()) {
+        Some(()) => Some(parts),
+        None => raw.parse::<Vec<Part<'_>>>().map(|parts| parts.into_iter().map(|p| p.text).collect()),
     }
 }
 
-/// Notes a field of a derived struct; serde refuses a field given twice, so the scan gives up.
-fn once(seen: &mut u32, bit: u32) -> Scan<()> {
-    let first = *seen & bit == 0;
-    *seen |= bit;
-    first.then_some(())
-}
-
-/// A struct member at the cursor: `null`, or an object (serde's derive also takes an array, by
-/// position; that is left to serde).
-fn opt_struct(s: &mut Scanner<'_>) -> Scan<bool> {
-    if s.is_null() {
-        return Some(false);
-    }
-    (s.peek()? == b'{').then_some(true)
-}
-
-/// `params.tokenUsage` as the derived [`TokenUsage`] reads it. Parsed here rather than validated
+/// `params.tokenUsage` as the derived [`TokenUsage`] reads it. Parsed here rather than checked
 /// here and parsed again by serde: one such line follows every model response.
-fn token_usage(s: &mut Scanner<'_>) -> Scan<Option<TokenUsage>> {
-    if !opt_struct(s)? {
+fn token_usage(c: &mut Cursor<'_>) -> Scan<Option<TokenUsage>> {
+    if !c.opt_object()? {
         return Some(None);
     }
     let mut u = TokenUsage::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        match key {
-            "total" => {
-                once(&mut seen, 1)?;
-                u.total = breakdown(s)?;
-            }
-            "last" => {
-                once(&mut seen, 2)?;
-                u.last = breakdown(s)?;
-            }
-            "modelContextWindow" => {
-                once(&mut seen, 4)?;
-                u.model_context_window = s.opt_u64()?;
-            }
-            _ => {
-                s.value(3)?;
-            }
-        }
-        Some(())
+    c.fields(|f, key| match key {
+        b"total" => breakdown(f.once(0)?).map(|v| u.total = v),
+        b"last" => breakdown(f.once(1)?).map(|v| u.last = v),
+        b"modelContextWindow" => f.set(2, &mut u.model_context_window),
+        _ => f.value(),
     })?;
     Some(Some(u))
 }
 
-fn breakdown(s: &mut Scanner<'_>) -> Scan<Option<Breakdown>> {
-    if !opt_struct(s)? {
+fn breakdown(c: &mut Cursor<'_>) -> Scan<Option<Breakdown>> {
+    if !c.opt_object()? {
         return Some(None);
     }
-    let at = s.pos;
-    if let Some(b) = breakdown_as_written(s) {
+    let at = c.clone();
+    if let Some(b) = breakdown_as_written(c) {
         return Some(Some(b));
     }
-    s.pos = at;
+    *c = at;
     let mut b = Breakdown::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        let (bit, field) = match key {
-            "totalTokens" => (1, &mut b.total_tokens),
-            "inputTokens" => (2, &mut b.input_tokens),
-            "cachedInputTokens" => (4, &mut b.cached_input_tokens),
-            "cacheWriteInputTokens" => (8, &mut b.cache_write_input_tokens),
-            "outputTokens" => (16, &mut b.output_tokens),
-            "reasoningOutputTokens" => (32, &mut b.reasoning_output_tokens),
-            _ => {
-                s.value(4)?;
-                return Some(());
-            }
-        };
-        once(&mut seen, bit)?;
-        *field = s.opt_u64()?;
-        Some(())
+    c.fields(|f, key| match key {
+        b"totalTokens" => f.set(0, &mut b.total_tokens),
+        b"inputTokens" => f.set(1, &mut b.input_tokens),
+        b"cachedInputTokens" => f.set(2, &mut b.cached_input_tokens),
+        b"cacheWriteInputTokens" => f.set(3, &mut b.cache_write_input_tokens),
+        b"outputTokens" => f.set(4, &mut b.output_tokens),
+        b"reasoningOutputTokens" => f.set(5, &mut b.reasoning_output_tokens),
+        _ => f.value(),
     })?;
     Some(Some(b))
 }
 
 /// A breakdown with its six figures in the order Codex writes them (two per usage line), read by
-/// their literal names; any other shape gives up, for the general object scan. What it reads
-/// agrees with that scan.
-fn breakdown_as_written(s: &mut Scanner<'_>) -> Scan<Breakdown> {
-    s.literal(b"{\"totalTokens\":")?;
-    let total_tokens = s.opt_u64()?;
-    s.literal(b",\"inputTokens\":")?;
-    let input_tokens = s.opt_u64()?;
-    s.literal(b",\"cachedInputTokens\":")?;
-    let cached_input_tokens = s.opt_u64()?;
-    s.literal(b",\"cacheWriteInputTokens\":")?;
-    let cache_write_input_tokens = s.opt_u64()?;
-    s.literal(b",\"outputTokens\":")?;
-    let output_tokens = s.opt_u64()?;
-    s.literal(b",\"reasoningOutputTokens\":")?;
-    let reasoning_output_tokens = s.opt_u64()?;
-    s.literal(b"}")?;
+/// their literal names; any other shape gives up, for the table of [`breakdown`]. What it reads
+/// agrees with that table.
+fn breakdown_as_written(c: &mut Cursor<'_>) -> Scan<Breakdown> {
+    c.literal(b"{\"totalTokens\":")?;
+    let total_tokens = c.opt_u64()?;
+    c.literal(b",\"inputTokens\":")?;
+    let input_tokens = c.opt_u64()?;
+    c.literal(b",\"cachedInputTokens\":")?;
+    let cached_input_tokens = c.opt_u64()?;
+    c.literal(b",\"cacheWriteInputTokens\":")?;
+    let cache_write_input_tokens = c.opt_u64()?;
+    c.literal(b",\"outputTokens\":")?;
+    let output_tokens = c.opt_u64()?;
+    c.literal(b",\"reasoningOutputTokens\":")?;
+    let reasoning_output_tokens = c.opt_u64()?;
+    c.literal(b"}")?;
     Some(Breakdown {
         total_tokens,
         input_tokens,
@@ -558,54 +149,34 @@ fn breakdown_as_written(s: &mut Scanner<'_>) -> Scan<Breakdown> {
 
 /// `params.item` as the derived [`Item`] reads it: strings typed, display fields raw. Two of
 /// every dozen lines carry an item (`item/started`, `item/completed`).
-fn item<'a>(s: &mut Scanner<'a>) -> Scan<Option<Item<'a>>> {
-    if !opt_struct(s)? {
+fn item<'a>(c: &mut Cursor<'a>) -> Scan<Option<Item<'a>>> {
+    if !c.opt_object()? {
         return Some(None);
     }
     let mut it = Item::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        let (bit, slot) = match key {
-            "type" => (0, &mut it.kind),
-            "id" => (1, &mut it.id),
-            "status" => (2, &mut it.status),
-            "model" => (3, &mut it.model),
-            "kind" => (4, &mut it.activity),
-            "agentThreadId" => (5, &mut it.agent_thread_id),
-            "agentPath" => (6, &mut it.agent_path),
-            "receiverThreadIds" => {
-                once(&mut seen, 1 << 7)?;
-                it.receiver_thread_ids = s.opt_strings()?;
-                return Some(());
-            }
-            _ => {
-                let (bit, raw) = match key {
-                    "tool" => (8, &mut it.tool),
-                    "prompt" => (9, &mut it.prompt),
-                    "text" => (10, &mut it.text),
-                    "summary" => (11, &mut it.summary),
-                    "content" => (12, &mut it.content),
-                    "command" => (13, &mut it.command),
-                    "aggregatedOutput" => (14, &mut it.aggregated_output),
-                    "exitCode" => (15, &mut it.exit_code),
-                    "changes" => (16, &mut it.changes),
-                    "server" => (17, &mut it.server),
-                    "query" => (18, &mut it.query),
-                    "error" => (19, &mut it.error),
-                    "agentsStates" => (20, &mut it.agents_states),
-                    _ => {
-                        s.value(3)?;
-                        return Some(());
-                    }
-                };
-                once(&mut seen, 1 << bit)?;
-                *raw = s.opt_raw(3)?;
-                return Some(());
-            }
-        };
-        once(&mut seen, 1 << bit)?;
-        *slot = s.opt_string()?;
-        Some(())
+    c.fields(|f, key| match key {
+        b"type" => f.set(0, &mut it.kind),
+        b"id" => f.set(1, &mut it.id),
+        b"status" => f.set(2, &mut it.status),
+        b"model" => f.set(3, &mut it.model),
+        b"kind" => f.set(4, &mut it.activity),
+        b"agentThreadId" => f.set(5, &mut it.agent_thread_id),
+        b"agentPath" => f.set(6, &mut it.agent_path),
+        b"receiverThreadIds" => f.set(7, &mut it.receiver_thread_ids),
+        b"tool" => f.set(8, &mut it.tool),
+        b"prompt" => f.set(9, &mut it.prompt),
+        b"text" => f.set(10, &mut it.text),
+        b"summary" => f.set(11, &mut it.summary),
+        b"content" => f.set(12, &mut it.content),
+        b"command" => f.set(13, &mut it.command),
+        b"aggregatedOutput" => f.set(14, &mut it.aggregated_output),
+        b"exitCode" => f.set(15, &mut it.exit_code),
+        b"changes" => f.set(16, &mut it.changes),
+        b"server" => f.set(17, &mut it.server),
+        b"query" => f.set(18, &mut it.query),
+        b"error" => f.set(19, &mut it.error),
+        b"agentsStates" => f.set(20, &mut it.agents_states),
+        _ => f.value(),
     })?;
     Some(Some(it))
 }
@@ -613,164 +184,108 @@ fn item<'a>(s: &mut Scanner<'a>) -> Scan<Option<Item<'a>>> {
 /// A thread's description (`params.thread`, `result.thread`) as the derived [`ThreadInfo`] reads
 /// it: every `thread/start` response and `thread/started` carries one of some 1 KiB, which serde
 /// would otherwise walk a second time.
-fn thread_info<'a>(s: &mut Scanner<'a>) -> Scan<Option<ThreadInfo<'a>>> {
-    if !opt_struct(s)? {
+fn thread_info<'a>(c: &mut Cursor<'a>) -> Scan<Option<ThreadInfo<'a>>> {
+    if !c.opt_object()? {
         return Some(None);
     }
     let mut t = ThreadInfo::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        let (bit, slot) = match key {
-            "id" => {
-                once(&mut seen, 1)?;
-                // Required, and a string (serde refuses the line otherwise).
-                t.id = s.string()?;
-                return Some(());
-            }
-            "source" => {
-                once(&mut seen, 2)?;
-                t.source = s.opt_raw(3)?;
-                return Some(());
-            }
-            "parentThreadId" => (4, &mut t.parent_thread_id),
-            "model" => (8, &mut t.model),
-            "agentNickname" => (16, &mut t.agent_nickname),
-            "agentRole" => (32, &mut t.agent_role),
-            _ => {
-                s.value(3)?;
-                return Some(());
-            }
-        };
-        once(&mut seen, bit)?;
-        *slot = s.opt_string()?;
-        Some(())
+    let mut has_id = false;
+    c.fields(|f, key| match key {
+        // Required, and a string (serde refuses the line otherwise).
+        b"id" => {
+            has_id = true;
+            f.set(0, &mut t.id)
+        }
+        b"source" => f.set(1, &mut t.source),
+        b"parentThreadId" => f.set(2, &mut t.parent_thread_id),
+        b"model" => f.set(3, &mut t.model),
+        b"agentNickname" => f.set(4, &mut t.agent_nickname),
+        b"agentRole" => f.set(5, &mut t.agent_role),
+        _ => f.value(),
     })?;
     // No `id`: serde names the missing field.
-    (seen & 1 != 0).then_some(Some(t))
+    has_id.then_some(Some(t))
 }
 
 /// `params.turn` as the derived [`TurnInfo`] reads it (`turn/completed` carries the turn's items,
-/// skipped here once).
-fn turn_info<'a>(s: &mut Scanner<'a>) -> Scan<Option<TurnInfo<'a>>> {
-    if !opt_struct(s)? {
+/// stepped over here once).
+fn turn_info<'a>(c: &mut Cursor<'a>) -> Scan<Option<TurnInfo<'a>>> {
+    if !c.opt_object()? {
         return Some(None);
     }
     let mut t = TurnInfo::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        let (bit, slot) = match key {
-            "id" => (1, &mut t.id),
-            "rootTurnId" => (2, &mut t.root_turn_id),
-            "status" => (4, &mut t.status),
-            "error" => {
-                once(&mut seen, 8)?;
-                t.error = s.opt_raw(3)?;
-                return Some(());
-            }
-            _ => {
-                s.value(3)?;
-                return Some(());
-            }
-        };
-        once(&mut seen, bit)?;
-        *slot = s.opt_string()?;
-        Some(())
+    c.fields(|f, key| match key {
+        b"id" => f.set(0, &mut t.id),
+        b"rootTurnId" => f.set(1, &mut t.root_turn_id),
+        b"status" => f.set(2, &mut t.status),
+        b"error" => f.set(3, &mut t.error),
+        _ => f.value(),
     })?;
     Some(Some(t))
 }
 
 /// A response's `result` object as the derived [`ResultBody`] reads it.
-fn result_body<'a>(s: &mut Scanner<'a>) -> Scan<ResultBody<'a>> {
+fn result_body<'a>(c: &mut Cursor<'a>) -> Scan<ResultBody<'a>> {
     let mut r = ResultBody::default();
-    let mut seen = 0;
-    s.object(|s, key| {
-        match key {
-            "thread" => {
-                once(&mut seen, 1)?;
-                r.thread = thread_info(s)?;
-            }
-            "model" => {
-                once(&mut seen, 2)?;
-                r.model = s.opt_string()?;
-            }
-            "modelProvider" => {
-                once(&mut seen, 4)?;
-                r.model_provider = s.opt_string()?;
-            }
-            _ => {
-                s.value(2)?;
-            }
-        }
-        Some(())
+    c.fields(|f, key| match key {
+        b"thread" => thread_info(f.once(0)?).map(|v| r.thread = v),
+        b"model" => f.set(1, &mut r.model),
+        b"modelProvider" => f.set(2, &mut r.model_provider),
+        _ => f.value(),
     })?;
     Some(r)
 }
 
-/// Parses a validated slice with serde; any disagreement sends the line to the serde path.
-fn serde_part<'a, T: serde::Deserialize<'a>>(text: &'a str) -> Scan<T> {
-    serde_json::from_str(text).ok()
+/// `threadSettings`, rare, by serde from its checked text.
+fn settings_model<'a>(c: &mut Cursor<'a>) -> Scan<Option<Str<'a>>> {
+    #[derive(serde::Deserialize)]
+    struct Settings<'a> {
+        #[serde(borrow, default, deserialize_with = "crate::wire::json::opt_str")]
+        model: Option<Str<'a>>,
+    }
+    let settings: Option<Settings<'a>> = serde_json::from_str(c.value()?).ok()?;
+    Some(settings.and_then(|s| s.model))
 }
 
-/// Params into `p` (in place, see `decode_into`), replacing what it held.
-fn params<'a>(s: &mut Scanner<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
+/// Params into `p` (in place, see `decode_into`), replacing what it held. Any member may come
+/// again (serde's hand-written visitor keeps the last).
+fn params<'a>(c: &mut Cursor<'a>, full: bool, p: &mut Params<'a>) -> Scan<()> {
     *p = Params::default();
-    match s.peek()? {
+    match c.peek()? {
         b'{' => {}
-        b'n' => {
-            s.literal(b"null")?;
-            return Some(());
-        }
+        b'n' => return c.literal(b"null"),
         // Arrays and scalars carry no thread (see ParamsSeed).
-        _ => {
-            s.value(1)?;
-            return Some(());
-        }
+        _ => return c.value().map(drop),
     }
-    s.object(|s, key| {
+    c.fields(|f, key| {
         if !full {
-            if key == "threadId" {
-                p.thread_id = s.opt_string()?;
-            } else {
-                s.value(2)?;
-            }
-            return Some(());
+            return if key == b"threadId" { f.cursor().opt_str().map(|v| p.thread_id = v) } else { f.value() };
         }
+        let c = f.cursor();
         match key {
-            "threadId" => p.thread_id = s.opt_string()?,
-            "turnId" => p.turn_id = s.opt_string()?,
-            "itemId" => p.item_id = s.opt_string()?,
-            "delta" => p.delta = s.opt_string()?,
-            "summaryIndex" => p.summary_index = s.opt_int()?,
-            "contentIndex" => p.content_index = s.opt_int()?,
-            "willRetry" => p.rest_mut().will_retry = s.opt_bool()?,
-            "toModel" => p.rest_mut().to_model = s.opt_string()?,
-            "thread" => p.rest_mut().thread = thread_info(s)?,
-            "turn" => p.rest_mut().turn = turn_info(s)?,
-            "item" => p.rest_mut().item = item(s)?,
-            "tokenUsage" => p.rest_mut().token_usage = token_usage(s)?,
-            "threadSettings" => {
-                #[derive(serde::Deserialize)]
-                struct Settings<'a> {
-                    #[serde(borrow, default, deserialize_with = "crate::wire::json::opt_str")]
-                    model: Option<Str<'a>>,
-                }
-                p.rest_mut().settings_model = serde_part::<Option<Settings<'a>>>(s.value(2)?)?.and_then(|x| x.model);
-            }
-            "status" => p.rest_mut().status = Some(Raw::validated(s.value(2)?)),
-            "error" => p.rest_mut().error = Some(Raw::validated(s.value(2)?)),
-            "message" => p.rest_mut().message = Some(Raw::validated(s.value(2)?)),
-            "name" => p.rest_mut().name = Some(Raw::validated(s.value(2)?)),
+            b"threadId" => p.thread_id = c.opt_str()?,
+            b"turnId" => p.turn_id = c.opt_str()?,
+            b"itemId" => p.item_id = c.opt_str()?,
+            b"delta" => p.delta = c.opt_str()?,
+            b"summaryIndex" => p.summary_index = c.opt_i64()?,
+            b"contentIndex" => p.content_index = c.opt_i64()?,
+            b"willRetry" => p.rest_mut().will_retry = c.opt_bool()?,
+            b"toModel" => p.rest_mut().to_model = c.opt_str()?,
+            b"thread" => p.rest_mut().thread = thread_info(c)?,
+            b"turn" => p.rest_mut().turn = turn_info(c)?,
+            b"item" => p.rest_mut().item = item(c)?,
+            b"tokenUsage" => p.rest_mut().token_usage = token_usage(c)?,
+            b"threadSettings" => p.rest_mut().settings_model = settings_model(c)?,
+            b"status" => p.rest_mut().status = Some(Raw::validated(c.value()?)),
+            b"error" => p.rest_mut().error = Some(Raw::validated(c.value()?)),
+            b"message" => p.rest_mut().message = Some(Raw::validated(c.value()?)),
+            b"name" => p.rest_mut().name = Some(Raw::validated(c.value()?)),
             _ => {
-                s.value(2)?;
+                c.value()?;
             }
         }
         Some(())
     })
-}
-
-/// A unix-ms time as the serde path reads it; unusual numbers give up.
-fn millis(s: &mut Scanner<'_>) -> Scan<Option<i64>> {
-    s.opt_int()
 }
 
 /// A stream delta in the exact shape Codex writes it (seven lines in ten):
@@ -782,27 +297,27 @@ fn delta_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
     if !text.starts_with("{\"method\":\"item/") {
         return None;
     }
-    let mut s = Scanner::new(text);
-    s.pos = "{\"method\":".len();
-    let method = s.string()?;
-    s.literal(b",\"params\":{\"threadId\":")?;
-    let thread_id = s.string()?;
-    s.literal(b",\"turnId\":")?;
-    let turn_id = s.string()?;
-    s.literal(b",\"itemId\":")?;
-    let item_id = s.string()?;
-    s.literal(b",\"delta\":")?;
-    let delta = s.string()?;
+    let mut c = Cursor::new(text);
+    c.literal(b"{\"method\":")?;
+    let method = c.string()?;
+    c.literal(b",\"params\":{\"threadId\":")?;
+    let thread_id = c.string()?;
+    c.literal(b",\"turnId\":")?;
+    let turn_id = c.string()?;
+    c.literal(b",\"itemId\":")?;
+    let item_id = c.string()?;
+    c.literal(b",\"delta\":")?;
+    let delta = c.string()?;
     let (mut summary_index, mut content_index) = (None, None);
-    if s.literal(b",\"summaryIndex\":").is_some() {
-        summary_index = s.opt_int()?;
-    } else if s.literal(b",\"contentIndex\":").is_some() {
-        content_index = s.opt_int()?;
+    if c.literal(b",\"summaryIndex\":").is_some() {
+        summary_index = c.opt_i64()?;
+    } else if c.literal(b",\"contentIndex\":").is_some() {
+        content_index = c.opt_i64()?;
     }
-    s.literal(b"},\"emittedAtMs\":")?;
-    let emitted_at_ms = s.opt_int()?;
-    s.literal(b"}")?;
-    s.end()?;
+    c.literal(b"},\"emittedAtMs\":")?;
+    let emitted_at_ms = c.opt_i64()?;
+    c.literal(b"}")?;
+    c.end()?;
     msg.method = Some(method);
     msg.emitted_at_ms = emitted_at_ms;
     let p = &mut msg.params;
@@ -822,19 +337,19 @@ fn notification_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
     if !text.starts_with("{\"method\":") {
         return None;
     }
-    let mut s = Scanner::new(text);
-    s.pos = "{\"method\":".len();
+    let mut c = Cursor::new(text);
     let read = (|| {
-        let method = s.string()?;
-        s.literal(b",\"params\":")?;
-        params(&mut s, wants_full_params(&method), &mut msg.params)?;
+        c.literal(b"{\"method\":")?;
+        let method = c.string()?;
+        c.literal(b",\"params\":")?;
+        params(&mut c, wants_full_params(&method), &mut msg.params)?;
         msg.method = Some(method);
         // Servers before `emittedAtMs` write none.
-        if s.literal(b",\"emittedAtMs\":").is_some() {
-            msg.emitted_at_ms = s.opt_int()?;
+        if c.literal(b",\"emittedAtMs\":").is_some() {
+            msg.emitted_at_ms = c.opt_i64()?;
         }
-        s.literal(b"}")?;
-        s.end()
+        c.literal(b"}")?;
+        c.end()
     })();
     if read.is_none() {
         *msg = Message::default();
@@ -842,71 +357,69 @@ fn notification_into<'a>(text: &'a str, msg: &mut Message<'a>) -> Scan<()> {
     read
 }
 
-/// The top level of a record, as [`super::message::Top`]: the message's own members into `msg`,
-/// the rest into `top`. Both start empty.
-pub(super) fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
+/// The top level of a record, as [`Top`]: the message's own members into `msg`, the rest into
+/// `top`. Both start empty.
+fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> Scan<()> {
     if delta_into(text, msg).is_some() || notification_into(text, msg).is_some() {
         top.parts.shape = ShapeKeys::default().shape();
         return Some(());
     }
-    let mut s = Scanner::new(text);
+    let mut c = Cursor::new(text);
     let mut late_params: Option<&str> = None;
     let mut keys = ShapeKeys::default();
-    s.object(|s, key| {
-        let m = &mut *msg;
+    c.fields(|f, key| {
+        let c = f.cursor();
         match key {
-            "method" => m.method = Some(s.string()?),
-            "params" => match m.method.as_deref() {
-                Some(method) => params(s, wants_full_params(method), &mut m.params)?,
-                None => late_params = Some(s.value(1)?),
+            b"method" => msg.method = Some(c.string()?),
+            b"params" => match msg.method.as_deref() {
+                Some(method) => params(c, wants_full_params(method), &mut msg.params)?,
+                None => late_params = Some(c.value()?),
             },
-            "id" => {
-                s.value(1)?;
-                m.has_id = true;
+            b"id" => {
+                c.value()?;
+                msg.has_id = true;
             }
             // Only an object result carries what the reducer reads (the last one, as serde keeps it).
-            "result" => {
-                m.result = if s.peek()? == b'{' {
-                    Some(Box::new(result_body(s)?))
-                } else {
-                    s.value(1)?;
-                    None
-                };
+            b"result" => {
+                msg.result =
+                    if c.peek()? == b'{' { Some(Box::new(result_body(c)?)) } else { c.value().map(|_| None)? };
             }
-            "error" => {
-                s.value(1)?;
+            b"error" => {
+                c.value()?;
             }
-            "emittedAtMs" => m.emitted_at_ms = millis(s)?,
-            "swarmtop" => {
-                m.swarmtop = Some(if s.peek()? == b'"' {
-                    s.string()?
-                } else {
-                    s.value(1)?;
-                    Cow::Borrowed("")
-                });
-            }
-            "ts" => top.ts = millis(s)?,
-            "dir" => top.dir = s.opt_string()?,
-            "msg" => top.envelope_msg = Some(Raw::validated(s.value(1)?)),
-            "rawB64" => {
-                s.value(1)?;
+            b"emittedAtMs" => msg.emitted_at_ms = c.opt_i64()?,
+            b"swarmtop" => msg.swarmtop = Some(marker(c)?),
+            b"ts" => top.ts = c.opt_i64()?,
+            b"dir" => top.dir = c.opt_str()?,
+            b"msg" => top.envelope_msg = Some(Raw::validated(c.value()?)),
+            b"rawB64" => {
+                c.value()?;
                 top.raw_b64 = true;
             }
             other => {
                 keys.note(other);
-                s.value(1)?;
+                c.value()?;
             }
         }
         Some(())
     })?;
-    s.end()?;
+    c.end()?;
     if let Some(text) = late_params {
         let full = msg.method.as_deref().is_some_and(wants_full_params);
-        let mut inner = Scanner::new(text);
-        params(&mut inner, full, &mut msg.params)?;
+        params(&mut Cursor::new(text), full, &mut msg.params)?;
     }
     top.parts.shape = keys.shape();
     Some(())
+}
+
+/// A `swarmtop` member's marker kind; any other value still marks the line.
+fn marker<'a>(c: &mut Cursor<'a>) -> Scan<Str<'a>> {
+    if c.peek()? == b'"' {
+        c.string()
+    } else {
+        c.value()?;
+        Some(Cow::Borrowed(""))
+    }
 }
 
 /// [`top_into`] by value, for the tests.
@@ -1198,6 +711,7 @@ mod agreement {
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a \n \"b\""},"emittedAtMs":1795987208996}"#,
             r#"{"method":"item/reasoning/summaryTextDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"x","summaryIndex":2},"emittedAtMs":5} "#,
             r#"{"method":"item/commandExecution/outputDelta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"","contentIndex":0},"emittedAtMs":null}"#,
+            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"caf\u00e9 \ud83e\udd80"},"emittedAtMs":1}"#,
         ];
         for l in taken {
             let mut m = Message::default();
@@ -1205,7 +719,6 @@ mod agreement {
             assert_eq!(summary(top(l).unwrap()), summary(serde_only(l).unwrap()), "{l}");
         }
         let left = [
-            r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"\u00e9"},"emittedAtMs":1}"#,
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":null},"emittedAtMs":1}"#,
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a","extra":1},"emittedAtMs":1}"#,
             r#"{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"m","delta":"a"},"emittedAtMs":1,"id":3}"#,

@@ -1,19 +1,11 @@
-//! Is a line one JSON value that a recording can embed verbatim? The tee asks this of every line
-//! it forwards, so it is the proxy's largest cost per byte: this checker only validates (it
-//! builds nothing), scans string bodies eight bytes at a time, and never recurses.
-//!
-//! It also bounds nesting: an envelope adds one level around the line, and `serde_json` readers
-//! refuse documents nested more than 128 deep, so a deeper line is kept as `rawB64` instead of
-//! making its record unreadable.
+//! Whether text is JSON, checked against the grammar (RFC 8259) as serde checks what it steps
+//! over, building nothing and never recursing: the tee asks it of every line it forwards (its
+//! largest cost per byte), and the Codex reader of every value it steps over.
 
-/// Deepest nesting of arrays and objects embedded verbatim.
-pub const MAX_DEPTH: usize = 100;
+use super::swar;
 
-/// Whether `line` is exactly one JSON value (RFC 8259), optionally surrounded by whitespace,
-/// in UTF-8, nested at most [`MAX_DEPTH`] deep.
-pub fn is_json(line: &[u8]) -> bool {
-    std::str::from_utf8(line).is_ok() && value(line).is_some()
-}
+/// The deepest nesting of arrays and objects [`value_end`] can follow (its stack is one word).
+pub const DEEPEST: usize = 128;
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
@@ -22,18 +14,23 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The whole line as one value; `None` when it is not.
-fn value(b: &[u8]) -> Option<()> {
-    // Whether each open container is an object (true) or an array.
-    let mut stack = [false; MAX_DEPTH];
+/// Where the one JSON value at `start` (whitespace before it allowed) ends; `None` when it is not
+/// one, or nests deeper than `max_depth` (at most [`DEEPEST`]).
+pub fn value_end(b: &[u8], start: usize, max_depth: usize) -> Option<usize> {
+    debug_assert!(max_depth <= DEEPEST);
+    // Bit `d` says whether the container open at depth `d` is an object (else an array).
+    let mut objects = 0u128;
     let mut depth = 0;
-    let mut i = skip_ws(b, 0);
+    let mut i = skip_ws(b, start);
     'value: loop {
         // A value starts at `i`.
         match *b.get(i)? {
             open @ (b'{' | b'[') => {
+                if depth == max_depth {
+                    return None;
+                }
                 let object = open == b'{';
-                *stack.get_mut(depth)? = object;
+                objects = objects & !(1 << depth) | u128::from(object) << depth;
                 depth += 1;
                 i = skip_ws(b, i + 1);
                 let close = if object { b'}' } else { b']' };
@@ -54,13 +51,13 @@ fn value(b: &[u8]) -> Option<()> {
             b'-' | b'0'..=b'9' => i = number(b, i)?,
             _ => return None,
         }
-        // A value ended before `i`: close containers until the next value or the end.
+        // A value ended before `i`: close containers until the next value or the end of this one.
         loop {
-            i = skip_ws(b, i);
             if depth == 0 {
-                return (i == b.len()).then_some(());
+                return Some(i);
             }
-            let object = stack[depth - 1];
+            i = skip_ws(b, i);
+            let object = objects >> (depth - 1) & 1 == 1;
             match (*b.get(i)?, object) {
                 (b',', _) => {
                     i = skip_ws(b, i + 1);
@@ -79,7 +76,13 @@ fn value(b: &[u8]) -> Option<()> {
     }
 }
 
-/// `"key"` `:` at `i`; returns where the member's value starts.
+/// Whether `b` is exactly one JSON value, optionally surrounded by whitespace, in UTF-8, nested
+/// at most `max_depth` deep.
+pub fn is_document(b: &[u8], max_depth: usize) -> bool {
+    simdutf8::basic::from_utf8(b).is_ok() && value_end(b, 0, max_depth).is_some_and(|end| skip_ws(b, end) == b.len())
+}
+
+/// `"key"` `:` at `i`; where the member's value starts.
 fn member_key(b: &[u8], i: usize) -> Option<usize> {
     if b.get(i) != Some(&b'"') {
         return None;
@@ -92,19 +95,21 @@ fn literal(b: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     b[i..].starts_with(word).then_some(i + word.len())
 }
 
-/// A string starting with its quote at `i`; returns the index after its closing quote.
+/// The string whose quote is at `i`; the index after its closing quote.
 fn string(b: &[u8], mut i: usize) -> Option<usize> {
     i += 1;
     loop {
-        i += plain_run(&b[i..]);
-        match *b.get(i)? {
+        i += swar::plain_len(&b[i..])?;
+        match b[i] {
             b'"' => return Some(i + 1),
             b'\\' => {}
-            // A raw control character: not allowed in a string.
+            // A raw control byte: not allowed in a string.
             _ => return None,
         }
         i = match *b.get(i + 1)? {
             b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i + 2,
+            // Any four hex digits: serde steps over a lone surrogate too (only a typed string
+            // refuses one).
             b'u' => {
                 let hex = b.get(i + 2..i + 6)?;
                 if !hex.iter().all(u8::is_ascii_hexdigit) {
@@ -117,35 +122,7 @@ fn string(b: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
-/// Length of the prefix of `s` without `"`, `\` or a control character, eight bytes at a time:
-/// string bodies are most of what the tee reads, and escapes are frequent in them (JSON inside
-/// JSON), so a search that costs a call per escape loses to this.
-fn plain_run(s: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Each term flags the lowest byte that matches exactly (higher flags may be false, after a
-    // borrow), so the lowest flag of their union is a true match.
-    let flags = |x: u64| {
-        let quote = x ^ (ONES * u64::from(b'"'));
-        let backslash = x ^ (ONES * u64::from(b'\\'));
-        (quote.wrapping_sub(ONES) & !quote
-            | backslash.wrapping_sub(ONES) & !backslash
-            | x.wrapping_sub(ONES * 0x20) & !x)
-            & HIGH
-    };
-    let mut n = 0;
-    for c in s.chunks_exact(8) {
-        let x = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        let f = flags(x);
-        if f != 0 {
-            return n + (f.trailing_zeros() / 8) as usize;
-        }
-        n += 8;
-    }
-    n + s[n..].iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20).unwrap_or(s.len() - n)
-}
-
-/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` at `i`; returns its end.
+/// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` at `i`; its end.
 fn number(b: &[u8], mut i: usize) -> Option<usize> {
     let digits = |b: &[u8], i: usize| -> usize { b[i..].iter().take_while(|c| c.is_ascii_digit()).count() };
     if b.get(i) == Some(&b'-') {
@@ -179,8 +156,16 @@ fn number(b: &[u8], mut i: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use proptest::prelude::*;
+
+    use super::*;
+
+    /// The tee's question: one value, at most 100 deep.
+    const MAX_DEPTH: usize = 100;
+
+    fn is_json_line(line: &[u8]) -> bool {
+        is_document(line, MAX_DEPTH)
+    }
 
     fn serde_says(s: &str) -> bool {
         serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
@@ -198,7 +183,7 @@ mod tests {
             "\"é ünïcödé\"",
             "[[],[{}],{\"\":{}}]",
         ] {
-            assert!(is_json(ok.as_bytes()), "{ok}");
+            assert!(is_json_line(ok.as_bytes()), "{ok}");
             assert!(serde_says(ok), "{ok}");
         }
         for bad in [
@@ -231,36 +216,20 @@ mod tests {
             "'a'",
             "NaN",
         ] {
-            assert!(!is_json(bad.as_bytes()), "{bad:?}");
+            assert!(!is_json_line(bad.as_bytes()), "{bad:?}");
             assert!(!serde_says(bad), "{bad:?}");
         }
-        assert!(!is_json(b"\"\xff\""));
-    }
-
-    #[test]
-    fn plain_runs_stop_at_the_first_special_byte() {
-        for (s, n) in [
-            (&b"abcdefghijklmnop"[..], 16),
-            (b"abcdefgh\"", 8),
-            (b"abc\\defghijkl", 3),
-            (b"abcdefghijk\x01", 11),
-            (b"\x1f", 0),
-            (b"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"", 8),
-            (b"ab\x00\"\\", 2),
-            (b"", 0),
-        ] {
-            assert_eq!(plain_run(s), n, "{s:?}");
-        }
+        assert!(!is_json_line(b"\"\xff\""));
     }
 
     #[test]
     fn nesting_beyond_the_bound_is_not_embedded() {
         let nested = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
-        assert!(is_json(nested(MAX_DEPTH).as_bytes()));
-        assert!(!is_json(nested(MAX_DEPTH + 1).as_bytes()));
+        assert!(is_json_line(nested(MAX_DEPTH).as_bytes()));
+        assert!(!is_json_line(nested(MAX_DEPTH + 1).as_bytes()));
         let objects = |d: usize| format!("{}1{}", "{\"a\":".repeat(d), "}".repeat(d));
-        assert!(is_json(objects(MAX_DEPTH).as_bytes()));
-        assert!(!is_json(objects(MAX_DEPTH + 1).as_bytes()));
+        assert!(is_json_line(objects(MAX_DEPTH).as_bytes()));
+        assert!(!is_json_line(objects(MAX_DEPTH + 1).as_bytes()));
     }
 
     fn json_value() -> impl Strategy<Value = serde_json::Value> {
@@ -283,14 +252,14 @@ mod tests {
     proptest! {
         #[test]
         fn agrees_with_serde_on_json_ish_noise(s in "[\\[\\]{}\",:0-9.eE+\\- tfrunlsa\\\\/u\t\u{1}é]{0,24}") {
-            prop_assert_eq!(is_json(s.as_bytes()), serde_says(&s));
+            prop_assert_eq!(is_json_line(s.as_bytes()), serde_says(&s));
         }
 
         #[test]
         fn accepts_everything_serde_writes(v in json_value(), pretty in any::<bool>()) {
             let s = if pretty { serde_json::to_string_pretty(&v) } else { serde_json::to_string(&v) };
             let s = s.expect("serialises");
-            prop_assert!(is_json(s.as_bytes()), "{}", s);
+            prop_assert!(is_json_line(s.as_bytes()), "{}", s);
         }
 
         #[test]
@@ -301,7 +270,7 @@ mod tests {
                 end -= 1;
             }
             let prefix = &s[..end];
-            prop_assert_eq!(is_json(prefix.as_bytes()), serde_says(prefix), "{}", prefix);
+            prop_assert_eq!(is_json_line(prefix.as_bytes()), serde_says(prefix), "{}", prefix);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Where a record came from, told by the source that read it: what a file's place says about its
-//! records (a rollout file's thread, a Claude sub-agent's file or sidecar). Lowering in `wire`
-//! reads it; nothing downstream branches on it.
+//! records (a rollout file's thread, a Claude sub-agent's file or sidecar). Sources make it and
+//! lowering reads it, so it lives here, where sources find it without `wire` reaching back into
+//! them; nothing downstream branches on it.
 
 use std::sync::Arc;
 

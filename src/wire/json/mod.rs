@@ -1,4 +1,15 @@
-//! serde helpers every format's decoder shares: strings that borrow from the record.
+//! JSON as `wire` reads it. Every fast path walks a record with the one [`Cursor`] (whitespace,
+//! strings and escapes, numbers, member names, values stepped over), built on the word masks of
+//! [`swar`], the structural skip of [`skip`] and the grammar check of [`valid`]; each format's
+//! reader is a table over it. Behind every fast path is a full parse by serde, with the helpers
+//! below: strings that borrow from the record, and raw values kept as text.
+
+mod cursor;
+mod skip;
+pub mod swar;
+pub mod valid;
+
+pub use cursor::{Cursor, Fields, Scan, Slot};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -78,20 +89,4 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 /// Parses an optional raw field as `T`; `None` when absent, null or of another shape.
 pub fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
     serde_json::from_str(raw?.get()).ok()
-}
-
-/// The character a one-letter JSON escape (`\n`, `\"` …) stands for, by the byte after its
-/// backslash; `None` for `\u` and for what is no escape. The one table both one-pass readers use.
-pub fn short_escape(letter: u8) -> Option<char> {
-    Some(match letter {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        _ => return None,
-    })
 }
