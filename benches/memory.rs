@@ -164,7 +164,13 @@ fn monitor_peak(file: &Path) -> u64 {
     let inputs = files::expand(&paths).expect("listing the input");
     let recorded = Recorded::from_inputs(&paths, &inputs, false, &time_of).expect("reading the input");
     let settings = Settings { fps: 60, stall_ms: 60_000, max_gap_ms: 2_000, pace: Pace::Max, clock: Instant::now };
-    let mut rt = Runtime::replay(recorded, View::with_theme(swarmtop::ui::Theme::dark()), &settings, Config::default(), Instant::now());
+    let mut rt = Runtime::replay(
+        recorded,
+        View::with_theme(swarmtop::ui::Theme::dark()),
+        &settings,
+        Config::default(),
+        Instant::now(),
+    );
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("test terminal");
     loop {
         let now = Instant::now();

@@ -654,16 +654,59 @@ fn the_structure_changes_with_the_tree_not_with_its_text() {
 // ---- bounds ----
 
 #[test]
-fn items_past_the_bound_are_counted_not_kept() {
+fn the_oldest_items_past_the_bound_are_dropped_counted_and_still_counted_in_the_thread() {
     let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
     let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
     w.root("r");
-    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None)]);
-    w.say("r", None, vec![delta("a", "+", None), item("d", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None), delta("d", "4", None)]);
+    w.say("r", None, vec![delta("c", "+", None)]);
     let t = w.get("r");
-    assert_eq!(t.items.len(), 2);
-    assert_eq!(t.items.get(0).unwrap().text.as_str(), "1+", "known items still grow");
+    assert_eq!((t.items.len(), t.items.kept()), (4, 2), "every item counts; the newest two are kept");
+    assert!(t.items.get(0).is_none() && t.item("a").is_none(), "the oldest went");
+    assert_eq!(t.items.get(2).unwrap().text.as_str(), "3+", "kept items keep their ordinal and still grow");
     assert_eq!(w.model.diagnostics.dropped_items, 2);
+}
+
+#[test]
+fn the_first_turns_prompt_outlives_the_items_bound() {
+    let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    let started = |id| Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() });
+    let in_turn = |id: &'static str, turn: &'static str| {
+        item(id, move |i| {
+            i.turn = Some(TurnRef::Known(Some(Cow::Borrowed(turn))));
+            i.kind = Some(ItemKind::AgentMessage);
+        })
+    };
+    w.say("r", Some(1), vec![started("u1"), in_turn("prompt", "u1")]);
+    w.say("r", Some(2), vec![started("u2"), in_turn("x", "u2"), in_turn("y", "u2"), in_turn("z", "u2")]);
+    let t = w.get("r");
+    assert!(t.item("prompt").is_some(), "the session's name stays");
+    assert!(t.item("x").is_none());
+    assert_eq!((t.items.len(), t.items.kept(), w.model.diagnostics.dropped_items), (4, 3, 1));
+}
+
+#[test]
+fn the_oldest_turns_past_the_bound_are_dropped_counted_and_the_first_stays() {
+    let limits = model::Limits { turns_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    for (ms, id) in [(1, "t1"), (2, "t2"), (3, "t3"), (4, "t4"), (5, "t5")] {
+        w.say(
+            "r",
+            Some(ms),
+            vec![Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() })],
+        );
+    }
+    let end = Fact::TurnEnded(TurnEnded { turn: TurnRef::Id(Cow::Borrowed("t4")), outcome: None, error: None });
+    w.say("r", Some(6), vec![end]);
+    let t = w.get("r");
+    assert_eq!((t.turns.len(), t.turns.kept()), (5, 3), "every turn counts; the first and the newest two are kept");
+    let kept: Vec<&str> = t.turns.iter().map(|turn| &*turn.id).collect();
+    assert_eq!(kept, ["t1", "t4", "t5"]);
+    assert_eq!(t.turns.get(3).unwrap().status, model::TurnStatus::Completed, "a kept turn is found by its ordinal");
+    assert_eq!(w.model.diagnostics.dropped_turns, 2);
 }
 
 #[test]

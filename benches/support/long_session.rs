@@ -75,7 +75,7 @@ struct Turn<'a> {
     ms: &'a mut u64,
     serial: &'a mut u64,
     thread: &'a str,
-    turn: String,
+    id: String,
     lines: Vec<String>,
     /// `turn/completed` repeats the turn's items.
     items: Vec<String>,
@@ -96,7 +96,7 @@ impl Turn<'_> {
         let ms = *self.ms;
         let (method, at) =
             if completed { ("item/completed", "completedAtMs") } else { ("item/started", "startedAtMs") };
-        let params = format!(r#"{{"item":{item},"threadId":"{}","turnId":"{}","{at}":{ms}}}"#, self.thread, self.turn);
+        let params = format!(r#"{{"item":{item},"threadId":"{}","turnId":"{}","{at}":{ms}}}"#, self.thread, self.id);
         self.line(method, &params);
         if completed {
             self.items.push(item.to_owned());
@@ -122,7 +122,7 @@ impl Turn<'_> {
 
     fn reasoning(&mut self) {
         let id = format!("rs_{}", self.next_id());
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         self.item(
             &format!(
                 r#"{{"type":"reasoning","id":"{id}","summary":[],"content":[],"startedAtMs":{},"completedAtMs":null}}"#,
@@ -152,7 +152,7 @@ impl Turn<'_> {
 
     fn command(&mut self) {
         let id = format!("call_{:016x}", self.rng.next());
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         let n = 2 + self.rng.below(3);
         let command = words(self.rng, n);
         let body = |status: &str, output: &str, exit: &str| {
@@ -176,7 +176,7 @@ impl Turn<'_> {
 
     fn answer(&mut self) {
         let id = format!("msg_{}", self.next_id());
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         let body = |text: &str, done: &str| {
             format!(
                 r#"{{"type":"agentMessage","moderation":null,"id":"{id}","text":"{text}","phase":null,"memoryCitation":null,"delivery":null,"questions":null,"startedAtMs":{done},"completedAtMs":{done}}}"#
@@ -198,7 +198,7 @@ impl Turn<'_> {
     }
 
     fn usage(&mut self, total: u64) {
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         let usage = |t: u64| {
             format!(
                 r#"{{"totalTokens":{t},"inputTokens":{},"cachedInputTokens":{},"cacheWriteInputTokens":0,"outputTokens":{},"reasoningOutputTokens":{}}}"#,
@@ -223,7 +223,7 @@ impl Turn<'_> {
     }
 
     fn started(&mut self, root_turn: &str) {
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         self.line(
             "thread/status/changed",
             &format!(r#"{{"threadId":"{thread}","status":{{"type":"active","activeFlags":[]}}}}"#),
@@ -238,7 +238,7 @@ impl Turn<'_> {
     }
 
     fn completed(&mut self, root_turn: &str) {
-        let (thread, turn) = (self.thread.to_owned(), self.turn.clone());
+        let (thread, turn) = (self.thread.to_owned(), self.id.clone());
         self.line("thread/status/changed", &format!(r#"{{"threadId":"{thread}","status":{{"type":"idle"}}}}"#));
         let items = self.items.join(",");
         self.line(
@@ -322,7 +322,7 @@ pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
             ms: &mut ms,
             serial: &mut serial,
             thread: &root,
-            turn: root_turn.clone(),
+            id: root_turn.clone(),
             lines: Vec::new(),
             items: Vec::new(),
         };
@@ -353,7 +353,7 @@ pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
                 ms: &mut ms,
                 serial: &mut serial,
                 thread: &thread,
-                turn: turn_id,
+                id: turn_id,
                 lines: Vec::new(),
                 items: Vec::new(),
             };
@@ -383,7 +383,7 @@ pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
             ms: &mut ms,
             serial: &mut serial,
             thread: &root,
-            turn: root_turn.clone(),
+            id: root_turn.clone(),
             lines,
             items: lead_items,
         };

@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(k.get(2), Some(&20));
         assert_eq!(k.get(3), None);
         assert_eq!(k.iter().copied().collect::<Vec<_>>(), [0, 20, 40, 50]);
-        assert_eq!(k.iter().rev().next(), Some(&50));
+        assert_eq!(k.iter().next_back(), Some(&50));
         assert_eq!(k.entries_from(1).map(|(o, _)| o).collect::<Vec<_>>(), [2, 4, 5]);
         assert_eq!(k.entries_from(5).map(|(o, _)| o).collect::<Vec<_>>(), [5]);
         assert_eq!(k.partition_point(|&v| v < 20), 2);

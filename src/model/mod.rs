@@ -399,9 +399,7 @@ impl Model {
 
     #[inline]
     fn delta(&mut self, idx: ThreadIdx, d: &crate::wire::fact::Delta<'_>) {
-        let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
-            return;
-        };
+        let slot = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone())));
         if let Some(text) = &d.text {
             self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
         }
@@ -815,15 +813,9 @@ impl Model {
 
     /// The item with this id; on first sight a new one of `kind`, filed under `turn` (the oldest
     /// items past the items bound make way for it).
-    fn item_slot(
-        &mut self,
-        idx: ThreadIdx,
-        id: &str,
-        kind: Option<&ItemKind>,
-        turn: Option<&TurnRef<'_>>,
-    ) -> Option<usize> {
+    fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: Option<&ItemKind>, turn: Option<&TurnRef<'_>>) -> usize {
         if let Some(slot) = self.known_item(idx, id) {
-            return Some(slot);
+            return slot;
         }
         let turn = turn.and_then(|t| self.turn_ref(idx, t));
         let t = &mut self.threads[idx.index()];
@@ -849,7 +841,7 @@ impl Model {
             self.structure += 1;
         }
         self.bound_items(idx);
-        Some(slot)
+        slot
     }
 
     /// Drops the oldest items past the items bound. Cards with lanes stay (the tree hangs from
@@ -882,12 +874,12 @@ impl Model {
     fn item(&mut self, idx: ThreadIdx, f: &ItemFact<'_>, registry: &Registry) {
         let slot = match &f.id {
             Some(id) if f.update_only => self.known_item(idx, id),
-            Some(id) => self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref()),
+            Some(id) => Some(self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref())),
             None if f.update_only => return,
             None => {
                 // Items without an id of their own are told apart by the line that brought them.
                 let id = format!("line-{}", self.threads[idx.index()].lines);
-                self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref())
+                Some(self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref()))
             }
         };
         let Some(slot) = slot else { return };
