@@ -256,7 +256,6 @@ fn main() {
 
 /// `ccusage session --json --offline` against `swarmtop stats --json` on one Claude project folder.
 mod peer {
-    use std::path::Path;
     use std::process::Command;
     use std::time::{Duration, Instant};
 
@@ -330,7 +329,7 @@ mod peer {
         let home = dir.path().join("home");
         std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
         let projects = claude_folder::write(&config, copies).map_err(|e| e.to_string())?;
-        let bytes = folder_bytes(&projects);
+        let bytes = claude_folder::bytes(&projects);
         println!("claude folder: {copies} sessions, {:.0} MB", bytes as f64 / 1e6);
         // The peer sees only this folder: an empty HOME, so it finds no other agent's logs.
         let peer = |cmd: &mut Command| {
@@ -370,18 +369,6 @@ mod peer {
             mine.push(m);
         }
         Ok(median(theirs).as_secs_f64() / median(mine).as_secs_f64())
-    }
-
-    fn folder_bytes(dir: &Path) -> u64 {
-        std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| {
-                let p = e.path();
-                if p.is_dir() { folder_bytes(&p) } else { e.metadata().map_or(0, |m| m.len()) }
-            })
-            .sum()
     }
 }
 

@@ -4,8 +4,11 @@
 //! `source` (bytes + arrival time) → `wire` (decode) → `router` (routing.md reducer) → `model`
 //! (threads, items, tokens, cost) → `ui` (ratatui) and `export` (OTLP traces). `pipeline` joins
 //! wire, router and model for every consumer, and `feed` runs it on every core for recorded inputs;
-//! `commands` are the thin edges (CLI, headless output, the monitor loop).
+//! `store` keeps every run for `history`, `report` and `search`;
+//! `commands` are the thin edges (CLI, headless output, the monitor loop); `act` decides what to stop
+//! (guards, interrupts) from the model.
 
+pub mod act;
 pub mod commands;
 pub mod export;
 pub mod feed;
@@ -13,5 +16,6 @@ pub mod model;
 pub mod pipeline;
 pub mod router;
 pub mod source;
+pub mod store;
 pub mod ui;
 pub mod wire;

@@ -25,27 +25,20 @@ mod tmux;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::chat_completions::{Call, MockChat, Reply, Request, Script, Usage};
+use support::opencode::{
+    Server, VERSION, binary as opencode_binary, command as opencode_command, config, free_port, home as opencode_home,
+    wait_http,
+};
 use swarmtop::pipeline::Pipeline;
 use swarmtop::source::files::{self, Record};
 use swarmtop::source::opencode::{Follower, snapshot};
 use swarmtop::wire::Origin;
 use swarmtop::wire::fact::Status;
-
-const VERSION: &str = "1.18.33";
-
-fn opencode_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("SWARMTOP_OPENCODE_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!(".cache/opencode-{VERSION}/node_modules/opencode-linux-x64/bin/opencode"));
-    p.exists().then_some(p)
-}
 
 /// Deterministic usage per agent and step, different for every request.
 fn usage(agent: &str, step: usize) -> Usage {
@@ -124,53 +117,6 @@ impl Script for Swarm {
             _ => stream("Unscripted.", vec![]),
         }
     }
-}
-
-fn config(base_url: &str) -> Value {
-    let model = |name: &str, i: f64, o: f64| {
-        json!({"name": name, "tool_call": true,
-               "cost": {"input": i, "output": o, "cache_read": i / 10.0, "cache_write": i * 1.25},
-               "limit": {"context": 200_000, "output": 8192}})
-    };
-    json!({
-        "$schema": "https://opencode.ai/config.json",
-        "autoupdate": false,
-        "share": "disabled",
-        "model": "mock/mock-large",
-        "small_model": "mock/mock-small",
-        "enabled_providers": ["mock"],
-        "subagent_depth": 2,
-        "provider": {"mock": {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Mock Provider",
-            "options": {"baseURL": base_url, "apiKey": "mock-key-not-secret"},
-            "models": {"mock-large": model("Mock Large", 3.0, 15.0), "mock-small": model("Mock Small", 1.0, 5.0)},
-        }},
-        "agent": {"general": {"permission": {"task": "allow"}}},
-        "permission": {"bash": "allow", "edit": "allow", "webfetch": "deny", "external_directory": "allow"},
-    })
-}
-
-/// OpenCode's own environment, all of it under `root`, with everything that would go online off.
-fn opencode_command(bin: &Path, root: &Path) -> Command {
-    let home = root.join("home");
-    let mut cmd = Command::new(bin);
-    // OpenCode takes a session's directory from `PWD`, as a shell sets it, not from its cwd.
-    cmd.current_dir(root.join("work"))
-        .env("PWD", root.join("work"))
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("OPENCODE_DISABLE_SHARE", "1")
-        .env("OPENCODE_DISABLE_LSP_DOWNLOAD", "1")
-        .env("OPENCODE_DISABLE_CLAUDE_CODE", "1")
-        .env("OPENCODE_DISABLE_EXTERNAL_SKILLS", "1")
-        .stdin(Stdio::null());
-    cmd
 }
 
 #[derive(Debug)]
@@ -420,20 +366,6 @@ fn http(authority: &str, method: &str, path: &str, body: &Value) -> (u16, String
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port()
-}
-
-/// Kills the server when the test ends, however it ends.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_real_opencode_server_live_with_an_abort_through_its_api() {
     use std::io::Read;
@@ -585,17 +517,6 @@ impl Script for Found {
     }
 }
 
-/// A fresh OpenCode home with the mock's config.
-fn opencode_home(mock: &MockChat) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    std::fs::create_dir_all(root.join("home/.config/opencode")).unwrap();
-    std::fs::create_dir_all(root.join("run")).unwrap();
-    std::fs::write(root.join("home/.config/opencode/opencode.json"), config(&mock.base_url()).to_string()).unwrap();
-    dir
-}
-
 /// `swarmtop ps --json` as it runs in that home (its other agents' places are empty there).
 fn ps_rows(root: &Path) -> Vec<Value> {
     let home = root.join("home");
@@ -639,15 +560,6 @@ fn counted_once(p: &Pipeline, db: &Path) -> bool {
                 t.tokens.input == r.input + r.cache_read + r.cache_write && t.tokens.output == r.output + r.reasoning
             })
         })
-}
-
-fn wait_http(authority: &str) {
-    let started = Instant::now();
-    // A server still starting may accept and never answer: probed with timeouts.
-    while !swarmtop::source::opencode::probe(authority) {
-        assert!(started.elapsed() < Duration::from_secs(30), "opencode serve never answered");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

@@ -47,6 +47,19 @@ pub fn write(root: &Path, copies: u32) -> std::io::Result<PathBuf> {
     Ok(projects)
 }
 
+/// Bytes of every file below `dir`.
+pub fn bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() { bytes(&p) } else { e.metadata().map_or(0, |m| m.len()) }
+        })
+        .sum()
+}
+
 /// One copy's id mapping: a bijection on each id shape, different for every copy.
 struct Stamp {
     copy: u64,

@@ -150,6 +150,188 @@ pub enum Command {
     Listen(ListenArgs),
     /// Send spawn trees to an OpenTelemetry collector as traces (or write them as OTLP/JSON lines).
     Export(ExportArgs),
+    /// Claude Code PreToolUse hook: refuse a sub-agent spawn that would pass a limit.
+    Guard(GuardArgs),
+    /// Stop one agent (or its subtree) through the tee, server or process that carries it.
+    Interrupt(InterruptArgs),
+    /// Index every agent session on this machine into the run store.
+    Sync(SyncArgs),
+    /// Past root sessions from the run store, newest first; or one session's tree.
+    History(HistoryArgs),
+    /// Spend by day, week, month, session, project, model or kind of agent, sub-agents apart.
+    Report(ReportArgs),
+    /// Full-text search over the briefs, answers and items of every stored run.
+    Search(SearchArgs),
+}
+
+/// Where the run store is.
+#[derive(Debug, Clone, Args)]
+pub struct StoreOpts {
+    /// The run store's file [default: $XDG_DATA_HOME/swarmtop/history.db, else
+    /// ~/.local/share/swarmtop/history.db].
+    #[arg(long, env = "SWARMTOP_STORE", value_name = "PATH")]
+    pub store: Option<String>,
+}
+
+/// Which runs a query of the run store is about.
+#[derive(Debug, Clone, Args)]
+pub struct FilterOpts {
+    /// From this date (2026-02-12 or 20260212), time (RFC 3339), or this long ago (7d, 12h, 2w).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Until this date (inclusive), time, or this long ago.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Time zone of dates, days, weeks and months (an IANA name: Europe/Paris, UTC) [default: local].
+    #[arg(long, value_name = "TZ")]
+    pub tz: Option<String>,
+    /// Only this agent's sessions (claude, codex, opencode).
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Only sessions whose project path contains this.
+    #[arg(long, value_name = "PROJECT")]
+    pub project: Option<String>,
+    /// Answer from the store as it is, without syncing it first.
+    #[arg(long)]
+    pub no_sync: bool,
+    #[command(flatten)]
+    pub store: StoreOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// What was done, as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar, no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// A session's id (or the start of it): print its tree from the store, as `tree` does.
+    pub session: Option<String>,
+    /// One JSON object instead of a table (with SESSION: the `stats --json` of its files).
+    #[arg(long)]
+    pub json: bool,
+    /// Remove the sessions that ended before --before, and their runs.
+    #[arg(long, requires = "before", conflicts_with = "session")]
+    pub prune: bool,
+    /// With --prune: a date (or time, or how long ago).
+    #[arg(long, value_name = "WHEN", requires = "prune")]
+    pub before: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// How rows are grouped.
+    #[arg(value_parser = report_kind())]
+    pub kind: crate::store::report::Kind,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+}
+
+fn report_kind() -> impl clap::builder::TypedValueParser<Value = crate::store::report::Kind> {
+    use crate::store::report::Kind;
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Kind::ALL.map(Kind::name))
+        .map(|name: String| Kind::of(&name).expect("a name the parser offered"))
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words to find (every one must match).
+    #[arg(required = true, value_name = "TEXT")]
+    pub text: Vec<String>,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Most hits shown.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub limit: usize,
+    #[command(flatten)]
+    pub filter: FilterOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct InterruptArgs {
+    /// A thread or session id, a unique prefix (or the short id the tree shows), or an agent's name.
+    pub target: String,
+    /// Also stop every agent below it, the deepest first.
+    #[arg(long)]
+    pub subtree: bool,
+    /// The tee carrying the session (default: every running tee is asked).
+    #[arg(long, value_name = "PATH", conflicts_with = "server")]
+    pub socket: Option<PathBuf>,
+    /// The OpenCode server carrying the session, http://HOST:PORT (default: every one running).
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// How long to wait for the agents to confirm they stopped.
+    #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
+    /// A whole session's process: how long after SIGINT before SIGTERM, and after it before giving up.
+    #[arg(long, default_value = "5s", value_parser = parse_wait, value_name = "DURATION")]
+    pub grace: std::time::Duration,
+    /// Do not ask before signalling a whole session's process.
+    #[arg(long, short)]
+    pub yes: bool,
+}
+
+/// Limits on a swarm: how deep, how many children per agent, how much the whole tree may spend.
+#[derive(Debug, Clone, Args, Default)]
+pub struct GuardOpts {
+    /// Deepest a sub-agent may be (the session's own children are depth 1).
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Most sub-agents one agent may spawn.
+    #[arg(long, value_name = "N")]
+    pub max_children: Option<u32>,
+    /// Most a session's whole tree may spend, in US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost: Option<crate::model::prices::Pico>,
+}
+
+impl GuardOpts {
+    pub fn limits(&self) -> crate::act::Limits {
+        crate::act::Limits { max_depth: self.max_depth, max_children: self.max_children, max_cost: self.max_cost }
+    }
+}
+
+fn parse_usd(s: &str) -> Result<crate::model::prices::Pico, String> {
+    crate::model::prices::Pico::parse_usd(s).ok_or_else(|| format!("not an amount of US dollars: {s:?} (try 0.50)"))
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    #[command(flatten)]
+    pub limits: GuardOpts,
+    /// Add this guard, with these limits, to Claude Code's settings.json (again: replace it).
+    #[arg(long, conflicts_with = "uninstall")]
+    pub install: bool,
+    /// Remove the guard from Claude Code's settings.json (only its own entry).
+    #[arg(long, conflicts_with_all = ["max_depth", "max_children", "max_cost"])]
+    pub uninstall: bool,
+    #[command(flatten)]
+    pub scope: ScopeOpts,
+}
+
+/// Which Claude Code settings.json the guard goes into.
+#[derive(Debug, Args)]
+pub struct ScopeOpts {
+    /// The user's settings ($CLAUDE_CONFIG_DIR or ~/.claude/settings.json; the default).
+    #[arg(long, conflicts_with = "project")]
+    pub user: bool,
+    /// This project's settings (./.claude/settings.json).
+    #[arg(long)]
+    pub project: bool,
 }
 
 #[derive(Debug, Args)]
@@ -228,6 +410,9 @@ pub struct TeeArgs {
     /// Bytes queued for one monitor before it is dropped as lagging (tests exercise lagging).
     #[arg(long, hide = true, value_name = "BYTES")]
     pub monitor_queue_bytes: Option<usize>,
+    /// Interrupt a child that passes one of these limits.
+    #[command(flatten)]
+    pub guards: GuardOpts,
     /// The command to proxy, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,

@@ -44,10 +44,21 @@ pub fn ingest_partial(
     config: Config,
     also: &mut (impl Sink + ?Sized),
 ) -> Result<(Pipeline, Option<color_eyre::Report>)> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    ingest_partial_on(paths, config, also, cores)
+}
+
+/// [`ingest_partial`] on `cores` cores: one when the caller reads several streams at once, each
+/// on a core of its own (`sync` reads sessions so).
+pub fn ingest_partial_on(
+    paths: &[PathBuf],
+    config: Config,
+    also: &mut (impl Sink + ?Sized),
+    cores: usize,
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
     let mut error = None;
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     if cores > 1 {
         // What was read before a failure has been routed: the figures so far stand.
         if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {

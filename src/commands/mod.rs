@@ -3,15 +3,21 @@
 pub mod attach;
 pub mod cli;
 pub mod export;
+pub mod guard;
+pub mod history;
 mod ingest;
+pub mod interrupt;
 pub mod listen;
 mod live;
 pub mod machine;
 mod monitor;
 pub mod ps;
+pub mod report;
 pub mod route;
+pub mod search;
 pub mod sessions;
 pub mod stats;
+pub mod sync;
 pub mod tee;
 mod terminal;
 pub mod tree;
@@ -24,7 +30,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use crate::wire::sanitize_line;
 
 pub use self::cli::{Cli, Command};
-pub use self::ingest::{config, ingest, ingest_partial};
+pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on};
 pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
@@ -110,6 +116,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Listen(args)) => listen::run(&args, config),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
+        Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
+        Some(Command::Interrupt(args)) => interrupt::run(&args, config),
+        Some(Command::Sync(args)) => sync::run(&args, config, &cli.global),
+        Some(Command::History(args)) => history::run(&args, config, &cli.global),
+        Some(Command::Report(args)) => report::run(&args, config, &cli.global),
+        Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
         None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
     }

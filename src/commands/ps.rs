@@ -110,7 +110,7 @@ pub fn memory(bytes: u64) -> String {
 }
 
 /// `~/…` for paths under the home folder.
-fn short_path(path: &str) -> String {
+pub(super) fn short_path(path: &str) -> String {
     match std::env::var("HOME") {
         Ok(home) if !home.is_empty() && home != "/" => match path.strip_prefix(&home) {
             Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
@@ -127,7 +127,7 @@ const NAME_MIN: usize = 16;
 
 /// The width of the terminal stdout is (`COLUMNS` first, as `ps` reads it); `None` when stdout
 /// is no terminal: a pipe or a file gets every column whole.
-fn terminal_width() -> Option<usize> {
+pub(super) fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
         return None;

@@ -119,7 +119,7 @@ impl From<Counters> for RoutingJson {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct TokensJson {
+pub(super) struct TokensJson {
     input: u64,
     cached_input: u64,
     output: u64,
@@ -162,6 +162,9 @@ struct ThreadJson<'a> {
     /// A session whose agent reported its own totals: those, and the part no thread accounts for.
     #[serde(skip_serializing_if = "Option::is_none")]
     reported: Option<ReportedJson>,
+    /// swarmtop asked it to stop: who, and why (`guard: depth 3 > 2`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -285,6 +288,7 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
             cost_usd: money(t.subtree.cost_usd()),
         },
         reported: (t.role == Role::Root).then(|| model.reconciled(idx)).flatten().map(Into::into),
+        stopped_by: t.stopped_by.as_ref().map(crate::wire::Clean::as_str),
     }
 }
 

@@ -75,6 +75,9 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
         if !t.children.is_empty() {
             let _ = write!(out, "  (subtree {} threads, {})", t.subtree.threads, format_usd(t.subtree.cost_usd()));
         }
+        if let Some(by) = &t.stopped_by {
+            let _ = write!(out, "  stopped by {by}");
+        }
         out.push('\n');
         let n = t.children.len();
         // Pushed last child first, so the first child is drawn next.

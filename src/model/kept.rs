@@ -63,6 +63,11 @@ impl<T> Kept<T> {
         }
     }
 
+    /// The oldest entry held.
+    pub fn first(&self) -> Option<&T> {
+        self.pinned.first().map(|(_, e)| e).or_else(|| self.window.front())
+    }
+
     /// The newest entry.
     pub fn last(&self) -> Option<&T> {
         self.window.back().or_else(|| self.pinned.last().map(|(_, e)| e))
@@ -171,6 +176,7 @@ mod tests {
         assert_eq!(k.drop_oldest(|o, _| o % 2 == 0), Some((3, 30)));
         assert_eq!(k.get(0), Some(&0));
         assert_eq!(k.get(2), Some(&20));
+        assert_eq!(k.first(), Some(&0));
         assert_eq!(k.get(3), None);
         assert_eq!(k.iter().copied().collect::<Vec<_>>(), [0, 20, 40, 50]);
         assert_eq!(k.iter().next_back(), Some(&50));

@@ -332,10 +332,13 @@ impl Model {
         }
         match r.class {
             Class::Control => {
-                // Responses and client traffic feed metadata only: names, models, agent paths.
-                if let Some(idx) = r.thread {
-                    for fact in record.facts.iter() {
-                        self.apply_fact(idx, fact, r);
+                // Responses and client traffic feed metadata only: names, models, agent paths,
+                // and what swarmtop asked of a thread (which the line itself may not name).
+                for fact in record.facts.iter() {
+                    match (fact, r.thread) {
+                        (Fact::Acted(a), _) => self.acted(a, r.registry),
+                        (_, Some(idx)) => self.apply_fact(idx, fact, r),
+                        (_, None) => {}
                     }
                 }
             }
@@ -481,6 +484,14 @@ impl Model {
             }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
             Fact::Copied => self.threads[idx.index()].forked = true,
+            Fact::Acted(a) => self.acted(a, r.registry),
+        }
+    }
+
+    /// swarmtop asked a thread to stop: why, for the tree.
+    fn acted(&mut self, a: &crate::wire::fact::Acted<'_>, registry: &Registry) {
+        if let Some(t) = registry.find(&a.target) {
+            self.threads[t.index()].stopped_by = Some(a.why.clone());
         }
     }
 

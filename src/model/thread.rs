@@ -81,6 +81,8 @@ pub struct Thread {
     pub last_ms: Option<i64>,
     pub lines: u64,
     pub last_error: Option<Clean>,
+    /// Who asked it to stop, and why (`guard: depth 3 > 2`): swarmtop acted on it.
+    pub stopped_by: Option<Clean>,
     /// Usage stated per API response (its cost comes from there, response by response).
     pub(super) account: Option<Account>,
     /// Its parent has its final answer: its own lines no longer change its status.
@@ -134,6 +136,7 @@ impl Thread {
             last_ms: None,
             lines: 0,
             last_error: None,
+            stopped_by: None,
             account: None,
             answered: false,
             reported_cost: Vec::new(),

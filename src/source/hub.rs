@@ -25,8 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use nix::sys::sendfile::sendfile64;
-use tokio::io::{AsyncWriteExt, Interest};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Interest};
 use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Notify, mpsc};
 
 use super::recording::Recorder;
@@ -54,6 +55,29 @@ const HISTORY_SLICE_BYTES: usize = 256 << 10;
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 pub const LIVE_MARKER: &[u8] = b"{\"swarmtop\":\"live\"}\n";
+
+/// Longest request line a monitor may send on the control channel; a longer one ends the channel.
+pub const MAX_REQUEST_BYTES: usize = 64 << 10;
+
+/// Who is at the other end of a monitor's connection (`SO_PEERCRED`): recorded with each act.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Peer {
+    pub pid: Option<i32>,
+}
+
+impl Peer {
+    fn of(stream: &UnixStream) -> Self {
+        let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials);
+        Self { pid: cred.ok().map(|c| c.pid()).filter(|&p| p > 0) }
+    }
+}
+
+/// What a connection may ask of the tee, one request a line (the socket's control channel): the
+/// replies, whole lines, go back on the same connection between records.
+pub trait Control: Send + Sync + 'static {
+    /// Handles one request (blocking is allowed: it runs on a blocking thread).
+    fn request(&self, line: &[u8], peer: Peer, reply: &mpsc::UnboundedSender<Vec<u8>>);
+}
 
 /// Records appended to the log in one `write`.
 #[derive(Debug, Clone)]
@@ -406,13 +430,53 @@ fn read_at(file: &File, offset: u64, len: usize) -> io::Result<Vec<u8>> {
 }
 
 /// One monitor's connection: history, the live marker, live records, and the end or lagged
-/// marker. Errors only end this monitor.
-pub async fn serve(hub: Arc<Hub>, mut stream: UnixStream) {
-    let _ = serve_inner(&hub, &mut stream).await;
-    let _ = tokio::time::timeout(CLOSE_GRACE, stream.shutdown()).await;
+/// marker; with `control`, the requests it sends are handled and their replies written between
+/// records. Errors only end this monitor.
+pub async fn serve(hub: Arc<Hub>, stream: UnixStream, control: Option<Arc<dyn Control>>) {
+    let peer = Peer::of(&stream);
+    let (read, mut write) = stream.into_split();
+    let (reply_tx, mut replies) = mpsc::unbounded_channel();
+    let listening = control.map(|c| tokio::spawn(listen(read, c, peer, reply_tx)));
+    let _ = serve_inner(&hub, &mut write, &mut replies).await;
+    if let Some(task) = listening {
+        task.abort();
+    }
+    let _ = tokio::time::timeout(CLOSE_GRACE, write.shutdown()).await;
 }
 
-async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
+/// Reads a connection's requests, one a line, each handled before the next is read.
+async fn listen(read: OwnedReadHalf, control: Arc<dyn Control>, peer: Peer, reply: mpsc::UnboundedSender<Vec<u8>>) {
+    let mut read = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let Ok(n) = (&mut read).take(MAX_REQUEST_BYTES as u64 + 1).read_until(b'\n', &mut line).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        if line.last() != Some(&b'\n') {
+            if line.len() > MAX_REQUEST_BYTES {
+                let why =
+                    format!("{{\"swarmtop\":\"refused\",\"error\":\"a request over {MAX_REQUEST_BYTES} bytes\"}}\n");
+                let _ = reply.send(why.into_bytes());
+            }
+            return;
+        }
+        let (control, reply, request) = (control.clone(), reply.clone(), std::mem::take(&mut line));
+        let handled = tokio::task::spawn_blocking(move || control.request(&request, peer, &reply)).await;
+        if handled.is_err() {
+            return;
+        }
+    }
+}
+
+async fn serve_inner(
+    hub: &Hub,
+    stream: &mut OwnedWriteHalf,
+    replies: &mut mpsc::UnboundedReceiver<Vec<u8>>,
+) -> io::Result<()> {
     hub.settle().await;
     let mut offset = 0;
     let sub = loop {
@@ -438,11 +502,18 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
         let out = tokio::select! {
             biased;
             () = lag.notify.notified() => return flush_then_lagged(stream, file.as_deref(), &mut rx, &lag, None).await,
+            Some(reply) = replies.recv() => {
+                stream.write_all(&reply).await?;
+                continue;
+            }
             out = rx.recv() => out,
         };
         match out {
             None => return Ok(()),
             Some(Out::End(code)) => {
+                while let Ok(reply) = replies.try_recv() {
+                    stream.write_all(&reply).await?;
+                }
                 let marker = format!("{{\"swarmtop\":\"end\",\"exitCode\":{code}}}\n");
                 return tokio::time::timeout(CLOSE_GRACE, stream.write_all(marker.as_bytes()))
                     .await
@@ -479,10 +550,10 @@ async fn serve_inner(hub: &Hub, stream: &mut UnixStream) -> io::Result<()> {
 }
 
 /// Writes a batch of records to a monitor.
-async fn send(stream: &mut UnixStream, file: Option<&File>, out: &Out) -> io::Result<()> {
+async fn send(stream: &mut OwnedWriteHalf, file: Option<&File>, out: &Out) -> io::Result<()> {
     match (out, file) {
         (Out::Records(data), _) => stream.write_all(data).await,
-        (Out::InFile { start, len }, Some(file)) => send_file(stream, file, *start, *len).await,
+        (Out::InFile { start, len }, Some(file)) => send_file(stream.as_ref(), file, *start, *len).await,
         (Out::InFile { .. }, None) => Err(io::Error::other("a recorded batch without a recording")),
         (Out::End(_), _) => Ok(()),
     }
@@ -512,7 +583,7 @@ async fn send_file(stream: &UnixStream, file: &File, start: u64, len: usize) -> 
 /// records are older than `droppedFromMs`, which says where its stream stops. All within the close
 /// grace; past it the connection is closed without the marker.
 async fn flush_then_lagged(
-    stream: &mut UnixStream,
+    stream: &mut OwnedWriteHalf,
     file: Option<&File>,
     rx: &mut mpsc::UnboundedReceiver<Out>,
     lag: &Lag,
@@ -529,12 +600,27 @@ async fn flush_then_lagged(
     send_lagged(stream, lag, deadline).await
 }
 
-async fn send_lagged(stream: &mut UnixStream, lag: &Lag, deadline: tokio::time::Instant) -> io::Result<()> {
+async fn send_lagged(stream: &mut OwnedWriteHalf, lag: &Lag, deadline: tokio::time::Instant) -> io::Result<()> {
     let ts = lag.dropped_from_ms.load(Ordering::Acquire);
     let marker = format!("{{\"swarmtop\":\"lagged\",\"droppedFromMs\":{ts}}}\n");
     tokio::time::timeout_at(deadline, stream.write_all(marker.as_bytes()))
         .await
         .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into()))
+}
+
+#[cfg(test)]
+impl Hub {
+    /// The whole log as text, published or not (tests of what the tee records).
+    pub(crate) fn history_for_tests(&self) -> String {
+        let inner = self.lock();
+        let mut out = String::from_utf8_lossy(&inner.header).into_owned();
+        if let Store::Memory { batches, .. } = &inner.store {
+            for b in batches {
+                out.push_str(&String::from_utf8_lossy(&b.data));
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

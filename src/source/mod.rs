@@ -6,7 +6,8 @@
 //!   [`replay`]: their pacing; [`follow`]: their files' growth. What a file's place tells of its
 //!   records travels with them as a [`crate::wire::Origin`].
 //! - [`recording`]: the recording writer (header, envelopes, files), and which lines it can embed.
-//! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors.
+//! - [`tee`]: the stdio proxy that records and publishes a session; [`hub`] serves its monitors;
+//!   [`inject`] writes the acts its monitors ask for (an interrupt) into the session.
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
@@ -21,6 +22,7 @@ pub mod files;
 pub mod follow;
 pub mod hub;
 pub mod inbound;
+pub mod inject;
 pub mod live;
 pub mod opencode;
 pub mod otlp;

@@ -25,7 +25,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use super::hub::{self, Batch, Hub};
+use super::hub::{self, Batch, Control, Hub};
+use super::inject::{Deferred, Injector, Outbound};
 use super::recording::{self, Dir, Encoder, Recorder, Source, Wrap};
 use super::socket::{self, SocketFile};
 
@@ -142,9 +143,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         None => hub,
     });
     let mut monitors = JoinSet::new();
+    // Every monitor may act once the command runs (a guard watching its own tee among them).
+    let deferred = Arc::new(Deferred::default());
+    let control: Option<Arc<dyn Control>> = Some(deferred.clone());
     if let Some(wait) = opts.first_monitor {
         if let Ok(Ok((stream, _))) = tokio::time::timeout(wait, listener.accept()).await {
-            monitors.spawn(hub::serve(hub.clone(), stream));
+            monitors.spawn(hub::serve(hub.clone(), stream, control.clone()));
         }
     }
 
@@ -179,8 +183,12 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let c2s = Arc::new(Mutex::new(Encoder::new(Dir::ClientToServer, Wrap::Always)));
     let s2c = Arc::new(Mutex::new(Encoder::new(Dir::ServerToClient, Wrap::Always)));
     let (s2c_done_tx, s2c_done) = oneshot::channel::<()>();
-    spawn_pump("tee-c2s", our_in, child_in, Forward::KeepReading, c2s.clone(), hub.clone(), None);
-    spawn_pump("tee-s2c", child_out, our_out, Forward::StopReading, s2c.clone(), hub.clone(), Some(s2c_done_tx));
+    let injector = Arc::new(Injector::new(hub.clone(), Box::new(child_in)));
+    deferred.set(injector.clone());
+    let to_command = ToCommand(injector.clone());
+    spawn_pump("tee-c2s", our_in, to_command, Keep::All, c2s.clone(), hub.clone(), None);
+    let keep = Keep::ForClient(injector, Outbound::default());
+    spawn_pump("tee-s2c", child_out, our_out, keep, s2c.clone(), hub.clone(), Some(s2c_done_tx));
 
     let (status_tx, mut status_rx) = oneshot::channel::<io::Result<ExitStatus>>();
     let waiter = std::thread::Builder::new().name("tee-wait".into()).spawn(move || {
@@ -203,7 +211,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
                 // root and a socket passed on are not bound by it).
                 Ok((stream, _)) if socket::check_peer(&stream).is_err() => drop(stream),
                 Ok((stream, _)) => {
-                    monitors.spawn(hub::serve(hub.clone(), stream));
+                    monitors.spawn(hub::serve(hub.clone(), stream, control.clone()));
                 }
                 // Out of file descriptors, typically: monitors wait, the session does not, and
                 // the loop must not spin on an error that persists.
@@ -259,21 +267,43 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-/// What a pump does when its destination stops taking bytes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Forward {
-    /// The command closed its stdin (or exited): keep recording what the client says.
-    KeepReading,
-    /// The client closed our stdout: stop reading the command's stdout, so that the command sees
-    /// the broken pipe just as it would without the tee.
-    StopReading,
+/// The command's stdin as the client's pump sees it: the injector forwards the client's bytes and
+/// puts requests of ours in between its lines. Dropped, it closes the command's stdin.
+struct ToCommand(Arc<Injector>);
+
+impl Write for ToCommand {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.forward(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ToCommand {
+    fn drop(&mut self) {
+        self.0.close_inbound();
+    }
+}
+
+/// What of a pump's input is forwarded.
+enum Keep {
+    /// Every byte (the client's side).
+    All,
+    /// All but the answers to the tee's own requests (the command's side), which go to whoever
+    /// asked. When its destination stops taking bytes, the pump stops reading the command's
+    /// stdout, so that the command sees the broken pipe just as it would without the tee; the
+    /// client's pump keeps recording what the client says after the command closed its stdin.
+    ForClient(Arc<Injector>, Outbound),
 }
 
 fn spawn_pump<R, W>(
     name: &str,
     from: R,
     to: W,
-    on_forward_error: Forward,
+    keep: Keep,
     encoder: Arc<Mutex<Encoder>>,
     hub: Arc<Hub>,
     done: Option<oneshot::Sender<()>>,
@@ -282,7 +312,7 @@ fn spawn_pump<R, W>(
     W: Write + Send + 'static,
 {
     let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
-        pump(from, to, on_forward_error, &encoder, &hub);
+        pump(from, to, keep, &encoder, &hub);
         if let Some(done) = done {
             let _ = done.send(());
         }
@@ -293,7 +323,7 @@ fn spawn_pump<R, W>(
 }
 
 /// Record, then forward, then offer: in that order for every `read`.
-fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encoder: &Mutex<Encoder>, hub: &Hub) {
+fn pump<R: Read, W: Write>(mut from: R, to: W, mut keep: Keep, encoder: &Mutex<Encoder>, hub: &Hub) {
     let mut to = Some(to);
     let mut buf = vec![0u8; READ_BYTES];
     // The records of one read, encoded into the same allocation every time: a fresh buffer per
@@ -308,10 +338,14 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
         };
         let chunk = &buf[..n];
         let batch = record(encoder, hub, &mut records, |enc, ts, out| enc.encode(ts, chunk, out));
+        let forward = match &mut keep {
+            Keep::All => std::borrow::Cow::Borrowed(chunk),
+            Keep::ForClient(injector, out) => injector.keep_from_client(out, chunk),
+        };
         if let Some(w) = to.as_mut() {
-            if w.write_all(chunk).is_err() {
+            if w.write_all(&forward).is_err() {
                 to = None;
-                if on_forward_error == Forward::StopReading {
+                if matches!(keep, Keep::ForClient(..)) {
                     if let Some(b) = &batch {
                         hub.offer(b);
                     }
@@ -322,6 +356,9 @@ fn pump<R: Read, W: Write>(mut from: R, to: W, on_forward_error: Forward, encode
         if let Some(b) = &batch {
             hub.offer(b);
         }
+    }
+    if let (Keep::ForClient(injector, out), Some(w)) = (&mut keep, to.as_mut()) {
+        let _ = w.write_all(&injector.release(out));
     }
     // Closing the command's stdin is how it learns that the client has gone.
     drop(to);

@@ -223,6 +223,9 @@ pub enum Fact<'a> {
     /// announces is the original session's, never this thread's (design: a fork does not
     /// inherit the original's children).
     CopiedCall(Id<'a>),
+    /// swarmtop acted on a thread through what carries its traffic: a tee's guard, or
+    /// `swarmtop interrupt`, asked it to stop (a recording envelope's `act`).
+    Acted(Acted<'a>),
 }
 
 /// Which thread a fact is about.
@@ -658,6 +661,14 @@ pub struct ErrorFact {
     pub message: Option<Clean>,
     /// The agent retries (transient: the thread's next line puts back its status), else final.
     pub retrying: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Acted<'a> {
+    /// The thread acted on.
+    pub target: Id<'a>,
+    /// Who asked, and why: `guard: depth 3 > 2`, `swarmtop interrupt`.
+    pub why: Clean,
 }
 
 #[derive(Debug, Clone)]

@@ -60,6 +60,27 @@ pub fn lower_into<'l>(line: &'l Decoded<'_>, origin: &Origin, stream: &mut Strea
         Line::OpenCodeRun(l) => opencode_run::lower(l, out),
         Line::Otlp(l) => otlp::lower(l, out),
     }
+    if let Some(act) = line.act {
+        acted(act, out);
+    }
+}
+
+/// An envelope's `act` (recording.md): what swarmtop asked of the session, for the tree to say why an
+/// agent stopped. An `act` that does not name its target says nothing.
+fn acted(act: &str, out: &mut Lowered<'_>) {
+    #[derive(serde::Deserialize)]
+    struct Act {
+        target: Option<String>,
+        by: Option<String>,
+        reason: Option<String>,
+    }
+    let Ok(Act { target: Some(target), by, reason }) = serde_json::from_str::<Act>(act) else { return };
+    let who = by.as_deref().unwrap_or("swarmtop");
+    let why = match reason {
+        Some(r) => format!("{who}: {r}"),
+        None => who.to_owned(),
+    };
+    out.facts.push(super::fact::Fact::Acted(super::fact::Acted { target: target.into(), why: super::sanitize(&why) }));
 }
 
 /// A record of a file that is one object describing a thread rather than a stream of lines (a

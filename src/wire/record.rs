@@ -21,6 +21,8 @@ pub struct Decoded<'a> {
     /// The line's own text, verbatim (inside the envelope when there is one).
     pub raw: &'a str,
     pub line: Line<'a>,
+    /// The envelope's `act` (JSON): swarmtop wrote this line into the session, and why.
+    pub act: Option<&'a str>,
 }
 
 /// A line in the terms of its format: one variant per format swarmtop reads, none the default.
@@ -65,7 +67,7 @@ impl Line<'_> {
 impl<'a> Decoded<'a> {
     /// A place to decode into; what it holds is replaced.
     fn slot() -> Self {
-        Self { ts: None, raw: "", line: Line::Marker }
+        Self { ts: None, raw: "", line: Line::Marker, act: None }
     }
 
     /// Whether lowering it needs nothing from the lines before it: every format's lines but a
@@ -129,7 +131,7 @@ fn decode_into<'a>(record: &'a [u8], reading: Reading, out: &mut Decoded<'a>) ->
     if starts_like_transcript(text) {
         let mut l = Box::<ClaudeLine>::default();
         if claude::parse_alone_into(text, reading, &mut l) {
-            *out = Decoded { ts: None, raw: text, line: Line::ClaudeTranscript(l) };
+            *out = Decoded { ts: None, raw: text, line: Line::ClaudeTranscript(l), act: None };
             return Ok(());
         }
     }
@@ -154,6 +156,7 @@ fn read_into<'a>(text: &'a str, out: &mut Decoded<'a>) -> Result<(), Malformed> 
         };
         out.ts = top.ts;
         out.raw = inner.get();
+        out.act = top.act.map(super::json::Raw::get);
         // The envelope's own members are not the message's.
         top = TopRest::default();
         *out.message() = Message::default();

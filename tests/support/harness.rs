@@ -171,6 +171,19 @@ pub async fn run_scenario(
     on_first_child: Option<oneshot::Sender<()>>,
 ) -> Result<Run, String> {
     let mock = MockModel::start(RefactorScenario { pacing }).await.map_err(|e| format!("mock: {e}"))?;
+    run_script(&mock, launch, pacing, ROOT_PROMPT, timeout, on_first_child).await
+}
+
+/// [`run_scenario`] with the script of a mock the caller started (and can watch while it serves), and
+/// the root prompt that script expects.
+pub async fn run_script(
+    mock: &MockModel,
+    launch: Launch<'_>,
+    pacing: Pacing,
+    prompt: &str,
+    timeout: Duration,
+    on_first_child: Option<oneshot::Sender<()>>,
+) -> Result<Run, String> {
     let world = World::new(&mock.base_url()).map_err(|e| format!("preparing the world: {e}"))?;
     let (program, args) = launch(&world);
     let cmd = ServerCommand {
@@ -182,7 +195,7 @@ pub async fn run_scenario(
         stderr: world.root.path().join("server.stderr"),
     };
     let opts = DriveOptions {
-        prompt: ROOT_PROMPT.to_owned(),
+        prompt: prompt.to_owned(),
         thread_cwd: world.work.to_string_lossy().into_owned(),
         // Long enough for a child's trailing status lines after its `turn/completed`, short enough
         // to keep the test fast.

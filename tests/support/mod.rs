@@ -15,6 +15,7 @@ pub mod follower;
 pub mod harness;
 pub mod ingest;
 pub mod mock_model;
+pub mod opencode;
 pub mod recording;
 pub mod responses;
 pub mod scenario;

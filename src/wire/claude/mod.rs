@@ -12,5 +12,6 @@ mod transcript;
 
 pub use skim::{Reading, parse_alone_into};
 pub use transcript::{
-    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, ToolInput, Usage, blocks_of, lower, parse,
+    AgentResult, Block, ClaudeLine, ClaudeMessage, ProgressData, SPAWN_TOOLS, ToolInput, Usage, agent_op, blocks_of,
+    lower, parse,
 };

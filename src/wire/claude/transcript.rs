@@ -570,13 +570,24 @@ fn block_item<'l>(id: String, kind: ItemKind, text: &str, time: Option<i64>) -> 
     }))
 }
 
+/// The tools by which a Claude Code agent spawns a sub-agent: `Task` (2.1.39), `Agent` (from 2.1.63;
+/// stream-json's tool list still says `Task`), wire.md §6.
+pub const SPAWN_TOOLS: &[&str] = &["Agent", "Task"];
+
+/// What a call of the tool `name` does to other agents: Claude Code's spawning tools start one.
+pub fn agent_op(name: &str) -> Option<AgentOp> {
+    SPAWN_TOOLS.contains(&name).then_some(AgentOp::Spawn)
+}
+
 pub(super) fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
     let id = block.id.as_deref()?;
     let name = block.name.as_deref().unwrap_or("tool");
     let input = &block.input;
     let (kind, title) = match name {
         "Bash" => (ItemKind::Command, input.command.as_deref().unwrap_or_default().to_owned()),
-        "Task" | "Agent" => (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned()),
+        _ if agent_op(name) == Some(AgentOp::Spawn) => {
+            (ItemKind::Collab, input.description.as_deref().unwrap_or_default().to_owned())
+        }
         _ => {
             let arg = [&input.file_path, &input.pattern, &input.command, &input.url, &input.query, &input.description]
                 .into_iter()

@@ -329,6 +329,8 @@ pub(crate) struct TopRest<'a> {
     pub ts: Option<i64>,
     pub dir: Option<Str<'a>>,
     pub envelope_msg: Option<Raw<'a>>,
+    /// An envelope's `act`: the line was written by swarmtop acting on the session (recording.md).
+    pub act: Option<Raw<'a>>,
     pub raw_b64: bool,
 }
 
@@ -389,6 +391,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                 "ts" => rest.ts = map.next_value::<Option<Millis>>()?.map(|m| m.0),
                 "dir" => rest.dir = map.next_value::<Option<BStr<'de>>>()?.map(|b| b.0),
                 "msg" => rest.envelope_msg = Some(map.next_value()?),
+                "act" => rest.act = Some(map.next_value()?),
                 "rawB64" => {
                     map.next_value::<IgnoredAny>()?;
                     rest.raw_b64 = true;

@@ -392,6 +392,7 @@ fn top_into<'a>(text: &'a str, msg: &mut Message<'a>, top: &mut TopRest<'a>) -> 
             b"ts" => top.ts = c.opt_i64()?,
             b"dir" => top.dir = c.opt_str()?,
             b"msg" => top.envelope_msg = Some(Raw::validated(c.value()?)),
+            b"act" => top.act = Some(Raw::validated(c.value()?)),
             b"rawB64" => {
                 c.value()?;
                 top.raw_b64 = true;

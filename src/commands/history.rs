@@ -1,0 +1,147 @@
+//! `swarmtop history [SESSION]`: past root sessions from the run store, newest first; one
+//! session's tree (as `tree` printed it, `--json` as `stats --json` did), whether or not its
+//! files are still there; `--prune --before WHEN` to forget old sessions.
+
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, eyre};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::cli::{GlobalOpts, HistoryArgs};
+use super::report::{End, Table, filter, parse_when, table_width};
+use super::stats::{TokensJson, money};
+use crate::model::format_usd;
+use crate::pipeline::Config;
+use crate::store::rows::SessionInfo;
+use crate::store::{Lookup, Store, query};
+use crate::ui::text::{duration, grouped};
+
+pub fn run(args: &HistoryArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let (filter, tz) = filter(&args.filter)?;
+    if args.prune {
+        let before = args.before.as_deref().unwrap_or_default();
+        let before = parse_when(before, End::Since, &tz, Timestamp::now().as_millisecond()).map_err(|e| eyre!(e))?;
+        let mut store = super::sync::open(&args.filter.store)?;
+        return prune(&mut store, before);
+    }
+    let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
+    if let Some(id) = &args.session {
+        return one(&store, id, args.json);
+    }
+    let sessions = store.backend().sessions(&filter)?;
+    let out = if args.json { render_json(&sessions, &tz) } else { render_text(&sessions, &tz, table_width()) };
+    super::print(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn prune(store: &mut Store, before_ms: i64) -> Result<ExitCode> {
+    let pruned = store.backend_mut().prune(before_ms)?;
+    let size = store.backend().size()?;
+    let out = format!("pruned {} sessions ({} runs); store {} bytes\n", pruned.sessions, pruned.runs, grouped(size));
+    super::print(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One session from the store.
+fn one(store: &Store, id: &str, json: bool) -> Result<ExitCode> {
+    match store.backend().session(id)? {
+        Lookup::Found(view) => {
+            let out = if json { view.stats_json } else { view.tree_text.to_string() };
+            super::print(out.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Lookup::Missing => Err(eyre!("no session {} in the run store", crate::wire::sanitize_line(id))),
+        Lookup::Ambiguous(ids) => Err(eyre!(
+            "{} names more than one session: {}",
+            crate::wire::sanitize_line(id),
+            ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+#[derive(Serialize)]
+struct HistoryJson<'a> {
+    sessions: Vec<SessionJson<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionJson<'a> {
+    id: &'a str,
+    agent: &'a str,
+    name: &'a str,
+    project: Option<&'a str>,
+    start: Option<String>,
+    end: Option<String>,
+    status: &'a str,
+    agents: u32,
+    depth: u32,
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+    /// Whether every file it was read from was still there at the last sync.
+    files_present: bool,
+}
+
+fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
+    let json = HistoryJson {
+        sessions: sessions
+            .iter()
+            .map(|s| SessionJson {
+                id: s.id.as_str(),
+                agent: s.agent.as_str(),
+                name: s.name.as_str(),
+                project: s.project.as_ref().map(crate::wire::Clean::as_str),
+                start: s.started_ms.and_then(|t| query::rfc3339(t, tz)),
+                end: s.ended_ms.and_then(|t| query::rfc3339(t, tz)),
+                status: s.status.as_str(),
+                agents: s.agents,
+                depth: s.depth,
+                tokens: (&s.figures.tokens).into(),
+                cost_usd: money(s.figures.cost_usd()),
+                files_present: s.files_present,
+            })
+            .collect(),
+    };
+    let mut out = serde_json::to_string(&json).expect("history serialises");
+    out.push('\n');
+    out
+}
+
+/// `2026-02-12 17:02` in `tz`.
+fn minute(ms: i64, tz: &TimeZone) -> String {
+    Timestamp::from_millisecond(ms)
+        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string())
+}
+
+fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) -> String {
+    if sessions.is_empty() {
+        return "no sessions in the run store for these filters\n".to_owned();
+    }
+    const NAME: usize = 10;
+    let mut table = Table::new(
+        &["START", "AGENT", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST", "NAME"],
+        &[7, 6, 4, 3],
+        NAME,
+    )
+    .words(&[1, 2, 3, 5]);
+    for s in sessions {
+        let elapsed = s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a));
+        table.push(vec![
+            s.started_ms.map_or_else(|| "?".to_owned(), |t| minute(t, tz)),
+            s.agent.to_string(),
+            s.id.to_string(),
+            s.project.as_ref().map_or_else(|| "?".to_owned(), |p| super::ps::short_path(p.as_str())),
+            elapsed.map_or_else(|| "?".to_owned(), duration),
+            s.status.to_string(),
+            s.agents.to_string(),
+            s.depth.to_string(),
+            grouped(s.figures.tokens.total),
+            format_usd(s.figures.cost_usd()),
+            crate::wire::sanitize_line(s.name.as_str()).to_string(),
+        ]);
+    }
+    table.render(limit)
+}

@@ -1,0 +1,306 @@
+//! `swarmtop report daily|weekly|monthly|session|project|model|agent-type`: spend from the run
+//! store, every row with the sub-agents' part; and what the store's commands share: their
+//! filters (`--since`, `--until`, `--tz`, `--agent`, `--project`) and their tables.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, eyre};
+use jiff::Timestamp;
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::cli::{FilterOpts, GlobalOpts, ReportArgs};
+use super::stats::{TokensJson, money};
+use crate::model::format_usd;
+use crate::pipeline::Config;
+use crate::store::query::{self, Filter};
+use crate::store::report::{self, Kind, Report, Row};
+use crate::store::rows::Figures;
+use crate::ui::text::{grouped, truncate, width};
+
+pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let (filter, tz) = filter(&args.filter)?;
+    let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
+    let report = report::report(&store, args.kind, &filter, &tz)?;
+    let out =
+        if args.json { render_json(&report, args.kind, &tz) } else { render_text(&report, args.kind, table_width()) };
+    super::print(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The filters as the store takes them, and the time zone dates are read in.
+pub(super) fn filter(opts: &FilterOpts) -> Result<(Filter, TimeZone)> {
+    let tz = query::zone(opts.tz.as_deref()).map_err(|e| eyre!(e))?;
+    let now = Timestamp::now().as_millisecond();
+    let when = |text: &Option<String>, end: End| -> Result<Option<i64>> {
+        text.as_deref().map(|t| parse_when(t, end, &tz, now).map_err(|e| eyre!(e))).transpose()
+    };
+    let filter = Filter {
+        since_ms: when(&opts.since, End::Since)?,
+        until_ms: when(&opts.until, End::Until)?,
+        agent: opts.agent.clone(),
+        project: opts.project.clone(),
+    };
+    Ok((filter, tz))
+}
+
+/// Which end of a range a time stands for: a date `--since` means its first moment, a date
+/// `--until` takes the whole day in (ccusage's `--until` is inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    Since,
+    Until,
+}
+
+/// A time as the command line gives it, as unix ms: a date (`2026-02-12`, or `20260212` as
+/// ccusage takes it) in `tz`, an RFC 3339 time, or a duration before `now_ms` (`30m`, `7d`, `2w`).
+pub(super) fn parse_when(text: &str, end: End, tz: &TimeZone, now_ms: i64) -> Result<i64, String> {
+    let text = text.trim();
+    if let Some(date) = date_of(text) {
+        let day = match end {
+            End::Since => Some(date),
+            End::Until => date.tomorrow().ok(),
+        };
+        return day
+            .and_then(|d| query::day_start(d, tz))
+            .ok_or_else(|| format!("{text:?} has no start in {}", query::zone_name(tz)));
+    }
+    if let Ok(t) = text.parse::<Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    let ago = match text.strip_suffix('w').map(str::parse::<u64>) {
+        Some(Ok(weeks)) => Ok(weeks.saturating_mul(7 * 86_400_000)),
+        _ => super::cli::parse_duration_ms(text),
+    }
+    .map_err(|_| format!("not a date, a time or a duration: {text:?} (try 2026-02-12, 20260212, 7d, 12h)"))?;
+    Ok(now_ms.saturating_sub(i64::try_from(ago).unwrap_or(i64::MAX)))
+}
+
+fn date_of(text: &str) -> Option<Date> {
+    if let Ok(d) = text.parse::<Date>() {
+        return Some(d);
+    }
+    if text.len() == 8 && text.bytes().all(|b| b.is_ascii_digit()) {
+        let n = |r: std::ops::Range<usize>| text[r].parse::<i16>().ok();
+        return Date::new(n(0..4)?, i8::try_from(n(4..6)?).ok()?, i8::try_from(n(6..8)?).ok()?).ok();
+    }
+    None
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReportJson<'a> {
+    report: &'static str,
+    timezone: String,
+    rows: Vec<RowJson<'a>>,
+    totals: RowJson<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RowJson<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'a str>,
+    sessions: usize,
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+    subagents: PartJson,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PartJson {
+    tokens: TokensJson,
+    cost_usd: Option<Box<RawValue>>,
+}
+
+impl<'a> RowJson<'a> {
+    fn of(row: &'a Row, key: bool) -> Self {
+        Self {
+            key: key.then_some(row.key.as_str()),
+            sessions: row.sessions,
+            tokens: (&row.all.tokens).into(),
+            cost_usd: money(row.all.cost_usd()),
+            subagents: PartJson { tokens: (&row.subagents.tokens).into(), cost_usd: money(row.subagents.cost_usd()) },
+        }
+    }
+}
+
+fn render_json(report: &Report, kind: Kind, tz: &TimeZone) -> String {
+    let json = ReportJson {
+        report: kind.name(),
+        timezone: query::zone_name(tz),
+        rows: report.rows.iter().map(|r| RowJson::of(r, true)).collect(),
+        totals: RowJson::of(&report.totals, false),
+    };
+    let mut out = serde_json::to_string(&json).expect("reports serialise");
+    out.push('\n');
+    out
+}
+
+fn render_text(report: &Report, kind: Kind, limit: Option<usize>) -> String {
+    if report.rows.is_empty() {
+        return "no spend in the run store for these filters\n".to_owned();
+    }
+    let key = match kind {
+        Kind::Daily => "DATE",
+        Kind::Weekly => "WEEK",
+        Kind::Monthly => "MONTH",
+        Kind::Session => "SESSION",
+        Kind::Project => "PROJECT",
+        Kind::Model => "MODEL",
+        Kind::AgentType => "AGENT TYPE",
+    };
+    let mut table = Table::new(
+        &[key, "SESSIONS", "INPUT", "CACHED", "OUTPUT", "TOKENS", "COST", "SUB-AGENT TOKENS", "SUB-AGENT COST"],
+        // What goes first when the terminal is narrow: the breakdown of tokens, then the counts.
+        &[2, 3, 4, 1, 7],
+        0,
+    );
+    for row in &report.rows {
+        table.push(cells(&row.key, row));
+    }
+    table.push(cells("total", &report.totals));
+    table.render(limit)
+}
+
+fn cells(key: &str, row: &Row) -> Vec<String> {
+    let t = &row.all.tokens;
+    vec![
+        key.to_owned(),
+        grouped(row.sessions as u64),
+        grouped(t.input),
+        grouped(t.cached_input),
+        grouped(t.output),
+        grouped(t.total),
+        usd(&row.all),
+        grouped(row.subagents.tokens.total),
+        usd(&row.subagents),
+    ]
+}
+
+fn usd(f: &Figures) -> String {
+    format_usd(f.cost_usd())
+}
+
+/// The width of the terminal the tables go to; `None` for a pipe or a file (every column whole).
+pub(super) fn table_width() -> Option<usize> {
+    super::ps::terminal_width()
+}
+
+/// A table as `ps` prints one: upper-case headers, columns two spaces apart, words left and
+/// figures right. On a narrow terminal whole columns go first (in a given order), then the
+/// flexible column (a name, a path) is cut; piped, every cell is whole, so that the table stays
+/// a table for `awk` and `cut`.
+pub(super) struct Table {
+    header: Vec<&'static str>,
+    rows: Vec<Vec<String>>,
+    drop: Vec<usize>,
+    flex: usize,
+    /// Columns whose cells are words (left-aligned); the rest are figures.
+    words: Vec<usize>,
+}
+
+/// Narrowest the flexible column is cut to.
+const FLEX_MIN: usize = 12;
+
+impl Table {
+    /// `drop`: the columns to leave out, in order, while the table is wider than the terminal;
+    /// `flex`: the column cut to fit after that. The first column is a word; so is `flex`.
+    pub(super) fn new(header: &[&'static str], drop: &[usize], flex: usize) -> Self {
+        Self { header: header.to_vec(), rows: Vec::new(), drop: drop.to_vec(), flex, words: vec![0, flex] }
+    }
+
+    /// Columns (besides the first and the flexible one) whose cells are words.
+    pub(super) fn words(mut self, columns: &[usize]) -> Self {
+        self.words.extend_from_slice(columns);
+        self
+    }
+
+    pub(super) fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    pub(super) fn render(&self, limit: Option<usize>) -> String {
+        let n = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
+        for row in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(width(cell));
+            }
+        }
+        let mut shown = vec![true; n];
+        let total = |widths: &[usize], shown: &[bool]| -> usize {
+            widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| w + 2).sum::<usize>().saturating_sub(2)
+        };
+        if let Some(limit) = limit {
+            for &c in &self.drop {
+                if total(&widths, &shown) <= limit {
+                    break;
+                }
+                shown[c] = false;
+            }
+            let over = total(&widths, &shown).saturating_sub(limit);
+            widths[self.flex] = widths[self.flex].saturating_sub(over).max(FLEX_MIN.min(widths[self.flex]));
+        }
+        let line = |cells: &[&str]| {
+            let mut l = String::new();
+            for (i, (cell, &w)) in cells.iter().zip(&widths).enumerate().filter(|(i, _)| shown[*i]) {
+                let cell = if width(cell) > w { truncate(cell, w) } else { (*cell).to_owned() };
+                let pad = " ".repeat(w.saturating_sub(width(&cell)));
+                if self.words.contains(&i) {
+                    let _ = write!(l, "{cell}{pad}  ");
+                } else {
+                    let _ = write!(l, "{pad}{cell}  ");
+                }
+            }
+            let l = l.trim_end();
+            match limit {
+                Some(limit) if width(l) > limit => truncate(l, limit),
+                _ => l.to_owned(),
+            }
+        };
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", line(&self.header));
+        for row in &self.rows {
+            let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+            let _ = writeln!(out, "{}", line(&cells));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_durations_and_times() {
+        let utc = TimeZone::UTC;
+        let day = 1_770_854_400_000; // 2026-02-12T00:00:00Z
+        assert_eq!(parse_when("2026-02-12", End::Since, &utc, 0), Ok(day));
+        assert_eq!(parse_when("20260212", End::Since, &utc, 0), Ok(day));
+        assert_eq!(parse_when("2026-02-12", End::Until, &utc, 0), Ok(day + 86_400_000), "the whole day");
+        assert_eq!(parse_when("2026-02-12T01:00:00Z", End::Since, &utc, 0), Ok(day + 3_600_000));
+        assert_eq!(parse_when("7d", End::Since, &utc, day), Ok(day - 7 * 86_400_000));
+        assert_eq!(parse_when("2w", End::Since, &utc, day), Ok(day - 14 * 86_400_000));
+        assert!(parse_when("yesterday-ish", End::Since, &utc, 0).is_err());
+        let tokyo = query::zone(Some("Asia/Tokyo")).unwrap();
+        assert_eq!(parse_when("2026-02-12", End::Since, &tokyo, 0), Ok(day - 9 * 3_600_000));
+        assert!(query::zone(Some("Mars/Olympus")).is_err());
+    }
+
+    #[test]
+    fn a_narrow_terminal_loses_columns_then_cuts_the_name() {
+        let mut t = Table::new(&["NAME", "A", "B"], &[1], 0);
+        t.push(vec!["a-rather-long-project-name".to_owned(), "1,000".to_owned(), "$2.00".to_owned()]);
+        let wide = t.render(None);
+        assert_eq!(wide.lines().nth(1), Some("a-rather-long-project-name  1,000  $2.00"));
+        let narrow = t.render(Some(24));
+        assert!(narrow.lines().all(|l| width(l) <= 24), "{narrow}");
+        assert!(!narrow.contains("1,000"), "column A went first: {narrow}");
+    }
+}

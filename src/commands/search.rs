@@ -1,0 +1,116 @@
+//! `swarmtop search TEXT`: full text over what every stored run was asked, answered and did
+//! (item text, capped as the store keeps it), best matches first.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, eyre};
+use jiff::tz::TimeZone;
+use serde::Serialize;
+
+use super::cli::{GlobalOpts, SearchArgs};
+use super::report::{Table, filter, table_width};
+use crate::pipeline::Config;
+use crate::store::query;
+use crate::store::rows::Hit;
+
+pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let (filter, tz) = filter(&args.filter)?;
+    let query = fts_query(&args.text.join(" ")).ok_or_else(|| eyre!("search: give words to find"))?;
+    let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
+    let hits = store.backend().search(&query, &filter, args.limit)?;
+    let out = if args.json {
+        render_json(&hits, &tz)
+    } else {
+        render_text(&hits, &tz, table_width(), std::io::stdout().is_terminal())
+    };
+    super::print(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The words as a full-text query that every one of them must match, each quoted: what a person
+/// types (`cargo test`, `don't`, `a-b`, `NOT`) is words to find, never query syntax.
+fn fts_query(text: &str) -> Option<String> {
+    let words: Vec<String> = text.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+#[derive(Serialize)]
+struct SearchJson<'a> {
+    hits: Vec<HitJson<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HitJson<'a> {
+    session: Option<&'a str>,
+    agent: &'a str,
+    thread: &'a str,
+    name: &'a str,
+    kind: &'a str,
+    time: Option<String>,
+    snippet: String,
+}
+
+/// The snippet as text, the matched words between `open` and `close`.
+fn snippet(hit: &Hit, open: &str, close: &str) -> String {
+    hit.snippet
+        .iter()
+        .map(|(text, matched)| if *matched { format!("{open}{text}{close}") } else { text.to_string() })
+        .collect()
+}
+
+fn render_json(hits: &[Hit], tz: &TimeZone) -> String {
+    let json = SearchJson {
+        hits: hits
+            .iter()
+            .map(|h| HitJson {
+                session: h.session.as_ref().map(crate::wire::Clean::as_str),
+                agent: h.agent.as_str(),
+                thread: h.thread.as_str(),
+                name: h.name.as_str(),
+                kind: h.kind.as_str(),
+                time: h.at_ms.and_then(|t| query::rfc3339(t, tz)),
+                snippet: snippet(h, "", ""),
+            })
+            .collect(),
+    };
+    let mut out = serde_json::to_string(&json).expect("hits serialise");
+    out.push('\n');
+    out
+}
+
+/// Matches in bold on a terminal; between `[` and `]` in a pipe.
+fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool) -> String {
+    if hits.is_empty() {
+        return "no match in the run store\n".to_owned();
+    }
+    let (open, close) = if terminal { ("\u{1b}[1m", "\u{1b}[22m") } else { ("[", "]") };
+    const SNIPPET: usize = 5;
+    let mut table = Table::new(&["TIME", "AGENT", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[4, 3, 2], SNIPPET)
+        .words(&[1, 2, 3, 4]);
+    for h in hits {
+        table.push(vec![
+            h.at_ms.and_then(|t| query::rfc3339(t, tz)).unwrap_or_else(|| "?".to_owned()),
+            h.agent.to_string(),
+            h.session.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+            h.name.to_string(),
+            h.kind.to_string(),
+            snippet(h, "\u{e000}", "\u{e001}"),
+        ]);
+    }
+    // The marks are placed after the table is laid out: an escape sequence has no width.
+    table.render(limit).replace('\u{e000}', open).replace('\u{e001}', close)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn what_a_person_types_is_words_not_syntax() {
+        assert_eq!(fts_query("cargo test").as_deref(), Some("\"cargo\" \"test\""));
+        assert_eq!(fts_query("say \"hi\"").as_deref(), Some("\"say\" \"\"\"hi\"\"\""));
+        assert_eq!(fts_query("  "), None);
+    }
+}

@@ -1,0 +1,202 @@
+//! `swarmtop sync`: index every agent session on this machine into the run store; and the quiet
+//! sync every query of the store runs first.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use color_eyre::eyre::{Result, WrapErr};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::cli::{GlobalOpts, StoreOpts, SyncArgs};
+use super::ingest::{ingest_partial, ingest_partial_on};
+use crate::model::Model;
+use crate::pipeline::{Config, Pipeline};
+use crate::router::{Sink, ThreadIdx};
+use crate::source::discover::Env;
+use crate::store::sync::{self, Options, Progress};
+use crate::store::{Reader, Store, Synced, location};
+
+/// Sessions read as `stats` reads them, and kept as `stats`, `tree` and the screen name them.
+struct Commands {
+    config: Config,
+    fingerprint: String,
+}
+
+impl Reader for Commands {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn read(
+        &self,
+        files: &[PathBuf],
+        also: &mut dyn Sink,
+        every_core: bool,
+    ) -> Result<(Pipeline, Option<color_eyre::Report>)> {
+        if every_core {
+            ingest_partial(files, self.config.clone(), also)
+        } else {
+            ingest_partial_on(files, self.config.clone(), also, 1)
+        }
+    }
+
+    fn label(&self, model: &Model, idx: ThreadIdx) -> String {
+        crate::ui::label::text(model, idx)
+    }
+
+    fn stats_json(&self, pipeline: &Pipeline) -> String {
+        super::stats::render_json(pipeline)
+    }
+
+    fn tree(&self, model: &Model) -> String {
+        super::tree::render_tree(model)
+    }
+
+    fn fingerprint(&self) -> String {
+        self.fingerprint.clone()
+    }
+}
+
+/// This swarmtop and its price table: figures another one stored are figured again.
+fn fingerprint(global: &GlobalOpts) -> Result<String> {
+    let prices = match &global.pricing {
+        Some(path) => {
+            let text = std::fs::read(path).wrap_err_with(|| format!("reading {}", path.display()))?;
+            let digest: [u8; 32] = Sha256::digest(&text).into();
+            digest.iter().fold(String::new(), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            })
+        }
+        None => "builtin".to_owned(),
+    };
+    Ok(format!("swarmtop {}; prices {prices}", env!("CARGO_PKG_VERSION")))
+}
+
+/// The store `--store` (or the default place) names, opened.
+pub(super) fn open(opts: &StoreOpts) -> Result<Store> {
+    let path = location::resolve(opts.store.as_deref(), &Env::from_process())?;
+    Store::open(&path)
+}
+
+/// Sources read at once past which even a quiet sync shows its progress on a terminal.
+const LONG_SYNC_BYTES: u64 = 64 << 20;
+
+/// A progress bar on stderr, when stderr is a terminal and the work is worth one.
+fn progress_bar(always: bool) -> impl FnMut(Progress) {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let terminal = std::io::stderr().is_terminal();
+    move |p: Progress| {
+        if !terminal || !(always || p.bytes >= LONG_SYNC_BYTES) {
+            return;
+        }
+        let bar = bar.get_or_insert_with(|| {
+            let b = indicatif::ProgressBar::new(p.bytes);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("indexing sessions {bar:30} {bytes}/{total_bytes} {msg}")
+                    .expect("a valid template"),
+            );
+            b
+        });
+        bar.set_position(p.bytes_done);
+        bar.set_message(format!("{}/{} sessions", p.sources_done, p.sources));
+        if p.sources_done == p.sources {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Opens the store and brings it up to date first (unless `--no-sync`): quietly, looking only at
+/// what changed since the last sync, and not at all while another sync runs (the store is
+/// answered from as it is).
+pub(super) fn synced(opts: &StoreOpts, no_sync: bool, config: Config, global: &GlobalOpts) -> Result<Store> {
+    let mut store = open(opts)?;
+    if !no_sync {
+        let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
+        let mut bar = progress_bar(false);
+        let synced = sync::sync(
+            &mut store,
+            &reader,
+            Options { env: Env::from_process(), full: false, wait: false, progress: Some(&mut bar) },
+        )?;
+        for failure in &synced.failed {
+            tracing::warn!("sync: {failure}");
+        }
+    }
+    Ok(store)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SyncedJson<'a> {
+    store: String,
+    found: usize,
+    read: usize,
+    unchanged: usize,
+    kept: usize,
+    bytes_read: u64,
+    sessions: usize,
+    runs: usize,
+    duplicates: usize,
+    failed: &'a [String],
+    store_bytes: u64,
+}
+
+pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let mut store = open(&args.store)?;
+    let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
+    let mut bar = progress_bar(true);
+    let progress: Option<&mut dyn FnMut(Progress)> = if args.quiet || args.json { None } else { Some(&mut bar) };
+    let synced =
+        sync::sync(&mut store, &reader, Options { env: Env::from_process(), full: true, wait: true, progress })?;
+    let size = store.backend().size()?;
+    let shown = crate::wire::sanitize_line(&store.path().display().to_string()).to_string();
+    if args.json {
+        let json = SyncedJson {
+            store: shown,
+            found: synced.found,
+            read: synced.read,
+            unchanged: synced.unchanged,
+            kept: synced.kept,
+            bytes_read: synced.bytes_read,
+            sessions: synced.sessions,
+            runs: synced.runs,
+            duplicates: synced.duplicates,
+            failed: &synced.failed,
+            store_bytes: size,
+        };
+        let mut out = serde_json::to_string(&json).expect("serialises");
+        out.push('\n');
+        super::print(out.as_bytes())?;
+    } else if !args.quiet {
+        super::print(summary(&synced, &shown, size).as_bytes())?;
+    }
+    for failure in &synced.failed {
+        eprintln!("swarmtop: {}", crate::wire::sanitize_line(failure));
+    }
+    Ok(if synced.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn summary(s: &Synced, store: &str, size: u64) -> String {
+    format!(
+        "{} sessions' files found: {} read ({} bytes), {} unchanged, {} kept after their files went\n\
+         stored {} sessions, {} runs{}\n\
+         store {store} ({} bytes)\n",
+        s.found,
+        s.read,
+        crate::ui::text::grouped(s.bytes_read),
+        s.unchanged,
+        s.kept,
+        s.sessions,
+        s.runs,
+        if s.duplicates > 0 {
+            format!(" ({} already stored from another source)", s.duplicates)
+        } else {
+            String::new()
+        },
+        crate::ui::text::grouped(size),
+    )
+}

@@ -1,0 +1,76 @@
+//! The store behind a small trait: what a sync and the queries need of a backend, and nothing of
+//! how it keeps it. SQLite is the one backend today (`sqlite`); a team's PostgreSQL (issue 21)
+//! is another implementation of the same verbs.
+
+use std::path::PathBuf;
+
+use color_eyre::eyre::Result;
+
+use super::query::Filter;
+use super::rows::{Hit, ItemRow, Known, SessionInfo, SessionView, SourceRows, UsageFact};
+use crate::wire::Clean;
+
+pub trait Backend {
+    /// A stored source, with the state of its files when it was read.
+    fn known(&self, key: &str) -> Result<Option<Known>>;
+    /// Replaces each source (by its key) with its rows, all in one transaction.
+    fn write(&mut self, batch: &[SourceRows]) -> Result<Written>;
+    /// Notes files of a stored source that are gone (its runs stay).
+    fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()>;
+    fn meta(&self, key: &str) -> Result<Option<String>>;
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
+    /// Root sessions active in the filter's range, newest first.
+    fn sessions(&self, filter: &Filter) -> Result<Vec<SessionInfo>>;
+    /// One session by its id, or a unique prefix of it (four characters at least).
+    fn session(&self, id: &str) -> Result<Lookup>;
+    /// The items of one run of a session, in order (what its lane showed).
+    fn items(&self, session: &str, thread: &str) -> Result<Vec<ItemRow>>;
+    /// Every quarter hour of spend in the filter's range, as reports group it.
+    fn usage(&self, filter: &Filter, each: &mut dyn FnMut(UsageFact)) -> Result<()>;
+    /// Items whose text matches `query` (the backend's full-text syntax), best first.
+    fn search(&self, query: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
+    /// Removes the sessions that ended before `before_ms`, and their runs.
+    fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
+    /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).
+    fn settle(&mut self) -> Result<()>;
+    /// Bytes the store takes on disk.
+    fn size(&self) -> Result<u64>;
+    /// Everything stored, as text that two stores holding the same runs print alike (tests).
+    fn dump(&self) -> Result<String>;
+    /// Only one sync at a time: the lock, or `None` when another holds it and `wait` is false.
+    fn lock(&self, wait: bool) -> Result<Option<SyncLock>>;
+}
+
+/// What one source's write stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    pub sessions: usize,
+    /// Sessions another source already held (a recording of a session indexed from its rollouts).
+    pub duplicates: usize,
+    pub runs: usize,
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub sessions: usize,
+    pub runs: usize,
+}
+
+/// A session looked up by id.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(Box<SessionView>),
+    Missing,
+    /// A prefix that several sessions share: their ids.
+    Ambiguous(Vec<Clean>),
+}
+
+/// Held while a sync runs; released when dropped (or when its process dies).
+pub struct SyncLock(#[allow(dead_code)] Box<dyn std::any::Any + Send>);
+
+impl SyncLock {
+    pub fn new(guard: impl std::any::Any + Send) -> Self {
+        Self(Box::new(guard))
+    }
+}

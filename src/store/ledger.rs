@@ -1,0 +1,196 @@
+//! A thread's spend over time, for reports by day, week and month in any time zone.
+//!
+//! The model keeps each thread's totals, not when they were spent. Two kinds of usage reach it
+//! (wire.md §4, §6): a running total per thread (Codex `tokenUsage.total`, merged by max), and one
+//! statement per API response (Claude Code), which the model keeps with its time and model. The
+//! first kind is followed here, as the router hands the model each line: the ledger is the sink
+//! a source is read through, and notes the thread's running total at every quarter hour it
+//! changes in. Quarter hours, because every time zone's offset is a whole number of them: a day
+//! in any zone is a whole number of quarter hours, so daily sums are exact wherever they are
+//! asked for.
+//!
+//! Every figure here must add up to what the model says of the thread (`stats`), to the token and
+//! to the pico-dollar. When the ledger cannot show that it does (usage that reached the thread
+//! some other way, a cost the table did not make), the thread's whole spend is put at its last
+//! quarter hour instead: the totals stay exact, only the split in time is lost.
+
+use crate::model::prices::{Pico, Prices};
+use crate::model::{Thread, Tokens};
+use crate::router::{Class, Event, Sink};
+use crate::wire::fact::{Fact, Usage};
+
+use super::rows::UsageRow;
+
+/// A quarter hour, in ms.
+const QUARTER_MS: i64 = 15 * 60 * 1000;
+
+/// The start of the quarter hour `ms` falls in.
+pub fn quarter(ms: i64) -> i64 {
+    ms.div_euclid(QUARTER_MS).saturating_mul(QUARTER_MS)
+}
+
+/// The running totals of every thread, by quarter hour; a sink of the pipeline.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Largest line time seen: the time of a line that tells none.
+    stream_ms: Option<i64>,
+    /// By thread handle (dense, first-seen order).
+    threads: Vec<Marks>,
+}
+
+/// A thread's running total after each quarter hour it changed in, in the order read.
+#[derive(Debug, Default, Clone)]
+struct Marks {
+    now: Tokens,
+    marks: Vec<(Option<i64>, Tokens)>,
+}
+
+impl Sink for Ledger {
+    fn event(&mut self, event: &Event<'_, '_>) {
+        let Event::Line(r) = event else { return };
+        if matches!(r.class, Class::Global | Class::Malformed) {
+            return;
+        }
+        let time = r.record.time;
+        if let Some(t) = time {
+            self.stream_ms = Some(self.stream_ms.map_or(t, |s| s.max(t)));
+        }
+        let Some(idx) = r.thread else { return };
+        for fact in r.record.facts.iter() {
+            let Fact::Usage(Usage::Cumulative { total: Some(total), .. }) = fact else { continue };
+            if self.threads.len() <= idx.index() {
+                self.threads.resize_with(idx.index() + 1, Marks::default);
+            }
+            let at = time.or(self.stream_ms).map(quarter);
+            let m = &mut self.threads[idx.index()];
+            m.now.merge_max(total);
+            let now = m.now;
+            match m.marks.last_mut() {
+                Some((last, tokens)) if *last == at => *tokens = now,
+                _ => m.marks.push((at, now)),
+            }
+        }
+    }
+}
+
+impl Ledger {
+    /// The spend of thread `index` (as the model ended it) by quarter hour and model, adding up to
+    /// its tokens and cost exactly.
+    pub fn usage(&self, index: usize, t: &Thread, prices: &Prices) -> Vec<UsageRow> {
+        let rows = if t.responses().is_empty() {
+            self.threads.get(index).and_then(|m| running(m, t, prices))
+        } else {
+            by_response(t, prices)
+        };
+        let rows = rows.unwrap_or_else(|| whole(t));
+        merged(rows)
+    }
+}
+
+/// Spend from the running total's marks: the tokens each quarter hour added, and what that cost
+/// at the thread's price. `None` when the marks do not end at the thread's figures.
+fn running(m: &Marks, t: &Thread, prices: &Prices) -> Option<Vec<UsageRow>> {
+    if m.marks.last().map(|(_, tokens)| tokens) != Some(&t.tokens) {
+        return None;
+    }
+    let price = t.model.as_ref().and_then(|model| prices.lookup(model.as_str()));
+    let cost_of = |tokens: &Tokens| price.map_or(Pico::default(), |p| tokens.cost(&p));
+    // The table made the thread's cost: each quarter hour's share is the difference of the costs
+    // of the running totals, so the shares add up to it. Otherwise the cost goes at the end.
+    let by_table = t.cost.is_some() && price.is_some_and(|p| Some(t.tokens.cost(&p)) == t.cost);
+    let model = t.model.as_ref().map(ToString::to_string);
+    let mut rows = Vec::with_capacity(m.marks.len());
+    let mut before = Tokens::default();
+    for (at, tokens) in &m.marks {
+        let cost = if by_table { cost_of(tokens) - cost_of(&before) } else { Pico::default() };
+        rows.push(UsageRow { at_ms: *at, model: model.clone(), tokens: tokens.minus(&before), cost });
+        before = *tokens;
+    }
+    if !by_table {
+        if let Some(last) = rows.last_mut() {
+            last.cost = t.cost.unwrap_or_default();
+        }
+    }
+    Some(rows)
+}
+
+/// Spend response by response, each priced by its own model as the model priced it. `None` when
+/// the responses do not add up to the thread's tokens.
+fn by_response(t: &Thread, prices: &Prices) -> Option<Vec<UsageRow>> {
+    let mut tokens = Tokens::default();
+    let mut cost = Pico::default();
+    let mut all_priced = true;
+    let mut rows = Vec::with_capacity(t.responses().len());
+    for r in t.responses() {
+        tokens.add(&r.tokens);
+        let price = r.model.as_ref().and_then(|m| prices.lookup_for_prompt(m.as_str(), r.tokens.input));
+        let share = price.map(|p| r.tokens.cost(&p));
+        all_priced &= share.is_some();
+        cost += share.unwrap_or_default();
+        rows.push(UsageRow {
+            at_ms: r.first_ms.map(quarter),
+            model: r.model.as_ref().map(ToString::to_string),
+            tokens: r.tokens,
+            cost: share.unwrap_or_default(),
+        });
+    }
+    if tokens != t.tokens {
+        return None;
+    }
+    if !(all_priced && t.cost == Some(cost)) {
+        // Not the table's cost (the agent's own figure, or unpriced): all of it at the end.
+        for r in &mut rows {
+            r.cost = Pico::default();
+        }
+        let last = rows.iter_mut().max_by_key(|r| r.at_ms)?;
+        last.cost = t.cost.unwrap_or_default();
+    }
+    Some(rows)
+}
+
+/// The thread's whole spend at its last quarter hour.
+fn whole(t: &Thread) -> Vec<UsageRow> {
+    if t.tokens == Tokens::default() && t.cost.is_none_or(|c| c == Pico::default()) {
+        return Vec::new();
+    }
+    vec![UsageRow {
+        at_ms: t.last_ms.or(t.first_ms).map(quarter),
+        model: t.model.as_ref().map(ToString::to_string),
+        tokens: t.tokens,
+        cost: t.cost.unwrap_or_default(),
+    }]
+}
+
+/// One row per quarter hour and model, in time order (unknown times first).
+fn merged(mut rows: Vec<UsageRow>) -> Vec<UsageRow> {
+    rows.sort_by(|a, b| a.at_ms.cmp(&b.at_ms).then_with(|| a.model.cmp(&b.model)));
+    let mut out: Vec<UsageRow> = Vec::with_capacity(rows.len());
+    for r in rows {
+        match out.last_mut() {
+            Some(last) if last.at_ms == r.at_ms && last.model == r.model => {
+                last.tokens.add(&r.tokens);
+                last.cost += r.cost;
+            }
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quarters_hold_every_time_zone_s_midnight() {
+        assert_eq!(quarter(0), 0);
+        assert_eq!(quarter(QUARTER_MS - 1), 0);
+        assert_eq!(quarter(-1), -QUARTER_MS);
+        // Nepal is UTC+5:45: its midnight is a quarter hour of UTC.
+        let kathmandu_midnight = -(5 * 60 + 45) * 60 * 1000;
+        assert_eq!(quarter(kathmandu_midnight), kathmandu_midnight);
+        // A hostile time past the representable quarter saturates instead of overflowing.
+        assert_eq!(quarter(i64::MIN), i64::MIN);
+        assert_eq!(quarter(i64::MAX), i64::MAX.div_euclid(QUARTER_MS) * QUARTER_MS);
+    }
+}

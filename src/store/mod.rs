@@ -1,0 +1,63 @@
+//! The run store: every agent run kept, reported and searchable after the agents' own files are
+//! gone (issue 20; the schema and its versions are in docs/store.md).
+//!
+//! A sync ([`sync`]) finds every session the agents' places hold ([`places`]), reads the ones
+//! whose files changed through the same pipeline `stats` uses, and writes each as rows — its root
+//! sessions, one run per thread with its spend by quarter hour, its items' text (capped, each
+//! distinct text once, searchable) — in one transaction per session. Queries read those rows:
+//! `history` (sessions, one session's tree), `report` (spend by period, session, project, model
+//! or kind of agent, [`report`]) and `search`. Runs outlive their files: a session whose files
+//! are deleted keeps what was read of it.
+//!
+//! The store is behind a small trait ([`Backend`]); SQLite is the one backend today.
+
+pub mod backend;
+mod capture;
+mod identity;
+mod ledger;
+pub mod location;
+pub mod places;
+pub mod query;
+pub mod report;
+pub mod rows;
+mod schema;
+mod sqlite;
+pub mod sync;
+mod text;
+
+use std::path::{Path, PathBuf};
+
+use color_eyre::eyre::Result;
+
+pub use self::backend::{Backend, Lookup, Pruned, Written};
+pub use self::query::Filter;
+pub use self::sqlite::FutureSchema;
+pub use self::sync::{Reader, Synced};
+
+/// An open store.
+pub struct Store {
+    backend: Box<dyn Backend>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if need be) the SQLite store at `path`.
+    pub fn open(path: &Path) -> Result<Self> {
+        Ok(Self { backend: Box::new(sqlite::Sqlite::open(path)?), path: path.to_owned() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    pub fn backend_mut(&mut self) -> &mut dyn Backend {
+        self.backend.as_mut()
+    }
+}
+
+/// The schema version this swarmtop writes.
+pub const SCHEMA_VERSION: usize = schema::LATEST;

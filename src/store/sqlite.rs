@@ -1,0 +1,904 @@
+//! The embedded backend: one SQLite file (WAL), owned by the user and by no one else.
+//!
+//! Every write is one transaction: a source is replaced whole or not at all, so a sync killed at
+//! any point leaves the store as it was before that source, and the next sync reads it again.
+//! Item text is kept once per distinct text (by its SHA-256), counted by reference, behind an
+//! FTS5 index kept by triggers.
+
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use nix::fcntl::{Flock, FlockArg};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use sha2::{Digest, Sha256};
+
+use super::backend::{Backend, Lookup, Pruned, SyncLock, Written};
+use super::query::Filter;
+use super::rows::{
+    Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
+};
+use super::schema;
+use crate::model::Tokens;
+use crate::model::prices::Pico;
+use crate::wire::{Clean, sanitize, sanitize_line};
+
+/// How long a write waits for another process's write to end.
+const BUSY: Duration = Duration::from_secs(30);
+
+/// A store from a newer swarmtop: its schema is past what this one knows.
+#[derive(Debug)]
+pub struct FutureSchema {
+    pub path: PathBuf,
+    pub found: usize,
+    pub known: usize,
+}
+
+impl std::fmt::Display for FutureSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the run store {} was written by a newer swarmtop (schema version {}; this one knows up to {}): \
+             upgrade swarmtop, or use another store with --store",
+            sanitize_line(&self.path.display().to_string()),
+            self.found,
+            self.known
+        )
+    }
+}
+
+impl std::error::Error for FutureSchema {}
+
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    /// Opens the store at `path`, creating it (and its folder, for the user alone) if it does
+    /// not exist, and brings its schema up to date; refuses a store that is not the user's, or
+    /// that a newer swarmtop wrote.
+    pub fn open(path: &Path) -> Result<Self> {
+        let shown = || sanitize_line(&path.display().to_string()).to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .wrap_err_with(|| format!("creating {}", sanitize_line(&dir.display().to_string())))?;
+        }
+        // Created for the user alone before SQLite opens it (its -wal and -shm take its mode).
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .wrap_err_with(|| format!("opening the run store {}", shown()))?;
+        trust(path)?;
+        let mut conn = Connection::open(path).wrap_err_with(|| format!("opening the run store {}", shown()))?;
+        conn.busy_timeout(BUSY)?;
+        // Read before anything is written: a newer schema is refused untouched.
+        let version: usize = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))?.try_into().unwrap_or(0);
+        if version > schema::LATEST {
+            return Err(FutureSchema { path: path.to_owned(), found: version, known: schema::LATEST }.into());
+        }
+        if version == 0 {
+            // Only before the first table: lets a prune give pages back to the file system.
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        // The text index's pages are touched all over by a sync: kept in memory (at most this much);
+        // statement journals in memory too, and the log folded into the store once per sync
+        // (`settle`), not every thousand pages.
+        conn.pragma_update(None, "cache_size", -32_768)?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+        if version < schema::LATEST {
+            schema::MIGRATIONS.to_latest(&mut conn).wrap_err_with(|| format!("updating the run store {}", shown()))?;
+        }
+        Ok(Self { conn, path: path.to_owned() })
+    }
+}
+
+/// A store is trusted only when the user owns it and no one else may write it.
+fn trust(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path)?;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(eyre!(
+            "the run store {} belongs to another user (uid {}): swarmtop uses only a store of its own user's",
+            sanitize_line(&path.display().to_string()),
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(eyre!(
+            "the run store {} may be written by other users (mode {:o}): `chmod 600` it to use it",
+            sanitize_line(&path.display().to_string()),
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// An unsigned figure in a signed INTEGER column, bit for bit: a hostile 2^64−1 tokens comes
+/// back as it went in (the store never sums in SQL; sums are made exactly, in Rust).
+fn int(v: u64) -> i64 {
+    i64::from_ne_bytes(v.to_ne_bytes())
+}
+
+fn uint(v: i64) -> u64 {
+    u64::from_ne_bytes(v.to_ne_bytes())
+}
+
+/// Money as the exact decimal count of pico-dollars (128 bits do not fit an INTEGER column).
+fn pico(p: Pico) -> String {
+    p.0.to_string()
+}
+
+/// A pico-dollar column; what is not a number (a store someone edited) is nothing.
+fn pico_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Pico> {
+    let text: String = r.get(at)?;
+    Ok(Pico(text.parse().unwrap_or(0)))
+}
+
+fn tokens_params(t: &Tokens) -> [i64; 7] {
+    [
+        int(t.input),
+        int(t.cached_input),
+        int(t.cache_write),
+        int(t.cache_write_1h),
+        int(t.output),
+        int(t.reasoning_output),
+        int(t.total),
+    ]
+}
+
+/// Columns of tokens by kind, in `tokens_params` order.
+const TOKENS: &str = "t_input, t_cached, t_cache_write, t_cache_write_1h, t_output, t_reasoning, t_total";
+
+/// The seven token columns starting at `at`, as the model's figures.
+fn tokens_at(r: &Row<'_>, at: usize) -> rusqlite::Result<Tokens> {
+    let g = |i: usize| r.get::<_, i64>(at + i).map(uint);
+    Ok(Tokens {
+        input: g(0)?,
+        cached_input: g(1)?,
+        cache_write: g(2)?,
+        cache_write_1h: g(3)?,
+        output: g(4)?,
+        reasoning_output: g(5)?,
+        total: g(6)?,
+    })
+}
+
+/// Text read back from the store: a file is input like any other, so it is sanitised as it
+/// comes in.
+fn clean(r: &Row<'_>, at: usize) -> rusqlite::Result<Clean> {
+    Ok(sanitize(&r.get::<_, Option<String>>(at)?.unwrap_or_default()))
+}
+
+fn clean_opt(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<Clean>> {
+    Ok(r.get::<_, Option<String>>(at)?.map(|s| sanitize(&s)))
+}
+
+/// `?` placeholders for the filter's four parameters, from `?first` on: `since`, `until`,
+/// `agent`, `project`, applied to the given time, agent and project expressions.
+fn filter_sql(first: usize, time: &str, agent: &str, project: &str) -> String {
+    let (a, b, c, d) = (first, first + 1, first + 2, first + 3);
+    format!(
+        "(?{a} IS NULL OR {time} >= ?{a}) AND (?{b} IS NULL OR {time} < ?{b}) AND (?{c} IS NULL OR {agent} = ?{c}) \
+         AND (?{d} IS NULL OR instr(coalesce({project}, ''), ?{d}) > 0)"
+    )
+}
+
+fn filter_params(f: &Filter) -> (Option<i64>, Option<i64>, Option<&str>, Option<&str>) {
+    (f.since_ms, f.until_ms, f.agent.as_deref(), f.project.as_deref())
+}
+
+impl Sqlite {
+    /// Gives back the text the items of the runs matched by `runs_where` (over `runs r`) hold;
+    /// [`Self::collect`] deletes what no item holds any more once those items are gone.
+    fn release(tx: &Transaction<'_>, runs_where: &str, arg: i64) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS temp.released_id ON released(id);",
+        )?;
+        tx.execute(
+            &format!(
+                "INSERT INTO released SELECT i.text_id FROM items i JOIN runs r ON r.id = i.run_id \
+                 WHERE {runs_where} AND i.text_id IS NOT NULL"
+            ),
+            [arg],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes the released text no item holds any more (after the items that held it went).
+    fn collect(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
+             UPDATE texts SET refs = refs - (SELECT count(*) FROM released WHERE released.id = texts.id)
+               WHERE id IN (SELECT id FROM released);
+             DELETE FROM texts WHERE id IN (SELECT id FROM released) AND refs <= 0;
+             DELETE FROM released;",
+        )?;
+        Ok(())
+    }
+
+    fn insert_source(tx: &Transaction<'_>, rows: &SourceRows) -> Result<i64> {
+        let s = &rows.source;
+        let id = tx.query_row(
+            "INSERT INTO sources(key, place, agent, project, fingerprint, synced_ms, lines, bytes, format, error,
+                                 stats_json, tree_text)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+            params![
+                s.key,
+                s.place,
+                s.agent,
+                s.project,
+                s.fingerprint,
+                rows.synced_ms,
+                int(rows.lines),
+                int(rows.bytes),
+                rows.format,
+                rows.error,
+                rows.stats_json,
+                rows.tree_text
+            ],
+            |r| r.get(0),
+        )?;
+        let mut st = tx.prepare_cached(
+            "INSERT INTO files(source_id, path, dev, ino, size, mtime_ns, head) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for f in &s.files {
+            st.execute(params![
+                id,
+                f.path.to_string_lossy(),
+                int(f.dev),
+                int(f.ino),
+                int(f.size),
+                f.mtime_ns,
+                &f.head[..]
+            ])?;
+        }
+        Ok(id)
+    }
+
+    /// The session's row id; `None` when another source already holds a session of that agent
+    /// and id (a tee's recording of a session whose rollouts were indexed first).
+    fn insert_session(
+        tx: &Transaction<'_>,
+        source: i64,
+        agent: &str,
+        project: Option<&str>,
+        s: &SessionRow,
+    ) -> Result<Option<i64>> {
+        let held: Option<i64> = tx
+            .query_row(
+                "SELECT source_id FROM sessions WHERE agent = ?1 AND thread = ?2",
+                params![agent, s.thread],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if held.is_some() {
+            return Ok(None);
+        }
+        let t = tokens_params(&s.figures.tokens);
+        let id = tx.query_row(
+            &format!(
+                "INSERT INTO sessions(source_id, agent, thread, name, project, started_ms, ended_ms, status, agents,
+                                      depth, {TOKENS}, cost_pico, priced)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+                 RETURNING id"
+            ),
+            params![
+                source,
+                agent,
+                s.thread,
+                s.name,
+                project,
+                s.started_ms,
+                s.ended_ms,
+                s.status,
+                s.agents,
+                s.depth,
+                t[0],
+                t[1],
+                t[2],
+                t[3],
+                t[4],
+                t[5],
+                t[6],
+                pico(s.figures.cost),
+                s.figures.priced
+            ],
+            |r| r.get(0),
+        )?;
+        Ok(Some(id))
+    }
+
+    fn insert_runs(
+        tx: &Transaction<'_>,
+        source: i64,
+        rows: &SourceRows,
+        sessions: &[Option<i64>],
+        texts: &mut Texts,
+    ) -> Result<usize> {
+        let mut ids: Vec<Option<i64>> = vec![None; rows.runs.len()];
+        let mut run_st = tx.prepare_cached(&format!(
+            "INSERT INTO runs(source_id, session_id, ordinal, thread, depth, role, via, card, agent_type, name,
+                              nickname, brief, model, models, status, started_ms, ended_ms, turns, items, tool_calls,
+                              {TOKENS}, cost_pico, priced, cost_source, reported_cost_pico, answer, files_changed, file)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)
+             RETURNING id"
+        ))?;
+        let mut usage_st = tx.prepare_cached(&format!(
+            "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        ))?;
+        let mut written = 0;
+        for (ordinal, run) in rows.runs.iter().enumerate() {
+            let session = match run.session {
+                Some(i) => match sessions.get(i).copied().flatten() {
+                    Some(id) => Some(id),
+                    // Its session is another source's: so is the run.
+                    None => continue,
+                },
+                None => None,
+            };
+            let t = tokens_params(&run.figures.tokens);
+            let id: i64 = run_st.query_row(
+                params![
+                    source,
+                    session,
+                    ordinal,
+                    run.thread,
+                    run.depth,
+                    run.role,
+                    run.via,
+                    run.card,
+                    run.agent_type,
+                    run.name,
+                    run.nickname,
+                    run.brief,
+                    run.model,
+                    run.models.join("\n"),
+                    run.status,
+                    run.started_ms,
+                    run.ended_ms,
+                    run.turns,
+                    run.items,
+                    run.tool_calls,
+                    t[0],
+                    t[1],
+                    t[2],
+                    t[3],
+                    t[4],
+                    t[5],
+                    t[6],
+                    pico(run.figures.cost),
+                    run.figures.priced,
+                    run.cost_source,
+                    run.reported_cost.map(pico),
+                    run.answer,
+                    run.files_changed.join("\n"),
+                    run.file
+                ],
+                |r| r.get(0),
+            )?;
+            ids[ordinal] = Some(id);
+            written += 1;
+            for u in &run.usage {
+                let t = tokens_params(&u.tokens);
+                usage_st.execute(params![
+                    id,
+                    u.at_ms,
+                    u.model,
+                    t[0],
+                    t[1],
+                    t[2],
+                    t[3],
+                    t[4],
+                    t[5],
+                    t[6],
+                    pico(u.cost)
+                ])?;
+            }
+            Self::insert_items(tx, id, &run.entries, texts)?;
+        }
+        // Parents after every run is in: a child can be seen before its parent.
+        let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
+        for (run, id) in rows.runs.iter().zip(&ids) {
+            if let (Some(id), Some(parent)) = (id, run.parent.and_then(|p| ids.get(p).copied().flatten())) {
+                parent_st.execute(params![id, parent])?;
+            }
+        }
+        Ok(written)
+    }
+
+    /// A run's items, many rows to a statement (a session has hundreds).
+    fn insert_items(tx: &Transaction<'_>, run: i64, entries: &[ItemRow], texts: &mut Texts) -> Result<()> {
+        let text_ids: Vec<Option<i64>> = entries.iter().map(|i| texts.id(tx, &i.text)).collect::<Result<_>>()?;
+        let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
+        for (chunk, items) in entries.chunks(ITEM_ROWS).enumerate() {
+            let sql = format!(
+                "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms) VALUES {}",
+                vec!["(?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
+            );
+            let mut st = tx.prepare_cached(&sql)?;
+            let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(items.len() * 7);
+            for (k, item) in items.iter().enumerate() {
+                let n = chunk * ITEM_ROWS + k;
+                values.extend([
+                    &run as &dyn rusqlite::ToSql,
+                    &ordinals[n],
+                    &item.kind,
+                    &item.status,
+                    &item.title,
+                    &text_ids[n],
+                    &item.at_ms,
+                ]);
+            }
+            st.execute(values.as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// One source's rows in place of what the store held for it.
+    fn replace(tx: &Transaction<'_>, rows: &SourceRows, texts: &mut Texts) -> Result<Written> {
+        let old: Option<i64> =
+            tx.query_row("SELECT id FROM sources WHERE key = ?1", [&rows.source.key], |r| r.get(0)).optional()?;
+        if let Some(old) = old {
+            // The references counted so far go in first: no text this batch holds is freed.
+            texts.settle(tx)?;
+            Self::release(tx, "r.source_id = ?1", old)?;
+            tx.execute("DELETE FROM sources WHERE id = ?1", [old])?;
+            Self::collect(tx)?;
+            texts.forget();
+        }
+        let source = Self::insert_source(tx, rows)?;
+        let mut sessions = Vec::with_capacity(rows.sessions.len());
+        for s in &rows.sessions {
+            sessions.push(Self::insert_session(tx, source, &rows.source.agent, rows.source.project.as_deref(), s)?);
+        }
+        let runs = Self::insert_runs(tx, source, rows, &sessions, texts)?;
+        let stored = sessions.iter().filter(|s| s.is_some()).count();
+        Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
+    }
+
+    /// [`Self::SESSION_COLUMNS`] from column `at` on.
+    fn session_info(r: &Row<'_>, at: usize) -> rusqlite::Result<SessionInfo> {
+        Ok(SessionInfo {
+            id: clean(r, at)?,
+            agent: clean(r, at + 1)?,
+            name: clean(r, at + 2)?,
+            project: clean_opt(r, at + 3)?,
+            started_ms: r.get(at + 4)?,
+            ended_ms: r.get(at + 5)?,
+            status: clean(r, at + 6)?,
+            agents: r.get(at + 7)?,
+            depth: r.get(at + 8)?,
+            figures: Figures { tokens: tokens_at(r, at + 9)?, cost: pico_at(r, at + 16)?, priced: r.get(at + 17)? },
+            files_present: r.get(at + 18)?,
+        })
+    }
+
+    const SESSION_COLUMNS: &'static str = "s.thread, s.agent, s.name, s.project, s.started_ms, s.ended_ms, s.status, \
+         s.agents, s.depth, s.t_input, s.t_cached, s.t_cache_write, s.t_cache_write_1h, s.t_output, s.t_reasoning, \
+         s.t_total, s.cost_pico, s.priced, \
+         NOT EXISTS (SELECT 1 FROM files f WHERE f.source_id = s.source_id AND f.present = 0)";
+
+    fn runs_of(&self, session: i64) -> Result<Vec<RunInfo>> {
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT r.thread, p.thread, r.depth, r.role, r.agent_type, r.name, r.brief, r.model, r.status,
+                    r.started_ms, r.ended_ms, r.turns, r.items, r.tool_calls, r.{}, r.cost_pico, r.priced, r.answer,
+                    r.files_changed
+             FROM runs r LEFT JOIN runs p ON p.id = r.parent_id WHERE r.session_id = ?1 ORDER BY r.ordinal",
+            TOKENS.replace(", ", ", r.")
+        ))?;
+        let rows = st.query_map([session], |r| {
+            Ok(RunInfo {
+                thread: clean(r, 0)?,
+                parent: clean_opt(r, 1)?,
+                depth: r.get(2)?,
+                role: clean(r, 3)?,
+                agent_type: clean_opt(r, 4)?,
+                name: clean(r, 5)?,
+                brief: clean_opt(r, 6)?,
+                model: clean_opt(r, 7)?,
+                status: clean(r, 8)?,
+                started_ms: r.get(9)?,
+                ended_ms: r.get(10)?,
+                turns: r.get(11)?,
+                items: r.get(12)?,
+                tool_calls: r.get(13)?,
+                figures: Figures { tokens: tokens_at(r, 14)?, cost: pico_at(r, 21)?, priced: r.get(22)? },
+                answer: clean_opt(r, 23)?,
+                files_changed: r
+                    .get::<_, String>(24)?
+                    .split('\n')
+                    .filter(|p| !p.is_empty())
+                    .map(sanitize_line)
+                    .collect(),
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+impl Backend for Sqlite {
+    fn known(&self, key: &str) -> Result<Option<Known>> {
+        let source: Option<(i64, String, bool)> = self
+            .conn
+            .prepare_cached("SELECT id, fingerprint, pruned FROM sources WHERE key = ?1")?
+            .query_row([key], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((id, fingerprint, pruned)) = source else { return Ok(None) };
+        let mut st =
+            self.conn.prepare_cached("SELECT path, dev, ino, size, mtime_ns, head FROM files WHERE source_id = ?1")?;
+        let files = st
+            .query_map([id], |r| {
+                let head: Vec<u8> = r.get(5)?;
+                Ok(FileState {
+                    path: PathBuf::from(r.get::<_, String>(0)?),
+                    dev: uint(r.get(1)?),
+                    ino: uint(r.get(2)?),
+                    size: uint(r.get(3)?),
+                    mtime_ns: r.get(4)?,
+                    head: head.try_into().unwrap_or([0; 32]),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Some(Known { key: key.to_owned(), files, fingerprint, pruned }))
+    }
+
+    fn write(&mut self, batch: &[SourceRows]) -> Result<Written> {
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut written = Written::default();
+        let mut texts = Texts::default();
+        for rows in batch {
+            let w = Self::replace(&tx, rows, &mut texts)?;
+            written.sessions += w.sessions;
+            written.duplicates += w.duplicates;
+            written.runs += w.runs;
+        }
+        texts.settle(&tx)?;
+        tx.commit()?;
+        Ok(written)
+    }
+
+    fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()> {
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut st = tx.prepare_cached(
+                "UPDATE files SET present = 0 WHERE path = ?2 AND source_id = (SELECT id FROM sources WHERE key = ?1)",
+            )?;
+            for path in missing {
+                st.execute(params![key, path.to_string_lossy()])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+    }
+
+    fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [key, value],
+        )?;
+        Ok(())
+    }
+
+    fn sessions(&self, filter: &Filter) -> Result<Vec<SessionInfo>> {
+        let sql = format!(
+            "SELECT {} FROM sessions s WHERE {} ORDER BY s.started_ms DESC, s.thread",
+            Self::SESSION_COLUMNS,
+            filter_sql(1, "coalesce(s.ended_ms, s.started_ms)", "s.agent", "s.project")
+        );
+        let mut st = self.conn.prepare_cached(&sql)?;
+        let f = filter_params(filter);
+        let rows = st.query_map(params![f.0, f.1, f.2, f.3], |r| Self::session_info(r, 0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn session(&self, id: &str) -> Result<Lookup> {
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT s.id, {}, src.stats_json, src.tree_text FROM sessions s JOIN sources src ON src.id = s.source_id
+             WHERE s.thread = ?1 OR (length(?1) >= 4 AND substr(s.thread, 1, length(?1)) = ?1)
+             ORDER BY s.thread = ?1 DESC, s.started_ms DESC LIMIT 8",
+            Self::SESSION_COLUMNS
+        ))?;
+        let found: Vec<(i64, SessionInfo, String, String)> = st
+            .query_map([id], |r| {
+                let info = Self::session_info(r, 1)?;
+                Ok((r.get(0)?, info, r.get(20)?, r.get(21)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let exact = found.first().is_some_and(|f| f.1.id.as_str() == id);
+        match found.len() {
+            0 => Ok(Lookup::Missing),
+            n if n == 1 || exact => {
+                let (row, session, stats_json, tree_text) = found.into_iter().next().expect("one");
+                Ok(Lookup::Found(Box::new(SessionView {
+                    runs: self.runs_of(row)?,
+                    session,
+                    stats_json,
+                    tree_text: sanitize(&tree_text),
+                })))
+            }
+            _ => Ok(Lookup::Ambiguous(found.into_iter().map(|f| f.1.id).collect())),
+        }
+    }
+
+    fn items(&self, session: &str, thread: &str) -> Result<Vec<ItemRow>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT i.kind, i.status, i.title, t.body, i.at_ms FROM items i
+             JOIN runs r ON r.id = i.run_id JOIN sessions s ON s.id = r.session_id
+             LEFT JOIN texts t ON t.id = i.text_id
+             WHERE s.thread = ?1 AND r.thread = ?2 ORDER BY i.ordinal",
+        )?;
+        let rows = st.query_map([session, thread], |r| {
+            let status: String = r.get(1)?;
+            Ok(ItemRow {
+                kind: clean(r, 0)?.to_string(),
+                status: ["inProgress", "completed", "failed", "interrupted", "declined"]
+                    .into_iter()
+                    .find(|s| *s == status)
+                    .unwrap_or("completed"),
+                title: clean(r, 2)?.to_string(),
+                text: clean(r, 3)?.to_string(),
+                at_ms: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn usage(&self, filter: &Filter, each: &mut dyn FnMut(UsageFact)) -> Result<()> {
+        let sql = format!(
+            "SELECT u.at_ms, u.model, u.{}, u.cost_pico, r.priced, r.role <> 'root', r.agent_type,
+                    coalesce(s.thread, src.key), coalesce(s.agent, src.agent), coalesce(s.project, src.project)
+             FROM usage u JOIN runs r ON r.id = u.run_id JOIN sources src ON src.id = r.source_id
+             LEFT JOIN sessions s ON s.id = r.session_id
+             WHERE {}",
+            TOKENS.replace(", ", ", u."),
+            filter_sql(1, "u.at_ms", "coalesce(s.agent, src.agent)", "coalesce(s.project, src.project)")
+        );
+        let mut st = self.conn.prepare_cached(&sql)?;
+        let f = filter_params(filter);
+        let mut rows = st.query(params![f.0, f.1, f.2, f.3])?;
+        while let Some(r) = rows.next()? {
+            each(UsageFact {
+                at_ms: r.get(0)?,
+                model: clean_opt(r, 1)?,
+                tokens: tokens_at(r, 2)?,
+                cost: pico_at(r, 9)?,
+                priced: r.get(10)?,
+                subagent: r.get(11)?,
+                agent_type: clean_opt(r, 12)?,
+                session: clean(r, 13)?,
+                agent: clean(r, 14)?,
+                project: clean_opt(r, 15)?,
+            });
+        }
+        Ok(())
+    }
+
+    fn search(&self, query: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>> {
+        let sql = format!(
+            "WITH hit AS (
+               SELECT rowid AS id, rank, snippet(texts_fts, 0, char(2), char(3), '…', 16) AS snip
+               FROM texts_fts WHERE texts_fts MATCH ?5)
+             SELECT s.thread, coalesce(s.agent, src.agent), r.thread, r.name, i.kind,
+                    coalesce(i.at_ms, r.started_ms), hit.snip
+             FROM hit JOIN items i ON i.text_id = hit.id JOIN runs r ON r.id = i.run_id
+             JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
+             WHERE {}
+             ORDER BY hit.rank, coalesce(i.at_ms, r.started_ms) DESC, r.thread, i.ordinal LIMIT ?6",
+            filter_sql(
+                1,
+                "coalesce(i.at_ms, r.started_ms)",
+                "coalesce(s.agent, src.agent)",
+                "coalesce(s.project, src.project)"
+            )
+        );
+        let mut st = self.conn.prepare_cached(&sql)?;
+        let f = filter_params(filter);
+        let rows = st.query_map(params![f.0, f.1, f.2, f.3, query, int(limit as u64)], |r| {
+            Ok(Hit {
+                session: clean_opt(r, 0)?,
+                agent: clean(r, 1)?,
+                thread: clean(r, 2)?,
+                name: clean(r, 3)?,
+                kind: clean(r, 4)?,
+                at_ms: r.get(5)?,
+                snippet: snippet(&r.get::<_, String>(6)?),
+            })
+        })?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| match e {
+            rusqlite::Error::SqliteFailure(_, Some(message)) if message.contains("fts5") => eyre!("search: {message}"),
+            other => other.into(),
+        })
+    }
+
+    fn prune(&mut self, before_ms: i64) -> Result<Pruned> {
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let where_old = "coalesce(ended_ms, started_ms) < ?1";
+        let runs: usize = tx.query_row(
+            &format!("SELECT count(*) FROM runs WHERE session_id IN (SELECT id FROM sessions WHERE {where_old})"),
+            [before_ms],
+            |r| r.get(0),
+        )?;
+        Self::release(&tx, &format!("r.session_id IN (SELECT id FROM sessions WHERE {where_old})"), before_ms)?;
+        let sources: Vec<i64> = {
+            let mut st = tx.prepare(&format!("SELECT DISTINCT source_id FROM sessions WHERE {where_old}"))?;
+            st.query_map([before_ms], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+        };
+        let sessions = tx.execute(&format!("DELETE FROM sessions WHERE {where_old}"), [before_ms])?;
+        Self::collect(&tx)?;
+        // A source with no session left keeps only what tells it was read (its files), so that
+        // its unchanged files are not read back in.
+        for source in sources {
+            let left: i64 =
+                tx.query_row("SELECT count(*) FROM sessions WHERE source_id = ?1", [source], |r| r.get(0))?;
+            if left == 0 {
+                Self::release(&tx, "r.source_id = ?1", source)?;
+                tx.execute("DELETE FROM runs WHERE source_id = ?1", [source])?;
+                Self::collect(&tx)?;
+                tx.execute("UPDATE sources SET pruned = 1, stats_json = '', tree_text = '' WHERE id = ?1", [source])?;
+            }
+        }
+        tx.commit()?;
+        self.conn.execute_batch("PRAGMA incremental_vacuum;")?;
+        Ok(Pruned { sessions, runs })
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        // A reader still in the log makes this a partial checkpoint: harmless, the next one ends it.
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+
+    fn size(&self) -> Result<u64> {
+        let pages: i64 = self.conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let page: i64 = self.conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        let wal = std::fs::metadata(wal).map_or(0, |m| m.len());
+        Ok(uint(pages.saturating_mul(page)).saturating_add(wal))
+    }
+
+    fn dump(&self) -> Result<String> {
+        let mut out = String::new();
+        let queries = [
+            "SELECT key, place, agent, project, fingerprint, pruned, lines, bytes, format, error, stats_json, tree_text
+             FROM sources ORDER BY key",
+            "SELECT src.key, f.path, f.dev, f.ino, f.size, f.mtime_ns, hex(f.head), f.present
+             FROM files f JOIN sources src ON src.id = f.source_id ORDER BY src.key, f.path",
+            "SELECT src.key, s.* FROM sessions s JOIN sources src ON src.id = s.source_id ORDER BY s.agent, s.thread",
+            "SELECT src.key, r.ordinal, p.ordinal, s.thread, r.* FROM runs r JOIN sources src ON src.id = r.source_id
+             LEFT JOIN runs p ON p.id = r.parent_id LEFT JOIN sessions s ON s.id = r.session_id
+             ORDER BY src.key, r.ordinal",
+            "SELECT src.key, r.ordinal, u.* FROM usage u JOIN runs r ON r.id = u.run_id
+             JOIN sources src ON src.id = r.source_id ORDER BY src.key, r.ordinal, u.at_ms, u.model",
+            "SELECT src.key, r.ordinal, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms FROM items i
+             JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id LEFT JOIN texts t ON t.id = i.text_id
+             ORDER BY src.key, r.ordinal, i.ordinal",
+            "SELECT body, refs FROM texts ORDER BY digest",
+        ];
+        for sql in queries {
+            let mut st = self.conn.prepare(sql)?;
+            let names: Vec<String> = st.column_names().into_iter().map(str::to_owned).collect();
+            let mut rows = st.query([])?;
+            let _ = writeln!(out, "# {}", sql.split_whitespace().collect::<Vec<_>>().join(" "));
+            while let Some(r) = rows.next()? {
+                let mut line = String::new();
+                for (i, name) in names.iter().enumerate() {
+                    // Row ids and sync times differ between two syncs that stored the same thing.
+                    if matches!(name.as_str(), "id" | "source_id" | "session_id" | "parent_id" | "run_id" | "synced_ms")
+                    {
+                        continue;
+                    }
+                    let v: rusqlite::types::Value = r.get(i)?;
+                    let _ = write!(line, "{name}={v:?} ");
+                }
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+
+    fn lock(&self, wait: bool) -> Result<Option<SyncLock>> {
+        let mut path = self.path.clone().into_os_string();
+        path.push(".sync-lock");
+        let file: File = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .wrap_err("opening the run store's sync lock")?;
+        let how = if wait { FlockArg::LockExclusive } else { FlockArg::LockExclusiveNonblock };
+        match Flock::lock(file, how) {
+            Ok(lock) => Ok(Some(SyncLock::new(lock))),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) if !wait => Ok(None),
+            Err((_, e)) => Err(eyre!("locking the run store for a sync: {e}")),
+        }
+    }
+}
+
+/// Item rows inserted by one statement (7 values each, well under SQLite's bound on values).
+const ITEM_ROWS: usize = 64;
+
+/// Item text as a batch writes it: each distinct text looked up or inserted once, and the
+/// references it gains counted here and added to its row in one update.
+#[derive(Default)]
+struct Texts {
+    ids: std::collections::HashMap<[u8; 32], i64>,
+    gained: std::collections::HashMap<i64, i64>,
+}
+
+impl Texts {
+    /// The text's id (`None` for no text), one more reference to it counted.
+    fn id(&mut self, tx: &Transaction<'_>, body: &str) -> Result<Option<i64>> {
+        if body.is_empty() {
+            return Ok(None);
+        }
+        let digest: [u8; 32] = Sha256::digest(body.as_bytes()).into();
+        let id = if let Some(&id) = self.ids.get(&digest) {
+            id
+        } else {
+            // A no-op update on a text already stored, for RETURNING to give its id.
+            let mut st = tx.prepare_cached(
+                "INSERT INTO texts(digest, body, refs) VALUES (?1, ?2, 0)
+                 ON CONFLICT(digest) DO UPDATE SET refs = refs RETURNING id",
+            )?;
+            let id = st.query_row(params![&digest[..], body], |r| r.get(0))?;
+            self.ids.insert(digest, id);
+            id
+        };
+        *self.gained.entry(id).or_default() += 1;
+        Ok(Some(id))
+    }
+
+    /// Adds the references counted to the texts' rows.
+    fn settle(&mut self, tx: &Transaction<'_>) -> Result<()> {
+        let mut st = tx.prepare_cached("UPDATE texts SET refs = refs + ?2 WHERE id = ?1")?;
+        for (id, n) in self.gained.drain() {
+            st.execute(params![id, n])?;
+        }
+        Ok(())
+    }
+
+    /// Texts may have been deleted: ids known so far are looked up again.
+    fn forget(&mut self) {
+        self.ids.clear();
+    }
+}
+
+/// A snippet with its match marks, as pieces: the marked ones are the words that matched.
+fn snippet(marked: &str) -> Vec<(Clean, bool)> {
+    let mut out = Vec::new();
+    for (i, part) in marked.split('\u{2}').enumerate() {
+        let (hit, rest) = match part.split_once('\u{3}') {
+            Some((hit, rest)) if i > 0 => (Some(hit), rest),
+            _ => (None, part),
+        };
+        if let Some(hit) = hit.filter(|h| !h.is_empty()) {
+            out.push((sanitize_line(hit), true));
+        }
+        if !rest.is_empty() {
+            out.push((sanitize_line(rest), false));
+        }
+    }
+    out
+}

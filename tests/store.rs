@@ -1,0 +1,534 @@
+//! The run store through the binary, as a user meets it: what it keeps is what `stats` and `tree`
+//! say of the same files, it outlives them, it follows files that grow, shrink and are replaced,
+//! it refuses a newer store, and nothing hostile in a brief reaches the terminal.
+
+mod store_support;
+
+use std::path::PathBuf;
+
+use store_support::{CLAUDE_SESSION, CODEX_RUNS, Machine, fixtures};
+
+/// Every fixture session on one machine: the Claude 2.1.39 session and each Codex rollout run.
+fn full_machine() -> Machine {
+    let m = Machine::new();
+    m.with_claude();
+    for run in CODEX_RUNS {
+        m.with_codex(run);
+    }
+    m
+}
+
+/// Each session's id, with the files `stats` reads for it.
+fn sessions() -> Vec<(String, PathBuf)> {
+    let mut out = vec![(CLAUDE_SESSION.to_owned(), fixtures().join("claude-2.1.39"))];
+    for run in CODEX_RUNS {
+        let dir = fixtures().join("codex-0.171.0/rollouts").join(run);
+        let stats = Machine::new().json(&["stats", "--json", dir.to_str().unwrap()]);
+        let root = stats["threads"].as_array().unwrap().iter().find(|t| t["parent"].is_null()).unwrap()["id"].clone();
+        out.push((root.as_str().unwrap().to_owned(), dir));
+    }
+    out
+}
+
+#[test]
+fn full_text_search_is_compiled_in() {
+    let m = Machine::new();
+    m.with_claude();
+    let hits = m.json(&["search", "--json", "spotter-dov"]);
+    assert!(!hits["hits"].as_array().unwrap().is_empty(), "{hits}");
+    let conn = rusqlite::Connection::open(m.store()).unwrap();
+    let fts5: bool = conn.query_row("SELECT sqlite_compileoption_used('ENABLE_FTS5')", [], |r| r.get(0)).unwrap();
+    assert!(fts5);
+}
+
+/// `history ID` prints the session's tree as `tree` printed it, `--json` as `stats --json` did.
+#[test]
+fn a_stored_session_is_what_stats_and_tree_said_of_its_files() {
+    let m = full_machine();
+    m.run(&["sync"]);
+    for (id, files) in sessions() {
+        let files = files.to_str().unwrap();
+        assert_eq!(m.run(&["history", &id, "--json", "--no-sync"]), m.run(&["stats", "--json", files]), "{id}");
+        assert_eq!(m.run(&["history", &id, "--no-sync"]), m.run(&["tree", files]), "{id}");
+    }
+}
+
+fn figures(v: &serde_json::Value) -> (serde_json::Value, serde_json::Value) {
+    (v["tokens"].clone(), v["costUsd"].clone())
+}
+
+/// Every report's rows add up to `stats`: per session (each root's subtree), and in total.
+#[test]
+fn reports_equal_stats_per_session_and_in_total() {
+    let m = full_machine();
+    let by_session = m.json(&["report", "session", "--json"]);
+    let rows = by_session["rows"].as_array().unwrap();
+    let mut total_tokens = 0u64;
+    for (id, files) in sessions() {
+        let stats = m.json(&["stats", "--json", files.to_str().unwrap()]);
+        let root = stats["threads"].as_array().unwrap().iter().find(|t| t["id"] == id.as_str()).unwrap();
+        let row = rows.iter().find(|r| r["key"] == id.as_str()).unwrap_or_else(|| panic!("{id} reported"));
+        assert_eq!(figures(row), figures(&root["subtree"]), "{id}");
+        // The sub-agents' part: the subtree less the root's own.
+        let sub = row["subagents"]["tokens"]["total"].as_u64().unwrap();
+        let own = root["tokens"]["total"].as_u64().unwrap();
+        assert_eq!(sub, root["subtree"]["tokens"]["total"].as_u64().unwrap() - own, "{id}");
+        total_tokens += stats["totals"]["tokens"]["total"].as_u64().unwrap();
+    }
+    for kind in ["daily", "weekly", "monthly", "project", "model", "agent-type"] {
+        let report = m.json(&["report", kind, "--json", "--no-sync"]);
+        assert_eq!(report["totals"]["tokens"]["total"].as_u64(), Some(total_tokens), "{kind}");
+        assert_eq!(report["totals"], by_session["totals"], "{kind}");
+        let summed: u64 =
+            report["rows"].as_array().unwrap().iter().map(|r| r["tokens"]["total"].as_u64().unwrap()).sum();
+        assert_eq!(summed, total_tokens, "{kind}: rows add up to the total");
+    }
+}
+
+/// ccusage 20.0.24 (`daily --json --offline`) on the same Claude session: 2026-02-12 in UTC,
+/// 2026-02-13 in Tokyo, 12,976,160 tokens and $10.11369555 either way.
+#[test]
+fn daily_totals_are_ccusage_s_in_any_time_zone() {
+    let m = Machine::new();
+    m.with_claude();
+    for (tz, day) in [("UTC", "2026-02-12"), ("Asia/Tokyo", "2026-02-13"), ("America/Los_Angeles", "2026-02-12")] {
+        let r = m.json(&["report", "daily", "--json", "--tz", tz]);
+        let rows = r["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{tz}: {r}");
+        assert_eq!(rows[0]["key"], day, "{tz}");
+        assert_eq!(rows[0]["tokens"]["total"], 12_976_160, "{tz}");
+        assert_eq!(rows[0]["costUsd"].to_string(), "10.11369555", "{tz}");
+        assert_eq!(r["timezone"], tz);
+    }
+    let r = m.json(&["report", "daily", "--json", "--tz", "UTC", "--since", "2026-02-13", "--no-sync"]);
+    assert!(r["rows"].as_array().unwrap().is_empty(), "nothing on the 13th in UTC");
+    let r = m.json(&["report", "daily", "--json", "--tz", "UTC", "--until", "20260212", "--no-sync"]);
+    assert_eq!(r["rows"].as_array().unwrap().len(), 1, "--until takes its whole day in");
+}
+
+/// What the store prints of every session, report and search.
+fn seen(m: &Machine) -> Vec<String> {
+    let mut out = vec![
+        m.run(&["report", "daily", "--json", "--no-sync"]),
+        m.run(&["report", "agent-type", "--json", "--no-sync"]),
+        m.run(&["search", "--json", "PARENT-TASK", "--no-sync"]),
+        m.run(&["search", "--json", "spotter", "--no-sync"]),
+    ];
+    for (id, _) in sessions() {
+        out.push(m.run(&["history", &id, "--json", "--no-sync"]));
+        out.push(m.run(&["history", &id, "--no-sync"]));
+    }
+    out
+}
+
+#[test]
+fn runs_outlive_their_files() {
+    let m = full_machine();
+    m.run(&["sync"]);
+    let before = seen(&m);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    assert!(listed["sessions"].as_array().unwrap().iter().all(|s| s["filesPresent"] == true));
+    std::fs::remove_dir_all(m.home().join(".claude")).unwrap();
+    std::fs::remove_dir_all(m.home().join(".codex")).unwrap();
+    m.run(&["sync"]);
+    assert_eq!(seen(&m), before);
+    let listed = m.json(&["history", "--json"]);
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 1 + CODEX_RUNS.len());
+    // Only the sub-agents' files of the Claude session go (Claude Code's clean-up removes them
+    // one by one): the session keeps what it had.
+    let m = Machine::new();
+    m.with_claude();
+    m.run(&["sync"]);
+    let before = m.run(&["history", CLAUDE_SESSION, "--json"]);
+    std::fs::remove_dir_all(m.claude_project().join(CLAUDE_SESSION)).unwrap();
+    let out = m.json(&["sync", "--json"]);
+    assert_eq!(out["kept"], 1, "{out}");
+    assert_eq!(m.run(&["history", CLAUDE_SESSION, "--json"]), before);
+    let listed = m.json(&["history", "--json"]);
+    assert_eq!(listed["sessions"][0]["filesPresent"], false);
+}
+
+#[test]
+fn syncing_twice_reads_nothing_and_adds_nothing() {
+    let m = full_machine();
+    let first = m.json(&["sync", "--json"]);
+    assert_eq!(first["read"], 1 + CODEX_RUNS.len());
+    let dump = m.dump();
+    let again = m.json(&["sync", "--json"]);
+    assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1 + CODEX_RUNS.len() as u64)));
+    assert_eq!(m.dump(), dump);
+    // A query's own sync looks only at what changed since: nothing.
+    m.run(&["report", "daily"]);
+    assert_eq!(m.dump(), dump);
+}
+
+/// The store after changes to the files equals a new store synced once from the files as they
+/// are: appended, truncated, replaced by another file.
+#[test]
+fn grown_truncated_and_replaced_files_are_read_again() {
+    let m = Machine::new();
+    let transcript = m.claude_project().join(format!("{CLAUDE_SESSION}.jsonl"));
+    let whole = std::fs::read(fixtures().join(format!("claude-2.1.39/{CLAUDE_SESSION}.jsonl"))).unwrap();
+    let lines: Vec<&[u8]> = whole.split_inclusive(|&b| b == b'\n').collect();
+    let first_half: Vec<u8> = lines[..lines.len() / 2].concat();
+    std::fs::create_dir_all(m.claude_project()).unwrap();
+    // A new store synced once from the same files (a copy of them would be other files).
+    let clean = |m: &Machine| {
+        let fresh = tempfile::tempdir().unwrap();
+        let store = fresh.path().join("clean.db");
+        let out = m.swarmtop().args(["sync", "--store", store.to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success());
+        swarmtop::store::Store::open(&store).unwrap().backend().dump().unwrap()
+    };
+    std::fs::write(&transcript, &first_half).unwrap();
+    m.run(&["sync"]);
+    let half = m.json(&["report", "daily", "--json", "--no-sync"]);
+    // Appended.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+    std::io::Write::write_all(&mut file, &whole[first_half.len()..]).unwrap();
+    drop(file);
+    m.run(&["sync"]);
+    assert_eq!(m.dump(), clean(&m), "appended");
+    let grown = m.json(&["report", "daily", "--json", "--no-sync"]);
+    assert_ne!(grown, half);
+    let stats = m.json(&["stats", "--json", transcript.to_str().unwrap()]);
+    assert_eq!(grown["totals"]["tokens"], stats["totals"]["tokens"], "the whole transcript's figures");
+    // Truncated (a rewrite that kept less).
+    std::fs::write(&transcript, &first_half).unwrap();
+    m.run(&["sync"]);
+    assert_eq!(m.dump(), clean(&m), "truncated");
+    assert_eq!(m.json(&["report", "daily", "--json", "--no-sync"]), half);
+    // Replaced: another file renamed over it (another inode), the same size as before.
+    let other = m.claude_project().join("incoming");
+    let mut replaced = first_half.clone();
+    let at = replaced.len() - 3;
+    replaced[at] = b' ';
+    std::fs::write(&other, &replaced).unwrap();
+    std::fs::rename(&other, &transcript).unwrap();
+    let out = m.json(&["sync", "--json"]);
+    assert_eq!(out["read"], 1, "{out}");
+    assert_eq!(m.dump(), clean(&m), "replaced");
+}
+
+#[test]
+fn a_store_from_a_newer_swarmtop_is_refused_untouched() {
+    let m = Machine::new();
+    m.with_claude();
+    m.run(&["sync"]);
+    {
+        let conn = rusqlite::Connection::open(m.store()).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let bytes = std::fs::read(m.store()).unwrap();
+    for args in [&["history"][..], &["sync"], &["report", "daily"], &["search", "x"]] {
+        let out = m.output(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("written by a newer swarmtop (schema version 99"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    assert_eq!(std::fs::read(m.store()).unwrap(), bytes, "not a byte changed");
+}
+
+#[test]
+fn a_store_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let m = Machine::new();
+    m.run(&["sync"]);
+    let mode = std::fs::metadata(m.store()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "created for its user alone");
+    std::fs::set_permissions(m.store(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = m.output(&["history"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("may be written by other users"));
+}
+
+/// Escape sequences, C1 controls, bidi overrides and tag characters in every field of a
+/// recording (ids, names, prompts, answers) are stored, listed, reported and found as text.
+#[test]
+fn hostile_text_never_reaches_the_terminal_raw() {
+    let m = Machine::new();
+    m.with_recording("hostile/escapes_everywhere.jsonl");
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let id = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    // `history ID --json` is `stats --json` of the files, which prints ids exactly as they came
+    // (JSON-escaped): it is held to that, not to this.
+    assert_eq!(
+        m.run(&["history", &id, "--json", "--no-sync"]),
+        m.run(&["stats", "--json", m.recordings().join("escapes_everywhere.jsonl").to_str().unwrap()])
+    );
+    let mut outputs = vec![
+        m.run(&["history", "--no-sync"]),
+        m.run(&["history", "--json", "--no-sync"]),
+        m.run(&["history", &id, "--no-sync"]),
+        m.run(&["search", "hello", "--no-sync"]),
+        m.run(&["search", "hello", "--json", "--no-sync"]),
+    ];
+    for kind in ["session", "model", "agent-type", "project", "daily"] {
+        outputs.push(m.run(&["report", kind, "--no-sync"]));
+        outputs.push(m.run(&["report", kind, "--json", "--no-sync"]));
+    }
+    assert!(outputs[3].contains("hello"), "the search found the text: {}", outputs[3]);
+    for out in outputs {
+        let bad = out.chars().find(|&c| {
+            (c.is_control() && c != '\n')
+                || ('\u{80}'..='\u{9f}').contains(&c)
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+                || ('\u{e0000}'..='\u{e007f}').contains(&c)
+        });
+        assert_eq!(bad, None, "{out:?}");
+    }
+}
+
+/// A query syncs first: a session written since the last sync is in its answer.
+#[test]
+fn a_query_syncs_first() {
+    let m = Machine::new();
+    m.with_claude();
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 1);
+    m.with_codex("collab_v1");
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(m.json(&["history", "--json", "--agent", "codex"])["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(m.json(&["history", "--json", "--project", "spotter"])["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn pruned_sessions_stay_gone() {
+    let m = full_machine();
+    m.run(&["sync"]);
+    let out = m.run(&["history", "--prune", "--before", "2026-11-01"]);
+    assert!(out.starts_with("pruned 1 sessions"), "{out}");
+    let listed = m.json(&["history", "--json"]);
+    let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(!ids.contains(&CLAUDE_SESSION), "the February session is gone: {ids:?}");
+    assert_eq!(ids.len(), CODEX_RUNS.len());
+    m.run(&["sync"]);
+    assert_eq!(m.json(&["history", "--json"]), listed, "its unchanged files are not read back in");
+    let hits = m.json(&["search", "--json", "spotter"]);
+    assert!(hits["hits"].as_array().unwrap().is_empty(), "{hits}");
+}
+
+#[test]
+fn history_names_an_unknown_or_ambiguous_session() {
+    let m = full_machine();
+    let out = m.output(&["history", "nosuchsession"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no session nosuchsession in the run store"));
+    // Two Codex sessions started within the same minute share their first digits.
+    let out = m.output(&["history", "01a2", "--no-sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names more than one session"));
+    let v = m.run(&["history", "4d5611e5", "--json", "--no-sync"]);
+    assert!(v.contains(CLAUDE_SESSION));
+}
+
+/// Tables fit a narrow terminal; piped, every column is whole.
+#[test]
+fn tables_are_whole_when_piped() {
+    let m = full_machine();
+    let table = m.run(&["report", "daily", "--tz", "UTC"]);
+    let header = table.lines().next().unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["DATE", "SESSIONS", "INPUT", "CACHED", "OUTPUT", "TOKENS", "COST", "SUB-AGENT", "TOKENS", "SUB-AGENT", "COST"]
+    );
+    let total = table.lines().last().unwrap();
+    assert!(total.starts_with("total "), "{total}");
+    let history = m.run(&["history", "--no-sync"]);
+    assert!(history.lines().skip(1).any(|l| l.contains(CLAUDE_SESSION)), "whole ids: {history}");
+}
+
+/// A query while a sync holds the store answers from the store as it is, at once, and leaves the
+/// sync for later.
+#[test]
+fn a_query_does_not_wait_for_another_sync() {
+    let m = Machine::new();
+    m.with_claude();
+    m.run(&["sync"]);
+    m.with_codex("collab_v1");
+    let store = swarmtop::store::Store::open(&m.store()).unwrap();
+    let lock = store.backend().lock(true).unwrap();
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 1);
+    drop(lock);
+    assert_eq!(m.json(&["history", "--json"])["sessions"].as_array().unwrap().len(), 2);
+}
+
+/// An OpenCode store holds many sessions: each root is a source of its own, read by its rows, and
+/// only the one whose rows changed is read again.
+#[test]
+fn each_session_of_an_opencode_store_is_read_by_its_rows() {
+    let m = Machine::new();
+    let dir = m.home().join(".local/share/opencode");
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("opencode.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let message = |id: &str, session: &str, cost: f64, input: u64, created: i64| {
+        format!(
+            "INSERT INTO message VALUES ('{id}', '{session}', '{{\"role\":\"assistant\",\"modelID\":\"mock-large\",\
+             \"providerID\":\"mock\",\"cost\":{cost},\"tokens\":{{\"input\":{input},\"output\":12,\"reasoning\":0,\
+             \"cache\":{{\"read\":10,\"write\":0}}}},\"time\":{{\"created\":{created},\"completed\":{}}},\"finish\":\"stop\"}}');",
+            created + 1
+        )
+    };
+    conn.execute_batch(&format!(
+        "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, title TEXT, agent TEXT, model TEXT, \
+           cost REAL, tokens_input INT, tokens_output INT, tokens_reasoning INT, tokens_cache_read INT, \
+           tokens_cache_write INT, time_created INT, time_updated INT, directory TEXT);
+         CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, data TEXT);
+         CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, data TEXT);
+         CREATE TABLE event (id TEXT, aggregate_id TEXT, seq INT, type TEXT, data TEXT);
+         INSERT INTO session VALUES ('ses_a', NULL, 'Fix the parser', 'build', NULL, 0.5, 0, 0, 0, 0, 0, 1770854400000, 1770854460000, '/w/a');
+         INSERT INTO session VALUES ('ses_a1', 'ses_a', 'Read it (@general subagent)', 'general', NULL, 0.25, 0, 0, 0, 0, 0, 1770854410000, 1770854450000, '/w/a');
+         INSERT INTO session VALUES ('ses_b', NULL, 'Write docs', 'build', NULL, 0.125, 0, 0, 0, 0, 0, 1770940800000, 1770940860000, '/w/b');
+         {}{}{}",
+        message("msg_1", "ses_a", 0.5, 1000, 1_770_854_401_000),
+        message("msg_2", "ses_a1", 0.25, 500, 1_770_854_411_000),
+        message("msg_3", "ses_b", 0.125, 250, 1_770_940_801_000),
+    ))
+    .unwrap();
+    let first = m.json(&["sync", "--json"]);
+    assert_eq!((first["found"].as_u64(), first["read"].as_u64()), (Some(2), Some(2)), "{first}");
+    let listed = m.json(&["history", "--json", "--agent", "opencode", "--no-sync"]);
+    let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["ses_b", "ses_a"], "newest first");
+    let stats = m.json(&["stats", "--json", db.to_str().unwrap()]);
+    let report = m.json(&["report", "session", "--json", "--no-sync"]);
+    for id in ["ses_a", "ses_b"] {
+        let root = stats["threads"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap();
+        let row = report["rows"].as_array().unwrap().iter().find(|r| r["key"] == id).unwrap();
+        assert_eq!(figures(row), figures(&root["subtree"]), "{id}");
+    }
+    // Session B goes on: only its rows changed.
+    conn.execute_batch(&format!(
+        "UPDATE session SET time_updated = 1770940900000 WHERE id = 'ses_b'; {}",
+        message("msg_4", "ses_b", 0.0625, 125, 1_770_940_890_000)
+    ))
+    .unwrap();
+    let again = m.json(&["sync", "--json"]);
+    assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(1), Some(1)), "{again}");
+    let stats = m.json(&["stats", "--json", db.to_str().unwrap()]);
+    let report = m.json(&["report", "session", "--json", "--no-sync"]);
+    assert_eq!(report["totals"]["tokens"], stats["totals"]["tokens"]);
+}
+
+/// A thread's running total (Codex) that grows across midnight is split between the two days,
+/// each costed at its share; in a zone where both times fall on one day, one row holds it all.
+#[test]
+fn a_running_total_is_split_where_it_grew() {
+    let m = Machine::new();
+    std::fs::create_dir_all(m.recordings()).unwrap();
+    let (before, after) = (1_770_853_800_000_i64, 1_770_855_000_000_i64); // 23:50 and 00:10 UTC
+    let usage = |input: u64, output: u64, at: i64| {
+        format!(
+            r#"{{"method":"thread/tokenUsage/updated","params":{{"threadId":"R","turnId":"u1","tokenUsage":{{"total":{{"totalTokens":{t},"inputTokens":{input},"cachedInputTokens":0,"outputTokens":{output},"reasoningOutputTokens":0}},"last":{{"totalTokens":{t},"inputTokens":{input},"cachedInputTokens":0,"outputTokens":{output},"reasoningOutputTokens":0}},"modelContextWindow":258400}}}},"emittedAtMs":{at}}}"#,
+            t = input + output
+        )
+    };
+    let lines = [
+        format!(
+            r#"{{"method":"thread/started","params":{{"thread":{{"id":"R","model":"gpt-5.5"}}}},"emittedAtMs":{before}}}"#
+        ),
+        format!(
+            r#"{{"method":"turn/started","params":{{"threadId":"R","turn":{{"id":"u1","status":"inProgress"}}}},"emittedAtMs":{before}}}"#
+        ),
+        usage(1000, 100, before + 1000),
+        usage(3000, 300, after),
+        format!(
+            r#"{{"method":"turn/completed","params":{{"threadId":"R","turn":{{"id":"u1","status":"completed"}}}},"emittedAtMs":{after}}}"#
+        ),
+    ];
+    std::fs::write(m.recordings().join("midnight.ndjson"), lines.join("\n") + "\n").unwrap();
+    let r = m.json(&["report", "daily", "--json", "--tz", "UTC"]);
+    let days: Vec<(String, u64, String)> = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (d["key"].as_str().unwrap().to_owned(), d["tokens"]["total"].as_u64().unwrap(), d["costUsd"].to_string())
+        })
+        .collect();
+    // gpt-5.5: $5 input, $30 output per million tokens.
+    assert_eq!(
+        days,
+        [("2026-02-11".to_owned(), 1100, "0.008".to_owned()), ("2026-02-12".to_owned(), 2200, "0.016".to_owned())]
+    );
+    let stats = m.json(&["stats", "--json", m.recordings().join("midnight.ndjson").to_str().unwrap()]);
+    assert_eq!(r["totals"]["costUsd"], stats["totals"]["costUsd"]);
+    let tokyo = m.json(&["report", "daily", "--json", "--tz", "Asia/Tokyo", "--no-sync"]);
+    assert_eq!(tokyo["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(tokyo["rows"][0]["tokens"]["total"], 3300);
+    assert_eq!(
+        m.json(&["history", "--json", "--no-sync"])["sessions"][0]["agent"],
+        "codex",
+        "a recording's agent is its format's"
+    );
+}
+
+/// `gunzip -r`: the real-CLI fixtures are kept compressed; an agent's place holds them plain.
+fn copy_plain(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_plain(&entry.path(), &to.join(&name));
+        } else if let Some(plain) = name.strip_suffix(".gz") {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(entry.path()).unwrap()),
+                &mut text,
+            )
+            .unwrap();
+            std::fs::write(to.join(plain), text).unwrap();
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// The root thread's id of what `stats --json` says of `files`.
+fn root_of(m: &Machine, files: &str) -> String {
+    let stats = m.json(&["stats", "--json", files]);
+    let root = stats["threads"].as_array().unwrap().iter().find(|t| t["parent"].is_null()).unwrap();
+    root["id"].as_str().unwrap().to_owned()
+}
+
+/// The real Claude Code 2.1.332 sessions (sub-agents in parallel, one interrupted, one failing) and
+/// OpenCode 1.18.33 stores: each session the store keeps is what `stats` and `tree` say of its
+/// files, and `report session` adds up to `stats`.
+#[test]
+fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
+    for case in ["interrupt", "parallel", "subfail"] {
+        let m = Machine::new();
+        let project = m.home().join(".claude/projects/-work-fixture");
+        copy_plain(&fixtures().join("claude-2.1.332").join(case), &project);
+        let transcript = std::fs::read_dir(&project)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .unwrap();
+        let id = root_of(&m, transcript.to_str().unwrap());
+        let files = project.to_str().unwrap();
+        m.run(&["sync"]);
+        assert_eq!(m.run(&["history", &id, "--json", "--no-sync"]), m.run(&["stats", "--json", files]), "{case}");
+        assert_eq!(m.run(&["history", &id, "--no-sync"]), m.run(&["tree", files]), "{case}");
+        let report = m.json(&["report", "session", "--json", "--no-sync"]);
+        let stats = m.json(&["stats", "--json", files]);
+        assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
+    }
+    for case in ["subfail", "tree"] {
+        let m = Machine::new();
+        let dir = m.home().join(".local/share/opencode");
+        copy_plain(&fixtures().join("opencode-1.18.33").join(case), &dir);
+        let db = dir.join("opencode.db");
+        let db = db.to_str().unwrap();
+        m.run(&["sync"]);
+        let id = root_of(&m, db);
+        assert_eq!(m.run(&["history", &id, "--json", "--no-sync"]), m.run(&["stats", "--json", db]), "{case}");
+        assert_eq!(m.run(&["history", &id, "--no-sync"]), m.run(&["tree", db]), "{case}");
+        let report = m.json(&["report", "session", "--json", "--no-sync"]);
+        let stats = m.json(&["stats", "--json", db]);
+        assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
+    }
+}
