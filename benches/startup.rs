@@ -17,10 +17,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use swarmtop::commands::machine;
-use swarmtop::commands::sessions::{self, Options};
+use swarmtop::commands::sessions;
 use swarmtop::pipeline::Config;
-use swarmtop::source::discover::{Env, Window};
+use swarmtop::source::agents::{Env, Window};
+use swarmtop::source::census::{Options, machine};
 use swarmtop::source::live::Event;
 use swarmtop::source::proc::Proc;
 

@@ -27,9 +27,9 @@ use swarmtop::model::prices::Pico;
 use swarmtop::model::{ContextFill, Prices, Status, Thread, Tokens, TurnStatus};
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Role;
-use swarmtop::source::discover::State;
 use swarmtop::source::files;
 use swarmtop::source::live::Event as LiveEvent;
+use swarmtop::source::seen::State;
 use swarmtop::wire::Origin;
 
 fn binary(test: &str) -> Option<PathBuf> {
@@ -347,13 +347,13 @@ struct Watched {
 
 impl MachineWatch {
     fn start(home: &Path) -> Self {
-        let opts = swarmtop::commands::sessions::Options {
-            window: swarmtop::source::discover::Window::all(),
-            env: swarmtop::source::discover::Env::default().with("HOME", home),
+        let opts = swarmtop::source::census::Options {
+            window: swarmtop::source::agents::Window::all(),
+            env: swarmtop::source::agents::Env::default().with("HOME", home),
             proc: swarmtop::source::proc::Proc::default(),
             tee_dir: home.join("run/swarmtop"),
         };
-        let mut events = swarmtop::commands::machine::spawn(opts);
+        let mut events = swarmtop::source::census::machine::spawn(opts);
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<tokio::sync::oneshot::Sender<Followed<Sightings>>>();
         let (states_tx, states) = tokio::sync::watch::channel(HashMap::new());
         let (model_tx, model) = tokio::sync::watch::channel(Watched::default());

@@ -24,7 +24,7 @@ mod support;
 mod tmux;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -624,32 +624,30 @@ fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
     let authority = format!("127.0.0.1:{port}");
     wait_http(&authority);
     let proc = swarmtop::source::proc::Proc::default();
-    let stores: std::collections::HashSet<PathBuf> = [swarmtop::source::proc::canonical(&db)].into();
-    let walk = proc.walk(&stores);
-    let found = swarmtop::source::discover::opencode::servers(&swarmtop::source::discover::opencode::processes(
-        &proc, &walk, &stores,
-    ));
-    assert_eq!(found.len(), 1, "the server, found from its listening socket: {found:?}");
-    assert_eq!(found[0].pid, server.0.id());
-    assert_eq!(found[0].authority, authority);
-
-    // The machine view's source, attached before the prompt: rows from the store, deltas from the server.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let env =
-        swarmtop::source::discover::Env::default().with("HOME", &home).with("XDG_DATA_HOME", home.join(".local/share"));
-    let opts = swarmtop::commands::sessions::Options {
-        window: swarmtop::source::discover::Window::all(),
+        swarmtop::source::agents::Env::default().with("HOME", &home).with("XDG_DATA_HOME", home.join(".local/share"));
+    let opts = swarmtop::source::census::Options {
+        window: swarmtop::source::agents::Window::all(),
         env,
         proc: proc.clone(),
         tee_dir: root.join("run/swarmtop"),
     };
+    let mut wants = swarmtop::source::census::Wants::default();
+    wants.store(swarmtop::source::proc::canonical(&db), &swarmtop::source::agents::opencode::AGENT);
+    let found = swarmtop::source::census::Census::take(&opts, &wants).servers();
+    assert_eq!(found.len(), 1, "the server, found from its listening socket: {found:?}");
+    assert_eq!(found[0].1.pid, server.0.id());
+    assert_eq!(found[0].1.authority, authority);
+
+    // The machine view's source, attached before the prompt: rows from the store, deltas from the server.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (code, body) = http(&authority, "POST", "/session", &json!({}));
     assert_eq!(code, 200, "{body}");
     let served_root = serde_json::from_str::<Value>(&body).unwrap()["id"].as_str().unwrap().to_owned();
     let mut pipeline = Pipeline::default();
     let (mut live_pid, mut deltas_seen, mut ps_live) = (None, 0usize, None);
     rt.block_on(async {
-        let mut events = swarmtop::commands::machine::spawn(opts);
+        let mut events = swarmtop::source::census::machine::spawn(opts);
         let prompt = json!({"parts": [{"type": "text", "text": "[[AGENT:served]] Delegate."}]});
         let (code, body) = http(&authority, "POST", &format!("/session/{served_root}/prompt_async"), &prompt);
         assert!((200..300).contains(&code), "{code} {body}");
@@ -678,7 +676,7 @@ fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
                 swarmtop::source::live::Event::Sessions(snap) => {
                     let ours: Vec<_> = snap.sessions.iter().filter(|s| s.tool == "opencode").collect();
                     let served = ours.iter().find(|s| s.id == served_root);
-                    if let Some(s) = served.filter(|s| s.state == swarmtop::source::discover::State::Live) {
+                    if let Some(s) = served.filter(|s| s.state == swarmtop::source::seen::State::Live) {
                         live_pid = s.pid;
                         if ps_live.is_none() {
                             ps_live = ps_rows(root).into_iter().find(|r| r["id"] == served_root.as_str());

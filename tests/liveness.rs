@@ -259,8 +259,8 @@ fn stop(mut child: Child) {
 async fn next_state(
     events: &mut tokio::sync::mpsc::Receiver<swarmtop::source::live::Event>,
     id: &str,
-    want: impl Fn(&swarmtop::source::discover::Seen) -> bool,
-) -> (swarmtop::source::discover::Seen, Instant) {
+    want: impl Fn(&swarmtop::source::seen::Seen) -> bool,
+) -> (swarmtop::source::seen::Seen, Instant) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         let event = tokio::time::timeout_at(deadline, events.recv()).await;
@@ -277,8 +277,9 @@ async fn next_state(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_machine_view_sees_a_session_end_within_a_tick_and_come_back_when_resumed() {
-    use swarmtop::commands::{machine, sessions};
-    use swarmtop::source::discover::{Env, State};
+    use swarmtop::source::agents::Env;
+    use swarmtop::source::census::{self, machine};
+    use swarmtop::source::seen::State;
 
     let home = Home::new();
     let quiet = home.add_codex("collab_v2");
@@ -295,14 +296,14 @@ async fn the_machine_view_sees_a_session_end_within_a_tick_and_come_back_when_re
     let recent_holder = holder(&root_of(&recent, recent_id));
     let (quiet_pid, recent_pid) = (quiet_holder.id(), recent_holder.id());
 
-    let opts = sessions::Options {
-        window: sessions::window(30 * 60 * 1000, false),
+    let opts = census::Options {
+        window: census::window(30 * 60 * 1000, false),
         env: Env::default().with("HOME", home.path()),
         proc: swarmtop::source::proc::Proc::default(),
         tee_dir: home.run_dir().join("swarmtop"),
     };
     let mut events = machine::spawn(opts);
-    let live = |pid: u32| move |s: &swarmtop::source::discover::Seen| s.state == State::Live && s.pid == Some(pid);
+    let live = |pid: u32| move |s: &swarmtop::source::seen::Seen| s.state == State::Live && s.pid == Some(pid);
     next_state(&mut events, quiet_id, live(quiet_pid)).await;
     let (seen, _) = next_state(&mut events, recent_id, live(recent_pid)).await;
     assert!(seen.usage.is_some_and(|u| u.rss_bytes > 0), "the row shows the process: {seen:?}");
@@ -334,8 +335,9 @@ async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
     use std::sync::{Arc, Mutex};
     use support::harness::{World, run_scenario};
     use support::scenario::Pacing;
-    use swarmtop::commands::{machine, sessions};
-    use swarmtop::source::discover::{Env, State};
+    use swarmtop::source::agents::Env;
+    use swarmtop::source::census::{self, machine};
+    use swarmtop::source::seen::State;
 
     let bin = codex_binary().found();
     let Some(codex) = skip_unless(bin, "codex through a tee") else { return };
@@ -373,8 +375,8 @@ async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
                 .await
                 .ok()?;
             let rows: Value = serde_json::from_slice(&ps.stdout).ok()?;
-            let opts = sessions::Options {
-                window: sessions::window(30 * 60 * 1000, false),
+            let opts = census::Options {
+                window: census::window(30 * 60 * 1000, false),
                 env: Env::default().with("HOME", root.join("home")).with("CODEX_HOME", root.join("codex-home")),
                 proc: swarmtop::source::proc::Proc::default(),
                 tee_dir: root.join("run/swarmtop"),
@@ -410,7 +412,7 @@ async fn a_real_codex_session_through_a_tee_and_in_rollouts_is_one_row() {
     let seen: Vec<_> = snapshot.sessions.iter().collect();
     assert_eq!(seen.len(), 1, "the machine view too: {seen:#?}");
     assert_eq!((seen[0].id.as_str(), seen[0].state), (root.as_str(), State::Live));
-    assert!(is_socket(&seen[0].source.to_string_lossy()));
+    assert!(is_socket(seen[0].source.as_str()));
 }
 
 /// A tee's socket (`tee-<pid>.sock`), not a session file.

@@ -10,9 +10,10 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::router::Event;
-use swarmtop::source::discover::{Seen, Snapshot, State};
 use swarmtop::source::proc::Usage;
+use swarmtop::source::seen::{Seen, Snapshot, State};
 use swarmtop::ui::{self, Action, Feed, NodeId, Overlay, Theme, View};
+use swarmtop::wire::{Clean, sanitize_line};
 
 const CLAUDE: &str = "4d5611e5-241a-462a-8d15-5122611a9569";
 const CODEX_V1: &str = "01a2292d-f8ac-71e0-b822-647118037869";
@@ -37,12 +38,12 @@ fn machine_pipeline() -> Pipeline {
     swarmtop::commands::ingest(&paths, Config::default(), &mut |_: &Event<'_, '_>| {}).expect("fixtures read")
 }
 
-fn seen(tool: &str, id: &str, project: &str, state: State, pid: Option<u32>, last_ago_ms: i64) -> Seen {
+fn seen(tool: &'static str, id: &str, project: &str, state: State, pid: Option<u32>, last_ago_ms: i64) -> Seen {
     Seen {
-        tool: tool.to_owned(),
+        tool,
         id: id.to_owned(),
-        project: Some(project.to_owned()),
-        source: PathBuf::from(format!("/home/dev/.{tool}/{id}.jsonl")),
+        project: Some(sanitize_line(project)),
+        source: Clean::path(&PathBuf::from(format!("/home/dev/.{tool}/{id}.jsonl"))),
         state,
         pid,
         usage: pid.map(|_| Usage { cpu_percent: 12.4, rss_bytes: 181 << 20 }),
@@ -60,6 +61,7 @@ fn snapshot(codex_v2: State, v2_ago_ms: i64) -> Snapshot {
         ],
         looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
         tee_dir: "/run/user/1000/swarmtop".into(),
+        ..Snapshot::default()
     }
 }
 

@@ -11,23 +11,26 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::target::Tree;
-use crate::source::discover::{self, Env, Window};
-use crate::source::proc::Proc;
+use crate::source::agents::{AGENTS, Window};
+use crate::source::census::{Census, Options, Wants};
+use crate::source::seen::Trouble;
 
 /// How an act through a server is named in the acts log.
 pub const VIA: &str = "opencode serve";
 
-/// The servers running as us, as the machine view finds them (`HOST:PORT`).
+/// The servers running as us, as the machine view finds them (`HOST:PORT`): beside the stores
+/// of the agents that keep their sessions in one (the registry's), whatever their age.
 pub fn running() -> Vec<String> {
-    let env = Env::from_process();
-    let Some(place) = discover::PLACES.iter().find(|p| p.tool == "opencode") else { return Vec::new() };
-    let Some(root) = (place.root)(&env) else { return Vec::new() };
-    let candidates = (place.scan)(&root, &Window::all());
-    let stores = discover::stores_of(&candidates);
-    let proc = Proc::default();
-    let walk = proc.walk(&stores);
-    let processes = discover::opencode::processes(&proc, &walk, &stores);
-    discover::opencode::servers(&processes).into_iter().map(|s| s.authority).collect()
+    let opts = Options::machine(Window::all());
+    let mut wants = Wants::default();
+    for agent in AGENTS.iter().filter(|a| a.store.is_some()) {
+        let Some(place) = &agent.place else { continue };
+        let Some(root) = (place.root)(&opts.env) else { continue };
+        for c in (place.scan)(&root, &opts.window, &mut Trouble::default()) {
+            wants.candidate(&c);
+        }
+    }
+    Census::take(&opts, &wants).servers().into_iter().map(|(_, s)| s.authority).collect()
 }
 
 /// How long one request to the server may take.

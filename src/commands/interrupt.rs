@@ -15,7 +15,7 @@ use color_eyre::eyre::{Result, bail, eyre};
 use serde_json::json;
 
 use super::cli::InterruptArgs;
-use super::sessions::{self, Row, State};
+use super::sessions::{self, Row};
 use crate::act::control::{self, AgentControl, Running};
 use crate::act::log;
 use crate::act::server::{self, Outcome, Server, Sessions};
@@ -25,7 +25,9 @@ use crate::act::tee::{Line, Reply, TeeSession};
 use crate::model::{Model, TurnStatus};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
+use crate::source::census::{self, Options};
 use crate::source::proc::Proc;
+use crate::source::seen::State;
 use crate::source::socket;
 use crate::ui::label;
 use crate::wire::{Clean, sanitize_line};
@@ -300,7 +302,7 @@ impl Tree for Processes {
 
 /// The session TARGET names among those the machine view finds (running ones however quiet).
 fn find_process(args: &InterruptArgs, config: &Config) -> Result<Option<Row>> {
-    let options = sessions::Options::machine(sessions::window(sessions::IDLE_AGE.as_millis() as u64, false));
+    let options = Options::machine(census::window(census::liveness::IDLE_AGE.as_millis() as u64, false));
     let rows = Processes(sessions::collect(&options, &config.clone().figures()).rows);
     match target::resolve(&rows, &args.target) {
         Ok(i) => Ok(Some(rows.0[i].clone())),

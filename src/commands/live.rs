@@ -138,7 +138,7 @@ fn apply(event: Event, pipeline: &mut Pipeline, config: &Config, export: &mut Op
             let record = files::Record::TooLong { len, head: &head };
             pipeline.feed(record, &Origin::NONE, &mut |_: &crate::router::Event<'_, '_>| {});
         }
-        Event::Notice(notice) => eprintln!("swarmtop: {}", crate::wire::sanitize_line(&notice)),
+        Event::Notice(notice) => eprintln!("swarmtop: {notice}"),
         Event::Ended(_)
         | Event::Connected { .. }
         | Event::Live

@@ -9,7 +9,6 @@ mod ingest;
 pub mod interrupt;
 pub mod listen;
 mod live;
-pub mod machine;
 mod monitor;
 pub mod ps;
 pub mod report;

@@ -18,11 +18,12 @@ use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::{QuitSignals, TerminalGuard};
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
+use crate::source::agents;
+use crate::source::census;
 use crate::source::files;
 use crate::source::follow;
 use crate::source::inbound;
 use crate::source::live;
-use crate::source::opencode;
 use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
@@ -48,24 +49,18 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
         _ => false,
     };
     if inputs.is_empty() && stdin_is_tty {
-        let opts = super::sessions::Options::machine(super::sessions::window(window.since, window.all));
+        let opts = census::Options::machine(census::window(window.since, window.all));
         return Ok(Watch::Machine(opts, window.keep_ms()));
     }
     if live_stdin {
         return stdin_live(opts.record.as_deref());
     }
     if let [only] = inputs {
-        if let Some(server) = only.to_str().and_then(opencode::server_of) {
-            let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
-            let link = opencode::link_events(tx.clone());
-            let reader = opencode::server_reader(&server, opencode::Serve::All, link)
-                .wrap_err_with(|| format!("connecting to {server}"))?;
-            return reader_live(reader, format!("http://{server}"), opts.record.as_deref(), (tx, events));
-        }
-        if let Some(db) = opts.follow.then(|| opencode::store_at(only)).flatten() {
-            let reader = opencode::follow_reader(&db).wrap_err_with(|| format!("opening {}", db.display()))?;
-            let channel = mpsc::channel(live::CHANNEL_EVENTS);
-            return reader_live(reader, db.display().to_string(), opts.record.as_deref(), channel);
+        let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
+        for open in agents::AGENTS.iter().filter_map(|a| a.live) {
+            if let Some(input) = open(only, opts.follow, &tx) {
+                return reader_live(input?, opts.record.as_deref(), (tx, events));
+            }
         }
     }
     let inputs_given = inputs;
@@ -85,18 +80,18 @@ fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
     Ok(Watch::Live { name: "stdin".to_owned(), events })
 }
 
-/// An OpenCode store followed, or a server's event stream, as a live source (its records are what
-/// a recording with `--record` holds).
+/// An input an agent reads live (a server's event stream, a store followed), as a live source
+/// (its records are what a recording with `--record` holds).
 fn reader_live(
-    reader: impl std::io::Read + Send + 'static,
-    name: String,
+    input: agents::LiveInput,
     record: Option<&std::path::Path>,
     (tx, events): (mpsc::Sender<live::Event>, mpsc::Receiver<live::Event>),
 ) -> Result<Watch> {
     let started = recording::unix_ms();
-    let header = recording::header_line(recording::Source::OpenCode, None, started);
-    let recorder = recording::open_requested(record, recording::Source::OpenCode, started, &header)?;
-    inbound::spawn_reader(reader, header, recorder, tx).wrap_err_with(|| format!("reading {name}"))?;
+    let header = recording::header_line(input.source, None, started);
+    let recorder = recording::open_requested(record, input.source, started, &header)?;
+    let name = input.name;
+    inbound::spawn_reader(input.reader, header, recorder, tx).wrap_err_with(|| format!("reading {name}"))?;
     Ok(Watch::Live { name, events })
 }
 
@@ -107,9 +102,9 @@ pub enum Watch {
         name: String,
         events: mpsc::Receiver<live::Event>,
     },
-    /// Every agent session on the machine (its source starts on the monitor's runtime), and how
+    /// Every agent session on the machine (its source starts on a thread of its own), and how
     /// long an ended one stays on screen.
-    Machine(super::sessions::Options, Option<u64>),
+    Machine(census::Options, Option<u64>),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
@@ -206,7 +201,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
         Watch::Machine(opts, keep) => {
             let home = std::env::var("HOME").ok();
-            (Runtime::machine(view, &settings, config, now, keep, home), Some(super::machine::spawn(opts)))
+            (Runtime::machine(view, &settings, config, now, keep, home), Some(census::machine::spawn(opts)))
         }
     };
 

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 use color_eyre::eyre::Result;
@@ -10,24 +11,36 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::PsArgs;
-use super::sessions::{self, Options, Row};
+use super::sessions::{self, Row};
 use super::stats::money;
 use crate::model::format_usd;
 use crate::pipeline::Config;
+use crate::source::census::{self, Options};
 use crate::source::recording::civil_from_days;
 use crate::ui::text::grouped;
+use crate::wire::sanitize_line;
 
 pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     // Each session's figures and name only: no item text is printed.
     let config = config.clone().figures();
-    let report = sessions::collect(&Options::machine(sessions::window(args.window.since, args.window.all)), &config);
+    let opts = Options::machine(census::window(args.window.since, args.window.all));
+    let home = opts.env.home();
+    let report = sessions::collect(&opts, &config);
     let now_ms = crate::source::recording::unix_ms();
-    let out = if args.json { render_json(&report.rows) } else { render_text(&report, now_ms, terminal_width()) };
+    let out = if args.json {
+        render_json(&report.rows)
+    } else {
+        render_text(&report, now_ms, terminal_width(), home.as_deref())
+    };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         // `swarmtop ps | head -1`: a reader that has seen enough is a normal end.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
+    }
+    // What discovery met and could not use goes after the table, never into it.
+    for note in report.trouble.notes() {
+        eprintln!("swarmtop: {note}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -50,9 +63,13 @@ struct RowJson<'a> {
     agents: u32,
     tokens: u64,
     cost_usd: Option<Box<RawValue>>,
+    /// Files of the session that could not be read, each with why (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<&'a str>,
 }
 
-/// One JSON array, one object per root session, and a newline.
+/// One JSON array, one object per root session, and a newline. Paths and working directories
+/// are the real ones; no control character is written raw, in them or anywhere.
 pub fn render_json(rows: &[Row]) -> String {
     let rows: Vec<RowJson<'_>> = rows
         .iter()
@@ -60,8 +77,8 @@ pub fn render_json(rows: &[Row]) -> String {
             tool: r.tool.as_str(),
             id: r.id.as_str(),
             name: r.name.as_str(),
-            project: r.project.as_ref().map(crate::wire::Clean::as_str),
-            source: r.source.as_str(),
+            project: r.project.as_deref(),
+            source: &r.source,
             state: r.state.as_str(),
             last_activity: r.last_activity_ms.map(iso_utc),
             last_activity_ms: r.last_activity_ms,
@@ -71,10 +88,32 @@ pub fn render_json(rows: &[Row]) -> String {
             agents: r.agents,
             tokens: r.tokens,
             cost_usd: money(r.cost),
+            unreadable: r.unreadable.iter().map(crate::wire::Clean::as_str).collect(),
         })
         .collect();
-    let mut out = serde_json::to_string(&rows).expect("rows serialise");
+    let mut out = escape_controls(&serde_json::to_string(&rows).expect("rows serialise"));
     out.push('\n');
+    out
+}
+
+/// JSON text with every control and invisible format character written as a `\u` escape: JSON
+/// escapes only C0 controls, so DEL, C1 controls (`U+009B` is a CSI to many terminals) and bidi
+/// overrides would reach whoever prints the output. Such characters can only be inside strings.
+fn escape_controls(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        let mut buf = [0u8; 4];
+        let text = &*c.encode_utf8(&mut buf);
+        // The sanitiser is the one judge of what a terminal must not be sent.
+        if c.is_control() || (!c.is_ascii() && crate::wire::sanitize(text).as_str() != text) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
     out
 }
 
@@ -109,15 +148,20 @@ pub fn memory(bytes: u64) -> String {
     }
 }
 
-/// `~/…` for paths under the home folder.
+/// `~/…` for paths under the user's home folder (as the environment says it), on one line and
+/// clean.
 pub(super) fn short_path(path: &str) -> String {
-    match std::env::var("HOME") {
-        Ok(home) if !home.is_empty() && home != "/" => match path.strip_prefix(&home) {
-            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
-            _ => path.to_owned(),
-        },
+    short_path_in(path, crate::source::agents::Env::from_process().home().as_deref())
+}
+
+/// `~/…` for paths under `home`, on one line and clean.
+fn short_path_in(path: &str, home: Option<&std::path::Path>) -> String {
+    let home = home.and_then(|h| h.to_str()).filter(|h| !h.is_empty() && *h != "/");
+    let short = match home.and_then(|h| path.strip_prefix(h)) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
         _ => path.to_owned(),
-    }
+    };
+    sanitize_line(&short).to_string()
 }
 
 /// Widest session name printed.
@@ -148,15 +192,15 @@ const NAME: usize = 12;
 /// `ps` fits its COMMAND to the terminal: the SOURCE column goes first (`--json` has it), then the
 /// process columns when no session has a process, then ids are cut to their tails, then the name
 /// is cut (to [`NAME_MIN`]), and a row still too wide is cut at the edge.
-fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>) -> String {
+fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>, home: Option<&Path>) -> String {
     let mut out = String::new();
+    let short = |p: &Path| short_path_in(&p.to_string_lossy(), home);
     if report.rows.is_empty() {
         let _ = writeln!(out, "no agent sessions found; looked in:");
         for (tool, dir) in &report.looked_in {
-            let _ = writeln!(out, "  {tool:<8} {}", crate::wire::sanitize(&short_path(&dir.display().to_string())));
+            let _ = writeln!(out, "  {tool:<8} {}", short(dir));
         }
-        let _ =
-            writeln!(out, "  tees     {}", crate::wire::sanitize(&short_path(&report.tee_dir.display().to_string())));
+        let _ = writeln!(out, "  tees     {}", short(&report.tee_dir));
         return out;
     }
     // The name goes last, as `ps` puts the command: it is as long as a first prompt is.
@@ -169,8 +213,8 @@ fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>) -> 
             [
                 r.tool.to_string(),
                 r.id.to_string(),
-                r.project.as_ref().map_or_else(|| "?".to_owned(), |p| short_path(p.as_str())),
-                short_path(r.source.as_str()),
+                r.project.as_deref().map_or_else(|| "?".to_owned(), |p| short_path_in(p, home)),
+                short_path_in(&r.source, home),
                 r.state.as_str().to_owned(),
                 r.last_activity_ms.map_or_else(|| "?".to_owned(), |t| age(now_ms, t)),
                 r.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),
@@ -179,7 +223,7 @@ fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>) -> 
                 r.agents.to_string(),
                 grouped(r.tokens),
                 format_usd(r.cost),
-                crate::ui::text::truncate(r.name.as_str(), NAME_WIDTH),
+                crate::ui::text::truncate(sanitize_line(r.name.as_str()).as_str(), NAME_WIDTH),
             ]
         })
         .collect();

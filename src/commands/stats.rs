@@ -331,6 +331,28 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         if unpriced > 0 { format!(" ({unpriced} unpriced)") } else { String::new() }
     );
     out.push('\n');
+    out.push_str(&thread_table(model));
+    for (i, t) in model.threads.iter().enumerate() {
+        let idx = ThreadIdx(i as u32);
+        let Some(r) = (t.role == Role::Root).then(|| model.reconciled(idx)).flatten() else { continue };
+        let _ = writeln!(
+            out,
+            "\nreported by the agent for session {}: {} tokens · {}; unattributed (no agent's): {} tokens · {}",
+            label::text(model, idx),
+            grouped(r.reported.total),
+            format_usd(r.reported_cost),
+            grouped(r.unattributed.total),
+            format_usd(r.unattributed_cost),
+        );
+    }
+    out.push('\n');
+    out.push_str(&render_tree(model));
+    out
+}
+
+/// One row per thread: name, model, status, depth, turns, items, tokens, cost, subtree cost.
+fn thread_table(model: &Model) -> String {
+    let mut out = String::new();
     let rows: Vec<[String; 9]> = model
         .threads
         .iter()
@@ -379,20 +401,5 @@ pub fn render_text(pipeline: &Pipeline) -> String {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         let _ = writeln!(out, "{}", line(&cells));
     }
-    for (i, t) in model.threads.iter().enumerate() {
-        let idx = ThreadIdx(i as u32);
-        let Some(r) = (t.role == Role::Root).then(|| model.reconciled(idx)).flatten() else { continue };
-        let _ = writeln!(
-            out,
-            "\nreported by the agent for session {}: {} tokens · {}; unattributed (no agent's): {} tokens · {}",
-            label::text(model, idx),
-            grouped(r.reported.total),
-            format_usd(r.reported_cost),
-            grouped(r.unattributed.total),
-            format_usd(r.unattributed_cost),
-        );
-    }
-    out.push('\n');
-    out.push_str(&render_tree(model));
     out
 }

@@ -15,7 +15,7 @@ use super::ingest::{ingest_partial, ingest_partial_on};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
-use crate::source::discover::Env;
+use crate::source::agents::Env;
 use crate::store::sync::{self, Options, Progress};
 use crate::store::{Reader, Store, Synced, location};
 

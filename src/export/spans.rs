@@ -10,45 +10,40 @@ use rustc_hash::FxHashSet;
 use super::ids::{SpanId, agent_span_id, item_span_id, trace_id};
 use crate::model::prices::Pico;
 use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
-use crate::router::{Role, ThreadIdx, Via};
+use crate::router::{Role, ThreadIdx};
+use crate::source::agents::{self, Tools};
 
 /// Longest text put in one attribute (titles are one line; commands can be long).
 pub const MAX_ATTRIBUTE_CHARS: usize = 1024;
 
-/// Who made the model calls, when a thread's own model name does not say.
+/// Who made the model calls (a provider of the agent registry), when a thread's own model name
+/// does not say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    OpenAi,
-    Anthropic,
-}
+pub struct Provider(&'static agents::Provider);
 
 impl Provider {
     fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-        }
+        self.0.name
     }
 
-    /// The agent that writes a format: Codex is OpenAI's, Claude Code is Anthropic's.
+    /// The provider of the agent whose lowering writes a format (`input.format`).
     pub fn of_format(format: &str) -> Option<Self> {
-        match format {
-            "codex-app-server" | "codex-rollout" => Some(Self::OpenAi),
-            "claude-transcript" => Some(Self::Anthropic),
-            _ => None,
-        }
+        agents::of_format(format)?.spend.provider.map(Self)
     }
 
     fn of_thread(t: &Thread, fallback: Option<Self>) -> Option<Self> {
-        if t.via == Some(Via::TaskTool) {
-            return Some(Self::Anthropic);
+        if let Some(agent) = t.via.and_then(agents::of_via) {
+            return agent.spend.provider.map(Self).or(fallback);
         }
-        let model = t.model.as_ref().map(|m| m.as_str().to_ascii_lowercase());
-        match model.as_deref() {
-            Some(m) if m.starts_with("claude") => Some(Self::Anthropic),
-            Some(m) if m.starts_with("gpt") || m.starts_with("codex") || m.starts_with('o') => Some(Self::OpenAi),
-            _ => fallback,
+        match t.model.as_ref().and_then(|m| agents::provider_of_model(m.as_str())) {
+            Some(p) => Some(Self(p)),
+            None => fallback,
         }
+    }
+
+    /// The names the agent that calls this provider gives its tools.
+    fn tools(provider: Option<Self>) -> Tools {
+        provider.and_then(|p| agents::of_provider(p.0)).map_or(Tools::DEFAULT, |a| a.spend.tools)
     }
 }
 
@@ -202,23 +197,25 @@ pub fn all_spans(model: &Model, fallback: Option<Provider>) -> Vec<Span> {
 /// The tool a tool-call item calls, as the agent named it; `None` for items that call no tool
 /// (messages, reasoning, plans, and sub-agent notifications other than the spawn).
 fn tool_name(t: &Thread, item: &Item, fallback: Option<Provider>) -> Option<String> {
-    let anthropic = Provider::of_thread(t, fallback) == Some(Provider::Anthropic);
+    let tools = Provider::tools(Provider::of_thread(t, fallback));
     let name = match &item.kind {
-        // Claude Code's tool by its own name (`Agent`, `Task` before 2.1.63), as its own OTLP names it.
-        ItemKind::Collab if anthropic => item.tool.as_deref().unwrap_or("tool").to_owned(),
+        // An agent's own name for it (Claude Code's `Agent`, `Task` before 2.1.63), as its own OTLP
+        // names it; else in snake case, as OTLP names tools.
+        ItemKind::Collab if tools.calls_as_written => item.tool.as_deref().unwrap_or("tool").to_owned(),
         ItemKind::Collab => snake_case(item.tool.as_deref().unwrap_or("collab_agent")),
         // A multi-agent v2 spawn is announced as an activity `started` carrying the spawn's call id.
-        ItemKind::SubAgentActivity if item.op == Some(AgentOp::Spawn) => "spawn_agent".to_owned(),
-        ItemKind::Command if anthropic => "Bash".to_owned(),
-        ItemKind::Command => "shell".to_owned(),
+        ItemKind::SubAgentActivity if item.op == Some(AgentOp::Spawn) => tools.spawn.to_owned(),
+        ItemKind::Command => tools.shell.to_owned(),
         ItemKind::FileChange => "apply_patch".to_owned(),
         ItemKind::WebSearch => "web_search".to_owned(),
         ItemKind::ImageView => "view_image".to_owned(),
         ItemKind::McpTool => non_empty(item.title.as_str()).unwrap_or("mcp").to_owned(),
-        // Claude Code's other tools keep their name as the title's first word (`Read src/x.rs`).
-        ItemKind::DynamicTool if anthropic => item.title.as_str().split(' ').next().unwrap_or("tool").to_owned(),
+        // An agent that names its other tools in their title's first word (`Read src/x.rs`).
+        ItemKind::DynamicTool if tools.named_by_title => {
+            item.title.as_str().split(' ').next().unwrap_or("tool").to_owned()
+        }
         ItemKind::DynamicTool => non_empty(item.title.as_str()).unwrap_or("tool").to_owned(),
-        _ if !item.lanes.is_empty() => "spawn_agent".to_owned(),
+        _ if !item.lanes.is_empty() => tools.spawn.to_owned(),
         _ => return None,
     };
     Some(if name.is_empty() { "tool".to_owned() } else { name })

@@ -40,13 +40,15 @@ pub enum Record<'a> {
 }
 
 /// Expands the command line's inputs: a directory gives its `*.ndjson` / `*.jsonl` files (also
-/// `.gz`), recursively, in name order, each file once however many links lead to it.
+/// `.gz`), recursively, in name order, each file once however many links lead to it. In a
+/// directory only regular files count: a FIFO or a device there (an OpenCode store's name
+/// included) would block the read for ever; a path named on its own is read whatever it is.
 pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     let mut out = Vec::new();
     for p in paths {
         if p.as_os_str() == "-" {
             out.push(Input::Stdin);
-        } else if let Some(store) = p.is_dir().then(|| super::opencode::store_at(p)).flatten() {
+        } else if let Some(store) = holds_store(p).then(|| super::opencode::store_at(p)).flatten() {
             // An OpenCode data directory: its store is the input.
             out.push(Input::File(store));
         } else if p.is_dir() {
@@ -84,9 +86,15 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
             // at what it leads to (the walk costs a few system calls per directory, not per file).
             let link = entry.file_type().map_or(true, |t| t.is_symlink());
             let is_dir = if link { path.is_dir() } else { entry.file_type().is_ok_and(|t| t.is_dir()) };
+            // What is there and no regular file is never opened; a dangling link is kept.
+            let special = if link {
+                std::fs::metadata(&path).is_ok_and(|m| !m.is_file())
+            } else {
+                entry.file_type().is_ok_and(|t| !t.is_file())
+            };
             if is_dir {
                 stack.push(path);
-            } else if is_recording_name(&path) {
+            } else if is_recording_name(&path) && !special {
                 // A file that is no link is where its directory is; a link is followed. A dangling
                 // link is kept as it is: opening it reports the error with its name.
                 let key = if link {
@@ -110,8 +118,14 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files.into_values().collect())
 }
 
+/// A directory with a regular file where OpenCode keeps its store.
+fn holds_store(dir: &Path) -> bool {
+    dir.is_dir() && super::regular::is_regular(&dir.join(super::opencode::STORE_NAME))
+}
+
+/// A name that is not UTF-8 is judged by its readable part.
 fn is_recording_name(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default().to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     [".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext)) || is_sidecar(path)
 }

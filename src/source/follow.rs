@@ -12,28 +12,16 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
-use super::files::{self, Input};
+pub use super::live::Change;
 use super::live::Event;
+
+use super::files::{self, Input};
 use super::watch::Watcher;
 
 /// Longest time between two looks when the watcher reports nothing.
 pub const POLL: Duration = Duration::from_secs(5);
 /// Bytes read from one file per look: a file that grew by gigabytes is sent in pieces.
 pub const READ_MAX: u64 = 8 << 20;
-
-/// What happened to a followed file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// Whole lines were appended: `bytes` start at byte `at` of `file`.
-    Grew { file: PathBuf, at: u64, bytes: Vec<u8> },
-    /// The file is now shorter than what was read (replaced, truncated): it is read again from
-    /// its start.
-    Restarted { file: PathBuf },
-    /// A new file appeared in a followed directory; its lines follow as `Grew` from byte 0.
-    Appeared { file: PathBuf },
-    /// A sidecar was rewritten: read it whole again.
-    Rewritten { file: PathBuf },
-}
 
 /// A file to follow, as far as it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]

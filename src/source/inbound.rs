@@ -103,7 +103,7 @@ pub async fn listen(
                         let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
                     });
                     let notice = format!("refused {refused} producer(s): {MAX_PRODUCERS} are connected at most");
-                    if journal.tx.send(Event::Notice(notice)).await.is_err() {
+                    if journal.tx.send(Event::Notice(crate::wire::sanitize_line(&notice))).await.is_err() {
                         return;
                     }
                 }

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::wire::Clean;
+
 /// Capacity of the channel between a live source and its consumer, in events. Each event holds
 /// what one `read` brought, so this bounds memory to a few megabytes while letting the source
 /// run ahead of a consumer that is drawing a frame.
@@ -87,14 +89,14 @@ pub enum Event {
         reason: String,
     },
     /// Something the user should know about the source that is not a record (a producer refused
-    /// for a bound). Sanitised by whoever shows it.
-    Notice(String),
+    /// for a bound), on one line.
+    Notice(Clean),
     /// The stream is over for good; no event follows.
     Ended(End),
     /// Where the records that follow come from, for sources that interleave several files.
     Origin(crate::wire::Origin),
     /// The sessions a machine-wide source follows, and their liveness.
-    Sessions(Box<super::discover::Snapshot>),
+    Sessions(Box<super::seen::Snapshot>),
     /// The process that ran this session (its root thread's id) is gone, seen exiting or aged out
     /// with none: nothing of it runs any more, whatever its files last said (a SIGKILL writes no
     /// end). Sent once per stop, after the snapshot that says so.
@@ -108,5 +110,19 @@ pub enum Event {
     /// judged gone a moment too soon, or one that took it up).
     Resumed(String),
     /// A followed replay's file changed (`--follow`, see [`super::follow`]).
-    Followed(super::follow::Change),
+    Followed(Change),
+}
+
+/// What happened to a followed file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Whole lines were appended: `bytes` start at byte `at` of `file`.
+    Grew { file: PathBuf, at: u64, bytes: Vec<u8> },
+    /// The file is now shorter than what was read (replaced, truncated): it is read again from
+    /// its start.
+    Restarted { file: PathBuf },
+    /// A new file appeared in a followed directory; its lines follow as `Grew` from byte 0.
+    Appeared { file: PathBuf },
+    /// A sidecar was rewritten: read it whole again.
+    Rewritten { file: PathBuf },
 }

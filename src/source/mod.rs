@@ -12,12 +12,17 @@
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
-//! - [`discover`]: every agent session on the machine; [`proc`]: which process runs it.
+//! - [`agents`]: the agent registry: where each agent's sessions live, how its files are laid
+//!   out, how its processes are recognised, how its sessions are followed and its spend reported.
+//! - [`census`]: what runs on this machine now, from one walk of `/proc` a tick ([`proc`]), for
+//!   `ps` and the machine view alike; [`seen`]: its rows.
+//! - [`regular`]: opening what must be a regular file without ever blocking on a FIFO or device.
 //! - [`watch`]: file-change notifications (`notify`, with its polling fallback) for followers.
 //! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 
+pub mod agents;
 pub mod attach;
-pub mod discover;
+pub mod census;
 pub mod files;
 pub mod follow;
 pub mod hub;
@@ -29,7 +34,9 @@ pub mod otlp;
 pub mod proc;
 pub mod recorded;
 pub mod recording;
+pub mod regular;
 pub mod replay;
+pub mod seen;
 pub mod socket;
 pub mod tee;
 pub mod watch;

@@ -755,10 +755,10 @@ pub fn link_events(tx: tokio::sync::mpsc::Sender<super::live::Event>) -> impl Fn
             Link::Lost { retry_in, reason } => Event::Disconnected { retry_in, reason },
             Link::Restored { down, skipped } => {
                 let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
-                Event::Notice(match skipped {
+                Event::Notice(crate::wire::sanitize_line(&match skipped {
                     0 => text,
                     n => format!("{text} ({n} older sessions not refetched)"),
-                })
+                }))
             }
         };
         tx.blocking_send(event).is_ok()

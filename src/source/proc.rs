@@ -11,6 +11,8 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Processes looked at in one scan; the rest are counted in [`Scan::processes_skipped`].
@@ -27,11 +29,13 @@ const TICKS_PER_SEC: f64 = 100.0;
 pub struct Proc {
     root: PathBuf,
     uid: u32,
+    /// Walks taken through this `Proc` and its clones: a tick must take one.
+    walks: Arc<AtomicUsize>,
 }
 
 impl Default for Proc {
     fn default() -> Self {
-        Self { root: PathBuf::from("/proc"), uid: nix::unistd::getuid().as_raw() }
+        Self::at("/proc")
     }
 }
 
@@ -63,11 +67,22 @@ pub struct Walk {
     pub processes_skipped: usize,
     /// Descriptors left out by [`MAX_FDS`].
     pub fds_skipped: usize,
+    /// Each process's argument list, when the walk read them ([`Proc::walk_commands`]).
+    pub commands: HashMap<u32, Vec<String>>,
 }
 
 impl Walk {
     pub fn process(&self, pid: u32) -> Option<&Process> {
         self.processes.binary_search_by_key(&pid, |p| p.pid).ok().map(|i| &self.processes[i])
+    }
+
+    /// The argument list of `pid` as the walk read it; read now when it did not.
+    pub fn command_line(&self, proc: &Proc, pid: u32) -> Option<Vec<String>> {
+        match self.commands.get(&pid) {
+            Some(args) => Some(args.clone()),
+            None if self.commands.is_empty() => proc.command_line(pid),
+            None => None,
+        }
     }
 
     /// Who holds each wanted file open (the lowest pid), as [`Proc::open_files`] says it.
@@ -109,11 +124,18 @@ pub struct Process {
     /// Start time after boot, in clock ticks.
     pub start_ticks: u64,
     pub rss_bytes: u64,
+    /// The kernel's name of its program (`comm`, at most 15 bytes; lossy UTF-8).
+    pub name: String,
 }
 
 impl Proc {
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), uid: nix::unistd::getuid().as_raw() }
+        Self { root: root.into(), uid: nix::unistd::getuid().as_raw(), walks: Arc::default() }
+    }
+
+    /// Walks of `/proc` taken through this `Proc` and its clones so far.
+    pub fn walks(&self) -> usize {
+        self.walks.load(Ordering::Relaxed)
     }
 
     /// The folder of one process (`/proc/<pid>`), for readers of what this module does not parse.
@@ -143,6 +165,17 @@ impl Proc {
 
     /// [`Proc::walk`], wanting also every file below the folders `below` (canonical).
     pub fn walk_below(&self, wanted: &HashSet<PathBuf>, below: &[PathBuf]) -> Walk {
+        self.walk_with(wanted, below, false)
+    }
+
+    /// [`Proc::walk_below`], reading every process's argument list on the way: what finding the
+    /// agents' processes needs, read once for all of them.
+    pub fn walk_commands(&self, wanted: &HashSet<PathBuf>, below: &[PathBuf]) -> Walk {
+        self.walk_with(wanted, below, true)
+    }
+
+    fn walk_with(&self, wanted: &HashSet<PathBuf>, below: &[PathBuf], commands: bool) -> Walk {
+        self.walks.fetch_add(1, Ordering::Relaxed);
         let wants = |target: &Path| wanted.contains(target) || below.iter().any(|d| target.starts_with(d));
         let mut walk = Walk::default();
         let me = std::process::id();
@@ -153,6 +186,9 @@ impl Proc {
             }
             let Some(process) = self.process(pid) else { continue };
             walk.processes.push(process);
+            if commands {
+                walk.commands.insert(pid, self.command_line(pid).unwrap_or_default());
+            }
             if pid == me || (wanted.is_empty() && below.is_empty()) {
                 continue;
             }
@@ -198,7 +234,9 @@ impl Proc {
         let dir = self.root.join(pid.to_string());
         let stat = fs::read_to_string(dir.join("stat")).ok()?;
         // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so split after the last `)`.
-        let rest = stat.get(stat.rfind(')')? + 2..)?;
+        let close = stat.rfind(')')?;
+        let name = stat.get(stat.find('(')? + 1..close).unwrap_or("").to_owned();
+        let rest = stat.get(close + 2..)?;
         let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
         // Field numbers of proc(5), counted from `state` (field 3) as index 0.
         let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
@@ -211,6 +249,7 @@ impl Proc {
             cpu_ticks: field(14)?.saturating_add(field(15)?),
             start_ticks: field(22)?,
             rss_bytes: rss_kib.unwrap_or(0).saturating_mul(1024),
+            name,
         })
     }
 
@@ -226,11 +265,6 @@ impl Proc {
                 .map(|a| String::from_utf8_lossy(a).into_owned())
                 .collect(),
         )
-    }
-
-    /// The kernel's name of `pid`'s program (`comm`: at most 15 bytes).
-    pub fn name(&self, pid: u32) -> Option<String> {
-        Some(fs::read_to_string(self.root.join(pid.to_string()).join("comm")).ok()?.trim_end().to_owned())
     }
 
     /// The working directory of `pid`.
@@ -284,12 +318,20 @@ impl Usage {
 /// CPU % between two looks, like htop's refresh: remembers each pid's ticks from the last sample.
 #[derive(Debug, Default)]
 pub struct Sampler {
-    last: HashMap<u32, (u64, Instant)>,
+    last: HashMap<u32, Sample>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    ticks: u64,
+    at: Instant,
+    usage: Usage,
 }
 
 impl Sampler {
     /// The usage of `pid`'s process tree since the previous call for it (the first call gives
-    /// the lifetime average), from a walk taken `now`.
+    /// the lifetime average), from a walk taken `now`. Asked again of the same walk (the same
+    /// `now`), it answers what it answered.
     pub fn sample(&mut self, proc: &Proc, walk: &Walk, pid: u32, now: Instant) -> Option<Usage> {
         let tree = walk.tree(pid);
         if tree.is_empty() {
@@ -298,13 +340,17 @@ impl Sampler {
         }
         let ticks: u64 = tree.iter().map(|p| p.cpu_ticks).sum();
         let rss_bytes = tree.iter().map(|p| p.rss_bytes).sum();
-        let cpu_percent = match self.last.insert(pid, (ticks, now)) {
-            Some((before, then)) if now > then => {
-                ticks.saturating_sub(before) as f64 / TICKS_PER_SEC / now.duration_since(then).as_secs_f64() * 100.0
+        let cpu_percent = match self.last.get(&pid) {
+            Some(last) if last.at == now && last.ticks == ticks => return Some(last.usage),
+            Some(last) if now > last.at => {
+                ticks.saturating_sub(last.ticks) as f64 / TICKS_PER_SEC / now.duration_since(last.at).as_secs_f64()
+                    * 100.0
             }
             _ => tree.iter().filter_map(|p| proc.lifetime_cpu_percent(p)).sum(),
         };
-        Some(Usage { cpu_percent, rss_bytes })
+        let usage = Usage { cpu_percent, rss_bytes };
+        self.last.insert(pid, Sample { ticks, at: now, usage });
+        Some(usage)
     }
 }
 

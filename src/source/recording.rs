@@ -86,6 +86,11 @@ pub fn unix_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// A time as unix milliseconds (`None` before 1970 or past what an `i64` holds).
+pub fn ms_of(t: SystemTime) -> Option<i64> {
+    t.duration_since(UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok())
+}
+
 /// The header line (with its `\n`), members in the order `recording.md` shows them.
 pub fn header_line(source: Source, command: Option<&[OsString]>, started_ms: i64) -> Vec<u8> {
     let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();

@@ -27,8 +27,12 @@ pub fn default_dir() -> io::Result<PathBuf> {
 
 /// The directory without creating it (listing must not leave directories behind).
 pub fn lookup_dir() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
+    lookup_dir_in(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from))
+}
+
+/// [`lookup_dir`] for this value of `XDG_RUNTIME_DIR` (a relative one is ignored).
+pub fn lookup_dir_in(runtime: Option<PathBuf>) -> PathBuf {
+    runtime
         .filter(|p| p.is_absolute())
         .map_or_else(|| PathBuf::from(format!("/tmp/swarmtop-{}", nix::unistd::getuid())), |p| p.join("swarmtop"))
 }

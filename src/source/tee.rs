@@ -121,27 +121,7 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     let listener = setup(&format!("binding {}", socket_path.display()), socket::bind(&socket_path))?;
     let socket_file = SocketFile::new(socket_path);
 
-    let started = recording::unix_ms();
-    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
-    let (hub, mut discard) = match &opts.record {
-        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
-        RecordTo::Default | RecordTo::Path(_) => {
-            let explicit = match &opts.record {
-                RecordTo::Path(p) => Some(p.as_path()),
-                _ => None,
-            };
-            let path =
-                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
-            let what = format!("creating the recording {}", path.display());
-            let recorder = setup(&what, Recorder::create(&path, &header))?;
-            let discard = Discard(Some(path));
-            (setup(&what, Hub::recorded(recorder, header))?, discard)
-        }
-    };
-    let hub = Arc::new(match opts.queue_bytes {
-        Some(n) => hub.with_queue_bytes(n),
-        None => hub,
-    });
+    let (hub, mut discard) = open_hub(&opts)?;
     let mut monitors = JoinSet::new();
     // Every monitor may act once the command runs (a guard watching its own tee among them).
     let deferred = Arc::new(Deferred::default());
@@ -152,29 +132,8 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
         }
     }
 
-    let mut child = match Command::new(program)
-        .args(&opts.command[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
-            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
-            return Err(Failure::Spawn { message, code });
-        }
-    };
+    let (mut child, child_in, child_out, pid) = spawn_command(program, &opts.command[1..])?;
     discard.0 = None;
-    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
-    let (Some(child_in), Some(child_out), Ok(pid)) =
-        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
-    else {
-        let _ = child.kill();
-        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
-    };
 
     for fd in [our_in.as_fd(), our_out.as_fd(), child_in.as_fd(), child_out.as_fd()] {
         widen_pipe(fd);
@@ -240,6 +199,63 @@ async fn run_async(opts: Options) -> Result<u8, Failure> {
     })
     .await;
     Ok(code)
+}
+
+/// The command, in a process group of its own, its stdio piped, and its pid.
+fn spawn_command(
+    program: &std::ffi::OsStr,
+    args: &[OsString],
+) -> Result<(std::process::Child, std::process::ChildStdin, std::process::ChildStdout, i32), Failure> {
+    let spawned = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.kind() == io::ErrorKind::NotFound { 127 } else { 126 };
+            let message = format!("cannot run {}: {e}", crate::wire::sanitize_line(&program.to_string_lossy()));
+            return Err(Failure::Spawn { message, code });
+        }
+    };
+    // std hands out both pipes for `Stdio::piped()`, and pids fit in an i32.
+    let (Some(child_in), Some(child_out), Ok(pid)) =
+        (child.stdin.take(), child.stdout.take(), i32::try_from(child.id()))
+    else {
+        let _ = child.kill();
+        return Err(Failure::Setup("the command's stdio pipes are missing".into()));
+    };
+    Ok((child, child_in, child_out, pid))
+}
+
+/// The hub that records and publishes the session, with the recording to remove should the
+/// command never start.
+fn open_hub(opts: &Options) -> Result<(Arc<Hub>, Discard), Failure> {
+    let started = recording::unix_ms();
+    let header = recording::header_line(Source::Tee, Some(&opts.command), started);
+    let (hub, discard) = match &opts.record {
+        RecordTo::Off => (Hub::in_memory(header), Discard(None)),
+        RecordTo::Default | RecordTo::Path(_) => {
+            let explicit = match &opts.record {
+                RecordTo::Path(p) => Some(p.as_path()),
+                _ => None,
+            };
+            let path =
+                setup("finding the recordings directory", recording::resolve_path(explicit, Source::Tee, started))?;
+            let what = format!("creating the recording {}", path.display());
+            let recorder = setup(&what, Recorder::create(&path, &header))?;
+            let discard = Discard(Some(path));
+            (setup(&what, Hub::recorded(recorder, header))?, discard)
+        }
+    };
+    let hub = match opts.queue_bytes {
+        Some(n) => hub.with_queue_bytes(n),
+        None => hub,
+    };
+    Ok((Arc::new(hub), discard))
 }
 
 fn dup(fd: &impl AsFd) -> io::Result<File> {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::source::discover::Env;
+use crate::source::agents::Env;
 
 /// The store's file. A PostgreSQL URL is refused for now (issue 21 brings that backend).
 pub fn resolve(explicit: Option<&str>, env: &Env) -> Result<PathBuf> {

@@ -1,12 +1,12 @@
-//! Where the sessions to index are: the store's one adapter over `source::discover` (each agent's
-//! place: Claude Code projects, Codex rollouts, OpenCode's store) plus swarmtop's own recordings.
-//! When discovery becomes a registry of agents, this file is what changes.
+//! Where the sessions to index are: the store's one adapter over the agent registry's places
+//! (`source::census::scan`: Claude Code projects, Codex rollouts, OpenCode's store) plus
+//! swarmtop's own recordings.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::source::discover::{self, Candidate, Env, Window};
-use crate::source::opencode::Snapshot;
+use crate::source::agents::{self, AGENTS, Candidate, Env, Window};
+use crate::source::census;
 
 use super::identity;
 use super::rows::FileState;
@@ -41,8 +41,8 @@ impl Found {
     }
 
     /// Its records, when it is a session within a store (read by rows, not files).
-    pub fn rows(&self) -> Option<std::io::Result<Snapshot>> {
-        discover::read_within(self.within.as_ref()?)
+    pub fn rows(&self) -> Option<std::io::Result<Vec<u8>>> {
+        self.within.as_ref()?.read_within()
     }
 }
 
@@ -53,13 +53,13 @@ fn unix_ms(t: SystemTime) -> i64 {
 /// Every source of every place with activity in the window, place by place, each place's in the
 /// order of their keys (so two syncs meet sources in the same order).
 pub fn scan(env: &Env, window: &Window) -> Vec<Found> {
-    let found = discover::scan(env, window);
+    let found = census::scan(env, window);
     let mut out: Vec<Found> = found
         .candidates
         .into_iter()
         .map(|c| Found {
-            place: c.tool,
-            agent: Some(c.tool),
+            place: c.agent.name,
+            agent: Some(c.agent.name),
             key: match &c.within {
                 Some(root) => format!("{}#{root}", c.location.display()),
                 None => c.location.display().to_string(),
@@ -72,7 +72,7 @@ pub fn scan(env: &Env, window: &Window) -> Vec<Found> {
     if let Some(dir) = recordings_dir(env) {
         out.extend(recordings(&dir, window));
     }
-    let place_order = |p: &str| discover::PLACES.iter().position(|x| x.tool == p).unwrap_or(usize::MAX);
+    let place_order = |p: &str| AGENTS.iter().position(|a| a.name == p).unwrap_or(usize::MAX);
     out.sort_by(|a, b| place_order(a.place).cmp(&place_order(b.place)).then_with(|| a.key.cmp(&b.key)));
     out
 }
@@ -94,7 +94,7 @@ fn recordings(dir: &Path, window: &Window) -> Vec<Found> {
         if ![".ndjson", ".jsonl"].iter().any(|ext| name.ends_with(ext)) || !path.is_file() {
             continue;
         }
-        if !window.contains(discover::modified(&path)) {
+        if !window.contains(agents::modified(&path)) {
             continue;
         }
         out.push(Found {

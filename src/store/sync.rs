@@ -30,7 +30,7 @@ use super::rows::{FileState, Source, SourceRows};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
-use crate::source::discover::{Env, Window};
+use crate::source::agents::{Env, Window};
 
 /// What the store needs from the layers that read and show sessions: the pipeline as `stats`
 /// runs it, and `stats --json`, `tree` and names as they print them. The commands provide it, so
@@ -320,7 +320,7 @@ fn read(
 ) -> Result<SourceRows> {
     let mut ledger = Ledger::default();
     let (pipeline, error) = match f.rows() {
-        Some(snapshot) => (within(&snapshot?.records, reader.config(), &mut ledger), None),
+        Some(records) => (within(&records?, reader.config(), &mut ledger), None),
         None => reader.read(&f.files, &mut ledger, alone)?,
     };
     let source = Source {

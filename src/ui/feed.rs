@@ -1,7 +1,7 @@
 //! What the runtime knows about its feed, handed to every frame: the source, its state, the
 //! replay position, the clock, and the counters of what the session exports and receives.
 
-use crate::source::discover::Snapshot;
+use crate::source::seen::Snapshot;
 
 /// What the runtime knows about its feed, for the header and the position bar.
 #[derive(Debug, Clone)]

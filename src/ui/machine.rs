@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::view::View;
-use crate::source::discover::{Snapshot, State};
+use crate::source::seen::{Snapshot, State};
 use crate::wire::sanitize;
 
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out

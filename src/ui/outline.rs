@@ -449,7 +449,7 @@ pub fn flatten<S: std::hash::BuildHasher>(
 }
 
 fn ended(tops: &Tops, root: ThreadIdx) -> bool {
-    tops.session(root).is_some_and(|s| s.state == Some(crate::source::discover::State::Ended))
+    tops.session(root).is_some_and(|s| s.state == Some(crate::source::seen::State::Ended))
 }
 
 impl Row {

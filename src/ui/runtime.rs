@@ -437,7 +437,7 @@ impl Runtime {
             live::Event::Oversized { len, head } => {
                 self.pipeline.feed(Record::TooLong { len, head: &head }, &Origin::NONE, &mut |_: &Event<'_, '_>| {});
             }
-            live::Event::Notice(text) => self.notice(crate::wire::sanitize_line(&text).to_string()),
+            live::Event::Notice(text) => self.notice(text.to_string()),
             live::Event::Origin(origin) => self.live_origin = origin,
             live::Event::Sessions(snapshot) => self.feed.machine = Some(snapshot),
             live::Event::Stopped { id, guessed_at_ms } => self.pipeline.stopped(&id, guessed_at_ms),

@@ -13,8 +13,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::model::{Model, Rollup};
 use crate::router::{Role, ThreadIdx};
-use crate::source::discover::{Snapshot, State};
 use crate::source::proc::Usage;
+use crate::source::seen::{Snapshot, State};
 use crate::wire::sanitize_line;
 
 /// The agent group of roots no session of the snapshot names (a thread whose root file is
@@ -272,8 +272,8 @@ impl Tops {
             let aged = seen.state == State::Ended
                 && matches!((self.keep_ms, now_ms, seen.last_activity_ms),
                     (Some(keep), Some(now), Some(last)) if now.saturating_sub(last) > keep);
-            let agent = self.intern_agent(&seen.tool);
-            let project = self.intern_project(agent, seen.project.as_deref());
+            let agent = self.intern_agent(seen.tool);
+            let project = self.intern_project(agent, seen.project());
             let session = Session {
                 state: Some(seen.state),
                 pid: seen.pid,

@@ -18,7 +18,7 @@ use super::tops::Session;
 use super::view::{Pane, View};
 use crate::model::{Model, ShownCost, Status, Thread, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
-use crate::source::discover::State;
+use crate::source::seen::State;
 
 /// The figure columns that fit, widest pane first: each one's width, 0 where it does not fit.
 #[derive(Clone, Copy)]

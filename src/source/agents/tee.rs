@@ -1,5 +1,7 @@
-//! Running `swarmtop tee`s: their sockets (only those the user owns are trusted), the pid in the
-//! socket's name, and their history read once (header, records, up to the `live` marker).
+//! `swarmtop tee`, the proxy that carries another agent's stream: its sockets (only those the user
+//! owns are trusted) in the user's runtime folder, the pid in the socket's name, and its history
+//! read once (header, records, up to the `live` marker). A session behind a tee is listed as the
+//! agent its stream speaks (`census::tee_agent`), or as the tee's command when it says nothing yet.
 
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
@@ -8,7 +10,28 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use super::{Agent, Control, Env, Interrupt, Reported, Spend, Tools};
 use crate::source::socket;
+
+pub static AGENT: Agent = Agent {
+    name: "tee",
+    // Its sessions are its sockets' streams, found in [`dir`]; it keeps no files to list.
+    place: None,
+    runner: None,
+    store: None,
+    live: None,
+    // The agent's own request, injected into the stream the tee carries (for the issue that acts).
+    control: Control { interrupt: &[Interrupt::Signal(2)] },
+    spend: Spend { provider: None, reported: Reported::Tokens, tools: Tools::DEFAULT },
+    lowers: &[],
+    spawned_via: &[],
+};
+
+/// The folder running tees publish their sockets in: `$XDG_RUNTIME_DIR/swarmtop`, else
+/// `/tmp/swarmtop-<uid>`.
+pub fn dir(env: &Env) -> PathBuf {
+    socket::lookup_dir_in(env.path("XDG_RUNTIME_DIR"))
+}
 
 /// Longest wait for a tee to send its history.
 pub const HISTORY_TIMEOUT: Duration = Duration::from_secs(3);
@@ -22,11 +45,6 @@ pub struct Tee {
     pub socket: PathBuf,
     /// From `tee-<pid>.sock`.
     pub pid: Option<u32>,
-}
-
-/// The tees running in the user's socket folder, newest first.
-pub fn running() -> Vec<Tee> {
-    running_in(&socket::lookup_dir())
 }
 
 /// The tees whose sockets pass the one trust rule of [`socket::list`] (folder and socket ours
@@ -108,7 +126,9 @@ pub fn history(path: &Path, timeout: Duration) -> io::Result<History> {
                     match marker.swarmtop.as_str() {
                         "live" => return Ok(out),
                         "end" => {
-                            out.exit_code = Some(marker.exit_code.unwrap_or(0) as i32);
+                            // A hostile number saturates rather than wraps into another status.
+                            let code = marker.exit_code.unwrap_or(0).clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+                            out.exit_code = Some(i32::try_from(code).unwrap_or_default());
                             return Ok(out);
                         }
                         "recording" => {

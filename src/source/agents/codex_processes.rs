@@ -12,15 +12,14 @@
 //! - `codex --no-daemon`, `codex exec` and a stdio `codex app-server` hold their own rollouts
 //!   and exit with their session: holding is running there.
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::Env;
-use super::liveness::{Claim, Running};
+use super::{Claim, Running};
 use crate::source::proc::{Proc, Walk};
+use crate::source::regular;
 
 /// Bytes read from a rollout's end to find its last turn boundary. A turn whose start lies
 /// further back is one still under way (its items fill the tail): counted as at work.
@@ -139,11 +138,11 @@ fn is_uuid(s: &str) -> bool {
     s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
-/// The running interactive CLIs and what they run.
-pub fn running(_: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
+/// The running interactive CLIs and what they run (as `agent`'s).
+pub fn running(agent: &'static str, proc: &Proc, walk: &Walk) -> Vec<Running> {
     let mut out = Vec::new();
     for process in &walk.processes {
-        let Some(args) = proc.command_line(process.pid) else { continue };
+        let Some(args) = walk.command_line(proc, process.pid) else { continue };
         let Some(tui) = tui(&args) else { continue };
         let claim = if let Some(id) = tui.session {
             Claim::Session(id)
@@ -154,7 +153,7 @@ pub fn running(_: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
                 None => cwd,
             })
         };
-        out.push(Running { tool: "codex", pid: process.pid, claim, started: proc.started_at(process) });
+        out.push(Running { agent, pid: process.pid, claim, started: proc.started_at(process) });
     }
     out
 }
@@ -197,7 +196,7 @@ struct Payload<'a> {
 /// Whether a rollout's last turn has begun and not ended (`task_started` after the last
 /// `task_complete` / `turn_aborted`), read from its last [`TAIL_MAX`] bytes.
 pub fn at_work(path: &Path) -> bool {
-    let Ok(mut file) = File::open(path) else { return false };
+    let Ok(mut file) = regular::open(path) else { return false };
     let Ok(len) = file.metadata().map(|m| m.len()) else { return false };
     let start = len.saturating_sub(TAIL_MAX);
     if file.seek(SeekFrom::Start(start)).is_err() {

@@ -9,31 +9,44 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use super::codex_processes;
-use super::liveness::{self, Host, Runner, Running};
-use super::{Candidate, Env, Place, Window, first_line, modified};
-use crate::source::files::{self, Input};
-use crate::source::proc::{self, Proc, Walk};
-
-pub const PLACE: Place = Place {
-    tool: "codex",
-    root,
-    scan,
-    hint: "Codex sessions appear here as `codex` writes them; for the live stream, run `swarmtop tee -- codex app-server`",
+use super::{
+    Agent, Candidate, Control, Env, Host, Interrupt, OPENAI, Place, Reported, Runner, Sight, Spend, Tools, Window,
+    codex_processes, first_line, modified,
 };
+use crate::source::files::{self, Input};
+use crate::source::proc;
+use crate::source::regular;
+use crate::source::seen::Trouble;
+use crate::wire::fact::Format;
 
 /// The real 0.171.0 keeps a thread's rollout open from its first turn until the process exits
 /// (`codex exec`, `codex exec resume`, which appends to the same file, and the app-server, which
 /// keeps it open while the thread is loaded), beside `thread-writer-locks/<threadId>.lock`. So
-/// liveness is the held rollout (rule 2 of [`super::liveness`]), and a held rollout is listed
+/// liveness is the held rollout (rule 2 of `census::liveness`), and a held rollout is listed
 /// however old it is, except where the holder is the TUI's daemon, which keeps threads loaded
 /// after their TUI has quit: there the TUI's process says it (see [`codex_processes`]).
-pub const RUNNER: Runner = Runner {
-    tool: PLACE.tool,
-    find: codex_processes::running,
-    sessions: held_sessions,
-    held_below: root,
-    host: Some(Host { is: codex_processes::is_host, at_work: codex_processes::at_work }),
+pub static AGENT: Agent = Agent {
+    name: "codex",
+    place: Some(Place {
+        root,
+        scan,
+        hint: "Codex sessions appear here as `codex` writes them; for the live stream, run `swarmtop tee -- codex app-server`",
+        cwd_in: None,
+    }),
+    runner: Some(Runner {
+        find: |_, proc, walk| codex_processes::running(AGENT.name, proc, walk),
+        sessions: held_sessions,
+        held_below: root,
+        host: Some(Host { is: codex_processes::is_host, at_work: codex_processes::at_work }),
+        registered_cwd: None,
+    }),
+    store: None,
+    live: None,
+    // Through its tee, the app-server's own request; else Ctrl-C to the process.
+    control: Control { interrupt: &[Interrupt::Request("turn/interrupt"), Interrupt::Signal(2)] },
+    spend: Spend { provider: Some(&OPENAI), reported: Reported::Tokens, tools: Tools::DEFAULT },
+    lowers: &[Format::CodexAppServer, Format::CodexRollout, Format::CodexExec],
+    spawned_via: &[],
 };
 
 /// Folder levels below `sessions/` (year, month, day).
@@ -83,9 +96,9 @@ fn open_meta(rollout: &Rollout) -> Opened {
     Opened { root, cwd: meta.cwd }
 }
 
-fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
+fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
     let mut rollouts = Vec::new();
-    list(root, 0, &mut rollouts);
+    list(root, 0, &mut rollouts, trouble);
     // Sessions with any thread written in the window: only those files are opened.
     let mut groups: HashMap<String, Vec<usize>> = HashMap::new();
     let mut cwd: HashMap<String, String> = HashMap::new();
@@ -141,7 +154,7 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
             let newest = members.iter().map(|&i| rollouts[i].modified).max().unwrap_or(SystemTime::UNIX_EPOCH);
             let location = by_thread.get(id.as_str()).map_or_else(|| files[0].clone(), |&i| rollouts[i].path.clone());
             Candidate {
-                tool: PLACE.tool,
+                agent: &AGENT,
                 project: cwd.remove(&id),
                 project_guessed: false,
                 id,
@@ -154,35 +167,49 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         .collect()
 }
 
-/// Every rollout file below `dir`, by name and metadata only.
-fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>) {
+/// Every rollout file below `dir`, by name and metadata only (a name that is not UTF-8 names no
+/// thread, and one that is no regular file is never opened: both are counted).
+fn list(dir: &Path, depth: usize, out: &mut Vec<Rollout>, trouble: &mut Trouble) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(kind) = entry.file_type() else { continue };
         if kind.is_dir() {
             if depth < MAX_DEPTH {
-                list(&path, depth + 1, out);
+                list(&path, depth + 1, out, trouble);
             }
             continue;
         }
         let input = Input::File(path);
-        let Some(thread) = files::rollout_thread(&input) else { continue };
+        let Some(thread) = files::rollout_thread(&input) else {
+            let Input::File(path) = input else { continue };
+            if path.file_name().is_some_and(|n| n.to_str().is_none()) {
+                trouble.name_not_utf8();
+            }
+            continue;
+        };
         let Input::File(path) = input else { continue };
+        let modified = match regular::stat(&path) {
+            Ok(Some(meta)) => meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            Ok(None) => SystemTime::UNIX_EPOCH,
+            Err(why) => {
+                trouble.not_regular(&why);
+                continue;
+            }
+        };
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let started = name.strip_prefix("rollout-").and_then(|s| s.get(..19)).unwrap_or("").to_owned();
-        out.push(Rollout { modified: modified(&path), path, thread, started });
+        out.push(Rollout { path, thread, started, modified });
     }
 }
 
 /// The sessions whose rollouts some process runs, however long ago they were written.
-fn held_sessions(env: &Env, proc: &Proc, walk: &Walk, _: &[Running]) -> Vec<Candidate> {
+fn held_sessions(env: &Env, sight: &Sight<'_>, trouble: &mut Trouble) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
     let root = proc::canonical(&root);
-    let held: HashSet<PathBuf> =
-        liveness::run_files(proc, walk).into_iter().filter(|p| p.starts_with(&root)).map(Path::to_path_buf).collect();
+    let held: HashSet<&PathBuf> = sight.run_files.iter().filter(|p| p.starts_with(&root)).collect();
     let Some(oldest) = held.iter().map(|p| modified(p)).min() else { return Vec::new() };
-    scan(&root, &Window { since: Some(oldest) })
+    scan(&root, &Window { since: Some(oldest) }, trouble)
         .into_iter()
         .filter(|c| c.files.iter().any(|f| held.contains(&proc::canonical(f))))
         .collect()

@@ -1,8 +1,8 @@
 //! Claude Code: `~/.claude/projects/<project>/<sessionId>.jsonl`, its sub-agents (at any depth)
 //! in `<sessionId>/subagents/` (wire.md §6); `CLAUDE_CONFIG_DIR` moves `~/.claude`.
 //!
-//! Which process runs a session ([`RUNNER`]), from what the real CLI 2.1.332 shows (run offline,
-//! `-p` and interactive in tmux, with `--resume`, `/clear`, a clean exit and a SIGKILL):
+//! Which process runs a session (the record's runner), from what the real CLI 2.1.332 shows (run
+//! offline, `-p` and interactive in tmux, with `--resume`, `/clear`, a clean exit and a SIGKILL):
 //! - It writes `<config>/sessions/<pid>.json` at start (`-p` too), holding `pid`, `sessionId`,
 //!   `cwd` and `procStart` (field 22 of `/proc/<pid>/stat`, so a reused pid is told apart); it
 //!   rewrites `sessionId` when `/clear` starts a new session, names the resumed id at once under
@@ -18,23 +18,46 @@ use std::collections::HashSet;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use super::liveness::{Claim, Runner, Running};
-use super::{Candidate, Env, Place, Window, modified};
+use super::{
+    ANTHROPIC, Agent, Candidate, Claim, Control, Env, Interrupt, Place, Reported, Runner, Running, Sight, Spend, Tools,
+    Window, regular_only,
+};
 use crate::source::files::{self, Input};
 use crate::source::proc::{Proc, Walk};
+use crate::source::regular;
+use crate::source::seen::Trouble;
+use crate::wire::fact::{Format, Via};
 
-pub const PLACE: Place =
-    Place { tool: "claude", root, scan, hint: "Claude Code sessions appear here as soon as `claude` runs" };
-
-pub const RUNNER: Runner = Runner {
-    tool: PLACE.tool,
-    find: running,
-    sessions: |env, _, walk, running| running_sessions(env, walk, running),
-    held_below: |_| None,
-    host: None,
+pub static AGENT: Agent = Agent {
+    name: "claude",
+    place: Some(Place {
+        root,
+        scan,
+        hint: "Claude Code sessions appear here as soon as `claude` runs",
+        cwd_in: Some(cwd_in),
+    }),
+    runner: Some(Runner {
+        find: running,
+        sessions: running_sessions,
+        held_below: |_| None,
+        host: None,
+        registered_cwd: Some(registered_cwd),
+    }),
+    store: None,
+    live: None,
+    // Ctrl-C: the CLI ends its turn and writes `[Request interrupted by user]` (wire.md §8).
+    control: Control { interrupt: &[Interrupt::Signal(2)] },
+    spend: Spend {
+        provider: Some(&ANTHROPIC),
+        reported: Reported::CostLines,
+        tools: Tools { calls_as_written: true, shell: "Bash", named_by_title: true, ..Tools::DEFAULT },
+    },
+    lowers: &[Format::ClaudeTranscript, Format::ClaudeStream],
+    spawned_via: &[Via::TaskTool],
 };
 
 /// Bytes read from a transcript's start to find the working directory.
@@ -85,8 +108,8 @@ fn running(env: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
             processes.push((process, None));
             continue;
         }
-        let Some(args) = proc.command_line(pid) else { continue };
-        if is_claude(&args, proc.name(pid).as_deref()) {
+        let Some(args) = walk.command_line(proc, pid) else { continue };
+        if is_claude(&args, Some(process.name.as_str())) {
             processes.push((process, Some(args)));
         }
     }
@@ -104,7 +127,7 @@ fn running(env: &Env, proc: &Proc, walk: &Walk) -> Vec<Running> {
                 None => continue,
             },
         };
-        out.push(Running { tool: PLACE.tool, pid: process.pid, claim, started: proc.started_at(process) });
+        out.push(Running { agent: AGENT.name, pid: process.pid, claim, started: proc.started_at(process) });
     }
     out
 }
@@ -119,7 +142,7 @@ pub fn registered_cwd(env: &Env, pid: u32) -> Option<String> {
     }
     let path = config_dir(env)?.join("sessions").join(format!("{pid}.json"));
     let mut bytes = Vec::new();
-    fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
+    regular::open(&path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
     let file: Registered = serde_json::from_slice(&bytes).ok()?;
     (file.pid == pid).then_some(file.cwd?).filter(|c| !c.is_empty())
 }
@@ -137,7 +160,7 @@ fn pid_domain(proc: &Proc) -> Option<String> {
 fn session_file(path: &Path, proc: &Proc, walk: &Walk, domain: Option<&str>) -> Option<Running> {
     let named: u32 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
     let mut bytes = Vec::new();
-    fs::File::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
+    regular::open(path).ok()?.take(SESSION_FILE_MAX).read_to_end(&mut bytes).ok()?;
     let file: SessionFile = serde_json::from_slice(&bytes).ok()?;
     if file.pid != named || file.session_id.is_empty() {
         return None;
@@ -152,14 +175,14 @@ fn session_file(path: &Path, proc: &Proc, walk: &Walk, domain: Option<&str>) -> 
         let ours = domain.is_some() && file.pid_domain.as_deref() == domain;
         let alive = proc.process(file.pid).is_some_and(|p| start.is_none_or(|s| s == p.start_ticks));
         return (ours && start.is_some() && !alive).then_some(Running {
-            tool: PLACE.tool,
+            agent: AGENT.name,
             pid: file.pid,
             claim: Claim::Gone(file.session_id),
             started: None,
         });
     };
     Some(Running {
-        tool: PLACE.tool,
+        agent: AGENT.name,
         pid: file.pid,
         claim: Claim::Session(file.session_id),
         started: proc.started_at(process),
@@ -202,7 +225,7 @@ fn session_argument(args: &[String]) -> Option<String> {
     None
 }
 
-fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
+fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
     let mut out = Vec::new();
     let Ok(projects) = fs::read_dir(root) else { return out };
     for project in projects.flatten() {
@@ -210,8 +233,19 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         let Ok(entries) = fs::read_dir(&project_dir) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();
-            let Some(id) = session_id(&path) else { continue };
-            if let Some(c) = candidate(&project_dir, &path, id, window) {
+            let Some(stem) = session_stem(&path) else { continue };
+            let modified = match regular::stat(&path) {
+                Ok(Some(meta)) => meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                Ok(None) => continue,
+                Err(why) => {
+                    trouble.not_regular(&why);
+                    continue;
+                }
+            };
+            if stem.to_str().is_none() {
+                trouble.name_not_utf8();
+            }
+            if let Some(c) = candidate(&project_dir, &path, modified, window, trouble) {
                 out.push(c);
             }
         }
@@ -219,26 +253,44 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
     out
 }
 
-/// The session of `path` (`<project_dir>/<id>.jsonl`), if it or a sub-agent changed within the window.
-fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Option<Candidate> {
-    let session_dir = project_dir.join(id);
-    let subagents = sub_agent_files(&session_dir);
-    let newest = subagents.iter().map(|p| modified(p)).chain([modified(path)]).max();
-    let newest = newest.filter(|m| window.contains(*m))?;
+/// The session of `path` (`<project_dir>/<id>.jsonl`, last written at `written`), if it or a
+/// sub-agent changed within the window. A name that is not UTF-8 is listed all the same, its id
+/// written with U+FFFD.
+fn candidate(
+    project_dir: &Path,
+    path: &Path,
+    written: SystemTime,
+    window: &Window,
+    trouble: &mut Trouble,
+) -> Option<Candidate> {
+    let stem = session_stem(path)?;
+    let session_dir = project_dir.join(stem);
+    let (sub_agents_written, refused) = sub_agent_files(&session_dir);
+    let newest = sub_agents_written.max(written);
+    let newest = Some(newest).filter(|m| window.contains(*m))?;
+    for why in &refused {
+        trouble.not_regular(why);
+    }
     let mut files = vec![path.to_owned()];
     if session_dir.is_dir() {
         // What `stats` reads from the session's folder, in its order.
         let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
-        files.extend(inputs.into_iter().filter_map(|i| match i {
-            Input::File(p) => Some(p),
-            Input::Stdin => None,
-        }));
+        let found: Vec<PathBuf> = inputs
+            .into_iter()
+            .filter_map(|i| match i {
+                Input::File(p) => Some(p),
+                Input::Stdin => None,
+            })
+            .collect();
+        trouble.names_not_utf8 += found.iter().filter(|p| p.file_name().is_some_and(|n| n.to_str().is_none())).count();
+        // What the listing left out for its type was counted above.
+        files.extend(regular_only(found, &mut Trouble::default()));
     }
     let cwd = working_dir(path);
     let project_guessed = cwd.is_none();
     Some(Candidate {
-        tool: PLACE.tool,
-        id: id.to_owned(),
+        agent: &AGENT,
+        id: stem.to_string_lossy().into_owned(),
         project: cwd.or_else(|| project_of_folder(project_dir)),
         project_guessed,
         location: path.to_owned(),
@@ -249,11 +301,12 @@ fn candidate(project_dir: &Path, path: &Path, id: &str, window: &Window) -> Opti
 }
 
 /// The sessions running processes name, wherever their files are in time.
-fn running_sessions(env: &Env, _: &Walk, running: &[Running]) -> Vec<Candidate> {
+fn running_sessions(env: &Env, sight: &Sight<'_>, trouble: &mut Trouble) -> Vec<Candidate> {
     let Some(root) = root(env) else { return Vec::new() };
-    let ids: HashSet<&str> = running
+    let ids: HashSet<&str> = sight
+        .running
         .iter()
-        .filter(|r| r.tool == PLACE.tool)
+        .filter(|r| r.agent == AGENT.name)
         .filter_map(|r| match &r.claim {
             Claim::Session(id) => Some(id.as_str()),
             Claim::Project(_) | Claim::Gone(_) => None,
@@ -267,30 +320,36 @@ fn running_sessions(env: &Env, _: &Walk, running: &[Running]) -> Vec<Candidate> 
         let project_dir = project.path();
         for id in &ids {
             let path = project_dir.join(format!("{id}.jsonl"));
-            if session_id(&path) == Some(id) {
-                out.extend(candidate(&project_dir, &path, id, &Window::all()));
+            if let (Some(_), Ok(Some(meta))) = (session_stem(&path), regular::stat(&path)) {
+                let written = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                out.extend(candidate(&project_dir, &path, written, &Window::all(), trouble));
             }
         }
     }
     out
 }
 
-/// `<sessionId>.jsonl` names a session; `agent-*.jsonl` beside it is an older layout's sub-agent.
-fn session_id(path: &Path) -> Option<&str> {
-    let name = path.file_name()?.to_str()?;
-    let id = name.strip_suffix(".jsonl")?;
-    (!id.is_empty() && !id.starts_with("agent-") && path.is_file()).then_some(id)
+/// `<sessionId>.jsonl` names a session (its stem, which need not be UTF-8); `agent-*.jsonl`
+/// beside it is an older layout's sub-agent.
+fn session_stem(path: &Path) -> Option<&std::ffi::OsStr> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let name = path.file_name()?.as_bytes();
+    let stem = name.strip_suffix(b".jsonl")?;
+    (!stem.is_empty() && !stem.starts_with(b"agent-")).then(|| std::ffi::OsStr::from_bytes(stem))
 }
 
-/// Every file in the session's `subagents/` folder (sidecars included: they change as children run).
-fn sub_agent_files(session_dir: &Path) -> Vec<PathBuf> {
-    fs::read_dir(session_dir.join("subagents"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect()
+/// When a regular file in the session's `subagents/` folder last changed (sidecars included: they
+/// change as children run; the epoch when there is none), and why the others are not regular.
+fn sub_agent_files(session_dir: &Path) -> (SystemTime, Vec<std::io::Error>) {
+    let (mut newest, mut refused) = (SystemTime::UNIX_EPOCH, Vec::new());
+    for path in fs::read_dir(session_dir.join("subagents")).into_iter().flatten().flatten().map(|e| e.path()) {
+        match regular::stat(&path) {
+            Ok(Some(meta)) => newest = newest.max(meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)),
+            Ok(None) => {}
+            Err(why) => refused.push(why),
+        }
+    }
+    (newest, refused)
 }
 
 #[derive(Deserialize)]
@@ -300,7 +359,7 @@ struct WithCwd {
 
 /// The session's working directory: the first `cwd` in its first lines.
 fn working_dir(path: &Path) -> Option<String> {
-    let file = fs::File::open(path).ok()?;
+    let file = regular::open(path).ok()?;
     let reader = BufReader::new(file.take(CWD_SEARCH));
     reader.split(b'\n').map_while(Result::ok).find_map(|line| cwd_of(&line))
 }
@@ -457,7 +516,9 @@ mod tests {
             fs::create_dir_all(&project_dir).unwrap();
             let path = project_dir.join("s1.jsonl");
             fs::write(&path, text).unwrap();
-            let c = candidate(&project_dir, &path, "s1", &Window::all()).expect("a candidate");
+            let written = super::super::modified(&path);
+            let c =
+                candidate(&project_dir, &path, written, &Window::all(), &mut Trouble::default()).expect("a candidate");
             (c.project, c.project_guessed)
         };
         let on_disk = folder_name(&work.display().to_string());

@@ -13,19 +13,46 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{Candidate, Env, Place, Window};
-use crate::source::opencode as store;
-use crate::source::proc::{self, Proc, Walk};
+use tokio::sync::mpsc;
 
-pub const PLACE: Place = Place {
-    tool: "opencode",
-    root,
-    scan,
-    hint: "OpenCode sessions appear here as `opencode` writes its store; a running `opencode serve` streams live",
+use super::{
+    Agent, Candidate, Control, Env, Interrupt, LiveInput, Place, Poll, Reported, Served, Server, Spend, Store,
+    StoreProcess, Tools, Window,
+};
+use crate::source::live;
+use crate::source::opencode as store;
+use crate::source::proc::{Proc, Walk};
+use crate::source::recording;
+use crate::source::regular;
+use crate::source::seen::Trouble;
+use crate::wire::fact::Format;
+
+pub static AGENT: Agent = Agent {
+    name: "opencode",
+    place: Some(Place {
+        root,
+        scan,
+        hint: "OpenCode sessions appear here as `opencode` writes its store; a running `opencode serve` streams live",
+        cwd_in: None,
+    }),
+    // Its processes name no session: the store's processes serve them.
+    runner: None,
+    store: Some(Store { read, follow, processes, stream: stream_deltas, companions: &["-wal"] }),
+    live: Some(open_live),
+    control: Control { interrupt: &[Interrupt::ServerApi("/session/{id}/abort")] },
+    // Any provider's models; OpenCode prices each message itself (wire.md §9).
+    spend: Spend {
+        provider: None,
+        reported: Reported::StoreRows,
+        tools: Tools { calls_as_written: true, spawn: "task", shell: "bash", named_by_title: false },
+    },
+    lowers: &[Format::OpenCode],
+    spawned_via: &[],
 };
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed in the Linux ABI).
@@ -38,21 +65,32 @@ fn root(env: &Env) -> Option<PathBuf> {
 }
 
 fn unix_ms(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH).ok().and_then(|d| i64::try_from(d.as_millis()).ok()).unwrap_or(0)
+    recording::ms_of(t).unwrap_or(0)
 }
 
 fn at_ms(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0))
 }
 
-fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
-    let Some(db) = store::store_at(root) else { return Vec::new() };
+/// The store of a data folder, if it is there and a regular file (a FIFO in its place is never
+/// opened: SQLite would wait on it for ever).
+fn store_in(root: &Path, trouble: &mut Trouble) -> Option<PathBuf> {
+    let db = root.join(store::STORE_NAME);
+    if let Some(why) = regular::refusal(&db) {
+        trouble.not_regular(&why);
+        return None;
+    }
+    store::store_at(root)
+}
+
+fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
+    let Some(db) = store_in(root, trouble) else { return Vec::new() };
     let since = window.since.map(unix_ms);
     let Ok(roots) = store::roots(&db, since) else { return Vec::new() };
     roots
         .into_iter()
         .map(|r| Candidate {
-            tool: PLACE.tool,
+            agent: &AGENT,
             project: r.directory.filter(|d| !d.is_empty()),
             project_guessed: false,
             location: db.clone(),
@@ -64,25 +102,45 @@ fn scan(root: &Path, window: &Window) -> Vec<Candidate> {
         .collect()
 }
 
-/// An `opencode` process that holds a store open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Process {
-    pub pid: u32,
-    pub cwd: Option<PathBuf>,
-    /// When it started, unix ms.
-    pub started_ms: i64,
-    /// Its servers that answered the probe (`HOST:PORT`).
-    pub servers: Vec<String>,
-    /// The sessions its servers list as busy (the probe's answer).
-    pub busy: HashSet<String>,
+/// One root session's subtree, as `stats` on the store gives it, and where the event log ends.
+fn read(db: &Path, root: &str) -> io::Result<(Vec<u8>, i64)> {
+    let snap = store::snapshot_of(db, &[root.to_owned()])?;
+    Ok((snap.records, snap.cursor))
 }
 
-/// `opencode serve` (or a TUI's server) found running, for the machine view to stream from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Server {
-    pub pid: u32,
-    pub authority: String,
-    pub store: PathBuf,
+impl Poll for store::Follower {
+    fn poll(&mut self) -> io::Result<Vec<u8>> {
+        store::Follower::poll(self)
+    }
+}
+
+fn follow(db: &Path, cursor: i64) -> io::Result<Box<dyn Poll + Send>> {
+    Ok(Box::new(store::Follower::new(db, cursor)?))
+}
+
+/// `swarmtop http://HOST:PORT` watches a running `opencode serve`; `swarmtop --follow STORE`
+/// follows a store's event log.
+fn open_live(input: &Path, follow: bool, tx: &mpsc::Sender<live::Event>) -> Option<io::Result<LiveInput>> {
+    let source = recording::Source::OpenCode;
+    if let Some(server) = input.to_str().and_then(store::server_of) {
+        let link = store::link_events(tx.clone());
+        let reader = store::server_reader(&server, store::Serve::All, link)
+            .map_err(|e| io::Error::new(e.kind(), format!("connecting to {server}: {e}")));
+        let name = format!("http://{server}");
+        return Some(reader.map(|r| LiveInput { reader: Box::new(r), name, source }));
+    }
+    let db = follow.then(|| store_named(input)).flatten()?;
+    let reader =
+        store::follow_reader(&db).map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", db.display())));
+    let name = db.display().to_string();
+    Some(reader.map(|r| LiveInput { reader: Box::new(r), name, source }))
+}
+
+/// The store a path names (a store, or a data folder holding one), never opening what is no
+/// regular file.
+fn store_named(path: &Path) -> Option<PathBuf> {
+    let file = if path.is_dir() { path.join(store::STORE_NAME) } else { path.to_owned() };
+    regular::is_regular(&file).then(|| store::store_at(path)).flatten()
 }
 
 /// Boot time, unix seconds (`btime` of `/proc/stat`).
@@ -94,8 +152,8 @@ fn boot_secs(proc: &Proc) -> Option<u64> {
 /// The `opencode` processes of this user, by the store (canonical path, among `stores`) each holds
 /// open, found in the tick's walk (which must have wanted the stores), with their servers: each
 /// listening socket is asked once, and that one answer both finds a server and says who is busy.
-pub fn processes<S: std::hash::BuildHasher>(proc: &Proc, walk: &Walk, stores: &HashSet<PathBuf, S>) -> Processes {
-    let mut out: HashMap<PathBuf, Vec<Process>> = HashMap::new();
+fn processes(proc: &Proc, walk: &Walk, stores: &HashSet<PathBuf>) -> Served {
+    let mut out: HashMap<PathBuf, Vec<StoreProcess>> = HashMap::new();
     let boot = boot_secs(proc).unwrap_or(0);
     let no_sockets = HashSet::new();
     for db in stores {
@@ -114,16 +172,16 @@ pub fn processes<S: std::hash::BuildHasher>(proc: &Proc, walk: &Walk, stores: &H
                     servers.push(authority);
                 }
             }
-            out.entry(db.clone()).or_default().push(Process { pid, cwd: proc.cwd(pid), started_ms, servers, busy });
+            out.entry(db.clone()).or_default().push(StoreProcess {
+                pid,
+                cwd: proc.cwd(pid),
+                started_ms,
+                servers,
+                busy,
+            });
         }
     }
-    Processes { by_store: out }
-}
-
-/// The `opencode` processes one walk found, by the store (canonical) each holds open.
-#[derive(Debug, Default)]
-pub struct Processes {
-    pub by_store: HashMap<PathBuf, Vec<Process>>,
+    Served { by_store: out }
 }
 
 /// The loopback addresses to reach `pid`'s listening TCP sockets at (`/proc/<pid>/net/tcp{,6}`,
@@ -175,53 +233,11 @@ fn reachable(local: &str, v6: bool) -> Option<SocketAddr> {
     }
 }
 
-/// Which process serves each store candidate (by root id), among the processes `found`: one whose
-/// server lists it busy, else one running in its directory that started before it last changed
-/// (the lowest pid of those).
-pub fn serving(found: &Processes, candidates: &[&Candidate]) -> HashMap<String, u32> {
-    let mut out = HashMap::new();
-    for c in candidates {
-        let Some(procs) = found.by_store.get(&proc::canonical(&c.location)) else { continue };
-        let by_server = procs.iter().filter(|p| p.busy.contains(&c.id));
-        let project = c.project.as_deref().map(|p| proc::canonical(Path::new(p)));
-        let by_place = procs
-            .iter()
-            .filter(|p| project.is_some() && p.cwd.as_ref() == project.as_ref() && p.started_ms <= unix_ms(c.modified));
-        if let Some(pid) = by_server.map(|p| p.pid).min().or_else(|| by_place.map(|p| p.pid).min()) {
-            out.insert(c.id.clone(), pid);
-        }
-    }
-    out
-}
-
-/// Every answering OpenCode server of the processes `found`.
-pub fn servers(found: &Processes) -> Vec<Server> {
-    let mut out: Vec<Server> = found
-        .by_store
-        .iter()
-        .flat_map(|(db, procs)| {
-            procs.iter().flat_map(move |p| {
-                p.servers.iter().map(move |authority| Server {
-                    pid: p.pid,
-                    authority: authority.clone(),
-                    store: db.clone(),
-                })
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.authority.cmp(&b.authority));
-    out
-}
-
 /// Streams a server's text deltas and statuses ([`store::Serve::Deltas`]) on a thread of its
 /// own, as whole records into `tx` under the server's address; the store, followed beside it,
 /// gives the rows and figures, so a session on both is one row, counted once. It reconnects while
 /// the server's process lives; an empty batch says the stream is over.
-pub fn stream_deltas(
-    server: &Server,
-    proc: Proc,
-    tx: tokio::sync::mpsc::Sender<(String, Vec<u8>)>,
-) -> std::io::Result<()> {
+fn stream_deltas(server: &Server, proc: Proc, tx: mpsc::Sender<(String, Vec<u8>)>) -> io::Result<()> {
     use crate::source::files::{self, Record};
     let pid = server.pid;
     let reader = store::server_reader(&server.authority, store::Serve::Deltas, move |_| proc.alive(pid))?;
@@ -284,7 +300,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("opencode.db");
         fs::write(&store, b"").unwrap();
-        let store = proc::canonical(&store);
+        let store = crate::source::proc::canonical(&store);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = std::sync::Arc::new(AtomicUsize::new(0));
@@ -316,23 +332,11 @@ mod tests {
         let walk = proc.walk(&stores);
         assert_eq!(walk.holders.get(&store), Some(&vec![4242]), "{walk:?}");
         let found = processes(&proc, &walk, &stores);
-        let candidate = |id: &str| Candidate {
-            tool: PLACE.tool,
-            id: id.to_owned(),
-            project: None,
-            project_guessed: false,
-            location: store.clone(),
-            files: vec![store.clone()],
-            modified: SystemTime::now(),
-            within: Some(id.to_owned()),
-        };
-        let (busy, quiet) = (candidate("ses_busy"), candidate("ses_quiet"));
-        let serving = serving(&found, &[&busy, &quiet]);
-        assert_eq!(serving.get("ses_busy"), Some(&4242));
-        assert_eq!(serving.get("ses_quiet"), None, "idle, and not run in its directory");
-        let servers = servers(&found);
-        assert_eq!(servers.len(), 1);
-        assert_eq!(servers[0].authority, format!("127.0.0.1:{port}"));
+        let held = &found.by_store[&store];
+        assert_eq!(held.len(), 1, "{found:?}");
+        assert_eq!((held[0].pid, held[0].cwd.as_deref()), (4242, Some(tmp.path())));
+        assert_eq!(held[0].servers, [format!("127.0.0.1:{port}")]);
+        assert_eq!(held[0].busy, ["ses_busy".to_owned()].into(), "the idle session is not busy");
         assert_eq!(requests.load(Ordering::SeqCst), 1, "one request found the server and read who is busy");
     }
 }

@@ -1,0 +1,71 @@
+//! A file the machine view follows, and how much of it was read: whole lines of a session's
+//! files (only those older than its tee, when a tee carries it). Only regular files are ever
+//! opened. What is read goes out in `reading`.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::super::Before;
+use crate::source::agents::Poll;
+use crate::source::files;
+use crate::source::regular;
+use crate::wire::Origin;
+
+/// Bytes read from one file before the others get their turn.
+pub(super) const READ_CHUNK: u64 = 4 << 20;
+
+/// A file followed.
+pub(super) struct Followed {
+    pub path: PathBuf,
+    pub canonical: PathBuf,
+    pub origin: Origin,
+    /// Bytes consumed (whole lines only); a sidecar's length when it was last sent.
+    pub read: u64,
+    /// A sidecar's modification time when it was last sent (plain files: `None`).
+    pub modified: Option<SystemTime>,
+    /// Only lines older than a tee's start (it carries the rest).
+    pub before: Option<Before>,
+    /// A store of many sessions: followed by its log, never read as bytes.
+    pub store: Option<Box<dyn Poll + Send>>,
+}
+
+impl Followed {
+    pub fn new(path: PathBuf, before: Option<Before>, store: Option<Box<dyn Poll + Send>>) -> Self {
+        let input = files::Input::File(path.clone());
+        Self {
+            canonical: crate::source::proc::canonical(&path),
+            origin: files::origin(&input),
+            path,
+            read: 0,
+            modified: None,
+            before,
+            store,
+        }
+    }
+
+    pub fn is_store(&self) -> bool {
+        self.store.is_some()
+    }
+}
+
+/// Up to [`READ_CHUNK`] new bytes of `path` from `read` on, cut after the last newline; `read`
+/// moves past them. A file that shrank (rewritten) is read again from its start. What is no
+/// regular file (any more) is not opened.
+pub(super) fn grow(path: &Path, read: &mut u64) -> Option<Vec<u8>> {
+    let mut file = regular::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    if len < *read {
+        *read = 0;
+    }
+    if len == *read {
+        return None;
+    }
+    file.seek(SeekFrom::Start(*read)).ok()?;
+    let mut buf = Vec::new();
+    file.take((len - *read).min(READ_CHUNK)).read_to_end(&mut buf).ok()?;
+    let end = memchr::memrchr(b'\n', &buf)?;
+    buf.truncate(end + 1);
+    *read += buf.len() as u64;
+    Some(buf)
+}

@@ -1,0 +1,173 @@
+//! Finding the sessions to follow: every place looked at again when a folder changed, each new
+//! session admitted once (with the tee that carries it, if one does), and its files followed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::followed::Followed;
+use super::{Gone, Machine, Session};
+use crate::source::agents::Candidate;
+use crate::source::census::{Before, Census, scan};
+use crate::source::proc;
+use crate::wire::Origin;
+
+impl Machine {
+    /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
+    /// Its census (the walk of `/proc` it took) is the one the tick's snapshot judges by.
+    pub(super) async fn rescan(&mut self) -> Result<(), Gone> {
+        self.find_tees();
+        let mut found = scan(&self.opts.env, &self.opts.window);
+        // One walk for the whole tick: the files known and found, and the folders whose held files
+        // say a session runs.
+        let mut wants = self.wants();
+        for c in &found.candidates {
+            wants.candidate(c);
+        }
+        let census = Census::take(&self.opts, &wants);
+        census.add_running(&self.opts, &mut found);
+        self.looked_in.clone_from(&found.looked_in);
+        self.trouble = found.trouble;
+        for (_, root) in &found.looked_in {
+            self.watcher.watch(root);
+        }
+        self.watcher.watch(&self.opts.tee_dir);
+        let sessions_before = self.sessions.len();
+        let tee_pids: HashMap<u32, usize> =
+            self.tees.iter().enumerate().filter_map(|(i, t)| Some((t.pid?, i))).collect();
+        let mut fresh = Vec::new();
+        // Oldest first, so the first screen fills in the order things happened.
+        for c in found.candidates.into_iter().rev() {
+            fresh.extend(self.admit(c, &census, &tee_pids).await?);
+        }
+        self.census = Some(census);
+        if self.sessions.len() > sessions_before {
+            // The screen learns whose a new session's threads are before they arrive, so they
+            // land in their agent's group at once, not two seconds later.
+            self.announce().await?;
+        }
+        for i in fresh {
+            self.read_file(i).await?;
+        }
+        Ok(())
+    }
+
+    /// A candidate found: a new session, or more of a known one. Returns the files to read from
+    /// their start.
+    async fn admit(
+        &mut self,
+        c: Candidate,
+        census: &Census,
+        tee_pids: &HashMap<u32, usize>,
+    ) -> Result<Vec<usize>, Gone> {
+        let key = (c.agent.name, c.id.clone());
+        let mut cursor = None;
+        let session = if let Some(&s) = self.by_key.get(&key) {
+            let known = &mut self.sessions[s];
+            known.modified = known.modified.max(c.modified);
+            if known.project_guessed && !c.project_guessed && c.project.is_some() {
+                known.project.clone_from(&c.project);
+                known.project_guessed = false;
+            }
+            s
+        } else {
+            let s = self.sessions.len();
+            let tee = self.tee_of(&c, census, tee_pids);
+            self.sessions.push(Session {
+                agent: c.agent,
+                id: c.id.clone(),
+                project: c.project.clone(),
+                project_guessed: c.project_guessed,
+                source: c.location.clone(),
+                files: Vec::new(),
+                tee,
+                within: c.within.clone(),
+                modified: c.modified,
+                state: None,
+                stopped: false,
+            });
+            cursor = self.read_within(&c).await?;
+            if let Some(ts) = tee.and_then(|t| self.tees[t].session) {
+                // The tee's row takes the project its rollouts name.
+                if self.sessions[ts].project.is_none() {
+                    self.sessions[ts].project.clone_from(&c.project);
+                }
+            }
+            self.by_key.insert(key, s);
+            s
+        };
+        Ok(self.follow_files(session, c, cursor))
+    }
+
+    /// A session within a store: its subtree as the store holds it now, sent; what follows comes
+    /// from the store's log (one follower per store, from the returned position on).
+    async fn read_within(&mut self, c: &Candidate) -> Result<Option<i64>, Gone> {
+        let (Some(store), Some(root)) = (&c.agent.store, &c.within) else { return Ok(None) };
+        match (store.read)(&c.location, root) {
+            Ok((records, cursor)) => {
+                self.forward(Origin::NONE, records).await?;
+                Ok(Some(cursor))
+            }
+            Err(e) => {
+                self.read_trouble.unreadable(&e.to_string());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Follows the files of a candidate not followed yet; the plain files among them are to be
+    /// read from their start.
+    fn follow_files(&mut self, session: usize, c: Candidate, cursor: Option<i64>) -> Vec<usize> {
+        let before = self.sessions[session].tee.map(|t| Before::new(self.tees[t].started_ms.unwrap_or(i64::MIN)));
+        let mut fresh = Vec::new();
+        for path in c.files {
+            if let Some(&i) = self.by_path.get(&path) {
+                // One store, many sessions: each lists the store's follower as its file.
+                if c.within.is_some() && !self.sessions[session].files.contains(&i) {
+                    self.sessions[session].files.push(i);
+                }
+                continue;
+            }
+            let store = match (&c.agent.store, &c.within, cursor) {
+                (Some(store), Some(_), Some(cursor)) => match (store.follow)(&path, cursor) {
+                    Ok(f) => Some((store, f)),
+                    Err(e) => {
+                        self.read_trouble.unreadable(&e.to_string());
+                        continue;
+                    }
+                },
+                (_, Some(_), _) => continue,
+                _ => None,
+            };
+            let i = self.files.len();
+            if let Some((store, _)) = &store {
+                // A store's writer commits into files beside it (SQLite's `-wal`), not the store.
+                for suffix in store.companions {
+                    let mut companion = path.clone().into_os_string();
+                    companion.push(suffix);
+                    let companion = PathBuf::from(companion);
+                    self.by_path.insert(companion.clone(), i);
+                    self.watcher.watch(&companion);
+                }
+            }
+            let is_store = store.is_some();
+            self.files.push(Followed::new(path.clone(), before, store.map(|(_, f)| f)));
+            self.by_path.insert(path.clone(), i);
+            self.sessions[session].files.push(i);
+            self.watcher.watch(&path);
+            if !is_store {
+                fresh.push(i);
+            }
+        }
+        fresh
+    }
+
+    /// The tee carrying a candidate: by the threads its stream named, or by the process under it
+    /// that holds the candidate's file.
+    fn tee_of(&self, c: &Candidate, census: &Census, tee_pids: &HashMap<u32, usize>) -> Option<usize> {
+        if let Some(i) = self.tees.iter().position(|t| t.threads.contains(&c.id)) {
+            return Some(i);
+        }
+        let files: Vec<PathBuf> = c.files.iter().map(|f| proc::canonical(f)).collect();
+        census.under_tee(&self.opts.proc, &files, tee_pids)
+    }
+}
