@@ -464,16 +464,27 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
     let mut slow = BufReader::new(connect(&sock));
     slow.get_ref().set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
     read_until_line(&mut slow, LIVE);
-    // A monitor that keeps reading, far slower than the proxy moves lines.
+    // How far the proxy has moved the burst (its echo on stdout).
+    let moved = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = moved.clone();
+    // A monitor that keeps reading, far slower than the proxy moves lines: slower by the proxy's
+    // own pace (4 KiB per 64 KiB moved), not by the clock, so it falls behind by more than the
+    // bound however loaded the machine. Once the proxy has moved twice the bound (it has lagged
+    // by then), it reads as fast as it can: what was queued and the marker must come within the
+    // close grace, which began when it lagged.
     let slow = std::thread::spawn(move || {
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         loop {
+            let moved = seen.load(std::sync::atomic::Ordering::SeqCst);
+            if moved < 2 << 20 && got.len() > moved / 16 {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
             match slow.read(&mut buf) {
                 Ok(0) | Err(_) => return got,
                 Ok(n) => got.extend_from_slice(&buf[..n]),
             }
-            std::thread::sleep(Duration::from_millis(2));
         }
     });
     let mut stdin = tee.stdin.take().expect("stdin");
@@ -487,7 +498,13 @@ fn a_lagging_monitor_is_told_and_resyncs_from_history() {
         stdin
     });
     let mut back = vec![0u8; expect_back];
-    stdout.read_exact(&mut back).expect("read");
+    let mut at = 0;
+    while at < expect_back {
+        let n = stdout.read(&mut back[at..]).expect("read");
+        assert!(n > 0, "the proxy's output ended after {at} bytes");
+        at += n;
+        moved.store(at, std::sync::atomic::Ordering::SeqCst);
+    }
     let mut stdin = writer.join().expect("writer");
 
     let got = slow.join().expect("slow monitor");

@@ -248,10 +248,9 @@ pub fn open_unbuffered(input: &Input) -> io::Result<Box<dyn Read + Send>> {
 fn open_buffered(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),
-        // OpenCode's store: its rows, as records (read through SQLite, never as bytes).
-        Input::File(p) if super::opencode::is_sqlite(p) => {
-            return Ok(Box::new(io::Cursor::new(super::opencode::snapshot(p)?.records)));
-        }
+        // OpenCode's store: its rows, as records (read through SQLite, never as bytes), a page at
+        // a time.
+        Input::File(p) if super::opencode::is_sqlite(p) => Box::new(super::opencode::snapshot_reader(p)?),
         Input::File(p) if is_sidecar(p) => Box::new(io::Cursor::new(read_sidecar(p)?)),
         // The caller names the input in its context ("opening X"); naming it here too would say
         // it twice.

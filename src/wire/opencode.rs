@@ -4,7 +4,9 @@
 //! properties}}`: a store row in the shape of the event that would have written it (a session row
 //! as `session.updated`, a message as `message.updated`, a part as `message.part.updated`), an
 //! `event` row as it is, an SSE `data:` as it came. One lowering serves all three. A store whose
-//! writer is dead says so with `{"opencode": "dead", "sessionID": <root>}`.
+//! writer is dead says so with `{"opencode": "dead", "sessionID": <root>}`; what the source skipped
+//! or could not read is `{"opencode": "notice", "notice": <kind>, "message": <text>}`, a line of
+//! the diagnostics log.
 
 use std::borrow::Cow;
 
@@ -31,6 +33,12 @@ pub struct OpenCodeLine<'a> {
     /// The root session a `dead` record ends.
     #[serde(rename = "sessionID", borrow, default, deserialize_with = "opt_str")]
     pub session_id: Option<Str<'a>>,
+    /// A `notice` record's kind (`store`, `follow`, `stream`, `resync`) and text: what the source
+    /// skipped (odd values, lines over a bound) or could not read.
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub notice: Option<Str<'a>>,
+    #[serde(borrow, default, deserialize_with = "opt_str")]
+    pub message: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -301,6 +309,15 @@ pub fn lower<'l>(line: &'l OpenCodeLine<'_>, out: &mut Lowered<'l>) {
             out.weight = Weight::Closing;
             out.facts.push(Fact::SessionEnded(SessionEnded { interrupted: true }));
         }
+        return;
+    }
+    if line.opencode.as_deref() == Some("notice") {
+        let method = format!("opencode/{}", line.notice.as_deref().unwrap_or("notice"));
+        out.subject = Subject::Global;
+        out.facts.push(Fact::Notice(Notice {
+            method: sanitize(&method).into(),
+            message: line.message.as_deref().map(sanitize),
+        }));
         return;
     }
     let Some(event) = &line.event else { return };
@@ -794,7 +811,13 @@ mod tests {
             // The TUI's Esc aborts this way too (1.18.33): the lane shows it interrupted, not "retried".
             assert!(!f.iter().any(|f| matches!(f, Fact::Error(_) | Fact::TurnEnded(TurnEnded { error: Some(_), .. }))));
         });
-        // Killed: nothing written; the source says the lock's pid is dead.
+        // What the source skipped: a line of the diagnostics log, its text clean.
+        lowered(r#"{"opencode":"notice","notice":"store","message":"2 odd \u001b[31mvalues"}"#, |l| {
+            assert_eq!(l.subject, Subject::Global);
+            assert!(matches!(&facts(l)[..], [Fact::Notice(n)] if n.method.as_str() == "opencode/store"
+                && n.message.as_ref().map(Clean::as_str) == Some("2 odd values")));
+        });
+        // Killed: nothing written; the source says its writer is gone.
         lowered(r#"{"opencode":"dead","sessionID":"ses_r"}"#, |l| {
             assert_eq!(l.subject, Subject::Thread("ses_r".into()));
             assert!(matches!(facts(l)[..], [Fact::SessionEnded(SessionEnded { interrupted: true })]));

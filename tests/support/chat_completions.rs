@@ -10,8 +10,9 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -39,6 +40,9 @@ pub enum Reply {
     Stream { text: String, calls: Vec<Call>, usage: Usage, pieces: usize, delay: Duration },
     /// An HTTP error, with `retry-after-ms: 0`.
     Error { status: u16 },
+    /// `word `, one every `every`, until `gate` opens (or `max` has passed), then usage: an agent
+    /// that runs for as long as the test needs to see it run, however slow the machine.
+    Until { gate: Arc<AtomicBool>, every: Duration, max: Duration, usage: Usage },
 }
 
 /// One request as the script sees it.
@@ -199,39 +203,67 @@ fn serve(stream: TcpStream, script: &dyn Script, log: &Mutex<Vec<Served>>) -> st
         }
         Reply::Stream { text, calls, usage, pieces, delay } => {
             log.lock().expect("mock log poisoned").push(Served { agent, step, status: 200, usage: Some(usage) });
-            write.write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-            )?;
-            let mut send = |v: &Value| -> std::io::Result<()> {
-                write.write_all(format!("data: {v}\n\n").as_bytes())?;
-                write.flush()
-            };
-            send(&chunk(&model, &json!({"role": "assistant", "content": ""}), None))?;
+            let mut sse = start_stream(&mut write, &model)?;
             let words: Vec<&str> = text.split_inclusive(' ').collect();
             for piece in words.chunks(words.len().div_ceil(pieces.max(1)).max(1)) {
-                send(&chunk(&model, &json!({"content": piece.concat()}), None))?;
+                sse.send(&chunk(&model, &json!({"content": piece.concat()}), None))?;
                 std::thread::sleep(delay);
             }
-            for (i, c) in calls.iter().enumerate() {
-                let args = c.arguments.to_string();
-                let (a, b) = args.split_at(args.len() / 2);
-                send(&chunk(
-                    &model,
-                    &json!({"tool_calls": [{"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": a}}]}),
-                    None,
-                ))?;
-                send(&chunk(&model, &json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}), None))?;
+            finish_stream(sse, &model, &calls, usage)
+        }
+        Reply::Until { gate, every, max, usage } => {
+            log.lock().expect("mock log poisoned").push(Served { agent, step, status: 200, usage: Some(usage) });
+            let mut sse = start_stream(&mut write, &model)?;
+            let started = Instant::now();
+            while !gate.load(Ordering::SeqCst) && started.elapsed() < max {
+                sse.send(&chunk(&model, &json!({"content": "word "}), None))?;
+                std::thread::sleep(every);
             }
-            let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
-            send(&chunk(&model, &json!({}), Some(finish)))?;
-            send(&json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000,
-                         "model": model, "choices": [],
-                         "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion,
-                                   "total_tokens": usage.prompt + usage.completion,
-                                   "prompt_tokens_details": {"cached_tokens": usage.cached},
-                                   "completion_tokens_details": {"reasoning_tokens": usage.reasoning}}}))?;
-            write.write_all(b"data: [DONE]\n\n")?;
-            write.flush()
+            finish_stream(sse, &model, &[], usage)
         }
     }
+}
+
+/// A streamed answer being written: each chunk an SSE event.
+struct Sse<'w>(&'w mut TcpStream);
+
+impl Sse<'_> {
+    fn send(&mut self, v: &Value) -> std::io::Result<()> {
+        self.0.write_all(format!("data: {v}\n\n").as_bytes())?;
+        self.0.flush()
+    }
+}
+
+/// The head of a streamed answer and its first chunk.
+fn start_stream<'w>(write: &'w mut TcpStream, model: &str) -> std::io::Result<Sse<'w>> {
+    write.write_all(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
+    )?;
+    let mut sse = Sse(write);
+    sse.send(&chunk(model, &json!({"role": "assistant", "content": ""}), None))?;
+    Ok(sse)
+}
+
+/// The tool calls, the finish reason and the usage that end a streamed answer.
+fn finish_stream(mut sse: Sse<'_>, model: &str, calls: &[Call], usage: Usage) -> std::io::Result<()> {
+    for (i, c) in calls.iter().enumerate() {
+        let args = c.arguments.to_string();
+        let (a, b) = args.split_at(args.len() / 2);
+        sse.send(&chunk(
+            model,
+            &json!({"tool_calls": [{"index": i, "id": c.id, "type": "function", "function": {"name": c.name, "arguments": a}}]}),
+            None,
+        ))?;
+        sse.send(&chunk(model, &json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}), None))?;
+    }
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    sse.send(&chunk(model, &json!({}), Some(finish)))?;
+    sse.send(&json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000,
+                     "model": model, "choices": [],
+                     "usage": {"prompt_tokens": usage.prompt, "completion_tokens": usage.completion,
+                               "total_tokens": usage.prompt + usage.completion,
+                               "prompt_tokens_details": {"cached_tokens": usage.cached},
+                               "completion_tokens_details": {"reasoning_tokens": usage.reasoning}}}))?;
+    sse.0.write_all(b"data: [DONE]\n\n")?;
+    sse.0.flush()
 }

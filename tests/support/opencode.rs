@@ -13,6 +13,11 @@ use super::chat_completions::MockChat;
 
 pub const VERSION: &str = "1.18.33";
 
+/// How long a test waits for what it expects before it fails. Generous on purpose: each test
+/// waits on the condition itself, never for a fixed time, so a quiet machine is as fast as
+/// before, and a loaded one (load average 20 on two cores) is slow rather than failing.
+pub const PATIENCE: Duration = Duration::from_secs(240);
+
 /// `SWARMTOP_OPENCODE_BIN`, else what `scripts/setup-opencode.sh` installed (`None`: not installed).
 pub fn binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SWARMTOP_OPENCODE_BIN") {
@@ -99,7 +104,7 @@ pub fn wait_http(authority: &str) {
     let started = Instant::now();
     // A server still starting may accept and never answer: probed with timeouts.
     while !swarmtop::source::opencode::probe(authority) {
-        assert!(started.elapsed() < Duration::from_secs(30), "opencode serve never answered");
+        assert!(started.elapsed() < PATIENCE, "opencode serve never answered within {PATIENCE:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -55,7 +55,9 @@ impl Tmux {
     }
 
     pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Generous: only a failing test waits it out, and a loaded machine (load average 20 on two
+        // cores) can take many seconds to draw what a quiet one draws at once.
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
             if pred(&screen) {
