@@ -75,7 +75,11 @@ async fn real_claude_a_sub_agent_failing_mid_way_fails_alone() {
         let card = root.items.iter().find(|i| &*i.id == CARD).expect("the card");
         assert_eq!(card.status, ItemStatus::Failed, "{what}: the Agent call failed ({})", card.text.as_str());
         assert_eq!(root.turns.len(), 1, "{what}");
-        assert_eq!(root.turns[0].status, TurnStatus::Completed, "{what}: the lead's turn went on and completed");
+        assert_eq!(
+            root.turns.get(0).unwrap().status,
+            TurnStatus::Completed,
+            "{what}: the lead's turn went on and completed"
+        );
         assert_eq!(root.status, Status::Idle, "{what}: the session ended its turn");
         if what == "transcripts" {
             assert_eq!(child.tokens.total, 1130, "{what}: the helper's one good response (100 + 10 + 1000 + 20)");

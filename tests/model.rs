@@ -365,8 +365,8 @@ fn a_stop_the_source_takes_back_restores_what_it_cut_short_and_only_that() {
     w.model.stopped(root);
     let statuses = |w: &World| ["r", "c", "d"].map(|t| w.get(t).status);
     assert_eq!(statuses(&w), [Status::Interrupted, Status::Interrupted, Status::Idle]);
-    assert_eq!(w.get("c").turns[0].status, model::TurnStatus::Interrupted);
-    assert_eq!(w.get("c").items[0].status, ItemStatus::Interrupted);
+    assert_eq!(w.get("c").turns.get(0).unwrap().status, model::TurnStatus::Interrupted);
+    assert_eq!(w.get("c").items.get(0).unwrap().status, ItemStatus::Interrupted);
     // The lead says its own turn ended before the source takes its word back.
     let end = Fact::TurnEnded(TurnEnded {
         turn: TurnRef::Id(Cow::Borrowed("t1")),
@@ -381,10 +381,13 @@ fn a_stop_the_source_takes_back_restores_what_it_cut_short_and_only_that() {
         "the lead's own word stands; the child waits again"
     );
     let c = w.get("c");
-    assert_eq!((c.turns[0].status, c.turns[0].completed_ms), (model::TurnStatus::InProgress, None));
-    assert_eq!((c.items[0].status, c.items[0].completed_ms), (ItemStatus::InProgress, None));
-    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::Completed);
-    assert_eq!(w.get("r").items[0].status, ItemStatus::Completed);
+    assert_eq!(
+        (c.turns.get(0).unwrap().status, c.turns.get(0).unwrap().completed_ms),
+        (model::TurnStatus::InProgress, None)
+    );
+    assert_eq!((c.items.get(0).unwrap().status, c.items.get(0).unwrap().completed_ms), (ItemStatus::InProgress, None));
+    assert_eq!(w.get("r").turns.get(0).unwrap().status, model::TurnStatus::Completed);
+    assert_eq!(w.get("r").items.get(0).unwrap().status, ItemStatus::Completed);
     // Taken back once: a second word of it changes nothing.
     w.model.resumed(root);
     assert_eq!(statuses(&w), [Status::Idle, Status::Waiting, Status::Idle]);
@@ -406,7 +409,7 @@ fn a_guessed_stop_is_undone_by_a_line_written_after_it_and_only_by_such_a_line()
     assert_eq!([w.get("r").status, w.get("c").status], [Status::Interrupted, Status::Interrupted]);
     w.say("c", Some(6_000), vec![delta("c-msg", ", and after it", None)]);
     assert_eq!([w.get("r").status, w.get("c").status], [Status::Running, Status::Running]);
-    assert_eq!(w.get("r").turns[0].status, model::TurnStatus::InProgress);
+    assert_eq!(w.get("r").turns.get(0).unwrap().status, model::TurnStatus::InProgress);
     // A stop the source saw happen (the process exited) is no guess: no line undoes it.
     w.model.stopped(root);
     w.say("c", Some(9_000), vec![delta("c-msg", " late", None)]);
@@ -438,10 +441,10 @@ fn a_turn_that_ends_ends_its_items_still_in_progress() {
     w.say("r", Some(12), vec![end]);
     let t = w.get("r");
     assert_eq!(t.status, Status::Interrupted);
-    assert_eq!(t.turns[0].started_ms, Some(10));
-    assert_eq!(t.items[0].status, ItemStatus::Interrupted);
-    assert_eq!(t.items[0].completed_ms, Some(12));
-    assert_eq!(t.turns[0].items, vec![0]);
+    assert_eq!(t.turns.get(0).unwrap().started_ms, Some(10));
+    assert_eq!(t.items.get(0).unwrap().status, ItemStatus::Interrupted);
+    assert_eq!(t.items.get(0).unwrap().completed_ms, Some(12));
+    assert_eq!(t.turns.get(0).unwrap().items, vec![0]);
 }
 
 #[test]
@@ -455,9 +458,9 @@ fn a_new_turn_of_a_one_turn_agent_ends_the_previous_one() {
     w.say("r", Some(2), vec![prompt("p2")]);
     let t = w.get("r");
     assert_eq!(t.turns.len(), 2);
-    assert_eq!(t.turns[0].status, model::TurnStatus::Completed);
-    assert_eq!(t.turns[0].completed_ms, Some(2));
-    assert_eq!(t.turns[1].status, model::TurnStatus::InProgress);
+    assert_eq!(t.turns.get(0).unwrap().status, model::TurnStatus::Completed);
+    assert_eq!(t.turns.get(0).unwrap().completed_ms, Some(2));
+    assert_eq!(t.turns.get(1).unwrap().status, model::TurnStatus::InProgress);
 }
 
 #[test]
@@ -473,10 +476,10 @@ fn deltas_accumulate_and_an_authoritative_text_replaces_them() {
             i.text_rule = TextRule::Provisional;
         })],
     );
-    assert_eq!(w.get("r").items[0].text.as_str(), "draft");
+    assert_eq!(w.get("r").items.get(0).unwrap().text.as_str(), "draft");
     // Deltas after a provisional text: the provisional text stays their start.
     w.say("r", None, vec![delta("m", " one", None), delta("m", " two", None)]);
-    assert_eq!(w.get("r").items[0].text.as_str(), "draft one two");
+    assert_eq!(w.get("r").items.get(0).unwrap().text.as_str(), "draft one two");
     w.say(
         "r",
         None,
@@ -485,7 +488,7 @@ fn deltas_accumulate_and_an_authoritative_text_replaces_them() {
             i.text_rule = TextRule::Provisional;
         })],
     );
-    assert_eq!(w.get("r").items[0].text.as_str(), "draft one two", "provisional text never replaces");
+    assert_eq!(w.get("r").items.get(0).unwrap().text.as_str(), "draft one two", "provisional text never replaces");
     w.say(
         "r",
         None,
@@ -494,7 +497,7 @@ fn deltas_accumulate_and_an_authoritative_text_replaces_them() {
             i.status = Some(ItemStatus::Completed);
         })],
     );
-    let it = &w.get("r").items[0];
+    let it = &w.get("r").items.get(0).unwrap();
     assert_eq!((it.text.as_str(), it.status), ("final", ItemStatus::Completed));
 }
 
@@ -503,11 +506,11 @@ fn a_new_part_starts_a_new_paragraph() {
     let mut w = World::new();
     w.root("r");
     w.say("r", None, vec![delta("s", "a", Some(0)), delta("s", "b", Some(0)), delta("s", "c", Some(1))]);
-    let it = &w.get("r").items[0];
+    let it = &w.get("r").items.get(0).unwrap();
     assert_eq!(it.text.as_str(), "ab\n\nc");
     assert!(matches!(it.kind, ItemKind::Other(_)), "a delta names an item without its kind");
     w.say("r", None, vec![item("s", |i| i.kind = Some(ItemKind::Reasoning))]);
-    assert_eq!(w.get("r").items[0].kind, ItemKind::Reasoning, "the kind is learnt later");
+    assert_eq!(w.get("r").items.get(0).unwrap().kind, ItemKind::Reasoning, "the kind is learnt later");
 }
 
 #[test]
@@ -533,7 +536,10 @@ fn a_tool_output_never_replaces_a_cards_prompt_and_never_creates_an_item() {
     w.say("r", None, vec![output("card"), output("unknown-call")]);
     let t = w.get("r");
     assert_eq!(t.items.len(), 1);
-    assert_eq!((t.items[0].text.as_str(), t.items[0].status), ("the prompt", ItemStatus::Completed));
+    assert_eq!(
+        (t.items.get(0).unwrap().text.as_str(), t.items.get(0).unwrap().status),
+        ("the prompt", ItemStatus::Completed)
+    );
 }
 
 #[test]
@@ -563,7 +569,7 @@ fn a_child_registered_under_a_card_is_its_lane_and_takes_the_cards_names() {
     );
     let c = w.child("c", "r", Some("task"));
     let r = w.get("r");
-    assert_eq!(r.items[0].lanes, vec![c]);
+    assert_eq!(r.items.get(0).unwrap().lanes, vec![c]);
     let t = w.get("c");
     assert_eq!(t.name(), "Explore the code");
     assert_eq!(t.agent_role.as_ref().unwrap().as_str(), "Explore");
@@ -579,18 +585,18 @@ fn receivers_named_before_their_thread_appears_join_the_item_when_it_does() {
         i.receivers = vec![Cow::Borrowed("k"), Cow::Borrowed("/root/part_2")];
     };
     w.say("r", None, vec![item("close", close)]);
-    assert!(w.get("r").items[0].receivers.is_empty(), "nobody to name yet");
+    assert!(w.get("r").items.get(0).unwrap().receivers.is_empty(), "nobody to name yet");
     let k = w.child("k", "r", None);
-    assert_eq!(w.get("r").items[0].receivers, vec![k], "resolved by its id when it appears");
+    assert_eq!(w.get("r").items.get(0).unwrap().receivers, vec![k], "resolved by its id when it appears");
     let p = w.child("p", "r", None);
-    assert_eq!(w.get("r").items[0].receivers, vec![k], "a path names a thread once it has that path");
+    assert_eq!(w.get("r").items.get(0).unwrap().receivers, vec![k], "a path names a thread once it has that path");
     let mut about = ThreadFact::new(Cow::Borrowed("p"), Parentage::Unknown);
     about.path = Some(sanitize("/root/part_2"));
     w.say("p", None, vec![Fact::Thread(Box::new(about))]);
-    assert_eq!(w.get("r").items[0].receivers, vec![k, p]);
+    assert_eq!(w.get("r").items.get(0).unwrap().receivers, vec![k, p]);
     // Named again once known: resolved at once, never twice.
     w.say("r", None, vec![item("close", close)]);
-    assert_eq!(w.get("r").items[0].receivers, vec![k, p]);
+    assert_eq!(w.get("r").items.get(0).unwrap().receivers, vec![k, p]);
     assert_eq!(w.model.diagnostics.dropped_receivers, 0);
 }
 
@@ -610,7 +616,7 @@ fn receivers_awaited_past_the_bound_are_counted() {
     assert_eq!(w.model.diagnostics.dropped_receivers, 1);
     let a = w.child("a", "r", None);
     w.child("b", "r", None);
-    assert_eq!(w.get("r").items[0].receivers, vec![a], "the one kept is resolved");
+    assert_eq!(w.get("r").items.get(0).unwrap().receivers, vec![a], "the one kept is resolved");
 }
 
 #[test]
@@ -626,7 +632,7 @@ fn a_card_applied_after_its_children_registered_still_gets_its_lanes() {
             i.card = true;
         })],
     );
-    assert_eq!(w.get("r").items[0].lanes, vec![c]);
+    assert_eq!(w.get("r").items.get(0).unwrap().lanes, vec![c]);
 }
 
 // ---- the structural generation ----
@@ -648,16 +654,59 @@ fn the_structure_changes_with_the_tree_not_with_its_text() {
 // ---- bounds ----
 
 #[test]
-fn items_past_the_bound_are_counted_not_kept() {
+fn the_oldest_items_past_the_bound_are_dropped_counted_and_still_counted_in_the_thread() {
     let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
     let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
     w.root("r");
-    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None)]);
-    w.say("r", None, vec![delta("a", "+", None), item("d", |i| i.kind = Some(ItemKind::AgentMessage))]);
+    w.say("r", None, vec![delta("a", "1", None), delta("b", "2", None), delta("c", "3", None), delta("d", "4", None)]);
+    w.say("r", None, vec![delta("c", "+", None)]);
     let t = w.get("r");
-    assert_eq!(t.items.len(), 2);
-    assert_eq!(t.items[0].text.as_str(), "1+", "known items still grow");
+    assert_eq!((t.items.len(), t.items.kept()), (4, 2), "every item counts; the newest two are kept");
+    assert!(t.items.get(0).is_none() && t.item("a").is_none(), "the oldest went");
+    assert_eq!(t.items.get(2).unwrap().text.as_str(), "3+", "kept items keep their ordinal and still grow");
     assert_eq!(w.model.diagnostics.dropped_items, 2);
+}
+
+#[test]
+fn the_first_turns_prompt_outlives_the_items_bound() {
+    let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    let started = |id| Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() });
+    let in_turn = |id: &'static str, turn: &'static str| {
+        item(id, move |i| {
+            i.turn = Some(TurnRef::Known(Some(Cow::Borrowed(turn))));
+            i.kind = Some(ItemKind::AgentMessage);
+        })
+    };
+    w.say("r", Some(1), vec![started("u1"), in_turn("prompt", "u1")]);
+    w.say("r", Some(2), vec![started("u2"), in_turn("x", "u2"), in_turn("y", "u2"), in_turn("z", "u2")]);
+    let t = w.get("r");
+    assert!(t.item("prompt").is_some(), "the session's name stays");
+    assert!(t.item("x").is_none());
+    assert_eq!((t.items.len(), t.items.kept(), w.model.diagnostics.dropped_items), (4, 3, 1));
+}
+
+#[test]
+fn the_oldest_turns_past_the_bound_are_dropped_counted_and_the_first_stays() {
+    let limits = model::Limits { turns_per_thread: 2, ..model::Limits::default() };
+    let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    w.root("r");
+    for (ms, id) in [(1, "t1"), (2, "t2"), (3, "t3"), (4, "t4"), (5, "t5")] {
+        w.say(
+            "r",
+            Some(ms),
+            vec![Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed(id)), ..TurnStarted::default() })],
+        );
+    }
+    let end = Fact::TurnEnded(TurnEnded { turn: TurnRef::Id(Cow::Borrowed("t4")), outcome: None, error: None });
+    w.say("r", Some(6), vec![end]);
+    let t = w.get("r");
+    assert_eq!((t.turns.len(), t.turns.kept()), (5, 3), "every turn counts; the first and the newest two are kept");
+    let kept: Vec<&str> = t.turns.iter().map(|turn| &*turn.id).collect();
+    assert_eq!(kept, ["t1", "t4", "t5"]);
+    assert_eq!(t.turns.get(3).unwrap().status, model::TurnStatus::Completed, "a kept turn is found by its ordinal");
+    assert_eq!(w.model.diagnostics.dropped_turns, 2);
 }
 
 #[test]

@@ -42,7 +42,10 @@ struct StatsJson<'a> {
 #[serde(rename_all = "camelCase")]
 struct DroppedJson {
     lines_over_thread_limit: u64,
+    /// Items the items-per-thread bound forgot (still counted in their thread's items).
     item_lines: u64,
+    /// Turns the turns-per-thread bound forgot (still counted in their thread's turns).
+    turns: u64,
     text_bytes: u64,
     /// Streamed responses forgotten by lowering's bound (their last block kept, their final
     /// output figure lost).
@@ -60,6 +63,7 @@ impl DroppedJson {
         let dropped = Self {
             lines_over_thread_limit: c.over_thread_limit,
             item_lines: d.dropped_items,
+            turns: d.dropped_turns,
             text_bytes: d.dropped_text_bytes,
             open_responses: c.forgotten.responses,
             spawning_tasks: c.forgotten.tasks,

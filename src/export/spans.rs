@@ -104,8 +104,7 @@ impl Tracker {
             }
             let mut open_from = mark.open_from;
             let mut still_open = false;
-            for slot in mark.open_from..t.items.len() {
-                let item = &t.items[slot];
+            for (slot, item) in t.items.entries_from(mark.open_from) {
                 if item.status == ItemStatus::InProgress && tool_name(t, item, self.fallback).is_some() {
                     still_open = true;
                 } else if let Some(span) = self.take_tool(model, idx, slot, false) {
@@ -142,8 +141,8 @@ impl Tracker {
     pub fn remaining(&mut self, model: &Model, out: &mut Vec<Span>) {
         for (i, t) in model.threads.iter().enumerate() {
             let idx = ThreadIdx(i as u32);
-            for slot in 0..t.items.len() {
-                let open = t.items[slot].status == ItemStatus::InProgress;
+            for (slot, item) in t.items.entries() {
+                let open = item.status == ItemStatus::InProgress;
                 if let Some(span) = self.take_tool(model, idx, slot, open) {
                     out.push(span);
                 }
@@ -162,12 +161,12 @@ impl Tracker {
 
     fn take_tool(&mut self, model: &Model, idx: ThreadIdx, slot: usize, unfinished: bool) -> Option<Span> {
         let t = model.thread(idx);
-        let item = &t.items[slot];
+        let item = t.items.get(slot)?;
         tool_name(t, item, self.fallback)?;
         if !self.sent.insert(item_span_id(&t.id, &item.id)) {
             return None;
         }
-        Some(tool_span(model, idx, slot, unfinished, self.fallback))
+        Some(tool_span(model, idx, item, unfinished, self.fallback))
     }
 
     fn take_chat(&mut self, model: &Model, idx: ThreadIdx, r: usize) -> Option<Span> {
@@ -341,9 +340,8 @@ fn agent_span(model: &Model, idx: ThreadIdx, unfinished: bool, fallback: Option<
     }
 }
 
-fn tool_span(model: &Model, idx: ThreadIdx, slot: usize, unfinished: bool, fallback: Option<Provider>) -> Span {
+fn tool_span(model: &Model, idx: ThreadIdx, item: &Item, unfinished: bool, fallback: Option<Provider>) -> Span {
     let t = model.thread(idx);
-    let item = &t.items[slot];
     let tool = tool_name(t, item, fallback).unwrap_or_else(|| "tool".to_owned());
     let mut a = Attrs::default();
     a.str("gen_ai.operation.name", "execute_tool");

@@ -31,8 +31,10 @@ pub struct Diagnostics {
     pub global_count: u64,
     /// Text bytes dropped by the per-item and per-thread scrollback bounds.
     pub dropped_text_bytes: u64,
-    /// Item lines dropped by the items-per-thread bound.
+    /// Items dropped by the items-per-thread bound (still counted in their thread's items).
     pub dropped_items: u64,
+    /// Turns dropped by the turns-per-thread bound (still counted in their thread's turns).
+    pub dropped_turns: u64,
     /// Receivers an item named that were dropped by the awaited-receivers bound before their
     /// thread appeared.
     pub dropped_receivers: u64,

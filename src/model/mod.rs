@@ -6,6 +6,7 @@ mod account;
 pub use self::account::Response;
 mod diagnostics;
 mod item;
+mod kept;
 pub mod prices;
 mod receivers;
 mod thread;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
 pub use self::item::{AgentOp, Item, ItemKind, ItemStatus};
+pub use self::kept::Kept;
 use self::prices::Pico;
 pub use self::prices::{Price, Prices};
 pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, Wait, short_id};
@@ -33,8 +35,16 @@ pub struct Limits {
     pub item_text: usize,
     /// Item text kept per thread; older items lose their text first.
     pub thread_text: usize,
-    /// Items kept per thread; the lines about items past it are counted (`dropped_items`), not kept.
+    /// Items kept per thread, the newest (cards with lanes and the opening items of the first turn
+    /// stay too): older ones are dropped, counted (`dropped_items`), and still counted in the
+    /// thread's items. Beyond what a lane's scrollback (`thread_text`) shows, an old item is
+    /// only a row of the timeline's past.
     pub items_per_thread: usize,
+    /// Turns kept per thread, the newest (the first turn, whose prompt names a session, and the
+    /// turns holding a card with lanes, which are rows of the tree, stay too): older ones are
+    /// dropped, counted (`dropped_turns`), and still counted in the thread's turns. A session
+    /// runs for days: 53,338 turns of one thread held 514 MB (issue 22).
+    pub turns_per_thread: usize,
     /// Receivers named before their thread appeared, kept until it does; past it they are counted
     /// (`dropped_receivers`) and the item shows fewer names.
     pub awaited_receivers: usize,
@@ -42,9 +52,23 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { item_text: 256 << 10, thread_text: 1 << 20, items_per_thread: 100_000, awaited_receivers: 65_536 }
+        Self {
+            item_text: 256 << 10,
+            thread_text: 1 << 20,
+            items_per_thread: ITEMS_PER_THREAD,
+            turns_per_thread: TURNS_PER_THREAD,
+            awaited_receivers: 65_536,
+        }
     }
 }
+
+/// Default of [`Limits::items_per_thread`].
+pub const ITEMS_PER_THREAD: usize = 2_048;
+/// Default of [`Limits::turns_per_thread`].
+pub const TURNS_PER_THREAD: usize = 256;
+/// Items at the start of a turn that say what it was asked (`ui::label` reads the first turn's
+/// for a session's name): the first turn keeps them whatever the items bound drops.
+pub const OPENING_ITEMS: usize = 4;
 
 #[derive(Debug, Default)]
 pub struct Model {
@@ -225,8 +249,8 @@ impl Model {
         p.children.retain(|&c| c != child);
         if let Some(card) = self.threads[child.index()].card.clone() {
             let p = &mut self.threads[parent.index()];
-            if let Some(&i) = p.item_index.get(&card) {
-                p.items[i].lanes.retain(|&c| c != child);
+            if let Some(item) = p.item_index.get(&card).and_then(|&i| p.items.get_mut(i)) {
+                item.lanes.retain(|&c| c != child);
             }
         }
     }
@@ -246,9 +270,9 @@ impl Model {
 
     fn attach_lane(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
         let p = &mut self.threads[parent.index()];
-        if let Some(&i) = p.item_index.get(card) {
-            if !p.items[i].lanes.contains(&child) {
-                p.items[i].lanes.push(child);
+        if let Some(item) = p.item_index.get(card).and_then(|&i| p.items.get_mut(i)) {
+            if !item.lanes.contains(&child) {
+                item.lanes.push(child);
             }
         }
     }
@@ -378,9 +402,7 @@ impl Model {
 
     #[inline]
     fn delta(&mut self, idx: ThreadIdx, d: &crate::wire::fact::Delta<'_>) {
-        let Some(slot) = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone()))) else {
-            return;
-        };
+        let slot = self.item_slot(idx, &d.item, None, Some(&TurnRef::Known(d.turn.clone())));
         if let Some(text) = &d.text {
             self.edit_item(idx, slot, |item| item.push_delta(text, d.part));
         }
@@ -396,15 +418,20 @@ impl Model {
             Fact::TurnStarted(turn) => {
                 if turn.ends_previous {
                     let t = &self.threads[idx.index()];
-                    let last = t.turns.len().checked_sub(1).filter(|&l| t.turns[l].status == TurnStatus::InProgress);
+                    let last = t
+                        .turns
+                        .len()
+                        .checked_sub(1)
+                        .filter(|&l| t.turns.get(l).is_some_and(|turn| turn.status == TurnStatus::InProgress));
                     if let Some(last) = last {
                         self.end_turn(idx, last, TurnStatus::Completed, time);
                     }
                 }
                 if let Some(id) = turn.turn.as_deref() {
                     let slot = self.turn_or_new(idx, id, time);
-                    let record = &mut self.threads[idx.index()].turns[slot];
-                    record.started_ms = record.started_ms.or(time);
+                    if let Some(record) = self.threads[idx.index()].turns.get_mut(slot) {
+                        record.started_ms = record.started_ms.or(time);
+                    }
                 }
             }
             Fact::TurnEnded(end) => self.turn_ended(idx, end, time),
@@ -702,7 +729,7 @@ impl Model {
         if let Some(&slot) = t.turn_index.get(id) {
             return slot;
         }
-        t.turns.push(Turn {
+        let slot = t.turns.push(Turn {
             id: id.into(),
             status: TurnStatus::InProgress,
             started_ms: time,
@@ -711,13 +738,27 @@ impl Model {
             error: None,
             cut_short: false,
         });
-        let slot = t.turns.len() - 1;
         t.turn_index.insert(id.into(), slot);
         // The outline shows the turns and cards of the threads that have children.
         if !t.children.is_empty() {
             self.structure += 1;
         }
+        self.bound_turns(idx);
         slot
+    }
+
+    /// Drops the oldest turns past the turns bound. The first turn stays (its prompt names the
+    /// session), and so do the turns holding a card with lanes (rows of the tree).
+    fn bound_turns(&mut self, idx: ThreadIdx) {
+        let Thread { turns, items, turn_index, .. } = &mut self.threads[idx.index()];
+        while turns.in_window() > self.limits.turns_per_thread.max(1) {
+            let pinned = |ordinal: usize, turn: &Turn| {
+                ordinal == 0 || turn.items.iter().any(|&i| items.get(i).is_some_and(|item| !item.lanes.is_empty()))
+            };
+            let Some((_, turn)) = turns.drop_oldest(pinned) else { break };
+            turn_index.remove(&turn.id);
+            self.diagnostics.dropped_turns += 1;
+        }
     }
 
     /// Ends a turn; its items still in progress end with it (an interrupted `wait` never gets its
@@ -729,16 +770,17 @@ impl Model {
             TurnStatus::Completed | TurnStatus::InProgress => ItemStatus::Completed,
         };
         let Thread { turns, items, .. } = &mut self.threads[idx.index()];
-        let record = &mut turns[turn];
+        let Some(record) = turns.get_mut(turn) else { return };
         record.status = state;
         record.completed_ms = time;
         record.cut_short = false;
         for &i in &record.items {
+            let Some(item) = items.get_mut(i) else { continue };
             // An item a stop cut short was still at work as far as the agent knows.
-            if items[i].status == ItemStatus::InProgress || items[i].cut_short {
-                items[i].status = item_state;
-                items[i].completed_ms = time;
-                items[i].cut_short = false;
+            if item.status == ItemStatus::InProgress || item.cut_short {
+                item.status = item_state;
+                item.completed_ms = time;
+                item.cut_short = false;
             }
         }
     }
@@ -760,8 +802,8 @@ impl Model {
             t.cut_short = None;
         }
         if end.error.is_some() {
-            if let Some(turn) = turn {
-                t.turns[turn].error.clone_from(&end.error);
+            if let Some(record) = turn.and_then(|turn| t.turns.get_mut(turn)) {
+                record.error.clone_from(&end.error);
             }
             t.last_error.clone_from(&end.error);
         }
@@ -770,7 +812,9 @@ impl Model {
     /// An item already seen. Deltas come in runs for one item: the last one is checked first.
     fn known_item(&mut self, idx: ThreadIdx, id: &str) -> Option<usize> {
         let t = &mut self.threads[idx.index()];
-        if let Some(slot) = t.last_item.filter(|&slot| crate::router::same_id(&t.items[slot].id, id)) {
+        if let Some(slot) =
+            t.last_item.filter(|&slot| t.items.get(slot).is_some_and(|i| crate::router::same_id(&i.id, id)))
+        {
             return Some(slot);
         }
         let slot = *t.item_index.get(id)?;
@@ -778,43 +822,60 @@ impl Model {
         Some(slot)
     }
 
-    /// The item with this id; on first sight a new one of `kind`, filed under `turn`. `None` when
-    /// the thread holds as many items as it may (the bound counts what it drops).
-    fn item_slot(
-        &mut self,
-        idx: ThreadIdx,
-        id: &str,
-        kind: Option<&ItemKind>,
-        turn: Option<&TurnRef<'_>>,
-    ) -> Option<usize> {
+    /// The item with this id; on first sight a new one of `kind`, filed under `turn` (the oldest
+    /// items past the items bound make way for it).
+    fn item_slot(&mut self, idx: ThreadIdx, id: &str, kind: Option<&ItemKind>, turn: Option<&TurnRef<'_>>) -> usize {
         if let Some(slot) = self.known_item(idx, id) {
-            return Some(slot);
-        }
-        if self.threads[idx.index()].items.len() >= self.limits.items_per_thread {
-            self.diagnostics.dropped_items += 1;
-            return None;
+            return slot;
         }
         let turn = turn.and_then(|t| self.turn_ref(idx, t));
         let t = &mut self.threads[idx.index()];
         let mut item = Item::new(id, kind.cloned().unwrap_or_else(|| ItemKind::of("")));
         item.turn = turn;
-        let slot = t.items.len();
-        t.items.push(item);
+        let slot = t.items.push(item);
         t.item_index.insert(id.into(), slot);
         t.last_item = Some(slot);
-        if let Some(turn) = turn {
-            t.turns[turn].items.push(slot);
+        if let Some(record) = turn.and_then(|turn| t.turns.get_mut(turn)) {
+            record.items.push(slot);
+            // A turn of more items than the thread keeps forgets the dropped ones (not its
+            // opening ones): what it lists stays within the bound too.
+            if record.items.len() > 2 * self.limits.items_per_thread + OPENING_ITEMS {
+                let items = &t.items;
+                let mut at = 0;
+                record.items.retain(|&i| {
+                    at += 1;
+                    at <= OPENING_ITEMS || items.get(i).is_some()
+                });
+            }
         }
         if !t.children.is_empty() {
             self.structure += 1;
         }
-        Some(slot)
+        self.bound_items(idx);
+        slot
+    }
+
+    /// Drops the oldest items past the items bound. Cards with lanes stay (the tree hangs from
+    /// them), and so do the opening items of the first turn (its prompt names the session).
+    fn bound_items(&mut self, idx: ThreadIdx) {
+        let Thread { turns, items, item_index, last_item, text_bytes, .. } = &mut self.threads[idx.index()];
+        while items.in_window() > self.limits.items_per_thread.max(1) {
+            let opening = turns.get(0).map_or(&[][..], |first| &first.items[..first.items.len().min(OPENING_ITEMS)]);
+            let pinned = |ordinal: usize, item: &Item| !item.lanes.is_empty() || opening.contains(&ordinal);
+            let Some((ordinal, item)) = items.drop_oldest(pinned) else { break };
+            item_index.remove(&item.id);
+            *text_bytes = text_bytes.saturating_sub(item.text.len());
+            if *last_item == Some(ordinal) {
+                *last_item = None;
+            }
+            self.diagnostics.dropped_items += 1;
+        }
     }
 
     /// Changes an item through `edit`, keeping the thread's text accounting and bounds true.
     fn edit_item(&mut self, idx: ThreadIdx, slot: usize, edit: impl FnOnce(&mut Item)) {
         let t = &mut self.threads[idx.index()];
-        let item = &mut t.items[slot];
+        let Some(item) = t.items.get_mut(slot) else { return };
         let before = item.text.len();
         edit(item);
         t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
@@ -824,12 +885,12 @@ impl Model {
     fn item(&mut self, idx: ThreadIdx, f: &ItemFact<'_>, registry: &Registry) {
         let slot = match &f.id {
             Some(id) if f.update_only => self.known_item(idx, id),
-            Some(id) => self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref()),
+            Some(id) => Some(self.item_slot(idx, id, f.kind.as_ref(), f.turn.as_ref())),
             None if f.update_only => return,
             None => {
                 // Items without an id of their own are told apart by the line that brought them.
                 let id = format!("line-{}", self.threads[idx.index()].lines);
-                self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref())
+                Some(self.item_slot(idx, &id, f.kind.as_ref(), f.turn.as_ref()))
             }
         };
         let Some(slot) = slot else { return };
@@ -910,9 +971,10 @@ impl Model {
     /// A thread appeared under a name items gave it before: it joins their receivers.
     fn receivers_arrived(&mut self, name: &str, thread: ThreadIdx) {
         for (holder, slot) in self.awaited.arrived(name) {
-            let receivers = &mut self.threads[holder.index()].items[slot].receivers;
-            if !receivers.contains(&thread) {
-                receivers.push(thread);
+            // The item may have been dropped by the items bound since.
+            let Some(item) = self.threads[holder.index()].items.get_mut(slot) else { continue };
+            if !item.receivers.contains(&thread) {
+                item.receivers.push(thread);
             }
         }
     }
@@ -921,10 +983,10 @@ impl Model {
     /// line replayed from a pending parent) still get their lane.
     fn attach_known_lanes(&mut self, parent: ThreadIdx, slot: usize) {
         let p = &self.threads[parent.index()];
-        let id = &p.items[slot].id;
+        let Some(id) = p.items.get(slot).map(|i| &i.id) else { return };
         let lanes: Vec<ThreadIdx> =
             p.children.iter().copied().filter(|c| self.threads[c.index()].card.as_deref() == Some(&**id)).collect();
-        let item = &mut self.threads[parent.index()].items[slot];
+        let Some(item) = self.threads[parent.index()].items.get_mut(slot) else { return };
         for c in lanes {
             if !item.lanes.contains(&c) {
                 item.lanes.push(c);
@@ -937,20 +999,22 @@ impl Model {
     fn bound_text(&mut self, idx: ThreadIdx, slot: usize) {
         let limits = self.limits;
         let t = &mut self.threads[idx.index()];
-        let dropped = t.items[slot].bound_text(limits.item_text);
+        let dropped = t.items.get_mut(slot).map_or(0, |item| item.bound_text(limits.item_text));
         t.text_bytes -= dropped.min(t.text_bytes);
         self.diagnostics.dropped_text_bytes += dropped as u64;
-        while t.text_bytes > limits.thread_text && t.text_floor < t.items.len() {
-            let floor = t.text_floor;
+        while t.text_bytes > limits.thread_text {
+            // The oldest item held at or past the floor (those the items bound dropped are gone).
+            let Some(floor) = t.items.entries_from(t.text_floor).next().map(|(o, _)| o) else { break };
             if floor == slot {
                 break;
             }
-            let freed = t.items[floor].text.len();
-            t.items[floor].text = crate::wire::Clean::new();
-            t.items[floor].dropped_bytes += freed as u64;
+            let Some(item) = t.items.get_mut(floor) else { break };
+            let freed = item.text.len();
+            item.text = crate::wire::Clean::new();
+            item.dropped_bytes += freed as u64;
             t.text_bytes -= freed.min(t.text_bytes);
             self.diagnostics.dropped_text_bytes += freed as u64;
-            t.text_floor += 1;
+            t.text_floor = floor + 1;
         }
     }
 }

@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap;
 
 use super::account::Account;
 use super::item::Item;
+use super::kept::Kept;
 use super::prices::Pico;
 use super::tokens::{Rollup, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
@@ -26,7 +27,8 @@ pub struct Turn {
     pub status: TurnStatus,
     pub started_ms: Option<i64>,
     pub completed_ms: Option<i64>,
-    /// Items of this turn, in first-seen order (indices into the thread's items).
+    /// Items of this turn, in first-seen order (ordinals in the thread's items; those the items
+    /// bound dropped are forgotten here too, all but the turn's opening ones).
     pub items: Vec<usize>,
     pub error: Option<Clean>,
     /// Ended by the source's word that its process was gone ([`super::Model::stopped`]), not by
@@ -55,9 +57,13 @@ pub struct Thread {
     pub(super) wait: Option<Wait>,
     /// The status a retrying thread returns to on its next line.
     pub(super) before_retry: Option<Status>,
-    pub turns: Vec<Turn>,
+    /// Its turns as the turns bound keeps them: `len` counts them all.
+    pub turns: Kept<Turn>,
+    /// Ordinals of the turns held, by id.
     pub(super) turn_index: FxHashMap<Box<str>, usize>,
-    pub items: Vec<Item>,
+    /// Its items as the items bound keeps them: `len` counts them all.
+    pub items: Kept<Item>,
+    /// Ordinals of the items held, by id.
     pub(super) item_index: FxHashMap<Box<str>, usize>,
     /// The item the last item line named: deltas come in runs for one item, and comparing one
     /// id is cheaper than hashing it.
@@ -116,9 +122,9 @@ impl Thread {
             status: Status::Pending,
             wait: None,
             before_retry: None,
-            turns: Vec::new(),
+            turns: Kept::default(),
             turn_index: FxHashMap::default(),
-            items: Vec::new(),
+            items: Kept::default(),
             item_index: FxHashMap::default(),
             last_item: None,
             tokens: Tokens::default(),
@@ -166,7 +172,7 @@ impl Thread {
     }
 
     pub fn item(&self, id: &str) -> Option<&Item> {
-        self.item_index.get(id).map(|&i| &self.items[i])
+        self.item_index.get(id).and_then(|&i| self.items.get(i))
     }
 
     /// The item doing something right now: the newest one still in progress.

@@ -97,7 +97,11 @@ fn routing_lines(model: &Model, c: &Counters, f: &Figures<'_>) -> Vec<Line<'stat
             ("dropped text", d.dropped_text_bytes, true),
             ("global log", d.global_count, false),
         ]),
-        f.row(&[("thread limit", c.over_thread_limit, true), ("dropped items", d.dropped_items, true)]),
+        f.row(&[
+            ("thread limit", c.over_thread_limit, true),
+            ("dropped items", d.dropped_items, true),
+            ("dropped turns", d.dropped_turns, true),
+        ]),
         // Bounds of lowering and of the model's late names: each says what it forgot.
         f.row(&[
             ("open responses", c.forgotten.responses, true),

@@ -212,7 +212,9 @@ fn bar_row(buf: &mut ratatui::buffer::Buffer, (x0, y): (u16, u16), t: &Thread, s
     // (where known) rise, and a binary search finds the first one in view.
     let first = t.items.partition_point(|i| i.started_ms.is_some_and(|s| s < scale.from));
     let cap = scale.cols * TICKS_PER_COLUMN;
-    for item in t.items[first..].iter().take_while(|i| i.started_ms.is_none_or(|s| s <= scale.to)).take(cap) {
+    for item in
+        t.items.entries_from(first).map(|(_, i)| i).take_while(|i| i.started_ms.is_none_or(|s| s <= scale.to)).take(cap)
+    {
         let Some(a) = item.started_ms else { continue };
         if is_wait(item) {
             let b = item.completed_ms.map_or(open_until, ended).max(a);

@@ -1,0 +1,199 @@
+//! A thread's turns or items as far as a bound keeps them: the newest ones, and older ones the
+//! caller pins (the first turn, which names a session; a card with lanes, which holds the tree).
+//! Entries keep the ordinal they were given when they arrived, so handles into the list (an
+//! item's turn, a turn's items, a view's selection) stay true when older entries are dropped,
+//! and `len` still counts every entry there ever was: the figures of dropped entries stay.
+
+use std::collections::VecDeque;
+
+#[derive(Debug, Clone)]
+pub struct Kept<T> {
+    /// Entries older than the window, kept because they were pinned when they left it; in
+    /// ordinal order (they leave the window oldest first).
+    pinned: Vec<(usize, T)>,
+    /// The newest entries, in ordinal order.
+    window: VecDeque<T>,
+    /// Ordinal of the window's first entry.
+    start: usize,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Self { pinned: Vec::new(), window: VecDeque::new(), start: 0 }
+    }
+}
+
+impl<T> Kept<T> {
+    /// Entries there ever were (the next entry's ordinal), dropped ones included.
+    pub fn len(&self) -> usize {
+        self.start + self.window.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entries held now.
+    pub fn kept(&self) -> usize {
+        self.pinned.len() + self.window.len()
+    }
+
+    /// Entries in the window: what the bound counts (pinned ones are bounded by what pins them).
+    pub(super) fn in_window(&self) -> usize {
+        self.window.len()
+    }
+
+    /// Adds an entry; returns its ordinal.
+    pub(super) fn push(&mut self, entry: T) -> usize {
+        self.window.push_back(entry);
+        self.len() - 1
+    }
+
+    pub fn get(&self, ordinal: usize) -> Option<&T> {
+        match ordinal.checked_sub(self.start) {
+            Some(i) => self.window.get(i),
+            None => self.pinned.binary_search_by_key(&ordinal, |(o, _)| *o).ok().map(|i| &self.pinned[i].1),
+        }
+    }
+
+    pub fn get_mut(&mut self, ordinal: usize) -> Option<&mut T> {
+        match ordinal.checked_sub(self.start) {
+            Some(i) => self.window.get_mut(i),
+            None => self.pinned.binary_search_by_key(&ordinal, |(o, _)| *o).ok().map(|i| &mut self.pinned[i].1),
+        }
+    }
+
+    /// The oldest entry held.
+    pub fn first(&self) -> Option<&T> {
+        self.pinned.first().map(|(_, e)| e).or_else(|| self.window.front())
+    }
+
+    /// The newest entry.
+    pub fn last(&self) -> Option<&T> {
+        self.window.back().or_else(|| self.pinned.last().map(|(_, e)| e))
+    }
+
+    /// The entries held, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        self.pinned.iter().map(|(_, e)| e).chain(&self.window)
+    }
+
+    pub fn iter_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut T> + '_ {
+        self.pinned.iter_mut().map(|(_, e)| e).chain(&mut self.window)
+    }
+
+    /// The entries held with their ordinals, oldest first.
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (usize, &T)> + '_ {
+        let start = self.start;
+        self.pinned.iter().map(|(o, e)| (*o, e)).chain(self.window.iter().enumerate().map(move |(i, e)| (start + i, e)))
+    }
+
+    /// The entries held from ordinal `from` on, with their ordinals.
+    pub fn entries_from(&self, from: usize) -> impl DoubleEndedIterator<Item = (usize, &T)> + '_ {
+        let pinned = self.pinned.partition_point(|(o, _)| *o < from);
+        let start = self.start;
+        let skip = from.saturating_sub(start).min(self.window.len());
+        self.pinned[pinned..]
+            .iter()
+            .map(|(o, e)| (*o, e))
+            .chain(self.window.range(skip..).enumerate().map(move |(i, e)| (start + skip + i, e)))
+    }
+
+    /// The first ordinal held whose entry is not `before` (entries held must be partitioned by
+    /// it, as items are by their start time); `len()` when there is none.
+    pub fn partition_point(&self, before: impl Fn(&T) -> bool) -> usize {
+        let p = self.pinned.partition_point(|(_, e)| before(e));
+        if p < self.pinned.len() {
+            return self.pinned[p].0;
+        }
+        self.start + self.window.partition_point(|e| before(e))
+    }
+
+    /// Drops the oldest entry of the window that `pin` does not keep, moving the pinned ones
+    /// before it out of the window; returns it with its ordinal. `None` when the window holds
+    /// only pinned entries (they have all left it then).
+    pub(super) fn drop_oldest(&mut self, pin: impl Fn(usize, &T) -> bool) -> Option<(usize, T)> {
+        while let Some(entry) = self.window.pop_front() {
+            let ordinal = self.start;
+            self.start += 1;
+            if pin(ordinal, &entry) {
+                self.pinned.push((ordinal, entry));
+            } else {
+                return Some((ordinal, entry));
+            }
+        }
+        None
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Kept<T> {
+    type Item = &'a T;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a T> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}
+
+impl<'a, T> IntoIterator for &'a mut Kept<T> {
+    type Item = &'a mut T;
+    type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a mut T> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter_mut())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kept;
+
+    fn filled(n: usize) -> Kept<usize> {
+        let mut k = Kept::default();
+        for i in 0..n {
+            assert_eq!(k.push(i * 10), i);
+        }
+        k
+    }
+
+    #[test]
+    fn dropped_entries_keep_their_count_and_the_rest_their_ordinals() {
+        let mut k = filled(5);
+        assert_eq!(k.drop_oldest(|_, _| false), Some((0, 0)));
+        assert_eq!(k.drop_oldest(|_, _| false), Some((1, 10)));
+        assert_eq!((k.len(), k.kept()), (5, 3));
+        assert_eq!(k.get(1), None);
+        assert_eq!(k.get(3), Some(&30));
+        assert_eq!(k.push(50), 5);
+        assert_eq!(k.entries().map(|(o, _)| o).collect::<Vec<_>>(), [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn pinned_entries_stay_in_order_and_are_found() {
+        let mut k = filled(6);
+        // Keep even ordinals: 0 and 2 are pinned on the way to 1 and 3.
+        assert_eq!(k.drop_oldest(|o, _| o % 2 == 0), Some((1, 10)));
+        assert_eq!(k.drop_oldest(|o, _| o % 2 == 0), Some((3, 30)));
+        assert_eq!(k.get(0), Some(&0));
+        assert_eq!(k.get(2), Some(&20));
+        assert_eq!(k.first(), Some(&0));
+        assert_eq!(k.get(3), None);
+        assert_eq!(k.iter().copied().collect::<Vec<_>>(), [0, 20, 40, 50]);
+        assert_eq!(k.iter().next_back(), Some(&50));
+        assert_eq!(k.entries_from(1).map(|(o, _)| o).collect::<Vec<_>>(), [2, 4, 5]);
+        assert_eq!(k.entries_from(5).map(|(o, _)| o).collect::<Vec<_>>(), [5]);
+        assert_eq!(k.partition_point(|&v| v < 20), 2);
+        assert_eq!(k.partition_point(|&v| v < 45), 5);
+        assert_eq!(k.partition_point(|_| true), 6);
+        *k.get_mut(2).unwrap() = 21;
+        assert_eq!(k.get(2), Some(&21));
+    }
+
+    #[test]
+    fn a_window_of_pinned_entries_drops_nothing() {
+        let mut k = filled(3);
+        assert_eq!(k.drop_oldest(|_, _| true), None);
+        assert_eq!((k.len(), k.kept(), k.in_window()), (3, 3, 0));
+        assert_eq!(k.last(), Some(&20));
+    }
+}
