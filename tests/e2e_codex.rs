@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::codex_driver::{Dir, Session};
-use support::harness::{CodexBinary, Run, codex_binary, run_scenario};
+use support::harness::{Run, codex_binary, run_scenario};
 use support::recording::{self, Bundle};
 use support::scenario::{AGENTS, Pacing, ROOT_MODEL, depth};
 use support::traffic::Tokens;
@@ -35,13 +35,8 @@ const SWARMTOP: &str = env!("CARGO_BIN_EXE_swarmtop");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_codex_multi_agent_session_through_the_pipe() {
-    let codex = match codex_binary() {
-        CodexBinary::Found(p) => p,
-        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED real_codex_multi_agent_session_through_the_pipe: {why}");
-            return;
-        }
-        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    let Some(codex) = codex_binary().or_skip("real_codex_multi_agent_session_through_the_pipe") else {
+        return;
     };
 
     // Tee artefacts live outside the server's world so the test can name them before the world exists.

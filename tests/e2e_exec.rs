@@ -15,7 +15,7 @@ mod support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::harness::{CodexBinary, World, codex_binary, env_remove};
+use support::harness::{World, codex_binary, env_remove};
 use support::ingest::ingest;
 use support::mock_model::{MockModel, Usage};
 use support::scenario::{AGENTS, Pacing, ROOT_PROMPT, RefactorScenario};
@@ -24,13 +24,8 @@ use swarmtop::router::Role;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_codex_exec_json_shows_the_tree_its_events_allow() {
-    let codex = match codex_binary() {
-        CodexBinary::Found(p) => p,
-        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED real_codex_exec_json: {why}");
-            return;
-        }
-        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    let Some(codex) = codex_binary().or_skip("real_codex_exec_json") else {
+        return;
     };
     let mock = MockModel::start(RefactorScenario { pacing: Pacing::TEST }).await.expect("the mock");
     let world = World::new(&mock.base_url()).expect("a world");

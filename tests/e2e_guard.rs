@@ -272,14 +272,9 @@ impl support::mock_model::Script for Nested {
 /// so, the rest of the tree finishes, and `tree` on the recording says why it stopped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tees_guard_interrupts_a_codex_grandchild_past_max_depth() {
-    use support::harness::{CodexBinary, codex_binary, run_script};
-    let codex = match codex_binary() {
-        CodexBinary::Found(p) => p,
-        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
-        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    use support::harness::{codex_binary, run_script};
+    let Some(codex) = codex_binary().or_skip("the_tees_guard_interrupts_a_codex_grandchild_past_max_depth") else {
+        return;
     };
     let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-tee-guard-").tempdir().expect("temp dir");
     let (recording, socket) = (scratch.path().join("recording.ndjson"), scratch.path().join("tee.sock"));

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::codex_driver::Dir;
-use support::harness::{CodexBinary, codex_binary, run_script};
+use support::harness::{codex_binary, run_script};
 use support::mock_model::{MockModel, ModelRequest, Reply, Script, Usage};
 use support::responses::{History, MULTI_AGENT_NS, ResponseBuilder};
 use support::scenario::Pacing;
@@ -124,13 +124,8 @@ fn completions(lines: &[(Dir, Value)], thread: &str) -> Vec<(String, usize)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_child_and_a_subtree_through_the_tee() {
-    let codex = match codex_binary() {
-        CodexBinary::Found(p) => p,
-        CodexBinary::Unavailable(why) if std::env::var_os("CI").is_none() => {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
-        CodexBinary::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+    let Some(codex) = codex_binary().or_skip("interrupting_a_child_and_a_subtree_through_the_tee") else {
+        return;
     };
     let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-interrupt-").tempdir().expect("temp dir");
     let runtime_dir = scratch.path().join("run");

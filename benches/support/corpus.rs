@@ -19,7 +19,8 @@ impl Rng {
     }
 }
 
-const WORDS: &[&str] = &[
+/// Words the generated deltas and prompts are made of.
+pub(crate) const WORDS: &[&str] = &[
     "the",
     "parser",
     "returns",

@@ -8,38 +8,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::corpus::Rng;
+use crate::corpus::{Rng, WORDS};
 
 const CHILDREN: usize = 8;
 /// Children that spawn grandchildren, and how many each.
 const PARENTS_OF_GRANDCHILDREN: usize = 3;
 const GRANDCHILDREN_EACH: usize = 2;
-const WORDS: &[&str] = &[
-    "the",
-    "parser",
-    "returns",
-    "an",
-    "error",
-    "when",
-    "token",
-    "is",
-    "expired;",
-    "refactor",
-    "auth",
-    "module",
-    "so",
-    "verify_token",
-    "checks",
-    "signature",
-    "first.",
-    "Running",
-    "cargo",
-    "test",
-    "-p",
-    "ok",
-    "call",
-    "sites",
-];
 
 /// A UUIDv7-looking id, the same in every run.
 fn uuid(n: u64) -> String {

@@ -31,6 +31,19 @@ impl CodexBinary {
             Self::Unavailable(why) => Err(why),
         }
     }
+
+    /// The binary for an end-to-end test, or `None` after saying why it is skipped. In CI a missing
+    /// binary fails the test instead: the end-to-end tests must run there.
+    pub fn or_skip(self, test: &str) -> Option<PathBuf> {
+        match self {
+            Self::Found(p) => Some(p),
+            Self::Unavailable(why) if std::env::var_os("CI").is_none() => {
+                eprintln!("SKIPPED {test}: {why}");
+                None
+            }
+            Self::Unavailable(why) => panic!("the end-to-end test must run in CI: {why}"),
+        }
+    }
 }
 
 /// The real codex binary: `SWARMTOP_CODEX_BIN` if set, else whatever `scripts/setup-codex.sh` installs

@@ -498,15 +498,7 @@ mod tests {
             Just("{\"decision\":\"reject\",\"source\":\"config\"}".to_owned()),
             Just("{\"type\":\"agent_progress\",\"agentId\":\"a\"}".to_owned()),
         ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
-                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
-                    "{{{}}}",
-                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
-                )),
-            ]
-        })
+        crate::wire::json::arbitrary::nested(leaf, key)
     }
 
     /// Member names of transcript lines and of what they hold, and a few of other formats'.

@@ -513,15 +513,7 @@ mod agreement {
             Just("{\"id\":\"u\",\"rootTurnId\":\"u\",\"status\":\"completed\",\"items\":[{\"type\":\"x\"}],\"error\":null}".to_owned()),
             Just("{\"id\":\"c\",\"parentThreadId\":\"p\",\"source\":{\"subAgent\":{}},\"agentNickname\":\"Ada\",\"turns\":[]}".to_owned()),
         ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
-                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
-                    "{{{}}}",
-                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
-                )),
-            ]
-        })
+        crate::wire::json::arbitrary::nested(leaf, key)
     }
 
     /// A value for one of a delta's slots: mostly of the kind it holds, sometimes anything.

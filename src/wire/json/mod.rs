@@ -90,3 +90,29 @@ impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
 pub fn parse_raw<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
     serde_json::from_str(raw?.get()).ok()
 }
+
+/// Generators shared by the serde-agreement tests of each format's fast reader.
+#[cfg(test)]
+pub(crate) mod arbitrary {
+    use proptest::prelude::*;
+
+    /// JSON text of `leaf` values nested in arrays and objects (up to three deep), with member names
+    /// drawn from `key`: each reader's test supplies the values and names its records hold.
+    pub(crate) fn nested<K>(
+        leaf: impl Strategy<Value = String> + 'static,
+        key: fn() -> K,
+    ) -> impl Strategy<Value = String>
+    where
+        K: Strategy<Value = &'static str> + 'static,
+    {
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(|v| format!("[{}]", v.join(","))),
+                proptest::collection::vec((key(), inner), 0..4).prop_map(|kv| format!(
+                    "{{{}}}",
+                    kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect::<Vec<_>>().join(",")
+                )),
+            ]
+        })
+    }
+}
