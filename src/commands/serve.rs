@@ -49,7 +49,8 @@ impl Stores {
             match Store::open_at(team, machine) {
                 Ok(store) => return Ok(store),
                 Err(e) => {
-                    tracing::warn!("serve: the team store is unavailable, answering from {}: {e:#}", self.shown())
+                    let local = self.shown();
+                    tracing::warn!("serve: the team store is unavailable, answering from {local}: {e:#}");
                 }
             }
         }
