@@ -8,7 +8,6 @@
 //! lines per second, default 10000).
 
 #[path = "../tests/serve_support/mod.rs"]
-#[allow(dead_code)]
 mod serve_support;
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -132,7 +131,7 @@ fn main() {
     std::thread::sleep(Duration::from_secs(2));
     let (before, start) = (d.cpu(), Instant::now());
     std::thread::sleep(Duration::from_secs(10));
-    let idle = (d.cpu() - before).as_secs_f64() / start.elapsed().as_secs_f64();
+    let idle = d.cpu().saturating_sub(before).as_secs_f64() / start.elapsed().as_secs_f64();
     println!("serve idle, {IDLE_SESSIONS} live sessions: {:.2} % of a core (10 s)", idle * 100.0);
 
     // The loaded session: a new one, so that its totals start at 0.

@@ -185,7 +185,8 @@ async fn handle(
         ["api", "status"] => {
             let error = shared.sync_error.lock().unwrap_or_else(PoisonError::into_inner).clone();
             let export = shared.export.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let status = shared.counters.json(shared.bus.clients(), shared.bus.last_id(), error.as_deref(), export);
+            let status =
+                shared.counters.json(shared.bus.clients(), shared.bus.last_id(), error.as_deref(), export.as_ref());
             json_reply(status.to_string() + "\n")
         }
         ["api", "sessions"] => {

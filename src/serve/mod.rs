@@ -85,7 +85,7 @@ impl Counters {
         clients: usize,
         last_event: u64,
         last_error: Option<&str>,
-        export: Option<serde_json::Value>,
+        export: Option<&serde_json::Value>,
     ) -> serde_json::Value {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         serde_json::json!({
