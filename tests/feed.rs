@@ -38,7 +38,7 @@ fn one_by_one(inputs: &[Input]) -> (String, String) {
     let mut sink = log(&mut events);
     let mut merged = Merged::open(inputs, Timing::default()).expect("open");
     // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
-    while let Ok(Some((record, origin))) = merged.next() {
+    while let Ok(Some((record, origin))) = merged.next_record() {
         pipeline.feed(record, origin, &mut sink);
     }
     pipeline.finish_with(&mut sink);
@@ -122,7 +122,7 @@ fn several_inputs_are_read_in_stream_time() {
     let inputs = fixtures(&["tests/fixtures/claude-2.1.332/parallel"]);
     let mut merged = Merged::open(inputs.as_slice(), Timing::default()).expect("open");
     let (mut times, mut files) = (Vec::new(), Vec::new());
-    while let Some((_, origin)) = merged.next().expect("read") {
+    while let Some((_, origin)) = merged.next_record().expect("read") {
         files.push(origin.info().and_then(|i| i.file.clone()));
         times.push(merged.time());
     }

@@ -30,12 +30,17 @@ fn captures() -> Vec<PathBuf> {
     let root = fixtures();
     let mut out = Vec::new();
     let listed = |dir: &str, keep: &dyn Fn(&Path) -> bool| {
-        let mut paths: Vec<PathBuf> =
-            std::fs::read_dir(root.join(dir)).expect("fixtures").map(|e| e.expect("entry").path()).filter(|p| keep(p)).collect();
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .expect("fixtures")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| keep(p))
+            .collect();
         paths.sort();
         paths
     };
-    let recording = |p: &Path| p.is_file() && p.extension().is_some_and(|e| e == "ndjson") && !p.to_string_lossy().contains(".client.");
+    let recording = |p: &Path| {
+        p.is_file() && p.extension().is_some_and(|e| e == "ndjson") && !p.to_string_lossy().contains(".client.")
+    };
     for dir in ["codex-0.171.0", "claude-2.1.332", "claude-2.1.332-otlp", "opencode-1.18.33", "tee"] {
         out.extend(listed(dir, &recording));
     }
@@ -51,7 +56,7 @@ fn at_end(input: &Path, order: Order) -> Pipeline {
     let inputs = files::expand(&[input.to_owned()]).expect("inputs");
     let mut pipeline = Pipeline::default();
     let mut merged = Merged::open(inputs.as_slice(), Timing { order, until: None }).expect("open");
-    while let Some((record, origin)) = merged.next().expect("read") {
+    while let Some((record, origin)) = merged.next_record().expect("read") {
         pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
     }
     pipeline.finish();
@@ -231,7 +236,11 @@ fn each_moment_is_wrong_without_the_clock() {
     for name in ["claude-2.1.332/parallel", "codex-0.171.0/rollouts/collab_v1"] {
         let broken = moments(&fixtures().join(name), Order::Named);
         assert!(!broken.is_empty(), "{name}: the checks see nothing wrong without the merge");
-        eprintln!("{name} read file after file: {} rules broken, as:\n{}", broken.len(), broken[..broken.len().min(4)].join("\n"));
+        eprintln!(
+            "{name} read file after file: {} rules broken, as:\n{}",
+            broken.len(),
+            broken[..broken.len().min(4)].join("\n")
+        );
     }
 }
 
@@ -249,8 +258,10 @@ fn until_shows_each_agent_as_it_was_then() {
     let at = tree(&["tree", "--until", "2026-12-02T05:11:20Z", dir]);
     assert_eq!(at, tree(&["tree", "--until", "1796188280000", dir]), "RFC 3339 and unix ms name one moment");
     assert_eq!(at, tree(&["tree", "--until", "2026-12-02T06:11:20+01:00", dir]));
-    let rows: Vec<(&str, &str)> =
-        at.lines().map(|l| (l.split("  ").next().unwrap_or_default(), l.split("  ").nth(2).unwrap_or_default())).collect();
+    let rows: Vec<(&str, &str)> = at
+        .lines()
+        .map(|l| (l.split("  ").next().unwrap_or_default(), l.split("  ").nth(2).unwrap_or_default()))
+        .collect();
     assert_eq!(
         rows,
         [("● lead (ce4a08f0)", "running"), ("├─ ● Survey the project", "running"), ("└─ ● Check the docs", "running")],

@@ -23,7 +23,7 @@ fn one_by_one(inputs: &[Input], config: Config) -> Pipeline {
     let mut pipeline = Pipeline::new(config);
     let mut merged = Merged::open(inputs, Timing::default()).expect("open");
     // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
-    while let Ok(Some((record, origin))) = merged.next() {
+    while let Ok(Some((record, origin))) = merged.next_record() {
         pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
     }
     pipeline.finish();

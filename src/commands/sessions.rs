@@ -66,7 +66,7 @@ fn feed_until(pipeline: &mut Pipeline, bytes: &[u8], until: Option<i64>) {
     let _ = files::read_records(bytes, files::MAX_LINE, |record| {
         if let (Some(until), files::Record::Line(line)) = (until, record) {
             past = past || clock.offer(0, wire::stream_time(line)) > until;
-            clock.next();
+            clock.pop();
         }
         if !past {
             pipeline.feed(record, &Origin::NONE, nothing);
@@ -122,9 +122,8 @@ fn read(what: &Read, config: &Config, until: Option<i64>, trouble: &mut Trouble)
                 })
                 .cloned()
                 .collect();
-            let read = ingest_until(&readable, config.clone(), until, &mut nothing()).and_then(|(pipeline, error)| {
-                error.map_or(Ok(pipeline), Err)
-            });
+            let read = ingest_until(&readable, config.clone(), until, &mut nothing())
+                .and_then(|(pipeline, error)| error.map_or(Ok(pipeline), Err));
             let pipeline = read.unwrap_or_else(|e| {
                 let why = format!("{e:#}");
                 trouble.unreadable(&why);

@@ -466,9 +466,10 @@ impl Model {
                 if let Some(child) = r.registry.find(&a.child) {
                     // Its answer is in: the turn it worked in is over now, not at some later line.
                     let t = &self.threads[child.index()];
-                    let open = t.turns.len().checked_sub(1).filter(|&last| {
-                        t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress)
-                    });
+                    let open =
+                        t.turns.len().checked_sub(1).filter(|&last| {
+                            t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress)
+                        });
                     if let Some(turn) = open {
                         let state = if a.status == Status::Failed { TurnStatus::Failed } else { TurnStatus::Completed };
                         self.end_turn(child, turn, state, time);

@@ -174,19 +174,17 @@ impl Recorded {
     /// source of its own (its origin says so), appended to the index; returns its place.
     fn twin(&mut self, sidecar: usize, i: usize) -> usize {
         let ahead = merge::ahead(&self.sources[sidecar].origin);
-        let source = match self.sources.iter().position(|s| s.path.is_none() && s.origin == ahead) {
-            Some(existing) => existing,
-            None => {
-                let data = match &self.sources[sidecar].data {
-                    Backing::Memory(bytes) => Backing::Memory(bytes.clone()),
-                    Backing::Static(bytes) => Backing::Static(bytes),
-                    // A sidecar is read whole into memory.
-                    Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
-                };
-                self.sources.push(Source { path: None, origin: ahead, read: 0, data, modified: None });
-                self.sources.len() - 1
-            }
-        };
+        let known = self.sources.iter().position(|s| s.path.is_none() && s.origin == ahead);
+        let source = known.unwrap_or_else(|| {
+            let data = match &self.sources[sidecar].data {
+                Backing::Memory(bytes) => Backing::Memory(bytes.clone()),
+                Backing::Static(bytes) => Backing::Static(bytes),
+                // A sidecar is read whole into memory.
+                Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
+            };
+            self.sources.push(Source { path: None, origin: ahead, read: 0, data, modified: None });
+            self.sources.len() - 1
+        });
         let src = u32::try_from(source).unwrap_or(u32::MAX);
         let rec = match self.records[i] {
             Rec::Line { at, len, .. } => Rec::Line { at, len, source: src },
@@ -496,7 +494,10 @@ mod tests {
         let time = |l: &[u8]| std::str::from_utf8(l).ok()?.parse().ok();
         let r = Recorded::from_inputs(&[dir.path().to_path_buf()], &inputs, false, &time).expect("load");
         let sidecar = "{\"finished\":true}";
-        assert_eq!(lines_of(&r, 0..r.len()), ["|", "1", "|", sidecar, "|", "2", "|", "3", "|", "4", "|", sidecar, "|", "6"]);
+        assert_eq!(
+            lines_of(&r, 0..r.len()),
+            ["|", "1", "|", sidecar, "|", "2", "|", "3", "|", "4", "|", sidecar, "|", "6"]
+        );
         assert_eq!(r.times(), [Some(1), None, Some(2), Some(3), Some(4), None, Some(6)]);
         let mut ahead = Vec::new();
         r.each(0..r.len(), |p| {

@@ -57,7 +57,7 @@ impl Clock {
 
     /// The stream whose record comes next, taken off the queue (offer its next record to put it
     /// back).
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn pop(&mut self) -> Option<usize> {
         self.queue.pop().map(|Reverse((_, s))| s)
     }
 
@@ -78,7 +78,7 @@ pub fn order(lists: &[Vec<(usize, Option<i64>)>], order: Order) -> Vec<usize> {
         }
     }
     let mut out = Vec::with_capacity(lists.iter().map(Vec::len).sum());
-    while let Some(s) = clock.next() {
+    while let Some(s) = clock.pop() {
         out.push(lists[s][at[s]].0);
         at[s] += 1;
         if let Some(&(_, time)) = lists[s].get(at[s]) {
@@ -142,8 +142,11 @@ mod tests {
     use super::*;
 
     fn merged(records: &[&[Option<i64>]], how: Order) -> Vec<(usize, usize)> {
-        let lists: Vec<Vec<(usize, Option<i64>)>> =
-            records.iter().enumerate().map(|(s, r)| r.iter().enumerate().map(|(i, t)| (s * 100 + i, *t)).collect()).collect();
+        let lists: Vec<Vec<(usize, Option<i64>)>> = records
+            .iter()
+            .enumerate()
+            .map(|(s, r)| r.iter().enumerate().map(|(i, t)| (s * 100 + i, *t)).collect())
+            .collect();
         order(&lists, how).into_iter().map(|n| (n / 100, n % 100)).collect()
     }
 

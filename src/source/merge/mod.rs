@@ -178,13 +178,11 @@ impl<'i> Merged<'i> {
             let sidecar = match stream.sidecar {
                 Some(n) => {
                     let mut reader = open(n)?;
-                    let held = match reader.advance().map_err(|e| failed("reading", n, e))? {
-                        true => reader.record().map(|r| match r {
-                            Record::Line(l) => Held { bytes: l.to_vec(), over: None },
-                            Record::TooLong { len, head } => Held { bytes: head.to_vec(), over: Some(len) },
-                        }),
-                        false => None,
-                    };
+                    let any = reader.advance().map_err(|e| failed("reading", n, e))?;
+                    let held = reader.record().filter(|_| any).map(|r| match r {
+                        Record::Line(l) => Held { bytes: l.to_vec(), over: None },
+                        Record::TooLong { len, head } => Held { bytes: head.to_vec(), over: Some(len) },
+                    });
                     held.map(|h| (h, ahead(&origins[n]), origins[n].clone()))
                 }
                 None => None,
@@ -207,7 +205,7 @@ impl<'i> Merged<'i> {
     }
 
     /// The next record in stream time with its origin; `None` at the end (or past `until`).
-    pub fn next(&mut self) -> Result<Option<(Record<'_>, &Origin)>, Failed> {
+    pub fn next_record(&mut self) -> Result<Option<(Record<'_>, &Origin)>, Failed> {
         if self.peek()?.is_none() {
             return Ok(None);
         }
@@ -254,7 +252,7 @@ impl<'i> Merged<'i> {
                 }
             }
         }
-        let Some(s) = self.clock.next() else {
+        let Some(s) = self.clock.pop() else {
             self.over = true;
             return Ok(None);
         };

@@ -138,7 +138,10 @@ mod tests {
                 if s.target == Target::Thread("a2404d06973672547".into()) && s.change == StatusChange::Idle));
         });
         // Applied ahead of the agent's first line, it links the agent and ends nothing yet.
-        let ahead = Origin::new(OriginInfo { ahead: true, ..origin("a2404d06973672547", Some("s")).info().cloned().expect("info") });
+        let ahead = Origin::new(OriginInfo {
+            ahead: true,
+            ..origin("a2404d06973672547", Some("s")).info().cloned().expect("info")
+        });
         lowered(meta, &ahead, |_, f| assert_eq!(f.len(), 2, "linked, not ended: {f:?}"));
     }
 

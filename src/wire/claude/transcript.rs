@@ -862,7 +862,9 @@ mod tests {
         });
         // The turn's closing lines end it.
         for subtype in ["stop_hook_summary", "turn_duration"] {
-            let closing = format!(r#"{{"type":"system","subtype":"{subtype}","sessionId":"s","uuid":"u5","isSidechain":false,"timestamp":"2026-02-12T16:08:07.176Z"}}"#);
+            let closing = format!(
+                r#"{{"type":"system","subtype":"{subtype}","sessionId":"s","uuid":"u5","isSidechain":false,"timestamp":"2026-02-12T16:08:07.176Z"}}"#
+            );
             lowered(&closing, |l| {
                 let f = facts(l);
                 assert!(f.iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Set(Status::Idle))));
