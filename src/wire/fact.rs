@@ -392,6 +392,26 @@ impl ItemKind {
             other => Self::Other(super::sanitize(other)),
         }
     }
+
+    /// Its name, as [`ItemKind::of`] reads it back: what stores and outputs keep.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::UserMessage => "userMessage",
+            Self::AgentMessage => "agentMessage",
+            Self::Reasoning => "reasoning",
+            Self::Command => "commandExecution",
+            Self::FileChange => "fileChange",
+            Self::McpTool => "mcpToolCall",
+            Self::DynamicTool => "dynamicToolCall",
+            Self::WebSearch => "webSearch",
+            Self::Plan => "plan",
+            Self::ImageView => "imageView",
+            Self::Compaction => "contextCompaction",
+            Self::Collab => "collabAgentToolCall",
+            Self::SubAgentActivity => "subAgentActivity",
+            Self::Other(name) => name.as_str(),
+        }
+    }
 }
 
 /// What a call that manages other agents does, whatever the agent calls it. The agent's own name
@@ -720,6 +740,13 @@ pub struct Notice<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_item_kind_reads_back_its_own_name() {
+        for name in ["userMessage", "commandExecution", "collabAgentToolCall", "subAgentActivity", "somethingNew"] {
+            assert_eq!(ItemKind::of(name).name(), name);
+        }
+    }
 
     #[test]
     fn an_input_is_named_by_its_one_format_or_mixed() {
