@@ -239,7 +239,7 @@ pub fn status_name(status: ItemStatus) -> &'static str {
     }
 }
 
-/// An item's kind by its name in `wire`'s one vocabulary.
+/// An item's kind by Codex's `type` name (the one vocabulary of `wire`, which names them).
 pub fn kind_name(kind: &ItemKind) -> &str {
     kind.name()
 }

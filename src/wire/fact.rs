@@ -392,8 +392,7 @@ impl ItemKind {
             other => Self::Other(super::sanitize(other)),
         }
     }
-
-    /// Its name, as [`ItemKind::of`] reads it back: what stores and outputs keep.
+    /// Its Codex `type` name: what [`Self::of`] reads, as the store and the daemon write it.
     pub fn name(&self) -> &str {
         match self {
             Self::UserMessage => "userMessage",
@@ -740,13 +739,6 @@ pub struct Notice<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_item_kind_reads_back_its_own_name() {
-        for name in ["userMessage", "commandExecution", "collabAgentToolCall", "subAgentActivity", "somethingNew"] {
-            assert_eq!(ItemKind::of(name).name(), name);
-        }
-    }
 
     #[test]
     fn an_input_is_named_by_its_one_format_or_mixed() {
