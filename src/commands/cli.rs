@@ -89,6 +89,9 @@ pub struct MonitorOpts {
     /// address without `http://` receives OTLP instead.
     #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", action = clap::ArgAction::Append)]
     pub otlp: Vec<String>,
+    /// The run store the history view (H) reads.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use color_eyre::eyre::Result;
 
-pub use self::backend::{Backend, Lookup, Pruned, Written};
+pub use self::backend::{Backend, Lookup, Pruned, Totals, Written};
 pub use self::query::Filter;
 pub use self::sqlite::FutureSchema;
 pub use self::sync::{Reader, Synced};
