@@ -12,13 +12,14 @@ use tokio::sync::mpsc;
 
 use super::cli::{GlobalOpts, StoreOpts};
 use crate::pipeline::Config;
+use crate::source::agents::Env;
 use crate::source::files;
 use crate::source::recorded::Recorded;
 use crate::store::rows::{RunInfo, SessionInfo};
-use crate::store::{Filter, Lookup, Store, location};
+use crate::store::{Filter, Location, Lookup, Store, location};
 use crate::ui::history::{Loaded, Past, PastItem, PastRun, StoreFacts, Stored};
 use crate::ui::runtime::time_of;
-use crate::wire::{Clean, sanitize, sanitize_line};
+use crate::wire::{sanitize, sanitize_line};
 
 /// What the history view needs to reach the run store.
 #[derive(Debug, Clone)]
@@ -46,12 +47,11 @@ pub fn facts(access: &Access, depth: usize, tx: mpsc::Sender<Reply>) {
     let access = access.clone();
     spawn(
         move || {
-            let path =
-                location::resolve(access.store.store.as_deref(), &crate::source::agents::Env::from_process()).ok()?;
-            if !path.is_file() {
+            let at = location::resolve(access.store.store.as_deref(), &Env::from_process()).ok()?;
+            if matches!(&at, Location::File(path) if !path.is_file()) {
                 return None;
             }
-            let store = Store::open(&path).ok()?;
+            let store = super::sync::open(&access.store).ok()?;
             let facts = store_facts(&store).ok()?;
             Some(Reply { depth, what: Brought::Loaded(Loaded::Store(facts)) })
         },
@@ -116,7 +116,7 @@ fn message(e: &color_eyre::Report) -> String {
 fn store_facts(store: &Store) -> Result<StoreFacts> {
     let totals = store.backend().totals()?;
     Ok(StoreFacts {
-        path: Clean::path(store.path()),
+        path: sanitize_line(&store.location().shown()),
         bytes: store.backend().size()?,
         indexed: totals.indexed,
         sessions: totals.sessions,
