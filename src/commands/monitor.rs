@@ -17,6 +17,7 @@ use super::cli::{GlobalOpts, MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::past;
 use super::terminal::{QuitSignals, TerminalGuard};
+use crate::act::notify::run::Notifier;
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::agents;
@@ -287,9 +288,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         }
     };
 
+    let mut notifier =
+        Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());
+        if let Some(n) = notifier.as_mut() {
+            n.look(rt.model(), &rt.feed, now, &mut std::io::stdout());
+            rt.feed.notify = Some(n.feed());
+        }
         for screen in &mut opened.screens {
             screen.advance(now, unix_now_ms());
         }
