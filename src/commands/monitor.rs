@@ -185,6 +185,21 @@ struct Opened {
 }
 
 impl Opened {
+    /// None opened yet; the store's size asked for at once (for `d`). Replies arrive on the receiver.
+    fn new(access: Option<past::Access>, settings: &Settings, config: &Config) -> (Self, mpsc::Receiver<past::Reply>) {
+        let (tx, rx) = mpsc::channel(4);
+        if let Some(access) = &access {
+            past::facts(access, 0, tx.clone());
+        }
+        (Self { screens: Vec::new(), settings: settings.clone(), config: config.clone(), access, tx }, rx)
+    }
+
+    fn advance(&mut self, now: Instant) {
+        for screen in &mut self.screens {
+            screen.advance(now, unix_now_ms());
+        }
+    }
+
     /// Does what an effect of the screen at the top asks of the store; whether it was one of those.
     fn effect(&mut self, first: &mut Runtime, effect: &Effect) -> bool {
         let depth = self.screens.len();
@@ -242,6 +257,36 @@ fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
     }
 }
 
+/// The screen's runtime for what is watched, and the channel its live events arrive on.
+fn runtime_of(
+    watch: Watch,
+    view: View,
+    settings: &Settings,
+    config: Config,
+    now: Instant,
+) -> Result<(Runtime, Option<mpsc::Receiver<live::Event>>)> {
+    Ok(match watch {
+        Watch::Replay(mut r) => {
+            r.name = home_short(&r.name);
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, settings, config, now), follow)
+        }
+        Watch::Live { name, events } => (Runtime::live(name, view, settings, config, now), Some(events)),
+        Watch::Machine(opts, keep) => {
+            let home = std::env::var("HOME").ok();
+            (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
+        }
+    })
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
     let Outlets { mut export, receive, past } = outlets;
@@ -261,32 +306,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         clock: Instant::now,
     };
     let view = View::with_theme(theme_of(opts.theme));
-    let (past_tx, mut past_rx) = mpsc::channel(4);
-    if let Some(access) = &past {
-        past::facts(access, 0, past_tx.clone());
-    }
-    let mut opened =
-        Opened { screens: Vec::new(), settings: settings.clone(), config: config.clone(), access: past, tx: past_tx };
-    let (mut rt, mut live_rx) = match watch {
-        Watch::Replay(mut r) => {
-            r.name = home_short(&r.name);
-            // Followed files report their growth through the same channel as live sources.
-            let follow = if r.follow {
-                let (files, dirs) = r.watched();
-                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
-                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
-                Some(rx)
-            } else {
-                None
-            };
-            (Runtime::replay(r, view, &settings, config, now), follow)
-        }
-        Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
-        Watch::Machine(opts, keep) => {
-            let home = std::env::var("HOME").ok();
-            (Runtime::machine(view, &settings, config, now, keep, home), Some(census::machine::spawn(opts)))
-        }
-    };
+    let (mut opened, mut past_rx) = Opened::new(past, &settings, &config);
+    let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =
         Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;
@@ -297,9 +318,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
             n.look(rt.model(), &rt.feed, now, &mut std::io::stdout());
             rt.feed.notify = Some(n.feed());
         }
-        for screen in &mut opened.screens {
-            screen.advance(now, unix_now_ms());
-        }
+        opened.advance(now);
         if let Some(x) = export.as_mut() {
             // Only queues the spans that ended: the exporter's thread sends them.
             if rt.model().generation != exported {
