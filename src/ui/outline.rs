@@ -134,13 +134,12 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
             continue;
         };
         let label = label_of(item);
-        match groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
-            Some(g) => g.lanes.push(c),
-            None => {
-                // A sub-agent activity's `tool` is its kind of event, not a call of the agent's.
-                let tool = item.tool.clone().filter(|_| item.kind == ItemKind::Collab);
-                groups.push(Group { first: c, turn: item.turn, label, tool, lanes: vec![c] });
-            }
+        if let Some(g) = groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
+            g.lanes.push(c);
+        } else {
+            // A sub-agent activity's `tool` is its kind of event, not a call of the agent's.
+            let tool = item.tool.clone().filter(|_| item.kind == ItemKind::Collab);
+            groups.push(Group { first: c, turn: item.turn, label, tool, lanes: vec![c] });
         }
     }
     (groups, loose)
