@@ -500,6 +500,11 @@ pub struct ServeArgs {
     pub store: StoreOpts,
     #[command(flatten)]
     pub machine: MachineOpts,
+    /// Export the spawn trees it follows as traces to this OTLP/HTTP collector (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318); without --otlp, to the
+    /// collector those variables name, when they are set.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]
