@@ -370,14 +370,8 @@ impl Sqlite {
         ))?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
-            let session = match run.session {
-                Some(i) => match sessions.get(i).copied().flatten() {
-                    Some(id) => Some(id),
-                    // Its session is another source's: so is the run.
-                    None => continue,
-                },
-                None => None,
-            };
+            // A run whose session is another source's is that source's.
+            let Some(session) = run.session_id(sessions) else { continue };
             let t = tokens_params(&run.figures.tokens);
             let id: i64 = run_st.query_row(
                 params![
