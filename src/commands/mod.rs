@@ -125,6 +125,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Serve(args)) => serve::run(&args, config, &cli.global),
         Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config, &cli.global),
+        None if cli.remote.server.is_some() => {
+            if !cli.inputs.is_empty() {
+                color_eyre::eyre::bail!("--server shows a server's machine view: give it no inputs");
+            }
+            let watch = monitor::watch_server(&cli.remote, &cli.window)?;
+            monitor::run_remote(watch, &cli.monitor, config)
+        }
         None => {
             let watch = monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?;
             monitor::run(watch, &cli.monitor, config, &cli.global)

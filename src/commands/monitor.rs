@@ -13,7 +13,7 @@ use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::cli::{GlobalOpts, MonitorOpts, Speed, Theme, WindowOpts};
+use super::cli::{GlobalOpts, MonitorOpts, RemoteOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::past;
 use super::terminal::{QuitSignals, TerminalGuard};
@@ -29,6 +29,7 @@ use crate::source::live;
 use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
+use crate::source::remote;
 use crate::source::replay::Pace;
 use crate::ui::frame::INGEST_SLICE;
 use crate::ui::history::Loaded;
@@ -40,6 +41,21 @@ pub fn demo() -> Watch {
     let mut r = Recorded::from_static("demo", include_bytes!("../../assets/demo.ndjson"), &time_of);
     r.start_at_action = true;
     Watch::Replay(r)
+}
+
+/// `swarmtop --server URL`: the machine view of that `swarmtop serve`, its sessions in the window.
+pub fn watch_server(remote: &RemoteOpts, window: &WindowOpts) -> Result<Watch> {
+    let url = remote.server.as_deref().unwrap_or_default();
+    let token = match &remote.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .wrap_err_with(|| format!("reading the token in {}", crate::wire::Clean::path(path)))?,
+        ),
+        None => std::env::var("SWARMTOP_SERVER_TOKEN").ok(),
+    };
+    let server = remote::Server::parse(url, token).map_err(|e| color_eyre::eyre::eyre!("--server: {e}"))?;
+    let w = remote::Window { since_ms: window.since, all: window.all };
+    Ok(Watch::Remote(server, w, window.keep_ms()))
 }
 
 /// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin is the machine view; `-` or a
@@ -108,13 +124,26 @@ pub enum Watch {
     /// Every agent session on the machine (its source starts on a thread of its own), and how
     /// long an ended one stays on screen.
     Machine(census::Options, Option<u64>),
+    /// Every agent session on another machine, from its `swarmtop serve`, for the same screen.
+    Remote(remote::Server, remote::Window, Option<u64>),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let past = past_access(opts, &config, global);
+    run_with(watch, opts, config, Some(past))
+}
+
+/// A server's machine view: as [`run`], but with no history view (H) of a run store here, which is
+/// not the server's (its history is `/api/sessions`, or `history --store` on its database).
+pub fn run_remote(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    run_with(watch, opts, config, None)
+}
+
+fn run_with(watch: Watch, opts: &MonitorOpts, config: Config, past: Option<past::Access>) -> Result<ExitCode> {
     let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    let outlets = Outlets { export, receive: None, past: Some(past_access(opts, &config, global)) };
+    let outlets = Outlets { export, receive: None, past };
     runtime.block_on(screen(watch, opts, config, outlets))
 }
 
@@ -283,6 +312,14 @@ fn runtime_of(
         Watch::Machine(opts, keep) => {
             let home = std::env::var("HOME").ok();
             (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
+        }
+        Watch::Remote(server, window, keep) => {
+            let events = remote::spawn(server.clone(), window).wrap_err("starting the server's feed")?;
+            // The home that shortens its paths is the server's, from its first snapshot.
+            let mut rt = Runtime::machine(view, settings, config, now, keep, None);
+            rt.feed.source = server.authority().to_owned();
+            rt.feed.connection = Some("connecting".to_owned());
+            (rt, Some(events))
         }
     })
 }

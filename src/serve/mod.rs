@@ -2,7 +2,8 @@
 //! follows, keeps the run store up to date as they go, and serves what it knows over HTTP on
 //! loopback: the sessions (`/api/sessions`, one as `stats --json` at `/api/sessions/{id}`),
 //! reports and search as the commands give them, and every change as a server-sent event
-//! (`/api/events`).
+//! (`/api/events`); and to `swarmtop --server`, the machine view's own events (`/api/feed`), each
+//! client from a machine source of its own.
 //!
 //! - [`live`]: the machine source's events applied to one pipeline, each change told once;
 //! - [`bus`]: the events numbered, the recent ones kept for `Last-Event-ID`, one bounded buffer
@@ -56,6 +57,8 @@ pub struct Options {
     pub sync_every: Duration,
     /// Where the spawn trees go as traces, if anywhere.
     pub export: Option<Export>,
+    /// The machine view's events for `/api/feed` (`swarmtop --server`), if it is served.
+    pub feed: Option<http::Feed>,
 }
 
 /// What the daemon did, when it stopped.
@@ -132,7 +135,7 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let shared = Arc::new(http::Shared::new(api, opts.token, stop_rx.clone()));
+    let shared = Arc::new(http::Shared::new(api, opts.token, opts.feed, stop_rx.clone()));
     let ingest = spawn_ingest(config, events, shared.clone(), opts.export, stop_rx.clone());
     let syncing = tokio::spawn(sync_loop(shared.clone(), opts.sync_every, stop_rx.clone()));
     let serving = tokio::spawn(http::accept(listener, shared.clone()));
