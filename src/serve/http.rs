@@ -66,6 +66,7 @@ pub struct Shared {
     pub sessions: Sessions,
     pub counters: Arc<Counters>,
     pub unsynced: AtomicU64,
+    pub syncs: super::Syncs,
     token: Option<Token>,
     feed: Option<Feed>,
     streams: AtomicUsize,
@@ -84,6 +85,7 @@ impl Shared {
             sessions: Sessions::default(),
             counters: Arc::default(),
             unsynced: AtomicU64::new(0),
+            syncs: super::Syncs::default(),
             token,
             feed,
             streams: AtomicUsize::new(0),
@@ -217,6 +219,8 @@ async fn handle(
         }
         ["api", "sessions", id] => {
             let id = decode(id);
+            // A session that goes on is answered as it is now, not as of the last turn's sync.
+            shared.fresh().await;
             blocking(&shared, move |api| api.session(&id)).await
         }
         ["api", "report", kind] => {

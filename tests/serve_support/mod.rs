@@ -24,8 +24,13 @@ impl Daemon {
 
     /// The same on `listen`.
     pub fn start_on(home: &Path, listen: &str, extra: &[&str]) -> Self {
+        Self::start_with(home, listen, "300ms", extra)
+    }
+
+    /// The same, its store brought up to date every `sync_every`.
+    pub fn start_with(home: &Path, listen: &str, sync_every: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
-            .args(["serve", "--listen", listen, "--all", "--sync-every", "300ms"])
+            .args(["serve", "--listen", listen, "--all", "--sync-every", sync_every])
             .args(extra)
             .env_clear()
             .env("HOME", home)
