@@ -50,6 +50,8 @@ pub const KEEPALIVE: Duration = Duration::from_secs(15);
 pub const MAX_FEEDS: usize = 16;
 /// Bytes of a feed's events gathered into one write, when more than one is waiting.
 const FEED_WRITE: usize = 256 << 10;
+/// Bytes of an event stream's waiting events gathered into one write.
+const STREAM_WRITE: usize = 64 << 10;
 
 /// How the daemon starts a machine source of its own for one feed client.
 #[derive(Clone)]
@@ -362,21 +364,38 @@ async fn next_frame(mut s: Stream) -> Option<(Result<Frame<Bytes>, Infallible>, 
     if *s.stop.borrow() {
         return None;
     }
-    let bytes = tokio::select! {
+    let first = tokio::select! {
         got = s.rx.recv() => match got {
-            Ok(sent) => Bytes::from(sent.frame()),
-            Err(broadcast::error::RecvError::Lagged(missed)) => {
-                // Start again from now: the state, then what follows it.
-                let (_, rx, last_id) = s.shared.bus.subscribe(None);
-                s.rx = rx;
-                resync(&s.shared, last_id, "this client fell behind", missed)
-            }
+            Ok(sent) => sent,
+            Err(broadcast::error::RecvError::Lagged(missed)) => return Some((Ok(Frame::data(s.lagged(missed))), s)),
             Err(broadcast::error::RecvError::Closed) => return None,
         },
-        () = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(b": keepalive\n\n"),
+        () = tokio::time::sleep(KEEPALIVE) => return Some((Ok(Frame::data(Bytes::from_static(b": keepalive\n\n"))), s)),
         _ = s.stop.changed() => return None,
     };
-    Some((Ok(Frame::data(bytes)), s))
+    // The events already waiting go in the same write: one write per event and client (100,000
+    // a second at 10,000 lines/s and 10 clients) is what made clients fall behind.
+    let mut out = first.frame().into_bytes();
+    while out.len() < STREAM_WRITE {
+        match s.rx.try_recv() {
+            Ok(sent) => out.extend_from_slice(sent.frame().as_bytes()),
+            Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                out.extend_from_slice(&s.lagged(missed));
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    Some((Ok(Frame::data(Bytes::from(out))), s))
+}
+
+impl Stream {
+    /// This client fell `missed` events behind: it starts again from now, with the state first.
+    fn lagged(&mut self, missed: u64) -> Bytes {
+        let (_, rx, last_id) = self.shared.bus.subscribe(None);
+        self.rx = rx;
+        resync(&self.shared, last_id, "this client fell behind", missed)
+    }
 }
 
 /// `since=MS` or `all=1`: which sessions a feed sends (the daemon's own window by default).
