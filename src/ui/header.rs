@@ -39,12 +39,6 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
     if let Some(burn) = s.view.burn_per_min().filter(|_| !over) {
         parts.push((Span::styled(format!("{}/min", format_usd(Some(burn))), theme.cost), 3));
     }
-    // What agents reported for their sessions beyond what their threads account for (a stream
-    // omits responses by design): shown apart, never added to an agent.
-    if let Some((tokens, cost)) = s.model.unattributed_reported().filter(|(t, _)| t.total > 0) {
-        let cost = cost.map(|c| format!(" {}", format_usd(Some(c)))).unwrap_or_default();
-        parts.push((Span::styled(format!("+{} tok{cost} unattributed", grouped(tokens.total)), theme.dim), 4));
-    }
     if activity.need_you > 0 {
         let n = activity.need_you;
         parts.push((Span::styled(format!("⚑ {n} need{} you", if n == 1 { "s" } else { "" }), theme.waiting), 1));
