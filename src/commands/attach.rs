@@ -45,7 +45,13 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
             headless(rx, config, export, Ending::Marker, signals).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
-            monitor::screen(watch, &MonitorOpts::live(&args.screen, &args.record), config, Outlets { export, receive: None }).await
+            monitor::screen(
+                watch,
+                &MonitorOpts::live(&args.screen, &args.record),
+                config,
+                Outlets { export, receive: None },
+            )
+            .await
         }
     })
 }

@@ -73,7 +73,8 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
             code
         } else {
             let watch = Watch::Live { name, events: rx };
-            monitor::screen(watch, &MonitorOpts::live(&args.screen, &args.record), config, Outlets { export, receive }).await
+            monitor::screen(watch, &MonitorOpts::live(&args.screen, &args.record), config, Outlets { export, receive })
+                .await
         }
     })
 }

@@ -59,10 +59,11 @@ pub fn main() -> ExitCode {
 
 /// `swarmtop --speed 10 demo`: options written before a subcommand's name are read as the
 /// subcommand's, as if written after it (parsed where they stand, they were the bare monitor's,
-/// which a subcommand never reads, and were lost). An option the subcommand does not take is then
-/// a usage error naming it, not ignored. The name is found as clap finds it: the first word that
-/// is neither an option nor an option's value; a word that is not a subcommand's name is an input,
-/// and nothing moves.
+/// which a subcommand never reads, and were lost); `swarmtop --json stats X` works as well. An
+/// option the subcommand does not take is then a usage error naming it, not ignored. The name is
+/// found as clap finds it: the first word that is neither an option nor an option's value (an
+/// option the bare command does not know is taken for a flag); a word that is not a
+/// subcommand's name is an input, and nothing moves.
 pub fn subcommand_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory as _;
     let mut cmd = Cli::command();
@@ -74,8 +75,8 @@ pub fn subcommand_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsSt
         }
         if let Some(long) = word.strip_prefix("--") {
             let (name, inline) = long.split_once('=').map_or((long, false), |(n, _)| (n, true));
-            let Some(arg) = cmd.get_arguments().find(|a| a.get_long() == Some(name)) else { return args };
-            let takes = arg.get_num_args().is_some_and(|n| n.takes_values());
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name));
+            let takes = arg.and_then(clap::Arg::get_num_args).is_some_and(|n| n.takes_values());
             // An optional value (`--otlp [URL]`) is the next word too when it is not an option.
             let next_is_value = args.get(i + 1).and_then(|w| w.to_str()).is_some_and(|w| !w.starts_with('-'));
             i += if takes && !inline && next_is_value { 2 } else { 1 };

@@ -152,7 +152,10 @@ struct ThreadJson<'a> {
     depth: u32,
     via: Option<&'static str>,
     card: Option<&'a str>,
+    /// Its own name (a nickname, an agent path), else its short id.
     name: String,
+    /// What the screen, `tree` and the table call it (`Tesla (planner)`, a root's prompt).
+    label: String,
     model: Option<&'a str>,
     status: &'static str,
     turns: usize,
@@ -285,8 +288,8 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         depth,
         via,
         card,
-        // The agent's one label, as the screen and the table show it.
-        name: label::of(model, idx).name,
+        name: t.name(),
+        label: label::of(model, idx).name,
         model: t.model.as_ref().map(crate::wire::Clean::as_str),
         status: t.status.as_str(),
         turns: t.turns.len(),

@@ -136,14 +136,7 @@ impl Model {
         let Some(r) = self.reconciled(root) else { return Rollup::default() };
         let cost = r.unattributed_cost.unwrap_or_default();
         let spent = cost > Pico::default();
-        Rollup {
-            threads: 0,
-            tokens: r.unattributed,
-            cost,
-            priced: 0,
-            by_table: 0,
-            by_agent: u32::from(spent),
-        }
+        Rollup { threads: 0, tokens: r.unattributed, cost, priced: 0, by_table: 0, by_agent: u32::from(spent) }
     }
 
     /// A session's figures reconciled with what its agent reported for the whole session, when it

@@ -35,24 +35,18 @@ pub fn of(model: &Model, idx: ThreadIdx) -> Label {
     }
 }
 
-/// A role it was spawned as, when it has one that is a name, not a sentence: what its spawn
-/// card says first (the agent type, a tag leading the prompt: `[task:planner] …`,
-/// `planner: …`), which is what the screen called it from its first moment, else the role its
-/// agent gave it.
+/// The role its parent gave it, when that is a name, not a sentence: a tag leading its spawn
+/// prompt (`[task:planner] …`, `planner: …`), what the screen called it from its first moment.
+/// The kind of agent it is (`general-purpose`, `worker`) is no role: every sibling shares it.
 fn role_of(model: &Model, t: &Thread) -> Option<String> {
-    let card = t.parent.and_then(|p| model.threads.get(p.index())).zip(t.card.as_deref()).and_then(|(p, c)| p.item(c));
-    if let Some(card) = card {
-        if let Some(kind) = card.agent_type.as_ref().filter(|k| !k.is_empty()) {
-            return Some(kind.to_string());
-        }
-        if let Some(line) = first_line(card.title.as_str()) {
-            let name = task_name(line);
-            if name != line {
-                return Some(name);
-            }
-        }
-    }
-    t.agent_role.as_ref().filter(|r| !r.is_empty()).map(ToString::to_string)
+    let line = first_line(card_of(model, t)?.title.as_str())?;
+    let name = task_name(line);
+    (name != line).then_some(name)
+}
+
+/// The card its parent spawned it with.
+fn card_of<'m>(model: &'m Model, t: &Thread) -> Option<&'m crate::model::Item> {
+    model.threads.get(t.parent?.index())?.item(t.card.as_deref()?)
 }
 
 /// Widest name the text outputs (`tree`, `stats`) print: a root is named by its first prompt.
@@ -74,13 +68,19 @@ pub fn session(model: &Model, idx: ThreadIdx, project: Option<&str>) -> String {
     }
 }
 
-/// Its role (see [`role_of`]), else the first line of the prompt the parent spawned it with.
+/// Its role (see [`role_of`]), the kind of agent it is, or the first line of the prompt the parent
+/// spawned it with.
 fn spawned_as(model: &Model, t: &Thread) -> Option<String> {
     if let Some(role) = role_of(model, t) {
         return Some(role);
     }
-    let parent = model.threads.get(t.parent?.index())?;
-    let card = parent.item(t.card.as_deref()?)?;
+    if let Some(role) = t.agent_role.as_ref().filter(|r| !r.is_empty()) {
+        return Some(role.to_string());
+    }
+    let card = card_of(model, t)?;
+    if let Some(kind) = card.agent_type.as_ref().filter(|k| !k.is_empty()) {
+        return Some(kind.to_string());
+    }
     first_line(card.title.as_str()).map(task_name)
 }
 

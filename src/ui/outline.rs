@@ -161,8 +161,9 @@ pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache, tops: &Tops) -> V
             .project_group(p)
             .map(|g| g.roots.iter().copied().filter(|t| t.index() < model.threads.len()).collect())
             .unwrap_or_default(),
-        NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
-        NodeId::Thread(_) => Vec::new(),
+        // A session's unattributed row shows the session's own lane.
+        NodeId::Thread(t) | NodeId::Spent(t) if t.index() < model.threads.len() => vec![t],
+        NodeId::Thread(_) | NodeId::Spent(_) => Vec::new(),
         NodeId::Turn(t, turn) => {
             if t.index() >= model.threads.len() {
                 return Vec::new();
@@ -177,8 +178,6 @@ pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache, tops: &Tops) -> V
             cache.of(model, t).0.iter().find(|g| g.first == first).map(|g| g.lanes.clone()).unwrap_or_default()
         }
         NodeId::Unattributed => model.unattributed.clone(),
-        NodeId::Spent(t) if t.index() < model.threads.len() => vec![t],
-        NodeId::Spent(_) => Vec::new(),
         NodeId::Pending => pending(model),
     }
 }

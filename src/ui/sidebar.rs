@@ -82,7 +82,11 @@ fn totals_lines(s: &Scene<'_>, w: usize) -> Vec<Line<'static>> {
     ];
     // The table lists agents: the part of the total no agent can be credited with is said here,
     // so that the rows and this line sum to the total.
-    let part = s.model.sessions.iter().fold(crate::model::Rollup::default(), |sum, &r| sum.plus(&s.model.unattributed_part(r)));
+    let part = s
+        .model
+        .sessions
+        .iter()
+        .fold(crate::model::Rollup::default(), |sum, &r| sum.plus(&s.model.unattributed_part(r)));
     if part.tokens.total > 0 || part.cost > crate::model::prices::Pico::default() {
         lines.push(Line::from(Span::styled(
             format!("incl. unattributed {} · {} tok", format_usd(Some(part.cost)), tokens(part.tokens.total)),

@@ -497,7 +497,13 @@ impl<'a> ExecOutput<'a> {
             Some(split) => split,
             None => (text.strip_suffix("\nOutput:").unwrap_or(text), ""),
         };
-        let known = ["Chunk ID: ", "Wall time: ", "Process exited with code ", "Process running with ", "Original token count: "];
+        let known = [
+            "Chunk ID: ",
+            "Wall time: ",
+            "Process exited with code ",
+            "Process running with ",
+            "Original token count: ",
+        ];
         if !head.lines().all(|l| known.iter().any(|k| l.starts_with(k))) {
             return None;
         }
@@ -786,7 +792,8 @@ mod tests {
         assert_eq!((e.exit_code, e.output), (Some(0), "child-1-working\n"));
         let failed = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOriginal token count: 1\nOutput:\nno such file\n";
         assert_eq!(ExecOutput::parse(failed).map(|e| e.exit_code), Some(Some(2)));
-        let running = "Chunk ID: 2\nWall time: 1.0 seconds\nProcess running with session ID 7\nOriginal token count: 0\nOutput:";
+        let running =
+            "Chunk ID: 2\nWall time: 1.0 seconds\nProcess running with session ID 7\nOriginal token count: 0\nOutput:";
         let e = ExecOutput::parse(running).expect("a header");
         assert_eq!((e.exit_code, e.output), (None, ""));
         // A tool's own text that happens to start so, with lines of its own before `Output:`, stays whole.
