@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::{QuitSignals, TerminalGuard};
+use crate::act::notify::run::Notifier;
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::agents;
@@ -212,9 +213,15 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         }
     };
 
+    let mut notifier =
+        Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());
+        if let Some(n) = notifier.as_mut() {
+            n.look(rt.model(), &rt.feed, now, &mut std::io::stdout());
+            rt.feed.notify = Some(n.feed());
+        }
         if let Some(x) = export.as_mut() {
             // Only queues the spans that ended: the exporter's thread sends them.
             if rt.model().generation != exported {
