@@ -230,7 +230,11 @@ fn speeds_and_durations_are_validated_with_the_allowed_values() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
     swarmtop().args(["demo", "--speed", "7"]).assert().code(2).stderr(predicate::str::contains("1, 2, 5, 10, 50, max"));
-    swarmtop().args(["ps", "--since", "0"]).assert().code(2).stderr(predicate::str::contains("above zero"));
+    swarmtop()
+        .args(["serve", "--print-unit", "--sync-every", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("above zero"));
 }
 
 /// Options written before a subcommand's name are the subcommand's (`swarmtop --speed 10 demo`

@@ -42,7 +42,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct WindowOpts {
     /// Sessions active within this long (e.g. 30m, 2h, 1d).
-    #[arg(long, default_value = "30m", value_parser = parse_positive_ms, value_name = "DURATION")]
+    #[arg(long, default_value = "30m", value_parser = parse_duration_ms, value_name = "DURATION")]
     pub since: u64,
     /// Every session found, however old.
     #[arg(long)]
@@ -133,6 +133,8 @@ pub struct MonitorOpts {
     pub record: Option<PathBuf>,
     pub theme: Theme,
     pub otlp: Vec<String>,
+    pub notify: bool,
+    pub notify_cmd: Option<String>,
 }
 
 impl MonitorOpts {
@@ -146,6 +148,8 @@ impl MonitorOpts {
             record: record.and_then(|r| r.record.clone()),
             theme: screen.theme,
             otlp: screen.otlp.clone(),
+            notify: screen.notify,
+            notify_cmd: screen.notify_cmd.clone(),
         }
     }
 
