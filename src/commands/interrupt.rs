@@ -303,7 +303,7 @@ impl Tree for Processes {
 /// The session TARGET names among those the machine view finds (running ones however quiet).
 fn find_process(args: &InterruptArgs, config: &Config) -> Result<Option<Row>> {
     let options = Options::machine(census::window(census::liveness::IDLE_AGE.as_millis() as u64, false));
-    let rows = Processes(sessions::collect(&options, &config.clone().figures()).rows);
+    let rows = Processes(sessions::collect(&options, &config.clone().figures(), None).rows);
     match target::resolve(&rows, &args.target) {
         Ok(i) => Ok(Some(rows.0[i].clone())),
         Err(Miss::None) => Ok(None),

@@ -173,6 +173,36 @@ fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
     }
 }
 
+/// The screen's runtime for what is watched, and the channel its live events arrive on.
+fn runtime_of(
+    watch: Watch,
+    view: View,
+    settings: &Settings,
+    config: Config,
+    now: Instant,
+) -> Result<(Runtime, Option<mpsc::Receiver<live::Event>>)> {
+    Ok(match watch {
+        Watch::Replay(mut r) => {
+            r.name = home_short(&r.name);
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, settings, config, now), follow)
+        }
+        Watch::Live { name, events } => (Runtime::live(name, view, settings, config, now), Some(events)),
+        Watch::Machine(opts, keep) => {
+            let home = std::env::var("HOME").ok();
+            (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
+        }
+    })
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
     let Outlets { mut export, receive } = outlets;
@@ -192,26 +222,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         clock: Instant::now,
     };
     let view = View::with_theme(theme_of(opts.theme));
-    let (mut rt, mut live_rx) = match watch {
-        Watch::Replay(mut r) => {
-            r.name = home_short(&r.name);
-            // Followed files report their growth through the same channel as live sources.
-            let follow = if r.follow {
-                let (files, dirs) = r.watched();
-                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
-                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
-                Some(rx)
-            } else {
-                None
-            };
-            (Runtime::replay(r, view, &settings, config, now), follow)
-        }
-        Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
-        Watch::Machine(opts, keep) => {
-            let home = std::env::var("HOME").ok();
-            (Runtime::machine(view, &settings, config, now, keep, home), Some(census::machine::spawn(opts)))
-        }
-    };
+    let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =
         Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;

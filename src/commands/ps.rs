@@ -25,7 +25,7 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     let config = config.clone().figures();
     let opts = Options::machine(census::window(args.window.since, args.window.all));
     let home = opts.env.home();
-    let report = sessions::collect(&opts, &config);
+    let report = sessions::collect(&opts, &config, args.until.until);
     let now_ms = crate::source::recording::unix_ms();
     let out = if args.json {
         render_json(&report.rows)

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::StatsArgs;
-use super::ingest::{ingest_partial, nothing};
+use super::ingest::{ingest_until, nothing};
 use super::tree::render_tree;
 use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, Tokens, format_shown, format_usd};
@@ -21,8 +21,9 @@ use crate::ui::text::grouped;
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     // Figures, the tree and names only: no item text is printed.
     super::traffic::folders_hold_recordings(&args.inputs)?;
-    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
-    if error.is_none() {
+    let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
+    // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
+    if error.is_none() && args.until.until.is_none() {
         super::traffic::required(&args.inputs, &pipeline)?;
     }
     let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };

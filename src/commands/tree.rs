@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use color_eyre::eyre::Result;
 
 use super::cli::TreeArgs;
-use super::ingest::{ingest_partial, nothing};
+use super::ingest::{ingest_until, nothing};
 use crate::model::prices::Pico;
 use crate::model::{Model, Rollup, format_shown, format_usd};
 use crate::pipeline::Config;
@@ -18,8 +18,9 @@ use crate::ui::text::grouped;
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     // The tree and its names only: no item text is printed.
     super::traffic::folders_hold_recordings(&args.inputs)?;
-    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
-    if error.is_none() {
+    let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
+    // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
+    if error.is_none() && args.until.until.is_none() {
         super::traffic::required(&args.inputs, &pipeline)?;
     }
     super::print(render_tree(&pipeline.model).as_bytes())?;
