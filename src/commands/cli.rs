@@ -112,6 +112,9 @@ pub struct ScreenOpts {
     /// ntfy, a webhook with curl); rate-limited, never waited for.
     #[arg(long, env = "SWARMTOP_NOTIFY_CMD", value_name = "CMD")]
     pub notify_cmd: Option<String>,
+    /// The run store the history view (H) reads.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 /// `--record`, for the monitors of a live source.
@@ -135,6 +138,7 @@ pub struct MonitorOpts {
     pub otlp: Vec<String>,
     pub notify: bool,
     pub notify_cmd: Option<String>,
+    pub store: StoreOpts,
 }
 
 impl MonitorOpts {
@@ -150,6 +154,7 @@ impl MonitorOpts {
             otlp: screen.otlp.clone(),
             notify: screen.notify,
             notify_cmd: screen.notify_cmd.clone(),
+            store: screen.store.clone(),
         }
     }
 
@@ -599,6 +604,11 @@ pub struct ServeArgs {
     pub store: StoreOpts,
     #[command(flatten)]
     pub machine: MachineOpts,
+    /// Export the spawn trees it follows as traces to this OTLP/HTTP collector (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318); without --otlp, to the
+    /// collector those variables name, when they are set.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]

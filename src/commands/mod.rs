@@ -10,6 +10,7 @@ pub mod interrupt;
 pub mod listen;
 mod live;
 mod monitor;
+mod past;
 pub mod ps;
 pub mod report;
 pub mod route;
@@ -152,8 +153,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
         Some(Command::Tee(args)) => tee::run(&args, config),
-        Some(Command::Attach(args)) => attach::run(&args, config),
-        Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Attach(args)) => attach::run(&args, config, &cli.global),
+        Some(Command::Listen(args)) => listen::run(&args, config, &cli.global),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
@@ -164,11 +165,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Serve(args)) => serve::run(&args, config, &cli.global),
         Some(Command::Demo(args)) => {
-            monitor::run(monitor::demo(), &MonitorOpts::new(&args.replay, false, &args.screen, None), config)
+            let opts = MonitorOpts::new(&args.replay, false, &args.screen, None);
+            monitor::run(monitor::demo(), &opts, config, &cli.global)
         }
         None => {
             let opts = MonitorOpts::new(&cli.replay, cli.follow, &cli.screen, Some(&cli.record));
-            monitor::run(monitor::watch_inputs(&cli.inputs, &opts, &cli.window)?, &opts, config)
+            monitor::run(monitor::watch_inputs(&cli.inputs, &opts, &cli.window)?, &opts, config, &cli.global)
         }
     }
 }

@@ -16,7 +16,7 @@ use nix::fcntl::{Flock, FlockArg};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use sha2::{Digest, Sha256};
 
-use super::backend::{Backend, Lookup, Pruned, SyncLock, Written};
+use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
 use super::rows::{
     Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
@@ -796,6 +796,24 @@ impl Backend for Sqlite {
         wal.push("-wal");
         let wal = std::fs::metadata(wal).map_or(0, |m| m.len());
         Ok(uint(pages.saturating_mul(page)).saturating_add(wal))
+    }
+
+    fn totals(&self) -> Result<Totals> {
+        let count = |sql: &str| -> Result<u64> { Ok(uint(self.conn.query_row(sql, [], |r| r.get(0))?)) };
+        Ok(Totals {
+            sessions: count("SELECT count(*) FROM sessions")?,
+            runs: count("SELECT count(*) FROM runs")?,
+            indexed: count("SELECT coalesce(sum(bytes), 0) FROM sources")?,
+        })
+    }
+
+    fn files(&self, session: &str) -> Result<Vec<(PathBuf, bool)>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT f.path, f.present FROM files f JOIN sessions s ON s.source_id = f.source_id
+             WHERE s.thread = ?1 ORDER BY f.path",
+        )?;
+        let rows = st.query_map([session], |r| Ok((PathBuf::from(r.get::<_, String>(0)?), r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn dump(&self) -> Result<String> {
