@@ -292,7 +292,7 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         name: t.name(),
         label: label::of(model, idx).name,
         model: t.model.as_ref().map(crate::wire::Clean::as_str),
-        status: t.status.as_str(),
+        status: t.word(),
         turns: t.turns.len(),
         items: t.items.len(),
         tokens: (&t.tokens).into(),
@@ -379,7 +379,7 @@ fn thread_table(model: &Model) -> String {
             [
                 label::text(model, idx),
                 t.model.as_ref().map_or("?".to_owned(), ToString::to_string),
-                t.status.as_str().to_owned(),
+                t.word().to_owned(),
                 match t.role {
                     Role::Orphan => "orphan".to_owned(),
                     Role::Pending => "pending".to_owned(),
