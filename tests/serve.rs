@@ -241,7 +241,8 @@ fn claude_folder_rest(fixture: &std::path::Path, project: &std::path::Path, rest
         let f = f.unwrap().path();
         std::fs::copy(&f, subagents.join(f.file_name().unwrap())).unwrap();
     }
-    let mut file = std::fs::OpenOptions::new().append(true).open(project.join(format!("{CLAUDE_SESSION}.jsonl"))).unwrap();
+    let mut file =
+        std::fs::OpenOptions::new().append(true).open(project.join(format!("{CLAUDE_SESSION}.jsonl"))).unwrap();
     file.write_all((rest.join("\n") + "\n").as_bytes()).unwrap();
 }
 

@@ -3,11 +3,11 @@
 //! home, row for row, takes the same keys, follows what starts there, says when the daemon is gone
 //! and comes back with it; beyond loopback it needs the daemon's token.
 
-#[path = "support/tmux.rs"]
-mod tmux;
 mod serve_support;
 #[path = "store_support/mod.rs"]
 mod store_support;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -41,7 +41,8 @@ fn a_servers_machine_view_is_the_machine_view_of_its_home() {
     m.with_claude().with_codex("collab_v1");
     let mut d = Daemon::start(&m.home(), &[]);
     let viewer = tempfile::tempdir().unwrap();
-    let Some(there) = Tmux::start("remote", 160, 45, &shell(viewer.path(), &format!("--server http://{} --all", d.addr)))
+    let Some(there) =
+        Tmux::start("remote", 160, 45, &shell(viewer.path(), &format!("--server http://{} --all", d.addr)))
     else {
         return;
     };
