@@ -77,6 +77,33 @@ impl Drop for Daemon {
     }
 }
 
+/// One client's events until the usage of the last line, each mapped back to its line.
+fn read_busy(mut c: Events, written: &Mutex<Vec<Instant>>, busy_id: &str, total_lines: u64) -> Got {
+    let mut got = Got { latencies: Vec::with_capacity(total_lines as usize), ..Got::default() };
+    let mut seen = vec![false; total_lines as usize];
+    loop {
+        let e = c.next();
+        let at = Instant::now();
+        if e.kind == "resync" {
+            got.resyncs += 1;
+            got.missed += e.data["missed"].as_u64().unwrap_or(0);
+        }
+        if e.kind != "usage" || e.data["thread"] != busy_id {
+            continue;
+        }
+        let i = e.data["tokens"]["total"].as_u64().unwrap() / 2;
+        if std::mem::replace(&mut seen[(i - 1) as usize], true) {
+            got.twice += 1;
+        }
+        if let Some(t) = written.lock().unwrap().get((i - 1) as usize) {
+            got.latencies.push(at.saturating_duration_since(*t));
+        }
+        if i == total_lines {
+            return got;
+        }
+    }
+}
+
 /// What one client read of the loaded session.
 #[derive(Default)]
 struct Got {
@@ -130,33 +157,9 @@ fn main() {
     let busy_id = session_id(busy);
     let readers: Vec<_> = clients
         .drain(..)
-        .map(|mut c| {
+        .map(|c| {
             let (written, busy_id) = (written.clone(), busy_id.clone());
-            std::thread::spawn(move || {
-                let mut got = Got { latencies: Vec::with_capacity(total_lines as usize), ..Got::default() };
-                let mut seen = vec![false; total_lines as usize];
-                loop {
-                    let e = c.next();
-                    let at = Instant::now();
-                    if e.kind == "resync" {
-                        got.resyncs += 1;
-                        got.missed += e.data["missed"].as_u64().unwrap_or(0);
-                    }
-                    if e.kind != "usage" || e.data["thread"] != busy_id.as_str() {
-                        continue;
-                    }
-                    let i = e.data["tokens"]["total"].as_u64().unwrap() / 2;
-                    if std::mem::replace(&mut seen[(i - 1) as usize], true) {
-                        got.twice += 1;
-                    }
-                    if let Some(t) = written.lock().unwrap().get((i - 1) as usize) {
-                        got.latencies.push(at.saturating_duration_since(*t));
-                    }
-                    if i == total_lines {
-                        return got;
-                    }
-                }
-            })
+            std::thread::spawn(move || read_busy(c, &written, &busy_id, total_lines))
         })
         .collect();
     let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();

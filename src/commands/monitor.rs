@@ -324,7 +324,7 @@ fn runtime_of(
             let events = remote::spawn(server.clone(), window).wrap_err("starting the server's feed")?;
             // The home that shortens its paths is the server's, from its first snapshot.
             let mut rt = Runtime::machine(view, settings, config, now, keep, None);
-            rt.feed.source = server.authority().to_owned();
+            server.authority().clone_into(&mut rt.feed.source);
             rt.feed.connection = Some("connecting".to_owned());
             (rt, Some(events))
         }

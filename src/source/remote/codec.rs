@@ -169,10 +169,9 @@ pub fn decode(kind: &str, data: &str) -> Result<Option<Event>, Unreadable> {
         "notice" => Event::Notice(sanitize_line(&text("text").unwrap_or_default())),
         "origin" => Event::Origin(origin_of(&v)),
         "sessions" => Event::Sessions(Box::new(snapshot_of(&v).ok_or_else(|| bad("not a snapshot"))?)),
-        "stopped" => Event::Stopped {
-            id: text("id").ok_or_else(|| bad("no id"))?,
-            guessed_at_ms: v["guessedAtMs"].as_i64(),
-        },
+        "stopped" => {
+            Event::Stopped { id: text("id").ok_or_else(|| bad("no id"))?, guessed_at_ms: v["guessedAtMs"].as_i64() }
+        }
         "resumed" => Event::Resumed(text("id").ok_or_else(|| bad("no id"))?),
         "ended" => Event::Ended(match v["end"].as_str() {
             Some("exited") => End::Exited(v["code"].as_i64().and_then(|c| i32::try_from(c).ok()).unwrap_or(-1)),
@@ -274,8 +273,8 @@ pub fn backoff(failures: u32) -> Duration {
 mod tests {
     use super::*;
 
-    fn round_trip(event: Event) -> Vec<Event> {
-        encode(&event).iter().map(|w| decode(w.kind, &w.data).unwrap().unwrap()).collect()
+    fn round_trip(event: &Event) -> Vec<Event> {
+        encode(event).iter().map(|w| decode(w.kind, &w.data).unwrap().unwrap()).collect()
     }
 
     #[test]
@@ -320,7 +319,7 @@ mod tests {
             Event::Ended(End::Exited(3)),
             Event::Ended(End::Failed("gone".into())),
         ] {
-            assert_eq!(round_trip(event.clone()), vec![event]);
+            assert_eq!(round_trip(&event), vec![event]);
         }
     }
 
@@ -346,7 +345,8 @@ mod tests {
             panic!("a notice")
         };
         assert!(!text.as_str().contains('\u{1b}') && !text.as_str().contains('\n'), "{text:?}");
-        let data = r#"{"sessions":[{"tool":"evil","id":"x"},{"tool":"claude","id":"y","source":"\u001b[2J"}],"teeDir":"/t"}"#;
+        let data =
+            r#"{"sessions":[{"tool":"evil","id":"x"},{"tool":"claude","id":"y","source":"\u001b[2J"}],"teeDir":"/t"}"#;
         let Ok(Some(Event::Sessions(s))) = decode("sessions", data) else { panic!("a snapshot") };
         assert_eq!(s.sessions.len(), 1, "the unknown agent's row is counted, not shown");
         assert_eq!(s.trouble.unreadable, 1);

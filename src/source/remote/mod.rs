@@ -173,8 +173,8 @@ struct Skipped {
 
 impl Skipped {
     /// A notice for the first of each kind and then every thousandth: counted, never a flood.
-    fn tell(n: u64, what: String) -> Option<Event> {
-        (n == 1 || n.is_multiple_of(1000)).then(|| Event::Notice(sanitize_line(&format!("{what} ({n} so far)"))))
+    fn tell(n: u64, what: &str) -> Option<Event> {
+        (n == 1 || n % 1000 == 0).then(|| Event::Notice(sanitize_line(&format!("{what} ({n} so far)"))))
     }
 }
 
@@ -191,7 +191,7 @@ pub fn read_events(r: &mut dyn BufRead, each: &mut dyn FnMut(Event) -> bool) -> 
             kind.clear();
             data.clear();
             let what = format!("an event over {MAX_EVENT_LINE} bytes from the server skipped");
-            if let Some(notice) = Skipped::tell(skipped.long, what)
+            if let Some(notice) = Skipped::tell(skipped.long, &what)
                 && !each(notice)
             {
                 return Ok(false);
@@ -205,7 +205,7 @@ pub fn read_events(r: &mut dyn BufRead, each: &mut dyn FnMut(Event) -> bool) -> 
                     Ok(event) => event,
                     Err(codec::Unreadable(why)) => {
                         skipped.unreadable += 1;
-                        Skipped::tell(skipped.unreadable, format!("the server sent {why}; skipped"))
+                        Skipped::tell(skipped.unreadable, &format!("the server sent {why}; skipped"))
                     }
                 };
                 kind.clear();
@@ -277,7 +277,7 @@ mod tests {
             out.push(e);
             true
         });
-        assert_eq!(ended.unwrap(), true);
+        assert!(ended.unwrap(), "the stream ended");
         out
     }
 
