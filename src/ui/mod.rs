@@ -12,6 +12,7 @@
 
 pub mod acting;
 mod diagnostics;
+mod dialog;
 mod feed;
 mod footer;
 pub mod frame;
