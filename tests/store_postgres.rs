@@ -34,7 +34,10 @@ fn machines_opening_an_empty_database_at_once_migrate_it_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tables, ["files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]);
+    assert_eq!(
+        tables,
+        ["acts", "files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]
+    );
     // Each machine's sessions are its own: one thread id on two machines is two sessions.
     client
         .batch_execute(
@@ -150,6 +153,13 @@ fn a_team_store_answers_as_the_file_store_does() {
         let t = team(&["search", "--json", "--limit", "1000", words]);
         assert!(t["hits"].as_array().unwrap().iter().all(|h| h["machine"] == "laptop"));
         assert_eq!(found(t), found(file(&["search", "--json", "--limit", "1000", words])), "{words}");
+    }
+    // Tables name the machine after the agent.
+    for args in [&["history", "--no-sync"][..], &["search", "--no-sync", "spotter"]] {
+        let table = ok(on(&m, "laptop", &url, args));
+        let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(head[1..3], ["AGENT", "MACHINE"], "{table}");
+        assert!(table.lines().skip(1).all(|l| l.contains(" laptop ")), "{table}");
     }
     let marked = team(&["search", "--json", "spotter"]);
     assert!(marked["hits"][0]["snippet"].as_str().unwrap().to_lowercase().contains("spotter"), "{marked}");
