@@ -53,6 +53,33 @@ fn search_finds_a_sub_agents_brief() {
     assert_ne!(brief["thread"], brief["session"], "the child's run, not its session's root");
 }
 
+/// A brief that is also its run's first message (a root's prompt, a sub-agent's task as its file
+/// begins), or an answer that is its last message, is one place: one hit, the brief or the answer.
+#[test]
+fn a_brief_that_is_also_a_message_is_one_hit() {
+    let m = Machine::new();
+    m.with_codex("collab_v1");
+    m.with_claude();
+    for words in ["PARENT-TASK", "CHILD-TASK", "thorough exploration"] {
+        let hits = m.json(&["search", "--json", "--limit", "200", words]);
+        let hits = hits["hits"].as_array().unwrap();
+        assert!(hits.iter().any(|h| h["kind"] == "brief"), "{words}: a brief hit: {hits:?}");
+        for brief in hits.iter().filter(|h| h["kind"] == "brief" || h["kind"] == "answer") {
+            let again: Vec<_> = hits
+                .iter()
+                .filter(|h| {
+                    h["kind"] != brief["kind"] && h["thread"] == brief["thread"] && h["snippet"] == brief["snippet"]
+                })
+                .collect();
+            assert!(again.is_empty(), "{words}: {brief} found again as {again:?}");
+        }
+    }
+    let root = m.json(&["search", "--json", "PARENT-TASK", "--no-sync"]);
+    let root: Vec<_> = root["hits"].as_array().unwrap().iter().filter(|h| h["thread"] == h["session"]).collect();
+    assert_eq!(root.len(), 1, "the root's prompt, once: {root:?}");
+    assert_eq!(root[0]["kind"], "brief");
+}
+
 /// `history ID` prints the session's tree as `tree` printed it, `--json` as `stats --json` did.
 #[test]
 fn a_stored_session_is_what_stats_and_tree_said_of_its_files() {
@@ -568,4 +595,34 @@ fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
         let stats = m.json(&["stats", "--json", db]);
         assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
     }
+}
+
+/// Every act is kept in the run store as it is done, and `history SESSION` reads it back: here a
+/// guard's refusal of a sub-agent's spawn, after the session's tree and under `acts` in `--json`.
+#[test]
+fn a_guards_refusal_is_kept_and_history_reads_it_back() {
+    let m = Machine::new();
+    m.with_claude();
+    let transcript = m.claude_project().join(format!("{CLAUDE_SESSION}.jsonl"));
+    let call = serde_json::json!({"session_id": CLAUDE_SESSION, "transcript_path": transcript,
+        "hook_event_name": "PreToolUse", "tool_name": "Task", "tool_input": {}, "tool_use_id": "toolu_new",
+        "agent_id": "a2898e3"});
+    let out = m.swarmtop().args(["guard", "--max-depth", "1"]).write_stdin(call.to_string()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"permissionDecision\":\"deny\""), "{out:?}");
+    let text = m.run(&["history", CLAUDE_SESSION]);
+    let (tree, acts) = text.split_once("\nacts:\n").unwrap_or_else(|| panic!("no acts: {text}"));
+    assert!(tree.contains("Explore transcript rendering codebase"), "the tree first: {tree}");
+    let acts: Vec<&str> = acts.lines().collect();
+    assert_eq!(acts.len(), 1, "{acts:?}");
+    assert!(acts[0].ends_with("deny a2898e3 by guard via hook (Task toolu_new): denied: depth 2 > 1"), "{acts:?}");
+    let json = m.json(&["history", CLAUDE_SESSION, "--json", "--no-sync"]);
+    let act = &json["acts"][0];
+    assert_eq!((&act["kind"], &act["by"], &act["via"]), (&"deny".into(), &"guard".into(), &"hook".into()), "{act}");
+    assert_eq!((&act["target"], &act["outcome"]), (&"a2898e3".into(), &"denied: depth 2 > 1".into()));
+    assert!(act["at"].is_string());
+    // Acts are the session's own: another session's record has none.
+    m.with_codex("collab_v1");
+    let other = sessions().into_iter().find(|(_, files)| files.ends_with("collab_v1")).unwrap().0;
+    assert!(!m.run(&["history", &other]).contains("\nacts:\n"));
 }

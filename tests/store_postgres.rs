@@ -34,7 +34,10 @@ fn machines_opening_an_empty_database_at_once_migrate_it_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tables, ["files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]);
+    assert_eq!(
+        tables,
+        ["acts", "files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]
+    );
     // Each machine's sessions are its own: one thread id on two machines is two sessions.
     client
         .batch_execute(
@@ -146,7 +149,8 @@ fn a_team_store_answers_as_the_file_store_does() {
         hits.sort();
         hits
     };
-    for words in ["spotter", "cargo test", "README"] {
+    // A brief that is also a message is one hit on both (PARENT-TASK, the sub-agent's task).
+    for words in ["spotter", "cargo test", "README", "PARENT-TASK", "thorough exploration"] {
         let t = team(&["search", "--json", "--limit", "1000", words]);
         assert!(t["hits"].as_array().unwrap().iter().all(|h| h["machine"] == "laptop"));
         assert_eq!(found(t), found(file(&["search", "--json", "--limit", "1000", words])), "{words}");
