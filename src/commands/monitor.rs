@@ -332,6 +332,18 @@ fn runtime_of(
     })
 }
 
+/// What carries out the screen's interrupt keys: on a server's machine view, nothing here (each
+/// ask is answered that its agents run there).
+fn acts_for(watch: &Watch, config: &Config) -> (Acts, mpsc::Receiver<super::acting::Answered>) {
+    let (acts, rx) = Acts::new(config.clone());
+    match watch {
+        Watch::Remote(server, ..) => {
+            (acts.elsewhere(format!("its agents run on {}: act there (swarmtop interrupt)", server.authority())), rx)
+        }
+        _ => (acts, rx),
+    }
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
     let Outlets { mut export, receive, past } = outlets;
@@ -352,11 +364,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     };
     let view = View::with_theme(theme_of(opts.theme));
     let (mut opened, mut past_rx) = Opened::new(past, &settings, &config);
-    let (mut acts, mut act_rx) = Acts::new(config.clone());
-    if let Watch::Remote(server, ..) = &watch {
-        let why = format!("its agents run on {}: act there (swarmtop interrupt)", server.authority());
-        acts = acts.elsewhere(why);
-    }
+    let (acts, mut act_rx) = acts_for(&watch, &config);
     let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =
