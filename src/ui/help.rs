@@ -88,7 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     // Wide enough, the columns grow so that no help text is cut.
     let col_w: usize = if two { (usize::from(area.width).saturating_sub(6) / 2).clamp(50, 64) } else { 58 };
     let left_sections = [Section::Move, Section::Panes, Section::History];
-    let right_sections = [Section::Filter, Section::Timeline, Section::Replay, Section::App];
+    let right_sections = [Section::Filter, Section::Timeline, Section::Replay, Section::Act, Section::App];
     let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
     let right: Vec<Line<'static>> = right_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
     let mut lines = columns(left, right, two, col_w);
