@@ -91,6 +91,17 @@ fn an_address_other_machines_reach_is_announced_loudly() {
     assert!(err.contains("WARNING") && err.contains("other machines"), "{err}");
 }
 
+/// On every address, our own client on loopback is still ours: the owner is looked up by the
+/// connection's own end, which the socket table lists, not by the listener's `0.0.0.0`.
+#[test]
+fn our_own_loopback_client_is_trusted_when_listening_on_every_address() {
+    let listener = Listener::start_at("0.0.0.0", &[]);
+    let base = listener.url();
+    assert_eq!(post(&format!("{base}/v1/logs"), "application/json", b"{\"resourceLogs\":[]}"), 200);
+    let (_, err) = listener.stop();
+    assert!(err.contains("1 requests, 0 spans, 0 log records, 0 refused"), "{err}");
+}
+
 #[test]
 fn a_bad_address_is_a_one_line_error() {
     let out = otlp::swarmtop().args(["listen", "--headless", "--otlp", "not-an-address"]).output().unwrap();

@@ -10,6 +10,8 @@ mod serve_support;
 #[path = "store_support/mod.rs"]
 mod store_support;
 
+use std::time::{Duration, Instant};
+
 use serve_support::{Daemon, claude_project};
 use store_support::{CLAUDE_SESSION, Machine};
 
@@ -35,9 +37,18 @@ fn the_api_answers_as_the_commands_do() {
     m.with_claude().with_codex("collab_v1");
     let d = Daemon::start(&m.home(), &[]);
     d.wait_status("the first sync", |s| s["syncs"].as_u64() >= Some(1));
-    let sessions = d.json("/api/sessions?tz=UTC");
+    // The store answers after the first sync; the live state once the follower has read the files,
+    // which may be a moment later on a loaded machine.
+    let until = Instant::now() + Duration::from_secs(60);
+    let (sessions, claude) = loop {
+        let sessions = d.json("/api/sessions?tz=UTC");
+        let claude = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == CLAUDE_SESSION).cloned();
+        if claude.as_ref().is_some_and(|c| !c["live"].is_null()) || Instant::now() > until {
+            break (sessions.clone(), claude.unwrap_or_else(|| panic!("no Claude session in {sessions}")));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(sessions["sessions"].as_array().unwrap().len(), 2, "{sessions}");
-    let claude = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == CLAUDE_SESSION).unwrap();
     assert_eq!(claude["live"]["costUsd"].to_string(), "10.11369555", "the live state: {claude}");
     assert_eq!(without_live(sessions), parse(&m.run(&["history", "--json", "--no-sync", "--tz", "UTC"])));
     assert_eq!(

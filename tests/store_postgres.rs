@@ -1,9 +1,14 @@
-//! The team store's schema on a real PostgreSQL server: brought up to date by many machines at
-//! once, each step once; a database a newer swarmtop wrote is refused untouched.
+//! The team store on a real PostgreSQL server: its schema brought up to date by many machines at
+//! once, each step once, and a database a newer swarmtop wrote refused untouched; through the
+//! binary, the same answers as the file store, and machines syncing into it at the same moment.
 
 mod postgres_support;
+mod store_support;
+
+use std::process::Output;
 
 use postgres_support::Postgres;
+use store_support::{CLAUDE_SESSION, CODEX_RUNS, Machine};
 use swarmtop::store::postgres::{self as team, LATEST};
 
 #[test]
@@ -59,4 +64,192 @@ fn a_database_a_newer_swarmtop_wrote_is_refused_untouched() {
     let shown = format!("{err:#}");
     assert!(shown.contains("newer swarmtop") && shown.contains(&future.to_string()), "{shown}");
     assert_eq!(team::version(&mut client).unwrap(), LATEST + 6, "left as it was");
+}
+
+/// swarmtop on `m` as the machine `name`, with the team store at `url`.
+fn on(m: &Machine, name: &str, url: &str, args: &[&str]) -> Output {
+    m.swarmtop().env("SWARMTOP_MACHINE", name).env("SWARMTOP_STORE", url).args(args).output().expect("swarmtop runs")
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(out: Output) -> serde_json::Value {
+    serde_json::from_str(&ok(out)).expect("one JSON object")
+}
+
+/// The JSON without what only a team store says (which machine ran what).
+fn local_view(mut v: serde_json::Value) -> serde_json::Value {
+    for list in ["sessions", "hits"] {
+        for s in v.get_mut(list).and_then(|l| l.as_array_mut()).into_iter().flatten() {
+            s.as_object_mut().unwrap().remove("machine");
+        }
+    }
+    v
+}
+
+fn full_machine() -> Machine {
+    let m = Machine::new();
+    m.with_claude();
+    for run in CODEX_RUNS {
+        m.with_codex(run);
+    }
+    m
+}
+
+/// The same sessions synced into a file and into the database answer every query alike.
+#[test]
+fn a_team_store_answers_as_the_file_store_does() {
+    let pg = Postgres::start();
+    let url = pg.database("alike");
+    let m = full_machine();
+    m.run(&["sync"]);
+    let synced = json(on(&m, "laptop", &url, &["sync", "--json"]));
+    assert_eq!(synced["sessions"], 1 + CODEX_RUNS.len(), "{synced}");
+    assert!(!synced["store"].as_str().unwrap().is_empty());
+    let file = |args: &[&str]| m.json(&[args, &["--no-sync"]].concat());
+    let team = |args: &[&str]| json(on(&m, "laptop", &url, &[args, &["--no-sync"]].concat()));
+    let listed = team(&["history", "--json"]);
+    assert!(listed["sessions"].as_array().unwrap().iter().all(|s| s["machine"] == "laptop"), "{listed}");
+    assert_eq!(local_view(listed), file(&["history", "--json"]));
+    for kind in ["daily", "weekly", "monthly", "session", "project", "model", "agent-type"] {
+        assert_eq!(
+            team(&["report", kind, "--json", "--tz", "UTC"]),
+            file(&["report", kind, "--json", "--tz", "UTC"]),
+            "{kind}"
+        );
+    }
+    let by_machine = team(&["report", "machine", "--json"]);
+    assert_eq!(by_machine["rows"][0]["key"], "laptop", "{by_machine}");
+    assert_eq!(by_machine["totals"], file(&["report", "machine", "--json"])["totals"]);
+    let id = CLAUDE_SESSION;
+    assert_eq!(
+        ok(on(&m, "laptop", &url, &["history", id, "--json", "--no-sync"])),
+        m.run(&["history", id, "--json", "--no-sync"])
+    );
+    assert_eq!(ok(on(&m, "laptop", &url, &["history", &id[..8], "--no-sync"])), m.run(&["history", id, "--no-sync"]));
+    // Search ranks its own way; what is found is the same.
+    let found = |v: serde_json::Value| {
+        let mut hits: Vec<String> = v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| format!("{} {} {} {}", h["session"], h["thread"], h["kind"], h["time"]))
+            .collect();
+        hits.sort();
+        hits
+    };
+    for words in ["spotter", "cargo test", "README"] {
+        let t = team(&["search", "--json", "--limit", "1000", words]);
+        assert!(t["hits"].as_array().unwrap().iter().all(|h| h["machine"] == "laptop"));
+        assert_eq!(found(t), found(file(&["search", "--json", "--limit", "1000", words])), "{words}");
+    }
+    let marked = team(&["search", "--json", "spotter"]);
+    assert!(marked["hits"][0]["snippet"].as_str().unwrap().to_lowercase().contains("spotter"), "{marked}");
+    // Synced again: nothing read, nothing added.
+    let again = json(on(&m, "laptop", &url, &["sync", "--json"]));
+    assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1 + CODEX_RUNS.len() as u64)));
+}
+
+/// Two machines sync into one database at the same moment, again and again: each session once,
+/// under its machine's name; a session both ran (the same files) is each one's.
+#[test]
+fn two_machines_sync_into_one_database_at_once() {
+    let pg = Postgres::start();
+    let url = pg.database("fleet");
+    let a = Machine::new();
+    a.with_claude().with_codex("collab_v1").with_codex("agents_md");
+    let b = Machine::new();
+    b.with_codex("collab_v2").with_codex("interrupt").with_codex("agents_md");
+    for round in 0..3 {
+        let syncs: Vec<_> = [(&a, "alpha"), (&b, "beta")]
+            .into_iter()
+            .map(|(m, name)| {
+                let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_swarmtop"));
+                cmd.env_clear().env("HOME", m.home()).env("TZ", "UTC").env("SWARMTOP_STORE", &url).args([
+                    "sync",
+                    "--json",
+                    "--machine",
+                    name,
+                ]);
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for s in syncs {
+            let out = s.wait_with_output().unwrap();
+            assert!(out.status.success(), "round {round}");
+        }
+        if round == 1 {
+            // A file touched on one machine is read again there, and replaces only that machine's rows.
+            let rollouts = std::fs::read_dir(a.codex_day()).unwrap().next().unwrap().unwrap().path();
+            let text = std::fs::read(&rollouts).unwrap();
+            std::fs::write(&rollouts, text).unwrap();
+        }
+    }
+    let fleet = json(on(&a, "alpha", &url, &["history", "--json", "--no-sync"]));
+    let mut seen: Vec<(String, String)> = fleet["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["machine"].as_str().unwrap().to_owned(), s["id"].as_str().unwrap().to_owned()))
+        .collect();
+    seen.sort();
+    let n = seen.len();
+    seen.dedup();
+    assert_eq!(seen.len(), n, "no session twice on one machine: {seen:?}");
+    assert_eq!(seen.iter().filter(|(m, _)| m == "alpha").count(), 3, "{seen:?}");
+    assert_eq!(seen.iter().filter(|(m, _)| m == "beta").count(), 3, "{seen:?}");
+    let alpha = json(on(&b, "beta", &url, &["history", "--json", "--no-sync", "--machine", "alpha"]));
+    assert_eq!(alpha["sessions"].as_array().unwrap().len(), 3);
+    // Each machine's sessions as its own file store holds them.
+    a.run(&["sync"]);
+    assert_eq!(local_view(alpha), a.json(&["history", "--json", "--no-sync"]));
+    let by_machine = json(on(&a, "alpha", &url, &["report", "machine", "--json", "--no-sync"]));
+    let keys: Vec<&str> = by_machine["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 2, "{by_machine}");
+    // A text both machines hold is kept once, counted twice.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let doubled: i64 = client
+        .query_one("SELECT count(*) FROM (SELECT body FROM texts GROUP BY body HAVING count(*) > 1) d", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(doubled, 0);
+    let refs_ok: bool = client
+        .query_one("SELECT bool_and(t.refs = (SELECT count(*) FROM items i WHERE i.text_id = t.id)) FROM texts t", &[])
+        .unwrap()
+        .get(0);
+    assert!(refs_ok, "every text counts the items that hold it");
+    // Pruning is one machine's: beta's sessions stay.
+    let pruned = ok(on(&a, "alpha", &url, &["history", "--prune", "--before", "2030-01-01"]));
+    assert!(pruned.starts_with("pruned 3 sessions"), "{pruned}");
+    let left = json(on(&a, "alpha", &url, &["history", "--json", "--no-sync"]));
+    assert!(left["sessions"].as_array().unwrap().iter().all(|s| s["machine"] == "beta"), "{left}");
+    assert_eq!(left["sessions"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn machine_filters_and_a_database_that_is_not_there_are_said_plainly() {
+    let m = Machine::new();
+    m.with_claude();
+    let out = m.output(&["history", "--json", "--machine", "alpha"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("filters a team store"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://me:hunter2@127.0.0.1:{port}/fleet");
+    let out = on(&m, "alpha", &url, &["history"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("connecting to the team store") && err.contains("me:***@"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
 }

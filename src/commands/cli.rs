@@ -170,10 +170,18 @@ pub enum Command {
 /// Where the run store is.
 #[derive(Debug, Clone, Args)]
 pub struct StoreOpts {
-    /// The run store's file [default: $XDG_DATA_HOME/swarmtop/history.db, else
-    /// ~/.local/share/swarmtop/history.db].
-    #[arg(long, env = "SWARMTOP_STORE", value_name = "PATH")]
+    /// The run store: a file, or a team's PostgreSQL database (postgres://USER@HOST/DB) [default:
+    /// $XDG_DATA_HOME/swarmtop/history.db, else ~/.local/share/swarmtop/history.db].
+    #[arg(long, env = "SWARMTOP_STORE", value_name = "PATH|URL")]
     pub store: Option<String>,
+}
+
+/// Which machine this is, in a team store.
+#[derive(Debug, Clone, Args)]
+pub struct MachineOpts {
+    /// This machine's name in a team store [default: $SWARMTOP_MACHINE, else the host name].
+    #[arg(long = "machine", value_name = "NAME")]
+    pub name: Option<String>,
 }
 
 /// Which runs a query of the run store is about.
@@ -194,6 +202,9 @@ pub struct FilterOpts {
     /// Only sessions whose project path contains this.
     #[arg(long, value_name = "PROJECT")]
     pub project: Option<String>,
+    /// Only this machine's sessions (a team store: postgres://…); with --prune, whose to remove.
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
     /// Answer from the store as it is, without syncing it first.
     #[arg(long)]
     pub no_sync: bool,
@@ -211,6 +222,8 @@ pub struct SyncArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub store: StoreOpts,
+    #[command(flatten)]
+    pub machine: MachineOpts,
 }
 
 #[derive(Debug, Args)]
@@ -454,8 +467,12 @@ pub struct ServeArgs {
     pub print_unit: bool,
     #[command(flatten)]
     pub window: WindowOpts,
+    // A team store (postgres://…) is written beside this machine's own file, which answers while
+    // the database is down.
     #[command(flatten)]
     pub store: StoreOpts,
+    #[command(flatten)]
+    pub machine: MachineOpts,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::cli::{GlobalOpts, HistoryArgs};
+use super::cli::{GlobalOpts, HistoryArgs, MachineOpts};
 use super::report::{End, Table, filter, parse_when, table_width};
 use super::stats::{TokensJson, money};
 use crate::model::format_usd;
@@ -24,7 +24,12 @@ pub fn run(args: &HistoryArgs, config: Config, global: &GlobalOpts) -> Result<Ex
     if args.prune {
         let before = args.before.as_deref().unwrap_or_default();
         let before = parse_when(before, End::Since, &tz, Timestamp::now().as_millisecond()).map_err(|e| eyre!(e))?;
-        let mut store = super::sync::open(&args.filter.store)?;
+        // A team store's sessions are pruned machine by machine: this one's, or --machine's.
+        let whose = MachineOpts { name: args.filter.machine.clone() };
+        let mut store = super::sync::open_as(&args.filter.store, &whose)?;
+        if whose.name.is_some() && matches!(store.location(), crate::store::Location::File(_)) {
+            return Err(eyre!("--machine names whose sessions to prune in a team store (--store postgres://…)"));
+        }
         return prune(&mut store, before);
     }
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
@@ -83,6 +88,9 @@ struct SessionJson<'a> {
     cost_usd: Option<Box<RawValue>>,
     /// Whether every file it was read from was still there at the last sync.
     files_present: bool,
+    /// The machine that ran it (a team store's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machine: Option<&'a str>,
 }
 
 pub(super) fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
@@ -102,6 +110,7 @@ pub(super) fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
                 tokens: (&s.figures.tokens).into(),
                 cost_usd: money(s.figures.cost_usd()),
                 files_present: s.files_present,
+                machine: s.machine.as_ref().map(crate::wire::Clean::as_str),
             })
             .collect(),
     };
@@ -121,27 +130,51 @@ fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) ->
         return "no sessions in the run store for these filters\n".to_owned();
     }
     const NAME: usize = 10;
-    let mut table = Table::new(
-        &["START", "AGENT", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST", "NAME"],
-        &[7, 6, 4, 3],
-        NAME,
-    )
-    .words(&[1, 2, 3, 5]);
+    // A team store's sessions say which machine ran them, after the agent.
+    let fleet = sessions.iter().any(|s| s.machine.is_some());
+    let mut table = if fleet {
+        Table::new(
+            &[
+                "START", "AGENT", "MACHINE", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST",
+                "NAME",
+            ],
+            &[8, 7, 5, 4],
+            NAME + 1,
+        )
+        .words(&[1, 2, 3, 4, 6])
+    } else {
+        Table::new(
+            &["START", "AGENT", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST", "NAME"],
+            &[7, 6, 4, 3],
+            NAME,
+        )
+        .words(&[1, 2, 3, 5])
+    };
     for s in sessions {
         let elapsed = s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a));
-        table.push(vec![
-            s.started_ms.map_or_else(|| "?".to_owned(), |t| minute(t, tz)),
-            s.agent.to_string(),
-            s.id.to_string(),
-            s.project.as_ref().map_or_else(|| "?".to_owned(), |p| super::ps::short_path(p.as_str())),
-            elapsed.map_or_else(|| "?".to_owned(), duration),
-            s.status.to_string(),
-            s.agents.to_string(),
-            s.depth.to_string(),
-            grouped(s.figures.tokens.total),
-            format_usd(s.figures.cost_usd()),
-            crate::wire::sanitize_line(s.name.as_str()).to_string(),
-        ]);
+        let machine = fleet.then(|| s.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
+        table.push(
+            [s.started_ms.map_or_else(|| "?".to_owned(), |t| minute(t, tz)), s.agent.to_string()]
+                .into_iter()
+                .chain(machine)
+                .chain([s.id.to_string()])
+                .chain(rest(s, elapsed))
+                .collect(),
+        );
     }
     table.render(limit)
+}
+
+/// A session's cells after its id.
+fn rest(s: &SessionInfo, elapsed: Option<i64>) -> Vec<String> {
+    vec![
+        s.project.as_ref().map_or_else(|| "?".to_owned(), |p| super::ps::short_path(p.as_str())),
+        elapsed.map_or_else(|| "?".to_owned(), duration),
+        s.status.to_string(),
+        s.agents.to_string(),
+        s.depth.to_string(),
+        grouped(s.figures.tokens.total),
+        format_usd(s.figures.cost_usd()),
+        crate::wire::sanitize_line(s.name.as_str()).to_string(),
+    ]
 }

@@ -43,6 +43,7 @@ pub(super) fn filter(opts: &FilterOpts) -> Result<(Filter, TimeZone)> {
         until_ms: when(&opts.until, End::Until)?,
         agent: opts.agent.clone(),
         project: opts.project.clone(),
+        machine: opts.machine.clone(),
     };
     Ok((filter, tz))
 }
@@ -153,6 +154,7 @@ fn render_text(report: &Report, kind: Kind, limit: Option<usize>) -> String {
         Kind::Project => "PROJECT",
         Kind::Model => "MODEL",
         Kind::AgentType => "AGENT TYPE",
+        Kind::Machine => "MACHINE",
     };
     let mut table = Table::new(
         &[key, "SESSIONS", "INPUT", "CACHED", "OUTPUT", "TOKENS", "COST", "SUB-AGENT TOKENS", "SUB-AGENT COST"],

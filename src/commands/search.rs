@@ -16,9 +16,9 @@ use crate::store::rows::Hit;
 
 pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let (filter, tz) = filter(&args.filter)?;
-    let query = fts_query(&args.text.join(" ")).ok_or_else(|| eyre!("search: give words to find"))?;
+    let words = words(&args.text.join(" ")).ok_or_else(|| eyre!("search: give words to find"))?;
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
-    let hits = store.backend().search(&query, &filter, args.limit)?;
+    let hits = store.backend().search(&words, &filter, args.limit)?;
     let out = if args.json {
         render_json(&hits, &tz)
     } else {
@@ -28,11 +28,10 @@ pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     Ok(ExitCode::SUCCESS)
 }
 
-/// The words as a full-text query that every one of them must match, each quoted: what a person
-/// types (`cargo test`, `don't`, `a-b`, `NOT`) is words to find, never query syntax.
-pub(super) fn fts_query(text: &str) -> Option<String> {
-    let words: Vec<String> = text.split_whitespace().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
-    (!words.is_empty()).then(|| words.join(" "))
+/// The words to find, every one of them (`None`: there are none).
+pub(super) fn words(text: &str) -> Option<Vec<String>> {
+    let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+    (!words.is_empty()).then_some(words)
 }
 
 #[derive(Serialize)]
@@ -50,6 +49,9 @@ struct HitJson<'a> {
     kind: &'a str,
     time: Option<String>,
     snippet: String,
+    /// The machine that ran it (a team store's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    machine: Option<&'a str>,
 }
 
 /// The snippet as text, the matched words between `open` and `close`.
@@ -72,6 +74,7 @@ pub(super) fn render_json(hits: &[Hit], tz: &TimeZone) -> String {
                 kind: h.kind.as_str(),
                 time: h.at_ms.and_then(|t| query::rfc3339(t, tz)),
                 snippet: snippet(h, "", ""),
+                machine: h.machine.as_ref().map(crate::wire::Clean::as_str),
             })
             .collect(),
     };
@@ -105,12 +108,12 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
 
 #[cfg(test)]
 mod tests {
-    use super::fts_query;
+    use super::words;
 
     #[test]
-    fn what_a_person_types_is_words_not_syntax() {
-        assert_eq!(fts_query("cargo test").as_deref(), Some("\"cargo\" \"test\""));
-        assert_eq!(fts_query("say \"hi\"").as_deref(), Some("\"say\" \"\"\"hi\"\"\""));
-        assert_eq!(fts_query("  "), None);
+    fn words_are_what_is_between_spaces() {
+        assert_eq!(words(" cargo  test ").unwrap(), ["cargo", "test"]);
+        assert_eq!(words("say \"hi\"").unwrap(), ["say", "\"hi\""]);
+        assert_eq!(words("  "), None);
     }
 }

@@ -1,5 +1,12 @@
 //! `swarmtop serve`: the bridge daemon (`crate::serve`), with what it renders from the store
 //! made here, as `history`, `report` and `search` make it.
+//!
+//! With a team store (`--store postgres://…`) the daemon keeps this machine's own file as well:
+//! each turn syncs the file, then the database; a database that is down fails its part (counted,
+//! retried the next turn) while the file goes on, and the queries are answered from the file until
+//! the database is back. The sync reads the agents' files, so the database catches up by itself:
+//! its last finished look is older, and everything changed since is read again and replaces what
+//! it held, once.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -12,15 +19,55 @@ use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
 use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::serve::Api;
+use crate::source::agents::Env;
 use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
+use crate::store::{Location, Store, location};
 use crate::store::{Lookup, report};
+
+/// Where the daemon keeps runs: this machine's file, and the team's database if there is one.
+struct Stores {
+    local: PathBuf,
+    team: Option<(Location, String)>,
+}
+
+impl Stores {
+    fn of(args: &ServeArgs) -> Result<Self> {
+        let env = Env::from_process();
+        match location::resolve(args.store.store.as_deref(), &env)? {
+            Location::File(local) => Ok(Self { local, team: None }),
+            team @ Location::Team(_) => Ok(Self {
+                local: location::local(&env)?,
+                team: Some((team, location::machine(args.machine.name.as_deref(), &env)?)),
+            }),
+        }
+    }
+
+    /// The store queries are answered from: the team's, or this machine's file while it is down.
+    fn read(&self) -> Result<Store> {
+        if let Some((team, machine)) = &self.team {
+            match Store::open_at(team, machine) {
+                Ok(store) => return Ok(store),
+                Err(e) => {
+                    let local = self.shown();
+                    tracing::warn!("serve: the team store is unavailable, answering from {local}: {e:#}");
+                }
+            }
+        }
+        Store::open(&self.local)
+    }
+
+    fn shown(&self) -> String {
+        Location::File(self.local.clone()).shown()
+    }
+}
 
 /// Hits `/api/search` returns at most, unless `limit` says fewer.
 const SEARCH_LIMIT: usize = 50;
 
 struct Commands {
     store: StoreOpts,
+    stores: Stores,
     config: Config,
     global: GlobalOpts,
 }
@@ -34,6 +81,7 @@ impl Commands {
             tz: get("tz"),
             agent: get("agent"),
             project: get("project"),
+            machine: get("machine"),
             no_sync: true,
             store: self.store.clone(),
         }
@@ -43,12 +91,12 @@ impl Commands {
 impl Api for Commands {
     fn sessions(&self, query: &[(String, String)]) -> Result<String> {
         let (filter, tz) = super::report::filter(&self.filter(query))?;
-        let store = super::sync::open(&self.store)?;
+        let store = self.stores.read()?;
         Ok(super::history::render_json(&store.backend().sessions(&filter)?, &tz))
     }
 
     fn session(&self, id: &str) -> Result<Option<String>> {
-        let store = super::sync::open(&self.store)?;
+        let store = self.stores.read()?;
         match store.backend().session(id)? {
             Lookup::Found(view) => Ok(Some(view.stats_json)),
             Lookup::Missing => Ok(None),
@@ -59,7 +107,7 @@ impl Api for Commands {
     fn report(&self, kind: &str, query: &[(String, String)]) -> Result<Option<String>> {
         let Some(kind) = report::Kind::of(kind) else { return Ok(None) };
         let (filter, tz) = super::report::filter(&self.filter(query))?;
-        let store = super::sync::open(&self.store)?;
+        let store = self.stores.read()?;
         let report = report::report(&store, kind, &filter, &tz)?;
         Ok(Some(super::report::render_json(&report, kind, &tz)))
     }
@@ -67,18 +115,29 @@ impl Api for Commands {
     fn search(&self, query: &[(String, String)]) -> Result<String> {
         let (filter, tz) = super::report::filter(&self.filter(query))?;
         let text = query.iter().find(|(k, _)| k == "q").map(|(_, v)| v.as_str()).unwrap_or_default();
-        let fts = super::search::fts_query(text).ok_or_else(|| eyre!("search: give words to find (q=)"))?;
+        let words = super::search::words(text).ok_or_else(|| eyre!("search: give words to find (q=)"))?;
         let limit = query
             .iter()
             .find(|(k, _)| k == "limit")
             .and_then(|(_, v)| v.parse().ok())
             .map_or(SEARCH_LIMIT, |n: usize| n.min(SEARCH_LIMIT));
-        let store = super::sync::open(&self.store)?;
-        Ok(super::search::render_json(&store.backend().search(&fts, &filter, limit)?, &tz))
+        let store = self.stores.read()?;
+        Ok(super::search::render_json(&store.backend().search(&words, &filter, limit)?, &tz))
     }
 
     fn sync(&self, full: bool) -> Result<()> {
-        super::sync::bring_up_to_date(&self.store, self.config.clone(), &self.global, full)
+        let local = Store::open(&self.stores.local)
+            .and_then(|mut s| super::sync::bring_up_to_date(&mut s, self.config.clone(), &self.global, full));
+        let Some((team, machine)) = &self.stores.team else { return local };
+        // The team's part is tried whatever the file's did: each catches up on its own.
+        let shared = Store::open_at(team, machine)
+            .and_then(|mut s| super::sync::bring_up_to_date(&mut s, self.config.clone(), &self.global, full))
+            .map_err(|e| e.wrap_err("the team store"));
+        match (local, shared) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+            (Err(a), Err(b)) => Err(a.wrap_err(format!("{b:#}"))),
+        }
     }
 }
 
@@ -124,8 +183,12 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         return Ok(ExitCode::SUCCESS);
     }
     let token = token(args.listen)?;
-    let api: Arc<dyn Api> =
-        Arc::new(Commands { store: args.store.clone(), config: config.clone(), global: global.clone() });
+    let api: Arc<dyn Api> = Arc::new(Commands {
+        store: args.store.clone(),
+        stores: Stores::of(args)?,
+        config: config.clone(),
+        global: global.clone(),
+    });
     let opts = crate::serve::Options {
         listen: args.listen,
         token,

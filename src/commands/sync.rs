@@ -10,7 +10,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::cli::{GlobalOpts, StoreOpts, SyncArgs};
+use super::cli::{GlobalOpts, MachineOpts, StoreOpts, SyncArgs};
 use super::ingest::{ingest_partial, ingest_partial_on};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
@@ -76,10 +76,21 @@ fn fingerprint(global: &GlobalOpts) -> Result<String> {
     Ok(format!("swarmtop {}; prices {prices}", env!("CARGO_PKG_VERSION")))
 }
 
-/// The store `--store` (or the default place) names, opened.
+/// The store `--store` (or the default place) names, opened; a team store for this machine as
+/// `machine` names it (else `SWARMTOP_MACHINE`, else the host name).
+pub(super) fn open_as(opts: &StoreOpts, machine: &MachineOpts) -> Result<Store> {
+    let env = Env::from_process();
+    let at = location::resolve(opts.store.as_deref(), &env)?;
+    let name = match at {
+        location::Location::File(_) => String::new(),
+        location::Location::Team(_) => location::machine(machine.name.as_deref(), &env)?,
+    };
+    Store::open_at(&at, &name)
+}
+
+/// The store `--store` (or the default place) names, opened for this machine.
 pub(super) fn open(opts: &StoreOpts) -> Result<Store> {
-    let path = location::resolve(opts.store.as_deref(), &Env::from_process())?;
-    Store::open(&path)
+    open_as(opts, &MachineOpts { name: None })
 }
 
 /// Sources read at once past which even a quiet sync shows its progress on a terminal.
@@ -132,11 +143,9 @@ pub(super) fn synced(opts: &StoreOpts, no_sync: bool, config: Config, global: &G
 /// The daemon's sync: quiet, never waiting for another sync (the next turn comes soon), every
 /// session (`full`) or those changed lately; a source that could not be read is an error, so that
 /// it is counted and retried.
-pub(super) fn bring_up_to_date(opts: &StoreOpts, config: Config, global: &GlobalOpts, full: bool) -> Result<()> {
-    let mut store = open(opts)?;
+pub(super) fn bring_up_to_date(store: &mut Store, config: Config, global: &GlobalOpts, full: bool) -> Result<()> {
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
-    let synced =
-        sync::sync(&mut store, &reader, Options { env: Env::from_process(), full, wait: false, progress: None })?;
+    let synced = sync::sync(store, &reader, Options { env: Env::from_process(), full, wait: false, progress: None })?;
     match synced.failed.as_slice() {
         [] => Ok(()),
         [first, ..] => Err(color_eyre::eyre::eyre!("{} sources not read: {first}", synced.failed.len())),
@@ -160,14 +169,14 @@ struct SyncedJson<'a> {
 }
 
 pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
-    let mut store = open(&args.store)?;
+    let mut store = open_as(&args.store, &args.machine)?;
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
     let mut bar = progress_bar(true);
     let progress: Option<&mut dyn FnMut(Progress)> = if args.quiet || args.json { None } else { Some(&mut bar) };
     let synced =
         sync::sync(&mut store, &reader, Options { env: Env::from_process(), full: true, wait: true, progress })?;
     let size = store.backend().size()?;
-    let shown = crate::wire::sanitize_line(&store.path().display().to_string()).to_string();
+    let shown = store.location().shown();
     if args.json {
         let json = SyncedJson {
             store: shown,

@@ -1,6 +1,6 @@
 //! The store behind a small trait: what a sync and the queries need of a backend, and nothing of
-//! how it keeps it. SQLite is the one backend today (`sqlite`); a team's PostgreSQL (issue 21)
-//! is another implementation of the same verbs.
+//! how it keeps it: one SQLite file of this machine's (`sqlite`), or a team's PostgreSQL database
+//! (`postgres`, issue 21), where this machine writes under its name and reads the whole fleet.
 
 use std::path::PathBuf;
 
@@ -27,8 +27,9 @@ pub trait Backend {
     fn items(&self, session: &str, thread: &str) -> Result<Vec<ItemRow>>;
     /// Every quarter hour of spend in the filter's range, as reports group it.
     fn usage(&self, filter: &Filter, each: &mut dyn FnMut(UsageFact)) -> Result<()>;
-    /// Items whose text matches `query` (the backend's full-text syntax), best first.
-    fn search(&self, query: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
+    /// Items whose text holds every one of `words` (each a phrase of its own tokens: what a person
+    /// types is words to find, never query syntax), best first.
+    fn search(&self, words: &[String], filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
     /// Removes the sessions that ended before `before_ms`, and their runs.
     fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
     /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).

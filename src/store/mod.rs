@@ -9,7 +9,8 @@
 //! or kind of agent, [`report`]) and `search`. Runs outlive their files: a session whose files
 //! are deleted keeps what was read of it.
 //!
-//! The store is behind a small trait ([`Backend`]); SQLite is the one backend today.
+//! The store is behind a small trait ([`Backend`]): one SQLite file of this machine's, or the team
+//! store on PostgreSQL that many machines write into, each under its name ([`postgres`], issue 21).
 
 pub mod backend;
 pub mod capture;
@@ -26,11 +27,12 @@ mod sqlite;
 pub mod sync;
 mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use color_eyre::eyre::Result;
 
 pub use self::backend::{Backend, Lookup, Pruned, Written};
+pub use self::location::Location;
 pub use self::query::Filter;
 pub use self::sqlite::FutureSchema;
 pub use self::sync::{Reader, Synced};
@@ -38,17 +40,27 @@ pub use self::sync::{Reader, Synced};
 /// An open store.
 pub struct Store {
     backend: Box<dyn Backend>,
-    path: PathBuf,
+    location: Location,
 }
 
 impl Store {
     /// Opens (creating if need be) the SQLite store at `path`.
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { backend: Box::new(sqlite::Sqlite::open(path)?), path: path.to_owned() })
+        Ok(Self { backend: Box::new(sqlite::Sqlite::open(path)?), location: Location::File(path.to_owned()) })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Opens the store `location` names; a team store is written under `machine`'s name.
+    pub fn open_at(location: &Location, machine: &str) -> Result<Self> {
+        match location {
+            Location::File(path) => Self::open(path),
+            Location::Team(url) => {
+                Ok(Self { backend: Box::new(postgres::Postgres::open(url, machine)?), location: location.clone() })
+            }
+        }
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.location
     }
 
     pub fn backend(&self) -> &dyn Backend {

@@ -14,6 +14,8 @@ pub struct Filter {
     pub agent: Option<String>,
     /// Part of the project's path.
     pub project: Option<String>,
+    /// The machine exactly (a team store's sessions each name one).
+    pub machine: Option<String>,
 }
 
 /// Unix ms of the first moment of `date` in `tz`.

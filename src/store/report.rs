@@ -24,11 +24,21 @@ pub enum Kind {
     /// Sub-agents by their kind (Claude `agentType`, Codex role, OpenCode agent); the sessions'
     /// own threads as one row, [`MAIN`].
     AgentType,
+    /// The machine that ran it (a team store's; a file store's are all [`THIS_MACHINE`]).
+    Machine,
 }
 
 impl Kind {
-    pub const ALL: [Self; 7] =
-        [Self::Daily, Self::Weekly, Self::Monthly, Self::Session, Self::Project, Self::Model, Self::AgentType];
+    pub const ALL: [Self; 8] = [
+        Self::Daily,
+        Self::Weekly,
+        Self::Monthly,
+        Self::Session,
+        Self::Project,
+        Self::Model,
+        Self::AgentType,
+        Self::Machine,
+    ];
 
     /// As the command line and `--json` name it.
     pub fn name(self) -> &'static str {
@@ -40,6 +50,7 @@ impl Kind {
             Self::Project => "project",
             Self::Model => "model",
             Self::AgentType => "agent-type",
+            Self::Machine => "machine",
         }
     }
 
@@ -57,6 +68,8 @@ impl Kind {
 pub const UNKNOWN: &str = "(unknown)";
 /// The `agent-type` row of the sessions' own threads (not sub-agents).
 pub const MAIN: &str = "(main)";
+/// The `machine` row of a file store (its sessions are this machine's).
+pub const THIS_MACHINE: &str = "(this machine)";
 
 /// One row of a report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -121,6 +134,7 @@ pub fn report(store: &Store, kind: Kind, filter: &Filter, tz: &TimeZone) -> Resu
             Kind::Model => fact.model.as_ref().map_or_else(|| UNKNOWN.to_owned(), ToString::to_string),
             Kind::AgentType if !fact.subagent => MAIN.to_owned(),
             Kind::AgentType => fact.agent_type.as_ref().map_or_else(|| UNKNOWN.to_owned(), ToString::to_string),
+            Kind::Machine => fact.machine.as_ref().map_or_else(|| THIS_MACHINE.to_owned(), ToString::to_string),
         };
         groups.entry(key).or_default().add(&fact);
         totals.add(&fact);

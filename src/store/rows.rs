@@ -208,6 +208,8 @@ pub struct SessionInfo {
     pub figures: Figures,
     /// Whether the files it was read from are all still there, as of the last sync.
     pub files_present: bool,
+    /// The machine that ran it (a team store's; a file store holds this machine's only).
+    pub machine: Option<Clean>,
 }
 
 /// One run as the store gives it back (a history view's tree row).
@@ -257,6 +259,8 @@ pub struct UsageFact {
     pub session: Clean,
     pub agent: Clean,
     pub project: Option<Clean>,
+    /// The machine that ran it (a team store's).
+    pub machine: Option<Clean>,
 }
 
 /// A search hit.
@@ -272,4 +276,6 @@ pub struct Hit {
     pub at_ms: Option<i64>,
     /// The text around the match, in pieces: `true` for the words that matched.
     pub snippet: Vec<(Clean, bool)>,
+    /// The machine that ran it (a team store's).
+    pub machine: Option<Clean>,
 }

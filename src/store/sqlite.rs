@@ -196,8 +196,23 @@ fn filter_sql(first: usize, time: &str, agent: &str, project: &str) -> String {
     )
 }
 
-fn filter_params(f: &Filter) -> (Option<i64>, Option<i64>, Option<&str>, Option<&str>) {
-    (f.since_ms, f.until_ms, f.agent.as_deref(), f.project.as_deref())
+/// The filter's `since`, `until`, `agent` and `project`, as [`filter_sql`] takes them.
+type FilterArgs<'a> = (Option<i64>, Option<i64>, Option<&'a str>, Option<&'a str>);
+
+fn filter_params(f: &Filter) -> Result<FilterArgs<'_>> {
+    if let Some(machine) = &f.machine {
+        return Err(eyre!(
+            "--machine {} filters a team store (--store postgres://…): a file store holds this machine's sessions only",
+            sanitize_line(machine)
+        ));
+    }
+    Ok((f.since_ms, f.until_ms, f.agent.as_deref(), f.project.as_deref()))
+}
+
+/// The words as an FTS5 query that every one of them must match, each quoted: what a person types
+/// (`cargo test`, `don't`, `a-b`, `NOT`) is words to find, never query syntax.
+fn fts_query(words: &[String]) -> String {
+    words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect::<Vec<_>>().join(" ")
 }
 
 impl Sqlite {
@@ -485,6 +500,7 @@ impl Sqlite {
             depth: r.get(at + 8)?,
             figures: Figures { tokens: tokens_at(r, at + 9)?, cost: pico_at(r, at + 16)?, priced: r.get(at + 17)? },
             files_present: r.get(at + 18)?,
+            machine: None,
         })
     }
 
@@ -604,8 +620,8 @@ impl Backend for Sqlite {
             Self::SESSION_COLUMNS,
             filter_sql(1, "coalesce(s.ended_ms, s.started_ms)", "s.agent", "s.project")
         );
+        let f = filter_params(filter)?;
         let mut st = self.conn.prepare_cached(&sql)?;
-        let f = filter_params(filter);
         let rows = st.query_map(params![f.0, f.1, f.2, f.3], |r| Self::session_info(r, 0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -672,8 +688,8 @@ impl Backend for Sqlite {
             TOKENS.replace(", ", ", u."),
             filter_sql(1, "u.at_ms", "coalesce(s.agent, src.agent)", "coalesce(s.project, src.project)")
         );
+        let f = filter_params(filter)?;
         let mut st = self.conn.prepare_cached(&sql)?;
-        let f = filter_params(filter);
         let mut rows = st.query(params![f.0, f.1, f.2, f.3])?;
         while let Some(r) = rows.next()? {
             each(UsageFact {
@@ -687,12 +703,17 @@ impl Backend for Sqlite {
                 session: clean(r, 13)?,
                 agent: clean(r, 14)?,
                 project: clean_opt(r, 15)?,
+                machine: None,
             });
         }
         Ok(())
     }
 
-    fn search(&self, query: &str, filter: &Filter, limit: usize) -> Result<Vec<Hit>> {
+    fn search(&self, words: &[String], filter: &Filter, limit: usize) -> Result<Vec<Hit>> {
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = fts_query(words);
         let sql = format!(
             "WITH hit AS (
                SELECT rowid AS id, rank, snippet(texts_fts, 0, char(2), char(3), '…', 16) AS snip
@@ -710,8 +731,8 @@ impl Backend for Sqlite {
                 "coalesce(s.project, src.project)"
             )
         );
+        let f = filter_params(filter)?;
         let mut st = self.conn.prepare_cached(&sql)?;
-        let f = filter_params(filter);
         let rows = st.query_map(params![f.0, f.1, f.2, f.3, query, int(limit as u64)], |r| {
             Ok(Hit {
                 session: clean_opt(r, 0)?,
@@ -721,6 +742,7 @@ impl Backend for Sqlite {
                 kind: clean(r, 4)?,
                 at_ms: r.get(5)?,
                 snippet: snippet(&r.get::<_, String>(6)?),
+                machine: None,
             })
         })?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| match e {
@@ -886,7 +908,7 @@ impl Texts {
 }
 
 /// A snippet with its match marks, as pieces: the marked ones are the words that matched.
-fn snippet(marked: &str) -> Vec<(Clean, bool)> {
+pub(super) fn snippet(marked: &str) -> Vec<(Clean, bool)> {
     let mut out = Vec::new();
     for (i, part) in marked.split('\u{2}').enumerate() {
         let (hit, rest) = match part.split_once('\u{3}') {
@@ -901,4 +923,16 @@ fn snippet(marked: &str) -> Vec<(Clean, bool)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fts_query;
+
+    #[test]
+    fn what_a_person_types_is_words_not_syntax() {
+        let w = |s: &[&str]| s.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(fts_query(&w(&["cargo", "test"])), "\"cargo\" \"test\"");
+        assert_eq!(fts_query(&w(&["say", "\"hi\""])), "\"say\" \"\"\"hi\"\"\"");
+    }
 }

@@ -230,18 +230,16 @@ pub struct Listener {
 
 impl Listener {
     pub fn start(extra: &[&str]) -> Self {
+        Self::start_at("127.0.0.1", extra)
+    }
+
+    /// Listening on `host` (`0.0.0.0`: every address), reached on loopback.
+    pub fn start_at(host: &str, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let socket = dir.path().join("listen.sock");
         let child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
-            .args([
-                "listen",
-                "--headless",
-                "--socket",
-                socket.to_str().unwrap(),
-                "--otlp",
-                &format!("127.0.0.1:{port}"),
-            ])
+            .args(["listen", "--headless", "--socket", socket.to_str().unwrap(), "--otlp", &format!("{host}:{port}")])
             .args(extra)
             // The token the receiver makes for other senders stays in the test's folder.
             .env("XDG_DATA_HOME", dir.path())

@@ -39,10 +39,23 @@ impl Postgres {
         }
         let data = home.join("data");
         pg.run("initdb", &["-D", data.to_str().unwrap(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"]);
-        let options = format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", home.display());
-        let log = home.join("log");
-        pg.run("pg_ctl", &["-D", data.to_str().unwrap(), "-o", &options, "-l", log.to_str().unwrap(), "-w", "start"]);
+        pg.start_again();
         pg
+    }
+
+    /// Starts the server stopped by [`Self::stop`], on the same port with the same data.
+    pub fn start_again(&self) {
+        let home = self.home();
+        let data = home.join("data");
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, home.display());
+        let log = home.join("log");
+        self.run("pg_ctl", &["-D", data.to_str().unwrap(), "-o", &options, "-l", log.to_str().unwrap(), "-w", "start"]);
+    }
+
+    /// Stops the server at once (its clients' connections cut, as a crash or a network loss would).
+    pub fn stop(&self) {
+        let data = self.home().join("data");
+        self.run("pg_ctl", &["-D", data.to_str().unwrap(), "-m", "immediate", "-w", "stop"]);
     }
 
     fn home(&self) -> PathBuf {

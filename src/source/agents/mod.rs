@@ -116,6 +116,11 @@ impl Env {
         self.0.get(key).map(PathBuf::from).filter(|p| p.is_absolute())
     }
 
+    /// The variable `key` as text (`None` when unset or not UTF-8).
+    pub fn var(&self, key: &str) -> Option<String> {
+        self.0.get(key).and_then(|v| v.to_str()).map(str::to_owned)
+    }
+
     /// The user's home (`None` when unset, relative, or `/`: nothing to shorten paths by).
     pub fn home(&self) -> Option<PathBuf> {
         self.path("HOME")

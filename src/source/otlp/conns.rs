@@ -12,7 +12,7 @@ use std::time::Instant;
 use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
-use super::{Counters, MAX_CONNECTIONS};
+use super::limits::{Counters, MAX_CONNECTIONS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {

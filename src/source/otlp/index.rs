@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::Counters;
+use super::limits::Counters;
 
 /// Spans remembered for joining parents and children; the oldest are forgotten first.
 pub const INDEX_SPANS: usize = 1 << 16;

@@ -15,9 +15,10 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, Key
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde::Serialize;
 
+use super::hex::hex;
 use super::index::{Link, SeenSpan, SpanIndex};
+use super::limits::{Counters, MAX_INFLATE_RATIO, MAX_INFLATED_BYTES, MAX_RECORDED_BYTES, Refusal};
 use super::tally::{self, Group, Message};
-use super::{Counters, MAX_INFLATE_RATIO, MAX_INFLATED_BYTES, MAX_RECORDED_BYTES, MAX_VALUE_DEPTH};
 use crate::source::recording::{self, Dir};
 
 /// The longest record written: the file reader's line bound, less room for the envelope, so that
@@ -45,37 +46,6 @@ pub struct Kind {
     pub signal: Signal,
     pub encoding: Encoding,
     pub gzip: bool,
-}
-
-/// Why a request is refused; each is counted where the user sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// Past a size bound: inflated bytes, the expansion ratio, values, records, recorded bytes.
-    TooLarge(String),
-    /// Not an OTLP request of the path's kind, or gzip that does not inflate.
-    Undecodable(&'static str),
-    /// An id of another size than OTLP's (trace 16 bytes, span 8).
-    BadId(&'static str),
-    /// Attribute values nested deeper than [`MAX_VALUE_DEPTH`].
-    TooDeep,
-}
-
-impl Refusal {
-    /// 413 for what is too large, 400 for what is wrong.
-    pub fn status(&self) -> u16 {
-        if matches!(self, Self::TooLarge(_)) { 413 } else { 400 }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::TooLarge(what) => write!(f, "request too large: {what}"),
-            Self::Undecodable(what) => f.write_str(what),
-            Self::BadId(what) => write!(f, "{what} (OTLP ids: trace 16 bytes, span 8)"),
-            Self::TooDeep => write!(f, "attribute values nested deeper than {MAX_VALUE_DEPTH} levels"),
-        }
-    }
 }
 
 /// An accepted request: its enveloped records, and what they hold.
@@ -194,7 +164,7 @@ impl Records {
     fn link(&mut self, link: &Link) {
         let line = serde_json::json!({
             "otlp": "link",
-            "traceId": super::hex(&link.trace),
+            "traceId": hex(&link.trace),
             "child": link.child,
             "parent": link.parent,
             "card": link.card,

@@ -12,8 +12,7 @@ use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::encoding::{WireType, decode_key, decode_varint};
 
-use super::request::Refusal;
-use super::{MAX_MESSAGES, MAX_RECORDS, MAX_VALUE_DEPTH};
+use super::limits::{MAX_MESSAGES, MAX_RECORDS, MAX_VALUE_DEPTH, Refusal};
 
 /// The messages of an OTLP export request that hold other messages (or records), by the field
 /// numbers of `opentelemetry/proto`. Any other length-delimited field is a string or bytes.

@@ -132,7 +132,7 @@ impl Token {
     fn create(path: &Path) -> io::Result<(Self, bool)> {
         let mut random = [0u8; TOKEN_BYTES];
         File::open("/dev/urandom")?.read_exact(&mut random)?;
-        let secret = super::hex(&random);
+        let secret = super::hex::hex(&random);
         let mut file = match OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
             Ok(f) => f,
             // Another listen made it first: use theirs.

@@ -1,7 +1,5 @@
-//! The team store on PostgreSQL (issue 21): the schema of the SQLite store in PostgreSQL's types,
-//! with a `machine` on every source and session, so that many machines sync into one database.
-//! This is its first part: connecting, bringing the schema up to date (many machines at once), and
-//! refusing a database a newer swarmtop wrote. The rows themselves (`Backend`) come next.
+//! The team store's schema: the SQLite store's in PostgreSQL's types, with a `machine` on every
+//! source and session, so that many machines sync into one database.
 //!
 //! Versions are kept in `swarmtop_schema(version)`, version N being the state after the N-th step of
 //! [`STEPS`], the same numbering as SQLite's `user_version`. Every step runs in one transaction that
@@ -9,7 +7,7 @@
 //! apply each step once, and the second finds it done.
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 /// Tokens by kind, as every table with figures holds them (unsigned 64-bit figures bit for bit in
 /// a signed BIGINT, as in SQLite).
@@ -22,7 +20,9 @@ macro_rules! tokens {
 }
 
 /// Version 1: SQLite's version 1 (docs/store.md), plus `machine`; the full-text index is a
-/// generated `tsvector` with a GIN index instead of FTS5.
+/// generated `tsvector` with a GIN index instead of FTS5, over the text with its punctuation made
+/// spaces ([`WORDS`]): words are what FTS5 takes as words (PostgreSQL's parser would keep a path
+/// or a host name whole, and `spotter` would not find `/src/spotter-dov`).
 const V1: &str = concat!(
     "CREATE TABLE meta (machine TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (machine, key));
     CREATE TABLE sources (
@@ -80,7 +80,7 @@ const V1: &str = concat!(
         digest BYTEA NOT NULL UNIQUE,
         body TEXT NOT NULL,
         refs BIGINT NOT NULL,
-        search TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED
+        search TSVECTOR GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(body, '[[:punct:][:space:][:cntrl:]]+', ' ', 'g'))) STORED
     );
     CREATE INDEX texts_search ON texts USING GIN (search);
     CREATE TABLE runs (
@@ -142,6 +142,10 @@ const V1: &str = concat!(
     CREATE INDEX items_text ON items(text_id);"
 );
 
+/// What the index and the queries make of text before PostgreSQL's parser sees it (the pattern of
+/// `regexp_replace(…, WORDS, ' ', 'g')`, the same in [`V1`]).
+pub const WORDS: &str = "[[:punct:][:space:][:cntrl:]]+";
+
 /// Every version, in order; the same numbering as the SQLite store's.
 pub const STEPS: &[&str] = &[V1];
 
@@ -150,11 +154,6 @@ pub const LATEST: usize = STEPS.len();
 
 /// The advisory lock every migration takes (any fixed number: "swarmtop" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7377_6172_6d74_6f70;
-
-/// Whether `store` names a PostgreSQL database rather than a file.
-pub fn is_url(store: &str) -> bool {
-    store.starts_with("postgres://") || store.starts_with("postgresql://")
-}
 
 /// A database a newer swarmtop wrote.
 #[derive(Debug)]
@@ -175,14 +174,6 @@ impl std::fmt::Display for FutureSchema {
 
 impl std::error::Error for FutureSchema {}
 
-/// Connects to the database at `url` and brings its schema up to date; a database a newer
-/// swarmtop wrote is refused untouched.
-pub fn open(url: &str) -> Result<Client> {
-    let mut client = Client::connect(url, NoTls).wrap_err("connecting to the team store")?;
-    migrate(&mut client)?;
-    Ok(client)
-}
-
 /// The schema version of the database (0: none yet).
 pub fn version(client: &mut Client) -> Result<usize> {
     let exists: bool = client.query_one("SELECT to_regclass('swarmtop_schema') IS NOT NULL", &[])?.get(0);
@@ -194,7 +185,8 @@ pub fn version(client: &mut Client) -> Result<usize> {
     usize::try_from(v).map_err(|_| eyre!("the team store's schema version is {v}"))
 }
 
-fn migrate(client: &mut Client) -> Result<()> {
+/// Brings the schema up to date; a database a newer swarmtop wrote is refused untouched.
+pub(super) fn migrate(client: &mut Client) -> Result<()> {
     loop {
         let mut tx = client.transaction()?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
@@ -217,5 +209,13 @@ fn migrate(client: &mut Client) -> Result<()> {
             tx.execute("UPDATE swarmtop_schema SET version = $1", &[&next])?;
         }
         tx.commit()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_index_and_the_queries_split_words_alike() {
+        assert!(super::V1.contains(&format!("regexp_replace(body, '{}', ' ', 'g')", super::WORDS)));
     }
 }
