@@ -1,10 +1,6 @@
 //! `ps`'s columns: one record per column (its `-o` / `--sort` name, header, alignment, how much it
-//! may give way, how it orders rows), so the table, `-o` and `--sort` never disagree.
-
-use std::cmp::Ordering;
-
-use super::super::sessions::Row;
-use crate::source::seen::State;
+//! may give way), so the table, `-o` and `--sort` never disagree. How rows compare in each is
+//! [`super::order`]'s (the command line's parsers know no rows).
 
 /// A column of the text table, by its `-o` / `--sort` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,36 +138,6 @@ impl Column {
             Self::Agent => 12,
         }
     }
-
-    /// Rows in this column's natural order (ascending: oldest, cheapest, `a` first).
-    pub fn compare(self, a: &Row, b: &Row) -> Ordering {
-        match self {
-            Self::Agent => a.tool.as_str().cmp(b.tool.as_str()),
-            Self::Id => a.id.as_str().cmp(b.id.as_str()),
-            Self::Project => a.project.cmp(&b.project),
-            Self::Source => a.source.cmp(&b.source),
-            Self::State => state_rank(a.state).cmp(&state_rank(b.state)),
-            Self::Last => a.last_activity_ms.cmp(&b.last_activity_ms),
-            Self::Pid => a.pid.cmp(&b.pid),
-            Self::Cpu => {
-                a.usage.map(|u| u.cpu_percent).partial_cmp(&b.usage.map(|u| u.cpu_percent)).unwrap_or(Ordering::Equal)
-            }
-            Self::Mem => a.usage.map(|u| u.rss_bytes).cmp(&b.usage.map(|u| u.rss_bytes)),
-            Self::Agents => a.agents.cmp(&b.agents),
-            Self::Tokens => a.tokens.cmp(&b.tokens),
-            Self::Cost => a.cost.cmp(&b.cost),
-            Self::Name => a.name.as_str().to_lowercase().cmp(&b.name.as_str().to_lowercase()),
-        }
-    }
-}
-
-/// Live sessions before idle ones before ended ones.
-fn state_rank(s: State) -> u8 {
-    match s {
-        State::Live => 0,
-        State::Idle => 1,
-        State::Ended => 2,
-    }
 }
 
 fn names() -> String {
@@ -236,17 +202,6 @@ pub fn parse_sort(s: &str) -> Result<SortKeys, String> {
         return Err(format!("no sort key given (one of: {})", names()));
     }
     Ok(SortKeys(out))
-}
-
-/// Orders `rows` by `keys`, then newest first, then by id (a stable, total order).
-pub fn sort(rows: &mut [Row], keys: &[SortKey]) {
-    rows.sort_by(|a, b| {
-        keys.iter()
-            .map(|k| if k.descending { k.column.compare(b, a) } else { k.column.compare(a, b) })
-            .find(|o| o.is_ne())
-            .unwrap_or_else(|| b.last_activity_ms.cmp(&a.last_activity_ms))
-            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
-    });
 }
 
 #[cfg(test)]

@@ -2,10 +2,12 @@
 //! view shows, one row per root session, like `ps`. The figures are those `stats` gives for the
 //! session's own inputs.
 //!
-//! - [`columns`]: each column's name, header, order and how it gives way.
+//! - [`columns`]: each column's name, header and how it gives way.
+//! - [`order`]: how rows compare in each column (`--sort`).
 //! - [`table`]: the text table, fitted to the terminal.
 
 pub mod columns;
+mod order;
 mod table;
 
 use std::fmt::Write as _;
@@ -41,7 +43,7 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     let home = opts.env.home();
     let mut report = sessions::collect(&opts, &config);
     if let Some(keys) = &args.sort {
-        columns::sort(&mut report.rows, &keys.0);
+        order::sort(&mut report.rows, &keys.0);
     }
     let now_ms = crate::source::recording::unix_ms();
     let shape =
