@@ -239,22 +239,7 @@ pub fn status_name(status: ItemStatus) -> &'static str {
     }
 }
 
-/// An item's kind by Codex's `type` name (the one vocabulary of `wire`).
+/// An item's kind by Codex's `type` name (the one vocabulary of `wire`, which names them).
 pub fn kind_name(kind: &ItemKind) -> &str {
-    match kind {
-        ItemKind::UserMessage => "userMessage",
-        ItemKind::AgentMessage => "agentMessage",
-        ItemKind::Reasoning => "reasoning",
-        ItemKind::Command => "commandExecution",
-        ItemKind::FileChange => "fileChange",
-        ItemKind::McpTool => "mcpToolCall",
-        ItemKind::DynamicTool => "dynamicToolCall",
-        ItemKind::WebSearch => "webSearch",
-        ItemKind::Plan => "plan",
-        ItemKind::ImageView => "imageView",
-        ItemKind::Compaction => "contextCompaction",
-        ItemKind::Collab => "collabAgentToolCall",
-        ItemKind::SubAgentActivity => "subAgentActivity",
-        ItemKind::Other(name) => name.as_str(),
-    }
+    kind.name()
 }

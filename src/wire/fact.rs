@@ -392,6 +392,25 @@ impl ItemKind {
             other => Self::Other(super::sanitize(other)),
         }
     }
+    /// Its Codex `type` name: what [`Self::of`] reads, as the store and the daemon write it.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::UserMessage => "userMessage",
+            Self::AgentMessage => "agentMessage",
+            Self::Reasoning => "reasoning",
+            Self::Command => "commandExecution",
+            Self::FileChange => "fileChange",
+            Self::McpTool => "mcpToolCall",
+            Self::DynamicTool => "dynamicToolCall",
+            Self::WebSearch => "webSearch",
+            Self::Plan => "plan",
+            Self::ImageView => "imageView",
+            Self::Compaction => "contextCompaction",
+            Self::Collab => "collabAgentToolCall",
+            Self::SubAgentActivity => "subAgentActivity",
+            Self::Other(name) => name.as_str(),
+        }
+    }
 }
 
 /// What a call that manages other agents does, whatever the agent calls it. The agent's own name
