@@ -122,6 +122,38 @@ fn completions(lines: &[(Dir, Value)], thread: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The recording: every act, as what it is (targets in `order`), and the app-server's answer to it;
+/// and what the client sent is the recording's c2s without the acts.
+fn the_recording_has_every_act_and_the_client_s_lines(recording: &Path, sent: &[u8], order: [&String; 3]) {
+    let text = std::fs::read_to_string(recording).expect("the recording");
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect();
+    let acts: Vec<&Value> = records.iter().filter(|r| r.get("act").is_some()).collect();
+    let targets: Vec<&str> = acts.iter().map(|a| a["act"]["target"].as_str().unwrap_or_default()).collect();
+    assert_eq!(targets, order.map(String::as_str), "one act per interrupt, leaves first");
+    for a in &acts {
+        assert_eq!(a["dir"], "c2s");
+        assert_eq!(a["act"]["kind"], "interrupt");
+        assert_eq!(a["msg"]["method"], "turn/interrupt");
+        let id = a["msg"]["id"].as_str().expect("a string id of the tee's");
+        assert!(id.starts_with("swarmtop-"));
+        assert_eq!(a["act"]["requestId"], id);
+        let answered =
+            records.iter().any(|r| r["dir"] == "s2c" && r["msg"]["id"] == id && r["msg"].get("result").is_some());
+        assert!(answered, "the app-server answered {id}");
+    }
+    // What the client sent is the recording's c2s without the acts.
+    let mut c2s = Vec::new();
+    for r in records.iter().filter(|r| r["dir"] == "c2s" && r.get("act").is_none()) {
+        c2s.extend_from_slice(r["msg"].to_string().as_bytes());
+        c2s.push(b'\n');
+    }
+    let sent: Vec<Value> =
+        sent.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    let recorded: Vec<Value> =
+        c2s.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    assert_eq!(sent, recorded, "the client's lines, all and only them, besides the acts");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupting_a_child_and_a_subtree_through_the_tee() {
     let Some(codex) = codex_binary().or_skip("interrupting_a_child_and_a_subtree_through_the_tee") else {
@@ -218,39 +250,7 @@ async fn interrupting_a_child_and_a_subtree_through_the_tee() {
         }
     }
 
-    // The recording: every act, as what it is, and its answer.
-    let text = std::fs::read_to_string(&recording).expect("the recording");
-    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON record")).collect();
-    let acts: Vec<&Value> = records.iter().filter(|r| r.get("act").is_some()).collect();
-    let targets: Vec<&str> = acts.iter().map(|a| a["act"]["target"].as_str().unwrap_or_default()).collect();
-    assert_eq!(targets, [solo.as_str(), leaf.as_str(), mid.as_str()], "one act per interrupt, leaves first");
-    for a in &acts {
-        assert_eq!(a["dir"], "c2s");
-        assert_eq!(a["act"]["kind"], "interrupt");
-        assert_eq!(a["msg"]["method"], "turn/interrupt");
-        let id = a["msg"]["id"].as_str().expect("a string id of the tee's");
-        assert!(id.starts_with("swarmtop-"));
-        assert_eq!(a["act"]["requestId"], id);
-        let answered =
-            records.iter().any(|r| r["dir"] == "s2c" && r["msg"]["id"] == id && r["msg"].get("result").is_some());
-        assert!(answered, "the app-server answered {id}");
-    }
-    // What the client sent is the recording's c2s without the acts.
-    let mut c2s = Vec::new();
-    for r in records.iter().filter(|r| r["dir"] == "c2s" && r.get("act").is_none()) {
-        c2s.extend_from_slice(r["msg"].to_string().as_bytes());
-        c2s.push(b'\n');
-    }
-    let sent: Vec<Value> = run
-        .session
-        .sent
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect();
-    let recorded: Vec<Value> =
-        c2s.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
-    assert_eq!(sent, recorded, "the client's lines, all and only them, besides the acts");
+    the_recording_has_every_act_and_the_client_s_lines(&recording, &run.session.sent, [&solo, &leaf, &mid]);
 
     // The rollouts say the turns were aborted.
     let rollouts = rollout_text(&run.world.home.join("sessions"));

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::chat_completions::{Call, MockChat, Reply, Request, Script, Usage};
 use support::opencode::{
-    PATIENCE, Server, VERSION, binary as opencode_binary, command as opencode_command, config, free_port,
-    home as opencode_home, wait_http,
+    PATIENCE, Server, VERSION, binary_or_skip, command as opencode_command, free_port, home as opencode_home, serve,
+    wait_http,
 };
 use swarmtop::pipeline::Pipeline;
 use swarmtop::source::files::{self, Record};
@@ -163,19 +163,29 @@ fn feed(pipeline: &mut Pipeline, bytes: &[u8]) {
     .unwrap();
 }
 
+/// `stats --json`'s threads, one per session: its parent, tokens and cost as OpenCode stored them.
+fn each_thread_is_its_session(threads: &HashMap<&str, &Value>, rows: &HashMap<String, SessionRow>) {
+    for (id, row) in rows {
+        let t = threads[id.as_str()];
+        assert_eq!(t["parent"].as_str(), row.parent.as_deref(), "{id}: the parent is the session's parent_id");
+        let tok = &t["tokens"];
+        assert_eq!(tok["input"], row.input + row.cache_read + row.cache_write, "{id} input");
+        assert_eq!(tok["cachedInput"], row.cache_read, "{id} cached");
+        assert_eq!(tok["output"], row.output + row.reasoning, "{id} output");
+        assert_eq!(tok["reasoningOutput"], row.reasoning, "{id} reasoning");
+        if row.cost > 0.0 {
+            let cost = t["costUsd"].as_f64().unwrap_or_else(|| panic!("{id}: no cost in {t}"));
+            assert!((cost - row.cost).abs() < 1e-9, "{id}: cost {cost} vs OpenCode's {}", row.cost);
+        }
+    }
+}
+
 #[test]
 fn a_real_opencode_run_from_the_store_and_while_it_runs() {
-    let Some(bin) = opencode_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    let Some(bin) = binary_or_skip() else { return };
     let mock = MockChat::start(Swarm).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = opencode_home(&mock);
     let root = dir.path();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    std::fs::create_dir_all(root.join("home/.config/opencode")).unwrap();
-    std::fs::write(root.join("home/.config/opencode/opencode.json"), config(&mock.base_url()).to_string()).unwrap();
     let data = root.join("home/.local/share/opencode");
     let db = data.join("opencode.db");
 
@@ -244,19 +254,7 @@ fn a_real_opencode_run_from_the_store_and_while_it_runs() {
     let threads: HashMap<&str, &Value> =
         stats["threads"].as_array().unwrap().iter().map(|t| (t["id"].as_str().unwrap(), t)).collect();
     assert_eq!(threads.len(), rows.len(), "one thread per session");
-    for (id, row) in &rows {
-        let t = threads[id.as_str()];
-        assert_eq!(t["parent"].as_str(), row.parent.as_deref(), "{id}: the parent is the session's parent_id");
-        let tok = &t["tokens"];
-        assert_eq!(tok["input"], row.input + row.cache_read + row.cache_write, "{id} input");
-        assert_eq!(tok["cachedInput"], row.cache_read, "{id} cached");
-        assert_eq!(tok["output"], row.output + row.reasoning, "{id} output");
-        assert_eq!(tok["reasoningOutput"], row.reasoning, "{id} reasoning");
-        if row.cost > 0.0 {
-            let cost = t["costUsd"].as_f64().unwrap_or_else(|| panic!("{id}: no cost in {t}"));
-            assert!((cost - row.cost).abs() < 1e-9, "{id}: cost {cost} vs OpenCode's {}", row.cost);
-        }
-    }
+    each_thread_is_its_session(&threads, &rows);
     let status_of = |title: &str| threads[by_title[title]]["status"].as_str().unwrap().to_owned();
     let root_id = rows.iter().find(|(_, r)| r.parent.is_none()).map(|(id, _)| id.as_str()).unwrap();
     assert_eq!(threads[root_id]["status"], "idle");
@@ -372,26 +370,12 @@ fn http(authority: &str, method: &str, path: &str, body: &Value) -> (u16, String
 #[test]
 fn a_real_opencode_server_live_with_an_abort_through_its_api() {
     use std::io::Read;
-    let Some(bin) = opencode_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    let Some(bin) = binary_or_skip() else { return };
     let mock = MockChat::start(Served).unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = opencode_home(&mock);
     let root = dir.path();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    std::fs::create_dir_all(root.join("home/.config/opencode")).unwrap();
-    std::fs::write(root.join("home/.config/opencode/opencode.json"), config(&mock.base_url()).to_string()).unwrap();
     let port = free_port().to_string();
-    let _server = Server(
-        opencode_command(&bin, root)
-            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _server = serve(&bin, root, &port);
     let authority = format!("127.0.0.1:{port}");
     let started = Instant::now();
     let mut live = loop {
@@ -402,12 +386,7 @@ fn a_real_opencode_server_live_with_an_abort_through_its_api() {
         }
     };
     eprintln!("connected after {:?}", started.elapsed());
-    let (code, body) = http(&authority, "POST", "/session", &json!({}));
-    assert_eq!(code, 200, "{body}");
-    let root_id = serde_json::from_str::<Value>(&body).unwrap()["id"].as_str().unwrap().to_owned();
-    let prompt = json!({"parts": [{"type": "text", "text": "[[AGENT:root]] Delegate."}]});
-    let (code, body) = http(&authority, "POST", &format!("/session/{root_id}/prompt_async"), &prompt);
-    assert!((200..300).contains(&code), "{code} {body}");
+    let root_id = prompt_new_session(&authority, "[[AGENT:root]] Delegate.");
 
     // The live stream, record by record, on another thread; this one reads the model.
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
@@ -422,11 +401,7 @@ fn a_real_opencode_server_live_with_an_abort_through_its_api() {
     let mut pipeline = Pipeline::default();
     let mut pending = Vec::new();
     let (mut saw_retry, mut streamed_while_running, mut aborted) = (false, 0usize, false);
-    let find = |p: &Pipeline, name: &str| -> Option<swarmtop::router::ThreadIdx> {
-        (0..p.router.registry().len() as u32)
-            .map(swarmtop::router::ThreadIdx)
-            .find(|&t| p.model.thread(t).nickname.as_ref().is_some_and(|n| n.as_str() == name))
-    };
+    let find = by_nickname;
     let db = root.join("home/.local/share/opencode/opencode.db");
     // After the abort: the server idle, the root and its running child interrupted, and every
     // session's tokens in the stream as the server stored them (the asserts below say which failed).
@@ -436,13 +411,7 @@ fn a_real_opencode_server_live_with_an_abort_through_its_api() {
         interrupted(p.find(&root_id))
             && interrupted(find(p, "Long task"))
             && http(&authority, "GET", "/session/status", &json!({})).1.trim() == "{}"
-            && sessions(&db).iter().all(|(id, r)| {
-                p.find(id).is_some_and(|t| {
-                    let t = p.model.thread(t);
-                    t.tokens.input == r.input + r.cache_read + r.cache_write
-                        && t.tokens.output == r.output + r.reasoning
-                })
-            })
+            && sessions(&db).iter().all(|(id, r)| p.find(id).is_some_and(|t| tokens_as_stored(p.model.thread(t), r)))
     };
     loop {
         if started.elapsed() > PATIENCE {
@@ -501,10 +470,33 @@ fn a_real_opencode_server_live_with_an_abort_through_its_api() {
     for (id, row) in sessions(&db) {
         let t =
             pipeline.model.thread(pipeline.find(&id).unwrap_or_else(|| panic!("{id} ({}) not seen live", row.title)));
-        assert_eq!(t.tokens.input, row.input + row.cache_read + row.cache_write, "{}: input", row.title);
-        assert_eq!(t.tokens.output, row.output + row.reasoning, "{}: output", row.title);
+        assert!(tokens_as_stored(t, &row), "{}: {:?} vs {row:?}", row.title, t.tokens);
     }
     let _ = mock.served();
+}
+
+/// A new session on the server, prompted with `text` without waiting for the answer: its id.
+fn prompt_new_session(authority: &str, text: &str) -> String {
+    let (code, body) = http(authority, "POST", "/session", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    let id = serde_json::from_str::<Value>(&body).unwrap()["id"].as_str().unwrap().to_owned();
+    let prompt = json!({"parts": [{"type": "text", "text": text}]});
+    let (code, body) = http(authority, "POST", &format!("/session/{id}/prompt_async"), &prompt);
+    assert!((200..300).contains(&code), "{code} {body}");
+    id
+}
+
+/// The thread a session's title names (OpenCode's nickname for it).
+fn by_nickname(p: &Pipeline, name: &str) -> Option<swarmtop::router::ThreadIdx> {
+    (0..p.router.registry().len() as u32)
+        .map(swarmtop::router::ThreadIdx)
+        .find(|&t| p.model.thread(t).nickname.as_ref().is_some_and(|n| n.as_str() == name))
+}
+
+/// A thread's tokens as OpenCode stored its session's: input with cache reads and writes, output
+/// with reasoning.
+fn tokens_as_stored(t: &swarmtop::model::Thread, r: &SessionRow) -> bool {
+    t.tokens.input == r.input + r.cache_read + r.cache_write && t.tokens.output == r.output + r.reasoning
 }
 
 /// Discovery: a root with one quick child, and (on the server) a root with a slow child that
@@ -588,24 +580,11 @@ fn counted_once(p: &Pipeline, db: &Path) -> bool {
         })
 }
 
-#[test]
-fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
-    let Some(bin) = opencode_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
-    let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mock = MockChat::start(Found { seen: seen.clone() }).unwrap();
-    let dir = opencode_home(&mock);
-    let root = dir.path();
-    let data = root.join("home/.local/share/opencode");
-    let db = data.join("opencode.db");
-
-    // A finished `opencode run`: one root session, listed once, with OpenCode's own figures.
-    let out = opencode_command(&bin, root).args(["run", "--format", "json", "Delegate."]).output().unwrap();
+/// A finished `opencode run`: one root session, listed once by `ps`, with OpenCode's own figures.
+fn a_finished_run_is_listed_once(bin: &Path, root: &Path, db: &Path) {
+    let out = opencode_command(bin, root).args(["run", "--format", "json", "Delegate."]).output().unwrap();
     assert!(out.status.success(), "opencode run: {}", String::from_utf8_lossy(&out.stderr));
-    let rows = sessions(&db);
+    let rows = sessions(db);
     let run_root = rows.iter().find(|(_, r)| r.parent.is_none()).map(|(id, _)| id.clone()).unwrap();
     let listed = ps_rows(root);
     assert_eq!(listed.len(), 1, "one row per root session: {listed:?}");
@@ -621,8 +600,10 @@ fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
     assert_eq!(row["source"].as_str(), Some(db.to_str().unwrap()));
     assert_ne!(row["state"], "live", "its process is gone");
     assert!(row["pid"].is_null());
+}
 
-    // The machine view in a real terminal shows it.
+/// The machine view in a real terminal shows the finished run and its child.
+fn the_machine_view_shows_it(root: &Path) {
     let home = root.join("home");
     let command = format!(
         "env -u CLAUDE_CONFIG_DIR -u CODEX_HOME HOME='{}' XDG_DATA_HOME='{}' XDG_STATE_HOME='{}' XDG_RUNTIME_DIR='{}' '{}'; sleep 60",
@@ -637,17 +618,25 @@ fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
             s.contains("1 session") && s.contains("Mock session title") && s.contains("Quick task")
         });
     }
+}
+
+#[test]
+fn ps_and_the_machine_view_find_a_real_opencode_store_and_its_server() {
+    let Some(bin) = binary_or_skip() else { return };
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mock = MockChat::start(Found { seen: seen.clone() }).unwrap();
+    let dir = opencode_home(&mock);
+    let root = dir.path();
+    let data = root.join("home/.local/share/opencode");
+    let db = data.join("opencode.db");
+
+    a_finished_run_is_listed_once(&bin, root, &db);
+    the_machine_view_shows_it(root);
+    let home = root.join("home");
 
     // A running `opencode serve` on the same store: found from /proc, its session live with its pid.
     let port = free_port().to_string();
-    let server = Server(
-        opencode_command(&bin, root)
-            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let server = serve(&bin, root, &port);
     let authority = format!("127.0.0.1:{port}");
     wait_http(&authority);
     let proc = swarmtop::source::proc::Proc::default();
@@ -767,27 +756,14 @@ impl Script for Restarted {
 
 #[test]
 fn a_live_server_stream_survives_a_restart_of_the_server() {
-    let Some(bin) = opencode_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    let Some(bin) = binary_or_skip() else { return };
     let mock = MockChat::start(Restarted).unwrap();
     let dir = opencode_home(&mock);
     let root = dir.path();
     let port = free_port().to_string();
     let authority = format!("127.0.0.1:{port}");
-    let serve = || {
-        Server(
-            opencode_command(&bin, root)
-                .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    };
-    let mut server = serve();
+    let start = || serve(&bin, root, &port);
+    let mut server = start();
     wait_http(&authority);
     // The monitor's screen in a real terminal, beside the library's reader.
     let tmux = tmux::Tmux::start(
@@ -850,7 +826,7 @@ fn a_live_server_stream_survives_a_restart_of_the_server() {
         assert!(started.elapsed() < PATIENCE, "the reader never saw the stream break");
         std::thread::sleep(Duration::from_millis(50));
     }
-    server = serve();
+    server = start();
     wait_http(&authority);
     pump(
         &mut pipeline,
@@ -927,13 +903,54 @@ fn statuses(db: &Path) -> HashMap<String, Status> {
 /// left naming a process long gone: a second run in the same home must not read as dead while it
 /// runs (it read as interrupted from its first row on), and once killed (SIGKILL: nothing written)
 /// it and its running child must read as interrupted, not running for ever.
+/// Read whole, a session spans its own times: its row (its last update) is read before its
+/// messages, and the first line read made its start (every agent read from a store ran 0:00).
+/// It starts by its first message, however long after the session's creation a loaded machine
+/// wrote that.
+fn a_whole_read_spans_the_session_s_own_times(db: &Path, id: &str) {
+    let (created, updated, first_message): (i64, i64, i64) = swarmtop::source::opencode::open(db)
+        .unwrap()
+        .query_row("SELECT time_created, time_updated, (SELECT MIN(time_created) FROM message) FROM session", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    let mut whole = Pipeline::default();
+    feed(&mut whole, &snapshot(db).unwrap().records);
+    let t = whole.model.thread(whole.find(id).unwrap());
+    let (first, last) = (t.first_ms.unwrap(), t.last_ms.unwrap());
+    assert!(
+        created <= first && first <= first_message && first < updated,
+        "starts at {first}: created {created}, first message {first_message}, updated {updated}"
+    );
+    assert!(last >= updated, "ends at {last}, updated {updated}");
+}
+
+/// The pids OpenCode's locks name.
+fn lock_pids(locks: &Path) -> Vec<i64> {
+    std::fs::read_dir(locks)
+        .map(|d| d.flatten().collect::<Vec<_>>())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("meta.json")).ok())
+        .filter_map(|t| serde_json::from_str::<Value>(&t).ok()?["pid"].as_i64())
+        .collect()
+}
+
+/// The id of the first session row `wanted` picks, once the store has one.
+fn row_once(db: &Path, what: &str, wanted: impl Fn(&String, &SessionRow) -> bool) -> String {
+    let started = Instant::now();
+    loop {
+        if let Some((id, _)) = sessions(db).iter().find(|(id, r)| wanted(id, r)) {
+            return id.clone();
+        }
+        assert!(started.elapsed() < PATIENCE, "{what} never had a row");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
-    let Some(bin) = opencode_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    let Some(bin) = binary_or_skip() else { return };
     let mock = MockChat::start(Killed).unwrap();
     let dir = opencode_home(&mock);
     let root = dir.path();
@@ -948,35 +965,10 @@ fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
     assert!(first.success());
     let quick: Vec<String> = sessions(&db).into_keys().collect();
     assert_eq!(quick.len(), 1);
-    // Read whole, a session spans its own times: its row (its last update) is read before its
-    // messages, and the first line read made its start (every agent read from a store ran 0:00).
-    // It starts by its first message, however long after the session's creation a loaded machine
-    // wrote that.
-    let (created, updated, first_message): (i64, i64, i64) = swarmtop::source::opencode::open(&db)
-        .unwrap()
-        .query_row("SELECT time_created, time_updated, (SELECT MIN(time_created) FROM message) FROM session", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .unwrap();
-    let mut whole = Pipeline::default();
-    feed(&mut whole, &snapshot(&db).unwrap().records);
-    let t = whole.model.thread(whole.find(&quick[0]).unwrap());
-    let (first, last) = (t.first_ms.unwrap(), t.last_ms.unwrap());
-    assert!(
-        created <= first && first <= first_message && first < updated,
-        "starts at {first}: created {created}, first message {first_message}, updated {updated}"
-    );
-    assert!(last >= updated, "ends at {last}, updated {updated}");
+    a_whole_read_spans_the_session_s_own_times(&db, &quick[0]);
     // The precondition of the regression: a lock left behind that names a dead process.
     let locks = root.join("home/.local/state/opencode/locks");
-    let lock_pids: Vec<i64> = std::fs::read_dir(&locks)
-        .map(|d| d.flatten().collect::<Vec<_>>())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|e| std::fs::read_to_string(e.path().join("meta.json")).ok())
-        .filter_map(|t| serde_json::from_str::<Value>(&t).ok()?["pid"].as_i64())
-        .collect();
-    assert!(!lock_pids.is_empty(), "OpenCode {VERSION} leaves its lock behind in {}", locks.display());
+    assert!(!lock_pids(&locks).is_empty(), "OpenCode {VERSION} leaves its lock behind in {}", locks.display());
 
     let second = opencode_command(&bin, root)
         .args(["run", "--format", "json", "[[AGENT:root]] Delegate the long task."])
@@ -986,24 +978,10 @@ fn a_run_after_another_is_alive_until_killed_whatever_the_lock_says() {
         .unwrap();
     let mut second = Server(second);
     let started = Instant::now();
-    let child = loop {
-        assert!(started.elapsed() < PATIENCE, "the child session never appeared");
-        let rows = sessions(&db);
-        if let Some((id, _)) = rows.iter().find(|(_, r)| r.title.starts_with("Long task")) {
-            break id.clone();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let child = row_once(&db, "the child session", |_, r| r.title.starts_with("Long task"));
     // Read whole while it runs: never interrupted (the regression read it so from its first row
     // on), running once the child's first step has begun (on a loaded machine that can take a while).
-    let running_root = loop {
-        let rows = sessions(&db);
-        if let Some((id, _)) = rows.iter().find(|(id, r)| r.parent.is_none() && !quick.contains(id)) {
-            break id.clone();
-        }
-        assert!(started.elapsed() < PATIENCE, "the running root has no row");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let running_root = row_once(&db, "the running root", |id, r| r.parent.is_none() && !quick.contains(id));
     let live = loop {
         let live = statuses(&db);
         let (r, c) = (live.get(&running_root).copied(), live.get(&child).copied());

@@ -266,11 +266,8 @@ fn interleave(rng: &mut Rng, mut agents: Vec<Vec<String>>, out: &mut Vec<String>
     }
 }
 
-/// At least `target_bytes` of one session's NDJSON, written to `out` as it is made.
-pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
-    let mut rng = Rng(0x10e6_5e55_1011_cafe);
-    let mut ms: u64 = 1_795_987_208_000;
-    let mut serial: u64 = 1 << 20;
+/// The root, its children, and the grandchildren under the first few children.
+fn tree() -> Vec<Thread> {
     let mut threads = vec![Thread { id: uuid(1), parent: None, usage: 0 }];
     for c in 0..CHILDREN {
         threads.push(Thread { id: uuid(2 + c as u64), parent: Some(0), usage: 0 });
@@ -280,6 +277,15 @@ pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
             threads.push(Thread { id: uuid(100 + (p * GRANDCHILDREN_EACH + g) as u64), parent: Some(1 + p), usage: 0 });
         }
     }
+    threads
+}
+
+/// At least `target_bytes` of one session's NDJSON, written to `out` as it is made.
+pub fn write(out: &mut impl Write, target_bytes: u64) -> io::Result<u64> {
+    let mut rng = Rng(0x10e6_5e55_1011_cafe);
+    let mut ms: u64 = 1_795_987_208_000;
+    let mut serial: u64 = 1 << 20;
+    let mut threads = tree();
     let root = threads[0].id.clone();
     let mut written = 0u64;
     let mut text = String::new();

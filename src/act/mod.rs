@@ -6,6 +6,7 @@ pub mod control;
 pub mod hook;
 pub mod limits;
 pub mod log;
+pub mod notify;
 pub mod server;
 pub mod settings;
 pub mod signal;

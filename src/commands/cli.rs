@@ -89,6 +89,14 @@ pub struct MonitorOpts {
     /// address without `http://` receives OTLP instead.
     #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", action = clap::ArgAction::Append)]
     pub otlp: Vec<String>,
+    /// When an agent needs approval or input, fails or stalls, or a swarm finishes: ring the
+    /// terminal's bell and raise a desktop notification (OSC 9, or OSC 777).
+    #[arg(long, env = "SWARMTOP_NOTIFY", value_parser = clap::builder::FalseyValueParser::new())]
+    pub notify: bool,
+    /// Run this shell command for each such event, with the event as JSON on stdin (notify-send,
+    /// ntfy, a webhook with curl); rate-limited, never waited for.
+    #[arg(long, env = "SWARMTOP_NOTIFY_CMD", value_name = "CMD")]
+    pub notify_cmd: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::terminal::{QuitSignals, TerminalGuard};
+use crate::act::notify::run::Notifier;
 use crate::export::Live;
 use crate::pipeline::{Config, Pipeline};
 use crate::source::agents;
@@ -165,6 +166,36 @@ fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
     }
 }
 
+/// The screen's runtime for what is watched, and the channel its live events arrive on.
+fn runtime_of(
+    watch: Watch,
+    view: View,
+    settings: &Settings,
+    config: Config,
+    now: Instant,
+) -> Result<(Runtime, Option<mpsc::Receiver<live::Event>>)> {
+    Ok(match watch {
+        Watch::Replay(mut r) => {
+            r.name = home_short(&r.name);
+            // Followed files report their growth through the same channel as live sources.
+            let follow = if r.follow {
+                let (files, dirs) = r.watched();
+                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
+                Some(rx)
+            } else {
+                None
+            };
+            (Runtime::replay(r, view, settings, config, now), follow)
+        }
+        Watch::Live { name, events } => (Runtime::live(name, view, settings, config, now), Some(events)),
+        Watch::Machine(opts, keep) => {
+            let home = std::env::var("HOME").ok();
+            (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
+        }
+    })
+}
+
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
     let Outlets { mut export, receive } = outlets;
@@ -184,30 +215,17 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         clock: Instant::now,
     };
     let view = View::with_theme(theme_of(opts.theme));
-    let (mut rt, mut live_rx) = match watch {
-        Watch::Replay(mut r) => {
-            r.name = home_short(&r.name);
-            // Followed files report their growth through the same channel as live sources.
-            let follow = if r.follow {
-                let (files, dirs) = r.watched();
-                let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
-                follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
-                Some(rx)
-            } else {
-                None
-            };
-            (Runtime::replay(r, view, &settings, config, now), follow)
-        }
-        Watch::Live { name, events } => (Runtime::live(name, view, &settings, config, now), Some(events)),
-        Watch::Machine(opts, keep) => {
-            let home = std::env::var("HOME").ok();
-            (Runtime::machine(view, &settings, config, now, keep, home), Some(census::machine::spawn(opts)))
-        }
-    };
+    let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
+    let mut notifier =
+        Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());
+        if let Some(n) = notifier.as_mut() {
+            n.look(rt.model(), &rt.feed, now, &mut std::io::stdout());
+            rt.feed.notify = Some(n.feed());
+        }
         if let Some(x) = export.as_mut() {
             // Only queues the spans that ended: the exporter's thread sends them.
             if rt.model().generation != exported {

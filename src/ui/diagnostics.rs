@@ -4,7 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::feed::{ExportFeed, ReceiveFeed};
+use super::feed::{ExportFeed, NotifyFeed, ReceiveFeed};
 use super::layout::Layout;
 use super::paint::{centred, overlay};
 use super::scene::Scene;
@@ -71,6 +71,9 @@ pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layou
     }
     if let Some(r) = &feed.receive {
         lines.extend(receive_lines(r, &figures));
+    }
+    if let Some(n) = &feed.notify {
+        lines.extend(notify_lines(n, &figures, text_w));
     }
     lines.extend(log_lines(model, theme, text_w));
     let scroll = overlay(frame, rect, ("diagnostics", 0), lines, view.panes.overlay_scroll, theme);
@@ -184,6 +187,25 @@ fn receive_lines(r: &ReceiveFeed, f: &Figures<'_>) -> Vec<Line<'static>> {
     for three in r.limits.chunks(3) {
         let cell = |i: usize| three.get(i).map_or(("", 0, false), |&(name, n)| (name, n, true));
         lines.push(f.row(&[cell(0), cell(1), cell(2)]));
+    }
+    lines.push(Line::default());
+    lines
+}
+
+/// Notifying's counters: what was decided, what the rate limit held back, how the command fared.
+fn notify_lines(n: &NotifyFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'static>> {
+    let theme = f.theme;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("notifications ", theme.title),
+            Span::styled(truncate(&n.to, text_w.saturating_sub(14)), theme.dim),
+        ]),
+        f.row(&[("notices", n.notices, false), ("rate-limited", n.limited, false), ("", 0, false)]),
+        f.row(&[("command ran", n.ran, false), ("failed", n.failed, true), ("dropped", n.dropped, true)]),
+    ];
+    if let Some(cause) = &n.cause {
+        let text = format!("  last failure: {}", truncate(cause, text_w.saturating_sub(16)));
+        lines.push(Line::from(Span::styled(text, theme.warn)));
     }
     lines.push(Line::default());
     lines

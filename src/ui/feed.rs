@@ -33,6 +33,25 @@ pub struct Feed {
     pub export: Option<ExportFeed>,
     /// The OTLP receiver's counters, when `listen --otlp` receives.
     pub receive: Option<ReceiveFeed>,
+    /// What notifying has done, when asked to (`--notify`, `--notify-cmd`).
+    pub notify: Option<NotifyFeed>,
+}
+
+/// What notifying has done so far, for the diagnostics view.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NotifyFeed {
+    /// Where notices go: `terminal`, `command`, or both.
+    pub to: String,
+    pub notices: u64,
+    /// Held back by the rate limit.
+    pub limited: u64,
+    /// Runs of the command that succeeded, failed (non-zero, not started, killed), or found its
+    /// queue full.
+    pub ran: u64,
+    pub failed: u64,
+    pub dropped: u64,
+    /// Why the last failed run failed.
+    pub cause: Option<String>,
 }
 
 /// What the OTLP receiver has taken in and refused, for the diagnostics view.
@@ -78,6 +97,7 @@ impl Default for Feed {
             now_ms: None,
             stall_ms: 60_000,
             machine: None,
+            notify: None,
             export: None,
             receive: None,
         }

@@ -39,7 +39,7 @@ mod update;
 mod view;
 mod window;
 
-pub use self::feed::{ExportFeed, Feed, ReceiveFeed};
+pub use self::feed::{ExportFeed, Feed, NotifyFeed, ReceiveFeed};
 pub use self::keymap::{Action, BINDINGS, Binding, action_for, action_for_mouse};
 pub use self::layout::{Found, Layout};
 pub use self::outline::NodeId;

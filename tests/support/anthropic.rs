@@ -133,6 +133,30 @@ pub trait Script: Send + Sync + 'static {
     fn reply(&self, req: &MessagesRequest<'_>) -> Reply;
 }
 
+impl<'a> MessagesRequest<'a> {
+    /// What the script needs of a Messages request, counting this attempt at its (agent, step).
+    fn read(body: &'a Value, attempts: &Mutex<Attempts>) -> Self {
+        let messages = body.get("messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let agent = first_user_text(messages).as_deref().and_then(marker);
+        let is_subagent =
+            system_text(body.get("system")).lines().next().unwrap_or_default().contains("cc_is_subagent=true;");
+        let step = messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count();
+        let attempt = {
+            let mut a = attempts.lock().expect("attempts poisoned");
+            let n = a.entry((agent.clone(), is_subagent, step)).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let model = body.get("model").and_then(Value::as_str).map(str::to_owned);
+        Self { agent, is_subagent, step, model, tools, attempt, body }
+    }
+}
+
 /// What the mock did for one request, for the test's cross-checks.
 #[derive(Clone, Debug)]
 pub struct Served {
@@ -150,6 +174,26 @@ pub struct Served {
     pub usage: Option<Usage>,
     /// Whether the whole stream went out (false when the client hung up, e.g. on SIGINT).
     pub completed: bool,
+}
+
+impl Served {
+    /// A request not answered yet: 404 until it is.
+    fn of(path: String) -> Self {
+        Self {
+            path,
+            agent: None,
+            is_subagent: false,
+            step: 0,
+            attempt: 0,
+            status: 404,
+            requested_model: None,
+            model: None,
+            message_id: None,
+            request_id: None,
+            usage: None,
+            completed: true,
+        }
+    }
 }
 
 type Log = Arc<Mutex<Vec<Served>>>;
@@ -230,20 +274,7 @@ async fn serve_connection(stream: TcpStream, shared: &Shared) -> std::io::Result
 /// Serves one request; `false` when the connection must close after it.
 async fn handle<W: AsyncWriteExt + Unpin>(req: &Request, write: &mut W, shared: &Shared) -> std::io::Result<bool> {
     let path = req.path.split('?').next().unwrap_or_default().to_owned();
-    let mut served = Served {
-        path: req.path.clone(),
-        agent: None,
-        is_subagent: false,
-        step: 0,
-        attempt: 0,
-        status: 404,
-        requested_model: None,
-        model: None,
-        message_id: None,
-        request_id: None,
-        usage: None,
-        completed: true,
-    };
+    let mut served = Served::of(req.path.clone());
     let log = |s: Served| {
         let mut l = shared.log.lock().expect("mock log poisoned");
         l.push(s);
@@ -268,32 +299,9 @@ async fn handle<W: AsyncWriteExt + Unpin>(req: &Request, write: &mut W, shared: 
         write_json(write, 200, &json!({"input_tokens": 1234}), &[]).await?;
         return Ok(true);
     }
-    let messages = body.get("messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let agent = first_user_text(messages).as_deref().and_then(marker);
-    let is_subagent =
-        system_text(body.get("system")).lines().next().unwrap_or_default().contains("cc_is_subagent=true;");
-    let step = messages.iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count();
-    let attempt = {
-        let mut a = shared.attempts.lock().expect("attempts poisoned");
-        let n = a.entry((agent.clone(), is_subagent, step)).or_insert(0);
-        *n += 1;
-        *n
-    };
-    let requested_model = body.get("model").and_then(Value::as_str).map(str::to_owned);
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|t| t.iter().filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned)).collect())
-        .unwrap_or_default();
-    let mreq = MessagesRequest {
-        agent: agent.clone(),
-        is_subagent,
-        step,
-        model: requested_model.clone(),
-        tools,
-        attempt,
-        body: &body,
-    };
+    let mreq = MessagesRequest::read(&body, &shared.attempts);
+    let MessagesRequest { ref agent, is_subagent, step, model: ref requested_model, attempt, .. } = mreq;
+    let (agent, requested_model) = (agent.clone(), requested_model.clone());
     let label = format!("{}_{}{step}", agent.as_deref().unwrap_or("side"), if is_subagent { "s" } else { "" });
     let request_id = format!("req_{label}_{attempt}");
     served.agent = agent;
@@ -360,6 +368,31 @@ impl Answer<'_> {
                "stop_reason": self.stop, "stop_sequence": null, "usage": self.usage.to_json(self.usage.output)})
     }
 
+    /// Every server-sent event of the answer, in order, each with whether the stream pauses after it
+    /// (the deltas, as a real model streams them).
+    fn events(&self) -> Vec<(Value, bool)> {
+        let mut out = vec![
+            (
+                json!({"type": "message_start", "message": {"id": self.id, "type": "message", "role": "assistant",
+                "model": self.model, "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": self.usage.to_json(1)}}),
+                false,
+            ),
+            (json!({"type": "ping"}), false),
+        ];
+        for (index, block) in self.blocks.iter().enumerate() {
+            out.extend(block_events(index, block));
+            out.push((json!({"type": "content_block_stop", "index": index}), false));
+        }
+        out.push((
+            json!({"type": "message_delta", "delta": {"stop_reason": self.stop, "stop_sequence": null},
+            "usage": {"output_tokens": self.usage.output}}),
+            false,
+        ));
+        out.push((json!({"type": "message_stop"}), false));
+        out
+    }
+
     async fn stream<W: AsyncWriteExt + Unpin>(
         &self,
         write: &mut W,
@@ -373,7 +406,7 @@ impl Answer<'_> {
         );
         write.write_all(head.as_bytes()).await?;
         let mut deltas = 0u32;
-        let mut ev = async |write: &mut W, data: Value, pause: bool| -> std::io::Result<()> {
+        for (data, pause) in self.events() {
             let kind = data["type"].as_str().unwrap_or("message").to_owned();
             write.write_all(format!("event: {kind}\ndata: {data}\n\n").as_bytes()).await?;
             write.flush().await?;
@@ -388,96 +421,39 @@ impl Answer<'_> {
                     tokio::time::sleep(delay).await;
                 }
             }
-            Ok(())
-        };
-        ev(
-            write,
-            json!({"type": "message_start", "message": {"id": self.id, "type": "message", "role": "assistant",
-            "model": self.model, "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": self.usage.to_json(1)}}),
-            false,
-        )
-        .await?;
-        ev(write, json!({"type": "ping"}), false).await?;
-        for (index, block) in self.blocks.iter().enumerate() {
-            match block {
-                Block::Text(text) => {
-                    ev(
-                        write,
-                        json!({"type": "content_block_start", "index": index,
-                        "content_block": {"type": "text", "text": ""}}),
-                        false,
-                    )
-                    .await?;
-                    for chunk in word_chunks(text, 3) {
-                        ev(
-                            write,
-                            json!({"type": "content_block_delta", "index": index,
-                            "delta": {"type": "text_delta", "text": chunk}}),
-                            true,
-                        )
-                        .await?;
-                    }
-                }
-                Block::Thinking(text) => {
-                    ev(
-                        write,
-                        json!({"type": "content_block_start", "index": index,
-                        "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
-                        false,
-                    )
-                    .await?;
-                    ev(
-                        write,
-                        json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "thinking_delta", "thinking": text}}),
-                        true,
-                    )
-                    .await?;
-                    ev(
-                        write,
-                        json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "signature_delta", "signature": signature(text)}}),
-                        false,
-                    )
-                    .await?;
-                }
-                Block::ToolUse { id, name, input } => {
-                    ev(
-                        write,
-                        json!({"type": "content_block_start", "index": index,
-                        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                        false,
-                    )
-                    .await?;
-                    let js = input.to_string();
-                    let chars: Vec<char> = js.chars().collect();
-                    for part in chars.chunks(40) {
-                        let partial: String = part.iter().collect();
-                        ev(
-                            write,
-                            json!({"type": "content_block_delta", "index": index,
-                            "delta": {"type": "input_json_delta", "partial_json": partial}}),
-                            true,
-                        )
-                        .await?;
-                    }
-                }
-            }
-            ev(write, json!({"type": "content_block_stop", "index": index}), false).await?;
         }
-        ev(
-            write,
-            json!({"type": "message_delta", "delta": {"stop_reason": self.stop, "stop_sequence": null},
-            "usage": {"output_tokens": self.usage.output}}),
-            false,
-        )
-        .await?;
-        ev(write, json!({"type": "message_stop"}), false).await?;
         write.flush().await
     }
 }
 
+/// One content block's start and deltas: text three words at a time, thinking then its signature,
+/// a tool call's input in pieces of 40 characters.
+fn block_events(index: usize, block: &Block) -> Vec<(Value, bool)> {
+    let start =
+        |content: Value| (json!({"type": "content_block_start", "index": index, "content_block": content}), false);
+    let delta =
+        |delta: Value, pause: bool| (json!({"type": "content_block_delta", "index": index, "delta": delta}), pause);
+    match block {
+        Block::Text(text) => std::iter::once(start(json!({"type": "text", "text": ""})))
+            .chain(
+                word_chunks(text, 3).into_iter().map(|chunk| delta(json!({"type": "text_delta", "text": chunk}), true)),
+            )
+            .collect(),
+        Block::Thinking(text) => vec![
+            start(json!({"type": "thinking", "thinking": "", "signature": ""})),
+            delta(json!({"type": "thinking_delta", "thinking": text}), true),
+            delta(json!({"type": "signature_delta", "signature": signature(text)}), false),
+        ],
+        Block::ToolUse { id, name, input } => {
+            let chars: Vec<char> = input.to_string().chars().collect();
+            std::iter::once(start(json!({"type": "tool_use", "id": id, "name": name, "input": {}})))
+                .chain(chars.chunks(40).map(|part| {
+                    delta(json!({"type": "input_json_delta", "partial_json": part.iter().collect::<String>()}), true)
+                }))
+                .collect()
+        }
+    }
+}
 /// Splits text into chunks of `n` words, keeping the spaces, so the deltas add up to the text exactly.
 fn word_chunks(text: &str, n: usize) -> Vec<String> {
     let mut out = Vec::new();

@@ -28,6 +28,17 @@ pub fn binary() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// The binary for an end-to-end test, or `None` after saying the test is skipped. In CI a missing
+/// binary fails the test instead: the end-to-end tests must run there.
+pub fn binary_or_skip() -> Option<PathBuf> {
+    let found = binary();
+    if found.is_none() {
+        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
+        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
+    }
+    found
+}
+
 pub fn config(base_url: &str) -> Value {
     let model = |name: &str, i: f64, o: f64| {
         json!({"name": name, "tool_call": true,
@@ -98,6 +109,18 @@ pub fn home(mock: &MockChat) -> tempfile::TempDir {
     std::fs::create_dir_all(root.join("run")).unwrap();
     std::fs::write(root.join("home/.config/opencode/opencode.json"), config(&mock.base_url()).to_string()).unwrap();
     dir
+}
+
+/// `opencode serve` on loopback at `port`, its output dropped; killed when the test ends.
+pub fn serve(bin: &Path, root: &Path, port: &str) -> Server {
+    Server(
+        command(bin, root)
+            .args(["serve", "--port", port, "--hostname", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 pub fn wait_http(authority: &str) {
