@@ -82,7 +82,15 @@ fn ingest(corpus: &[u8], cores: usize) -> (Duration, Pipeline) {
     let mut p = Pipeline::new(swarmtop::pipeline::Config::default().figures());
     let mut nothing = |_: &swarmtop::router::Event<'_, '_>| {};
     if cores > 1 {
-        feed::feed(&Memory(corpus), cores, feed::CHUNK_BYTES, &mut p, &mut nothing).unwrap();
+        feed::feed(
+            &Memory(corpus),
+            swarmtop::source::merge::Timing::default(),
+            cores,
+            feed::CHUNK_BYTES,
+            &mut p,
+            &mut nothing,
+        )
+        .unwrap();
     } else {
         read_records(corpus, MAX_LINE, |r| p.feed(r, &Origin::NONE, &mut nothing)).unwrap();
     }

@@ -161,7 +161,7 @@ fn measure(home: &Path) -> Figures {
     let hwm = proc_status("VmHWM:");
     let read_before = bytes_read();
     let start = Instant::now();
-    let report = sessions::collect(&options(home), &config);
+    let report = sessions::collect(&options(home), &config, None);
     let ps = start.elapsed();
     let read = bytes_read() - read_before;
 

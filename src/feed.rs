@@ -9,6 +9,9 @@
 //! frees what it decoded itself, when it reads into them again. Decoding and such lowering are
 //! pure functions of a record's bytes and origin, so the router sees what [`Pipeline::feed`] one
 //! record at a time would show it: the result is the same.
+//!
+//! Several inputs are read in stream time ([`crate::source::merge`]): the chunks are then runs of
+//! one input's records in the merged order, copied out of each input's cursor.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -16,7 +19,8 @@ use std::sync::{Condvar, Mutex, MutexGuard, mpsc};
 
 use crate::pipeline::Pipeline;
 use crate::router::Sink;
-use crate::source::files::{self, Cut, Cutter, Input, Record, Span};
+use crate::source::files::{self, Cut, Cutter, Record, Span};
+use crate::source::merge::{Merged, Order, Timing};
 use crate::wire::{self, Lowered, Malformed, Origin};
 
 /// Record bytes per chunk: big enough that handing one over costs next to nothing, small enough
@@ -27,38 +31,7 @@ pub const CHUNK_BYTES: usize = 48 << 10;
 /// Chunks each thread may have read but not yet routed: what bounds the memory of the hand-over.
 const IN_FLIGHT: usize = 8;
 
-/// The inputs of one stream, opened in order as the feed reaches them.
-pub trait Inputs: Sync {
-    fn count(&self) -> usize;
-    /// The input's name, for errors.
-    fn name(&self, n: usize) -> String;
-    fn origin(&self, n: usize) -> Origin;
-    /// The input's bytes; the feed reads them in chunks of its own, so this need not buffer.
-    fn open(&self, n: usize) -> io::Result<Box<dyn Read + Send + '_>>;
-}
-
-impl Inputs for [Input] {
-    fn count(&self) -> usize {
-        self.len()
-    }
-    fn name(&self, n: usize) -> String {
-        self[n].name()
-    }
-    fn origin(&self, n: usize) -> Origin {
-        files::origin(&self[n])
-    }
-    fn open(&self, n: usize) -> io::Result<Box<dyn Read + Send + '_>> {
-        files::open_unbuffered(&self[n])
-    }
-}
-
-/// Why feeding stopped: what was being done to which input, and the error.
-#[derive(Debug)]
-pub struct Failed {
-    pub doing: &'static str,
-    pub input: String,
-    pub error: io::Error,
-}
+pub use crate::source::merge::{Failed, Inputs};
 
 /// A chunk of one input's records, in the buffer they were read into.
 struct Records {
@@ -171,11 +144,19 @@ struct Reader<'i, I: ?Sized> {
     over: bool,
     /// The last input's tail buffer, for the next one.
     spare: Vec<u8>,
+    /// Several inputs (or one read up to a time), merged by stream time: read through this
+    /// rather than one input after another.
+    merged: Option<Merged<'i>>,
+    /// A merged read that failed after a run of records: handed on after them.
+    failure: Option<Failed>,
 }
 
 impl<I: Inputs + ?Sized> Reader<'_, I> {
     /// The next chunk in input order, read into `records`; `None` once there is nothing more.
     fn next(&mut self, mut records: Records) -> Option<(u64, Step<Records>)> {
+        if self.merged.is_some() {
+            return self.next_merged(records);
+        }
         loop {
             if self.over {
                 return None;
@@ -211,6 +192,73 @@ impl<I: Inputs + ?Sized> Reader<'_, I> {
                 Err(error) => return Some(self.failed("reading", self.next - 1, error)),
             }
         }
+    }
+
+    /// The next run of records in stream time that share an input (up to a chunk's bytes),
+    /// copied into `records`.
+    fn next_merged(&mut self, mut records: Records) -> Option<(u64, Step<Records>)> {
+        let merged = self.merged.as_mut()?;
+        if self.over {
+            return None;
+        }
+        if let Some(f) = self.failure.take() {
+            self.over = true;
+            self.seq += 1;
+            return Some((self.seq, Step::Failed(f)));
+        }
+        records.bytes.clear();
+        records.cut = Cut::Lines(0..0);
+        let mut run: Option<Origin> = None;
+        loop {
+            let (record, origin) = match merged.peek() {
+                Ok(Some(next)) => next,
+                Ok(None) if run.is_none() => {
+                    self.over = true;
+                    return None;
+                }
+                Ok(None) => break,
+                Err(f) => {
+                    if run.is_some() {
+                        // The records before the failure go first; the failure comes next.
+                        self.failure = Some(f);
+                        break;
+                    }
+                    self.over = true;
+                    self.seq += 1;
+                    return Some((self.seq, Step::Failed(f)));
+                }
+            };
+            if run.as_ref().is_some_and(|o| o != origin) {
+                break;
+            }
+            match record {
+                Record::Line(line) => {
+                    if run.is_some() && records.bytes.len() + line.len() >= self.chunk_bytes {
+                        break;
+                    }
+                    records.bytes.extend_from_slice(line);
+                    records.bytes.push(b'\n');
+                }
+                Record::TooLong { len, head } => {
+                    if run.is_some() {
+                        break;
+                    }
+                    records.bytes.extend_from_slice(head);
+                    records.cut = Cut::TooLong { len, head: 0..head.len() };
+                    records.origin = origin.clone();
+                    merged.take();
+                    self.seq += 1;
+                    return Some((self.seq, Step::Chunk(records)));
+                }
+            }
+            run = Some(origin.clone());
+            merged.take();
+        }
+        let origin = run?;
+        records.cut = Cut::Lines(0..records.bytes.len());
+        records.origin = origin;
+        self.seq += 1;
+        Some((self.seq, Step::Chunk(records)))
     }
 
     fn failed(&mut self, doing: &'static str, n: usize, error: io::Error) -> (u64, Step<Records>) {
@@ -330,7 +378,7 @@ fn route(chunk: &Chunk, pipeline: &mut Pipeline, also: &mut (impl Sink + ?Sized)
                     pipeline.feed_line(&records.bytes[range.clone()], line, &records.origin, also);
                 }
                 (Span::Line(range), Some(Err(reason)), None) => {
-                    pipeline.feed_malformed(&records.bytes[range.clone()], reason, also);
+                    pipeline.feed_malformed(&records.bytes[range.clone()], reason, &records.origin, also);
                 }
                 (Span::TooLong { len, head }, ..) => {
                     pipeline.feed(
@@ -345,17 +393,21 @@ fn route(chunk: &Chunk, pipeline: &mut Pipeline, also: &mut (impl Sink + ?Sized)
     });
 }
 
-/// Feeds every record of `inputs` to `pipeline`, in order, with the result of feeding them one by
-/// one; `decoders` threads (at least one, this one among them) read and decode while this one
+/// Feeds every record of `inputs` to `pipeline`, in stream time as `timing` says, with the result
+/// of feeding them one by one; `decoders` threads (at least one, this one among them) read and decode while this one
 /// routes.
 pub fn feed(
     inputs: &(impl Inputs + ?Sized),
+    timing: Timing,
     decoders: usize,
     chunk_bytes: usize,
     pipeline: &mut Pipeline,
     also: &mut (impl Sink + ?Sized),
 ) -> Result<(), Failed> {
     let threads = decoders.max(1);
+    // One input read to its end needs no clock: it is read as it lies, straight into the chunks.
+    let merge = timing.order == Order::Time && (inputs.count() > 1 || timing.until.is_some());
+    let merged = if merge { Some(Merged::open(inputs, timing)?) } else { None };
     let shared = Shared {
         reader: Mutex::new(Reader {
             inputs,
@@ -365,6 +417,8 @@ pub fn feed(
             seq: 0,
             over: false,
             spare: Vec::new(),
+            merged,
+            failure: None,
         }),
         pool: Mutex::new(Pool {
             free: (0..threads).map(|_| (0..IN_FLIGHT).map(|_| None).collect()).collect(),

@@ -92,9 +92,13 @@ impl Pipeline {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         match record {
             Record::Line(line) => {
-                self.bytes = self.bytes.saturating_add(line.len() as u64 + 1);
+                if origin.counted() {
+                    self.bytes = self.bytes.saturating_add(line.len() as u64 + 1);
+                }
                 self.router.push(line, origin, &mut tap);
             }
+            // Applied ahead of where it lies, it is applied and counted there.
+            Record::TooLong { .. } if !origin.counted() => {}
             Record::TooLong { len, head } => {
                 self.bytes = self.bytes.saturating_add(len as u64 + 1);
                 self.router.push_oversized(len, head, &mut tap);
@@ -104,6 +108,10 @@ impl Pipeline {
 
     /// [`Pipeline::feed`] of a whole line decoded elsewhere.
     pub fn feed_line(&mut self, record: &[u8], line: &Decoded<'_>, origin: &Origin, also: &mut (impl Sink + ?Sized)) {
+        // Only a sidecar is applied ahead of where it lies; what does not lower as one is applied there.
+        if !origin.counted() {
+            return;
+        }
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
         self.router.push_line(record, line, origin, &mut tap);
@@ -119,12 +127,23 @@ impl Pipeline {
         also: &mut (impl Sink + ?Sized),
     ) {
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
-        self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        if !lowered.ahead {
+            self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
+        }
         self.router.push_lowered(record, lowered, origin, &mut tap);
     }
 
     /// [`Pipeline::feed`] of a whole line that did not decode.
-    pub fn feed_malformed(&mut self, record: &[u8], reason: &Malformed, also: &mut (impl Sink + ?Sized)) {
+    pub fn feed_malformed(
+        &mut self,
+        record: &[u8],
+        reason: &Malformed,
+        origin: &Origin,
+        also: &mut (impl Sink + ?Sized),
+    ) {
+        if !origin.counted() {
+            return;
+        }
         let mut tap = Tap { model: &mut self.model, formats: &mut self.formats, also };
         self.bytes = self.bytes.saturating_add(record.len() as u64 + 1);
         self.router.push_malformed(record, reason, &mut tap);

@@ -31,7 +31,7 @@ const KNOWN_NAMES: &[(&str, usize)] = &[("ui/machine.rs", 2), ("ui/text.rs", 3)]
 
 /// Folders and files downstream of `wire`, where no agent or format is named.
 const DOWNSTREAM: &[&str] =
-    &["router", "model", "ui", "export", "store", "serve", "commands", "pipeline.rs", "feed.rs"];
+    &["router", "model", "ui", "export", "store", "serve", "act", "commands", "pipeline.rs", "feed.rs"];
 
 /// What names an agent or a format, compared without case within identifiers and strings: the
 /// agents, and the companies whose models and APIs only one of them uses.

@@ -10,6 +10,7 @@ use swarmtop::feed;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
 use swarmtop::source::files::{self, Input};
+use swarmtop::source::merge::{Merged, Order, Timing};
 
 fn fixtures(paths: &[&str]) -> Vec<Input> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -30,17 +31,15 @@ fn log(out: &mut String) -> impl FnMut(&Event<'_, '_>) + '_ {
     }
 }
 
+/// The records one at a time, as the merge by stream time hands them out.
 fn one_by_one(inputs: &[Input]) -> (String, String) {
     let mut events = String::new();
     let mut pipeline = Pipeline::default();
     let mut sink = log(&mut events);
-    for input in inputs {
-        let reader = files::open(input).unwrap();
-        let origin = files::origin(input);
-        // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
-        if files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, &mut sink)).is_err() {
-            break;
-        }
+    let mut merged = Merged::open(inputs, Timing::default()).expect("open");
+    // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
+    while let Ok(Some((record, origin))) = merged.next_record() {
+        pipeline.feed(record, origin, &mut sink);
     }
     pipeline.finish_with(&mut sink);
     drop(sink);
@@ -51,7 +50,7 @@ fn on_every_core(inputs: &[Input], decoders: usize, chunk_bytes: usize) -> (Stri
     let mut events = String::new();
     let mut pipeline = Pipeline::default();
     let mut sink = log(&mut events);
-    if let Err(f) = feed::feed(inputs, decoders, chunk_bytes, &mut pipeline, &mut sink) {
+    if let Err(f) = feed::feed(inputs, Timing::default(), decoders, chunk_bytes, &mut pipeline, &mut sink) {
         assert_eq!(f.doing, "reading", "{f:?}");
     }
     pipeline.finish_with(&mut sink);
@@ -102,9 +101,32 @@ fn an_input_that_cannot_be_opened_stops_the_feed() {
     let mut inputs = fixtures(&["tests/fixtures/codex-0.171.0/probe.server.ndjson"]);
     inputs.push(Input::File(PathBuf::from("/nonexistent/swarmtop-feed-test.ndjson")));
     let mut pipeline = Pipeline::default();
-    let failed = feed::feed(inputs.as_slice(), 2, 1, &mut pipeline, &mut |_: &Event<'_, '_>| {}).unwrap_err();
+    let nothing = &mut |_: &Event<'_, '_>| {};
+    let failed = feed::feed(inputs.as_slice(), Timing::default(), 2, 1, &mut pipeline, nothing).unwrap_err();
     assert_eq!((failed.doing, failed.error.kind()), ("opening", std::io::ErrorKind::NotFound));
     assert!(failed.input.ends_with("swarmtop-feed-test.ndjson"));
-    // Everything before it was routed, as the one-by-one loop would have.
+    // Merged by time, every input is opened before any record is read.
+    assert_eq!(pipeline.counters().lines, 0);
+    // Read one after another, everything before it was routed, as the one-by-one loop would have.
+    let named = Timing { order: Order::Named, until: None };
+    let mut pipeline = Pipeline::default();
+    let failed = feed::feed(inputs.as_slice(), named, 2, 1, &mut pipeline, nothing).unwrap_err();
+    assert_eq!(failed.doing, "opening");
     assert_eq!(pipeline.counters().lines, 18);
+}
+
+#[test]
+fn several_inputs_are_read_in_stream_time() {
+    // The parent's file and its children's, read by time: a child's first line comes before the
+    // parent's last; read one file after another, every child line would come after it.
+    let inputs = fixtures(&["tests/fixtures/claude-2.1.332/parallel"]);
+    let mut merged = Merged::open(inputs.as_slice(), Timing::default()).expect("open");
+    let (mut times, mut files) = (Vec::new(), Vec::new());
+    while let Some((_, origin)) = merged.next_record().expect("read") {
+        files.push(origin.info().and_then(|i| i.file.clone()));
+        times.push(merged.time());
+    }
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "in stream time");
+    let root = files.iter().rposition(|f| f.as_deref().is_some_and(|f| f.ends_with("f0.jsonl.gz"))).expect("root");
+    assert!(files[..root].iter().any(|f| f.as_deref().is_some_and(|f| f.contains("subagents"))), "interleaved");
 }

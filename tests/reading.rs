@@ -11,6 +11,7 @@ use swarmtop::model::ItemKind;
 use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::router::Event;
 use swarmtop::source::files::{self, Input};
+use swarmtop::source::merge::{Merged, Timing};
 use swarmtop::wire::Reading;
 
 fn fixtures(paths: &[&str]) -> Vec<Input> {
@@ -20,17 +21,10 @@ fn fixtures(paths: &[&str]) -> Vec<Input> {
 
 fn one_by_one(inputs: &[Input], config: Config) -> Pipeline {
     let mut pipeline = Pipeline::new(config);
-    for input in inputs {
-        let reader = files::open(input).unwrap();
-        let origin = files::origin(input);
-        // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
-        if files::read_records(reader, files::MAX_LINE, |record| {
-            pipeline.feed(record, &origin, &mut |_: &Event<'_, '_>| {});
-        })
-        .is_err()
-        {
-            break;
-        }
+    let mut merged = Merged::open(inputs, Timing::default()).expect("open");
+    // A damaged input (the truncated `.gz` of hostile/) ends the stream there, as in `ingest`.
+    while let Ok(Some((record, origin))) = merged.next_record() {
+        pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
     }
     pipeline.finish();
     pipeline
@@ -38,7 +32,7 @@ fn one_by_one(inputs: &[Input], config: Config) -> Pipeline {
 
 fn on_every_core(inputs: &[Input], config: Config) -> Pipeline {
     let mut pipeline = Pipeline::new(config);
-    if let Err(f) = feed::feed(inputs, 2, 4096, &mut pipeline, &mut |_: &Event<'_, '_>| {}) {
+    if let Err(f) = feed::feed(inputs, Timing::default(), 2, 4096, &mut pipeline, &mut |_: &Event<'_, '_>| {}) {
         assert_eq!(f.doing, "reading", "{f:?}");
     }
     pipeline.finish();

@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::wire::claude::agent_op;
-use crate::wire::fact::AgentOp;
+use crate::source::agents::{AGENTS, SpawnHook};
+
+/// The agent whose hook this is: the registry's one agent that runs hooks before tool calls.
+pub fn spawn_hook() -> Option<&'static SpawnHook> {
+    AGENTS.iter().find_map(|a| a.control.hook.as_ref())
+}
 
 /// Most bytes read from the hook's stdin: a spawn's input is a prompt, which a model writes; a
 /// larger input is refused as bad input rather than held.
@@ -38,13 +42,13 @@ pub struct HookInput {
 
 impl HookInput {
     pub fn parse(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("the hook's input is not what Claude Code sends: {e}"))
+        serde_json::from_slice(bytes).map_err(|e| format!("the hook's input is not a tool call's: {e}"))
     }
 
     /// Whether the call asks for a sub-agent (any other call passes untouched).
     pub fn spawns(&self) -> bool {
         self.hook_event_name.as_deref().is_none_or(|e| e == "PreToolUse")
-            && agent_op(&self.tool_name) == Some(AgentOp::Spawn)
+            && spawn_hook().is_some_and(|h| h.spawn_tools.contains(&self.tool_name.as_str()))
     }
 
     /// The session's transcripts and which agent calls. `transcript_path` names the session's

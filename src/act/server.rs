@@ -1,22 +1,18 @@
-//! An agent's session server, stopped through its own API: OpenCode under `opencode serve` (1.18.33),
-//! the one agent that serves its sessions. Its sessions through its HTTP API, stopped with its own
-//! abort (`POST /session/{id}/abort`, what its TUI's Esc does; `docs/acting.md` §5). A session is
-//! busy while `GET /session/status` lists it; its abort ends it with `MessageAbortedError` on the
-//! running message, and a running `task` child of it is cancelled with it.
+//! An agent's session server, acted on through its own API (the agent's record says how:
+//! `source::agents::control::ServerApi`; `docs/acting.md` §5 for OpenCode 1.18.33 under
+//! `opencode serve`, the one agent that serves its sessions). A session is busy while the server
+//! says so; its abort is the server's own, and the server says how the session then ended.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::target::Tree;
+use crate::source::agents::control::{Http, Outcome, ServedSession, ServerApi};
 use crate::source::agents::{AGENTS, Window};
 use crate::source::census::{Census, Options, Wants};
 use crate::source::seen::Trouble;
-
-/// How an act through a server is named in the acts log.
-pub const VIA: &str = "opencode serve";
 
 /// The servers running as us, as the machine view finds them (`HOST:PORT`): beside the stores
 /// of the agents that keep their sessions in one (the registry's), whatever their age.
@@ -33,24 +29,20 @@ pub fn running() -> Vec<String> {
     Census::take(&opts, &wants).servers().into_iter().map(|(_, s)| s.authority).collect()
 }
 
+/// The server APIs the registry's agents have.
+pub fn apis() -> impl Iterator<Item = &'static ServerApi> {
+    AGENTS.iter().filter_map(|a| a.control.server.as_ref())
+}
+
 /// How long one request to the server may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most bytes read of one answer (a session's messages can be long).
 const ANSWER_BYTES: u64 = 64 << 20;
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct Session {
-    pub id: String,
-    #[serde(rename = "parentID", default)]
-    pub parent: Option<String>,
-    #[serde(default)]
-    pub title: Option<String>,
-}
-
 /// A server's sessions and which of them are busy.
 #[derive(Debug, Default)]
 pub struct Sessions {
-    pub list: Vec<Session>,
+    pub list: Vec<ServedSession>,
     pub busy: HashSet<String>,
 }
 
@@ -64,10 +56,7 @@ impl Tree for Sessions {
     }
 
     fn names(&self, i: usize) -> Vec<String> {
-        let title = self.list[i].title.clone().unwrap_or_default();
-        // A child's title is "<description> (@<agent> subagent)": its description names it too.
-        let short = title.split(" (@").next().unwrap_or_default().to_owned();
-        vec![title, short]
+        self.list[i].names.clone()
     }
 
     fn children(&self, i: usize) -> Vec<usize> {
@@ -80,35 +69,36 @@ impl Tree for Sessions {
     }
 }
 
-/// How a session's last step ended, as the server tells it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Running,
-    /// Its running message ended with `MessageAbortedError`: the abort took.
-    Aborted,
-    /// It finished by itself (with this error's name, if it failed).
-    Finished(Option<String>),
-}
-
 pub struct Server {
     /// `HOST:PORT`.
     pub authority: String,
+    pub api: &'static ServerApi,
     agent: ureq::Agent,
 }
 
+impl Http for Server {
+    fn get(&self, path: &str) -> Result<Value, String> {
+        self.json("GET", path)
+    }
+
+    fn post(&self, path: &str) -> Result<Value, String> {
+        self.json("POST", path)
+    }
+}
+
 impl Server {
-    /// `http://HOST:PORT` (a trailing `/` allowed) or `HOST:PORT`.
-    pub fn new(url: &str) -> Result<Self, String> {
+    /// `http://HOST:PORT` (a trailing `/` allowed) or `HOST:PORT`, spoken to through `api`.
+    pub fn new(url: &str, api: &'static ServerApi) -> Result<Self, String> {
         let authority = url.strip_prefix("http://").unwrap_or(url).trim_end_matches('/');
         if authority.is_empty() || authority.contains(['/', '?', '#', '@']) || url.starts_with("https://") {
-            return Err(format!("not an OpenCode server's address (http://HOST:PORT): {url}"));
+            return Err(format!("not an agent server's address (http://HOST:PORT): {url}"));
         }
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(REQUEST_TIMEOUT))
             .user_agent(concat!("swarmtop/", env!("CARGO_PKG_VERSION")))
             .build();
-        Ok(Self { authority: authority.to_owned(), agent: config.into() })
+        Ok(Self { authority: authority.to_owned(), api, agent: config.into() })
     }
 
     fn url(&self, path: &str) -> String {
@@ -134,53 +124,21 @@ impl Server {
 
     /// Every session the server lists, and the busy ones.
     pub fn sessions(&self) -> Result<Sessions, String> {
-        let list = serde_json::from_value(self.json("GET", "/session")?).map_err(|e| format!("GET /session: {e}"))?;
-        Ok(Sessions { list, busy: self.busy()? })
+        Ok(Sessions { list: (self.api.sessions)(self)?, busy: (self.api.busy)(self)? })
     }
 
-    fn busy(&self) -> Result<HashSet<String>, String> {
-        let Value::Object(statuses) = self.json("GET", "/session/status")? else {
-            return Err(format!("{}: /session/status is not an object", self.authority));
-        };
-        Ok(statuses
-            .into_iter()
-            .filter(|(_, s)| s.get("type").and_then(Value::as_str).is_some_and(|t| t != "idle"))
-            .map(|(id, _)| id)
-            .collect())
-    }
-
-    /// OpenCode's own abort of a session.
+    /// The server's own abort of a session.
     pub fn abort(&self, id: &str) -> Result<(), String> {
-        match self.json("POST", &format!("/session/{}/abort", segment(id)))? {
-            Value::Bool(true) => Ok(()),
-            other => Err(format!("the server did not abort {id}: {other}")),
-        }
+        (self.api.abort)(self, id)
     }
 
-    /// How the session's newest assistant message stands.
+    /// How the session stands: running while the server says it is busy, else how it ended.
     pub fn outcome(&self, id: &str) -> Result<Outcome, String> {
-        if self.busy()?.contains(id) {
+        if (self.api.busy)(self)?.contains(id) {
             return Ok(Outcome::Running);
         }
-        let messages = self.json("GET", &format!("/session/{}/message", segment(id)))?;
-        let last = messages
-            .as_array()
-            .into_iter()
-            .flatten()
-            .rev()
-            .find(|m| m.pointer("/info/role").and_then(Value::as_str) == Some("assistant"));
-        let error = last.and_then(|m| m.pointer("/info/error/name")).and_then(Value::as_str);
-        Ok(match error {
-            Some("MessageAbortedError") => Outcome::Aborted,
-            other => Outcome::Finished(other.map(str::to_owned)),
-        })
+        (self.api.ended)(self, id)
     }
-}
-
-fn segment(id: &str) -> String {
-    const SEGMENT: &percent_encoding::AsciiSet =
-        &percent_encoding::NON_ALPHANUMERIC.remove(b'_').remove(b'-').remove(b'.').remove(b'~');
-    percent_encoding::utf8_percent_encode(id, SEGMENT).to_string()
 }
 
 #[cfg(test)]
@@ -189,10 +147,10 @@ mod tests {
     use crate::act::target::{plan, resolve};
 
     fn sessions() -> Sessions {
-        let s = |id: &str, parent: Option<&str>, title: &str| Session {
+        let s = |id: &str, parent: Option<&str>, title: &str| ServedSession {
             id: id.into(),
             parent: parent.map(Into::into),
-            title: Some(title.into()),
+            names: vec![title.into(), title.split(" (@").next().unwrap().into()],
         };
         Sessions {
             list: vec![
@@ -216,10 +174,11 @@ mod tests {
 
     #[test]
     fn only_plain_http_addresses_are_servers() {
-        assert_eq!(Server::new("http://127.0.0.1:4096/").unwrap().authority, "127.0.0.1:4096");
-        assert_eq!(Server::new("127.0.0.1:4096").unwrap().authority, "127.0.0.1:4096");
-        assert!(Server::new("https://x:1").is_err());
-        assert!(Server::new("http://u@x:1").is_err());
-        assert!(Server::new("http://x:1/session").is_err());
+        let api = apis().next().expect("an agent serves its sessions");
+        assert_eq!(Server::new("http://127.0.0.1:4096/", api).unwrap().authority, "127.0.0.1:4096");
+        assert_eq!(Server::new("127.0.0.1:4096", api).unwrap().authority, "127.0.0.1:4096");
+        assert!(Server::new("https://x:1", api).is_err());
+        assert!(Server::new("http://u@x:1", api).is_err());
+        assert!(Server::new("http://x:1/session", api).is_err());
     }
 }

@@ -14,23 +14,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// `$CLAUDE_CONFIG_DIR/settings.json` (else `~/.claude/settings.json`), or the project's
-/// `.claude/settings.json` in the current directory.
+use super::hook::spawn_hook;
+use crate::source::agents::Env;
+
+/// The settings file the hook goes into, as its agent's record says: the user's, or the project's
+/// (the current directory's).
 pub fn path(project: bool) -> Result<PathBuf, String> {
-    if project {
-        let here = std::env::current_dir().map_err(|e| format!("finding the current directory: {e}"))?;
-        return Ok(here.join(".claude/settings.json"));
-    }
-    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
-        return Ok(dir.join("settings.json"));
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute());
-    Ok(home.ok_or("HOME is not set")?.join(".claude/settings.json"))
+    let hook = spawn_hook().ok_or("no agent runs hooks")?;
+    let here = if project {
+        Some(std::env::current_dir().map_err(|e| format!("finding the current directory: {e}"))?)
+    } else {
+        None
+    };
+    (hook.settings)(&Env::from_process(), here.as_deref()).ok_or_else(|| "HOME is not set".to_owned())
 }
 
-/// The hook's `matcher`: every tool by which Claude Code spawns a sub-agent.
+/// The hook's `matcher`: every tool by which its agent spawns a sub-agent.
 pub fn spawn_matcher() -> String {
-    crate::wire::claude::SPAWN_TOOLS.join("|")
+    spawn_hook().map(|h| h.spawn_tools.join("|")).unwrap_or_default()
 }
 
 /// An object's members in their order, values as they were written.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::control::{self, Running};
+use super::control::{self, Turn};
 use super::limits::{Limits, breaches};
 use super::tee::{Line, Reply, TeeSession};
 use crate::pipeline::Config;
@@ -40,7 +40,7 @@ pub async fn guard(socket: &Path, config: Config, limits: Limits) -> Result<(), 
                     continue;
                 }
                 let Some(agent) = control::for_format(format) else { continue };
-                let running = Running { thread: &t.id, turn: &turn.id, root: false };
+                let running = Turn { thread: &t.id, turn: &turn.id, root: false };
                 let act = json!({"kind": "interrupt", "by": "guard", "target": &*t.id, "turn": &*turn.id,
                                  "reason": breach.to_string()});
                 asks.push(((agent.interrupt)(running), act));
@@ -55,7 +55,8 @@ pub async fn guard(socket: &Path, config: Config, limits: Limits) -> Result<(), 
                 eprintln!("swarmtop tee: the guard's interrupt was refused: {error}");
             }
             Line::Reply(Reply::Answer { msg, .. }) => {
-                if let Some(why) = control::refusal(&msg) {
+                let refusal = control::for_format(session.pipeline.format()).and_then(|c| (c.refusal)(&msg));
+                if let Some(why) = refusal {
                     eprintln!("swarmtop tee: the agent refused the guard's interrupt: {why}");
                 }
             }

@@ -138,6 +138,26 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     Ok(n.saturating_mul(factor))
 }
 
+/// A moment of stream time: RFC 3339 (`2026-12-02T05:11:30Z`, `…+01:00`) or unix milliseconds.
+pub fn parse_time_ms(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map_err(|_| format!("not a time: {s:?} (unix milliseconds out of range)"));
+    }
+    s.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_millisecond).map_err(|_| {
+        format!("not a time: {s:?} (try 2026-12-02T05:11:30Z, 2026-12-02T06:11:30+01:00 or unix ms 1796188290000)")
+    })
+}
+
+/// `--until TIME` of the headless commands.
+#[derive(Debug, Clone, Copy, Args, Default)]
+pub struct UntilOpts {
+    /// Show the recording as of this stream time, as a live view showed it then (RFC 3339, e.g.
+    /// 2026-12-02T05:11:30Z, or unix milliseconds).
+    #[arg(long, value_parser = parse_time_ms, value_name = "TIME")]
+    pub until: Option<i64>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Play the built-in demo recording.
@@ -399,6 +419,8 @@ pub struct PsArgs {
     pub columns: Option<super::ps::columns::Columns>,
     #[command(flatten)]
     pub window: WindowOpts,
+    #[command(flatten)]
+    pub until: UntilOpts,
 }
 
 #[derive(Debug, Args)]
@@ -406,6 +428,8 @@ pub struct StatsArgs {
     /// One JSON object instead of a table and a tree.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub until: UntilOpts,
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -415,12 +439,16 @@ pub struct RouteArgs {
     /// Also print suppressed, global, control and malformed lines.
     #[arg(long)]
     pub all: bool,
+    #[command(flatten)]
+    pub until: UntilOpts,
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct TreeArgs {
+    #[command(flatten)]
+    pub until: UntilOpts,
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -481,6 +509,11 @@ pub struct ServeArgs {
     pub store: StoreOpts,
     #[command(flatten)]
     pub machine: MachineOpts,
+    /// Export the spawn trees it follows as traces to this OTLP/HTTP collector (no URL:
+    /// $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else http://localhost:4318); without --otlp, to the
+    /// collector those variables name, when they are set.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub otlp: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ use crate::model::Prices;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Event, Sink};
 use crate::source::files;
+use crate::source::merge::Timing;
 
 /// The pipeline's configuration from the global options (`--pricing`).
 pub fn config(global: &GlobalOpts) -> Result<Config> {
@@ -48,6 +49,17 @@ pub fn ingest_partial(
     ingest_partial_on(paths, config, also, cores)
 }
 
+/// [`ingest_partial`] as of stream time `until` (`--until`; `None`: to the end).
+pub fn ingest_until(
+    paths: &[PathBuf],
+    config: Config,
+    until: Option<i64>,
+    also: &mut (impl Sink + ?Sized),
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    ingest_timed(paths, config, Timing { until, ..Timing::default() }, also, cores)
+}
+
 /// [`ingest_partial`] on `cores` cores: one when the caller reads several streams at once, each
 /// on a core of its own (`sync` reads sessions so).
 pub fn ingest_partial_on(
@@ -56,30 +68,33 @@ pub fn ingest_partial_on(
     also: &mut (impl Sink + ?Sized),
     cores: usize,
 ) -> Result<(Pipeline, Option<color_eyre::Report>)> {
+    ingest_timed(paths, config, Timing::default(), also, cores)
+}
+
+/// [`ingest_partial_on`], the inputs merged as `timing` says. Read up to a time (`--until`), the
+/// stream is not ended: the model is what a live view showed then, its pending threads still
+/// pending.
+pub fn ingest_timed(
+    paths: &[PathBuf],
+    config: Config,
+    timing: Timing,
+    also: &mut (impl Sink + ?Sized),
+    cores: usize,
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
     let mut pipeline = Pipeline::new(config);
     let mut error = None;
-    if cores > 1 {
-        // What was read before a failure has been routed: the figures so far stand.
-        if let Err(f) = feed::feed(inputs.as_slice(), cores, feed::CHUNK_BYTES, &mut pipeline, also) {
-            let e = color_eyre::Report::new(f.error).wrap_err(format!("{} {}", f.doing, f.input));
-            if f.doing == "opening" {
-                return Err(e);
-            }
-            error = Some(e);
+    // What was read before a failure has been routed: the figures so far stand.
+    if let Err(f) = feed::feed(inputs.as_slice(), timing, cores.max(1), feed::CHUNK_BYTES, &mut pipeline, also) {
+        let e = color_eyre::Report::new(f.error).wrap_err(format!("{} {}", f.doing, f.input));
+        if f.doing == "opening" {
+            return Err(e);
         }
-    } else {
-        for input in &inputs {
-            let reader = files::open(input).wrap_err_with(|| format!("opening {}", input.name()))?;
-            let origin = files::origin(input);
-            let read = files::read_records(reader, files::MAX_LINE, |record| pipeline.feed(record, &origin, also));
-            if let Err(e) = read {
-                error = Some(color_eyre::Report::new(e).wrap_err(format!("reading {}", input.name())));
-                break;
-            }
-        }
+        error = Some(e);
     }
-    pipeline.finish_with(also);
+    if timing.until.is_none() {
+        pipeline.finish_with(also);
+    }
     Ok((pipeline, error))
 }
 

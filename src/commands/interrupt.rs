@@ -16,15 +16,16 @@ use serde_json::json;
 
 use super::cli::InterruptArgs;
 use super::sessions::{self, Row};
-use crate::act::control::{self, AgentControl, Running};
+use crate::act::control::{self, Turn};
 use crate::act::log;
-use crate::act::server::{self, Outcome, Server, Sessions};
+use crate::act::server::{self, Server, Sessions};
 use crate::act::signal;
 use crate::act::target::{self, Miss, ModelTree, Stop, Tree};
 use crate::act::tee::{Line, Reply, TeeSession};
 use crate::model::{Model, TurnStatus};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
+use crate::source::agents::control::{Outcome, TeeControl};
 use crate::source::census::{self, Options};
 use crate::source::proc::Proc;
 use crate::source::seen::State;
@@ -152,7 +153,7 @@ fn ended(model: &Model, stop: &Stop) -> Option<TurnStatus> {
 /// Asks the tee to interrupt every turn of `level` and waits until each ended as interrupted.
 async fn stop_level(
     session: &mut TeeSession,
-    agent: &AgentControl,
+    agent: &TeeControl,
     level: &[Stop],
     deadline: tokio::time::Instant,
 ) -> Result<()> {
@@ -160,7 +161,7 @@ async fn stop_level(
     for stop in level {
         let act = json!({"kind": "interrupt", "by": "swarmtop interrupt", "target": stop.id, "turn": stop.turn});
         let root = session.pipeline.model.thread(ThreadIdx(stop.node as u32)).parent.is_none();
-        let running = Running { thread: &stop.id, turn: &stop.turn, root };
+        let running = Turn { thread: &stop.id, turn: &stop.turn, root };
         asked.push(session.ask(&(agent.interrupt)(running), act).await.map_err(|e| eyre!(e))?);
     }
     loop {
@@ -190,7 +191,7 @@ async fn stop_level(
                 bail!("the tee refused to interrupt: {}", sanitize_line(&error));
             }
             Line::Reply(Reply::Answer { tag, msg }) if asked.contains(&tag) => {
-                if let Some(why) = control::refusal(&msg) {
+                if let Some(why) = (agent.refusal)(&msg) {
                     bail!("the agent refused the interrupt: {}", sanitize_line(&why));
                 }
             }
@@ -207,9 +208,11 @@ fn who(model: &Model, level: &[Stop]) -> String {
 
 /// The agent server whose sessions hold TARGET: `--server`, else every server found running.
 fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>> {
-    let servers = match &args.server {
-        Some(url) => vec![Server::new(url).map_err(|e| eyre!(e))?],
-        None => server::running().iter().filter_map(|a| Server::new(a).ok()).collect(),
+    let servers: Vec<Server> = match &args.server {
+        Some(url) => server::apis().map(|api| Server::new(url, api)).collect::<Result<_, _>>().map_err(|e| eyre!(e))?,
+        None => {
+            server::running().iter().flat_map(|a| server::apis().filter_map(|api| Server::new(a, api).ok())).collect()
+        }
     };
     let mut found = Vec::new();
     for server in servers {
@@ -251,7 +254,7 @@ fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: us
                 std::thread::sleep(POLL);
             };
             let mut act = serde_json::Map::new();
-            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", server::VIA)] {
+            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", server.api.via)] {
                 act.insert(k.into(), v.into());
             }
             act.insert("server".into(), server.authority.clone().into());
@@ -303,7 +306,7 @@ impl Tree for Processes {
 /// The session TARGET names among those the machine view finds (running ones however quiet).
 fn find_process(args: &InterruptArgs, config: &Config) -> Result<Option<Row>> {
     let options = Options::machine(census::window(census::liveness::IDLE_AGE.as_millis() as u64, false));
-    let rows = Processes(sessions::collect(&options, &config.clone().figures()).rows);
+    let rows = Processes(sessions::collect(&options, &config.clone().figures(), None).rows);
     match target::resolve(&rows, &args.target) {
         Ok(i) => Ok(Some(rows.0[i].clone())),
         Err(Miss::None) => Ok(None),

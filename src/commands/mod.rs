@@ -30,7 +30,7 @@ use color_eyre::eyre::{Result, WrapErr};
 use crate::wire::sanitize_line;
 
 pub use self::cli::{Cli, Command};
-pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on};
+pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on, ingest_timed};
 pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.

@@ -9,14 +9,14 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::RouteArgs;
-use super::ingest::ingest_partial;
+use super::ingest::ingest_until;
 use crate::pipeline::Config;
 use crate::router::{Class, Event, Sink, ThreadIdx};
 
 pub fn run(args: &RouteArgs, config: Config) -> Result<ExitCode> {
     let stdout = std::io::stdout().lock();
     let mut writer = RouteWriter { all: args.all, ids: Vec::new(), out: BufWriter::new(stdout), error: None };
-    let (_, error) = ingest_partial(&args.inputs, config, &mut writer)?;
+    let (_, error) = ingest_until(&args.inputs, config, args.until.until, &mut writer)?;
     if let Some(e) = writer.error {
         return Err(super::stdout_error(e));
     }
@@ -66,7 +66,8 @@ impl<W: Write> Sink for RouteWriter<W> {
                 return;
             }
             Event::Line(r) => {
-                if !self.all && !matches!(r.class, Class::Root | Class::Rehomed) {
+                // A record applied ahead of where it lies is printed there.
+                if r.record.ahead || !self.all && !matches!(r.class, Class::Root | Class::Rehomed) {
                     return;
                 }
                 let msg: Option<&RawValue> = serde_json::from_str(r.record.raw).ok();

@@ -165,6 +165,17 @@ fn token(listen: SocketAddr) -> Result<Option<Token>> {
     Ok(Some(token))
 }
 
+/// `--otlp [URL]`; without it, the collector `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT` names, if set.
+fn export_request(args: &ServeArgs) -> Option<crate::export::Request> {
+    let url = args.otlp.clone().or_else(|| {
+        ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"]
+            .into_iter()
+            .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()))
+            .then(String::new)
+    })?;
+    Some(crate::export::Request { url: (!url.is_empty()).then_some(url), file: None })
+}
+
 /// A systemd user unit that runs this swarmtop as the daemon.
 fn unit(args: &ServeArgs) -> String {
     let exe = std::env::current_exe().map_or_else(|_| "swarmtop".to_owned(), |p| p.display().to_string());
@@ -193,9 +204,10 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         listen: args.listen,
         token,
         sync_every: std::time::Duration::from_millis(args.sync_every),
+        export: super::export::start_live(export_request(args))?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("starting the runtime")?;
-    let counters = runtime.block_on(async {
+    let stopped = runtime.block_on(async {
         let mut signals = QuitSignals::new()?;
         let events = census::machine::spawn(Options::machine(window(args.window.since, args.window.all)));
         crate::serve::run(
@@ -213,7 +225,10 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         .await
         .wrap_err_with(|| format!("serving on {}", args.listen))
     })?;
-    eprintln!("swarmtop serve: stopped; {}", counters.describe());
+    if let Some(export) = &stopped.export {
+        eprintln!("swarmtop serve: OTLP export: {export}");
+    }
+    eprintln!("swarmtop serve: stopped; {}", stopped.counters.describe());
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::ingest::{ingest, nothing};
+use super::ingest::{ingest_until, nothing};
 use crate::model::prices::Pico;
 use crate::pipeline::{Config, Pipeline};
 use crate::router::ThreadIdx;
@@ -11,10 +11,11 @@ use crate::source::agents;
 use crate::source::census::Options;
 use crate::source::census::list::{self, Listed, Read};
 use crate::source::files;
+use crate::source::merge::{Clock, Order};
 use crate::source::proc::Usage;
 use crate::source::regular;
 use crate::source::seen::{State, Trouble};
-use crate::wire::Origin;
+use crate::wire::{self, Origin};
 use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// One root session, with the figures `stats` gives for its subtree.
@@ -56,12 +57,28 @@ pub struct Report {
 
 /// Routes whole records (as a live source delivers them) the way `stats` splits a file.
 pub fn feed(pipeline: &mut Pipeline, bytes: &[u8]) {
-    let nothing = &mut nothing();
-    let _ = files::read_records(bytes, files::MAX_LINE, |record| pipeline.feed(record, &Origin::NONE, nothing));
+    feed_until(pipeline, bytes, None);
 }
 
-/// Every session the census lists, newest activity first.
-pub fn collect(opts: &Options, config: &Config) -> Report {
+/// [`feed`] up to the first record after stream time `until`.
+fn feed_until(pipeline: &mut Pipeline, bytes: &[u8], until: Option<i64>) {
+    let nothing = &mut nothing();
+    let mut clock = Clock::new(1, Order::Time);
+    let mut past = false;
+    let _ = files::read_records(bytes, files::MAX_LINE, |record| {
+        if let (Some(until), files::Record::Line(line)) = (until, record) {
+            past = past || clock.offer(0, wire::stream_time(line)) > until;
+            clock.pop();
+        }
+        if !past {
+            pipeline.feed(record, &Origin::NONE, nothing);
+        }
+    });
+}
+
+/// Every session the census lists, newest activity first; with `until`, each as of that stream
+/// time (one that had not started then has no row).
+pub fn collect(opts: &Options, config: &Config, until: Option<i64>) -> Report {
     let listing = list::list(opts);
     let mut report = Report {
         looked_in: listing.looked_in,
@@ -72,8 +89,8 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
         rows: Vec::new(),
     };
     for listed in listing.sessions {
-        let (pipeline, unreadable) = read(&listed.read, config, &mut report.trouble);
-        report.rows.extend(rows(&listed, &pipeline, &unreadable));
+        let (pipeline, unreadable) = read(&listed.read, config, until, &mut report.trouble);
+        report.rows.extend(rows(&listed, &pipeline, &unreadable, until.is_some()));
     }
     report
         .rows
@@ -82,12 +99,14 @@ pub fn collect(opts: &Options, config: &Config) -> Report {
 }
 
 /// A session through its own pipeline, ended as `stats` ends it, with the files it could not read.
-fn read(what: &Read, config: &Config, trouble: &mut Trouble) -> (Pipeline, Vec<Clean>) {
+fn read(what: &Read, config: &Config, until: Option<i64>, trouble: &mut Trouble) -> (Pipeline, Vec<Clean>) {
     match what {
         Read::Records(records) => {
             let mut pipeline = Pipeline::new(config.clone());
-            feed(&mut pipeline, records);
-            pipeline.finish();
+            feed_until(&mut pipeline, records, until);
+            if until.is_none() {
+                pipeline.finish();
+            }
             (pipeline, Vec::new())
         }
         Read::Files(paths) => {
@@ -106,7 +125,9 @@ fn read(what: &Read, config: &Config, trouble: &mut Trouble) -> (Pipeline, Vec<C
                 })
                 .cloned()
                 .collect();
-            let pipeline = ingest(&readable, config.clone(), &mut nothing()).unwrap_or_else(|e| {
+            let read = ingest_until(&readable, config.clone(), until, &mut nothing())
+                .and_then(|(pipeline, error)| error.map_or(Ok(pipeline), Err));
+            let pipeline = read.unwrap_or_else(|e| {
                 let why = format!("{e:#}");
                 trouble.unreadable(&why);
                 unreadable.push(sanitize_line(&why));
@@ -118,11 +139,12 @@ fn read(what: &Read, config: &Config, trouble: &mut Trouble) -> (Pipeline, Vec<C
 }
 
 /// One row per root of the pipeline.
-fn rows(listed: &Listed, pipeline: &Pipeline, unreadable: &[Clean]) -> Vec<Row> {
+fn rows(listed: &Listed, pipeline: &Pipeline, unreadable: &[Clean], until: bool) -> Vec<Row> {
     // A tee's agent is what its stream speaks.
     let agent = listed.agent.or_else(|| agents::of_format(pipeline.format()));
     let tool = agent.map_or_else(|| listed.command.as_deref().unwrap_or(agents::tee::AGENT.name), |a| a.name);
-    let last = listed.last_activity_ms.or(pipeline.model.stream_ms);
+    // As of a moment, the last activity is the last the stream showed by then.
+    let last = if until { pipeline.model.stream_ms } else { listed.last_activity_ms.or(pipeline.model.stream_ms) };
     pipeline.model.sessions.iter().map(|&root| row(pipeline, root, tool, listed, last, unreadable)).collect()
 }
 

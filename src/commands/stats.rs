@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::StatsArgs;
-use super::ingest::{ingest_partial, nothing};
+use super::ingest::{ingest_until, nothing};
 use super::tree::render_tree;
 use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
@@ -20,7 +20,7 @@ use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     // Figures, the tree and names only: no item text is printed.
-    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
+    let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
     let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
     super::print(out.as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)

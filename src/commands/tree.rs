@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use color_eyre::eyre::Result;
 
 use super::cli::TreeArgs;
-use super::ingest::{ingest_partial, nothing};
+use super::ingest::{ingest_until, nothing};
 use crate::model::{Model, format_usd};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
@@ -16,7 +16,7 @@ use crate::ui::text::grouped;
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     // The tree and its names only: no item text is printed.
-    let (pipeline, error) = ingest_partial(&args.inputs, config.figures(), &mut nothing())?;
+    let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
     super::print(render_tree(&pipeline.model).as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)
 }

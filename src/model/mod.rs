@@ -464,6 +464,16 @@ impl Model {
             }
             Fact::Answered(a) => {
                 if let Some(child) = r.registry.find(&a.child) {
+                    // Its answer is in: the turn it worked in is over now, not at some later line.
+                    let t = &self.threads[child.index()];
+                    let open =
+                        t.turns.len().checked_sub(1).filter(|&last| {
+                            t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress)
+                        });
+                    if let Some(turn) = open {
+                        let state = if a.status == Status::Failed { TurnStatus::Failed } else { TurnStatus::Completed };
+                        self.end_turn(child, turn, state, time);
+                    }
                     let t = &mut self.threads[child.index()];
                     t.status = a.status;
                     t.answered = true;
@@ -771,8 +781,13 @@ impl Model {
         };
         let Thread { turns, items, .. } = &mut self.threads[idx.index()];
         let Some(record) = turns.get_mut(turn) else { return };
+        // The same end told again (Codex's `<turn_aborted>` note then its event, Claude's
+        // `stop_hook_summary` then `turn_duration`) ended the turn the first time.
+        let again = record.status == state && state != TurnStatus::InProgress && record.completed_ms.is_some();
         record.status = state;
-        record.completed_ms = time;
+        if !again {
+            record.completed_ms = time;
+        }
         record.cut_short = false;
         for &i in &record.items {
             let Some(item) = items.get_mut(i) else { continue };

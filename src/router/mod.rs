@@ -369,6 +369,8 @@ impl Router {
         if let Some(sidecar) = wire::lower_sidecar(record, origin) {
             match sidecar {
                 Ok(lowered) => self.push_lowered(record, &lowered, origin, sink),
+                // Applied ahead of where it lies, it is counted malformed there.
+                Err(_) if !origin.counted() => {}
                 Err(reason) => self.push_malformed(record, &reason, sink),
             }
             return;
@@ -390,7 +392,10 @@ impl Router {
     /// [`Router::push`] of a record decoded and lowered elsewhere (a line that
     /// [`Decoded::lowers_alone`], lowered with any stream context: it reads none).
     pub fn push_lowered(&mut self, record: &[u8], lowered: &Lowered<'_>, origin: &Origin, sink: &mut impl Sink) {
-        self.counters.lines += 1;
+        // A record applied ahead of where it lies is one line, counted there.
+        if !lowered.ahead {
+            self.counters.lines += 1;
+        }
         let line_no = self.counters.lines;
         self.close_windows(lowered.time, line_no, sink);
         match &lowered.subject {
@@ -476,7 +481,7 @@ impl Router {
                 Parentage::SubAgent | Parentage::Unknown => self.find(&fact.thread),
             };
         }
-        self.counters.control += 1;
+        self.counters.control += u64::from(!lowered.ahead);
         sink.event(&Event::Line(Routed {
             line_no,
             class: Class::Control,
@@ -492,7 +497,7 @@ impl Router {
     fn thread_line(&mut self, id: &str, line: &Arrival<'_, '_>, sink: &mut impl Sink) {
         let lowered = line.lowered;
         if !self.admits(id) {
-            self.counters.over_thread_limit += 1;
+            self.counters.over_thread_limit += u64::from(!lowered.ahead);
             return;
         }
         let thread = self.see(id, sink);
@@ -544,7 +549,10 @@ impl Router {
         }
 
         if self.threads[thread.index()].role == Role::Pending {
-            self.buffer(thread, id, line, sink);
+            // Held back, a record applied ahead would be applied twice where it lies.
+            if !lowered.ahead {
+                self.buffer(thread, id, line, sink);
+            }
         } else {
             self.emit(thread, lowered, line.line_no, false, sink);
         }
@@ -571,11 +579,12 @@ impl Router {
             },
         };
         match class {
+            _ if lowered.ahead => {}
             Class::Root => self.counters.root += 1,
             Class::Rehomed => self.counters.rehomed += 1,
             _ => self.counters.suppressed += 1,
         }
-        if replayed {
+        if replayed && !lowered.ahead {
             self.counters.replayed += 1;
         }
         let session = self.session_of(thread);

@@ -53,6 +53,8 @@ pub struct Shared {
     token: Option<Token>,
     streams: AtomicUsize,
     sync_error: Mutex<Option<String>>,
+    /// The exporter's counters, when there is one.
+    export: Mutex<Option<Value>>,
     stop: watch::Receiver<bool>,
 }
 
@@ -67,12 +69,17 @@ impl Shared {
             token,
             streams: AtomicUsize::new(0),
             sync_error: Mutex::new(None),
+            export: Mutex::new(None),
             stop,
         }
     }
 
     pub fn set_sync_error(&self, error: Option<String>) {
         *self.sync_error.lock().unwrap_or_else(PoisonError::into_inner) = error;
+    }
+
+    pub fn set_export(&self, export: Option<Value>) {
+        *self.export.lock().unwrap_or_else(PoisonError::into_inner) = export;
     }
 
     pub fn last_sync_failed(&self) -> bool {
@@ -177,9 +184,10 @@ async fn handle(
         ["api", "events"] => events(&req, &shared),
         ["api", "status"] => {
             let error = shared.sync_error.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            json_reply(
-                shared.counters.json(shared.bus.clients(), shared.bus.last_id(), error.as_deref()).to_string() + "\n",
-            )
+            let export = shared.export.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let status =
+                shared.counters.json(shared.bus.clients(), shared.bus.last_id(), error.as_deref(), export.as_ref());
+            json_reply(status.to_string() + "\n")
         }
         ["api", "sessions"] => {
             let live = shared.live_sessions();

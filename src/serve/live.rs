@@ -77,6 +77,11 @@ impl Live {
         &self.pipeline.model
     }
 
+    /// The format the source's lines are in (what an exporter names the provider by).
+    pub fn format(&self) -> &str {
+        self.pipeline.format()
+    }
+
     /// Applies one event of the source; returns the changes it made, in order.
     pub fn apply(&mut self, event: Event) -> Vec<Change> {
         match event {

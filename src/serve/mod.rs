@@ -10,6 +10,9 @@
 //! - [`http`]: the server: who may ask (our own processes on loopback, anyone else with the
 //!   token), the routes, the event streams.
 //!
+//! With an exporter (`--otlp`, or `OTEL_EXPORTER_OTLP_*` in the environment), the spawn trees it
+//! follows leave as OTLP traces as agents end, the rest when it stops, as a live monitor's do.
+//!
 //! What the commands render (`history --json`, `stats --json`, reports, search) is theirs: the
 //! daemon asks for it through [`Api`], which `commands::serve` implements.
 
@@ -25,6 +28,7 @@ use std::time::Duration;
 use color_eyre::eyre::Result;
 use tokio::sync::{mpsc, watch};
 
+use crate::export::{Live as Export, Summary};
 use crate::pipeline::Config;
 use crate::source::live::Event;
 use crate::source::otlp::trust::Token;
@@ -50,6 +54,15 @@ pub struct Options {
     pub token: Option<Token>,
     /// How often the store is brought up to date while sessions change.
     pub sync_every: Duration,
+    /// Where the spawn trees go as traces, if anywhere.
+    pub export: Option<Export>,
+}
+
+/// What the daemon did, when it stopped.
+pub struct Stopped {
+    pub counters: Arc<Counters>,
+    /// The exporter's last word (`12 spans to URL: 12 sent, …`), when there was one.
+    pub export: Option<String>,
 }
 
 /// What the daemon did, for `/api/status` and the line it prints when it stops.
@@ -67,7 +80,13 @@ pub struct Counters {
 }
 
 impl Counters {
-    fn json(&self, clients: usize, last_event: u64, last_error: Option<&str>) -> serde_json::Value {
+    fn json(
+        &self,
+        clients: usize,
+        last_event: u64,
+        last_error: Option<&str>,
+        export: Option<&serde_json::Value>,
+    ) -> serde_json::Value {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         serde_json::json!({
             "clients": clients,
@@ -80,6 +99,7 @@ impl Counters {
             "syncFailures": n(&self.sync_failures),
             "records": n(&self.records),
             "lastSyncError": last_error,
+            "export": export,
         })
     }
 
@@ -108,12 +128,12 @@ pub async fn run(
     events: mpsc::Receiver<Event>,
     shutdown: impl Future<Output = ()>,
     ready: impl FnOnce(SocketAddr),
-) -> Result<Arc<Counters>> {
+) -> Result<Stopped> {
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(http::Shared::new(api, opts.token, stop_rx.clone()));
-    let ingest = spawn_ingest(config, events, shared.clone());
+    let ingest = spawn_ingest(config, events, shared.clone(), opts.export, stop_rx.clone());
     let syncing = tokio::spawn(sync_loop(shared.clone(), opts.sync_every, stop_rx.clone()));
     let serving = tokio::spawn(http::accept(listener, shared.clone()));
     ready(local);
@@ -121,22 +141,50 @@ pub async fn run(
     let _ = stop_tx.send(true);
     serving.abort();
     let _ = syncing.await;
-    // What the agents wrote up to now is stored before we go (the store reads their files).
-    drop(ingest);
+    // The spans not sent yet go (what is still open marked unfinished) while the store is brought
+    // up to date a last time (it reads the agents' files, not the daemon's memory).
+    let exported = tokio::task::spawn_blocking(move || ingest.join().ok().flatten());
     sync_now(&shared, false).await;
-    Ok(shared.counters.clone())
+    let export = exported.await.ok().flatten();
+    Ok(Stopped { counters: shared.counters.clone(), export })
+}
+
+/// The exporter's counters, for `/api/status`.
+fn export_json(x: &Export) -> serde_json::Value {
+    let s: Summary = x.summary();
+    serde_json::json!({
+        "target": x.target(),
+        "queued": s.queued,
+        "sent": s.sent,
+        "retried": s.retried,
+        "dropped": s.dropped,
+        "rejected": s.rejected,
+        "failing": s.failing,
+        "cause": s.cause,
+    })
 }
 
 /// The source's events applied on a thread of their own (reading a long history must not hold a
-/// worker of the runtime that answers requests); changes go out as events as they are made.
+/// worker of the runtime that answers requests); changes go out as events as they are made, spans
+/// to the exporter as agents end. Until `stop`; then the exporter's last spans go, and its last
+/// word is returned.
 fn spawn_ingest(
     config: Config,
     mut events: mpsc::Receiver<Event>,
     shared: Arc<http::Shared>,
-) -> std::thread::JoinHandle<()> {
+    mut export: Option<Export>,
+    mut stop: watch::Receiver<bool>,
+) -> std::thread::JoinHandle<Option<String>> {
+    let runtime = tokio::runtime::Handle::current();
     std::thread::spawn(move || {
         let mut live = live::Live::new(config, shared.sessions.clone());
-        while let Some(event) = events.blocking_recv() {
+        while let Some(event) = runtime.block_on(async {
+            tokio::select! {
+                event = events.recv() => event,
+                _ = stop.changed() => None,
+            }
+        }) {
+            let (reset, records) = (matches!(event, Event::Reset(_)), matches!(event, Event::Records(_)));
             for change in live.apply(event) {
                 shared.bus.publish(change.kind, change.data.to_string());
                 shared.counters.events.fetch_add(1, Ordering::Relaxed);
@@ -146,7 +194,20 @@ fn spawn_ingest(
                 shared.counters.records.fetch_add(n, Ordering::Relaxed);
                 shared.unsynced.fetch_add(n, Ordering::Relaxed);
             }
+            if let Some(x) = export.as_mut() {
+                if reset {
+                    x.reset();
+                } else if records {
+                    x.update(live.model(), live.format());
+                }
+                shared.set_export(Some(export_json(x)));
+            }
         }
+        export.map(|x| {
+            let target = x.target().to_owned();
+            let summary = x.finish(live.model(), live.format());
+            crate::export::describe(&summary, &target)
+        })
     })
 }
 

@@ -194,6 +194,7 @@ pub fn origin(input: &Input) -> Origin {
         thread: thread.map(Into::into),
         session: agent.and(claude_session(path)).map(Into::into),
         sidecar: agent.is_some_and(|(_, sidecar)| sidecar),
+        ahead: false,
     })
 }
 
@@ -541,7 +542,7 @@ impl<R: Read> Cutter<R> {
 /// The UTF-8 byte order mark.
 pub const BOM: &[u8] = b"\xef\xbb\xbf";
 
-fn is_blank(line: &[u8]) -> bool {
+pub(super) fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
 }
 
@@ -558,7 +559,7 @@ fn emit(line: &[u8], max_line: usize, each: &mut impl FnMut(Record<'_>)) {
 }
 
 /// Buffers part of a line that spans reads; past the bound only its length and head are kept.
-fn append(partial: &mut Vec<u8>, overflow: &mut Option<usize>, piece: &[u8], max_line: usize) {
+pub(super) fn append(partial: &mut Vec<u8>, overflow: &mut Option<usize>, piece: &[u8], max_line: usize) {
     if let Some(n) = overflow {
         *n += piece.len();
     } else if partial.len() + piece.len() > max_line {

@@ -2,7 +2,8 @@
 //! Sources split bytes into records and know nothing of what the records mean; they know the
 //! recording format (`recording.md`) only to write and unwrap its framing.
 //!
-//! - [`files`]: recorded inputs; [`recorded`]: a replay's records, read back from their files;
+//! - [`files`]: recorded inputs; [`merge`]: several of them as one stream, by stream time;
+//!   [`recorded`]: a replay's records, read back from their files (in the merge's order);
 //!   [`replay`]: their pacing; [`follow`]: their files' growth. What a file's place tells of its
 //!   records travels with them as a [`crate::wire::Origin`].
 //! - [`recording`]: the recording writer (header, envelopes, files), and which lines it can embed.
@@ -29,6 +30,7 @@ pub mod hub;
 pub mod inbound;
 pub mod inject;
 pub mod live;
+pub mod merge;
 pub mod opencode;
 pub mod otlp;
 pub mod proc;

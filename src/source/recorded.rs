@@ -4,6 +4,9 @@
 //! kept in memory. With `--follow` the files are re-read as they grow, and new files in the
 //! followed directories join the replay.
 //!
+//! Records of several files are applied in stream time ([`super::merge`]): the index is put in
+//! the merge's order once the files are read; what a followed file gains later comes as it comes.
+//!
 //! Record times are needed up front (the position bar's duration, seeking by time), so the
 //! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing
 //! of what records mean.
@@ -16,6 +19,7 @@ use std::path::PathBuf;
 
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
+use super::merge::{self, Order};
 use crate::wire::Origin;
 
 /// Reads a record's time (unix ms), if it has one.
@@ -126,7 +130,69 @@ impl Recorded {
         for input in inputs {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
         }
+        r.merge(Order::Time);
         Ok(r)
+    }
+
+    /// Puts the records in stream time, each source's in its own order, a sidecar's applied
+    /// ahead of its transcript's first record too ([`merge::Stream`]).
+    fn merge(&mut self, order: Order) {
+        let origins: Vec<Origin> = self.sources.iter().map(|s| s.origin.clone()).collect();
+        let streams = merge::streams(&origins);
+        if streams.len() < 2 && streams.iter().all(|s| s.sidecar.is_none()) {
+            return;
+        }
+        // Each source was indexed whole in turn: its records are one run of the index.
+        let mut of_source: Vec<Vec<usize>> = vec![Vec::new(); self.sources.len()];
+        for (i, rec) in self.records.iter().enumerate() {
+            of_source[rec.source() as usize].push(i);
+        }
+        let mut lists = Vec::with_capacity(streams.len());
+        for stream in &streams {
+            let main = &of_source[stream.main];
+            let mut list: Vec<(usize, Option<i64>)> = Vec::with_capacity(main.len() + 2);
+            if let Some(sidecar) = stream.sidecar {
+                // Applied ahead at the time of its transcript's first record.
+                let first = main.first().and_then(|&i| self.times[i]);
+                for &i in &of_source[sidecar] {
+                    let twin = self.twin(sidecar, i);
+                    list.push((twin, first));
+                }
+            }
+            list.extend(main.iter().map(|&i| (i, self.times[i])));
+            if let Some(sidecar) = stream.sidecar {
+                list.extend(of_source[sidecar].iter().map(|&i| (i, self.times[i])));
+            }
+            lists.push(list);
+        }
+        let order = merge::clock::order(&lists, order);
+        self.records = order.iter().map(|&i| self.records[i]).collect();
+        self.times = order.iter().map(|&i| self.times[i]).collect();
+    }
+
+    /// Record `i` of sidecar source `sidecar`, applied ahead of its transcript: a record of a
+    /// source of its own (its origin says so), appended to the index; returns its place.
+    fn twin(&mut self, sidecar: usize, i: usize) -> usize {
+        let ahead = merge::ahead(&self.sources[sidecar].origin);
+        let known = self.sources.iter().position(|s| s.path.is_none() && s.origin == ahead);
+        let source = known.unwrap_or_else(|| {
+            let data = match &self.sources[sidecar].data {
+                Backing::Memory(bytes) => Backing::Memory(bytes.clone()),
+                Backing::Static(bytes) => Backing::Static(bytes),
+                // A sidecar is read whole into memory.
+                Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
+            };
+            self.sources.push(Source { path: None, origin: ahead, read: 0, data, modified: None });
+            self.sources.len() - 1
+        });
+        let src = u32::try_from(source).unwrap_or(u32::MAX);
+        let rec = match self.records[i] {
+            Rec::Line { at, len, .. } => Rec::Line { at, len, source: src },
+            Rec::TooLong { len, head, head_len, .. } => Rec::TooLong { len, head, head_len, source: src },
+        };
+        self.records.push(rec);
+        self.times.push(self.times[i]);
+        self.records.len() - 1
     }
 
     fn add_source(&mut self, input: &Input, time_of: TimeOf<'_>) -> io::Result<()> {
@@ -414,6 +480,33 @@ mod tests {
         std::fs::write(&meta, "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}").expect("rewrite");
         assert_eq!(r.followed(Change::Rewritten { file: meta.clone() }, &time), 1, "rewritten: read whole again");
         assert_eq!(lines_of(&r, 1..2), ["|", "{\"description\":\"d\",\"spawnDepth\":1,\"finished\":true}"]);
+    }
+
+    #[test]
+    fn files_are_replayed_in_stream_time_and_a_sidecar_ahead_of_its_transcript_too() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let subagents = dir.path().join("s1/subagents");
+        std::fs::create_dir_all(&subagents).expect("mkdir");
+        std::fs::write(dir.path().join("s1.jsonl"), "1\n3\n6\n").expect("write");
+        std::fs::write(subagents.join("agent-a1.jsonl"), "2\n4\n").expect("write");
+        std::fs::write(subagents.join("agent-a1.meta.json"), "{\"finished\":true}").expect("write");
+        let inputs = files::expand(&[dir.path().to_path_buf()]).expect("expand");
+        let time = |l: &[u8]| std::str::from_utf8(l).ok()?.parse().ok();
+        let r = Recorded::from_inputs(&[dir.path().to_path_buf()], &inputs, false, &time).expect("load");
+        let sidecar = "{\"finished\":true}";
+        assert_eq!(
+            lines_of(&r, 0..r.len()),
+            ["|", "1", "|", sidecar, "|", "2", "|", "3", "|", "4", "|", sidecar, "|", "6"]
+        );
+        assert_eq!(r.times(), [Some(1), None, Some(2), Some(3), Some(4), None, Some(6)]);
+        let mut ahead = Vec::new();
+        r.each(0..r.len(), |p| {
+            if let Piece::Source { origin } = p {
+                ahead.push(origin.info().is_some_and(|i| i.ahead));
+            }
+        })
+        .expect("read");
+        assert_eq!(ahead, [false, true, false, false, false, false, false], "only the first sidecar is applied ahead");
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
-use crate::wire::{Origin, decode};
+use crate::wire::Origin;
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
@@ -60,9 +60,10 @@ pub struct Settings {
     pub clock: fn() -> Instant,
 }
 
-/// A record's time, as pacing reads it (the envelope's `ts`, else `emittedAtMs`).
+/// A record's time, as pacing reads it (the envelope's `ts`, else the line's own): the clock
+/// several files are merged by, in a replay as in `stats`.
 pub fn time_of(line: &[u8]) -> Option<i64> {
-    decode(line).ok().and_then(|line| line.time())
+    crate::wire::stream_time(line)
 }
 
 /// Applies records `range` of a replay to the pipeline, each with its file's origin.

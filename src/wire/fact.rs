@@ -97,6 +97,9 @@ pub struct Lowered<'a> {
     /// The message's own JSON text (inside its envelope when there is one).
     pub raw: &'a str,
     pub facts: Facts<'a>,
+    /// Applied ahead of where its record lies ([`super::OriginInfo::ahead`]: a recorded sidecar,
+    /// as its agent starts): it counts in no figure here, its record is counted where it lies.
+    pub ahead: bool,
 }
 
 /// Where a line goes before any thread state is consulted (routing.md §3).

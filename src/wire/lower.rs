@@ -91,7 +91,8 @@ pub fn lower_sidecar<'l>(record: &'l [u8], origin: &Origin) -> Option<Result<Low
         return None;
     }
     let Ok(text) = std::str::from_utf8(record) else { return Some(Err(Malformed::NotUtf8)) };
-    let mut out = Lowered { format: Format::ClaudeTranscript, raw: text, ..Lowered::default() };
+    let ahead = origin.info().is_some_and(|i| i.ahead);
+    let mut out = Lowered { format: Format::ClaudeTranscript, raw: text, ahead, ..Lowered::default() };
     Some(match claude::sidecar::lower(text, origin, &mut out) {
         Some(()) => Ok(out),
         None => Err(Malformed::NotAMessage(Shape::ClaudeTranscript)),

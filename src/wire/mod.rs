@@ -32,6 +32,6 @@ pub use json::{Str, parse_raw};
 pub use lower::{Forgotten, Stream, lower, lower_into, lower_sidecar};
 pub use malformed::{Malformed, Shape};
 pub use origin::{Origin, OriginInfo};
-pub use record::{Decoded, Line, decode, decode_reading};
+pub use record::{Decoded, Line, decode, decode_reading, stream_time};
 pub use sanitize::{Clean, CleanStr, sanitize, sanitize_line};
 pub use time::iso8601_ms;

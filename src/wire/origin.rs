@@ -1,7 +1,7 @@
 //! Where a record came from, told by the source that read it: what a file's place says about its
 //! records (a rollout file's thread, a Claude sub-agent's file or sidecar). Sources make it and
 //! lowering reads it, so it lives here, where sources find it without `wire` reaching back into
-//! them; nothing downstream branches on it.
+//! them; nothing downstream branches on it but the count of lines ([`Origin::counted`]).
 
 use std::sync::Arc;
 
@@ -25,6 +25,10 @@ pub struct OriginInfo {
     pub session: Option<Box<str>>,
     /// The file is a sidecar describing `thread` (Claude `agent-<id>.meta.json`), not a transcript.
     pub sidecar: bool,
+    /// A sidecar applied ahead of its agent's first line, as it was when the agent started (a
+    /// recorded one is as last rewritten: `finished` once its agent ended, which is not yet so
+    /// there). The same record is applied again, and counted, where it lies in time.
+    pub ahead: bool,
 }
 
 impl Origin {
@@ -42,5 +46,11 @@ impl Origin {
 
     pub fn info(&self) -> Option<&OriginInfo> {
         self.0.as_deref()
+    }
+
+    /// Whether its records count among the input's lines and bytes: a record applied ahead of
+    /// where it lies is counted there, once.
+    pub fn counted(&self) -> bool {
+        !self.info().is_some_and(|i| i.ahead)
     }
 }

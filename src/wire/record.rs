@@ -107,6 +107,12 @@ impl<'a> Decoded<'a> {
     }
 }
 
+/// A record's stream time, what [`Decoded::time`] says (unix ms): the one clock every reader of
+/// several inputs merges them by.
+pub fn stream_time(record: &[u8]) -> Option<i64> {
+    decode_reading(record, Reading::Figures).ok().and_then(|d| d.time())
+}
+
 /// Decodes one record, reading it whole. Never panics; every failure is a [`Malformed`] reason.
 pub fn decode(record: &[u8]) -> Result<Decoded<'_>, Malformed> {
     decode_reading(record, Reading::Whole)

@@ -41,7 +41,7 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     let config = config.clone().figures();
     let opts = Options::machine(census::window(args.window.since, args.window.all));
     let home = opts.env.home();
-    let mut report = sessions::collect(&opts, &config);
+    let mut report = sessions::collect(&opts, &config, args.until.until);
     if let Some(keys) = &args.sort {
         order::sort(&mut report.rows, &keys.0);
     }

@@ -21,10 +21,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use serde_json::{Value, json};
 
+use super::SpawnHook;
+use super::control::{TeeControl, TeeRequest, Turn};
 use super::{
-    ANTHROPIC, Agent, Candidate, Claim, Control, Env, Interrupt, Place, Reported, Runner, Running, Sight, Spend, Tools,
-    Window, regular_only,
+    ANTHROPIC, Agent, Candidate, Claim, Control, Env, Place, Reported, Runner, Running, Sight, Spend, Tools, Window,
+    regular_only,
 };
 use crate::source::files::{self, Input};
 use crate::source::proc::{Proc, Walk};
@@ -50,7 +53,11 @@ pub static AGENT: Agent = Agent {
     store: None,
     live: None,
     // Ctrl-C: the CLI ends its turn and writes `[Request interrupted by user]` (wire.md §8).
-    control: Control { interrupt: &[Interrupt::Signal(2)] },
+    control: Control {
+        tee: Some(TeeControl { interrupt: stream_interrupt, refusal: control_refusal }),
+        server: None,
+        hook: Some(SpawnHook { settings, spawn_tools: crate::wire::claude::SPAWN_TOOLS }),
+    },
     spend: Spend {
         provider: Some(&ANTHROPIC),
         reported: Reported::CostLines,
@@ -59,6 +66,37 @@ pub static AGENT: Agent = Agent {
     lowers: &[Format::ClaudeTranscript, Format::ClaudeStream],
     spawned_via: &[Via::TaskTool],
 };
+
+/// Hosted in stream-json input mode (2.1.332): a `control_request` on its stdin, answered by a
+/// `control_response` naming its `request_id`. A sub-agent is stopped alone with `stop_task` (its
+/// agent id is the task's id; the parent goes on), the session's turn with `interrupt`
+/// (`docs/acting.md` §4).
+fn stream_interrupt(t: Turn<'_>) -> TeeRequest {
+    let request =
+        if t.root { json!({"subtype": "interrupt"}) } else { json!({"subtype": "stop_task", "task_id": t.thread}) };
+    TeeRequest {
+        send: json!({"type": "control_request", "request": request}),
+        id_at: &["request_id"],
+        answer_at: &["response", "request_id"],
+    }
+}
+
+/// A `control_response` whose subtype is `error`, and why.
+fn control_refusal(answer: &Value) -> Option<String> {
+    let r = answer.get("response")?;
+    (r.get("subtype").and_then(Value::as_str) == Some("error"))
+        .then(|| r.get("error").and_then(Value::as_str).unwrap_or("refused").to_owned())
+}
+
+/// Hooks are read from the project's `.claude/settings.json` (in `-p` mode without a trust
+/// prompt), else from `$CLAUDE_CONFIG_DIR/settings.json`, else `~/.claude/settings.json`
+/// (`docs/acting.md` §1).
+fn settings(env: &Env, project: Option<&Path>) -> Option<PathBuf> {
+    if let Some(dir) = project {
+        return Some(dir.join(".claude/settings.json"));
+    }
+    config_dir(env).map(|d| d.join("settings.json"))
+}
 
 /// Bytes read from a transcript's start to find the working directory.
 const CWD_SEARCH: u64 = 256 << 10;

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use serde_json::{Value, json};
 
+use super::control::{TeeControl, TeeRequest, Turn};
 use super::{
-    Agent, Candidate, Control, Env, Host, Interrupt, OPENAI, Place, Reported, Runner, Sight, Spend, Tools, Window,
+    Agent, Candidate, Control, Env, Host, OPENAI, Place, Reported, Runner, Sight, Spend, Tools, Window,
     codex_processes, first_line, modified,
 };
 use crate::source::files::{self, Input};
@@ -43,11 +45,32 @@ pub static AGENT: Agent = Agent {
     store: None,
     live: None,
     // Through its tee, the app-server's own request; else Ctrl-C to the process.
-    control: Control { interrupt: &[Interrupt::Request("turn/interrupt"), Interrupt::Signal(2)] },
+    control: Control {
+        tee: Some(TeeControl { interrupt: interrupt_turn, refusal: rpc_refusal }),
+        server: None,
+        hook: None,
+    },
     spend: Spend { provider: Some(&OPENAI), reported: Reported::Tokens, tools: Tools::DEFAULT },
     lowers: &[Format::CodexAppServer, Format::CodexRollout, Format::CodexExec],
     spawned_via: &[],
 };
+
+/// App-server 0.171.0: `turn/interrupt {threadId, turnId}` (both required), answered by a JSON-RPC
+/// response with the request's id; the turn then ends with `turn/completed` `status: interrupted`
+/// (`docs/acting.md` §2).
+fn interrupt_turn(t: Turn<'_>) -> TeeRequest {
+    TeeRequest {
+        send: json!({"method": "turn/interrupt", "params": {"threadId": t.thread, "turnId": t.turn}}),
+        id_at: &["id"],
+        answer_at: &["id"],
+    }
+}
+
+/// A JSON-RPC `error` answer, and its message.
+fn rpc_refusal(answer: &Value) -> Option<String> {
+    let e = answer.get("error")?;
+    Some(e.get("message").and_then(Value::as_str).map_or_else(|| e.to_string(), str::to_owned))
+}
 
 /// Folder levels below `sessions/` (year, month, day).
 const MAX_DEPTH: usize = 4;

@@ -13,6 +13,7 @@
 pub mod claude;
 pub mod codex;
 pub mod codex_processes;
+pub mod control;
 pub mod opencode;
 pub mod tee;
 
@@ -22,6 +23,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use self::control::{ServerApi, TeeControl};
 use super::live;
 use super::proc::{Proc, Walk};
 use super::recording;
@@ -46,7 +48,7 @@ pub struct Agent {
     /// An input named on the command line that is read live rather than replayed (a server's
     /// address, a store followed).
     pub live: Option<LiveOpen>,
-    /// How a session of it can be stopped (for the issue that acts on agents).
+    /// How it is acted on: a running turn stopped, a session aborted, a spawn refused.
     pub control: Control,
     /// How its spend is reported.
     pub spend: Spend,
@@ -315,21 +317,27 @@ pub struct LiveInput {
     pub source: recording::Source,
 }
 
-/// How a running session of an agent can be stopped, in the order to try (design.md, "Acting").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interrupt {
-    /// The agent's own request, injected by the tee that carries its traffic (its method).
-    Request(&'static str),
-    /// The agent's server API (`POST` to this path, `{id}` the session).
-    ServerApi(&'static str),
-    /// A signal to the session's process.
-    Signal(i32),
+/// How an agent can be acted on (each `None`: not that way). A whole session's process can be
+/// signalled whatever its agent (`act::signal`).
+pub struct Control {
+    /// Through a tee that carries its traffic.
+    pub tee: Option<TeeControl>,
+    /// Through the server that serves its sessions.
+    pub server: Option<ServerApi>,
+    /// A hook it runs before a tool call, which may refuse a spawn (`swarmtop guard`).
+    pub hook: Option<SpawnHook>,
 }
 
-/// How an agent can be acted on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Control {
-    pub interrupt: &'static [Interrupt],
+impl Control {
+    pub const NONE: Self = Self { tee: None, server: None, hook: None };
+}
+
+/// A hook the agent runs before each tool call, given the call as JSON on stdin.
+pub struct SpawnHook {
+    /// Its settings file: the project's in `project` (a folder), else the user's.
+    pub settings: fn(&Env, Option<&Path>) -> Option<PathBuf>,
+    /// The tools by which it spawns a sub-agent: the hook's matcher, and the calls it judges.
+    pub spawn_tools: &'static [&'static str],
 }
 
 /// Who makes an agent's model calls, by the names its models go by.

@@ -18,11 +18,15 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use serde::Deserialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::control::{Http, Outcome, ServedSession, ServerApi};
+
 use super::{
-    Agent, Candidate, Control, Env, Interrupt, LiveInput, Place, Poll, Reported, Served, Server, Spend, Store,
-    StoreProcess, Tools, Window,
+    Agent, Candidate, Control, Env, LiveInput, Place, Poll, Reported, Served, Server, Spend, Store, StoreProcess,
+    Tools, Window,
 };
 use crate::source::live;
 use crate::source::opencode as store;
@@ -44,7 +48,11 @@ pub static AGENT: Agent = Agent {
     runner: None,
     store: Some(Store { read, follow, processes, stream: stream_deltas, companions: &["-wal"] }),
     live: Some(open_live),
-    control: Control { interrupt: &[Interrupt::ServerApi("/session/{id}/abort")] },
+    control: Control {
+        tee: None,
+        server: Some(ServerApi { via: "opencode serve", sessions, busy, abort, ended }),
+        hook: None,
+    },
     // Any provider's models; OpenCode prices each message itself (wire.md §9).
     spend: Spend {
         provider: None,
@@ -54,6 +62,73 @@ pub static AGENT: Agent = Agent {
     lowers: &[Format::OpenCode],
     spawned_via: &[],
 };
+
+/// `GET /session`: every session the server has (`id`, `parentID`, `title`; a child's title is
+/// `"<description> (@<agent> subagent)"`, so its description names it too). `docs/acting.md` §5.
+fn sessions(http: &dyn Http) -> Result<Vec<ServedSession>, String> {
+    #[derive(Deserialize)]
+    struct Listed {
+        id: String,
+        #[serde(rename = "parentID", default)]
+        parent: Option<String>,
+        #[serde(default)]
+        title: Option<String>,
+    }
+    let listed: Vec<Listed> =
+        serde_json::from_value(http.get("/session")?).map_err(|e| format!("GET /session: {e}"))?;
+    Ok(listed
+        .into_iter()
+        .map(|l| {
+            let title = l.title.unwrap_or_default();
+            let short = title.split(" (@").next().unwrap_or_default().to_owned();
+            ServedSession { id: l.id, parent: l.parent, names: vec![title, short] }
+        })
+        .collect())
+}
+
+/// `GET /session/status`: each busy session maps to `{type: "busy"}` (`retry` while it retries);
+/// an idle one is absent (or `idle`).
+fn busy(http: &dyn Http) -> Result<HashSet<String>, String> {
+    let Value::Object(statuses) = http.get("/session/status")? else {
+        return Err("/session/status is not an object".to_owned());
+    };
+    Ok(statuses
+        .into_iter()
+        .filter(|(_, s)| s.get("type").and_then(Value::as_str).is_some_and(|t| t != "idle"))
+        .map(|(id, _)| id)
+        .collect())
+}
+
+/// `POST /session/{id}/abort`, what its TUI's Esc does: answered `true`.
+fn abort(http: &dyn Http, id: &str) -> Result<(), String> {
+    match http.post(&format!("/session/{}/abort", segment(id)))? {
+        Value::Bool(true) => Ok(()),
+        other => Err(format!("the server did not abort {id}: {other}")),
+    }
+}
+
+/// An aborted session's running assistant message ends with `error.name: "MessageAbortedError"`.
+fn ended(http: &dyn Http, id: &str) -> Result<Outcome, String> {
+    let messages = http.get(&format!("/session/{}/message", segment(id)))?;
+    let last = messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|m| m.pointer("/info/role").and_then(Value::as_str) == Some("assistant"));
+    let error = last.and_then(|m| m.pointer("/info/error/name")).and_then(Value::as_str);
+    Ok(match error {
+        Some("MessageAbortedError") => Outcome::Aborted,
+        other => Outcome::Finished(other.map(str::to_owned)),
+    })
+}
+
+/// A session id as one path segment.
+fn segment(id: &str) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet =
+        &percent_encoding::NON_ALPHANUMERIC.remove(b'_').remove(b'-').remove(b'.').remove(b'~');
+    percent_encoding::utf8_percent_encode(id, SEGMENT).to_string()
+}
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, fixed in the Linux ABI).
 const TICKS_PER_SEC: u64 = 100;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::{Agent, Control, Env, Interrupt, Reported, Spend, Tools};
+use super::{Agent, Control, Env, Reported, Spend, Tools};
 use crate::source::socket;
 
 pub static AGENT: Agent = Agent {
@@ -21,7 +21,8 @@ pub static AGENT: Agent = Agent {
     store: None,
     live: None,
     // The agent's own request, injected into the stream the tee carries (for the issue that acts).
-    control: Control { interrupt: &[Interrupt::Signal(2)] },
+    // What a tee carries is acted on as its agent is (the format of its traffic says which).
+    control: Control::NONE,
     spend: Spend { provider: None, reported: Reported::Tokens, tools: Tools::DEFAULT },
     lowers: &[],
     spawned_via: &[],

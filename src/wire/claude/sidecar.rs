@@ -72,8 +72,8 @@ pub fn lower<'l>(text: &'l str, origin: &Origin, out: &mut Lowered<'l>) -> Optio
         out.facts.push(Fact::Spawn(Spawn { child: Cow::Owned(agent.clone()), card, via: Via::TaskTool }));
     }
     // `finished` is written on success and on failure alike: it ends work, and a failure the child's
-    // own lines stated stays.
-    if meta.finished == Some(true) {
+    // own lines stated stays. Applied ahead of the agent's lines, the sidecar is as it was then.
+    if meta.finished == Some(true) && !info.is_some_and(|i| i.ahead) {
         out.facts
             .push(Fact::Status(StatusFact { target: Target::Thread(Cow::Owned(agent)), change: StatusChange::Idle }));
     }
@@ -137,6 +137,12 @@ mod tests {
             assert!(matches!(f[2], Fact::Status(s)
                 if s.target == Target::Thread("a2404d06973672547".into()) && s.change == StatusChange::Idle));
         });
+        // Applied ahead of the agent's first line, it links the agent and ends nothing yet.
+        let ahead = Origin::new(OriginInfo {
+            ahead: true,
+            ..origin("a2404d06973672547", Some("s")).info().cloned().expect("info")
+        });
+        lowered(meta, &ahead, |_, f| assert_eq!(f.len(), 2, "linked, not ended: {f:?}"));
     }
 
     #[test]

@@ -463,6 +463,15 @@ pub fn lower<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             let uuid = line.uuid.as_deref().unwrap_or_default();
             super::local::answered(uuid, None, out.time, &mut out.facts);
         }
+        // Written once the turn's last response is in (2.1.x): the turn is over.
+        Some("system") if matches!(line.subtype.as_deref(), Some("stop_hook_summary" | "turn_duration")) => {
+            out.facts.push(status(Status::Idle));
+            out.facts.push(Fact::TurnEnded(TurnEnded {
+                turn: TurnRef::Latest,
+                outcome: Some(TurnOutcome::Completed),
+                error: None,
+            }));
+        }
         Some("cost-state") => {
             let raw = out.raw;
             outcome::cost_state(raw, &mut out.facts);
@@ -537,10 +546,11 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             _ => {}
         }
     }
-    // Claude Code writes most lines with `stop_reason: null`; what a message holds tells more: a
-    // tool call waits for its result, an answer without one ends the turn.
-    let asks_tool = blocks.iter().any(|b| b.kind.as_deref() == Some("tool_use"));
-    let ended = message.stop_reason.as_deref() == Some("end_turn") || !asks_tool;
+    // A response is written one content block a line, most of them with `stop_reason: null`: a
+    // line of text may be followed by the same response's tool call. Only the response's own stop
+    // reason (2.1.332), or the turn's closing lines (`stop_hook_summary`, `turn_duration`), end the
+    // turn; until then the agent that has its prompt is running (it flapped `✓` then `●`).
+    let ended = message.stop_reason.as_deref().is_some_and(|r| r != "tool_use");
     facts.push(status(if ended { Status::Idle } else { Status::Running }));
     if line.is_api_error_message == Some(true) {
         let text: Vec<&str> = blocks.iter().filter_map(|b| b.text.as_deref()).collect();
@@ -847,8 +857,20 @@ mod tests {
             assert_eq!(r.tokens.input_tokens, Some(13), "input includes the cache reads");
             assert_eq!(r.tokens.cached_input_tokens, Some(10));
             assert!(matches!(f[3], Fact::Item(i) if i.text.as_ref().map(Clean::as_str) == Some("hi")));
-            assert!(matches!(f[4], Fact::Status(s) if s.change == StatusChange::Set(Status::Idle)));
+            // One block of a response whose stop reason is not written: more blocks may follow.
+            assert!(matches!(f[4], Fact::Status(s) if s.change == StatusChange::Set(Status::Running)));
         });
+        // The turn's closing lines end it.
+        for subtype in ["stop_hook_summary", "turn_duration"] {
+            let closing = format!(
+                r#"{{"type":"system","subtype":"{subtype}","sessionId":"s","uuid":"u5","isSidechain":false,"timestamp":"2026-02-12T16:08:07.176Z"}}"#
+            );
+            lowered(&closing, |l| {
+                let f = facts(l);
+                assert!(f.iter().any(|f| matches!(f, Fact::Status(s) if s.change == StatusChange::Set(Status::Idle))));
+                assert!(f.iter().any(|f| matches!(f, Fact::TurnEnded(e) if e.outcome == Some(TurnOutcome::Completed))));
+            });
+        }
     }
 
     #[test]

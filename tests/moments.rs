@@ -1,0 +1,290 @@
+//! What the model shows at every moment of every real capture, not only at its end: the inputs
+//! read as `--until` reads them (one clock for all files of a session), and the model checked
+//! after the last record of each stream time. At each moment every agent is absent before its
+//! spawn, active while a turn of its own is open (its parent too, while the parent's turn that
+//! spawned it is open), not active once its last turn ended, never back to active within the
+//! same turn, and its tokens never fall.
+//!
+//! Read one file after another (the order before the merge, [`Order::Named`]), the same captures
+//! break these rules: `each_moment_is_wrong_without_the_clock` shows that the checks see it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use swarmtop::commands::ingest_timed;
+use swarmtop::commands::stats::render_json;
+use swarmtop::model::{Model, Status};
+use swarmtop::pipeline::Config;
+use swarmtop::pipeline::Pipeline;
+use swarmtop::router::Event;
+use swarmtop::source::files;
+use swarmtop::source::merge::{Merged, Order, Timing};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Every real capture a user could hand `stats`: recordings of each agent's own output and each
+/// folder that is one session (Claude projects, Codex rollout folders, OpenCode data folders).
+fn captures() -> Vec<PathBuf> {
+    let root = fixtures();
+    let mut out = Vec::new();
+    let listed = |dir: &str, keep: &dyn Fn(&Path) -> bool| {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .expect("fixtures")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| keep(p))
+            .collect();
+        paths.sort();
+        paths
+    };
+    let recording = |p: &Path| {
+        p.is_file() && p.extension().is_some_and(|e| e == "ndjson") && !p.to_string_lossy().contains(".client.")
+    };
+    for dir in ["codex-0.171.0", "claude-2.1.332", "claude-2.1.332-otlp", "opencode-1.18.33", "tee"] {
+        out.extend(listed(dir, &recording));
+    }
+    for dir in ["codex-0.171.0/rollouts", "claude-2.1.332", "opencode-1.18.33"] {
+        out.extend(listed(dir, &Path::is_dir));
+    }
+    out.push(root.join("claude-2.1.39"));
+    out
+}
+
+/// The whole capture, read to its end: what each moment is checked against.
+fn at_end(input: &Path, order: Order) -> Pipeline {
+    let inputs = files::expand(&[input.to_owned()]).expect("inputs");
+    let mut pipeline = Pipeline::default();
+    let mut merged = Merged::open(inputs.as_slice(), Timing { order, until: None }).expect("open");
+    while let Some((record, origin)) = merged.next_record().expect("read") {
+        pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
+    }
+    pipeline.finish();
+    pipeline
+}
+
+/// What the end says of one agent.
+struct Known {
+    parent: Option<String>,
+    /// When it was spawned: its parent's spawning call, else its own first line.
+    spawned_ms: Option<i64>,
+    /// Its turns: (started, completed).
+    turns: Vec<(Option<i64>, Option<i64>)>,
+    /// While this turn of its parent is open (started, completed), the parent works for it.
+    parent_turn: Option<(Option<i64>, Option<i64>)>,
+}
+
+fn known(model: &Model) -> HashMap<String, Known> {
+    let mut out = HashMap::new();
+    for t in &model.threads {
+        let parent = t.parent.map(|p| model.thread(p));
+        let card = parent.zip(t.card.as_deref()).and_then(|(p, c)| p.item(c));
+        let spawned_ms = match (card.and_then(|c| c.started_ms), t.first_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let parent_turn = parent
+            .zip(card.and_then(|c| c.turn))
+            .and_then(|(p, turn)| p.turns.get(turn))
+            .map(|turn| (turn.started_ms, turn.completed_ms));
+        out.insert(
+            t.id.to_string(),
+            Known {
+                parent: parent.map(|p| p.id.to_string()),
+                spawned_ms,
+                turns: t.turns.iter().map(|turn| (turn.started_ms, turn.completed_ms)).collect(),
+                parent_turn,
+            },
+        );
+    }
+    out
+}
+
+fn within(t: i64, (from, to): (Option<i64>, Option<i64>)) -> bool {
+    from.is_some_and(|f| f <= t) && to.is_none_or(|e| t < e)
+}
+
+/// What was seen of one agent at the moments before.
+#[derive(Default)]
+struct Seen {
+    tokens: u64,
+    /// The turn (by count) in which it ended, once it did.
+    ended_in: Option<usize>,
+}
+
+/// The rules broken at moment `t`, each as one line.
+fn check(model: &Model, t: i64, end: &HashMap<String, Known>, seen: &mut HashMap<String, Seen>) -> Vec<String> {
+    let mut broken = Vec::new();
+    let index: HashMap<&str, &swarmtop::model::Thread> = model.threads.iter().map(|th| (&*th.id, th)).collect();
+    for th in &model.threads {
+        let id = th.id.to_string();
+        let s = seen.entry(id.clone()).or_default();
+        if th.tokens.total < s.tokens {
+            broken.push(format!("{id}: tokens fell from {} to {}", s.tokens, th.tokens.total));
+        }
+        s.tokens = th.tokens.total;
+        let active = th.status.is_active();
+        if active && s.ended_in == Some(th.turns.len()) {
+            broken.push(format!("{id}: {} again within the turn it ended", th.status.as_str()));
+        }
+        if active {
+            s.ended_in = None;
+        } else if matches!(th.status, Status::Idle | Status::Failed | Status::Interrupted | Status::Closed) {
+            s.ended_in = Some(th.turns.len());
+        }
+        let Some(k) = end.get(&id) else { continue };
+        if k.parent.is_some() && k.spawned_ms.is_some_and(|spawned| t < spawned) {
+            broken.push(format!("{id}: shown before its spawn"));
+        }
+        if let Some(&(_, Some(done))) = k.turns.last()
+            && t >= done
+            && active
+        {
+            broken.push(format!("{id}: {} after its last turn ended", th.status.as_str()));
+        }
+    }
+    for (id, k) in end {
+        let open = k.turns.iter().any(|&turn| within(t, turn));
+        if !open {
+            continue;
+        }
+        let Some(&th) = index.get(id.as_str()) else {
+            broken.push(format!("{id}: absent while its turn is open"));
+            continue;
+        };
+        if !th.status.is_active() {
+            broken.push(format!("{id}: {} while its turn is open", th.status.as_str()));
+        }
+        let parent = th.parent.map(|p| model.thread(p).id.to_string());
+        if parent != k.parent {
+            broken.push(format!("{id}: under {parent:?} while it works, not {:?}", k.parent));
+        }
+        if let (Some(p), Some(turn)) = (th.parent, k.parent_turn)
+            && within(t, turn)
+            && !model.thread(p).status.is_active()
+        {
+            let p = model.thread(p);
+            broken.push(format!("{id}: its parent {} is {} while it works for it", p.id, p.status.as_str()));
+        }
+    }
+    broken
+}
+
+/// `stats --json` of `input` as of `until`, read as the command reads it (on two cores, in chunks).
+fn stats_until(input: &Path, until: i64) -> String {
+    let timing = Timing { until: Some(until), ..Timing::default() };
+    let (pipeline, error) =
+        ingest_timed(&[input.to_owned()], Config::default(), timing, &mut |_: &Event<'_, '_>| {}, 2).expect("read");
+    assert!(error.is_none(), "{error:?}");
+    render_json(&pipeline)
+}
+
+/// Every rule broken at any moment of `input` read in `order`; with `Order::Time`, some of the
+/// moments are also read as `--until` reads them, which must give the same figures.
+fn moments(input: &Path, order: Order) -> Vec<String> {
+    let end = known(&at_end(input, order).model);
+    let inputs = files::expand(&[input.to_owned()]).expect("inputs");
+    let mut merged = Merged::open(inputs.as_slice(), Timing { order, until: None }).expect("open");
+    let mut pipeline = Pipeline::default();
+    let mut seen = HashMap::new();
+    let mut broken = Vec::new();
+    let mut moment: Option<i64> = None;
+    let mut count = 0u32;
+    loop {
+        let next = merged.peek().expect("read").is_some();
+        let next_time = if next {
+            merged.take();
+            merged.time()
+        } else {
+            None
+        };
+        // The moment before this record's time is over: look at the model as `--until` shows it.
+        if let Some(t) = moment
+            && (!next || next_time != Some(t))
+        {
+            for rule in check(&pipeline.model, t, &end, &mut seen) {
+                broken.push(format!("{}: at {t}: {rule}", input.strip_prefix(fixtures()).unwrap_or(input).display()));
+            }
+            count += 1;
+            if order == Order::Time && count % 37 == 1 {
+                assert_eq!(stats_until(input, t), render_json(&pipeline), "{}: --until {t}", input.display());
+            }
+        }
+        if !next {
+            break;
+        }
+        moment = next_time.or(moment);
+        let (record, origin) = merged.current().expect("the record taken");
+        pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
+    }
+    broken
+}
+
+#[test]
+fn each_moment_of_every_capture_is_true() {
+    let mut broken = Vec::new();
+    for input in captures() {
+        broken.extend(moments(&input, Order::Time));
+    }
+    assert!(broken.is_empty(), "{} rules broken:\n{}", broken.len(), broken.join("\n"));
+}
+
+#[test]
+fn each_moment_is_wrong_without_the_clock() {
+    // The same checks on the files read one after another: children of Claude folders and Codex
+    // rollouts appear only after their parent's whole file.
+    for name in ["claude-2.1.332/parallel", "codex-0.171.0/rollouts/collab_v1"] {
+        let broken = moments(&fixtures().join(name), Order::Named);
+        assert!(!broken.is_empty(), "{name}: the checks see nothing wrong without the merge");
+        eprintln!(
+            "{name} read file after file: {} rules broken, as:\n{}",
+            broken.len(),
+            broken[..broken.len().min(4)].join("\n")
+        );
+    }
+}
+
+fn tree(args: &[&str]) -> String {
+    let out = assert_cmd::Command::cargo_bin("swarmtop").expect("binary").args(args).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn until_shows_each_agent_as_it_was_then() {
+    let dir = fixtures().join("claude-2.1.332/parallel");
+    let dir = dir.to_str().expect("utf-8 path");
+    // 05:11:20: the lead has started both children; the grandchild is not spawned yet.
+    let at = tree(&["tree", "--until", "2026-12-02T05:11:20Z", dir]);
+    assert_eq!(at, tree(&["tree", "--until", "1796188280000", dir]), "RFC 3339 and unix ms name one moment");
+    assert_eq!(at, tree(&["tree", "--until", "2026-12-02T06:11:20+01:00", dir]));
+    let rows: Vec<(&str, &str)> = at
+        .lines()
+        .map(|l| (l.split("  ").next().unwrap_or_default(), l.split("  ").nth(2).unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        rows,
+        [("● lead (ce4a08f0)", "running"), ("├─ ● Survey the project", "running"), ("└─ ● Check the docs", "running")],
+        "{at}"
+    );
+    // Before anything happened there is nothing; at the end, what `tree` says without it.
+    assert_eq!(tree(&["tree", "--until", "0", dir]), "(no threads)\n");
+    assert_eq!(tree(&["tree", "--until", "4102444800000", dir]), tree(&["tree", dir]));
+    // `route` stops at the same moment.
+    let routed = tree(&["route", "--until", "2026-12-02T05:11:20Z", dir]).lines().count();
+    assert!(routed > 0 && routed < tree(&["route", dir]).lines().count(), "{routed} lines routed by then");
+}
+
+#[test]
+fn until_takes_only_a_time() {
+    for bad in ["yesterday", "2026-12-02", "12:00", "99999999999999999999", ""] {
+        let out = assert_cmd::Command::cargo_bin("swarmtop")
+            .expect("binary")
+            .args(["stats", "--until", bad])
+            .arg(fixtures().join("claude-2.1.39"))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a time"), "{bad:?}");
+    }
+}
