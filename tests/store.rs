@@ -41,6 +41,18 @@ fn full_text_search_is_compiled_in() {
     assert!(fts5);
 }
 
+/// What a sub-agent was asked is searchable as its brief, named by its session, agent and time.
+#[test]
+fn search_finds_a_sub_agents_brief() {
+    let m = Machine::new();
+    m.with_codex("collab_v1");
+    let hits = m.json(&["search", "--json", "CHILD-TASK"]);
+    let hits = hits["hits"].as_array().unwrap();
+    let brief = hits.iter().find(|h| h["kind"] == "brief").unwrap_or_else(|| panic!("no brief hit: {hits:?}"));
+    assert!(brief["session"].is_string() && brief["agent"] == "codex" && brief["time"].is_string(), "{brief}");
+    assert_ne!(brief["thread"], brief["session"], "the child's run, not its session's root");
+}
+
 /// `history ID` prints the session's tree as `tree` printed it, `--json` as `stats --json` did.
 #[test]
 fn a_stored_session_is_what_stats_and_tree_said_of_its_files() {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use color_eyre::eyre::{Result, WrapErr, bail};
 use tokio::sync::mpsc;
 
-use super::cli::AttachArgs;
+use super::cli::{AttachArgs, GlobalOpts};
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
@@ -18,7 +18,7 @@ use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
 use crate::wire::Clean;
 
-pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
+pub fn run(args: &AttachArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let path = match &args.socket {
         Some(p) => p.clone(),
         None => match pick()? {
@@ -45,7 +45,8 @@ pub fn run(args: &AttachArgs, config: Config) -> Result<ExitCode> {
             headless(rx, config, export, Ending::Marker, signals).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
-            monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None }).await
+            let past = Some(monitor::past_access(&args.monitor, &config, global));
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None, past }).await
         }
     })
 }

@@ -97,6 +97,9 @@ pub struct MonitorOpts {
     /// ntfy, a webhook with curl); rate-limited, never waited for.
     #[arg(long, env = "SWARMTOP_NOTIFY_CMD", value_name = "CMD")]
     pub notify_cmd: Option<String>,
+    /// The run store the history view (H) reads.
+    #[command(flatten)]
+    pub store: StoreOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

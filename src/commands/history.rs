@@ -120,7 +120,7 @@ pub(super) fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
 }
 
 /// `2026-02-12 17:02` in `tz`.
-fn minute(ms: i64, tz: &TimeZone) -> String {
+pub(super) fn minute(ms: i64, tz: &TimeZone) -> String {
     Timestamp::from_millisecond(ms)
         .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string())
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
-use super::cli::ListenArgs;
+use super::cli::{GlobalOpts, ListenArgs};
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
@@ -20,7 +20,7 @@ use crate::source::socket::{self, SocketFile};
 use crate::source::{inbound, otlp};
 use crate::wire::Clean;
 
-pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
+pub fn run(args: &ListenArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let path = match &args.socket {
         Some(p) => p.clone(),
         None => socket::default_path("listen").wrap_err("creating the socket directory")?,
@@ -73,7 +73,8 @@ pub fn run(args: &ListenArgs, config: Config) -> Result<ExitCode> {
             code
         } else {
             let watch = Watch::Live { name, events: rx };
-            monitor::screen(watch, &args.monitor, config, Outlets { export, receive }).await
+            let past = Some(monitor::past_access(&args.monitor, &config, global));
+            monitor::screen(watch, &args.monitor, config, Outlets { export, receive, past }).await
         }
     })
 }

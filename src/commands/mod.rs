@@ -10,6 +10,7 @@ pub mod interrupt;
 pub mod listen;
 mod live;
 mod monitor;
+mod past;
 pub mod ps;
 pub mod report;
 pub mod route;
@@ -112,8 +113,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Route(args)) => route::run(&args, config),
         Some(Command::Tree(args)) => tree::run(&args, config),
         Some(Command::Tee(args)) => tee::run(&args, config),
-        Some(Command::Attach(args)) => attach::run(&args, config),
-        Some(Command::Listen(args)) => listen::run(&args, config),
+        Some(Command::Attach(args)) => attach::run(&args, config, &cli.global),
+        Some(Command::Listen(args)) => listen::run(&args, config, &cli.global),
         Some(Command::Ps(args)) => ps::run(&args, &config),
         Some(Command::Export(args)) => export::run(&args, config),
         Some(Command::Guard(args)) => guard::run(&args, &cli.global, config),
@@ -123,7 +124,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Report(args)) => report::run(&args, config, &cli.global),
         Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Serve(args)) => serve::run(&args, config, &cli.global),
-        Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config),
-        None => monitor::run(monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?, &cli.monitor, config),
+        Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config, &cli.global),
+        None => {
+            let watch = monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?;
+            monitor::run(watch, &cli.monitor, config, &cli.global)
+        }
     }
 }

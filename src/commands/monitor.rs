@@ -13,8 +13,9 @@ use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::cli::{MonitorOpts, Speed, Theme, WindowOpts};
+use super::cli::{GlobalOpts, MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
+use super::past;
 use super::terminal::{QuitSignals, TerminalGuard};
 use crate::act::notify::run::Notifier;
 use crate::export::Live;
@@ -30,6 +31,7 @@ use crate::source::recorded::Recorded;
 use crate::source::recording;
 use crate::source::replay::Pace;
 use crate::ui::frame::INGEST_SLICE;
+use crate::ui::history::Loaded;
 use crate::ui::runtime::{Input, Runtime, Settings, time_of};
 use crate::ui::{self, Effect, View};
 
@@ -108,11 +110,17 @@ pub enum Watch {
     Machine(census::Options, Option<u64>),
 }
 
-pub fn run(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+pub fn run(watch: Watch, opts: &MonitorOpts, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    runtime.block_on(screen(watch, opts, config, Outlets { export, receive: None }))
+    let outlets = Outlets { export, receive: None, past: Some(past_access(opts, &config, global)) };
+    runtime.block_on(screen(watch, opts, config, outlets))
+}
+
+/// How the history view (H) reaches the run store.
+pub fn past_access(opts: &MonitorOpts, config: &Config, global: &GlobalOpts) -> past::Access {
+    past::Access { store: opts.store.clone(), config: config.clone(), global: global.clone() }
 }
 
 fn pace_of(speed: Speed) -> Pace {
@@ -147,11 +155,94 @@ fn home_short(name: &str) -> String {
     }
 }
 
-/// Where a live session's telemetry goes out (`--otlp URL`) and comes in from (`listen --otlp`).
+/// Where a live session's telemetry goes out (`--otlp URL`) and comes in from (`listen --otlp`),
+/// and where the history view's run store is.
 #[derive(Default)]
 pub struct Outlets {
     pub export: Option<Live>,
     pub receive: Option<Arc<otlp::Counters>>,
+    pub past: Option<past::Access>,
+}
+
+/// The screen keys go to and frames show: the last one opened from a history, else the first.
+fn top<'a>(first: &'a mut Runtime, opened: &'a mut [Runtime]) -> &'a mut Runtime {
+    opened.last_mut().unwrap_or(first)
+}
+
+/// The screen at `depth` (0: the first), if it is still open.
+fn at<'a>(first: &'a mut Runtime, opened: &'a mut [Runtime], depth: usize) -> Option<&'a mut Runtime> {
+    if depth == 0 { Some(first) } else { opened.get_mut(depth - 1) }
+}
+
+/// Screens opened from the history view (H), over the first: each a replay of a past session's
+/// files. Esc at the top of one goes back to the screen it was opened from.
+struct Opened {
+    screens: Vec<Runtime>,
+    settings: Settings,
+    config: Config,
+    access: Option<past::Access>,
+    tx: mpsc::Sender<past::Reply>,
+}
+
+impl Opened {
+    /// None opened yet; the store's size asked for at once (for `d`). Replies arrive on the receiver.
+    fn new(access: Option<past::Access>, settings: &Settings, config: &Config) -> (Self, mpsc::Receiver<past::Reply>) {
+        let (tx, rx) = mpsc::channel(4);
+        if let Some(access) = &access {
+            past::facts(access, 0, tx.clone());
+        }
+        (Self { screens: Vec::new(), settings: settings.clone(), config: config.clone(), access, tx }, rx)
+    }
+
+    fn advance(&mut self, now: Instant) {
+        for screen in &mut self.screens {
+            screen.advance(now, unix_now_ms());
+        }
+    }
+
+    /// Does what an effect of the screen at the top asks of the store; whether it was one of those.
+    fn effect(&mut self, first: &mut Runtime, effect: &Effect) -> bool {
+        let depth = self.screens.len();
+        match (effect, &self.access) {
+            (Effect::LoadHistory, Some(access)) => past::list(access, depth, self.tx.clone()),
+            (Effect::OpenPast(id), Some(access)) => past::open(access, id.clone(), depth, self.tx.clone()),
+            (Effect::LoadHistory | Effect::OpenPast(_), None) => {
+                let loaded = Loaded::Listing(Err("no run store for this view".to_owned()), None);
+                top(first, &mut self.screens).input(Input::Past(loaded), Instant::now());
+            }
+            (Effect::Return, _) => {
+                self.screens.pop();
+                top(first, &mut self.screens).notice("back to the history".to_owned());
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// What a read of the store brought, to the screen that asked (if it is still open).
+    fn reply(&mut self, first: &mut Runtime, reply: past::Reply) {
+        let now = Instant::now();
+        let on_top = reply.depth == self.screens.len();
+        let Some(screen) = at(first, &mut self.screens, reply.depth) else { return };
+        match reply.what {
+            past::Brought::Loaded(loaded) => {
+                screen.input(Input::Past(loaded), now);
+            }
+            past::Brought::Replay(mut recorded) => {
+                screen.opened_elsewhere();
+                // Only the screen on top opens another; one below was left meanwhile.
+                if !on_top {
+                    return;
+                }
+                recorded.name = home_short(&recorded.name);
+                let view = View::with_theme(screen.view.theme.clone());
+                let mut opened = Runtime::replay(*recorded, view, &self.settings, self.config.clone(), now);
+                opened.nest();
+                opened.notice("Esc: back to the history".to_owned());
+                self.screens.push(opened);
+            }
+        }
+    }
 }
 
 fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
@@ -198,7 +289,7 @@ fn runtime_of(
 
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
 pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: Outlets) -> Result<ExitCode> {
-    let Outlets { mut export, receive } = outlets;
+    let Outlets { mut export, receive, past } = outlets;
     // The model generation the export last looked at.
     let mut exported = u64::MAX;
     // Handlers first: a signal that lands once the alternate screen is on must find them in place,
@@ -215,6 +306,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         clock: Instant::now,
     };
     let view = View::with_theme(theme_of(opts.theme));
+    let (mut opened, mut past_rx) = Opened::new(past, &settings, &config);
     let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =
@@ -226,6 +318,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
             n.look(rt.model(), &rt.feed, now, &mut std::io::stdout());
             rt.feed.notify = Some(n.feed());
         }
+        opened.advance(now);
         if let Some(x) = export.as_mut() {
             // Only queues the spans that ended: the exporter's thread sends them.
             if rt.model().generation != exported {
@@ -237,28 +330,33 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
         if let Some(r) = &receive {
             rt.feed.receive = Some(receive_feed(r));
         }
-        if rt.frame_due(now) {
-            guard.terminal.draw(|frame| rt.draw(frame, now)).wrap_err("drawing")?;
+        let shown = top(&mut rt, &mut opened.screens);
+        if shown.frame_due(now) {
+            guard.terminal.draw(|frame| shown.draw(frame, now)).wrap_err("drawing")?;
         }
-        let wake = rt.wake(now);
+        let wake = shown.wake(now).min(rt.wake(now));
         tokio::select! {
             biased;
             key = keys.next() => match key {
-                Some(Ok(event)) => match rt.input(Input::Terminal(event), Instant::now()) {
+                Some(Ok(event)) => match top(&mut rt, &mut opened.screens).input(Input::Terminal(event), Instant::now()) {
                     Some(Effect::Quit) => break,
                     Some(Effect::Suspend) => {
                         guard.suspend().wrap_err("suspending")?;
                         keys = EventStream::new();
-                        rt.notice("resumed".to_owned());
+                        top(&mut rt, &mut opened.screens).notice("resumed".to_owned());
                     }
-                    Some(Effect::Copy(text)) => rt.notice(copy_to_clipboard(&text)),
-                    _ => {}
+                    Some(Effect::Copy(text)) => top(&mut rt, &mut opened.screens).notice(copy_to_clipboard(&text)),
+                    Some(effect) => {
+                        opened.effect(&mut rt, &effect);
+                    }
+                    None => {}
                 },
                 Some(Err(e)) => return Err(e).wrap_err("reading the keyboard"),
                 None => break,
             },
             // A request to quit, like `q`: the guard restores the terminal on the way out.
             _ = signals.recv() => break,
+            Some(reply) = past_rx.recv() => opened.reply(&mut rt, reply),
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 let now = Instant::now();
                 if let Some(event) = event {

@@ -126,18 +126,22 @@ fn progress_bar(always: bool) -> impl FnMut(Progress) {
 pub(super) fn synced(opts: &StoreOpts, no_sync: bool, config: Config, global: &GlobalOpts) -> Result<Store> {
     let mut store = open(opts)?;
     if !no_sync {
-        let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
-        let mut bar = progress_bar(false);
-        let synced = sync::sync(
-            &mut store,
-            &reader,
-            Options { env: Env::from_process(), full: false, wait: false, progress: Some(&mut bar) },
-        )?;
-        for failure in &synced.failed {
-            tracing::warn!("sync: {failure}");
-        }
+        quiet_sync(&mut store, config, global, true)?;
     }
     Ok(store)
+}
+
+/// The quiet sync of a query: what changed since the last one, never waiting for another sync,
+/// with a progress bar on a terminal for a long one when `bar` (the monitor's screen has none).
+pub(super) fn quiet_sync(store: &mut Store, config: Config, global: &GlobalOpts, bar: bool) -> Result<()> {
+    let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
+    let mut progress = progress_bar(false);
+    let progress: Option<&mut dyn FnMut(Progress)> = if bar { Some(&mut progress) } else { None };
+    let synced = sync::sync(store, &reader, Options { env: Env::from_process(), full: false, wait: false, progress })?;
+    for failure in &synced.failed {
+        tracing::warn!("sync: {failure}");
+    }
+    Ok(())
 }
 
 /// The daemon's sync: quiet, never waiting for another sync (the next turn comes soon), every

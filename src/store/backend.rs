@@ -36,6 +36,11 @@ pub trait Backend {
     fn settle(&mut self) -> Result<()>;
     /// Bytes the store takes on disk.
     fn size(&self) -> Result<u64>;
+    /// What the store holds: sessions, runs, and the bytes of the agents' files it indexed.
+    fn totals(&self) -> Result<Totals>;
+    /// The files a session was read from (a session's source's), and whether each was still there
+    /// at the last sync.
+    fn files(&self, session: &str) -> Result<Vec<(PathBuf, bool)>>;
     /// Everything stored, as text that two stores holding the same runs print alike (tests).
     fn dump(&self) -> Result<String>;
     /// Only one sync at a time: the lock, or `None` when another holds it and `wait` is false.
@@ -49,6 +54,15 @@ pub struct Written {
     /// Sessions another source already held (a recording of a session indexed from its rollouts).
     pub duplicates: usize,
     pub runs: usize,
+}
+
+/// What the store holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub sessions: u64,
+    pub runs: u64,
+    /// Bytes of the agents' files read into it (each source's as last read).
+    pub indexed: u64,
 }
 
 /// What a prune removed.

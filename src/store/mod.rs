@@ -31,7 +31,7 @@ use std::path::Path;
 
 use color_eyre::eyre::Result;
 
-pub use self::backend::{Backend, Lookup, Pruned, Written};
+pub use self::backend::{Backend, Lookup, Pruned, Totals, Written};
 pub use self::location::Location;
 pub use self::query::Filter;
 pub use self::sqlite::FutureSchema;

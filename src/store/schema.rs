@@ -138,7 +138,18 @@ const V1: &str = concat!(
     CREATE INDEX items_text ON items(text_id);"
 );
 
-const STEPS: &[M<'static>] = &[M::up(V1)];
+/// Version 2: what each run was asked and answered is searchable too (issue 20: a word only a
+/// sub-agent's brief holds is found), in an index of its own over `runs` kept by triggers.
+const V2: &str = "CREATE VIRTUAL TABLE runs_fts USING fts5(brief, answer, content='runs', content_rowid='id');
+    CREATE TRIGGER runs_fts_insert AFTER INSERT ON runs BEGIN
+        INSERT INTO runs_fts(rowid, brief, answer) VALUES (new.id, new.brief, new.answer);
+    END;
+    CREATE TRIGGER runs_fts_delete AFTER DELETE ON runs BEGIN
+        INSERT INTO runs_fts(runs_fts, rowid, brief, answer) VALUES ('delete', old.id, old.brief, old.answer);
+    END;
+    INSERT INTO runs_fts(runs_fts) VALUES ('rebuild');";
+
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

@@ -16,7 +16,7 @@ use nix::fcntl::{Flock, FlockArg};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 use sha2::{Digest, Sha256};
 
-use super::backend::{Backend, Lookup, Pruned, SyncLock, Written};
+use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
 use super::rows::{
     Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
@@ -715,18 +715,27 @@ impl Backend for Sqlite {
         }
         let query = fts_query(words);
         let sql = format!(
-            "WITH hit AS (
+            "WITH texts_hit AS (
                SELECT rowid AS id, rank, snippet(texts_fts, 0, char(2), char(3), '…', 16) AS snip
-               FROM texts_fts WHERE texts_fts MATCH ?5)
-             SELECT s.thread, coalesce(s.agent, src.agent), r.thread, r.name, i.kind,
-                    coalesce(i.at_ms, r.started_ms), hit.snip
-             FROM hit JOIN items i ON i.text_id = hit.id JOIN runs r ON r.id = i.run_id
+               FROM texts_fts WHERE texts_fts MATCH ?5),
+             hit AS (
+               SELECT i.run_id AS run_id, i.kind AS kind, i.at_ms AS at_ms, i.ordinal AS ordinal, t.rank AS rank,
+                      t.snip AS snip
+               FROM texts_hit t JOIN items i ON i.text_id = t.id
+               UNION ALL
+               SELECT rowid, CASE WHEN instr(snippet(runs_fts, 0, char(2), char(3), '', 4), char(2)) > 0
+                                  THEN 'brief' ELSE 'answer' END,
+                      NULL, -1, rank, snippet(runs_fts, -1, char(2), char(3), '…', 16)
+               FROM runs_fts WHERE runs_fts MATCH ?5)
+             SELECT s.thread, coalesce(s.agent, src.agent), r.thread, r.name, hit.kind,
+                    coalesce(hit.at_ms, r.started_ms), hit.snip
+             FROM hit JOIN runs r ON r.id = hit.run_id
              JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
              WHERE {}
-             ORDER BY hit.rank, coalesce(i.at_ms, r.started_ms) DESC, r.thread, i.ordinal LIMIT ?6",
+             ORDER BY hit.rank, coalesce(hit.at_ms, r.started_ms) DESC, r.thread, hit.ordinal LIMIT ?6",
             filter_sql(
                 1,
-                "coalesce(i.at_ms, r.started_ms)",
+                "coalesce(hit.at_ms, r.started_ms)",
                 "coalesce(s.agent, src.agent)",
                 "coalesce(s.project, src.project)"
             )
@@ -796,6 +805,24 @@ impl Backend for Sqlite {
         wal.push("-wal");
         let wal = std::fs::metadata(wal).map_or(0, |m| m.len());
         Ok(uint(pages.saturating_mul(page)).saturating_add(wal))
+    }
+
+    fn totals(&self) -> Result<Totals> {
+        let count = |sql: &str| -> Result<u64> { Ok(uint(self.conn.query_row(sql, [], |r| r.get(0))?)) };
+        Ok(Totals {
+            sessions: count("SELECT count(*) FROM sessions")?,
+            runs: count("SELECT count(*) FROM runs")?,
+            indexed: count("SELECT coalesce(sum(bytes), 0) FROM sources")?,
+        })
+    }
+
+    fn files(&self, session: &str) -> Result<Vec<(PathBuf, bool)>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT f.path, f.present FROM files f JOIN sessions s ON s.source_id = f.source_id
+             WHERE s.thread = ?1 ORDER BY f.path",
+        )?;
+        let rows = st.query_map([session], |r| Ok((PathBuf::from(r.get::<_, String>(0)?), r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn dump(&self) -> Result<String> {

@@ -5,6 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::feed::{ExportFeed, NotifyFeed, ReceiveFeed};
+use super::history::StoreFacts;
 use super::layout::Layout;
 use super::paint::{centred, overlay};
 use super::scene::Scene;
@@ -74,6 +75,9 @@ pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layou
     }
     if let Some(n) = &feed.notify {
         lines.extend(notify_lines(n, &figures, text_w));
+    }
+    if let Some(store) = &view.history.store {
+        lines.extend(store_lines(store, &figures, text_w));
     }
     lines.extend(log_lines(model, theme, text_w));
     let scroll = overlay(frame, rect, ("diagnostics", 0), lines, view.panes.overlay_scroll, theme);
@@ -175,6 +179,26 @@ fn log_lines(model: &Model, theme: &Theme, text_w: usize) -> Vec<Line<'static>> 
         lines.push(Line::from(vec![Span::styled(lead, theme.dim), Span::raw(truncate(&msg, room))]));
     }
     lines
+}
+
+/// The run store: what it holds, its size, and that size against the bytes it indexed.
+fn store_lines(s: &StoreFacts, f: &Figures<'_>, text_w: usize) -> Vec<Line<'static>> {
+    let theme = f.theme;
+    let ratio = if s.indexed == 0 {
+        "  nothing indexed yet (swarmtop sync)".to_owned()
+    } else {
+        format!("  {:.1}% of the bytes it indexed", s.bytes as f64 * 100.0 / s.indexed as f64)
+    };
+    vec![
+        Line::from(vec![
+            Span::styled("Run store ", theme.title),
+            Span::styled(truncate(s.path.as_str(), text_w.saturating_sub(10)), theme.dim),
+        ]),
+        f.row(&[("sessions", s.sessions, false), ("runs", s.runs, false), ("", 0, false)]),
+        f.row(&[("store bytes", s.bytes, false), ("indexed bytes", s.indexed, false), ("", 0, false)]),
+        Line::from(Span::styled(ratio, theme.dim)),
+        Line::default(),
+    ]
 }
 
 /// The OTLP receiver's counters: what came in, what was refused (not OTLP, too large, undecodable).

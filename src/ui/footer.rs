@@ -30,9 +30,11 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View) {
     if let Some(notice) = &view.panes.notice {
         spans.push(Span::styled(format!("{notice}  "), theme.running));
     }
-    if view.panes.filter.typing {
+    let (main, past) = (&view.panes.filter, &view.history.filter);
+    let typed = if main.typing { Some(&main.query) } else { past.typing.then_some(&past.query) };
+    if let Some(query) = typed {
         spans.push(Span::styled("filter: ", theme.dim));
-        spans.push(Span::styled(format!("{}▏ ", view.panes.filter.query), theme.warn));
+        spans.push(Span::styled(format!("{query}▏ "), theme.warn));
     }
     for (keys, hint, _) in entries {
         spans.push(Span::styled(keys, theme.key));

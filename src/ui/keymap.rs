@@ -59,6 +59,10 @@ pub enum Action {
     Yank,
     Help,
     Diagnostics,
+    /// `H`: past sessions from the run store.
+    History,
+    /// `r` in the history: sync the store and read it again.
+    Reload,
     /// Esc: closes the innermost thing open (prompt, overlay, zoom, expanded lane, filter). Never quits.
     Back,
     /// `q`: quits, after asking while a live stream would be lost.
@@ -100,9 +104,15 @@ impl When {
     pub const SEARCH: Self = Self(128);
     /// The timeline in the lanes' place, focused.
     pub const TIMELINE: Self = Self(256);
+    /// The history's list of past sessions.
+    pub const HISTORY: Self = Self(512);
+    /// A past session opened from the run store.
+    pub const PAST: Self = Self(1024);
     pub const PANES: Self = Self(1 | 2 | 4 | 256);
     pub const OVERLAYS: Self = Self(8 | 16);
-    pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16 | 256);
+    /// The history view, its list or a session opened from it.
+    pub const HISTORY_VIEW: Self = Self(512 | 1024);
+    pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16 | 256 | 512 | 1024);
     pub const PROMPTS: Self = Self(32 | 128);
 
     const fn or(self, o: Self) -> Self {
@@ -121,6 +131,7 @@ pub enum Section {
     Panes,
     Timeline,
     Replay,
+    History,
     App,
 }
 
@@ -132,6 +143,7 @@ impl Section {
             Self::Timeline => "Timeline (t)",
             Self::Panes => "Panes",
             Self::Replay => "Replay",
+            Self::History => "History (H)",
             Self::App => "Screen",
         }
     }
@@ -174,7 +186,7 @@ impl Binding {
     /// Pressed on the screen itself or in its prompts, not in the quit prompt or an overlay
     /// (those name their own keys where they are drawn).
     pub fn on_screen(&self) -> bool {
-        self.when.has(When::PANES.or(When::TYPING).or(When::SEARCH))
+        self.when.has(When::PANES.or(When::TYPING).or(When::SEARCH).or(When::HISTORY_VIEW))
     }
 }
 
@@ -246,10 +258,15 @@ pub static BINDINGS: &[Binding] = &[
     replay(b(&[ch(']')],            A::SeekForward,     "seek forward 10 s",                Some("seek"),           4, When::PANES, S::Replay)),
     replay(b(&[ch('+'), ch('=')],   A::SpeedUp,         "faster",                           Some("speed"),          3, When::PANES, S::Replay)),
     replay(b(&[ch('-')],            A::SpeedDown,       "slower",                           Some("speed"),          3, When::PANES, S::Replay)),
-    b(&[ch('d')],                   A::Diagnostics,     "diagnostics: counters, bad lines, log", Some("diagnostics"), 3, When::PANES.or(When::DIAG), S::App),
-    b(&[ch('?')],                   A::Help,            "this help",                        Some("help"),           1, When::PANES.or(When::HELP), S::App),
+    b(&[ch('H')],                   A::History,         "past sessions from the run store", Some("history"),        3, When::PANES, S::History),
+    b(&[key(K::Enter)],             A::OpenLane,        "open: replay its files, else the store's copy", Some("open"), 1, When::HISTORY, S::History),
+    b(&[ch('/')],                   A::FilterStart,     "filter by agent, project, name, status or id", Some("filter"), 2, When::HISTORY, S::History),
+    b(&[ch('r')],                   A::Reload,          "sync the run store and read it again", Some("sync"),  3, When::HISTORY, S::History),
+    b(&[key(K::Esc), ch('q')],      A::Back,            "back: to the list, then to the monitor", Some("back"), 1, When::HISTORY_VIEW, S::History),
+    b(&[ch('d')],                   A::Diagnostics,     "diagnostics: counters, bad lines, log", Some("diagnostics"), 3, When::PANES.or(When::DIAG).or(When::HISTORY_VIEW), S::App),
+    b(&[ch('?')],                   A::Help,            "this help",                        Some("help"),           1, When::PANES.or(When::HELP).or(When::HISTORY_VIEW), S::App),
     b(&[key(K::Esc), ch('q')],      A::Back,            "close",                            Some("close"),          1, When::OVERLAYS, S::App),
-    b(&[key(K::Esc)],               A::Back,            "back: close the prompt, zoom, lane or filter", None,       0, When::PANES, S::App),
+    b(&[key(K::Esc)],               A::Back,            "back: prompt, zoom, lane, filter, or history", None,  0, When::PANES, S::App),
     b(&[ch('q')],                   A::Quit,            "quit (asks first while live)",     Some("quit"),           1, When::PANES, S::App),
     b(&[ctrl('c')],                 A::Quit,            "quit, from anywhere",              None,                   0, When::SCROLLABLE.or(When::PROMPTS), S::App),
     b(&[ctrl('c')],                 A::ConfirmQuit,     "quit",                             None,                   0, When::CONFIRM, S::App),
@@ -261,7 +278,7 @@ pub fn context(view: &View) -> When {
     let panes = &view.panes;
     if panes.overlay == Some(Overlay::ConfirmQuit) {
         When::CONFIRM
-    } else if panes.filter.typing {
+    } else if panes.filter.typing || view.history.filter.typing {
         When::TYPING
     } else if panes.search.typing {
         When::SEARCH
@@ -270,6 +287,8 @@ pub fn context(view: &View) -> When {
             Overlay::Help => When::HELP,
             Overlay::Diagnostics | Overlay::ConfirmQuit => When::DIAG,
         }
+    } else if view.history.open {
+        if view.history.opened.is_some() { When::PAST } else { When::HISTORY }
     } else {
         match panes.focus {
             Pane::Tree => When::TREE,
@@ -296,7 +315,8 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
     if ctx == When::TYPING || ctx == When::SEARCH {
         if let KeyCode::Char(c) = ev.code {
             if !mods.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
-                return Some(if view.panes.filter.typing { Action::FilterInput(c) } else { Action::SearchInput(c) });
+                let filter = view.panes.filter.typing || view.history.filter.typing;
+                return Some(if filter { Action::FilterInput(c) } else { Action::SearchInput(c) });
             }
         }
     }
@@ -310,7 +330,8 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
 
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
     let panes = &view.panes;
-    if panes.filter.typing || panes.search.typing || panes.overlay == Some(Overlay::ConfirmQuit) {
+    let typing = panes.filter.typing || panes.search.typing || view.history.filter.typing;
+    if typing || panes.overlay == Some(Overlay::ConfirmQuit) {
         return None;
     }
     let (column, row) = (ev.column, ev.row);
@@ -388,6 +409,8 @@ mod tests {
             When::CONFIRM,
             When::SEARCH,
             When::TIMELINE,
+            When::HISTORY,
+            When::PAST,
         ];
         for ctx in contexts {
             let mut seen: Vec<Key> = Vec::new();

@@ -34,6 +34,14 @@ pub struct Layout {
     pub overlay_scroll: Option<usize>,
     /// What a pending `n` / `N` found, when the transcript it searches was drawn.
     pub found: Option<Found>,
+    /// The history view (its list, or an opened session), when drawn.
+    pub history: Rect,
+    /// First row of the history's list (or of an opened session's runs) drawn.
+    pub history_offset: usize,
+    /// Rows of the history's list drawn: (screen row, index among the sessions shown).
+    pub history_rows: Vec<(u16, usize)>,
+    /// An opened session's run text scroll as drawn (clamped to its text).
+    pub history_scroll: Option<usize>,
 }
 
 /// Where a jump to a search match went: the lanes' scroll that shows it, the match (as rows back
@@ -50,7 +58,12 @@ impl Layout {
     /// place, scrolling as little as possible), everything else is drawn anew.
     #[must_use]
     pub fn next(&self) -> Self {
-        Self { tree_offset: self.tree_offset, timeline_offset: self.timeline_offset, ..Self::default() }
+        Self {
+            tree_offset: self.tree_offset,
+            timeline_offset: self.timeline_offset,
+            history_offset: self.history_offset,
+            ..Self::default()
+        }
     }
 }
 

@@ -103,6 +103,7 @@ pub fn groups(theme: &Theme) -> Vec<Group> {
                 mark("quiet 12s", "no line from it for that long", theme.warn),
                 mark("(agent)", "the agent's own cost figure", theme.cost),
                 mark("↑12", "scrolled back 12 rows", theme.warn),
+                mark("◇", "history: files gone, opens from the store", theme.base),
             ],
         },
         Group {
@@ -129,15 +130,24 @@ mod tests {
     /// cursor, the names of keys, box borders and the guides' parts, the help's own arrows.
     const NOT_MARKS: &str = "…×–·▏⏎←→↑↓⌫┌┐└┘─│├╵▸▾•";
 
+    /// The screen's source files, its folders' too.
+    fn sources(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("a source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.file_name().is_some_and(|n| n != "legend.rs") {
+                out.push(path);
+            }
+        }
+    }
+
     /// Every non-ASCII character inside a string literal of the screen's source.
     fn drawn() -> Vec<(char, String)> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/ui");
+        let mut files = Vec::new();
+        sources(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/ui")), &mut files);
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).expect("src/ui") {
-            let path = entry.expect("entry").path();
-            if path.file_name().is_some_and(|n| n == "legend.rs") {
-                continue;
-            }
+        for path in files {
             let text = std::fs::read_to_string(&path).expect("source");
             // Only code: a test module's strings are not drawn.
             let code = text.split("#[cfg(test)]").next().unwrap_or("");

@@ -16,6 +16,7 @@ mod footer;
 pub mod frame;
 mod header;
 mod help;
+pub mod history;
 pub mod keymap;
 pub mod label;
 mod lanes;

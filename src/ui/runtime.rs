@@ -16,6 +16,7 @@ use ratatui::Frame;
 
 use super::feed::Feed;
 use super::frame::{FrameClock, INGEST_CHUNK, INGEST_SLICE};
+use super::history::Loaded;
 use super::keymap::{action_for, action_for_mouse};
 use super::screen::render;
 use super::update::{Effect, update};
@@ -46,6 +47,8 @@ pub enum Input {
     Live(live::Event),
     /// The live source's channel closed.
     LiveClosed,
+    /// What a read of the run store brought, for the history view.
+    Past(Loaded),
 }
 
 /// How the monitor was asked to run.
@@ -225,6 +228,10 @@ impl Runtime {
             Input::LiveClosed if self.replay.is_some() => {}
             // The source closed: ended, once what a pause holds has been shown.
             Input::LiveClosed => self.take_live(live::Event::Ended(End::Closed), now),
+            Input::Past(loaded) => {
+                self.view.history.take(loaded);
+                self.dirty = true;
+            }
         }
         None
     }
@@ -349,6 +356,18 @@ impl Runtime {
             deadline = Some(now);
         }
         self.clock.next_wake(self.dirty, now, deadline)
+    }
+
+    /// The session the history asked to open was opened as a replay of its files (a screen of its
+    /// own): the history shows its list again for when that screen returns here.
+    pub fn opened_elsewhere(&mut self) {
+        self.view.history.opened = None;
+        self.dirty = true;
+    }
+
+    /// This screen was opened from another's history: Esc at its top returns there.
+    pub fn nest(&mut self) {
+        self.view.history.nested = true;
     }
 
     /// A footer message (`copied …`) until the next key.
@@ -514,7 +533,15 @@ impl Runtime {
                 // several turns of the loop, keys still answered between them.
                 rp.pace.seek_to(target, now);
             }
-            (effect @ (Effect::Quit | Effect::Suspend | Effect::Copy(_)), _) => return Some(effect),
+            (
+                effect @ (Effect::Quit
+                | Effect::Suspend
+                | Effect::Copy(_)
+                | Effect::LoadHistory
+                | Effect::OpenPast(_)
+                | Effect::Return),
+                _,
+            ) => return Some(effect),
             // Nothing to do, or a replay control on a live source.
             _ => {}
         }

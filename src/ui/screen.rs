@@ -21,7 +21,7 @@ use super::layout::Layout;
 use super::paint::centred;
 use super::scene::Scene;
 use super::view::{Overlay, Pane, View};
-use super::{diagnostics, footer, header, help, lanes, machine, sidebar, timeline, tree};
+use super::{diagnostics, footer, header, help, history, lanes, machine, sidebar, timeline, tree};
 use crate::model::Model;
 use crate::router::Counters;
 
@@ -72,7 +72,16 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         footer::draw(frame, footer_area, view);
         return layout;
     }
-    panes(frame, body, &scene, &mut layout);
+    if view.history.open {
+        // The history in the body's place: the monitor goes on underneath, its header above.
+        if view.history.opened.is_some() {
+            history::stored::draw(frame, body, view, &mut layout);
+        } else {
+            history::list::draw(frame, body, view, &mut layout);
+        }
+    } else {
+        panes(frame, body, &scene, &mut layout);
+    }
     footer::draw(frame, footer_area, view);
     match view.panes.overlay {
         Some(Overlay::Help) => help::draw(frame, body, view, &mut layout),

@@ -3,6 +3,7 @@
 
 use ratatui::layout::{Position, Rect};
 
+use super::history::{self, Ask, Listing};
 use super::keymap::Action;
 use super::outline::{self, NodeId};
 use super::view::{Jump, Overlay, Pane, Sort, View};
@@ -29,6 +30,12 @@ pub enum Effect {
     Suspend,
     /// Put this text on the terminal's clipboard (OSC 52).
     Copy(String),
+    /// Sync the run store and read its sessions (off the UI thread), for the history view.
+    LoadHistory,
+    /// Open this past session: a replay of its files if they are all there, else from the store.
+    OpenPast(String),
+    /// Leave this screen (a session opened from a history) for the one it was opened from.
+    Return,
 }
 
 /// How far the timeline's arrows move, as a share of the window.
@@ -52,6 +59,20 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::SpeedUp => Effect::Speed(1),
         Action::SpeedDown => Effect::Speed(-1),
         Action::Yank => yank(view, model),
+        Action::History => open_history(view),
+        // Nothing left to close on a screen opened from a history: back to that history.
+        Action::Back if !view.history.open => {
+            if back(view) || !view.history.nested {
+                Effect::None
+            } else {
+                Effect::Return
+            }
+        }
+        _ if in_history(view, action) => match history::keys::act(&mut view.history, &view.layout, action) {
+            Some(Ask::List) => Effect::LoadHistory,
+            Some(Ask::Open(id)) => Effect::OpenPast(id),
+            None => Effect::None,
+        },
         Action::FilterStart
         | Action::FilterInput(_)
         | Action::FilterBackspace
@@ -79,8 +100,54 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     effect
 }
 
-/// `/` in the tree: the filter as it is typed; the cursor goes to the first match.
+/// `H`: the history view, its sessions read again (the list read last shows meanwhile).
+fn open_history(view: &mut View) -> Effect {
+    let h = &mut view.history;
+    h.open = true;
+    if !matches!(h.listing, Listing::Ready(_)) {
+        h.listing = Listing::Reading;
+    }
+    Effect::LoadHistory
+}
+
+/// Whether the history view takes the action: it is open with nothing over it, and the action is
+/// not one of those that work the same everywhere (quit, help, diagnostics, the filter's prompt).
+fn in_history(view: &View, action: Action) -> bool {
+    let general = matches!(
+        action,
+        Action::Quit
+            | Action::ConfirmQuit
+            | Action::Suspend
+            | Action::Help
+            | Action::Diagnostics
+            | Action::FilterInput(_)
+            | Action::FilterBackspace
+            | Action::FilterAccept
+            | Action::FilterCancel
+    );
+    view.history.open && view.panes.overlay.is_none() && !general
+}
+
+/// `/` in the tree (or the history): the filter as it is typed; the cursor goes to the first match.
 fn filter(view: &mut View, model: &Model, action: Action) {
+    if view.history.open {
+        let h = &mut view.history;
+        match action {
+            Action::FilterInput(c) => h.filter.query.push(c),
+            Action::FilterBackspace => {
+                h.filter.query.pop();
+            }
+            Action::FilterAccept => h.filter.typing = false,
+            Action::FilterCancel => {
+                h.filter.typing = false;
+                h.filter.query.clear();
+            }
+            _ => {}
+        }
+        // The newest session the filter keeps.
+        h.selected = 0;
+        return;
+    }
     let filter = &mut view.panes.filter;
     match action {
         Action::FilterStart => {
@@ -140,7 +207,9 @@ fn search(view: &mut View, action: Action) {
 /// Everything else: overlays, panes, the tree's order and folds, moving, the timeline's window.
 fn screen(view: &mut View, model: &Model, action: Action) {
     match action {
-        Action::Back => back(view),
+        Action::Back => {
+            back(view);
+        }
         Action::Help => toggle_overlay(view, Overlay::Help),
         Action::Diagnostics => toggle_overlay(view, Overlay::Diagnostics),
         Action::Follow => view.selection.follow = !view.selection.follow,
@@ -183,8 +252,8 @@ fn screen(view: &mut View, model: &Model, action: Action) {
 
 /// Esc closes the innermost thing: a prompt, an overlay (the quit question among them), the
 /// zoom, an expanded lane, the timeline, a search, an applied filter. It never quits: with
-/// `cmd | swarmtop` a stream lost is lost for good.
-fn back(view: &mut View) {
+/// `cmd | swarmtop` a stream lost is lost for good. Whether it closed something.
+fn back(view: &mut View) -> bool {
     if view.panes.filter.typing {
         view.panes.filter.typing = false;
         view.panes.filter.query.clear();
@@ -206,7 +275,10 @@ fn back(view: &mut View) {
         view.panes.search.note = None;
     } else if !view.panes.filter.query.is_empty() {
         view.panes.filter.query.clear();
+    } else {
+        return false;
     }
+    true
 }
 
 fn pan_time(view: &mut View, model: &Model, later: bool) {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::feed::Feed;
+use super::history::HistoryView;
 pub use super::layout::Layout;
 use super::memo::Memo;
 pub use super::outline::TreeSort;
@@ -73,6 +74,8 @@ pub struct View {
     pub panes: Panes,
     pub layout: Layout,
     pub derived: Derived,
+    /// The history view (`H`): past sessions from the run store.
+    pub history: HistoryView,
 }
 
 /// Where the cursor is.
@@ -240,6 +243,7 @@ impl View {
                 follow_key: None,
                 order: Memo::default(),
             },
+            history: HistoryView::default(),
         }
     }
 
@@ -447,6 +451,9 @@ impl View {
         }
         if let Some(scroll) = layout.overlay_scroll {
             self.panes.overlay_scroll = scroll;
+        }
+        if let Some(scroll) = layout.history_scroll {
+            self.history.scroll = scroll;
         }
         if let Some(found) = &layout.found {
             let search = &mut self.panes.search;

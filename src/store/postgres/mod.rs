@@ -33,7 +33,7 @@ use postgres::{Client, NoTls};
 use sha2::{Digest, Sha256};
 
 pub use self::schema::{FutureSchema, LATEST, STEPS, version};
-use super::backend::{Backend, Lookup, Pruned, SyncLock, Written};
+use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
 use super::rows::{Hit, ItemRow, Known, SessionInfo, SourceRows, UsageFact};
 use crate::wire::sanitize_line;
@@ -148,6 +148,29 @@ impl Backend for Postgres {
     fn size(&self) -> Result<u64> {
         let bytes: i64 = self.client.borrow_mut().query_one("SELECT pg_database_size(current_database())", &[])?.get(0);
         Ok(u64::try_from(bytes).unwrap_or(0))
+    }
+
+    fn totals(&self) -> Result<Totals> {
+        let mut client = self.client.borrow_mut();
+        let mut count = |sql: &str| -> Result<u64> {
+            let n: i64 = client.query_one(sql, &[])?.get(0);
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
+        Ok(Totals {
+            sessions: count("SELECT count(*) FROM sessions")?,
+            runs: count("SELECT count(*) FROM runs")?,
+            indexed: count("SELECT coalesce(sum(bytes), 0)::BIGINT FROM sources")?,
+        })
+    }
+
+    fn files(&self, session: &str) -> Result<Vec<(PathBuf, bool)>> {
+        // This machine's files only: another machine's paths name nothing here.
+        let rows = self.client.borrow_mut().query(
+            "SELECT f.path, f.present FROM files f JOIN sessions s ON s.source_id = f.source_id
+             WHERE s.thread = $1 AND s.machine = $2 ORDER BY f.path",
+            &[&session, &self.machine],
+        )?;
+        Ok(rows.iter().map(|r| (PathBuf::from(r.get::<_, String>(0)), r.get(1))).collect())
     }
 
     fn dump(&self) -> Result<String> {

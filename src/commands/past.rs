@@ -1,0 +1,196 @@
+//! The run store for the monitor's history view (`H`): its sessions read after a quiet sync, one
+//! session opened, the store's size. Each read runs on a thread of its own, so the screen never
+//! waits on the store (a first sync of a large machine takes a while); what it read goes back to
+//! the monitor's loop through a channel, tagged with the screen that asked.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use jiff::tz::TimeZone;
+use tokio::sync::mpsc;
+
+use super::cli::{GlobalOpts, StoreOpts};
+use crate::pipeline::Config;
+use crate::source::agents::Env;
+use crate::source::files;
+use crate::source::recorded::Recorded;
+use crate::store::rows::{RunInfo, SessionInfo};
+use crate::store::{Filter, Location, Lookup, Store, location};
+use crate::ui::history::{Loaded, Past, PastItem, PastRun, StoreFacts, Stored};
+use crate::ui::runtime::time_of;
+use crate::wire::{sanitize, sanitize_line};
+
+/// What the history view needs to reach the run store.
+#[derive(Debug, Clone)]
+pub struct Access {
+    pub store: StoreOpts,
+    pub config: Config,
+    pub global: GlobalOpts,
+}
+
+/// What a read brought, for the screen at `depth` (0: the first; 1: one opened from its history…).
+pub struct Reply {
+    pub depth: usize,
+    pub what: Brought,
+}
+
+pub enum Brought {
+    /// For the history view itself.
+    Loaded(Loaded),
+    /// A session whose files are all there: replayed from them, on a screen of its own.
+    Replay(Box<Recorded>),
+}
+
+/// The store's size and what it holds, when a store is there (a monitor never creates one).
+pub fn facts(access: &Access, depth: usize, tx: mpsc::Sender<Reply>) {
+    let access = access.clone();
+    spawn(
+        move || {
+            let at = location::resolve(access.store.store.as_deref(), &Env::from_process()).ok()?;
+            if matches!(&at, Location::File(path) if !path.is_file()) {
+                return None;
+            }
+            let store = super::sync::open(&access.store).ok()?;
+            let facts = store_facts(&store).ok()?;
+            Some(Reply { depth, what: Brought::Loaded(Loaded::Store(facts)) })
+        },
+        tx,
+    );
+}
+
+/// The sessions, after a quiet sync, newest first, with the store's size.
+pub fn list(access: &Access, depth: usize, tx: mpsc::Sender<Reply>) {
+    let access = access.clone();
+    spawn(
+        move || {
+            let read = || -> Result<(Arc<[Past]>, StoreFacts)> {
+                let mut store = super::sync::open(&access.store)?;
+                super::sync::quiet_sync(&mut store, access.config.clone(), &access.global, false)?;
+                let tz = TimeZone::system();
+                let sessions = store.backend().sessions(&Filter::default())?;
+                Ok((sessions.iter().map(|s| past(s, &tz)).collect(), store_facts(&store)?))
+            };
+            let loaded = match read() {
+                Ok((sessions, facts)) => Loaded::Listing(Ok(sessions), Some(facts)),
+                Err(e) => Loaded::Listing(Err(message(&e)), None),
+            };
+            Some(Reply { depth, what: Brought::Loaded(loaded) })
+        },
+        tx,
+    );
+}
+
+/// One session: a replay of its files when every one is still there, else the store's copy.
+pub fn open(access: &Access, id: String, depth: usize, tx: mpsc::Sender<Reply>) {
+    let access = access.clone();
+    spawn(
+        move || {
+            let what = match opened(&access, &id) {
+                Ok(what) => what,
+                Err(e) => Brought::Loaded(Loaded::Stored(Err(message(&e)))),
+            };
+            Some(Reply { depth, what })
+        },
+        tx,
+    );
+}
+
+fn spawn(read: impl FnOnce() -> Option<Reply> + Send + 'static, tx: mpsc::Sender<Reply>) {
+    let started = std::thread::Builder::new().name("run store".to_owned()).spawn(move || {
+        if let Some(reply) = read() {
+            // The screen may be gone (quit meanwhile): nobody to tell.
+            let _ = tx.blocking_send(reply);
+        }
+    });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "starting the run store's reader");
+    }
+}
+
+/// An error on one line, for the screen.
+fn message(e: &color_eyre::Report) -> String {
+    sanitize_line(&format!("{e:#}")).to_string()
+}
+
+fn store_facts(store: &Store) -> Result<StoreFacts> {
+    let totals = store.backend().totals()?;
+    Ok(StoreFacts {
+        path: sanitize_line(&store.location().shown()),
+        bytes: store.backend().size()?,
+        indexed: totals.indexed,
+        sessions: totals.sessions,
+        runs: totals.runs,
+    })
+}
+
+fn past(s: &SessionInfo, tz: &TimeZone) -> Past {
+    Past {
+        id: s.id.clone(),
+        agent: s.agent.clone(),
+        name: s.name.clone(),
+        project: s.project.clone(),
+        start: s.started_ms.map(|t| super::history::minute(t, tz)),
+        elapsed_ms: s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a)),
+        status: s.status.clone(),
+        agents: s.agents,
+        depth: s.depth,
+        tokens: s.figures.tokens,
+        cost: s.figures.cost_usd(),
+        files_present: s.files_present,
+    }
+}
+
+fn opened(access: &Access, id: &str) -> Result<Brought> {
+    let store = super::sync::open(&access.store)?;
+    let files = store.backend().files(id)?;
+    // A session within another agent's store is a row of it, not a file: it opens from ours.
+    let all_there = !files.is_empty() && files.iter().all(|(path, present)| *present && path.is_file());
+    if all_there {
+        let paths: Vec<PathBuf> = files.into_iter().map(|(path, _)| path).collect();
+        let inputs = files::expand(&paths).wrap_err("listing the session's files")?;
+        let recorded =
+            Recorded::from_inputs(&paths, &inputs, false, &time_of).wrap_err("reading the session's files")?;
+        return Ok(Brought::Replay(Box::new(recorded)));
+    }
+    let view = match store.backend().session(id)? {
+        Lookup::Found(view) => view,
+        Lookup::Missing => return Err(eyre!("the session is no longer in the run store")),
+        Lookup::Ambiguous(_) => return Err(eyre!("more than one session has this id")),
+    };
+    let tz = TimeZone::system();
+    let runs = view.runs.iter().map(|r| run(&store, view.session.id.as_str(), r)).collect::<Result<Vec<PastRun>>>()?;
+    Ok(Brought::Loaded(Loaded::Stored(Ok(Box::new(Stored { session: past(&view.session, &tz), runs })))))
+}
+
+fn run(store: &Store, session: &str, r: &RunInfo) -> Result<PastRun> {
+    let entries = store
+        .backend()
+        .items(session, r.thread.as_str())?
+        .into_iter()
+        .map(|i| PastItem {
+            kind: sanitize_line(&i.kind),
+            title: sanitize_line(&i.title),
+            text: sanitize(&i.text),
+            failed: i.status == "failed",
+        })
+        .collect();
+    Ok(PastRun {
+        thread: r.thread.clone(),
+        depth: r.depth,
+        name: r.name.clone(),
+        agent_type: r.agent_type.clone(),
+        brief: r.brief.clone(),
+        model: r.model.clone(),
+        status: r.status.clone(),
+        child: r.role.as_str() != "root",
+        elapsed_ms: r.started_ms.zip(r.ended_ms).map(|(a, b)| b.saturating_sub(a)),
+        turns: r.turns,
+        tool_calls: r.tool_calls,
+        tokens: r.figures.tokens,
+        cost: r.figures.cost_usd(),
+        answer: r.answer.clone(),
+        files_changed: r.files_changed.clone(),
+        entries,
+    })
+}
