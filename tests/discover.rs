@@ -88,7 +88,7 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
     let lines: Vec<&str> = screen.lines().collect();
     let card = lines.iter().position(|l| l.contains("Survey the code")).expect("the session's row");
     let child = lines.iter().position(|l| child_row(l)).expect("the child's row");
-    let spawn = lines[card..child].iter().any(|l| l.contains("spawn"));
+    let spawn = lines[card..child].iter().any(|l| l.contains('⑂'));
     assert!(child > card && spawn, "the child sits under the session's spawn card:\n{screen}");
     // The new session sits under its agent and its project (the folder's name first).
     let claude = lines.iter().position(|l| l.contains("claude ×2")).expect("the claude group's row");

@@ -308,7 +308,8 @@ fn check_stats(stats: &Value, run: &Run, threads: &HashMap<&'static str, String>
         assert_eq!(row["parent"].as_str(), parent, "stats parent of {}", a.tag);
         assert_eq!(row["depth"], depth(a.tag), "stats depth of {}", a.tag);
         assert_eq!(row["model"], a.model, "stats model of {}", a.tag);
-        assert_eq!(row["status"], if a.fails { "failed" } else { "idle" }, "stats status of {}", a.tag);
+        let finished = if a.parent.is_some() { "done" } else { "idle" };
+        assert_eq!(row["status"], if a.fails { "failed" } else { finished }, "stats status of {}", a.tag);
         let t = run.observed.thread(id).expect("on the wire").tokens;
         let tok = &row["tokens"];
         assert_eq!(

@@ -259,9 +259,9 @@ fn a_real_opencode_run_from_the_store_and_while_it_runs() {
     let root_id = rows.iter().find(|(_, r)| r.parent.is_none()).map(|(id, _)| id.as_str()).unwrap();
     assert_eq!(threads[root_id]["status"], "idle");
     assert_eq!(threads[root_id]["subtree"]["threads"], 5);
-    assert_eq!(status_of("List files A (@general subagent)"), "idle");
-    assert_eq!(status_of("List files B (@general subagent)"), "idle");
-    assert_eq!(status_of("List files G (@general subagent)"), "idle");
+    assert_eq!(status_of("List files A (@general subagent)"), "done");
+    assert_eq!(status_of("List files B (@general subagent)"), "done");
+    assert_eq!(status_of("List files G (@general subagent)"), "done");
     assert_eq!(status_of("List files C (@general subagent)"), "failed");
     let g = threads[by_title["List files G (@general subagent)"]];
     assert_eq!(g["parent"].as_str(), Some(by_title["List files A (@general subagent)"]), "the grandchild is A's");

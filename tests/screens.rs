@@ -792,7 +792,7 @@ fn a_card_with_hundreds_of_lanes_scrolls_to_the_selected_one() {
     press(&mut v, &p, &[key(KeyCode::Home)]);
     let screen = render(&p, &f, &mut v, (80, 24));
     assert!(screen.contains("lane 1 says hello"), "{screen}");
-    assert!(screen.contains("⑂ spawn ×300"));
+    assert!(screen.contains("⑂ spawnAgent ×300"), "the agent's own call: {screen}");
 }
 
 #[test]

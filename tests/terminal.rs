@@ -43,14 +43,14 @@ fn demo_in_a_real_terminal() {
 
     let screen = tmux.wait_for("the whole demo", |s| s.contains("1,249 / 1,249 lines"));
     assert!(screen.contains("┌ agents"), "{screen}");
-    assert!(screen.contains("⑂ spawn ×4"), "the root's spawn card: {screen}");
+    assert!(screen.contains("⑂ spawnAgent ×4"), "the root's spawn card, in Codex's words: {screen}");
     assert!(screen.contains(&format!("✗ {failed}")), "the failed child, glyph and name: {screen}");
     assert!(screen.contains("1 unpriced"), "{screen}");
     assert!(screen.contains("? help") && screen.contains("q quit"), "the footer: {screen}");
 
     // Down to the spawn card, open it: one lane per child, stacked.
     tmux.keys(&["Down", "Down", "Enter"]);
-    let screen = tmux.wait_for("the lanes of the spawn card", |s| s.contains("┌ ⑂ spawn ×4 ·"));
+    let screen = tmux.wait_for("the lanes of the spawn card", |s| s.contains("┌ ⑂ spawnAgent ×4 ·"));
     for child in &children {
         assert!(screen.matches(child.as_str()).count() >= 2, "{child} has a lane beside its tree row: {screen}");
     }
@@ -65,7 +65,7 @@ fn demo_in_a_real_terminal() {
     let screen = tmux.wait_for("the filter", |s| s.contains(&format!("agents /{failed}")));
     let tree: String = screen.lines().map(|l| l.chars().take(36).collect::<String>() + "\n").collect();
     let others = children.iter().filter(|c| **c != failed);
-    assert!(tree.contains(&failed) && tree.contains("spawn ×4"), "{tree}");
+    assert!(tree.contains(&failed) && tree.contains("spawnAgent ×4"), "{tree}");
     for other in others {
         assert!(!tree.contains(other.as_str()), "{other} is filtered out: {tree}");
     }

@@ -273,7 +273,7 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         card,
         name: t.name(),
         model: t.model.as_ref().map(crate::wire::Clean::as_str),
-        status: t.status.as_str(),
+        status: t.word(),
         turns: t.turns.len(),
         items: t.items.len(),
         tokens: (&t.tokens).into(),
@@ -362,7 +362,7 @@ fn thread_table(model: &Model) -> String {
             [
                 label::text(model, idx),
                 t.model.as_ref().map_or("?".to_owned(), ToString::to_string),
-                t.status.as_str().to_owned(),
+                t.word().to_owned(),
                 match t.role {
                     Role::Orphan => "orphan".to_owned(),
                     Role::Pending => "pending".to_owned(),

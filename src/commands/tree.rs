@@ -66,7 +66,7 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
             "{} {}  {model_name}  {}  turns {}  items {}  {} tok  {}",
             Shown::Is(t.status).glyph(),
             label::text(model, idx),
-            t.status.as_str(),
+            t.word(),
             t.turns.len(),
             t.items.len(),
             grouped(t.tokens.total),

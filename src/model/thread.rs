@@ -148,6 +148,15 @@ impl Thread {
         }
     }
 
+    /// Its status in the one word every view uses (docs/status.md): an idle sub-agent answered,
+    /// `done`; an idle session ended its turn and waits for a prompt, `idle`.
+    pub fn word(&self) -> &'static str {
+        match self.status {
+            Status::Idle if self.parent.is_some() => "done",
+            s => s.as_str(),
+        }
+    }
+
     /// Who a waiting thread needs: an approval or an answer; `None` when it is not waiting, or
     /// its agent did not say (an OTLP `waiting`).
     pub fn waiting_on(&self) -> Option<Wait> {

@@ -588,6 +588,23 @@ fn finish_partial(
     partial.clear();
 }
 
+/// Bytes shaped like recordings for the readers' property tests: blank lines, CRLF, BOMs,
+/// continued records, words, and lines past the buffers' sizes.
+#[cfg(test)]
+pub(crate) fn record_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let piece = prop_oneof![
+        Just(b"\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"  \t".to_vec()),
+        Just(BOM.to_vec()),
+        Just(b"{\"ts\":1,\"dir\":\"s2c\",\"continued\":true,\"rawB64\":\"eHh4\"}".to_vec()),
+        proptest::collection::vec(b'a'..=b'z', 0..40),
+        (1usize..3).prop_map(|k| vec![b'x'; k * 300]),
+    ];
+    proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -803,19 +820,6 @@ mod tests {
                 Err(_) => return (out, false),
             }
         }
-    }
-
-    fn record_bytes() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"\n".to_vec()),
-            Just(b"\r\n".to_vec()),
-            Just(b"  \t".to_vec()),
-            Just(BOM.to_vec()),
-            Just(b"{\"ts\":1,\"dir\":\"s2c\",\"continued\":true,\"rawB64\":\"eHh4\"}".to_vec()),
-            proptest::collection::vec(b'a'..=b'z', 0..40),
-            (1usize..3).prop_map(|k| vec![b'x'; k * 300]),
-        ];
-        proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
     }
 
     proptest! {

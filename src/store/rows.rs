@@ -163,6 +163,18 @@ pub struct RunRow {
     pub entries: Vec<ItemRow>,
 }
 
+impl RunRow {
+    /// The row id of its session, given the ids its source's sessions were written under:
+    /// `Some(None)` for a run of no session; `None` when its session is another source's, and so
+    /// is the run.
+    pub fn session_id(&self, sessions: &[Option<i64>]) -> Option<Option<i64>> {
+        match self.session {
+            Some(i) => sessions.get(i).copied().flatten().map(Some),
+            None => Some(None),
+        }
+    }
+}
+
 /// Spend of one run within one quarter hour, on one model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageRow {

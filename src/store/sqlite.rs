@@ -99,10 +99,22 @@ impl Sqlite {
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         if version < schema::LATEST {
+            // Two processes opening a new store at once would both create its tables: one updates
+            // it, the other waits for it and finds it up to date (the version is read again inside).
+            let file = lock_file(path, ".migrate-lock").wrap_err("opening the run store's update lock")?;
+            let _updating = Flock::lock(file, FlockArg::LockExclusive)
+                .map_err(|(_, e)| eyre!("locking the run store for an update: {e}"))?;
             schema::MIGRATIONS.to_latest(&mut conn).wrap_err_with(|| format!("updating the run store {}", shown()))?;
         }
         Ok(Self { conn, path: path.to_owned() })
     }
+}
+
+/// The file beside the store named by `suffix`, for the user alone: what a lock is taken on.
+fn lock_file(store: &Path, suffix: &str) -> Result<File> {
+    let mut path = store.to_path_buf().into_os_string();
+    path.push(suffix);
+    Ok(OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path)?)
 }
 
 /// A store is trusted only when the user owns it and no one else may write it.
@@ -358,14 +370,8 @@ impl Sqlite {
         ))?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
-            let session = match run.session {
-                Some(i) => match sessions.get(i).copied().flatten() {
-                    Some(id) => Some(id),
-                    // Its session is another source's: so is the run.
-                    None => continue,
-                },
-                None => None,
-            };
+            // A run whose session is another source's is that source's.
+            let Some(session) = run.session_id(sessions) else { continue };
             let t = tokens_params(&run.figures.tokens);
             let id: i64 = run_st.query_row(
                 params![
@@ -867,15 +873,7 @@ impl Backend for Sqlite {
     }
 
     fn lock(&self, wait: bool) -> Result<Option<SyncLock>> {
-        let mut path = self.path.clone().into_os_string();
-        path.push(".sync-lock");
-        let file: File = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .wrap_err("opening the run store's sync lock")?;
+        let file = lock_file(&self.path, ".sync-lock").wrap_err("opening the run store's sync lock")?;
         let how = if wait { FlockArg::LockExclusive } else { FlockArg::LockExclusiveNonblock };
         match Flock::lock(file, how) {
             Ok(lock) => Ok(Some(SyncLock::new(lock))),

@@ -12,14 +12,14 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::label;
 use super::layout::{Found, Layout};
-use super::outline::NodeId;
+use super::outline::{Group, NodeId};
 use super::paint::put_lines;
 use super::scene::Scene;
 use super::status::Shown;
 use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
 use super::theme::Theme;
 use super::view::{Jump, Matches, Pane, View};
-use crate::model::{Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
+use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
@@ -181,7 +181,7 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx], scroll: usize) -> Vec<
             let grouped = view.derived.groups.of(model, t);
             let g = grouped.0.iter().find(|g| g.first == first);
             let turn = g.and_then(|g| g.turn).map(|k| format!(" · turn {}", k + 1)).unwrap_or_default();
-            let label = g.map_or("spawn", |g| g.label);
+            let label = g.map_or("spawn", Group::shown);
             format!(" ⑂ {label} ×{}{turn} · {} ", lanes.len(), name(t))
         }
         (None, Some(NodeId::Turn(t, k))) => {
@@ -512,7 +512,8 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
             let names = receiver_names(model, item);
             let tool = item.tool.as_deref().unwrap_or("agent");
             let what = if names.is_empty() { tool.to_owned() } else { format!("{tool} → {}", names.join(", ")) };
-            if item.status == ItemStatus::Failed {
+            // A wait whose agent failed did its job: it is not the call that failed.
+            if item.status == ItemStatus::Failed && item.op != Some(AgentOp::Wait) {
                 // A spawn refused (the thread limit, say) registers no child: the card is all
                 // that shows it happened.
                 out.push(part("✗ ", theme.failed, format!("{what} failed"), theme.failed));

@@ -97,7 +97,16 @@ pub struct Group {
     pub first: ThreadIdx,
     pub turn: Option<usize>,
     pub label: &'static str,
+    /// The agent's own name for its cards' call (`spawnAgent`, `Agent`, `task`), as the row shows it.
+    pub tool: Option<Box<str>>,
     pub lanes: Vec<ThreadIdx>,
+}
+
+impl Group {
+    /// The row's words for its cards: the agent's own tool, else what the call does.
+    pub fn shown(&self) -> &str {
+        self.tool.as_deref().unwrap_or(self.label)
+    }
 }
 
 /// What a card did, in the words of the tree row (`⑂ spawn ×3`).
@@ -125,9 +134,12 @@ pub fn groups(model: &Model, t: &Thread) -> (Vec<Group>, Vec<ThreadIdx>) {
             continue;
         };
         let label = label_of(item);
-        match groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
-            Some(g) => g.lanes.push(c),
-            None => groups.push(Group { first: c, turn: item.turn, label, lanes: vec![c] }),
+        if let Some(g) = groups.iter_mut().find(|g| g.turn == item.turn && g.label == label) {
+            g.lanes.push(c);
+        } else {
+            // A sub-agent activity's `tool` is its kind of event, not a call of the agent's.
+            let tool = item.tool.clone().filter(|_| item.kind == ItemKind::Collab);
+            groups.push(Group { first: c, turn: item.turn, label, tool, lanes: vec![c] });
         }
     }
     (groups, loose)

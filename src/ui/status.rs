@@ -3,7 +3,7 @@
 //! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
 //! of 100k children must not overflow the stack).
 
-use crate::model::{AgentOp, Model, Status, Thread, Wait};
+use crate::model::{AgentOp, ItemStatus, Model, Status, Thread, Wait};
 use crate::router::ThreadIdx;
 
 /// What a thread's descendants are doing, for one model generation.
@@ -15,6 +15,8 @@ pub struct Subtree {
     pub first_ms: Option<i64>,
     /// Descendants whose own status is active.
     pub active: u32,
+    /// Children (its own sub-agents, not theirs) whose status is active.
+    pub children: u32,
 }
 
 /// [`Subtree`] of every thread, indexed like `model.threads`.
@@ -51,6 +53,7 @@ impl Activity {
             let mine = of[idx.index()];
             let up = &mut of[p.index()];
             up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
+            up.children = up.children.saturating_add(u32::from(t.status.is_active()));
             up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
             up.first_ms = [up.first_ms, mine.first_ms, t.first_ms].into_iter().flatten().min();
         }
@@ -74,7 +77,7 @@ pub enum Shown {
     /// Waiting for a person: an approval (`waitingOnApproval`) or an answer (`waitingOnUserInput`);
     /// `None` when the agent did not say which.
     NeedsYou(Option<Wait>),
-    /// Active but quiet (or in a `wait` call) while this many agents below it work.
+    /// Running with this many sub-agents of its own at work or spawn calls not yet answered.
     OnChildren(u32),
     /// Active, and no line for longer than the stall threshold in itself or anything below it.
     Stalled,
@@ -103,9 +106,10 @@ impl Shown {
         match t.status {
             Status::Waiting => Self::NeedsYou(t.waiting_on()),
             s if s.is_active() && clock.ended => Self::Unfinished,
-            Status::Running if below.active > 0 && (quiet || in_wait_call(t)) => {
+            Status::Running if below.children > 0 || outstanding_spawns(t) > 0 => {
                 let below_quiet = clock.stall_ms > 0 && quiet_for(below.last_ms) > stall;
-                if below_quiet { Self::Stalled } else { Self::OnChildren(below.active) }
+                let on = below.children.max(outstanding_spawns(t));
+                if quiet && below_quiet { Self::Stalled } else { Self::OnChildren(on) }
             }
             s if s.is_active() && quiet => Self::Stalled,
             Status::Idle if t.parent.is_some() => Self::Done,
@@ -144,9 +148,18 @@ impl Shown {
     }
 }
 
-/// A parent inside a collab `wait` call is waiting on its children, however recent its last line.
-fn in_wait_call(t: &Thread) -> bool {
-    t.current_item().is_some_and(|i| i.op == Some(AgentOp::Wait))
+/// Spawn calls of the thread's current turn still at work (a Claude `Agent` call until its
+/// result; a Codex `spawnAgent` until it names its agent).
+fn outstanding_spawns(t: &Thread) -> u32 {
+    let Some(turn) = t.turns.len().checked_sub(1) else { return 0 };
+    let open = t
+        .items
+        .iter()
+        .rev()
+        .take_while(|i| i.turn == Some(turn))
+        .filter(|i| i.op == Some(AgentOp::Spawn) && i.status == ItemStatus::InProgress)
+        .count();
+    u32::try_from(open).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -206,7 +219,32 @@ mod tests {
         let m = parent_and_child(2_000);
         assert_eq!(shown(&m, "root", clock(200_000)), Shown::Stalled);
         assert_eq!(shown(&m, "kid", clock(200_000)), Shown::Stalled);
-        assert_eq!(shown(&m, "root", clock(30_000)), Shown::Is(Status::Running), "not quiet yet");
+        assert_eq!(shown(&m, "root", clock(30_000)), Shown::OnChildren(1), "not quiet yet: on its child");
+    }
+
+    #[test]
+    fn waiting_counts_its_own_sub_agents_and_open_spawn_calls_not_theirs() {
+        use serde_json::json;
+        let mut m = parent_and_child(100_000);
+        // The child spawns a grandchild: the root still waits on one, the child on one.
+        for l in [
+            note("thread/started", &json!({"thread": {"id": "grand", "parentThreadId": "kid"}}), 100_001),
+            note("turn/started", &json!({"threadId": "grand", "turn": {"id": "g1", "status": "inProgress"}}), 100_002),
+        ] {
+            m.push(l.as_bytes());
+        }
+        assert_eq!(shown(&m, "root", clock(100_010)), Shown::OnChildren(1));
+        assert_eq!(shown(&m, "kid", clock(100_010)), Shown::OnChildren(1));
+        // A spawn call not yet answered is waited on before its agent has a name.
+        let spawning = note(
+            "item/started",
+            &json!({"threadId": "grand", "turnId": "g1", "item": {"type": "collabAgentToolCall", "id": "c9",
+                "tool": "spawnAgent", "status": "inProgress", "senderThreadId": "grand",
+                "receiverThreadIds": [], "prompt": "dig", "agentsStates": {}}}),
+            100_003,
+        );
+        m.push(spawning.as_bytes());
+        assert_eq!(shown(&m, "grand", clock(100_010)), Shown::OnChildren(1));
     }
 
     #[test]
@@ -221,7 +259,7 @@ mod tests {
         let m = parent_and_child(5_000);
         let a = Activity::of(&m.model);
         let root = m.find("root").expect("root");
-        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), first_ms: Some(5_000), active: 1 });
+        assert_eq!(a.subtree(root), Subtree { last_ms: Some(5_000), first_ms: Some(5_000), active: 1, children: 1 });
         assert_eq!(a.active, 2);
         assert_eq!(a.need_you, 0);
     }

@@ -206,7 +206,7 @@ impl Ctx<'_> {
                 let g = grouped.0.iter().find(|g| g.first == first);
                 let (label, n, active) = g.map_or(("spawn", 0, 0), |g| {
                     let active = g.lanes.iter().filter(|&&c| model.thread(c).status.is_active()).count();
-                    (g.label, g.lanes.len(), active)
+                    (g.shown(), g.lanes.len(), active)
                 });
                 cells.push(Span::styled("⑂ ", theme.tool));
                 let mut text = format!("{label} ×{n}");

@@ -148,6 +148,8 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use crate::source::files::record_bytes;
+
     use super::*;
 
     type Owned = (Vec<u8>, Option<usize>);
@@ -184,19 +186,6 @@ mod tests {
         assert_eq!(pulled(b"\xef\xbb\xbfa\n", 1, HEAD).0, [(b"a".to_vec(), None)]);
         assert_eq!(pulled(b"\xef\xbbx\n", 1, HEAD).0, [(b"\xef\xbbx".to_vec(), None)]);
         assert_eq!(pulled(b"\xef", 1, HEAD).0, [(b"\xef".to_vec(), None)]);
-    }
-
-    fn record_bytes() -> impl Strategy<Value = Vec<u8>> {
-        let piece = prop_oneof![
-            Just(b"\n".to_vec()),
-            Just(b"\r\n".to_vec()),
-            Just(b"  \t".to_vec()),
-            Just(BOM.to_vec()),
-            Just(b"{\"ts\":1,\"dir\":\"s2c\",\"continued\":true,\"rawB64\":\"eHh4\"}".to_vec()),
-            proptest::collection::vec(b'a'..=b'z', 0..40),
-            (1usize..3).prop_map(|k| vec![b'x'; k * 300]),
-        ];
-        proptest::collection::vec(piece, 0..40).prop_map(|p| p.concat())
     }
 
     proptest! {

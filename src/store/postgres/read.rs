@@ -274,19 +274,26 @@ pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, lim
            SELECT (SELECT string_agg('(' || phraseto_tsquery('simple', w)::text || ')', ' & ')
                    FROM unnest($6::text[]) AS given, regexp_replace(given, $9, ' ', 'g') AS w
                    WHERE numnode(phraseto_tsquery('simple', w)) > 0)::tsquery AS q),
+         hit AS (
+           SELECT i.run_id, i.kind, i.at_ms, i.ordinal, ts_rank(t.search, q.q) AS rank, t.body
+           FROM q, texts t JOIN items i ON i.text_id = t.id WHERE t.search @@ q.q
+           UNION ALL
+           SELECT r.id, CASE WHEN r.brief_search @@ q.q THEN 'brief' ELSE 'answer' END, NULL, -1,
+                  ts_rank(CASE WHEN r.brief_search @@ q.q THEN r.brief_search ELSE r.answer_search END, q.q),
+                  CASE WHEN r.brief_search @@ q.q THEN r.brief ELSE r.answer END
+           FROM q, runs r WHERE r.brief_search @@ q.q OR r.answer_search @@ q.q),
          found AS (
-           SELECT s.thread AS session, coalesce(s.agent, src.agent) AS agent, r.thread, r.name, i.kind,
-                  coalesce(i.at_ms, r.started_ms) AS at, i.text_id, ts_rank(t.search, q.q) AS rank, i.ordinal,
-                  src.machine
-           FROM q, texts t JOIN items i ON i.text_id = t.id JOIN runs r ON r.id = i.run_id
+           SELECT s.thread AS session, coalesce(s.agent, src.agent) AS agent, r.thread, r.name, hit.kind,
+                  coalesce(hit.at_ms, r.started_ms) AS at, hit.body, hit.rank, hit.ordinal, src.machine
+           FROM hit JOIN runs r ON r.id = hit.run_id
            JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
-           WHERE t.search @@ q.q AND {}
-           ORDER BY rank DESC, at DESC NULLS LAST, r.thread COLLATE \"C\", i.ordinal LIMIT $7)
-         SELECT f.session, f.agent, f.thread, f.name, f.kind, f.at, ts_headline('simple', t.body, q.q, $8), f.machine
-         FROM found f JOIN texts t ON t.id = f.text_id, q
+           WHERE {}
+           ORDER BY rank DESC, at DESC NULLS LAST, r.thread COLLATE \"C\", hit.ordinal LIMIT $7)
+         SELECT f.session, f.agent, f.thread, f.name, f.kind, f.at, ts_headline('simple', f.body, q.q, $8), f.machine
+         FROM found f, q
          ORDER BY f.rank DESC, f.at DESC NULLS LAST, f.thread COLLATE \"C\", f.ordinal",
         filter_sql(
-            "coalesce(i.at_ms, r.started_ms)",
+            "coalesce(hit.at_ms, r.started_ms)",
             "coalesce(s.agent, src.agent)",
             "coalesce(s.project, src.project)",
             "src.machine"

@@ -146,8 +146,18 @@ const V1: &str = concat!(
 /// `regexp_replace(…, WORDS, ' ', 'g')`, the same in [`V1`]).
 pub const WORDS: &str = "[[:punct:][:space:][:cntrl:]]+";
 
+/// Version 2, as SQLite's: what each run was asked and answered is searchable too, each column
+/// indexed on its own so that a hit says which of the two holds the words.
+const V2: &str = "ALTER TABLE runs
+        ADD COLUMN brief_search TSVECTOR GENERATED ALWAYS AS
+            (to_tsvector('simple', regexp_replace(coalesce(brief, ''), '[[:punct:][:space:][:cntrl:]]+', ' ', 'g'))) STORED,
+        ADD COLUMN answer_search TSVECTOR GENERATED ALWAYS AS
+            (to_tsvector('simple', regexp_replace(coalesce(answer, ''), '[[:punct:][:space:][:cntrl:]]+', ' ', 'g'))) STORED;
+    CREATE INDEX runs_brief_search ON runs USING GIN (brief_search);
+    CREATE INDEX runs_answer_search ON runs USING GIN (answer_search);";
+
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1];
+pub const STEPS: &[&str] = &[V1, V2];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();
@@ -217,5 +227,10 @@ mod tests {
     #[test]
     fn the_index_and_the_queries_split_words_alike() {
         assert!(super::V1.contains(&format!("regexp_replace(body, '{}', ' ', 'g')", super::WORDS)));
+        for column in ["brief", "answer"] {
+            assert!(
+                super::V2.contains(&format!("regexp_replace(coalesce({column}, ''), '{}', ' ', 'g')", super::WORDS))
+            );
+        }
     }
 }

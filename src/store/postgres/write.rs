@@ -256,14 +256,8 @@ fn insert_runs(
     ))?;
     let mut ids: Vec<Option<i64>> = vec![None; rows.runs.len()];
     for (ordinal, run) in rows.runs.iter().enumerate() {
-        let session = match run.session {
-            Some(i) => match sessions.get(i).copied().flatten() {
-                Some(id) => Some(id),
-                // Its session is another source's: so is the run.
-                None => continue,
-            },
-            None => None,
-        };
+        // A run whose session is another source's is that source's.
+        let Some(session) = run.session_id(sessions) else { continue };
         let t = tokens(&run.figures.tokens);
         let models = run.models.join("\n");
         let files_changed = run.files_changed.join("\n");
