@@ -151,6 +151,13 @@ fn a_team_store_answers_as_the_file_store_does() {
         assert!(t["hits"].as_array().unwrap().iter().all(|h| h["machine"] == "laptop"));
         assert_eq!(found(t), found(file(&["search", "--json", "--limit", "1000", words])), "{words}");
     }
+    // Tables name the machine after the agent.
+    for args in [&["history", "--no-sync"][..], &["search", "--no-sync", "spotter"]] {
+        let table = ok(on(&m, "laptop", &url, args));
+        let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(head[1..3], ["AGENT", "MACHINE"], "{table}");
+        assert!(table.lines().skip(1).all(|l| l.contains(" laptop ")), "{table}");
+    }
     let marked = team(&["search", "--json", "spotter"]);
     assert!(marked["hits"][0]["snippet"].as_str().unwrap().to_lowercase().contains("spotter"), "{marked}");
     // Synced again: nothing read, nothing added.

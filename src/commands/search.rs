@@ -90,20 +90,37 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
     }
     let (open, close) = if terminal { ("\u{1b}[1m", "\u{1b}[22m") } else { ("[", "]") };
     const SNIPPET: usize = 5;
-    let mut table = Table::new(&["TIME", "AGENT", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[4, 3, 2], SNIPPET)
-        .words(&[1, 2, 3, 4]);
+    // A team store's hits say which machine ran them, after the agent.
+    let fleet = hits.iter().any(|h| h.machine.is_some());
+    let mut table = if fleet {
+        Table::new(&["TIME", "AGENT", "MACHINE", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[5, 4, 3], SNIPPET + 1)
+            .words(&[1, 2, 3, 4, 5])
+    } else {
+        Table::new(&["TIME", "AGENT", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[4, 3, 2], SNIPPET)
+            .words(&[1, 2, 3, 4])
+    };
     for h in hits {
-        table.push(vec![
-            h.at_ms.and_then(|t| query::rfc3339(t, tz)).unwrap_or_else(|| "?".to_owned()),
-            h.agent.to_string(),
-            h.session.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
-            h.name.to_string(),
-            h.kind.to_string(),
-            snippet(h, "\u{e000}", "\u{e001}"),
-        ]);
+        let machine = fleet.then(|| h.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
+        table.push(
+            [h.at_ms.and_then(|t| query::rfc3339(t, tz)).unwrap_or_else(|| "?".to_owned()), h.agent.to_string()]
+                .into_iter()
+                .chain(machine)
+                .chain(rest(h))
+                .collect(),
+        );
     }
     // The marks are placed after the table is laid out: an escape sequence has no width.
     table.render(limit).replace('\u{e000}', open).replace('\u{e001}', close)
+}
+
+/// A hit's cells after its agent (and machine).
+fn rest(h: &Hit) -> Vec<String> {
+    vec![
+        h.session.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+        h.name.to_string(),
+        h.kind.to_string(),
+        snippet(h, "\u{e000}", "\u{e001}"),
+    ]
 }
 
 #[cfg(test)]

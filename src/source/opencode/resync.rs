@@ -30,16 +30,16 @@ const PATH_SEGMENT: &percent_encoding::AsciiSet =
     &percent_encoding::NON_ALPHANUMERIC.remove(b'_').remove(b'-').remove(b'.').remove(b'~');
 
 /// Calls `each` with every element of a JSON array, read as it streams.
-fn each_element(body: impl Read, each: impl FnMut(&RawValue)) -> serde_json::Result<()> {
+fn each_element(body: impl Read, each: impl FnMut(Box<RawValue>)) -> serde_json::Result<()> {
     struct Elements<F>(F);
-    impl<'de, F: FnMut(&RawValue)> Visitor<'de> for Elements<F> {
+    impl<'de, F: FnMut(Box<RawValue>)> Visitor<'de> for Elements<F> {
         type Value = ();
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("an array")
         }
         fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
             while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
-                (self.0)(&raw);
+                (self.0)(raw);
             }
             Ok(())
         }
@@ -85,12 +85,14 @@ struct SessionHead {
     time: Option<Times>,
 }
 
-/// A session the server listed: when, and its record.
+/// A session the server listed: when, and what the server said of it. Kept as the server's own
+/// text, sized to fit, and wrapped as a record only when handed on: the list holds every session
+/// (up to [`MAX_RESPONSE`] of them), so a copy grown by doubling would hold twice that.
 struct Listed {
     created: i64,
     updated: i64,
     id: Option<String>,
-    record: Vec<u8>,
+    raw: Box<RawValue>,
 }
 
 /// The server's sessions, in the order they were created (parents before children).
@@ -100,13 +102,11 @@ fn sessions(authority: &str, notes: &mut Vec<String>) -> Vec<Listed> {
         each_element(body, |raw| {
             let head: Option<SessionHead> = serde_json::from_str(raw.get()).ok();
             let time = head.as_ref().and_then(|h| h.time.as_ref());
-            let mut record = Vec::new();
-            records::sse_state(&mut record, "session.updated", None, "info", raw.get());
             listed.push(Listed {
                 created: time.and_then(|t| t.created).unwrap_or(0),
                 updated: time.and_then(|t| t.updated).unwrap_or(0),
                 id: head.and_then(|h| h.id),
-                record,
+                raw,
             });
         })
     });
@@ -163,7 +163,7 @@ pub(super) fn server_state(authority: &str, send: &mut dyn FnMut(Vec<u8>) -> boo
     let fetch_messages: HashSet<&str> = newest.into_iter().take(MAX_RESYNC_SESSIONS).map(|(_, id)| id).collect();
     let mut out = Vec::new();
     for s in &listed {
-        out.extend_from_slice(&s.record);
+        records::sse_state(&mut out, "session.updated", None, "info", s.raw.get());
         if let Some(id) = s.id.as_deref().filter(|id| fetch_messages.contains(id)) {
             if !messages(authority, id, &mut out, send, &mut notes) {
                 return None;
