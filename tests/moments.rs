@@ -264,7 +264,7 @@ fn until_shows_each_agent_as_it_was_then() {
         .collect();
     assert_eq!(
         rows,
-        [("● lead (ce4a08f0)", "running"), ("├─ ● Survey the project", "running"), ("└─ ● Check the docs", "running")],
+        [("● lead", "running"), ("├─ ● Survey the project", "running"), ("└─ ● Check the docs", "running")],
         "{at}"
     );
     // Before anything happened there is nothing; at the end, what `tree` says without it.

@@ -98,7 +98,7 @@ fn lists_every_root_session_once_with_the_figures_of_stats() {
         assert_eq!(row["state"], "idle", "nobody holds the files; they were written just now");
         assert_eq!(figures(row), stats_of(root, files));
         assert_eq!(row["agents"], 4, "root and three children: {row}");
-        assert_eq!(row["name"], "PARENT-TASK: fan out to three helpers", "named by its first prompt, as on screen");
+        assert_eq!(row["name"], "PARENT-TASK", "named by its first prompt as the screen names it");
     }
     assert!(claude_old["name"].as_str().unwrap().starts_with("Work on bead spotter-dov."), "{claude_old}");
     assert_eq!(rows[CODEX_V1_ROOT]["costUsd"].to_string(), "0.04686224");

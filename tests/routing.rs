@@ -600,7 +600,15 @@ fn unknown_models_are_unpriced_never_zero() {
     assert!(r.thread("C").cost.is_none());
     assert_eq!(r.p.model.unpriced_threads(), 1);
     assert_eq!(r.thread("C").subtree.cost_usd(), None);
-    assert!(r.thread("P").subtree.cost_usd().is_some(), "a sum over a set with a priced thread is priced");
+    // P used nothing ($0, known): a sum of nothing known beside an unpriced thread is no $0.
+    assert_eq!(r.thread("P").subtree.cost_usd(), None, "nothing known was spent");
+    let input = lines(&[
+        vec![root_started("P"), tokens("P", 100, 0, 10)],
+        vec![collab("item/completed", "P", "s1", "spawnAgent", "completed", &["C"], "acme-1")],
+        vec![tokens("C", 100, 0, 10)],
+    ]);
+    let r = run(&input);
+    assert!(r.thread("P").subtree.cost_usd().is_some(), "a sum over a set with a priced spend is priced");
 }
 
 #[test]

@@ -555,7 +555,13 @@ fn attach_headless_mid_run_prints_the_stats_of_the_recording() {
     stdout.read_to_end(&mut rest).expect("read the rest");
     assert_eq!(tee.wait(), 0);
     let attach = wait_output(attach);
-    assert!(attach.status.success(), "attach failed: {}", String::from_utf8_lossy(&attach.stderr));
+    assert!(
+        attach.status.success(),
+        "attach failed ({}): {}\n{}",
+        attach.status,
+        String::from_utf8_lossy(&attach.stderr),
+        String::from_utf8_lossy(&attach.stdout)
+    );
     let rec = env.recording();
     let stats = env.cmd().args(["stats", "--json"]).arg(&rec).output().expect("stats");
     assert!(stats.status.success());

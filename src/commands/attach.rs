@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use color_eyre::eyre::{Result, WrapErr, bail};
 use tokio::sync::mpsc;
 
-use super::cli::{AttachArgs, GlobalOpts};
+use super::cli::{AttachArgs, GlobalOpts, MonitorOpts};
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
@@ -28,8 +28,8 @@ pub fn run(args: &AttachArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     };
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Attach, None, started);
-    let record = recording::open_requested(args.monitor.record.as_deref(), Source::Attach, started, &header)?;
-    let export = start_live(live_request(&args.monitor.otlp, false))?;
+    let record = recording::open_requested(args.record.record.as_deref(), Source::Attach, started, &header)?;
+    let export = start_live(live_request(&args.screen.otlp, false))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
         // Headless, the handlers go in before the socket is bound (the screen installs its own).
@@ -45,8 +45,9 @@ pub fn run(args: &AttachArgs, config: Config, global: &GlobalOpts) -> Result<Exi
             headless(rx, config, export, Ending::Marker, signals).await
         } else {
             let watch = Watch::Live { name: format!("attach {name}"), events: rx };
-            let past = Some(monitor::past_access(&args.monitor, &config, global));
-            monitor::screen(watch, &args.monitor, config, Outlets { export, receive: None, past }).await
+            let opts = MonitorOpts::live(&args.screen, &args.record);
+            let past = Some(monitor::past_access(&opts, &config, global));
+            monitor::screen(watch, &opts, config, Outlets { export, receive: None, past }).await
         }
     })
 }

@@ -16,11 +16,20 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
 
-    /// Recordings to replay (files, directories, .gz); "-" or a piped stdin is a live source.
+    /// What to watch: recordings, transcripts and rollouts (files, folders, .gz), an OpenCode store
+    /// or server; "-" or a piped stdin is a live stream. None on a terminal: every session on this
+    /// machine.
     pub inputs: Vec<PathBuf>,
 
     #[command(flatten)]
-    pub monitor: MonitorOpts,
+    pub replay: ReplayOpts,
+    /// Keep reading files that are still growing.
+    #[arg(long)]
+    pub follow: bool,
+    #[command(flatten)]
+    pub screen: ScreenOpts,
+    #[command(flatten)]
+    pub record: RecordOpt,
 
     #[command(flatten)]
     pub window: WindowOpts,
@@ -61,26 +70,32 @@ pub struct GlobalOpts {
     pub log: Option<PathBuf>,
 }
 
+/// How a recording is played.
 #[derive(Debug, Clone, Args)]
-pub struct MonitorOpts {
-    /// Replay speed: 1, 2, 10 or max.
+pub struct ReplayOpts {
+    /// Replay speed: 1, 2, 5, 10, 50 (times the recorded pace) or max.
     #[arg(long, default_value = "1", value_parser = parse_speed)]
     pub speed: Speed,
     /// Longest idle gap replayed as it was (e.g. 2s, 500ms); longer gaps are shortened to it.
     #[arg(long, default_value = "2s", value_parser = parse_duration_ms, value_name = "DURATION")]
     pub max_gap: u64,
-    /// Keep reading files that are still growing.
-    #[arg(long)]
-    pub follow: bool,
+}
+
+impl Default for ReplayOpts {
+    fn default() -> Self {
+        Self { speed: Speed::Times(1), max_gap: 2_000 }
+    }
+}
+
+/// What every monitor's screen takes.
+#[derive(Debug, Clone, Args)]
+pub struct ScreenOpts {
     /// Most frames drawn per second.
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=240))]
     pub fps: u32,
     /// Quiet time after which a running agent is shown as stalled (e.g. 60s).
-    #[arg(long, default_value = "60s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    #[arg(long, default_value = "60s", value_parser = parse_positive_ms, value_name = "DURATION")]
     pub stall: u64,
-    /// Record what a live source receives into this bundle.
-    #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
     /// Colour theme.
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
@@ -102,6 +117,53 @@ pub struct MonitorOpts {
     pub store: StoreOpts,
 }
 
+/// `--record`, for the monitors of a live source.
+#[derive(Debug, Clone, Args)]
+pub struct RecordOpt {
+    /// Record what a live source receives into this bundle.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+/// Everything a monitor runs with: what its command line gave, the rest as by default.
+#[derive(Debug, Clone)]
+pub struct MonitorOpts {
+    pub speed: Speed,
+    pub max_gap: u64,
+    pub follow: bool,
+    pub fps: u32,
+    pub stall: u64,
+    pub record: Option<PathBuf>,
+    pub theme: Theme,
+    pub otlp: Vec<String>,
+    pub notify: bool,
+    pub notify_cmd: Option<String>,
+    pub store: StoreOpts,
+}
+
+impl MonitorOpts {
+    pub fn new(replay: &ReplayOpts, follow: bool, screen: &ScreenOpts, record: Option<&RecordOpt>) -> Self {
+        Self {
+            speed: replay.speed,
+            max_gap: replay.max_gap,
+            follow,
+            fps: screen.fps,
+            stall: screen.stall,
+            record: record.and_then(|r| r.record.clone()),
+            theme: screen.theme,
+            otlp: screen.otlp.clone(),
+            notify: screen.notify,
+            notify_cmd: screen.notify_cmd.clone(),
+            store: screen.store.clone(),
+        }
+    }
+
+    /// A live source's monitor: nothing to replay, nothing to follow.
+    pub fn live(screen: &ScreenOpts, record: &RecordOpt) -> Self {
+        Self::new(&ReplayOpts::default(), false, screen, Some(record))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Theme {
     Dark,
@@ -115,13 +177,31 @@ pub enum Speed {
     Max,
 }
 
+impl Speed {
+    /// What `--speed` takes: the steps `+` and `-` move between on screen.
+    pub const ALLOWED: [Speed; 6] =
+        [Speed::Times(1), Speed::Times(2), Speed::Times(5), Speed::Times(10), Speed::Times(50), Speed::Max];
+
+    fn allowed_words() -> String {
+        let words: Vec<String> = Self::ALLOWED
+            .iter()
+            .map(|s| match s {
+                Speed::Times(n) => n.to_string(),
+                Speed::Max => "max".to_owned(),
+            })
+            .collect();
+        words.join(", ")
+    }
+}
+
 fn parse_speed(s: &str) -> Result<Speed, String> {
-    match s {
-        "max" => Ok(Speed::Max),
-        _ => match s.trim_end_matches('x').parse::<u32>() {
-            Ok(n) if n >= 1 => Ok(Speed::Times(n)),
-            _ => Err(format!("speed must be 1, 2, 10 (any whole multiple) or max, not {s:?}")),
-        },
+    let speed = match s {
+        "max" => Some(Speed::Max),
+        _ => s.trim_end_matches(['x', '×']).parse::<u32>().ok().map(Speed::Times),
+    };
+    match speed {
+        Some(speed) if Speed::ALLOWED.contains(&speed) => Ok(speed),
+        _ => Err(format!("{s:?} is not a speed: use {}", Speed::allowed_words())),
     }
 }
 
@@ -138,7 +218,20 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
         "d" => 86_400_000,
         _ => return Err(format!("unknown unit in {s:?} (use ms, s, m, h or d)")),
     };
-    Ok(n.saturating_mul(factor))
+    n.checked_mul(factor)
+        .filter(|&ms| ms <= MAX_DURATION_MS)
+        .ok_or_else(|| format!("{s:?} is too long (at most 100000d)"))
+}
+
+/// Longest duration an option takes: far beyond any use, well within every clock's range.
+const MAX_DURATION_MS: u64 = 100_000 * 86_400_000;
+
+/// A duration that must be more than nothing (`--stall 0` would call every agent stalled).
+fn parse_positive_ms(s: &str) -> Result<u64, String> {
+    match parse_duration_ms(s)? {
+        0 => Err(format!("{s:?} is no time at all: give a duration above zero (e.g. 60s)")),
+        ms => Ok(ms),
+    }
 }
 
 /// A moment of stream time: RFC 3339 (`2026-12-02T05:11:30Z`, `…+01:00`) or unix milliseconds.
@@ -392,6 +485,7 @@ pub struct ExportArgs {
     /// How long to keep retrying while the collector is down (e.g. 30s).
     #[arg(long, default_value = "30s", value_parser = parse_wait, value_name = "DURATION")]
     pub wait: std::time::Duration,
+    /// Recordings, transcripts, rollouts or OpenCode stores (files, folders, .gz; "-" is stdin).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -403,7 +497,9 @@ fn parse_wait(s: &str) -> Result<std::time::Duration, String> {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     #[command(flatten)]
-    pub monitor: MonitorOpts,
+    pub replay: ReplayOpts,
+    #[command(flatten)]
+    pub screen: ScreenOpts,
 }
 
 #[derive(Debug, Args)]
@@ -433,6 +529,7 @@ pub struct StatsArgs {
     pub json: bool,
     #[command(flatten)]
     pub until: UntilOpts,
+    /// Recordings, transcripts, rollouts or OpenCode stores (files, folders, .gz; "-" is stdin).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -444,6 +541,7 @@ pub struct RouteArgs {
     pub all: bool,
     #[command(flatten)]
     pub until: UntilOpts,
+    /// Recordings, transcripts, rollouts or OpenCode stores (files, folders, .gz; "-" is stdin).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -452,6 +550,7 @@ pub struct RouteArgs {
 pub struct TreeArgs {
     #[command(flatten)]
     pub until: UntilOpts,
+    /// Recordings, transcripts, rollouts or OpenCode stores (files, folders, .gz; "-" is stdin).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
 }
@@ -490,7 +589,9 @@ pub struct AttachArgs {
     #[arg(long)]
     pub headless: bool,
     #[command(flatten)]
-    pub monitor: MonitorOpts,
+    pub screen: ScreenOpts,
+    #[command(flatten)]
+    pub record: RecordOpt,
 }
 
 #[derive(Debug, Args)]
@@ -499,7 +600,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:7077", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
     /// How often the run store is brought up to date while sessions change (e.g. 5s).
-    #[arg(long, default_value = "5s", value_parser = parse_duration_ms, value_name = "DURATION")]
+    #[arg(long, default_value = "5s", value_parser = parse_positive_ms, value_name = "DURATION")]
     pub sync_every: u64,
     /// Print a systemd user unit that runs this daemon, and exit.
     #[arg(long)]
@@ -528,5 +629,7 @@ pub struct ListenArgs {
     #[arg(long)]
     pub headless: bool,
     #[command(flatten)]
-    pub monitor: MonitorOpts,
+    pub screen: ScreenOpts,
+    #[command(flatten)]
+    pub record: RecordOpt,
 }

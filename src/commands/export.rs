@@ -15,7 +15,9 @@ use crate::ui::ExportFeed;
 pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     let request = Request { url: args.otlp.clone().filter(|u| !u.is_empty()), file: args.otlp_file.clone() };
     let settings = export::config::resolve(&request, &|k| std::env::var(k).ok()).map_err(|e| eyre!(e))?;
+    super::traffic::folders_hold_recordings(&args.inputs)?;
     let pipeline = ingest(&args.inputs, config, &mut nothing())?;
+    super::traffic::required(&args.inputs, &pipeline)?;
     let spans = all_spans(&pipeline.model, Provider::of_format(pipeline.format()));
     let traces = pipeline.model.threads.len() - pipeline.model.threads.iter().filter(|t| t.parent.is_some()).count();
     let exporter = Exporter::start(settings, sender::QUEUE_SPANS)?;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use color_eyre::eyre::{Result, WrapErr};
 use tokio::sync::mpsc;
 
-use super::cli::{GlobalOpts, ListenArgs};
+use super::cli::{GlobalOpts, ListenArgs, MonitorOpts};
 use super::export::{live_request, start_live};
 use super::live::{Ending, headless};
 use super::monitor::{self, Outlets, Watch};
@@ -27,10 +27,10 @@ pub fn run(args: &ListenArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     };
     let started = recording::unix_ms();
     let header = recording::header_line(Source::Listen, None, started);
-    let recorder = recording::open_requested(args.monitor.record.as_deref(), Source::Listen, started, &header)?;
-    let export = start_live(live_request(&args.monitor.otlp, true))?;
+    let recorder = recording::open_requested(args.record.record.as_deref(), Source::Listen, started, &header)?;
+    let export = start_live(live_request(&args.screen.otlp, true))?;
     // `--otlp` values without a scheme (or none) are where to receive OTLP; URLs are where to send.
-    let receive = args.monitor.otlp.iter().rfind(|v| !v.contains("://")).map(|v| {
+    let receive = args.screen.otlp.iter().rfind(|v| !v.contains("://")).map(|v| {
         let addr = if v.is_empty() { otlp::DEFAULT_ADDR } else { v.as_str() };
         addr.parse::<SocketAddr>().wrap_err_with(|| format!("--otlp {addr}: not an address (try 127.0.0.1:4318)"))
     });
@@ -73,8 +73,9 @@ pub fn run(args: &ListenArgs, config: Config, global: &GlobalOpts) -> Result<Exi
             code
         } else {
             let watch = Watch::Live { name, events: rx };
-            let past = Some(monitor::past_access(&args.monitor, &config, global));
-            monitor::screen(watch, &args.monitor, config, Outlets { export, receive, past }).await
+            let opts = MonitorOpts::live(&args.screen, &args.record);
+            let past = Some(monitor::past_access(&opts, &config, global));
+            monitor::screen(watch, &opts, config, Outlets { export, receive, past }).await
         }
     })
 }

@@ -21,6 +21,7 @@ pub mod stats;
 pub mod sync;
 pub mod tee;
 mod terminal;
+mod traffic;
 pub mod tree;
 
 use std::process::ExitCode;
@@ -30,13 +31,14 @@ use color_eyre::eyre::{Result, WrapErr};
 
 use crate::wire::sanitize_line;
 
+use self::cli::MonitorOpts;
 pub use self::cli::{Cli, Command};
 pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on, ingest_timed};
 pub use self::monitor::Follow;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(subcommand_first(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -54,6 +56,44 @@ pub fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `swarmtop --speed 10 demo`: options written before a subcommand's name are read as the
+/// subcommand's, as if written after it (parsed where they stand, they were the bare monitor's,
+/// which a subcommand never reads, and were lost); `swarmtop --json stats X` works as well. An
+/// option the subcommand does not take is then a usage error naming it, not ignored. The name is
+/// found as clap finds it: the first word that is neither an option nor an option's value (an
+/// option the bare command does not know is taken for a flag); a word that is not a
+/// subcommand's name is an input, and nothing moves.
+pub fn subcommand_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut i = 1;
+    while let Some(word) = args.get(i).and_then(|w| w.to_str()) {
+        if word == "--" {
+            return args;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            let (name, inline) = long.split_once('=').map_or((long, false), |(n, _)| (n, true));
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(name));
+            let takes = arg.and_then(clap::Arg::get_num_args).is_some_and(|n| n.takes_values());
+            // An optional value (`--otlp [URL]`) is the next word too when it is not an option.
+            let next_is_value = args.get(i + 1).and_then(|w| w.to_str()).is_some_and(|w| !w.starts_with('-'));
+            i += if takes && !inline && next_is_value { 2 } else { 1 };
+            continue;
+        }
+        if word.starts_with('-') && word != "-" {
+            i += 1;
+            continue;
+        }
+        if i > 1 && cmd.find_subcommand(word).is_some() {
+            let name = args.remove(i);
+            args.insert(1, name);
+        }
+        return args;
+    }
+    args
 }
 
 /// The error and its causes on one line: `reading x.ndjson: No such file or directory`. Messages
@@ -124,10 +164,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Report(args)) => report::run(&args, config, &cli.global),
         Some(Command::Search(args)) => search::run(&args, config, &cli.global),
         Some(Command::Serve(args)) => serve::run(&args, config, &cli.global),
-        Some(Command::Demo(args)) => monitor::run(monitor::demo(), &args.monitor, config, &cli.global),
+        Some(Command::Demo(args)) => {
+            let opts = MonitorOpts::new(&args.replay, false, &args.screen, None);
+            monitor::run(monitor::demo(), &opts, config, &cli.global)
+        }
         None => {
-            let watch = monitor::watch_inputs(&cli.inputs, &cli.monitor, &cli.window)?;
-            monitor::run(watch, &cli.monitor, config, &cli.global)
+            let opts = MonitorOpts::new(&cli.replay, cli.follow, &cli.screen, Some(&cli.record));
+            monitor::run(monitor::watch_inputs(&cli.inputs, &opts, &cli.window)?, &opts, config, &cli.global)
         }
     }
 }

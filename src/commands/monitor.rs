@@ -67,9 +67,16 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
         }
     }
     let inputs_given = inputs;
+    // A followed file or folder may be empty yet: what is written to it later is shown.
+    if !opts.follow {
+        super::traffic::folders_hold_recordings(inputs_given)?;
+    }
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
     let recorded =
         Recorded::from_inputs(inputs_given, &inputs, opts.follow, &time_of).wrap_err("reading the inputs")?;
+    if !opts.follow {
+        super::traffic::required_in_replay(inputs_given, &recorded)?;
+    }
     Ok(Watch::Replay(recorded))
 }
 

@@ -16,12 +16,18 @@ use crate::router::{Class, Event, Sink, ThreadIdx};
 pub fn run(args: &RouteArgs, config: Config) -> Result<ExitCode> {
     let stdout = std::io::stdout().lock();
     let mut writer = RouteWriter { all: args.all, ids: Vec::new(), out: BufWriter::new(stdout), error: None };
-    let (_, error) = ingest_until(&args.inputs, config, args.until.until, &mut writer)?;
+    super::traffic::folders_hold_recordings(&args.inputs)?;
+    let (pipeline, error) = ingest_until(&args.inputs, config, args.until.until, &mut writer)?;
     if let Some(e) = writer.error {
         return Err(super::stdout_error(e));
     }
     writer.out.flush().map_err(super::stdout_error)?;
-    error.map_or(Ok(ExitCode::SUCCESS), Err)
+    match error {
+        Some(e) => Err(e),
+        // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
+        None if args.until.until.is_some() => Ok(ExitCode::SUCCESS),
+        None => super::traffic::required(&args.inputs, &pipeline).map(|()| ExitCode::SUCCESS),
+    }
 }
 
 /// Writes each routed line as it leaves the router, replays in their replay position.

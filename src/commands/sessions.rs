@@ -157,6 +157,7 @@ fn row(
     unreadable: &[Clean],
 ) -> Row {
     let t = pipeline.model.thread(root);
+    let spent = pipeline.model.spent(root);
     let project = listed.project.as_deref();
     let folder = project.and_then(|p| p.trim_end_matches('/').rsplit('/').next()).filter(|f| !f.is_empty());
     Row {
@@ -169,9 +170,9 @@ fn row(
         last_activity_ms: last.or(t.last_ms),
         pid: listed.pid,
         usage: listed.usage,
-        agents: t.subtree.threads,
-        tokens: t.subtree.tokens.total,
-        cost: t.subtree.cost_usd(),
+        agents: spent.threads,
+        tokens: spent.tokens.total,
+        cost: spent.cost_usd(),
         unreadable: unreadable.to_vec(),
     }
 }

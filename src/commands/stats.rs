@@ -12,7 +12,7 @@ use super::cli::StatsArgs;
 use super::ingest::{ingest_until, nothing};
 use super::tree::render_tree;
 use crate::model::prices::Pico;
-use crate::model::{Model, Reconciled, ShownCost, Tokens, format_shown, format_usd};
+use crate::model::{Model, Reconciled, Tokens, format_shown, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
 use crate::ui::label;
@@ -20,7 +20,12 @@ use crate::ui::text::grouped;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     // Figures, the tree and names only: no item text is printed.
+    super::traffic::folders_hold_recordings(&args.inputs)?;
     let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
+    // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
+    if error.is_none() && args.until.until.is_none() {
+        super::traffic::required(&args.inputs, &pipeline)?;
+    }
     let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
     super::print(out.as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)
@@ -148,16 +153,21 @@ struct ThreadJson<'a> {
     depth: u32,
     via: Option<&'static str>,
     card: Option<&'a str>,
+    /// Its own name (a nickname, an agent path), else its short id.
     name: String,
+    /// What the screen, `tree` and the table call it (`Tesla (planner)`, a root's prompt).
+    label: String,
     model: Option<&'a str>,
     status: &'static str,
     turns: usize,
     items: usize,
     tokens: TokensJson,
+    /// What it spent (`null`: tokens with no price and no figure from the agent).
     cost_usd: Option<Box<RawValue>>,
-    /// The agent's own figure, for a thread the price table cannot cost (its model is unknown).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reported_cost_usd: Option<Box<RawValue>>,
+    /// Where `costUsd` came from: `table` (the price table), `agent` (the agent's own figure, for a
+    /// model the table does not know), `none` (it used nothing), `unpriced`.
+    cost_source: &'static str,
+    /// The thread and its descendants; a session's root's includes its unattributed part.
     subtree: SubtreeJson,
     /// A session whose agent reported its own totals: those, and the part no thread accounts for.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,14 +210,20 @@ struct SubtreeJson {
     threads: u32,
     tokens: TokensJson,
     cost_usd: Option<Box<RawValue>>,
+    /// `table`, `agent`, `mixed` (some of each) or `none`.
+    cost_source: &'static str,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct TotalsJson {
     threads: u32,
+    /// What was spent, every session's unattributed part included (the agents' own totals).
     tokens: TokensJson,
     cost_usd: Option<Box<RawValue>>,
+    /// `table`, `agent`, `mixed` (some of each) or `none`.
+    cost_source: &'static str,
+    /// Threads whose tokens have no price and no figure from the agent (left out of `costUsd`).
     unpriced_threads: usize,
 }
 
@@ -244,6 +260,7 @@ fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
             threads: totals.threads,
             tokens: (&totals.tokens).into(),
             cost_usd: money(totals.cost_usd()),
+            cost_source: totals.source().as_str(),
             unpriced_threads: model.unpriced_threads(),
         },
     }
@@ -251,6 +268,7 @@ fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
 
 fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
     let t = model.thread(idx);
+    let spent = model.spent(idx);
     let id_of = |i: ThreadIdx| &*model.thread(i).id;
     let (parent, root, depth, via, card) = match t.role {
         Role::Root => (None, Some(&*t.id), 0, None, None),
@@ -272,20 +290,19 @@ fn thread_json(model: &Model, idx: ThreadIdx) -> ThreadJson<'_> {
         via,
         card,
         name: t.name(),
+        label: label::of(model, idx).name,
         model: t.model.as_ref().map(crate::wire::Clean::as_str),
         status: t.word(),
         turns: t.turns.len(),
         items: t.items.len(),
         tokens: (&t.tokens).into(),
         cost_usd: money(t.cost),
-        reported_cost_usd: match model.shown_cost(idx) {
-            ShownCost::Reported(c) => money(Some(c)),
-            _ => None,
-        },
+        cost_source: t.cost_source.as_str(),
         subtree: SubtreeJson {
-            threads: t.subtree.threads,
-            tokens: (&t.subtree.tokens).into(),
-            cost_usd: money(t.subtree.cost_usd()),
+            threads: spent.threads,
+            tokens: (&spent.tokens).into(),
+            cost_usd: money(spent.cost_usd()),
+            cost_source: spent.source().as_str(),
         },
         reported: (t.role == Role::Root).then(|| model.reconciled(idx)).flatten().map(Into::into),
         stopped_by: t.stopped_by.as_ref().map(crate::wire::Clean::as_str),
@@ -372,7 +389,7 @@ fn thread_table(model: &Model) -> String {
                 t.items.len().to_string(),
                 grouped(t.tokens.total),
                 format_shown(model.shown_cost(idx)),
-                format_usd(model.thread(idx).subtree.cost_usd()),
+                format_usd(model.spent(idx).cost_usd()),
             ]
         })
         .collect();

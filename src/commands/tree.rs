@@ -7,16 +7,22 @@ use color_eyre::eyre::Result;
 
 use super::cli::TreeArgs;
 use super::ingest::{ingest_until, nothing};
-use crate::model::{Model, format_usd};
+use crate::model::prices::Pico;
+use crate::model::{Model, Rollup, format_shown, format_usd};
 use crate::pipeline::Config;
-use crate::router::ThreadIdx;
+use crate::router::{Role, ThreadIdx};
 use crate::ui::label;
 use crate::ui::status::Shown;
 use crate::ui::text::grouped;
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     // The tree and its names only: no item text is printed.
+    super::traffic::folders_hold_recordings(&args.inputs)?;
     let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
+    // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
+    if error.is_none() && args.until.until.is_none() {
+        super::traffic::required(&args.inputs, &pipeline)?;
+    }
     super::print(render_tree(&pipeline.model).as_bytes())?;
     error.map_or(Ok(ExitCode::SUCCESS), Err)
 }
@@ -49,11 +55,30 @@ pub fn render_tree(model: &Model) -> String {
 /// out, so that a chain thousands deep prints in linear, not quadratic, space.
 const DRAWN_LEVELS: usize = 48;
 
+/// A line of the tree: a thread, or a session's unattributed part (its root's last child).
+enum Line {
+    Thread(ThreadIdx),
+    Unattributed(ThreadIdx),
+}
+
 /// One thread and its descendants, depth first. The walk keeps its own stack: a chain registered
 /// child-first can be far deeper than the call stack allows.
 fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut String) {
-    let mut stack = vec![(idx, 0usize, lead.to_owned(), indent.to_owned())];
-    while let Some((idx, level, lead, indent)) = stack.pop() {
+    let mut stack = vec![(Line::Thread(idx), 0usize, lead.to_owned(), indent.to_owned())];
+    while let Some((line, level, lead, indent)) = stack.pop() {
+        let idx = match line {
+            Line::Thread(idx) => idx,
+            Line::Unattributed(root) => {
+                let part = model.unattributed_part(root);
+                let _ = writeln!(
+                    out,
+                    "{lead}+ unattributed  {} tok  {} (agent)",
+                    grouped(part.tokens.total),
+                    format_usd(Some(part.cost))
+                );
+                continue;
+            }
+        };
         let t = model.thread(idx);
         let model_name = t.model.as_ref().map_or("?", |m| m.as_str());
         if level > DRAWN_LEVELS {
@@ -70,18 +95,25 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
             t.turns.len(),
             t.items.len(),
             grouped(t.tokens.total),
-            format_usd(t.cost),
+            format_shown(model.shown_cost(idx)),
         );
-        if !t.children.is_empty() {
-            let _ = write!(out, "  (subtree {} threads, {})", t.subtree.threads, format_usd(t.subtree.cost_usd()));
+        let part = if t.role == Role::Root { model.unattributed_part(idx) } else { Rollup::default() };
+        let unattributed = part.tokens.total > 0 || part.cost > Pico::default();
+        if !t.children.is_empty() || unattributed {
+            let spent = model.spent(idx);
+            let _ = write!(out, "  (subtree {} threads, {})", spent.threads, format_usd(spent.cost_usd()));
         }
         if let Some(by) = &t.stopped_by {
             let _ = write!(out, "  stopped by {by}");
         }
         out.push('\n');
-        let n = t.children.len();
+        let mut kids: Vec<Line> = t.children.iter().map(|&c| Line::Thread(c)).collect();
+        if unattributed {
+            kids.push(Line::Unattributed(idx));
+        }
+        let n = kids.len();
         // Pushed last child first, so the first child is drawn next.
-        for (i, &child) in t.children.iter().enumerate().rev() {
+        for (i, kid) in kids.into_iter().enumerate().rev() {
             let last = i + 1 == n;
             let (child_lead, child_indent) = if level >= DRAWN_LEVELS {
                 (String::new(), indent.clone())
@@ -91,7 +123,7 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
                     format!("{indent}{}", if last { "   " } else { "│  " }),
                 )
             };
-            stack.push((child, level + 1, child_lead, child_indent));
+            stack.push((kid, level + 1, child_lead, child_indent));
         }
     }
 }

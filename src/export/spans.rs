@@ -285,11 +285,14 @@ fn agent_span(model: &Model, idx: ThreadIdx, unfinished: bool, fallback: Option<
     }
     a.cost("swarmtop.cost_usd", t.cost);
     a.bool("swarmtop.unpriced", t.cost.is_none());
-    a.int("swarmtop.subtree.threads", u64::from(t.subtree.threads));
-    a.usage("swarmtop.subtree.usage", &t.subtree.tokens);
-    a.int("swarmtop.subtree.usage.total_tokens", t.subtree.tokens.total);
-    a.cost("swarmtop.subtree.cost_usd", t.subtree.cost_usd());
-    a.int("swarmtop.subtree.unpriced_threads", u64::from(t.subtree.threads.saturating_sub(t.subtree.priced)));
+    a.str("swarmtop.cost_source", t.cost_source.as_str());
+    // A session's subtree is what it spent: its unattributed part included.
+    let spent = model.spent(idx);
+    a.int("swarmtop.subtree.threads", u64::from(spent.threads));
+    a.usage("swarmtop.subtree.usage", &spent.tokens);
+    a.int("swarmtop.subtree.usage.total_tokens", spent.tokens.total);
+    a.cost("swarmtop.subtree.cost_usd", spent.cost_usd());
+    a.int("swarmtop.subtree.unpriced_threads", u64::from(spent.threads.saturating_sub(spent.priced)));
     a.str("swarmtop.status", t.status.as_str());
     a.str(
         "swarmtop.role",

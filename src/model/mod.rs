@@ -21,7 +21,7 @@ use self::prices::Pico;
 pub use self::prices::{Price, Prices};
 pub use self::thread::{ContextFill, Status, Thread, Turn, TurnStatus, Wait, short_id};
 use self::tokens::Delta;
-pub use self::tokens::{Rollup, Tokens};
+pub use self::tokens::{CostSource, Rollup, Tokens};
 use crate::router::{Class, Event, Registry, Role, Routed, Sink, ThreadIdx, Via};
 use crate::wire::CleanStr;
 use crate::wire::fact::{
@@ -103,7 +103,8 @@ impl Model {
         &self.threads[idx.index()]
     }
 
-    /// Totals over every thread, whatever its place in the tree.
+    /// What was spent: every thread, whatever its place in the tree, and every session's part
+    /// that its agent reported and no thread accounts for (so the total is the agent's own).
     pub fn totals(&self) -> Rollup {
         let mut total = Rollup::default();
         for t in &self.threads {
@@ -113,8 +114,29 @@ impl Model {
                 total.cost += c;
                 total.priced = total.priced.saturating_add(1);
             }
+            let (table, agent) = t.cost_source.counts();
+            total.by_table = total.by_table.saturating_add(u32::try_from(table).unwrap_or(0));
+            total.by_agent = total.by_agent.saturating_add(u32::try_from(agent).unwrap_or(0));
+        }
+        for &s in &self.sessions {
+            total = total.plus(&self.unattributed_part(s));
         }
         total
+    }
+
+    /// What a thread and its descendants spent; for a session's root, with the part its agent
+    /// reported and no thread accounts for (the session's rows, the unattributed one included).
+    pub fn spent(&self, idx: ThreadIdx) -> Rollup {
+        let t = &self.threads[idx.index()];
+        if t.role == Role::Root { t.subtree.plus(&self.unattributed_part(idx)) } else { t.subtree }
+    }
+
+    /// A session's unattributed part as a roll-up of no thread (empty when there is none).
+    pub fn unattributed_part(&self, root: ThreadIdx) -> Rollup {
+        let Some(r) = self.reconciled(root) else { return Rollup::default() };
+        let cost = r.unattributed_cost.unwrap_or_default();
+        let spent = cost > Pico::default();
+        Rollup { threads: 0, tokens: r.unattributed, cost, priced: 0, by_table: 0, by_agent: u32::from(spent) }
     }
 
     /// A session's figures reconciled with what its agent reported for the whole session, when it
@@ -139,12 +161,12 @@ impl Model {
         // with its original showed the original's whole total again as unattributed).
         let unattributed =
             if t.reported_usage.is_empty() || t.forked { Tokens::default() } else { reported.saturating_minus(&seen) };
-        // A thread that used nothing costs nothing, priced or not (a depth-2 agent a stream never shows).
+        // A thread that used nothing costs nothing (a depth-2 agent a stream never shows): known.
         let mut all_priced = true;
         let mut stack = vec![root];
         while let Some(i) = stack.pop() {
             let th = &self.threads[i.index()];
-            all_priced &= th.cost.is_some() || th.tokens == Tokens::default();
+            all_priced &= th.cost.is_some();
             stack.extend_from_slice(&th.children);
         }
         let unattributed_cost = match reported_cost {
@@ -155,19 +177,43 @@ impl Model {
         Some(Reconciled { reported, reported_cost, unattributed, unattributed_cost })
     }
 
-    /// What a thread cost, as shown: from the price table; else, when the thread is the only one of
-    /// its session on its model, the agent's own figure for that model (a model the table does
-    /// not know yet is still costed, marked as the agent's figure); else unpriced.
+    /// What a thread cost, as shown: its cost, marked when it is the agent's own figure.
     pub fn shown_cost(&self, idx: ThreadIdx) -> ShownCost {
         let t = &self.threads[idx.index()];
-        if let Some(c) = t.cost {
-            return ShownCost::Priced(c);
+        match (t.cost, t.cost_source) {
+            (Some(c), CostSource::Agent) => ShownCost::Reported(c),
+            (Some(c), _) => ShownCost::Priced(c),
+            (None, _) => ShownCost::Unpriced,
         }
-        let Some(model) = t.model.as_ref() else { return ShownCost::Unpriced };
-        let Some(root) = self.root_of(idx) else { return ShownCost::Unpriced };
-        let Some(&(_, usd)) = self.threads[root.index()].reported_cost.iter().find(|(m, _)| m == model) else {
-            return ShownCost::Unpriced;
+    }
+
+    /// What a thread spent and where the figure comes from: the price table; else the agent's
+    /// figure for the thread alone (OpenCode's per-session cost); else, when the thread is the only
+    /// one of its session on its model, the agent's figure for that model (a model the table does
+    /// not know yet is still costed, as the agent's figure); else $0 when it used nothing; else
+    /// unpriced.
+    fn cost_of(&self, idx: ThreadIdx) -> (Option<Pico>, CostSource) {
+        let t = &self.threads[idx.index()];
+        let used = t.tokens != Tokens::default();
+        let table = match &t.account {
+            Some(account) => account.cost(),
+            None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
         };
+        if let Some(c) = table {
+            return (Some(c), if used { CostSource::Table } else { CostSource::NoUsage });
+        }
+        if let Some(c) = t.own_reported_cost.or_else(|| self.session_figure(idx)) {
+            return (Some(c), CostSource::Agent);
+        }
+        if used { (None, CostSource::Unpriced) } else { (Some(Pico::default()), CostSource::NoUsage) }
+    }
+
+    /// The agent's figure for the thread's model over its whole session, when the thread is the
+    /// only one of the session on that model (else whose share of it is whose is unknown).
+    fn session_figure(&self, idx: ThreadIdx) -> Option<Pico> {
+        let model = self.threads[idx.index()].model.as_ref()?;
+        let root = self.root_of(idx)?;
+        let &(_, usd) = self.threads[root.index()].reported_cost.iter().find(|(m, _)| m == model)?;
         let mut same_model = 0usize;
         let mut stack = vec![root];
         while let Some(i) = stack.pop() {
@@ -175,21 +221,26 @@ impl Model {
             same_model += usize::from(th.model.as_ref() == Some(model));
             stack.extend_from_slice(&th.children);
         }
-        if same_model == 1 { ShownCost::Reported(usd) } else { ShownCost::Unpriced }
+        (same_model == 1).then_some(usd)
     }
 
-    /// Over every session that reported its own totals: the part no thread accounts for.
-    pub fn unattributed_reported(&self) -> Option<(Tokens, Option<Pico>)> {
-        let mut any = false;
-        let (mut tokens, mut cost) = (Tokens::default(), Some(Pico::default()));
-        for r in self.sessions.iter().filter_map(|&s| self.reconciled(s)) {
-            any = true;
-            tokens.add(&r.unattributed);
-            cost = cost.zip(r.unattributed_cost).map(|(a, b)| a + b);
+    /// Every thread of the session again, when its agent reported figures by model: a thread
+    /// joined it, or changed model, or the figures changed, and which thread a figure prices
+    /// may have changed with it.
+    fn reprice_session(&mut self, idx: ThreadIdx) {
+        let Some(root) = self.root_of(idx) else { return };
+        if self.threads[root.index()].reported_cost.is_empty() {
+            return;
         }
-        any.then_some((tokens, cost))
+        let mut stack = vec![root];
+        while let Some(i) = stack.pop() {
+            let tokens = self.threads[i.index()].tokens;
+            self.reprice(i, tokens);
+            stack.extend_from_slice(&self.threads[i.index()].children);
+        }
     }
 
+    /// Threads that used tokens no price table and no figure of the agent's costs.
     pub fn unpriced_threads(&self) -> usize {
         self.threads.iter().filter(|t| t.cost.is_none()).count()
     }
@@ -236,6 +287,7 @@ impl Model {
             self.attach_lane(parent, card, child);
             self.name_from_card(parent, card, child);
         }
+        self.reprice_session(child);
     }
 
     /// A child detached from its parent (the depth guard refused it once its chain was known).
@@ -294,21 +346,22 @@ impl Model {
 
     /// Recomputes a thread's own cost after its tokens or model changed, and rolls the change up.
     fn reprice(&mut self, idx: ThreadIdx, old_tokens: Tokens) {
+        let (new_cost, source) = self.cost_of(idx);
         let t = &self.threads[idx.index()];
-        let new_cost = match &t.account {
-            Some(account) => account.cost(),
-            None => t.model.as_ref().and_then(|m| self.prices.lookup(m.as_str())).map(|p| t.tokens.cost(&p)),
-        }
-        // Unpriced by the table: the agent's figure for this thread alone, where it reported one.
-        .or(t.own_reported_cost);
-        let old_cost = t.cost;
+        let (old_cost, old_source) = (t.cost, t.cost_source);
+        let (new_table, new_agent) = source.counts();
+        let (old_table, old_agent) = old_source.counts();
         let delta = Delta {
             threads: 0,
             tokens: t.tokens.minus(&old_tokens),
             cost: new_cost.unwrap_or_default() - old_cost.unwrap_or_default(),
             priced: i64::from(new_cost.is_some()) - i64::from(old_cost.is_some()),
+            by_table: new_table - old_table,
+            by_agent: new_agent - old_agent,
         };
-        self.threads[idx.index()].cost = new_cost;
+        let t = &mut self.threads[idx.index()];
+        t.cost = new_cost;
+        t.cost_source = source;
         self.propagate(idx, &delta);
     }
 
@@ -323,6 +376,7 @@ impl Model {
         t.model = Some(model.to_clean());
         let tokens = t.tokens;
         self.reprice(idx, tokens);
+        self.reprice_session(idx);
     }
 
     fn apply(&mut self, r: &Routed<'_, '_>) {
@@ -609,6 +663,7 @@ impl Model {
             Some((_, figure)) => *figure += usd,
             None => t.reported_cost.push((model, usd)),
         }
+        self.reprice_session(idx);
     }
 
     /// Nothing of an ended session runs any more: what was still active stops.

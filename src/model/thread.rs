@@ -8,7 +8,7 @@ use super::account::Account;
 use super::item::Item;
 use super::kept::Kept;
 use super::prices::Pico;
-use super::tokens::{Rollup, Tokens};
+use super::tokens::{CostSource, Rollup, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
 use crate::wire::Clean;
 pub use crate::wire::fact::{ContextFill, Status, Wait};
@@ -73,8 +73,11 @@ pub struct Thread {
     /// The active status [`super::Model::stopped`] interrupted, kept until the source finds the
     /// session running after all (or the agent says how it stands).
     pub cut_short: Option<Status>,
-    /// `None` while the model is unknown or not in the price table: unpriced, never $0.
+    /// What it spent: by the price table; else the agent's own figure for it; $0 while it has
+    /// used nothing. `None` only for tokens with no price and no figure from the agent: unpriced.
     pub cost: Option<Pico>,
+    /// Where `cost` came from.
+    pub cost_source: CostSource,
     /// This thread plus all its descendants.
     pub subtree: Rollup,
     pub first_ms: Option<i64>,
@@ -130,8 +133,9 @@ impl Thread {
             tokens: Tokens::default(),
             context: None,
             cut_short: None,
-            cost: None,
-            subtree: Rollup { threads: 1, ..Rollup::default() },
+            cost: Some(Pico::default()),
+            cost_source: CostSource::NoUsage,
+            subtree: Rollup { threads: 1, priced: 1, ..Rollup::default() },
             first_ms: None,
             last_ms: None,
             lines: 0,

@@ -117,15 +117,70 @@ impl Tokens {
 pub struct Rollup {
     pub threads: u32,
     pub tokens: Tokens,
-    /// Sum over the priced threads.
+    /// Sum over the threads whose cost is known (a thread that used nothing is known: $0).
     pub cost: Pico,
     pub priced: u32,
+    /// Threads that used something, costed by the price table.
+    pub by_table: u32,
+    /// Threads (or a session's unattributed part) costed by the agent's own figure.
+    pub by_agent: u32,
 }
 
 impl Rollup {
-    /// `None` when no thread in the set is priced: a sum of nothing known is not $0.
+    /// `None` when nothing in the set is known to have cost anything while a thread of it is
+    /// unpriced: a sum of nothing known is not $0 (threads that used nothing are $0, known).
     pub fn cost_usd(&self) -> Option<Pico> {
-        (self.priced > 0).then_some(self.cost)
+        let all_known = self.priced >= self.threads;
+        let some_spend = self.by_table > 0 || self.by_agent > 0;
+        (self.priced > 0 && (all_known || some_spend)).then_some(self.cost)
+    }
+
+    /// Where the sum's money came from.
+    pub fn source(&self) -> CostSource {
+        match (self.by_table, self.by_agent) {
+            (0, 0) => CostSource::NoUsage,
+            (_, 0) => CostSource::Table,
+            (0, _) => CostSource::Agent,
+            _ => CostSource::Mixed,
+        }
+    }
+}
+
+/// Where a cost came from (`costSource` in `stats --json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CostSource {
+    /// Nothing was used: $0 whatever the model.
+    #[default]
+    NoUsage,
+    /// The price table, from the tokens.
+    Table,
+    /// The agent's own figure (a model the table does not know, a session's unattributed part).
+    Agent,
+    /// Both, in a sum.
+    Mixed,
+    /// Tokens with no price and no figure from the agent.
+    Unpriced,
+}
+
+impl CostSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoUsage => "none",
+            Self::Table => "table",
+            Self::Agent => "agent",
+            Self::Mixed => "mixed",
+            Self::Unpriced => "unpriced",
+        }
+    }
+
+    /// How a thread of this source counts in a roll-up: (by table, by agent).
+    pub(super) fn counts(self) -> (i64, i64) {
+        match self {
+            Self::Table => (1, 0),
+            Self::Agent => (0, 1),
+            Self::Mixed => (1, 1),
+            Self::NoUsage | Self::Unpriced => (0, 0),
+        }
     }
 }
 
@@ -136,6 +191,8 @@ pub(super) struct Delta {
     pub tokens: Tokens,
     pub cost: Pico,
     pub priced: i64,
+    pub by_table: i64,
+    pub by_agent: i64,
 }
 
 impl Rollup {
@@ -144,6 +201,15 @@ impl Rollup {
         self.tokens.add(&d.tokens);
         self.cost += d.cost;
         self.priced = (i64::from(self.priced) + d.priced).clamp(0, i64::from(u32::MAX)) as u32;
+        self.by_table = (i64::from(self.by_table) + d.by_table).clamp(0, i64::from(u32::MAX)) as u32;
+        self.by_agent = (i64::from(self.by_agent) + d.by_agent).clamp(0, i64::from(u32::MAX)) as u32;
+    }
+
+    /// This roll-up and another set's figures together.
+    #[must_use]
+    pub fn plus(mut self, o: &Rollup) -> Rollup {
+        self.apply(&o.as_delta());
+        self
     }
 
     /// Takes a whole subtree's figures out (a child detached from its parent).
@@ -152,10 +218,19 @@ impl Rollup {
         self.tokens = self.tokens.minus(&o.tokens);
         self.cost = self.cost - o.cost;
         self.priced = self.priced.saturating_sub(o.priced);
+        self.by_table = self.by_table.saturating_sub(o.by_table);
+        self.by_agent = self.by_agent.saturating_sub(o.by_agent);
     }
 
     pub(super) fn as_delta(&self) -> Delta {
-        Delta { threads: i64::from(self.threads), tokens: self.tokens, cost: self.cost, priced: i64::from(self.priced) }
+        Delta {
+            threads: i64::from(self.threads),
+            tokens: self.tokens,
+            cost: self.cost,
+            priced: i64::from(self.priced),
+            by_table: i64::from(self.by_table),
+            by_agent: i64::from(self.by_agent),
+        }
     }
 }
 

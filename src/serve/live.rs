@@ -279,12 +279,14 @@ fn tokens(t: &crate::model::Tokens) -> Value {
 /// A root session's live state: its status, agents and figures now.
 fn live_state(model: &Model, root: ThreadIdx) -> Value {
     let t = model.thread(root);
+    let spent = model.spent(root);
     json!({
         "id": t.id.as_ref(),
         "status": t.status.as_str(),
-        "agents": t.subtree.threads,
+        "agents": spent.threads,
         "lastLineMs": t.last_ms,
-        "tokens": tokens(&t.subtree.tokens),
-        "costUsd": cost(t.subtree.cost_usd()),
+        "tokens": tokens(&spent.tokens),
+        "costUsd": cost(spent.cost_usd()),
+        "costSource": spent.source().as_str(),
     })
 }

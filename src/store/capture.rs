@@ -56,6 +56,7 @@ pub fn rows(
 
 fn session(model: &Model, root: ThreadIdx, rendered: &Rendered<'_>) -> SessionRow {
     let t = model.thread(root);
+    let spent = model.spent(root);
     let (mut started, mut ended, mut depth) = (t.first_ms, t.last_ms, 0);
     let mut stack = vec![(root, 0u32)];
     // The tree's own walk: a chain can be deeper than the call stack.
@@ -72,9 +73,9 @@ fn session(model: &Model, root: ThreadIdx, rendered: &Rendered<'_>) -> SessionRo
         started_ms: started,
         ended_ms: ended,
         status: t.status.as_str().to_owned(),
-        agents: t.subtree.threads,
+        agents: spent.threads,
         depth,
-        figures: Figures { tokens: t.subtree.tokens, cost: t.subtree.cost, priced: t.subtree.priced > 0 },
+        figures: Figures { tokens: spent.tokens, cost: spent.cost, priced: spent.priced > 0 },
     }
 }
 
@@ -136,7 +137,8 @@ fn run(
         items: u32::try_from(t.items.len()).unwrap_or(u32::MAX),
         tool_calls: u32::try_from(t.items.iter().filter(|i| is_tool_call(&i.kind)).count()).unwrap_or(u32::MAX),
         figures: Figures { tokens: t.tokens, cost: t.cost.unwrap_or_default(), priced: t.cost.is_some() },
-        cost_source: cost_source(t, prices),
+        // `table`, `agent` or `none` (it used nothing); no source for an unpriced cost.
+        cost_source: t.cost.map(|_| t.cost_source.as_str()),
         reported_cost: match model.shown_cost(idx) {
             ShownCost::Reported(c) => Some(c),
             _ => None,
@@ -195,18 +197,6 @@ fn files_changed(t: &Thread) -> Vec<String> {
         }
     }
     out
-}
-
-/// Where its cost came from: the price table, or the agent's own figure.
-fn cost_source(t: &Thread, prices: &Prices) -> Option<&'static str> {
-    t.cost?;
-    let priced = |m: Option<&crate::wire::Clean>| m.is_some_and(|m| prices.lookup(m.as_str()).is_some());
-    let by_table = if t.responses().is_empty() {
-        priced(t.model.as_ref())
-    } else {
-        t.responses().iter().all(|r| priced(r.model.as_ref()))
-    };
-    Some(if by_table { "table" } else { "agent" })
 }
 
 /// The source file whose name holds the thread's id (a sub-agent's own file, a rollout), else

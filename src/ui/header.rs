@@ -39,11 +39,10 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
     if let Some(burn) = s.view.burn_per_min().filter(|_| !over) {
         parts.push((Span::styled(format!("{}/min", format_usd(Some(burn))), theme.cost), 3));
     }
-    // What agents reported for their sessions beyond what their threads account for (a stream
-    // omits responses by design): shown apart, never added to an agent.
-    if let Some((tokens, cost)) = s.model.unattributed_reported().filter(|(t, _)| t.total > 0) {
-        let cost = cost.map(|c| format!(" {}", format_usd(Some(c)))).unwrap_or_default();
-        parts.push((Span::styled(format!("+{} tok{cost} unattributed", grouped(tokens.total)), theme.dim), 4));
+    // An export that fails says so where it is seen, with its cause (`d` has the counters).
+    if let Some(x) = feed.export.as_ref().filter(|x| x.failing || x.dropped > 0 || x.rejected > 0) {
+        let cause = x.cause.as_deref().unwrap_or("collector unreachable");
+        parts.push((Span::styled(format!("OTLP ✗ {}", sanitize_line(cause).as_str()), theme.warn), 2));
     }
     if activity.need_you > 0 {
         let n = activity.need_you;

@@ -1,9 +1,11 @@
-//! What an agent is called on screen. A child's nickname often arrives late or never (with
-//! `thread/read` only), so until then it is named by what was known when it was spawned: its
-//! role, the agent type, or the task in its spawn prompt. A root is named by its first prompt.
-//! The id is secondary: shown only where room is left, never in place of the name.
+//! What an agent is called, in one label everywhere (tree, lanes, timeline, cost table, `stats`,
+//! `tree`, `ps`). A child's nickname often arrives late or never (with `thread/read` only), so
+//! until then it is named by what was known when it was spawned: its role, the agent type, or the
+//! task in its spawn prompt; once it has a nickname, the role stays beside it (`Tesla
+//! (planner)`): the first name is never lost. A root is named by its first prompt. The id is no
+//! part of a name (`y` copies it; `stats --json` has it).
 
-use crate::model::{ItemKind, Model, Thread};
+use crate::model::{ItemKind, Model, Thread, short_id};
 use crate::router::ThreadIdx;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,50 +18,66 @@ pub struct Label {
 pub fn of(model: &Model, idx: ThreadIdx) -> Label {
     let t = model.thread(idx);
     let own = t.nickname.is_some() || t.agent_path.is_some();
-    let known = if own {
-        None
-    } else if t.parent.is_some() {
-        spawned_as(model, t)
-    } else {
-        first_prompt(t).map(task_name)
-    };
+    if own {
+        // Its own name, and the role it was spawned as when that says more (`Tesla (planner)`).
+        let name = t.name();
+        let role = t.parent.and_then(|_| role_of(model, t)).filter(|r| !r.eq_ignore_ascii_case(&name));
+        let name = match role {
+            Some(role) => format!("{name} ({role})"),
+            None => name,
+        };
+        return Label { name, id: Some(short_id(&t.id)) };
+    }
+    let known = if t.parent.is_some() { spawned_as(model, t) } else { first_prompt(t).map(task_name) };
     match known {
-        Some(name) => Label { name, id: Some(t.name()) },
+        Some(name) => Label { name, id: Some(short_id(&t.id)) },
         None => Label { name: t.name(), id: None },
     }
+}
+
+/// The role its parent gave it, when that is a name, not a sentence: a tag leading its spawn
+/// prompt (`[task:planner] …`, `planner: …`), what the screen called it from its first moment.
+/// The kind of agent it is (`general-purpose`, `worker`) is no role: every sibling shares it.
+fn role_of(model: &Model, t: &Thread) -> Option<String> {
+    let line = first_line(card_of(model, t)?.title.as_str())?;
+    let name = task_name(line);
+    (name != line).then_some(name)
+}
+
+/// The card its parent spawned it with.
+fn card_of<'m>(model: &'m Model, t: &Thread) -> Option<&'m crate::model::Item> {
+    model.threads.get(t.parent?.index())?.item(t.card.as_deref()?)
 }
 
 /// Widest name the text outputs (`tree`, `stats`) print: a root is named by its first prompt.
 const TEXT_NAME: usize = 40;
 
-/// A thread as the text outputs name it: its name, and its short id when the name is not it, so
-/// that a line can still be matched with `stats --json`.
+/// A thread as the text outputs name it: its label, as the screen shows it.
 pub fn text(model: &Model, idx: ThreadIdx) -> String {
-    let label = of(model, idx);
-    let name = super::text::truncate(&label.name, TEXT_NAME);
-    match label.id {
-        Some(id) => format!("{name} ({id})"),
-        None => name,
-    }
+    super::text::truncate(&of(model, idx).name, TEXT_NAME)
 }
 
-/// A session's root as the machine view names it: the whole first line of its first prompt (the
-/// session id says nothing a person reads), else its project's folder, else its short id.
+/// A session's root as the machine view and `ps` name it: its label (the session id says nothing
+/// a person reads), else its project's folder, else its short id.
 pub fn session(model: &Model, idx: ThreadIdx, project: Option<&str>) -> String {
-    let t = model.thread(idx);
-    if let Some(n) = t.nickname.as_ref().filter(|n| !n.is_empty()) {
-        return n.to_string();
+    let label = of(model, idx);
+    match (label.id, project) {
+        // No name but the id: the project's folder says more.
+        (None, Some(project)) => project.to_owned(),
+        _ => label.name,
     }
-    first_prompt(t).map(str::to_owned).or_else(|| project.map(str::to_owned)).unwrap_or_else(|| t.name())
 }
 
-/// The role, the agent type, or the first line of the prompt the parent spawned it with.
+/// Its role (see [`role_of`]), the kind of agent it is, or the first line of the prompt the parent
+/// spawned it with.
 fn spawned_as(model: &Model, t: &Thread) -> Option<String> {
+    if let Some(role) = role_of(model, t) {
+        return Some(role);
+    }
     if let Some(role) = t.agent_role.as_ref().filter(|r| !r.is_empty()) {
         return Some(role.to_string());
     }
-    let parent = model.threads.get(t.parent?.index())?;
-    let card = parent.item(t.card.as_deref()?)?;
+    let card = card_of(model, t)?;
     if let Some(kind) = card.agent_type.as_ref().filter(|k| !k.is_empty()) {
         return Some(kind.to_string());
     }

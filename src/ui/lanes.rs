@@ -176,7 +176,7 @@ fn title(model: &Model, view: &View, lanes: &[ThreadIdx], scroll: usize) -> Vec<
     let name = |t: ThreadIdx| truncate(&label::of(model, t).name, TITLE_NAME);
     let text = match (view.selection.expanded, view.selection.node) {
         (Some(t), _) => format!(" lane · {} ", name(t)),
-        (None, Some(NodeId::Thread(t))) => format!(" transcript · {} ", name(t)),
+        (None, Some(NodeId::Thread(t) | NodeId::Spent(t))) => format!(" transcript · {} ", name(t)),
         (None, Some(NodeId::Group(t, first))) => {
             let grouped = view.derived.groups.of(model, t);
             let g = grouped.0.iter().find(|g| g.first == first);

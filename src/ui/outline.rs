@@ -62,6 +62,9 @@ pub enum NodeId {
     /// first lane of a group never changes).
     Group(ThreadIdx, ThreadIdx),
     Unattributed,
+    /// Under a session's root: what its agent reported spending that no agent of it accounts for
+    /// (a stream omits responses by design), so that the session's rows sum to its total.
+    Spent(ThreadIdx),
     Pending,
     /// The machine view: every session of one agent (`claude`, `codex`, …), by its interned id.
     Agent(u16),
@@ -170,8 +173,9 @@ pub fn lanes_of(model: &Model, id: NodeId, cache: &GroupCache, tops: &Tops) -> V
             .project_group(p)
             .map(|g| g.roots.iter().copied().filter(|t| t.index() < model.threads.len()).collect())
             .unwrap_or_default(),
-        NodeId::Thread(t) if t.index() < model.threads.len() => vec![t],
-        NodeId::Thread(_) => Vec::new(),
+        // A session's unattributed row shows the session's own lane.
+        NodeId::Thread(t) | NodeId::Spent(t) if t.index() < model.threads.len() => vec![t],
+        NodeId::Thread(_) | NodeId::Spent(_) => Vec::new(),
         NodeId::Turn(t, turn) => {
             if t.index() >= model.threads.len() {
                 return Vec::new();
@@ -265,6 +269,8 @@ enum Task {
     /// A root's turn and the cards of that turn.
     Turn(ThreadIdx, usize, Vec<Group>),
     Group(ThreadIdx, Group),
+    /// A session's unattributed spend.
+    Spent(ThreadIdx),
 }
 
 struct Frame {
@@ -329,6 +335,9 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
             kids.extend(groups.into_iter().map(|g| Task::Group(idx, g)));
         }
         kids.extend(loose.into_iter().filter(|&c| self.kept(c)).map(Task::Thread));
+        if has_spent(model, idx) {
+            kids.push(Task::Spent(idx));
+        }
         kids
     }
 
@@ -338,7 +347,7 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
         while let Some(Frame { task, depth, last, guides }) = stack.pop() {
             let kids: Vec<Task> = match task {
                 Task::Thread(idx) => {
-                    if self.model.thread(idx).children.is_empty() {
+                    if self.model.thread(idx).children.is_empty() && !has_spent(self.model, idx) {
                         // Most threads of a swarm are leaves: no cards to group, nothing to allocate.
                         self.push(NodeId::Thread(idx), depth, false, last, guides);
                         continue;
@@ -360,6 +369,10 @@ impl<S: std::hash::BuildHasher> Walk<'_, S> {
                         continue;
                     }
                     g.lanes.into_iter().map(Task::Thread).collect()
+                }
+                Task::Spent(t) => {
+                    self.push(NodeId::Spent(t), depth, false, last, guides);
+                    continue;
                 }
             };
             let inner = Self::child_guides(depth, last, guides);
@@ -458,6 +471,12 @@ pub fn flatten<S: std::hash::BuildHasher>(
         walk.under_top(waiting);
     }
     walk.rows
+}
+
+/// A session root with spend its agent reported and no agent of it accounts for.
+fn has_spent(model: &Model, idx: ThreadIdx) -> bool {
+    let part = model.unattributed_part(idx);
+    part.tokens.total > 0 || part.cost > crate::model::prices::Pico::default()
 }
 
 fn ended(tops: &Tops, root: ThreadIdx) -> bool {

@@ -72,22 +72,36 @@ fn totals_lines(s: &Scene<'_>, w: usize) -> Vec<Line<'static>> {
         // `—` is how an unpriced cost prints; say what it means once, here.
         agents.push(Span::styled(format!(" · {unpriced} unpriced (—)"), theme.warn));
     }
-    vec![
+    let mut lines = vec![
         Line::from(vec![
             Span::styled("total ", theme.dim),
             Span::styled(format_usd(totals.cost_usd()), theme.cost.add_modifier(ratatui::style::Modifier::BOLD)),
             Span::raw(format!("  {} tok", tokens(totals.tokens.total))),
         ]),
         Line::from(agents),
-        burn_line(s.view, theme, w),
-        Line::default(),
-    ]
+    ];
+    // The table lists agents: the part of the total no agent can be credited with is said here,
+    // so that the rows and this line sum to the total.
+    let part = s
+        .model
+        .sessions
+        .iter()
+        .fold(crate::model::Rollup::default(), |sum, &r| sum.plus(&s.model.unattributed_part(r)));
+    if part.tokens.total > 0 || part.cost > crate::model::prices::Pico::default() {
+        lines.push(Line::from(Span::styled(
+            format!("incl. unattributed {} · {} tok", format_usd(Some(part.cost)), tokens(part.tokens.total)),
+            theme.dim,
+        )));
+    }
+    lines.push(burn_line(s.view, theme, w));
+    lines.push(Line::default());
+    lines
 }
 
 /// The agent the screen describes: its name and subtree's figures, its context fill, a blank.
 fn focus_lines(model: &Model, t: ThreadIdx, theme: &Theme, w: usize) -> Vec<Line<'static>> {
     let th = model.thread(t);
-    let sub = th.subtree;
+    let sub = model.spent(t);
     let n = sub.threads;
     let scope = if n == 1 { String::new() } else { format!(" · {n} agents") };
     // Unpriced threads are left out of the sum, never counted as $0: say how many.

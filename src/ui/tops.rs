@@ -128,11 +128,7 @@ impl Tops {
     pub fn aged(&self, model: &Model) -> Rollup {
         let mut sum = Rollup::default();
         for &root in &self.aged_roots {
-            let sub = &model.thread(root).subtree;
-            sum.threads = sum.threads.saturating_add(sub.threads);
-            sum.tokens.add(&sub.tokens);
-            sum.cost += sub.cost;
-            sum.priced = sum.priced.saturating_add(sub.priced);
+            sum = sum.plus(&model.spent(root));
         }
         sum
     }
@@ -145,6 +141,8 @@ impl Tops {
             tokens: all.tokens.saturating_minus(&aged.tokens),
             cost: all.cost - aged.cost,
             priced: all.priced.saturating_sub(aged.priced),
+            by_table: all.by_table.saturating_sub(aged.by_table),
+            by_agent: all.by_agent.saturating_sub(aged.by_agent),
         }
     }
 

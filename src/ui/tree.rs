@@ -220,6 +220,7 @@ impl Ctx<'_> {
                 let text = format!("unattributed ×{}", model.unattributed.len());
                 cells.push(Span::styled(truncate(&text, wide_w.saturating_sub(2)), theme.warn));
             }
+            NodeId::Spent(t) => row_ctx.spent_cells(t, label_w, &mut cells),
             NodeId::Pending => {
                 cells.push(Span::styled("○ ", theme.pending));
                 cells.push(Span::styled(truncate("pending registration", wide_w.saturating_sub(2)), theme.dim));
@@ -269,7 +270,7 @@ impl Ctx<'_> {
         let mut end = w;
         let (mut tokens_sum, mut cost, mut priced) = (0u64, 0i128, false);
         for &r in &roots {
-            let sub = model.thread(r).subtree;
+            let sub = model.spent(r);
             tokens_sum = tokens_sum.saturating_add(sub.tokens.total);
             if let Some(c) = sub.cost_usd() {
                 cost = cost.saturating_add(c.0);
@@ -283,6 +284,24 @@ impl Ctx<'_> {
         }
         if cols.tokens > 0 {
             cells.right(end, tokens(tokens_sum), Style::new());
+        }
+    }
+
+    /// A session's unattributed row: what its agent reported beyond its agents' own figures, in
+    /// the figure columns, so that the session's rows sum to its total.
+    fn spent_cells(&self, root: ThreadIdx, label_w: usize, cells: &mut Cells) {
+        let (model, theme, cols) = (self.s.model, &self.s.view.theme, self.cols);
+        let part = model.unattributed_part(root);
+        cells.push(Span::styled("+ ", theme.dim));
+        cells.push(Span::styled(truncate("unattributed", label_w.saturating_sub(2)), theme.dim));
+        let mut end = self.w;
+        if cols.cost > 0 {
+            let text = format!("{}*", format_usd(Some(part.cost)));
+            cells.right(end, truncate(&text, COST_W - 1), theme.cost);
+            end -= COST_W;
+        }
+        if cols.tokens > 0 {
+            cells.right(end, tokens(part.tokens.total), theme.dim);
         }
     }
 
@@ -358,14 +377,14 @@ impl Ctx<'_> {
         cells.push(Span::styled(shown.glyph(), theme.status(shown)));
         cells.at += 1;
         let mut end = w;
+        let sub = model.spent(idx);
         if cols.cost > 0 {
-            let sub = t.subtree;
             let style = if sub.cost_usd().is_none() { theme.dim } else { theme.cost };
             cells.right(end, truncate(&format_usd(sub.cost_usd()), COST_W - 1), style);
             end -= COST_W;
         }
         if cols.tokens > 0 {
-            cells.right(end, tokens(t.subtree.tokens.total), Style::new());
+            cells.right(end, tokens(sub.tokens.total), Style::new());
             end -= TOKENS_W;
         }
         // On a narrow pane the session's name goes before its last activity.

@@ -457,16 +457,59 @@ fn call_output<'l>(p: &Payload<'_>, time: Option<i64>) -> Option<Fact<'l>> {
         .filter(|o| o.starts_with('{'))
         .and_then(|o| serde_json::from_str::<Spawned<'_>>(o).ok())
         .and_then(|s| s.child().map(owned));
+    let exec = output.as_deref().and_then(ExecOutput::parse);
+    let exit_code = exec.as_ref().and_then(|e| e.exit_code);
+    let text = match &exec {
+        Some(e) => Some(sanitize(e.output)),
+        None => output.as_deref().map(sanitize),
+    };
     Some(Fact::Item(Box::new(ItemFact {
         id: Some(Cow::Owned(call.to_owned())),
         update_only: true,
         receivers: spawned.into_iter().collect(),
-        text: output.map(|o| sanitize(&o)),
+        text,
         text_rule: TextRule::Output,
-        status: Some(ItemStatus::Completed),
+        exit_code,
+        status: Some(match exit_code {
+            Some(0) | None => ItemStatus::Completed,
+            Some(_) => ItemStatus::Failed,
+        }),
         completed_ms: time,
         ..ItemFact::default()
     })))
+}
+
+/// What `exec_command` returns to the model in 0.171.0: a header for the model (`Chunk ID: …`,
+/// `Wall time: … seconds`, `Process exited with code N` or `Process running with session ID N`,
+/// `Original token count: N`) and, after an `Output:` line, what the command printed. A person
+/// reads the command's output; the exit code is the item's.
+struct ExecOutput<'a> {
+    exit_code: Option<i64>,
+    output: &'a str,
+}
+
+impl<'a> ExecOutput<'a> {
+    fn parse(text: &'a str) -> Option<Self> {
+        if !text.starts_with("Chunk ID: ") {
+            return None;
+        }
+        let (head, output) = match text.split_once("\nOutput:\n") {
+            Some(split) => split,
+            None => (text.strip_suffix("\nOutput:").unwrap_or(text), ""),
+        };
+        let known = [
+            "Chunk ID: ",
+            "Wall time: ",
+            "Process exited with code ",
+            "Process running with ",
+            "Original token count: ",
+        ];
+        if !head.lines().all(|l| known.iter().any(|k| l.starts_with(k))) {
+            return None;
+        }
+        let exit_code = head.lines().find_map(|l| l.strip_prefix("Process exited with code ")?.trim().parse().ok());
+        Some(Self { exit_code, output })
+    }
 }
 
 /// A user message's parts that are the user's (joined), and whether any were context Codex adds
@@ -739,6 +782,23 @@ mod tests {
             let (r, _) = receivers_of(&line);
             assert_eq!(r, [child], "a spawn's output names its child");
         }
+    }
+
+    #[test]
+    fn exec_output_is_shown_without_codexs_header_for_the_model() {
+        // As 0.171.0 writes it (rollouts/collab_v1, rollouts/interrupt).
+        let ok = "Chunk ID: 0c794d\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 4\nOutput:\nchild-1-working\n";
+        let e = ExecOutput::parse(ok).expect("a header");
+        assert_eq!((e.exit_code, e.output), (Some(0), "child-1-working\n"));
+        let failed = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 2\nOriginal token count: 1\nOutput:\nno such file\n";
+        assert_eq!(ExecOutput::parse(failed).map(|e| e.exit_code), Some(Some(2)));
+        let running =
+            "Chunk ID: 2\nWall time: 1.0 seconds\nProcess running with session ID 7\nOriginal token count: 0\nOutput:";
+        let e = ExecOutput::parse(running).expect("a header");
+        assert_eq!((e.exit_code, e.output), (None, ""));
+        // A tool's own text that happens to start so, with lines of its own before `Output:`, stays whole.
+        assert!(ExecOutput::parse("Chunk ID: 3\nsomething else\nOutput:\nx").is_none());
+        assert!(ExecOutput::parse("plain output").is_none());
     }
 
     fn user(text: &str) -> String {

@@ -267,7 +267,8 @@ mod tests {
         turn(&mut p, "root", "turn/completed", "completed", 70_000);
         let n = w.observe(&p.model, clock(&p));
         assert_eq!(n.iter().map(|n| n.kind).collect::<Vec<_>>(), [Kind::Finished]);
-        assert_eq!(n[0].detail, "2 agents · —", "{n:?}");
+        // Agents that used nothing cost $0, known (not `—`).
+        assert_eq!(n[0].detail, "2 agents · $0", "{n:?}");
     }
 
     #[test]
