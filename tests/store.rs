@@ -53,6 +53,33 @@ fn search_finds_a_sub_agents_brief() {
     assert_ne!(brief["thread"], brief["session"], "the child's run, not its session's root");
 }
 
+/// A brief that is also its run's first message (a root's prompt, a sub-agent's task as its file
+/// begins), or an answer that is its last message, is one place: one hit, the brief or the answer.
+#[test]
+fn a_brief_that_is_also_a_message_is_one_hit() {
+    let m = Machine::new();
+    m.with_codex("collab_v1");
+    m.with_claude();
+    for words in ["PARENT-TASK", "CHILD-TASK", "thorough exploration"] {
+        let hits = m.json(&["search", "--json", "--limit", "200", words]);
+        let hits = hits["hits"].as_array().unwrap();
+        assert!(hits.iter().any(|h| h["kind"] == "brief"), "{words}: a brief hit: {hits:?}");
+        for brief in hits.iter().filter(|h| h["kind"] == "brief" || h["kind"] == "answer") {
+            let again: Vec<_> = hits
+                .iter()
+                .filter(|h| {
+                    h["kind"] != brief["kind"] && h["thread"] == brief["thread"] && h["snippet"] == brief["snippet"]
+                })
+                .collect();
+            assert!(again.is_empty(), "{words}: {brief} found again as {again:?}");
+        }
+    }
+    let root = m.json(&["search", "--json", "PARENT-TASK", "--no-sync"]);
+    let root: Vec<_> = root["hits"].as_array().unwrap().iter().filter(|h| h["thread"] == h["session"]).collect();
+    assert_eq!(root.len(), 1, "the root's prompt, once: {root:?}");
+    assert_eq!(root[0]["kind"], "brief");
+}
+
 /// `history ID` prints the session's tree as `tree` printed it, `--json` as `stats --json` did.
 #[test]
 fn a_stored_session_is_what_stats_and_tree_said_of_its_files() {

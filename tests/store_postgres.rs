@@ -146,7 +146,8 @@ fn a_team_store_answers_as_the_file_store_does() {
         hits.sort();
         hits
     };
-    for words in ["spotter", "cargo test", "README"] {
+    // A brief that is also a message is one hit on both (PARENT-TASK, the sub-agent's task).
+    for words in ["spotter", "cargo test", "README", "PARENT-TASK", "thorough exploration"] {
         let t = team(&["search", "--json", "--limit", "1000", words]);
         assert!(t["hits"].as_array().unwrap().iter().all(|h| h["machine"] == "laptop"));
         assert_eq!(found(t), found(file(&["search", "--json", "--limit", "1000", words])), "{words}");

@@ -132,6 +132,16 @@ pub(crate) fn print(text: &[u8]) -> Result<()> {
     stdout.write_all(text).and_then(|()| stdout.flush()).map_err(stdout_error)
 }
 
+/// Transparent huge pages off for this process: the allocator asks for them, and the kernel
+/// zeroes each 2 MiB page whole on its first touch, which was a fifth of the CPU time of a query
+/// of the run store (`report daily`, repeated: 7.3 → 6.5 ms; on an empty store, syncing 200 MB:
+/// 0.40 → 0.33 s). Only for commands that start no process: a child would inherit the setting.
+fn small_pages() {
+    if let Err(e) = nix::sys::prctl::set_thp_disable(true) {
+        tracing::debug!(error = %e, "transparent huge pages stay on");
+    }
+}
+
 /// Logs go to a file, never to the terminal (the screen owns it).
 fn init_logging(path: Option<&std::path::Path>) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let path = path?;
@@ -147,6 +157,9 @@ fn init_logging(path: Option<&std::path::Path>) -> Option<tracing_appender::non_
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    if matches!(cli.command, Some(Command::Sync(_) | Command::History(_) | Command::Report(_) | Command::Search(_))) {
+        small_pages();
+    }
     let config = config(&cli.global).wrap_err("loading the price table")?;
     match cli.command {
         Some(Command::Stats(args)) => stats::run(&args, config),

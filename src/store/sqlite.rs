@@ -221,6 +221,13 @@ fn filter_params(f: &Filter) -> Result<FilterArgs<'_>> {
     Ok((f.since_ms, f.until_ms, f.agent.as_deref(), f.project.as_deref()))
 }
 
+/// SQL: whether the run's `whole` (a brief or an answer) starts with the item text `part`. Both
+/// are capped (an item's text shorter than a brief: `…` where it was cut), and a root's brief is
+/// its first message trimmed.
+fn holds(whole: &str, part: &str) -> String {
+    format!("coalesce(instr({whole}, trim(rtrim({part}, '…'), ' ' || char(9) || char(10) || char(13))), 0) = 1")
+}
+
 /// The words as an FTS5 query that every one of them must match, each quoted: what a person types
 /// (`cargo test`, `don't`, `a-b`, `NOT`) is words to find, never query syntax.
 fn fts_query(words: &[String]) -> String {
@@ -720,25 +727,35 @@ impl Backend for Sqlite {
             return Ok(Vec::new());
         }
         let query = fts_query(words);
+        // A brief is often its run's first message, and an answer its last: the message is the
+        // same place as the brief or answer that holds it, found once (as the brief or answer).
         let sql = format!(
-            "WITH texts_hit AS (
+            "WITH runs_hit AS MATERIALIZED (
+               SELECT rowid AS id, rank,
+                      instr(snippet(runs_fts, 0, char(2), char(3), '', 4), char(2)) > 0 AS in_brief,
+                      instr(snippet(runs_fts, 1, char(2), char(3), '', 4), char(2)) > 0 AS in_answer,
+                      snippet(runs_fts, -1, char(2), char(3), '…', 16) AS snip
+               FROM runs_fts WHERE runs_fts MATCH ?5),
+             texts_hit AS (
                SELECT rowid AS id, rank, snippet(texts_fts, 0, char(2), char(3), '…', 16) AS snip
                FROM texts_fts WHERE texts_fts MATCH ?5),
              hit AS (
                SELECT i.run_id AS run_id, i.kind AS kind, i.at_ms AS at_ms, i.ordinal AS ordinal, t.rank AS rank,
                       t.snip AS snip
                FROM texts_hit t JOIN items i ON i.text_id = t.id
+               WHERE NOT EXISTS (
+                 SELECT 1 FROM runs_hit h JOIN runs r ON r.id = h.id JOIN texts x ON x.id = t.id
+                 WHERE h.id = i.run_id AND ((h.in_brief AND {}) OR (h.in_answer AND {})))
                UNION ALL
-               SELECT rowid, CASE WHEN instr(snippet(runs_fts, 0, char(2), char(3), '', 4), char(2)) > 0
-                                  THEN 'brief' ELSE 'answer' END,
-                      NULL, -1, rank, snippet(runs_fts, -1, char(2), char(3), '…', 16)
-               FROM runs_fts WHERE runs_fts MATCH ?5)
+               SELECT id, CASE WHEN in_brief THEN 'brief' ELSE 'answer' END, NULL, -1, rank, snip FROM runs_hit)
              SELECT s.thread, coalesce(s.agent, src.agent), r.thread, r.name, hit.kind,
                     coalesce(hit.at_ms, r.started_ms), hit.snip
              FROM hit JOIN runs r ON r.id = hit.run_id
              JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
              WHERE {}
              ORDER BY hit.rank, coalesce(hit.at_ms, r.started_ms) DESC, r.thread, hit.ordinal LIMIT ?6",
+            holds("r.brief", "x.body"),
+            holds("r.answer", "x.body"),
             filter_sql(
                 1,
                 "coalesce(hit.at_ms, r.started_ms)",

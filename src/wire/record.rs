@@ -110,6 +110,15 @@ impl<'a> Decoded<'a> {
 /// A record's stream time, what [`Decoded::time`] says (unix ms): the one clock every reader of
 /// several inputs merges them by.
 pub fn stream_time(record: &[u8]) -> Option<i64> {
+    // A merge asks this of every line of a Claude Code session before the line is decoded for
+    // what it says: a transcript line's time is read without its message (the line's bulk).
+    let text = simdutf8::basic::from_utf8(record).ok()?;
+    if starts_like_transcript(text) {
+        let mut l = ClaudeLine::default();
+        if claude::parse_alone_into(text, Reading::Time, &mut l) {
+            return l.time();
+        }
+    }
     decode_reading(record, Reading::Figures).ok().and_then(|d| d.time())
 }
 
@@ -399,5 +408,41 @@ mod tests {
         let t = message(&l).1.params.rest().thread.as_ref().unwrap();
         assert_eq!(t.parent().as_deref(), Some("p"));
         assert_eq!(t.spawn().unwrap().agent_nickname.as_deref(), Some("Kant"));
+    }
+}
+
+#[cfg(test)]
+mod stream_time_tests {
+    use super::*;
+
+    /// Every `.jsonl` and `.ndjson` file below `dir`.
+    fn records(dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                records(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl" || e == "ndjson") {
+                let text = std::fs::read(&path).unwrap();
+                out.extend(text.split(|&b| b == b'\n').map(|l| String::from_utf8_lossy(l).into_owned()));
+            }
+        }
+    }
+
+    /// The merge's clock reads a transcript line's time without its message: the time the whole
+    /// decode gives, on every line of the real captures (and on lines cut or broken).
+    #[test]
+    fn a_line_s_time_is_the_time_its_decode_gives() {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"));
+        let mut lines = Vec::new();
+        for dir in ["claude-2.1.39", "claude-2.1.332", "codex-0.171.0", "hostile"] {
+            records(&root.join(dir), &mut lines);
+        }
+        let cut: Vec<String> = lines.iter().step_by(7).map(|l| l[..l.len() / 2].to_owned()).collect();
+        let timed = lines.iter().filter(|l| stream_time(l.as_bytes()).is_some()).count();
+        assert!(timed > 2000, "{timed} lines with a time");
+        for record in lines.iter().chain(&cut) {
+            let slow = decode_reading(record.as_bytes(), Reading::Figures).ok().and_then(|d| d.time());
+            assert_eq!(stream_time(record.as_bytes()), slow, "{record}");
+        }
     }
 }

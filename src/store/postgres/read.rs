@@ -267,6 +267,12 @@ pub(super) fn usage(client: &mut Client, filter: &Filter, each: &mut dyn FnMut(U
 const HEADLINE: &str = "StartSel=\u{2}, StopSel=\u{3}, MaxWords=16, MinWords=6, ShortWord=0, MaxFragments=1, \
                         FragmentDelimiter=\u{2026}";
 
+/// SQL: whether the run's `whole` (a brief or an answer) starts with the item text `part`, as the
+/// SQLite store decides it: a brief or answer that is a message of its run is found once, as itself.
+fn holds(whole: &str, part: &str) -> String {
+    format!("coalesce(position(btrim(rtrim({part}, '…'), ' ' || chr(9) || chr(10) || chr(13)) in {whole}), 0) = 1")
+}
+
 /// Items whose text holds every one of `words` (each a phrase of its own tokens), best first.
 pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, limit: usize) -> Result<Vec<Hit>> {
     let sql = format!(
@@ -276,7 +282,9 @@ pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, lim
                    WHERE numnode(phraseto_tsquery('simple', w)) > 0)::tsquery AS q),
          hit AS (
            SELECT i.run_id, i.kind, i.at_ms, i.ordinal, ts_rank(t.search, q.q) AS rank, t.body
-           FROM q, texts t JOIN items i ON i.text_id = t.id WHERE t.search @@ q.q
+           FROM q, texts t JOIN items i ON i.text_id = t.id JOIN runs ir ON ir.id = i.run_id
+           WHERE t.search @@ q.q
+             AND NOT ((ir.brief_search @@ q.q AND {}) OR (ir.answer_search @@ q.q AND {}))
            UNION ALL
            SELECT r.id, CASE WHEN r.brief_search @@ q.q THEN 'brief' ELSE 'answer' END, NULL, -1,
                   ts_rank(CASE WHEN r.brief_search @@ q.q THEN r.brief_search ELSE r.answer_search END, q.q),
@@ -292,6 +300,8 @@ pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, lim
          SELECT f.session, f.agent, f.thread, f.name, f.kind, f.at, ts_headline('simple', f.body, q.q, $8), f.machine
          FROM found f, q
          ORDER BY f.rank DESC, f.at DESC NULLS LAST, f.thread COLLATE \"C\", f.ordinal",
+        holds("ir.brief", "t.body"),
+        holds("ir.answer", "t.body"),
         filter_sql(
             "coalesce(hit.at_ms, r.started_ms)",
             "coalesce(s.agent, src.agent)",

@@ -25,6 +25,11 @@ pub enum Reading {
     /// Claude Code transcript, its tool outputs, is stepped over unread (its item keeps no text);
     /// every fact but an item's text is what [`Reading::Whole`] gives.
     Figures,
+    /// The line's time and what makes it a transcript line, no more: what a merge of several
+    /// files orders records by before they are read (`wire::stream_time`). Its message, progress
+    /// data and tool result are stepped over unread; the line's other members are read as
+    /// [`Reading::Whole`] reads them, so that it is a transcript line exactly when that says so.
+    Time,
 }
 
 /// [`parse`] of a record that is plainly a transcript line and nothing else, without first
@@ -69,6 +74,11 @@ pub fn line_into<'a>(text: &'a str, reading: Reading, line: &mut ClaudeLine<'a>)
         b"isMeta" => f.set(5, &mut line.is_meta),
         b"timestamp" => f.set(6, &mut line.timestamp),
         b"requestId" => f.set(7, &mut line.request_id),
+        // Each still given once, as the other readings ask.
+        b"message" if reading == Reading::Time => f.once(8)?.skip().map(drop),
+        b"data" if reading == Reading::Time => f.once(9)?.skip().map(drop),
+        b"toolUseResult" if reading == Reading::Time => f.once(11)?.skip().map(drop),
+        b"attachment" if reading == Reading::Time => f.once(22)?.skip().map(drop),
         b"message" => message(f.once(8)?, reading).map(|m| line.message = m),
         b"data" => progress(f.once(9)?).map(|d| line.data = d),
         b"parentToolUseID" => f.set(10, &mut line.parent_tool_use_id),
