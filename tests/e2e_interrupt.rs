@@ -13,10 +13,14 @@
 //! the client never sees the tee's requests or their answers, and its own request ids are untouched; the
 //! recording holds every act as an envelope with `act`, and the answers to it.
 //!
+//! The monitor's `i` key is driven the same way, in tmux (`interrupting_from_the_monitor_through_the_tee`).
+//!
 //! Needs the codex binary: `scripts/setup-codex.sh` installs it (npm) into the git-ignored `.cache/`. The
 //! test skips, loudly, only when npm is missing; with `CI` set even that fails.
 
 mod support;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -264,6 +268,90 @@ async fn interrupting_a_child_and_a_subtree_through_the_tee() {
         });
         assert!(aborted, "{id}'s rollout records the interrupt");
     }
+}
+
+/// The monitor's key, with a person's keys in tmux: `swarmtop attach` on the tee, `/solo` ⏎ selects the
+/// streaming child, `i` opens the dialog, which names the child, the tee and how before anything is
+/// done; `y` interrupts it, the dialog says so, the app-server's own `turn/completed` says
+/// `interrupted`, the lead goes on, and the act is in the run store as the monitor's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupting_from_the_monitor_through_the_tee() {
+    let Some(codex) = codex_binary().or_skip("interrupting_from_the_monitor_through_the_tee") else {
+        return;
+    };
+    let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-interrupt-key-").tempdir().expect("temp dir");
+    let runtime_dir = scratch.path().join("run");
+    std::fs::create_dir_all(&runtime_dir).expect("runtime dir");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime_dir, std::fs::Permissions::from_mode(0o700)).expect("0700");
+    }
+    let data = scratch.path().join("data");
+    let mock = MockModel::start(Stoppable).await.expect("mock");
+    let launch = {
+        let runtime_dir = runtime_dir.clone();
+        move |_: &support::harness::World| -> (OsString, Vec<OsString>) {
+            let mut runtime = OsString::from("XDG_RUNTIME_DIR=");
+            runtime.push(&runtime_dir);
+            let args: Vec<OsString> =
+                vec![runtime, SWARMTOP.into(), "tee".into(), "--".into(), codex.into(), "app-server".into()];
+            ("env".into(), args)
+        }
+    };
+    let acting = async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let solo = thread_of(&mock, "solo", deadline).await;
+        streaming(&mock, "solo", 1, deadline).await;
+        let socket = socket_in(&runtime_dir);
+        let (runtime_dir, data) = (runtime_dir.clone(), data.clone());
+        let screens = tokio::task::spawn_blocking(move || {
+            let command = format!(
+                "env XDG_RUNTIME_DIR='{}' XDG_DATA_HOME='{}' '{SWARMTOP}' attach '{}'",
+                runtime_dir.display(),
+                data.display(),
+                socket.display()
+            );
+            let tmux = tmux::Tmux::start("interrupt-key", 120, 40, &command)?;
+            tmux.wait_for("the swarm", |s| s.contains("solo"));
+            tmux.keys(&["/", "s", "o", "l", "o", "Enter", "i"]);
+            let asked = tmux.wait_for("the question", |s| s.contains("stops, in this order"));
+            tmux.keys(&["y"]);
+            let done = tmux.wait_for("the answer", |s| s.contains("✓ interrupted") || s.contains("✗ "));
+            tmux.keys(&["Escape", "q"]);
+            Some((asked, done))
+        })
+        .await
+        .expect("tmux drove the monitor");
+        (solo, screens)
+    };
+    let run = run_script(&mock, Box::new(launch), Pacing::TEST, PROMPT, Duration::from_secs(90), None);
+    let (run, (solo, screens)) = tokio::join!(run, acting);
+    let run = run.unwrap_or_else(|e| panic!("the session did not complete: {e}"));
+    let Some((asked, done)) = screens else { return };
+    let short = &solo[solo.len() - 8..];
+    assert!(asked.contains("Interrupt solo alone") && asked.contains(&solo[..30]), "{asked}");
+    assert!(asked.contains("through the tee at") && asked.contains("by turn/interrupt"), "{asked}");
+    assert!(asked.contains(&format!("solo [{short}], its running turn")), "{asked}");
+    assert!(done.contains("✓ interrupted solo"), "{done}");
+
+    let lines: Vec<(Dir, Value)> = run
+        .session
+        .transcript
+        .iter()
+        .map(|c| (c.dir, serde_json::from_slice(&c.line).expect("the client reads JSON lines")))
+        .collect();
+    let solo_ends = completions(&lines, &solo);
+    assert_eq!(solo_ends.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(), ["interrupted"], "solo");
+    let lead_ends = completions(&lines, &run.session.root_thread);
+    assert_eq!(lead_ends.last().map(|(s, _)| s.as_str()), Some("completed"), "the lead went on and finished");
+    let received = String::from_utf8_lossy(&run.session.received);
+    assert!(!received.contains("\"id\":\"swarmtop-"), "an answer to the tee reached the client");
+
+    let store = swarmtop::store::Store::open(&data.join("swarmtop/history.db")).expect("the run store");
+    let acts = store.backend().acts(&run.session.root_thread).expect("its acts");
+    let seen: Vec<(&str, &str, &str, &str)> =
+        acts.iter().map(|a| (a.by.as_str(), a.via.as_str(), a.target.as_str(), a.outcome.as_str())).collect();
+    assert_eq!(seen, [("swarmtop monitor", "tee", solo.as_str(), "interrupted")]);
 }
 
 fn rollout_text(dir: &Path) -> Vec<(String, String)> {

@@ -9,6 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use swarmtop::pipeline::Pipeline;
+use swarmtop::ui::acting::{Answer, Plan, Reply};
 use swarmtop::ui::{self, Action, Effect, Feed, NodeId, Overlay, Pane, Sort, Theme, View};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 60)];
@@ -194,6 +195,78 @@ fn failed_and_retrying_roots() {
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("↻ retried") && screen.contains("idle"), "{screen}");
     insta::assert_snapshot!("retry_retried_120x40", screen);
+}
+
+/// What the interrupt dialog's plan says for a tee (as `commands::interrupt::plan` writes it).
+fn tee_plan() -> Plan {
+    Plan {
+        how: vec![
+            "through the tee at /run/user/1000/swarmtop/tee-4121.sock (pid 4121)".into(),
+            "by turn/interrupt of its running turn (the client sees an interrupted turn)".into(),
+        ],
+        stops: vec!["explorer [44b2c8e1], its running turn".into()],
+    }
+}
+
+/// `i` on a running child: the dialog at each moment (finding, the plan, stopping, done), `y`
+/// doing nothing before there is a plan, Esc leaving the agent running, and a resize while open.
+#[test]
+fn the_interrupt_dialog_names_what_stops_and_asks_first() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    for size in SIZES {
+        let mut v = view();
+        render(&p, &f, &mut v, size);
+        select_card(&mut v, &p);
+        let child = v.focus_thread(&p.model).expect("a lane selected");
+        let effects = press(&mut v, &p, &chars("i"));
+        let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+        assert_eq!((ask.target.as_str(), ask.subtree), (&*p.model.thread(child).id, false));
+        assert_eq!(v.panes.overlay, Some(Overlay::Act));
+        let finding = render(&p, &f, &mut v, size);
+        assert!(finding.contains("finding what carries it"), "{finding}");
+        assert_eq!(press(&mut v, &p, &chars("y")), [Effect::None], "nothing to confirm yet");
+        v.acting.take(Reply { seq: ask.seq, answer: Answer::Planned(Ok(tee_plan())) });
+        let ready = render(&p, &f, &mut v, size);
+        insta::assert_snapshot!(format!("interrupt_ready_{}x{}", size.0, size.1), ready);
+        // A resize while it is open: the same dialog, laid out again.
+        render(&p, &f, &mut v, (200, 60));
+        assert_eq!(render(&p, &f, &mut v, size), ready);
+        assert_eq!(press(&mut v, &p, &chars("y")), [Effect::Act(ask.clone())]);
+        let stopping = render(&p, &f, &mut v, size);
+        assert!(stopping.contains("interrupting…"), "{stopping}");
+        let done = vec!["interrupted explorer [019a…], turn 7".to_owned()];
+        let said = v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Ok(done)) });
+        assert_eq!(said.as_deref(), Some(&*format!("interrupted {}", ui::label::text(&p.model, child))));
+        let shown = render(&p, &f, &mut v, size);
+        assert!(shown.contains("✓ interrupted explorer"), "{shown}");
+        press(&mut v, &p, &[key(KeyCode::Esc)]);
+        assert_eq!(v.panes.overlay, None);
+        assert!(v.acting.dialog.is_none());
+    }
+}
+
+/// `I` asks for the subtree; a target nothing carries says why; Esc cancels a search under way.
+#[test]
+fn the_interrupt_dialog_says_why_it_cannot_and_esc_cancels() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (80, 24));
+    let effects = press(&mut v, &p, &chars("I"));
+    let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert!(ask.subtree);
+    press(&mut v, &p, &[key(KeyCode::Esc)]);
+    assert_eq!((v.panes.overlay, v.acting.dialog.is_none()), (None, true), "Esc cancels while finding");
+    let effects = press(&mut v, &p, &chars("I"));
+    let [Effect::PlanAct(again)] = effects.as_slice() else { panic!("{effects:?}") };
+    assert!(again.seq > ask.seq);
+    let why = "no running tee, agent server or session process of yours carries 019a (a sub-agent outside a tee or a server cannot be stopped alone: interrupt its session)";
+    v.acting.take(Reply { seq: again.seq, answer: Answer::Planned(Err(why.into())) });
+    insta::assert_snapshot!("interrupt_unable_80x24", render(&p, &f, &mut v, (80, 24)));
+    assert_eq!(press(&mut v, &p, &chars("y")), [Effect::None]);
+    press(&mut v, &p, &chars("n"));
+    assert_eq!(v.panes.overlay, None);
 }
 
 #[test]

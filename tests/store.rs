@@ -596,3 +596,33 @@ fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
         assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
     }
 }
+
+/// Every act is kept in the run store as it is done, and `history SESSION` reads it back: here a
+/// guard's refusal of a sub-agent's spawn, after the session's tree and under `acts` in `--json`.
+#[test]
+fn a_guards_refusal_is_kept_and_history_reads_it_back() {
+    let m = Machine::new();
+    m.with_claude();
+    let transcript = m.claude_project().join(format!("{CLAUDE_SESSION}.jsonl"));
+    let call = serde_json::json!({"session_id": CLAUDE_SESSION, "transcript_path": transcript,
+        "hook_event_name": "PreToolUse", "tool_name": "Task", "tool_input": {}, "tool_use_id": "toolu_new",
+        "agent_id": "a2898e3"});
+    let out = m.swarmtop().args(["guard", "--max-depth", "1"]).write_stdin(call.to_string()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"permissionDecision\":\"deny\""), "{out:?}");
+    let text = m.run(&["history", CLAUDE_SESSION]);
+    let (tree, acts) = text.split_once("\nacts:\n").unwrap_or_else(|| panic!("no acts: {text}"));
+    assert!(tree.contains("Explore transcript rendering codebase"), "the tree first: {tree}");
+    let acts: Vec<&str> = acts.lines().collect();
+    assert_eq!(acts.len(), 1, "{acts:?}");
+    assert!(acts[0].ends_with("deny a2898e3 by guard via hook (Task toolu_new): denied: depth 2 > 1"), "{acts:?}");
+    let json = m.json(&["history", CLAUDE_SESSION, "--json", "--no-sync"]);
+    let act = &json["acts"][0];
+    assert_eq!((&act["kind"], &act["by"], &act["via"]), (&"deny".into(), &"guard".into(), &"hook".into()), "{act}");
+    assert_eq!((&act["target"], &act["outcome"]), (&"a2898e3".into(), &"denied: depth 2 > 1".into()));
+    assert!(act["at"].is_string());
+    // Acts are the session's own: another session's record has none.
+    m.with_codex("collab_v1");
+    let other = sessions().into_iter().find(|(_, files)| files.ends_with("collab_v1")).unwrap().0;
+    assert!(!m.run(&["history", &other]).contains("\nacts:\n"));
+}

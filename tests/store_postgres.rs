@@ -34,7 +34,10 @@ fn machines_opening_an_empty_database_at_once_migrate_it_once() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(tables, ["files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]);
+    assert_eq!(
+        tables,
+        ["acts", "files", "items", "meta", "runs", "sessions", "sources", "swarmtop_schema", "texts", "usage"]
+    );
     // Each machine's sessions are its own: one thread id on two machines is two sessions.
     client
         .batch_execute(

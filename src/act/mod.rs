@@ -7,6 +7,7 @@ pub mod hook;
 pub mod limits;
 pub mod log;
 pub mod notify;
+pub mod record;
 pub mod server;
 pub mod settings;
 pub mod signal;

@@ -14,9 +14,10 @@ use crate::source::agents::{AGENTS, Window};
 use crate::source::census::{Census, Options, Wants};
 use crate::source::seen::Trouble;
 
-/// The servers running as us, as the machine view finds them (`HOST:PORT`): beside the stores
-/// of the agents that keep their sessions in one (the registry's), whatever their age.
-pub fn running() -> Vec<String> {
+/// The servers running as us, as the machine view finds them (`HOST:PORT`, and the pid of the
+/// process listening): beside the stores of the agents that keep their sessions in one (the
+/// registry's), whatever their age.
+pub fn running() -> Vec<(String, u32)> {
     let opts = Options::machine(Window::all());
     let mut wants = Wants::default();
     for agent in AGENTS.iter().filter(|a| a.store.is_some()) {
@@ -26,7 +27,7 @@ pub fn running() -> Vec<String> {
             wants.candidate(&c);
         }
     }
-    Census::take(&opts, &wants).servers().into_iter().map(|(_, s)| s.authority).collect()
+    Census::take(&opts, &wants).servers().into_iter().map(|(_, s)| (s.authority, s.pid)).collect()
 }
 
 /// The server APIs the registry's agents have.
@@ -73,6 +74,8 @@ pub struct Server {
     /// `HOST:PORT`.
     pub authority: String,
     pub api: &'static ServerApi,
+    /// The process serving, when it was found running.
+    pub pid: Option<u32>,
     agent: ureq::Agent,
 }
 
@@ -98,7 +101,7 @@ impl Server {
             .timeout_global(Some(REQUEST_TIMEOUT))
             .user_agent(concat!("swarmtop/", env!("CARGO_PKG_VERSION")))
             .build();
-        Ok(Self { authority: authority.to_owned(), api, agent: config.into() })
+        Ok(Self { authority: authority.to_owned(), api, pid: None, agent: config.into() })
     }
 
     fn url(&self, path: &str) -> String {

@@ -95,6 +95,18 @@ pub fn plan(tree: &impl Tree, at: usize, subtree: bool) -> Vec<Vec<Stop>> {
     levels
 }
 
+/// The id of the session `idx` is in (its root's).
+pub fn root_of(model: &Model, mut idx: ThreadIdx) -> String {
+    // Bounded by the tree: parents never loop, but input is never trusted to say so.
+    for _ in 0..model.threads.len() {
+        match model.thread(idx).parent {
+            Some(p) => idx = p,
+            None => break,
+        }
+    }
+    model.thread(idx).id.to_string()
+}
+
 /// A tee's session: the model, its agents named as the tree names them.
 pub struct ModelTree<'m, F> {
     pub model: &'m Model,

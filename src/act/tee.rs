@@ -58,6 +58,8 @@ pub struct TeeSession {
     pub pipeline: Pipeline,
     /// The proxied command exited (the tee's `end` marker), with this status.
     pub ended: Option<i32>,
+    /// The tee's own pid (the socket's peer).
+    pub pid: Option<u32>,
     next_tag: u64,
     line: Vec<u8>,
 }
@@ -69,6 +71,7 @@ impl TeeSession {
         socket::check_socket(path).map_err(|e| format!("{shown}: {e}"))?;
         let stream = UnixStream::connect(path).await.map_err(|e| format!("connecting to {shown}: {e}"))?;
         socket::check_peer(&stream).map_err(|e| format!("refusing {shown}: {e}"))?;
+        let pid = socket::peer_pid(&stream);
         let (read, write) = stream.into_split();
         let mut session = Self {
             path: path.to_owned(),
@@ -76,6 +79,7 @@ impl TeeSession {
             write,
             pipeline: Pipeline::new(config),
             ended: None,
+            pid,
             next_tag: 1,
             line: Vec::new(),
         };

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::control::{self, Turn};
 use super::limits::{Limits, breaches};
+use super::record;
 use super::tee::{Line, Reply, TeeSession};
 use crate::pipeline::Config;
 
@@ -44,6 +45,13 @@ pub async fn guard(socket: &Path, config: Config, limits: Limits) -> Result<(), 
                 let act = json!({"kind": "interrupt", "by": "guard", "target": &*t.id, "turn": &*turn.id,
                                  "reason": breach.to_string()});
                 asks.push(((agent.interrupt)(running), act));
+                let mut kept =
+                    record::act("interrupt", "guard", "tee", Some(&super::target::root_of(model, idx)), &t.id);
+                kept.detail = format!("turn {}: {breach}", turn.id);
+                "interrupt asked".clone_into(&mut kept.outcome);
+                if let Err(e) = record::keep(&kept) {
+                    eprintln!("swarmtop tee: the guard's act was not kept in the run store: {e}");
+                }
             }
             for (request, act) in asks {
                 session.ask(&request, act).await?;

@@ -16,6 +16,7 @@ use color_eyre::eyre::{Result, WrapErr, bail, eyre};
 use super::cli::{GlobalOpts, GuardArgs};
 use super::ingest::{ingest, nothing};
 use crate::act::hook::{self, Caller, HookInput};
+use crate::act::record;
 use crate::act::settings::{self, shell_quote};
 use crate::act::{Breach, Limits, limits};
 use crate::model::format_usd;
@@ -39,7 +40,15 @@ pub fn run(args: &GuardArgs, global: &GlobalOpts, config: Config) -> Result<Exit
         bail!("the calling agent {} is not in the session's transcripts", crate::wire::sanitize_line(who));
     };
     if let Some(breach) = limits::spawn_breach(&pipeline.model, caller, input.tool_use_id.as_deref(), &limits) {
-        super::print(hook::deny(&reason(&breach, &transcripts.caller, &limits)).as_bytes())?;
+        let why = reason(&breach, &transcripts.caller, &limits);
+        super::print(hook::deny(&why).as_bytes())?;
+        let mut act = record::act("deny", "guard", "hook", Some(&input.session_id), who);
+        act.detail = format!("{} {}", input.tool_name, input.tool_use_id.as_deref().unwrap_or_default());
+        act.outcome = format!("denied: {breach}");
+        if let Err(e) = record::keep(&act) {
+            // The refusal stands; Claude Code shows a hook's stderr in its transcript mode only.
+            eprintln!("swarmtop guard: the refusal was not kept in the run store: {e}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! session's tree (as `tree` printed it, `--json` as `stats --json` did), whether or not its
 //! files are still there; `--prune --before WHEN` to forget old sessions.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, eyre};
@@ -15,7 +16,7 @@ use super::report::{End, Table, filter, parse_when, table_width};
 use super::stats::{TokensJson, money};
 use crate::model::format_usd;
 use crate::pipeline::Config;
-use crate::store::rows::SessionInfo;
+use crate::store::rows::{ActRow, SessionInfo};
 use crate::store::{Lookup, Store, query};
 use crate::ui::text::{duration, grouped};
 
@@ -34,7 +35,7 @@ pub fn run(args: &HistoryArgs, config: Config, global: &GlobalOpts) -> Result<Ex
     }
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
     if let Some(id) = &args.session {
-        return one(&store, id, args.json);
+        return one(&store, id, args.json, &tz);
     }
     let sessions = store.backend().sessions(&filter)?;
     let out = if args.json { render_json(&sessions, &tz) } else { render_text(&sessions, &tz, table_width()) };
@@ -50,11 +51,16 @@ fn prune(store: &mut Store, before_ms: i64) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One session from the store.
-fn one(store: &Store, id: &str, json: bool) -> Result<ExitCode> {
+/// One session from the store, and the acts done in it.
+fn one(store: &Store, id: &str, json: bool, tz: &TimeZone) -> Result<ExitCode> {
     match store.backend().session(id)? {
         Lookup::Found(view) => {
-            let out = if json { view.stats_json } else { view.tree_text.to_string() };
+            let acts = store.backend().acts(view.session.id.as_str())?;
+            let out = if json {
+                with_acts_json(view.stats_json, &acts, tz)
+            } else {
+                with_acts_text(&view.tree_text, &acts, tz)
+            };
             super::print(out.as_bytes())?;
             Ok(ExitCode::SUCCESS)
         }
@@ -65,6 +71,54 @@ fn one(store: &Store, id: &str, json: bool) -> Result<ExitCode> {
             ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
         )),
     }
+}
+
+/// The session's tree, then what was done to it: one line per act, oldest first.
+fn with_acts_text(tree: &crate::wire::Clean, acts: &[ActRow], tz: &TimeZone) -> String {
+    let mut out = tree.to_string();
+    if acts.is_empty() {
+        return out;
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str("\nacts:\n");
+    for a in acts {
+        let clean = |s: &str| crate::wire::sanitize_line(s).to_string();
+        let detail = if a.detail.is_empty() { String::new() } else { format!(" ({})", clean(&a.detail)) };
+        let _ = writeln!(
+            out,
+            "  {}  {} {} by {} via {}{detail}: {}",
+            minute(a.at_ms, tz),
+            clean(&a.kind),
+            clean(&a.target),
+            clean(&a.by),
+            clean(&a.via),
+            clean(&a.outcome),
+        );
+    }
+    out
+}
+
+/// `stats --json`'s object with the acts under `acts` (left as it was when there are none).
+fn with_acts_json(stats: String, acts: &[ActRow], tz: &TimeZone) -> String {
+    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str::<serde_json::Value>(&stats) else {
+        return stats;
+    };
+    if acts.is_empty() {
+        return stats;
+    }
+    let list = acts
+        .iter()
+        .map(|a| {
+            serde_json::json!({"at": query::rfc3339(a.at_ms, tz), "kind": a.kind, "by": a.by, "via": a.via,
+                               "target": a.target, "detail": a.detail, "outcome": a.outcome})
+        })
+        .collect();
+    object.insert("acts".into(), serde_json::Value::Array(list));
+    let mut out = serde_json::Value::Object(object).to_string();
+    out.push('\n');
+    out
 }
 
 #[derive(Serialize)]

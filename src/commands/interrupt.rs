@@ -18,6 +18,7 @@ use super::cli::InterruptArgs;
 use super::sessions::{self, Row};
 use crate::act::control::{self, Turn};
 use crate::act::log;
+use crate::act::record;
 use crate::act::server::{self, Server, Sessions};
 use crate::act::signal;
 use crate::act::target::{self, Miss, ModelTree, Stop, Tree};
@@ -30,15 +31,49 @@ use crate::source::census::{self, Options};
 use crate::source::proc::Proc;
 use crate::source::seen::State;
 use crate::source::socket;
+use crate::store::rows::ActRow;
+use crate::ui::acting::Plan;
 use crate::ui::label;
 use crate::wire::{Clean, sanitize_line};
 
 /// How often an OpenCode server is asked whether its aborted sessions stopped.
 const POLL: Duration = Duration::from_millis(100);
 
+/// Who acts, as the act is recorded.
+pub const BY_COMMAND: &str = "swarmtop interrupt";
+
 pub fn run(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(interrupt(args, config))
+    runtime.block_on(async {
+        let carrier = locate(args, config).await?;
+        if let Carrier::Process(row) = &carrier {
+            ask_first(args, row)?;
+        }
+        let mut printed = Ok(());
+        let done = carry(args, carrier, BY_COMMAND, &mut |line| {
+            if printed.is_ok() {
+                printed = super::print(format!("{line}\n").as_bytes());
+            }
+        })
+        .await;
+        printed?;
+        done.map(|()| ExitCode::SUCCESS)
+    })
+}
+
+/// On a terminal, before a whole session's process is signalled (`--yes` skips it).
+fn ask_first(args: &InterruptArgs, row: &Row) -> Result<()> {
+    let pid = process_pid(row)?;
+    if args.yes || !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Ok(());
+    }
+    eprint!("Stop the whole {}: pid {pid} in {}, SIGINT then SIGTERM? [y/N] ", what(row), project(row));
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if !matches!(answer.trim(), "y" | "Y" | "yes") {
+        bail!("left running");
+    }
+    Ok(())
 }
 
 fn name(model: &Model, idx: ThreadIdx) -> String {
@@ -49,20 +84,31 @@ fn tree(model: &Model) -> ModelTree<'_, impl Fn(ThreadIdx) -> String + '_> {
     ModelTree { model, name: |i| name(model, i) }
 }
 
-async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
+/// What carries the agent to stop, found.
+pub enum Carrier {
+    /// A tee of ours, its session read up to now, and the agent in it.
+    Tee(Box<TeeSession>, ThreadIdx),
+    /// An agent server, its sessions, and the one to stop.
+    Server(Server, Sessions, usize),
+    /// The process running the whole session (any agent).
+    Process(Row),
+}
+
+/// Finds what carries TARGET: a tee, else a server, else a session's process.
+pub async fn locate(args: &InterruptArgs, config: Config) -> Result<Carrier> {
     if args.server.is_none() {
-        if let Some(found) = find(args, config.clone()).await? {
-            return via_tee(args, found).await;
+        if let Some((session, idx)) = find(args, config.clone()).await? {
+            return Ok(Carrier::Tee(Box::new(session), idx));
         }
     }
     if args.socket.is_none() {
         if let Some((server, sessions, at)) = find_server(args)? {
-            return via_server(args, &server, &sessions, at);
+            return Ok(Carrier::Server(server, sessions, at));
         }
     }
     if args.socket.is_none() && args.server.is_none() {
         if let Some(row) = find_process(args, &config)? {
-            return via_signal(args, &row);
+            return Ok(Carrier::Process(row));
         }
     }
     let looked = match (&args.socket, &args.server) {
@@ -76,13 +122,109 @@ async fn interrupt(args: &InterruptArgs, config: Config) -> Result<ExitCode> {
     )
 }
 
+/// What stopping it takes and how, for a question asked before anything is done.
+pub fn plan(args: &InterruptArgs, carrier: &Carrier) -> Result<Plan> {
+    match carrier {
+        Carrier::Tee(session, idx) => {
+            let (levels, agent) = tee_levels(args, session, *idx)?;
+            let model = &session.pipeline.model;
+            let tee = session.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            let stops = levels
+                .iter()
+                .flatten()
+                .map(|s| format!("{} [{}], its running turn", name(model, ThreadIdx(s.node as u32)), short(&s.id)))
+                .collect();
+            let how =
+                vec![format!("through the tee at {}{tee}", Clean::path(&session.path)), format!("by {}", agent.how)];
+            Ok(Plan { how, stops })
+        }
+        Carrier::Server(server, sessions, at) => {
+            let levels = server_levels(args, server, sessions, *at)?;
+            let pid = server.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            let stops = levels.iter().flatten().map(|s| served(sessions, s.node)).collect();
+            let how = vec![
+                format!("through the agent server at {}{pid}", server.authority),
+                format!("by {}", server.api.how),
+            ];
+            Ok(Plan { how, stops })
+        }
+        Carrier::Process(row) => {
+            let pid = process_pid(row)?;
+            let how = vec![
+                format!("a signal to the process running the whole session: pid {pid} in {}", project(row)),
+                format!("SIGINT (as Ctrl-C), then SIGTERM after {} s", args.grace.as_secs()),
+            ];
+            Ok(Plan { how, stops: vec![format!("{}: pid {pid}", what(row))] })
+        }
+    }
+}
+
+/// Stops what `carrier` carries, each stop told to `report` once confirmed (by its agent's word,
+/// or its process gone); every act is logged, as `by` did it.
+pub async fn carry(args: &InterruptArgs, carrier: Carrier, by: &str, report: &mut dyn FnMut(String)) -> Result<()> {
+    match carrier {
+        Carrier::Tee(session, idx) => via_tee(args, *session, idx, by, report).await,
+        Carrier::Server(server, sessions, at) => via_server(args, &server, &sessions, at, by, report),
+        Carrier::Process(row) => via_signal(args, &row, by, report),
+    }
+}
+
+/// Keeps the act in the run store; a store that cannot be written is said (on stderr from the
+/// command, in the log from the monitor, whose screen owns the terminal).
+fn keep(act: &ActRow, by: &str) {
+    if let Err(e) = record::keep(act) {
+        tracing::warn!(error = %e, "the act was not kept in the run store");
+        if by == BY_COMMAND {
+            eprintln!("swarmtop: the act was not kept in the run store: {e}");
+        }
+    }
+}
+
+/// The root session of a server's session `i`.
+fn served_root(sessions: &Sessions, mut i: usize) -> String {
+    for _ in 0..sessions.len() {
+        let parent = sessions.list[i].parent.as_ref();
+        match parent.and_then(|p| sessions.list.iter().position(|s| &s.id == p)) {
+            Some(p) => i = p,
+            None => break,
+        }
+    }
+    sessions.id(i).to_owned()
+}
+
+/// The tree's short id: the last 8 characters.
+fn short(id: &str) -> String {
+    let id = sanitize_line(id).to_string();
+    let n = id.chars().count();
+    id.chars().skip(n.saturating_sub(8)).collect()
+}
+
+fn served(sessions: &Sessions, i: usize) -> String {
+    format!("{} [{}]", sanitize_line(&sessions.names(i)[0]), sanitize_line(sessions.id(i)))
+}
+
+fn what(row: &Row) -> String {
+    format!("{} session {} [{}]", row.tool, row.name, row.id)
+}
+
+fn project(row: &Row) -> String {
+    row.project
+        .as_deref()
+        .map_or_else(|| "an unknown project".to_owned(), |p| Clean::path(std::path::Path::new(p)).to_string())
+}
+
 /// Names several matches, for the error that refuses to pick one.
 fn several(target: &str, list: &[(String, String)]) -> color_eyre::Report {
     let list: Vec<String> = list.iter().map(|(id, n)| format!("{n} [{id}]")).collect();
     eyre!("{} names several agents: {}", sanitize_line(target), sanitize_line(&list.join(", ")))
 }
 
-async fn via_tee(args: &InterruptArgs, (mut session, idx): (TeeSession, ThreadIdx)) -> Result<ExitCode> {
+/// The running turns to stop in a tee's session, the deepest first, and how.
+fn tee_levels(
+    args: &InterruptArgs,
+    session: &TeeSession,
+    idx: ThreadIdx,
+) -> Result<(Vec<Vec<Stop>>, &'static TeeControl)> {
     let model = &session.pipeline.model;
     let who = name(model, idx);
     if let Some(code) = session.ended {
@@ -97,18 +239,37 @@ async fn via_tee(args: &InterruptArgs, (mut session, idx): (TeeSession, ThreadId
     let Some(agent) = control::for_format(format) else {
         bail!("swarmtop cannot interrupt a {format} session through its tee");
     };
+    Ok((levels, agent))
+}
+
+async fn via_tee(
+    args: &InterruptArgs,
+    mut session: TeeSession,
+    idx: ThreadIdx,
+    by: &str,
+    report: &mut dyn FnMut(String),
+) -> Result<()> {
+    let (levels, agent) = tee_levels(args, &session, idx)?;
+    let root = target::root_of(&session.pipeline.model, idx);
     let deadline = tokio::time::Instant::now() + args.timeout;
     for level in &levels {
-        stop_level(&mut session, agent, level, deadline).await?;
+        let stopped = stop_level(&mut session, agent, level, deadline, by).await;
         let model = &session.pipeline.model;
         for stop in level {
-            let (who, id, turn) =
-                (name(model, ThreadIdx(stop.node as u32)), sanitize_line(&stop.id), sanitize_line(&stop.turn));
-            let line = format!("interrupted {who} [{id}], turn {turn}\n");
-            super::print(line.as_bytes())?;
+            let mut act = record::act("interrupt", by, "tee", Some(&root), &stop.id);
+            act.detail = format!("turn {}", stop.turn);
+            act.outcome =
+                stopped.as_ref().map_or_else(|e| sanitize_line(&e.to_string()).to_string(), |()| "interrupted".into());
+            keep(&act, by);
+            if stopped.is_ok() {
+                let (who, id, turn) =
+                    (name(model, ThreadIdx(stop.node as u32)), sanitize_line(&stop.id), sanitize_line(&stop.turn));
+                report(format!("interrupted {who} [{id}], turn {turn}"));
+            }
         }
+        stopped?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The tee whose session holds TARGET, with it.
@@ -156,10 +317,11 @@ async fn stop_level(
     agent: &TeeControl,
     level: &[Stop],
     deadline: tokio::time::Instant,
+    by: &str,
 ) -> Result<()> {
     let mut asked = Vec::new();
     for stop in level {
-        let act = json!({"kind": "interrupt", "by": "swarmtop interrupt", "target": stop.id, "turn": stop.turn});
+        let act = json!({"kind": "interrupt", "by": by, "target": stop.id, "turn": stop.turn});
         let root = session.pipeline.model.thread(ThreadIdx(stop.node as u32)).parent.is_none();
         let running = Turn { thread: &stop.id, turn: &stop.turn, root };
         asked.push(session.ask(&(agent.interrupt)(running), act).await.map_err(|e| eyre!(e))?);
@@ -208,11 +370,19 @@ fn who(model: &Model, level: &[Stop]) -> String {
 
 /// The agent server whose sessions hold TARGET: `--server`, else every server found running.
 fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>> {
-    let servers: Vec<Server> = match &args.server {
-        Some(url) => server::apis().map(|api| Server::new(url, api)).collect::<Result<_, _>>().map_err(|e| eyre!(e))?,
-        None => {
-            server::running().iter().flat_map(|a| server::apis().filter_map(|api| Server::new(a, api).ok())).collect()
+    let servers: Vec<Server> = if let Some(url) = &args.server {
+        server::apis().map(|api| Server::new(url, api)).collect::<Result<_, _>>().map_err(|e| eyre!(e))?
+    } else {
+        let mut found = Vec::new();
+        for (authority, pid) in server::running() {
+            for api in server::apis() {
+                if let Ok(mut s) = Server::new(&authority, api) {
+                    s.pid = Some(pid);
+                    found.push(s);
+                }
+            }
         }
+        found
     };
     let mut found = Vec::new();
     for server in servers {
@@ -234,12 +404,25 @@ fn find_server(args: &InterruptArgs) -> Result<Option<(Server, Sessions, usize)>
     Ok(found.pop())
 }
 
-fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: usize) -> Result<ExitCode> {
+/// The busy sessions to abort on a server, the deepest first.
+fn server_levels(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: usize) -> Result<Vec<Vec<Stop>>> {
     let levels = target::plan(sessions, at, args.subtree);
-    let who = |i: usize| format!("{} [{}]", sanitize_line(&sessions.names(i)[0]), sanitize_line(sessions.id(i)));
     if levels.is_empty() {
-        bail!("{} is not busy on {}: nothing to interrupt", who(at), server.authority);
+        bail!("{} is not busy on {}: nothing to interrupt", served(sessions, at), server.authority);
     }
+    Ok(levels)
+}
+
+fn via_server(
+    args: &InterruptArgs,
+    server: &Server,
+    sessions: &Sessions,
+    at: usize,
+    by: &str,
+    report: &mut dyn FnMut(String),
+) -> Result<()> {
+    let levels = server_levels(args, server, sessions, at)?;
+    let who = |i: usize| served(sessions, i);
     let deadline = std::time::Instant::now() + args.timeout;
     for level in &levels {
         for stop in level {
@@ -254,17 +437,24 @@ fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: us
                 std::thread::sleep(POLL);
             };
             let mut act = serde_json::Map::new();
-            for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", server.api.via)] {
+            for (k, v) in [("kind", "interrupt"), ("by", by), ("via", server.api.via)] {
                 act.insert(k.into(), v.into());
             }
             act.insert("server".into(), server.authority.clone().into());
             act.insert("target".into(), stop.id.clone().into());
             act.insert("outcome".into(), format!("{outcome:?}").into());
             log::append(act);
+            let mut kept =
+                record::act("interrupt", by, server.api.via, Some(&served_root(sessions, stop.node)), &stop.id);
+            kept.detail = format!("server {}", server.authority);
+            kept.outcome = match &outcome {
+                Outcome::Aborted => "interrupted".to_owned(),
+                Outcome::Running => "no confirmation in time".to_owned(),
+                Outcome::Finished(_) => "ended before the abort".to_owned(),
+            };
+            keep(&kept, by);
             match outcome {
-                Outcome::Aborted => {
-                    super::print(format!("interrupted {} on {}\n", who(stop.node), server.authority).as_bytes())?;
-                }
+                Outcome::Aborted => report(format!("interrupted {} on {}", who(stop.node), server.authority)),
                 Outcome::Running => bail!("no confirmation that {} stopped in time", who(stop.node)),
                 Outcome::Finished(error) => {
                     let how =
@@ -274,7 +464,7 @@ fn via_server(args: &InterruptArgs, server: &Server, sessions: &Sessions, at: us
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The machine's sessions (what `ps` lists) as a flat tree: a session runs while its process does.
@@ -314,23 +504,20 @@ fn find_process(args: &InterruptArgs, config: &Config) -> Result<Option<Row>> {
     }
 }
 
-fn via_signal(args: &InterruptArgs, row: &Row) -> Result<ExitCode> {
-    let project = row.project.as_ref().map_or_else(|| "an unknown project".to_owned(), ToString::to_string);
-    let what = format!("{} session {} [{}]", row.tool, row.name, row.id);
+/// The pid running a whole session, when it runs.
+fn process_pid(row: &Row) -> Result<u32> {
     let Some(pid) = row.pid.filter(|_| row.state == State::Live) else {
-        bail!("{what} is not running ({}): nothing to interrupt", row.state.as_str());
+        bail!("{} is not running ({}): nothing to interrupt", what(row), row.state.as_str());
     };
-    if !args.yes && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprint!("Stop the whole {what}: pid {pid} in {project}, SIGINT then SIGTERM? [y/N] ");
-        let mut answer = String::new();
-        std::io::stdin().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            bail!("left running");
-        }
-    }
+    Ok(pid)
+}
+
+fn via_signal(args: &InterruptArgs, row: &Row, by: &str, report: &mut dyn FnMut(String)) -> Result<()> {
+    let (what, project) = (what(row), project(row));
+    let pid = process_pid(row)?;
     let ended = signal::stop(&Proc::default(), pid, args.grace);
     let mut act = serde_json::Map::new();
-    for (k, v) in [("kind", "interrupt"), ("by", "swarmtop interrupt"), ("via", "signal")] {
+    for (k, v) in [("kind", "interrupt"), ("by", by), ("via", "signal")] {
         act.insert(k.into(), v.into());
     }
     act.insert("target".into(), row.id.to_string().into());
@@ -338,7 +525,11 @@ fn via_signal(args: &InterruptArgs, row: &Row) -> Result<ExitCode> {
     act.insert("project".into(), project.clone().into());
     act.insert("outcome".into(), ended.as_ref().map_or_else(Clone::clone, |e| e.signal().to_owned()).into());
     log::append(act);
+    let mut kept = record::act("interrupt", by, "signal", Some(row.id.as_str()), row.id.as_str());
+    kept.detail = format!("pid {pid} in {project}");
+    kept.outcome = ended.as_ref().map_or_else(Clone::clone, |e| format!("exited on {}", e.signal()));
+    keep(&kept, by);
     let ended = ended.map_err(|e| eyre!(e))?;
-    super::print(format!("stopped {what}: pid {pid} in {project} exited on {}\n", ended.signal()).as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    report(format!("stopped {what}: pid {pid} in {project} exited on {}", ended.signal()));
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! The thin edges: parse the command line, run the shared pipeline, print or draw.
 
+pub mod acting;
 pub mod attach;
 pub mod cli;
 pub mod export;

@@ -13,6 +13,7 @@ use crossterm::event::EventStream;
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
+use super::acting::Acts;
 use super::cli::{GlobalOpts, MonitorOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::past;
@@ -314,6 +315,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     };
     let view = View::with_theme(theme_of(opts.theme));
     let (mut opened, mut past_rx) = Opened::new(past, &settings, &config);
+    let (acts, mut act_rx) = Acts::new(config.clone());
     let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =
@@ -353,6 +355,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
                         top(&mut rt, &mut opened.screens).notice("resumed".to_owned());
                     }
                     Some(Effect::Copy(text)) => top(&mut rt, &mut opened.screens).notice(copy_to_clipboard(&text)),
+                    Some(Effect::PlanAct(ask)) => acts.start(opened.screens.len(), &ask, false),
+                    Some(Effect::Act(ask)) => acts.start(opened.screens.len(), &ask, true),
                     Some(effect) => {
                         opened.effect(&mut rt, &effect);
                     }
@@ -364,6 +368,11 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
             // A request to quit, like `q`: the guard restores the terminal on the way out.
             _ = signals.recv() => break,
             Some(reply) = past_rx.recv() => opened.reply(&mut rt, reply),
+            Some((depth, reply)) = act_rx.recv() => {
+                if let Some(screen) = at(&mut rt, &mut opened.screens, depth) {
+                    screen.input(Input::Act(reply), Instant::now());
+                }
+            }
             event = async { live_rx.as_mut()?.recv().await }, if live_rx.is_some() => {
                 let now = Instant::now();
                 if let Some(event) = event {

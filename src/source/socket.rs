@@ -126,6 +126,12 @@ pub fn check_peer(stream: &impl AsFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The pid of the process at the other end of a connected socket.
+pub fn peer_pid(stream: &impl AsFd) -> Option<u32> {
+    let cred = nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    u32::try_from(cred.pid()).ok()
+}
+
 /// What is behind a socket path.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Probe {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use color_eyre::eyre::Result;
 
 use super::query::Filter;
-use super::rows::{Hit, ItemRow, Known, SessionInfo, SessionView, SourceRows, UsageFact};
+use super::rows::{ActRow, Hit, ItemRow, Known, SessionInfo, SessionView, SourceRows, UsageFact};
 use crate::wire::Clean;
 
 pub trait Backend {
@@ -45,6 +45,10 @@ pub trait Backend {
     fn dump(&self) -> Result<String>;
     /// Only one sync at a time: the lock, or `None` when another holds it and `wait` is false.
     fn lock(&self, wait: bool) -> Result<Option<SyncLock>>;
+    /// Keeps one act (an interrupt, a guard's decision).
+    fn record_act(&mut self, act: &ActRow) -> Result<()>;
+    /// The acts done in the root session `session` (its full id), oldest first.
+    fn acts(&self, session: &str) -> Result<Vec<ActRow>>;
 }
 
 /// What one source's write stored.

@@ -291,3 +291,24 @@ pub struct Hit {
     /// The machine that ran it (a team store's).
     pub machine: Option<Clean>,
 }
+
+/// One act on a swarm (an interrupt, a guard's refusal or stop), as it is kept: when, what, who
+/// did it and through what, the root session it was in and the agent it was on, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActRow {
+    pub at_ms: i64,
+    /// `interrupt`, `deny`.
+    pub kind: String,
+    /// `swarmtop interrupt`, `swarmtop monitor`, `guard`.
+    pub by: String,
+    /// `tee`, the server's kind, `signal`, `hook`.
+    pub via: String,
+    /// The root session's id, where it is known.
+    pub session: Option<String>,
+    /// The agent acted on (a thread's or session's id).
+    pub target: String,
+    /// What else says what it was: the turn, the reason, the pid and project.
+    pub detail: String,
+    /// `interrupted`, `denied`, or why it failed.
+    pub outcome: String,
+}

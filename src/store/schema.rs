@@ -149,7 +149,22 @@ const V2: &str = "CREATE VIRTUAL TABLE runs_fts USING fts5(brief, answer, conten
     END;
     INSERT INTO runs_fts(runs_fts) VALUES ('rebuild');";
 
-const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2)];
+/// Version 3: every act on a swarm (issue 23: an interrupt from the command or the monitor, a
+/// guard's refusal or stop), with the root session it was in, for `history SESSION`.
+const V3: &str = "CREATE TABLE acts (
+        id INTEGER PRIMARY KEY,
+        at_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        by TEXT NOT NULL,
+        via TEXT NOT NULL,
+        session TEXT,
+        target TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        outcome TEXT NOT NULL
+    );
+    CREATE INDEX acts_session ON acts(session, at_ms);";
+
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

@@ -19,7 +19,8 @@ use sha2::{Digest, Sha256};
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
 use super::rows::{
-    Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows, UsageFact,
+    ActRow, Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows,
+    UsageFact,
 };
 use super::schema;
 use crate::model::Tokens;
@@ -887,6 +888,35 @@ impl Backend for Sqlite {
             }
         }
         Ok(out)
+    }
+
+    fn record_act(&mut self, a: &ActRow) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO acts (at_ms, kind, by, via, session, target, detail, outcome)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![a.at_ms, a.kind, a.by, a.via, a.session, a.target, a.detail, a.outcome],
+        )?;
+        Ok(())
+    }
+
+    fn acts(&self, session: &str) -> Result<Vec<ActRow>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT at_ms, kind, by, via, session, target, detail, outcome FROM acts
+             WHERE session = ?1 ORDER BY at_ms, id",
+        )?;
+        let rows = st.query_map([session], |r| {
+            Ok(ActRow {
+                at_ms: r.get(0)?,
+                kind: r.get(1)?,
+                by: r.get(2)?,
+                via: r.get(3)?,
+                session: r.get(4)?,
+                target: r.get(5)?,
+                detail: r.get(6)?,
+                outcome: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     fn lock(&self, wait: bool) -> Result<Option<SyncLock>> {

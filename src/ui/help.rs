@@ -67,7 +67,7 @@ fn lines_of<'a>(
 
 /// Keys that work in every pane, by what they are for: one block of lines each.
 fn everywhere(view: &View, col_w: usize) -> Vec<Vec<Line<'static>>> {
-    [Section::Move, Section::Panes, Section::History, Section::Replay, Section::App]
+    [Section::Move, Section::Panes, Section::History, Section::Act, Section::Replay, Section::App]
         .into_iter()
         .map(|section| {
             let keys = BINDINGS.iter().filter(move |b| b.section == section && panes_of(b) == EVERY_PANE);
@@ -92,6 +92,7 @@ fn by_pane(view: &View, col_w: usize) -> Vec<Vec<Line<'static>>> {
         (When::TYPING, "Typing a filter"),
         (When::SEARCH, "Typing a search"),
         (When::HISTORY_VIEW, "In the history list"),
+        (When::ACT, "In the interrupt dialog"),
     ];
     for (when, title) in prompts {
         let keys = BINDINGS.iter().filter(move |b| b.when.has(when) && panes_of(b) == 0);

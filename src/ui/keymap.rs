@@ -63,6 +63,11 @@ pub enum Action {
     History,
     /// `r` in the history: sync the store and read it again.
     Reload,
+    /// `i`: interrupt the selected agent (asks first); `I`: it and everything below it.
+    Interrupt,
+    InterruptSubtree,
+    /// `y` in the interrupt dialog: stop what it names.
+    ConfirmAct,
     /// Esc: closes the innermost thing open (prompt, overlay, zoom, expanded lane, filter). Never quits.
     Back,
     /// `q`: quits, after asking while a live stream would be lost.
@@ -108,12 +113,14 @@ impl When {
     pub const HISTORY: Self = Self(512);
     /// A past session opened from the run store.
     pub const PAST: Self = Self(1024);
+    /// The interrupt dialog.
+    pub const ACT: Self = Self(2048);
     pub const PANES: Self = Self(1 | 2 | 4 | 256);
     pub const OVERLAYS: Self = Self(8 | 16);
     /// The history view, its list or a session opened from it.
     pub const HISTORY_VIEW: Self = Self(512 | 1024);
     pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16 | 256 | 512 | 1024);
-    pub const PROMPTS: Self = Self(32 | 128);
+    pub const PROMPTS: Self = Self(32 | 128 | 2048);
 
     const fn or(self, o: Self) -> Self {
         Self(self.0 | o.0)
@@ -132,6 +139,7 @@ pub enum Section {
     Timeline,
     Replay,
     History,
+    Act,
     App,
 }
 
@@ -144,6 +152,7 @@ impl Section {
             Self::Panes => "Panes",
             Self::Replay => "Replay",
             Self::History => "History (H)",
+            Self::Act => "Interrupt (asks first)",
             Self::App => "Screen",
         }
     }
@@ -223,6 +232,8 @@ pub static BINDINGS: &[Binding] = &[
     b(&[key(K::Backspace)],         A::SearchBackspace, "delete a character",               None,                   0, When::SEARCH, S::Filter),
     b(&[ch('y'), ch('q')],          A::ConfirmQuit,     "quit and lose the live stream",    Some("quit"),           1, When::CONFIRM, S::App),
     b(&[ch('n'), key(K::Esc)],      A::Back,            "stay",                             Some("stay"),           1, When::CONFIRM, S::App),
+    b(&[ch('y')],                   A::ConfirmAct,      "interrupt what the dialog names",  Some("interrupt"),      1, When::ACT, S::Act),
+    b(&[ch('n'), key(K::Esc)],      A::Back,            "leave it running / close",         Some("close"),          1, When::ACT, S::Act),
     b(&[key(K::Up), ch('k')],       A::MoveUp,          "move up",                          Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Down), ch('j')],     A::MoveDown,        "move down",                        Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Left), ch('h')],     A::Fold,            "fold, or go to the parent",        Some("fold"),           2, When::TREE, S::Move),
@@ -258,6 +269,8 @@ pub static BINDINGS: &[Binding] = &[
     replay(b(&[ch(']')],            A::SeekForward,     "seek forward 10 s",                Some("seek"),           4, When::PANES, S::Replay)),
     replay(b(&[ch('+'), ch('=')],   A::SpeedUp,         "faster",                           Some("speed"),          3, When::PANES, S::Replay)),
     replay(b(&[ch('-')],            A::SpeedDown,       "slower",                           Some("speed"),          3, When::PANES, S::Replay)),
+    b(&[ch('i')],                   A::Interrupt,       "interrupt the selected agent", Some("interrupt"), 4, When::PANES, S::Act),
+    b(&[ch('I')],                   A::InterruptSubtree, "interrupt it and all below it", Some("interrupt"), 4, When::PANES, S::Act),
     b(&[ch('H')],                   A::History,         "past sessions from the run store", Some("history"),        3, When::PANES, S::History),
     b(&[key(K::Enter)],             A::OpenLane,        "open: replay its files, else the store's copy", Some("open"), 1, When::HISTORY, S::History),
     b(&[ch('/')],                   A::FilterStart,     "filter by agent, project, name, status or id", Some("filter"), 2, When::HISTORY, S::History),
@@ -278,6 +291,8 @@ pub fn context(view: &View) -> When {
     let panes = &view.panes;
     if panes.overlay == Some(Overlay::ConfirmQuit) {
         When::CONFIRM
+    } else if panes.overlay == Some(Overlay::Act) {
+        When::ACT
     } else if panes.filter.typing || view.history.filter.typing {
         When::TYPING
     } else if panes.search.typing {
@@ -285,7 +300,7 @@ pub fn context(view: &View) -> When {
     } else if let Some(o) = panes.overlay {
         match o {
             Overlay::Help => When::HELP,
-            Overlay::Diagnostics | Overlay::ConfirmQuit => When::DIAG,
+            Overlay::Diagnostics | Overlay::ConfirmQuit | Overlay::Act => When::DIAG,
         }
     } else if view.history.open {
         if view.history.opened.is_some() { When::PAST } else { When::HISTORY }
@@ -331,7 +346,7 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
     let panes = &view.panes;
     let typing = panes.filter.typing || panes.search.typing || view.history.filter.typing;
-    if typing || panes.overlay == Some(Overlay::ConfirmQuit) {
+    if typing || matches!(panes.overlay, Some(Overlay::ConfirmQuit | Overlay::Act)) {
         return None;
     }
     let (column, row) = (ev.column, ev.row);
@@ -411,6 +426,7 @@ mod tests {
             When::TIMELINE,
             When::HISTORY,
             When::PAST,
+            When::ACT,
         ];
         for ctx in contexts {
             let mut seen: Vec<Key> = Vec::new();

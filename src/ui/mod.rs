@@ -10,7 +10,9 @@
 //! Draw again after every action (the view changed), whenever `model.generation` moved, and about
 //! once a second while something is active: elapsed times, the clock and `stalled` follow time.
 
+pub mod acting;
 mod diagnostics;
+mod dialog;
 mod feed;
 mod footer;
 pub mod frame;

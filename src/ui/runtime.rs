@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::Frame;
 
+use super::acting::Reply;
 use super::feed::Feed;
 use super::frame::{FrameClock, INGEST_CHUNK, INGEST_SLICE};
 use super::history::Loaded;
@@ -49,6 +50,8 @@ pub enum Input {
     LiveClosed,
     /// What a read of the run store brought, for the history view.
     Past(Loaded),
+    /// What finding or doing an interrupt brought, for its dialog.
+    Act(Reply),
 }
 
 /// How the monitor was asked to run.
@@ -230,6 +233,12 @@ impl Runtime {
             Input::LiveClosed => self.take_live(live::Event::Ended(End::Closed), now),
             Input::Past(loaded) => {
                 self.view.history.take(loaded);
+                self.dirty = true;
+            }
+            Input::Act(reply) => {
+                if let Some(said) = self.view.acting.take(reply) {
+                    self.view.panes.notice = Some(said);
+                }
                 self.dirty = true;
             }
         }
@@ -539,7 +548,9 @@ impl Runtime {
                 | Effect::Copy(_)
                 | Effect::LoadHistory
                 | Effect::OpenPast(_)
-                | Effect::Return),
+                | Effect::Return
+                | Effect::PlanAct(_)
+                | Effect::Act(_)),
                 _,
             ) => return Some(effect),
             // Nothing to do, or a replay control on a live source.

@@ -21,7 +21,7 @@ use super::layout::Layout;
 use super::paint::centred;
 use super::scene::Scene;
 use super::view::{Overlay, Pane, View};
-use super::{diagnostics, footer, header, help, history, lanes, machine, sidebar, timeline, tree};
+use super::{diagnostics, dialog, footer, header, help, history, lanes, machine, sidebar, timeline, tree};
 use crate::model::Model;
 use crate::router::Counters;
 
@@ -87,6 +87,7 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
         Some(Overlay::Help) => help::draw(frame, body, view, &mut layout),
         Some(Overlay::Diagnostics) => diagnostics::draw(frame, body, &scene, &mut layout),
         Some(Overlay::ConfirmQuit) => confirm_quit(frame, body, &scene, &mut layout),
+        Some(Overlay::Act) => dialog::draw(frame, body, view, &mut layout),
         None => {}
     }
     layout

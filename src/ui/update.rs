@@ -3,7 +3,8 @@
 
 use ratatui::layout::{Position, Rect};
 
-use super::history::{self, Ask, Listing};
+use super::acting::Ask;
+use super::history::{self, Listing};
 use super::keymap::Action;
 use super::outline::{self, NodeId};
 use super::view::{Jump, Overlay, Pane, Sort, View};
@@ -36,6 +37,11 @@ pub enum Effect {
     OpenPast(String),
     /// Leave this screen (a session opened from a history) for the one it was opened from.
     Return,
+    /// Find what carries this agent and what stopping it takes (off the UI thread), for the
+    /// interrupt dialog.
+    PlanAct(Ask),
+    /// Stop it, as the dialog said (off the UI thread).
+    Act(Ask),
 }
 
 /// How far the timeline's arrows move, as a share of the window.
@@ -60,6 +66,13 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         Action::SpeedDown => Effect::Speed(-1),
         Action::Yank => yank(view, model),
         Action::History => open_history(view),
+        Action::Interrupt | Action::InterruptSubtree => interrupt(view, model, action == Action::InterruptSubtree),
+        Action::ConfirmAct => view.acting.confirm().map_or(Effect::None, Effect::Act),
+        Action::Back if view.panes.overlay == Some(Overlay::Act) => {
+            view.acting.close();
+            view.panes.overlay = None;
+            Effect::None
+        }
         // Nothing left to close on a screen opened from a history: back to that history.
         Action::Back if !view.history.open => {
             if back(view) || !view.history.nested {
@@ -69,8 +82,8 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
             }
         }
         _ if in_history(view, action) => match history::keys::act(&mut view.history, &view.layout, action) {
-            Some(Ask::List) => Effect::LoadHistory,
-            Some(Ask::Open(id)) => Effect::OpenPast(id),
+            Some(history::Ask::List) => Effect::LoadHistory,
+            Some(history::Ask::Open(id)) => Effect::OpenPast(id),
             None => Effect::None,
         },
         Action::FilterStart
@@ -98,6 +111,32 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
     };
     view.refresh(model);
     effect
+}
+
+/// `i` / `I`: the interrupt dialog on the agent the sidebar describes (the cost table's row when
+/// it has the focus); what carries it is found off the screen's thread.
+fn interrupt(view: &mut View, model: &Model, subtree: bool) -> Effect {
+    let Some(t) = selected_agent(view, model) else {
+        view.panes.notice = Some("select an agent to interrupt".to_owned());
+        return Effect::None;
+    };
+    let label = super::label::text(model, t);
+    let ask = view.acting.open(model.thread(t).id.to_string(), label, subtree);
+    view.panes.overlay = Some(Overlay::Act);
+    Effect::PlanAct(ask)
+}
+
+/// The agent `y` and `i` act on: the cost table's selected row when it has the focus, else the
+/// thread the sidebar describes.
+fn selected_agent(view: &View, model: &Model) -> Option<crate::router::ThreadIdx> {
+    let thread = match view.panes.focus {
+        Pane::Cost => {
+            let row = view.selection.cost_row.saturating_sub(view.panes.cost_scroll);
+            view.layout.cost_rows.get(row).map(|&(_, t)| t)
+        }
+        _ => view.focus_thread(model),
+    };
+    thread.filter(|t| t.index() < model.threads.len())
 }
 
 /// `H`: the history view, its sessions read again (the list read last shows meanwhile).
@@ -316,16 +355,7 @@ fn yank(view: &View, model: &Model) -> Effect {
     if view.panes.focus == Pane::Lanes && !view.panes.timeline && !view.layout.lane_text.is_empty() {
         return Effect::Copy(view.layout.lane_text.join("\n"));
     }
-    let thread = match view.panes.focus {
-        Pane::Cost => {
-            let row = view.selection.cost_row.saturating_sub(view.panes.cost_scroll);
-            view.layout.cost_rows.get(row).map(|&(_, t)| t)
-        }
-        _ => view.focus_thread(model),
-    };
-    thread
-        .filter(|t| t.index() < model.threads.len())
-        .map_or(Effect::None, |t| Effect::Copy(model.thread(t).id.to_string()))
+    selected_agent(view, model).map_or(Effect::None, |t| Effect::Copy(model.thread(t).id.to_string()))
 }
 
 /// While typing a filter the cursor goes to the first thread that matches (not to an ancestor

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
+use super::acting::Acting;
 use super::feed::Feed;
 use super::history::HistoryView;
 pub use super::layout::Layout;
@@ -38,6 +39,8 @@ pub enum Overlay {
     Diagnostics,
     /// "Quit and lose the live stream?"
     ConfirmQuit,
+    /// "Interrupt this agent?" ([`super::acting`]).
+    Act,
 }
 
 /// A pending jump to a search match, resolved by the next draw of the lanes (which knows the
@@ -76,6 +79,8 @@ pub struct View {
     pub derived: Derived,
     /// The history view (`H`): past sessions from the run store.
     pub history: HistoryView,
+    /// The interrupt dialog (`i`, `I`).
+    pub acting: Acting,
 }
 
 /// Where the cursor is.
@@ -244,6 +249,7 @@ impl View {
                 order: Memo::default(),
             },
             history: HistoryView::default(),
+            acting: Acting::default(),
         }
     }
 

@@ -54,7 +54,11 @@ pub static AGENT: Agent = Agent {
     live: None,
     // Ctrl-C: the CLI ends its turn and writes `[Request interrupted by user]` (wire.md §8).
     control: Control {
-        tee: Some(TeeControl { interrupt: stream_interrupt, refusal: control_refusal }),
+        tee: Some(TeeControl {
+            how: "a control request: interrupt (the session), stop_task (a sub-agent, its parent goes on)",
+            interrupt: stream_interrupt,
+            refusal: control_refusal,
+        }),
         server: None,
         hook: Some(SpawnHook { settings, spawn_tools: crate::wire::claude::SPAWN_TOOLS }),
     },

@@ -46,7 +46,11 @@ pub static AGENT: Agent = Agent {
     live: None,
     // Through its tee, the app-server's own request; else Ctrl-C to the process.
     control: Control {
-        tee: Some(TeeControl { interrupt: interrupt_turn, refusal: rpc_refusal }),
+        tee: Some(TeeControl {
+            how: "turn/interrupt of its running turn (the client sees an interrupted turn)",
+            interrupt: interrupt_turn,
+            refusal: rpc_refusal,
+        }),
         server: None,
         hook: None,
     },

@@ -25,6 +25,9 @@ pub struct Turn<'a> {
 
 /// Stopping a turn through the tee.
 pub struct TeeControl {
+    /// How a stop is done, in the agent's own terms, for the question that asks first (the
+    /// session itself first, then a sub-agent, where they differ).
+    pub how: &'static str,
     /// The request that stops one running turn.
     pub interrupt: fn(Turn<'_>) -> TeeRequest,
     /// Whether the session's answer to it says it failed, and why.
@@ -61,6 +64,8 @@ pub enum Outcome {
 pub struct ServerApi {
     /// How an act through it is named in the acts log.
     pub via: &'static str,
+    /// How a stop is done, in the server's own terms, for the question that asks first.
+    pub how: &'static str,
     /// Every session it serves.
     pub sessions: fn(&dyn Http) -> Result<Vec<ServedSession>, String>,
     /// The sessions at work now.

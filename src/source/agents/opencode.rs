@@ -50,7 +50,14 @@ pub static AGENT: Agent = Agent {
     live: Some(open_live),
     control: Control {
         tee: None,
-        server: Some(ServerApi { via: "opencode serve", sessions, busy, abort, ended }),
+        server: Some(ServerApi {
+            via: "opencode serve",
+            how: "POST /session/{id}/abort (its running message ends aborted; a parent's task call fails)",
+            sessions,
+            busy,
+            abort,
+            ended,
+        }),
         hook: None,
     },
     // Any provider's models; OpenCode prices each message itself (wire.md §9).

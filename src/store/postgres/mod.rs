@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 pub use self::schema::{FutureSchema, LATEST, STEPS, version};
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
-use super::rows::{Hit, ItemRow, Known, SessionInfo, SourceRows, UsageFact};
+use super::rows::{ActRow, Hit, ItemRow, Known, SessionInfo, SourceRows, UsageFact};
 use crate::wire::sanitize_line;
 
 /// How long connecting may take before the store counts as unavailable.
@@ -118,6 +118,36 @@ impl Backend for Postgres {
 
     fn sessions(&self, filter: &Filter) -> Result<Vec<SessionInfo>> {
         read::sessions(&mut self.client.borrow_mut(), filter)
+    }
+
+    fn record_act(&mut self, a: &ActRow) -> Result<()> {
+        self.client.get_mut().execute(
+            "INSERT INTO acts (machine, at_ms, kind, by, via, session, target, detail, outcome)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[&self.machine, &a.at_ms, &a.kind, &a.by, &a.via, &a.session, &a.target, &a.detail, &a.outcome],
+        )?;
+        Ok(())
+    }
+
+    fn acts(&self, session: &str) -> Result<Vec<ActRow>> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT at_ms, kind, by, via, session, target, detail, outcome FROM acts
+             WHERE session = $1 ORDER BY at_ms, id",
+            &[&session],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| ActRow {
+                at_ms: r.get(0),
+                kind: r.get(1),
+                by: r.get(2),
+                via: r.get(3),
+                session: r.get(4),
+                target: r.get(5),
+                detail: r.get(6),
+                outcome: r.get(7),
+            })
+            .collect())
     }
 
     fn session(&self, id: &str) -> Result<Lookup> {

@@ -156,8 +156,23 @@ const V2: &str = "ALTER TABLE runs
     CREATE INDEX runs_brief_search ON runs USING GIN (brief_search);
     CREATE INDEX runs_answer_search ON runs USING GIN (answer_search);";
 
+/// Version 3, as SQLite's: every act on a swarm, with the machine that did it.
+const V3: &str = "CREATE TABLE acts (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        machine TEXT NOT NULL,
+        at_ms BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        by TEXT NOT NULL,
+        via TEXT NOT NULL,
+        session TEXT,
+        target TEXT NOT NULL,
+        detail TEXT NOT NULL,
+        outcome TEXT NOT NULL
+    );
+    CREATE INDEX acts_session ON acts(session, at_ms);";
+
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1, V2];
+pub const STEPS: &[&str] = &[V1, V2, V3];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();
