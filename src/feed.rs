@@ -476,6 +476,9 @@ pub fn feed(
             }
         }
         debug_assert!(early.is_empty(), "every chunk read was routed");
+        if let Some(merged) = shared.reader.lock().ok().as_ref().and_then(|r| r.merged.as_ref()) {
+            pipeline.reopened = pipeline.reopened.saturating_add(merged.reopened());
+        }
         Ok(())
     })
 }

@@ -44,6 +44,9 @@ pub struct Pipeline {
     pub model: Model,
     /// Bytes of the records fed, each with its newline (decompressed).
     pub bytes: u64,
+    /// Inputs of a merge by time closed to stay under its bound of open files and opened again
+    /// ([`crate::source::merge::OPEN_MAX`]).
+    pub reopened: u64,
     formats: Formats,
 }
 
@@ -82,6 +85,7 @@ impl Pipeline {
             router: Router::reading(config.router, config.reading),
             model: Model::new(config.prices, config.model),
             bytes: 0,
+            reopened: 0,
             formats: Formats::default(),
         }
     }

@@ -84,6 +84,15 @@ struct InputJson {
     lines: u64,
     bytes: u64,
     format: &'static str,
+    /// Inputs closed to stay under the merge's bound of open files and opened again: said only
+    /// when some were.
+    #[serde(skip_serializing_if = "is_zero")]
+    reopened: u64,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if hands a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -252,7 +261,12 @@ fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
     let threads = model.threads.iter().enumerate().map(|(i, _)| thread_json(model, ThreadIdx(i as u32))).collect();
     let totals = model.totals();
     StatsJson {
-        input: InputJson { lines: counters.lines, bytes: pipeline.bytes, format: pipeline.format() },
+        input: InputJson {
+            lines: counters.lines,
+            bytes: pipeline.bytes,
+            format: pipeline.format(),
+            reopened: pipeline.reopened,
+        },
         routing: counters.into(),
         dropped: DroppedJson::of(pipeline),
         threads,

@@ -525,7 +525,11 @@ impl Model {
                             t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress)
                         });
                     if let Some(turn) = open {
-                        let state = if a.status == Status::Failed { TurnStatus::Failed } else { TurnStatus::Completed };
+                        let state = match a.status {
+                            Status::Failed => TurnStatus::Failed,
+                            Status::Interrupted => TurnStatus::Interrupted,
+                            _ => TurnStatus::Completed,
+                        };
                         self.end_turn(child, turn, state, time);
                     }
                     let t = &mut self.threads[child.index()];

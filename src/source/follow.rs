@@ -16,6 +16,7 @@ pub use super::live::Change;
 use super::live::Event;
 
 use super::files::{self, Input};
+use super::merge;
 use super::watch::Watcher;
 
 /// Longest time between two looks when the watcher reports nothing.
@@ -47,8 +48,14 @@ impl Follower {
         Self { files, dirs, known }
     }
 
-    /// One look: what the files gained and which files appeared since the last.
+    /// One look: what the files gained and which files appeared since the last, in stream time
+    /// ([`by_time`]).
     pub fn changes(&mut self) -> Vec<Change> {
+        by_time(self.look())
+    }
+
+    /// What the files gained, file by file.
+    fn look(&mut self) -> Vec<Change> {
         let mut out = Vec::new();
         for w in &mut self.files {
             out.extend(if files::is_sidecar(&w.path) { rewritten(w) } else { look(&w.path, &mut w.read) });
@@ -98,6 +105,30 @@ pub fn spawn(mut follower: Follower, tx: mpsc::Sender<Event>) -> io::Result<()> 
     Ok(())
 }
 
+/// What one look found, its lines in stream time: files restarted or appeared first, then every
+/// file's new lines interleaved by their times ([`merge::runs`]: a parent's lines written while
+/// its children worked no longer all go before theirs), then the sidecars rewritten (a sub-agent's
+/// `finished` after its last lines).
+fn by_time(changes: Vec<Change>) -> Vec<Change> {
+    let mut out = Vec::with_capacity(changes.len());
+    let (mut grown, mut rewritten) = (Vec::new(), Vec::new());
+    for change in changes {
+        match change {
+            Change::Grew { file, at, bytes } => grown.push((file, at, bytes)),
+            Change::Rewritten { .. } => rewritten.push(change),
+            Change::Restarted { .. } | Change::Appeared { .. } => out.push(change),
+        }
+    }
+    let chunks: Vec<&[u8]> = grown.iter().map(|(_, _, bytes)| bytes.as_slice()).collect();
+    for (n, range) in merge::runs(&chunks) {
+        let (file, at, bytes) = &grown[n];
+        let at = at + range.start as u64;
+        out.push(Change::Grew { file: file.clone(), at, bytes: bytes[range].to_vec() });
+    }
+    out.extend(rewritten);
+    out
+}
+
 /// A sidecar whose size or modification time moved since it was read.
 fn rewritten(w: &mut Watched) -> Vec<Change> {
     let Ok(meta) = std::fs::metadata(&w.path) else { return Vec::new() };
@@ -136,6 +167,35 @@ fn look(path: &PathBuf, read: &mut u64) -> Vec<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two files grown at one look: their lines come by time, each file's in its order and from
+    /// the byte it was at; the sidecar rewritten after them.
+    #[test]
+    fn what_one_look_found_comes_in_stream_time() {
+        let line = |ms: i64, s: &str| {
+            format!(r#"{{"type":"step_start","timestamp":{ms},"sessionID":"ses_{s}","part":{{"type":"step-start"}}}}"#)
+                + "\n"
+        };
+        let (p1, p2, c1) = (line(10, "p"), line(30, "p"), line(20, "c"));
+        let (parent, child) = (PathBuf::from("parent.jsonl"), PathBuf::from("child.jsonl"));
+        let sidecar = Change::Rewritten { file: PathBuf::from("agent-c.meta.json") };
+        let got = by_time(vec![
+            sidecar.clone(),
+            Change::Grew { file: parent.clone(), at: 100, bytes: [p1.clone(), p2.clone()].concat().into_bytes() },
+            Change::Appeared { file: child.clone() },
+            Change::Grew { file: child.clone(), at: 0, bytes: c1.clone().into_bytes() },
+        ]);
+        assert_eq!(
+            got,
+            [
+                Change::Appeared { file: child.clone() },
+                Change::Grew { file: parent.clone(), at: 100, bytes: p1.clone().into_bytes() },
+                Change::Grew { file: child, at: 0, bytes: c1.into_bytes() },
+                Change::Grew { file: parent, at: 100 + p1.len() as u64, bytes: p2.into_bytes() },
+                sidecar,
+            ]
+        );
+    }
 
     #[test]
     fn whole_lines_from_where_it_was_read() {

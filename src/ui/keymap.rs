@@ -317,7 +317,10 @@ pub fn context(view: &View) -> When {
 /// The bindings that apply right now.
 pub fn active(view: &View) -> impl Iterator<Item = &'static Binding> + '_ {
     let ctx = context(view);
-    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.derived.replay))
+    // `y` in the interrupt dialog only once it names something to stop.
+    BINDINGS.iter().filter(move |b| {
+        b.when.has(ctx) && (!b.replay || view.derived.replay) && (b.action != Action::ConfirmAct || view.acting.ready())
+    })
 }
 
 pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {

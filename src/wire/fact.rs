@@ -697,7 +697,7 @@ pub struct Acted<'a> {
 pub struct Answered<'a> {
     /// The child whose answer it is.
     pub child: Id<'a>,
-    /// `Idle` (completed) or `Failed`.
+    /// `Idle` (completed), `Failed` or `Interrupted`.
     pub status: Status,
 }
 

@@ -515,7 +515,7 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
 /// `metadata.interrupted`, a `task` whose child was cancelled with `Task cancelled`; a call the user
 /// refused at its permission prompt ends `The user rejected permission to use this specific tool
 /// call.`
-fn item_status(s: Option<&str>, error: Option<&str>, interrupted: bool) -> ItemStatus {
+pub(super) fn item_status(s: Option<&str>, error: Option<&str>, interrupted: bool) -> ItemStatus {
     match s {
         Some("completed") => ItemStatus::Completed,
         Some("error") if interrupted || matches!(error, Some("Tool execution aborted" | "Task cancelled")) => {

@@ -11,7 +11,10 @@
 //! - `error` {`error` {name, data}}: the run failed.
 //!
 //! A sub-agent's own parts, tokens and cost are in the store only: from this output it is a lane
-//! under its card that finished, with nothing of its own.
+//! under its card that finished, failed or was cancelled as its card did, with nothing of its own.
+//! No line names the root's own model (a step's part has tokens and cost only; a `task` call's
+//! `metadata.model` is its sub-agent's, the agent's own model else the caller's): the root's model
+//! stays unknown rather than guessed, its cost is OpenCode's own figure.
 
 use std::borrow::Cow;
 
@@ -19,8 +22,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::fact::{
-    CostReported, ErrorFact, Fact, Format, Lowered, Parentage, ResponseUsage, Status, StatusChange, StatusFact,
-    Subject, Target, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    Answered, CostReported, ErrorFact, Fact, Format, ItemStatus, Lowered, Parentage, ResponseUsage, Status,
+    StatusChange, StatusFact, Subject, Target, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via,
+    Weight,
 };
 use super::json::{Str, opt_str};
 use super::opencode::{self, Part, Tokens};
@@ -137,6 +141,10 @@ fn task<'l>(line: &'l RunLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
     }
     #[derive(Default, Deserialize)]
     struct TaskState<'a> {
+        #[serde(borrow, default, deserialize_with = "opt_str")]
+        status: Option<Str<'a>>,
+        #[serde(borrow, default, deserialize_with = "opt_str")]
+        error: Option<Str<'a>>,
         #[serde(borrow, default)]
         input: Option<TaskInput<'a>>,
         #[serde(borrow, default)]
@@ -155,6 +163,8 @@ fn task<'l>(line: &'l RunLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
         session_id: Option<Str<'a>>,
         #[serde(borrow, default)]
         model: Option<TaskModel<'a>>,
+        #[serde(default)]
+        interrupted: Option<bool>,
     }
     #[derive(Default, Deserialize)]
     struct TaskModel<'a> {
@@ -172,11 +182,20 @@ fn task<'l>(line: &'l RunLine<'_>, session: &'l str, out: &mut Lowered<'l>) {
     let input = state.input.unwrap_or_default();
     let card = t.id.filter(|c| !c.is_empty());
     let mut fact =
-        ThreadFact::new(child, Parentage::Child { parent: Cow::Borrowed(session), via: Via::TaskTool, card });
+        ThreadFact::new(child.clone(), Parentage::Child { parent: Cow::Borrowed(session), via: Via::TaskTool, card });
     fact.nickname = input.description.as_deref().filter(|d| !d.is_empty()).map(sanitize);
     fact.role = input.subagent_type.as_deref().filter(|r| !r.is_empty()).map(sanitize);
     fact.model = meta.model.and_then(|m| m.model_id).as_deref().filter(|m| !m.is_empty()).map(sanitize);
     out.facts.push(Fact::Thread(Box::new(fact)));
+    // The child's own end is in the store only; here its card's end is all there is of it: a
+    // failed or cancelled call ended the child so (a completed one answered, as the part says).
+    let end =
+        match opencode::item_status(state.status.as_deref(), state.error.as_deref(), meta.interrupted == Some(true)) {
+            ItemStatus::Failed => Status::Failed,
+            ItemStatus::Interrupted => Status::Interrupted,
+            _ => return,
+        };
+    out.facts.push(Fact::Answered(Answered { child, status: end }));
 }
 
 fn step_finish<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
@@ -268,6 +287,24 @@ mod tests {
             "{facts}"
         );
         assert!(facts.contains(r#"nickname: Some("List files A")"#) && facts.contains(r#"model: Some("mock-large")"#));
+    }
+
+    /// The child's own end is nowhere in this output: a failed call fails its child, a cancelled
+    /// one interrupts it (the `subfail` capture's child stayed pending for good).
+    #[test]
+    fn a_failed_or_cancelled_task_call_ends_its_child_so() {
+        let call = |status: &str, error: &str| {
+            lowered(&format!(
+                r#"{{"type":"tool_use",{S},"part":{{"type":"tool","tool":"task","callID":"call_f","state":{{"status":"{status}","input":{{"description":"List files FAIL","subagent_type":"general"}},"error":"{error}","metadata":{{"parentSessionId":"ses_root","sessionId":"ses_child","model":{{"modelID":"mock-large","providerID":"mock"}}}},"time":{{"start":1,"end":2}}}},"id":"prt_task","sessionID":"ses_root","messageID":"msg_1"}}}}"#
+            ))
+            .1
+        };
+        let failed = call("error", "Subagent failed (task_id: ses_child): mock: internal server error");
+        assert!(failed.contains(r#"Answered { child: "ses_child", status: Failed }"#), "{failed}");
+        let cancelled = call("error", "Task cancelled");
+        assert!(cancelled.contains(r#"Answered { child: "ses_child", status: Interrupted }"#), "{cancelled}");
+        let running = call("running", "");
+        assert!(!running.contains("Answered"), "a call still running ended nothing: {running}");
     }
 
     #[test]

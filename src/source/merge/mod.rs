@@ -6,14 +6,17 @@
 //!
 //! - [`clock`]: the merge's queue, and which inputs make one stream.
 //! - [`pull`]: one input's records, pulled one at a time.
+//! - [`runs`]: what several inputs gained at one look (`--follow`, the machine view), by time.
 
 pub mod clock;
 pub mod pull;
+pub mod runs;
 
 use std::io::{self, BufReader, Read};
 
 pub use self::clock::{Clock, Order, Stream, ahead, streams};
 use self::pull::Pull;
+pub use self::runs::runs;
 use super::files::{self, Input, MAX_LINE, Record};
 use crate::wire::{self, Origin};
 
@@ -53,6 +56,14 @@ pub struct Failed {
 /// Read buffer of each input's cursor: a merge of thousands of rollouts holds one per file.
 const CURSOR_BUFFER: usize = 16 << 10;
 
+/// Most inputs a merge holds open at once. A Codex home holds thousands of rollouts, a process
+/// may open 1024 files: past this, the input used least lately is closed where it stands (its
+/// record kept) and opened again when its turn comes, counted ([`Merged::reopened`]).
+pub const OPEN_MAX: usize = 256;
+
+/// Opens input `n` anew.
+type Opener<'i> = Box<dyn Fn(usize) -> io::Result<Box<dyn Read + Send + 'i>> + Send + 'i>;
+
 type Reader<'i> = Pull<BufReader<Box<dyn Read + Send + 'i>>>;
 
 /// A sidecar's record, read whole when its stream opens (one small object).
@@ -83,6 +94,11 @@ enum Part {
 /// One stream's cursor: its input's records, between its sidecar's two applications.
 struct Cursor<'i> {
     main: Reader<'i>,
+    /// Its input's number, to open it again.
+    n: usize,
+    /// When it last moved on (the merge's count of moves): the one used least lately is closed
+    /// first.
+    used: u64,
     origin: Origin,
     /// The sidecar's record, with its origin ahead and as it lies.
     sidecar: Option<(Held, Origin, Origin)>,
@@ -131,6 +147,13 @@ impl Cursor<'_> {
 pub struct Merged<'i> {
     cursors: Vec<Cursor<'i>>,
     names: Vec<String>,
+    open_input: Opener<'i>,
+    /// Inputs held open at most, and now.
+    open_max: usize,
+    open: usize,
+    /// Inputs closed to stay under `open_max` and opened again.
+    reopened: u64,
+    moves: u64,
     clock: Clock,
     /// Stop before the first record after this stream time (unix ms).
     until: Option<i64>,
@@ -154,6 +177,11 @@ pub struct Timing {
 impl<'i> Merged<'i> {
     /// Opens every input (each at its first record) and queues them by the time of it.
     pub fn open(inputs: &'i (impl Inputs + ?Sized), timing: Timing) -> Result<Self, Failed> {
+        Self::open_bounded(inputs, timing, OPEN_MAX)
+    }
+
+    /// [`Merged::open`], holding at most `open_max` inputs open at once.
+    pub fn open_bounded(inputs: &'i (impl Inputs + ?Sized), timing: Timing, open_max: usize) -> Result<Self, Failed> {
         let Timing { order, until } = timing;
         let origins: Vec<Origin> = (0..inputs.count()).map(|n| inputs.origin(n)).collect();
         let streams = streams(&origins);
@@ -161,6 +189,11 @@ impl<'i> Merged<'i> {
         let mut merged = Self {
             cursors: Vec::with_capacity(streams.len()),
             names: Vec::with_capacity(streams.len()),
+            open_input: Box::new(move |n| inputs.open(n)),
+            open_max: open_max.max(1),
+            open: 0,
+            reopened: 0,
+            moves: 0,
             clock: Clock::new(streams.len(), order),
             until,
             timed,
@@ -193,15 +226,63 @@ impl<'i> Merged<'i> {
                 (None, true) => Part::Main,
                 (None, false) => Part::Done,
             };
-            let cursor = Cursor { main, origin: origins[stream.main].clone(), sidecar, part };
+            let cursor = Cursor { main, n: stream.main, used: 0, origin: origins[stream.main].clone(), sidecar, part };
             let s = merged.cursors.len();
             if cursor.part != Part::Done {
                 merged.clock.offer(s, cursor.time(timed));
             }
             merged.cursors.push(cursor);
             merged.names.push(inputs.name(stream.main));
+            if merged.cursors[s].main.is_open() {
+                merged.open += 1;
+                merged.make_room(None);
+            }
         }
         Ok(merged)
+    }
+
+    /// How many times an input closed to stay under the bound was opened again.
+    pub fn reopened(&self) -> u64 {
+        self.reopened
+    }
+
+    /// Closes the inputs used least lately (not `keep`) until there is room for one more, or,
+    /// at most, as many as the bound.
+    fn make_room(&mut self, keep: Option<usize>) {
+        let room = if keep.is_some() { self.open_max - 1 } else { self.open_max };
+        while self.open > room {
+            let lru = self
+                .cursors
+                .iter()
+                .enumerate()
+                .filter(|&(s, c)| Some(s) != keep && c.main.is_open())
+                .min_by_key(|(_, c)| c.used)
+                .map(|(s, _)| s);
+            let Some(s) = lru else { return };
+            self.cursors[s].main.park();
+            if self.cursors[s].main.is_open() {
+                // A failed read is kept open to give its error: nothing else is closed for it.
+                return;
+            }
+            self.open -= 1;
+        }
+    }
+
+    /// Opens cursor `s`'s input again where it was closed, if it was.
+    fn reopen(&mut self, s: usize) -> Result<(), Failed> {
+        let c = &self.cursors[s];
+        // Only a move within its input reads from it.
+        if c.main.is_open() || c.part != Part::Main {
+            return Ok(());
+        }
+        let n = c.n;
+        self.make_room(Some(s));
+        let failed = |error| Failed { doing: "opening again", input: self.names[s].clone(), error };
+        let reader = (self.open_input)(n).map_err(failed)?;
+        self.cursors[s].main.resume(BufReader::with_capacity(CURSOR_BUFFER, reader)).map_err(failed)?;
+        self.open += 1;
+        self.reopened += 1;
+        Ok(())
     }
 
     /// The next record in stream time with its origin; `None` at the end (or past `until`).
@@ -239,8 +320,19 @@ impl<'i> Merged<'i> {
 
     fn choose(&mut self) -> Result<Option<usize>, Failed> {
         if let Some(s) = self.last.take() {
+            if let Err(f) = self.reopen(s) {
+                self.over = true;
+                return Err(f);
+            }
+            self.moves += 1;
             let c = &mut self.cursors[s];
-            match c.advance() {
+            c.used = self.moves;
+            let was_open = c.main.is_open();
+            let moved = c.advance();
+            if was_open && !c.main.is_open() {
+                self.open -= 1;
+            }
+            match moved {
                 Ok(true) => {
                     let time = c.time(self.timed);
                     self.clock.offer(s, time);
@@ -263,5 +355,90 @@ impl<'i> Merged<'i> {
             return Ok(None);
         }
         Ok(Some(s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor as Bytes;
+
+    use super::*;
+
+    /// Inputs in memory, counting how often each is opened.
+    struct Memory {
+        inputs: Vec<Vec<u8>>,
+        opened: Vec<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Memory {
+        fn new(inputs: Vec<Vec<u8>>) -> Self {
+            let opened = inputs.iter().map(|_| std::sync::atomic::AtomicUsize::new(0)).collect();
+            Self { inputs, opened }
+        }
+    }
+
+    impl Inputs for Memory {
+        fn count(&self) -> usize {
+            self.inputs.len()
+        }
+        fn name(&self, n: usize) -> String {
+            format!("input {n}")
+        }
+        fn origin(&self, _: usize) -> Origin {
+            Origin::NONE
+        }
+        fn open(&self, n: usize) -> io::Result<Box<dyn Read + Send + '_>> {
+            self.opened[n].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Box::new(Bytes::new(self.inputs[n].as_slice())))
+        }
+    }
+
+    fn line(session: usize, ms: i64) -> String {
+        format!(
+            r#"{{"type":"step_start","timestamp":{ms},"sessionID":"ses_{session}","part":{{"type":"step-start"}}}}"#
+        )
+    }
+
+    fn read_all(inputs: &Memory, open_max: usize) -> (Vec<String>, u64) {
+        let mut merged = Merged::open_bounded(inputs, Timing::default(), open_max).expect("in memory");
+        let mut out = Vec::new();
+        while let Some((record, _)) = merged.next_record().expect("in memory") {
+            let Record::Line(l) = record else { panic!("no line is too long") };
+            out.push(String::from_utf8_lossy(l).into_owned());
+        }
+        (out, merged.reopened())
+    }
+
+    /// Six inputs interleaved in time, read two open at a time: the same records in the same
+    /// order as with all of them open, each closed input opened again where it stood, counted.
+    #[test]
+    fn at_most_open_max_inputs_are_open_and_the_order_is_the_same() {
+        let inputs = Memory::new(
+            (0..6)
+                .map(|s| {
+                    // Blank lines and a byte order mark: where a closed input goes on counts them.
+                    let mut text = String::from(if s == 0 { "\u{feff}" } else { "" });
+                    for k in 0..5 {
+                        text.push_str(&line(s, 1000 + k * 10 + i64::try_from(s).unwrap()));
+                        text.push_str("\n\n");
+                    }
+                    text.into_bytes()
+                })
+                .collect(),
+        );
+        let (all, none) = read_all(&inputs, OPEN_MAX);
+        assert_eq!(none, 0);
+        assert_eq!(all.len(), 30);
+        let times: Vec<i64> = all.iter().map(|l| wire::stream_time(l.as_bytes()).expect("timed")).collect();
+        assert!(times.is_sorted(), "{times:?}");
+        let (bounded, reopened) = read_all(&inputs, 2);
+        assert_eq!(bounded, all);
+        assert!(reopened > 0, "inputs were closed and opened again");
+        let opened: usize = inputs.opened.iter().map(|o| o.load(std::sync::atomic::Ordering::Relaxed)).sum();
+        assert_eq!(
+            u64::try_from(opened).unwrap(),
+            6 + 6 + reopened,
+            "once each unbounded, once each and the reopens bounded"
+        );
     }
 }

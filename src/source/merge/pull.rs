@@ -8,7 +8,10 @@ use crate::source::files::{self, BOM, HEAD, Record};
 use crate::source::recording::is_continuation;
 
 pub struct Pull<R> {
-    reader: R,
+    /// `None` while parked: the file is closed, `consumed` says where to take it up again.
+    reader: Option<R>,
+    /// Bytes taken from the reader so far (decompressed): where the next record starts.
+    consumed: u64,
     max_line: usize,
     /// The current record's bytes (its head, when it is over the bound).
     line: Vec<u8>,
@@ -27,7 +30,8 @@ pub struct Pull<R> {
 impl<R: BufRead> Pull<R> {
     pub fn new(reader: R, max_line: usize) -> Self {
         Self {
-            reader,
+            reader: Some(reader),
+            consumed: 0,
             max_line: max_line.max(HEAD),
             line: Vec::new(),
             over: None,
@@ -49,8 +53,42 @@ impl<R: BufRead> Pull<R> {
         })
     }
 
-    /// Moves to the next record: `false` at the end. A failed read ends the input after the
-    /// unfinished line read before it, then gives the error.
+    /// Whether its reader is open: not parked, and not past its end.
+    pub fn is_open(&self) -> bool {
+        self.reader.is_some()
+    }
+
+    /// Closes its reader (its file), keeping the current record and where the next starts. A
+    /// read that failed is kept open, to give its error.
+    pub fn park(&mut self) {
+        if self.failed.is_none() {
+            self.reader = None;
+        }
+    }
+
+    /// Takes up a parked input again from `reader`, the same input opened anew: what was read
+    /// already is skipped.
+    pub fn resume(&mut self, mut reader: R) -> io::Result<()> {
+        let mut left = self.consumed;
+        while left > 0 {
+            let chunk = match reader.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "it shrank while it was read"));
+            }
+            let n = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            reader.consume(n);
+            left -= n as u64;
+        }
+        self.reader = Some(reader);
+        Ok(())
+    }
+
+    /// Moves to the next record: `false` at the end (its reader closed then). A failed read ends
+    /// the input after the unfinished line read before it, then gives the error.
     pub fn advance(&mut self) -> io::Result<bool> {
         loop {
             self.held = false;
@@ -59,12 +97,15 @@ impl<R: BufRead> Pull<R> {
                 return Err(e);
             }
             if self.ended {
+                // Nothing more to read: its file is closed at once, not when the merge ends.
+                self.reader = None;
                 return Ok(false);
             }
             let any = self.read_line();
             if !any {
                 self.ended = true;
                 if self.failed.is_none() {
+                    self.reader = None;
                     return Ok(false);
                 }
                 continue;
@@ -82,8 +123,12 @@ impl<R: BufRead> Pull<R> {
         self.line.clear();
         self.over = None;
         let mut any = false;
+        let Some(reader) = self.reader.as_mut() else {
+            self.failed = Some(io::Error::other("read while its file was closed"));
+            return false;
+        };
         loop {
-            let chunk = match self.reader.fill_buf() {
+            let chunk = match reader.fill_buf() {
                 Ok(c) => c,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -107,7 +152,8 @@ impl<R: BufRead> Pull<R> {
                 }
                 if m < BOM.len() && start == chunk.len() {
                     self.mark = Some(m);
-                    self.reader.consume(start);
+                    reader.consume(start);
+                    self.consumed += start as u64;
                     continue;
                 }
                 self.mark = None;
@@ -121,7 +167,8 @@ impl<R: BufRead> Pull<R> {
                 None => (&chunk[start..], chunk.len(), false),
             };
             files::append(&mut self.line, &mut self.over, piece, self.max_line);
-            self.reader.consume(used);
+            reader.consume(used);
+            self.consumed += used as u64;
             if done {
                 return true;
             }
@@ -188,7 +235,30 @@ mod tests {
         assert_eq!(pulled(b"\xef", 1, HEAD).0, [(b"\xef".to_vec(), None)]);
     }
 
+    /// Records pulled with the input closed and opened again after every one of them.
+    fn pulled_parked(data: &[u8], cap: usize, max_line: usize) -> Vec<Owned> {
+        let mut pull = Pull::new(BufReader::with_capacity(cap, data), max_line);
+        let mut out = Vec::new();
+        while pull.advance().expect("in memory") {
+            out.push(owned(pull.record().expect("a record")));
+            pull.park();
+            assert!(!pull.is_open());
+            pull.resume(BufReader::with_capacity(cap, data)).expect("the same input");
+        }
+        assert!(!pull.is_open(), "closed at its end");
+        out
+    }
+
     proptest! {
+        #[test]
+        fn a_parked_input_goes_on_where_it_stopped(
+            data in record_bytes(),
+            cap in 1usize..700,
+            max_line in HEAD..900,
+        ) {
+            prop_assert_eq!(pulled_parked(&data, cap, max_line), pulled(&data, cap, max_line).0);
+        }
+
         #[test]
         fn pulled_records_are_those_read_records_gives(
             data in record_bytes(),

@@ -216,11 +216,9 @@ impl Machine {
         }
         grown.sort_unstable();
         grown.dedup();
-        for i in grown {
-            // A store that changed may hold a new session: looked for on the next tick.
-            self.stores_changed |= self.files[i].is_store();
-            self.read_file(i).await?;
-        }
+        // A store that changed may hold a new session: looked for on the next tick.
+        self.stores_changed |= grown.iter().any(|&i| self.files[i].is_store());
+        self.read_files(&grown).await?;
         Ok(unknown)
     }
 
@@ -343,6 +341,46 @@ mod tests {
     use super::*;
     use crate::source::agents::{Env, Window};
     use crate::source::proc::Proc;
+
+    /// A session's files are read together at start, by time: the sub-agent's line written
+    /// between two of its parent's comes between them (read file by file, the child came only
+    /// after its parent's whole file, finished before it was seen to start).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_sessions_backlog_comes_in_stream_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(project.join("s1/subagents")).unwrap();
+        let line = |uuid: &str, second: u32, side: bool| {
+            format!(
+                r#"{{"type":"user","uuid":"{uuid}","sessionId":"s1","isSidechain":{side},"cwd":"/home/dev/p","timestamp":"2026-12-01T10:00:0{second}.000Z","message":{{"role":"user","content":"{uuid}"}}}}"#
+            ) + "\n"
+        };
+        std::fs::write(project.join("s1.jsonl"), line("p1", 1, false) + &line("p2", 3, false)).unwrap();
+        std::fs::write(project.join("s1/subagents/agent-a1.jsonl"), line("c1", 2, true)).unwrap();
+        let opts = Options {
+            window: Window::all(),
+            env: Env::default().with("HOME", dir.path()),
+            proc: Proc::default(),
+            tee_dir: dir.path().join("run"),
+        };
+        let mut events = spawn(opts);
+        let mut order = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(Event::Records(r))) => {
+                    for l in r.iter() {
+                        let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                        order.push(v["uuid"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+                Ok(Some(Event::Live)) => break,
+                Ok(Some(_)) => {}
+                _ => panic!("the backlog never ended: {order:?}"),
+            }
+        }
+        assert_eq!(order, ["p1", "c1", "p2"]);
+    }
 
     /// Each snapshot the screen gets is judged by one walk of `/proc` at most: the first by the
     /// walk that found the sessions, each tick's by its own, a new session's by the last.

@@ -2,9 +2,11 @@
 //! than its tee, when a tee carries it), a sidecar whole whenever it is rewritten, a store
 //! through its follower.
 
+use std::collections::HashMap;
+
 use super::followed::{READ_CHUNK, grow};
 use super::{Gone, Machine};
-use crate::source::files;
+use crate::source::{files, merge};
 use crate::wire::Origin;
 
 impl Machine {
@@ -25,24 +27,93 @@ impl Machine {
             return self.read_sidecar(i).await;
         }
         loop {
-            let f = &mut self.files[i];
-            if f.before.is_some_and(|b| b.done()) {
-                return Ok(());
-            }
-            let Some(mut chunk) = grow(&f.path, &mut f.read) else { return Ok(()) };
-            if let Some(before) = &mut f.before {
-                chunk = before.keep(&chunk);
-            }
-            let more = chunk.len() as u64 >= READ_CHUNK;
-            let origin = f.origin.clone();
-            self.learn_project(i, &chunk);
+            let Some((chunk, more)) = self.next_chunk(i) else { return Ok(()) };
             if !chunk.is_empty() {
+                let origin = self.files[i].origin.clone();
                 self.forward(origin, chunk).await?;
             }
             if !more {
                 return Ok(());
             }
         }
+    }
+
+    /// Reads what several followed files gained. The plain files of one session are read
+    /// together, their lines in stream time ([`merge::runs`]): a parent's lines no longer all go
+    /// before those its children wrote meanwhile (a backlog read at start showed each child only
+    /// after its parent's whole file). Stores are read as they are; sidecars after the lines (a
+    /// sub-agent's `finished` after its last line).
+    pub(super) async fn read_files(&mut self, files: &[usize]) -> Result<(), Gone> {
+        let owner: HashMap<usize, usize> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .flat_map(|(s, session)| session.files.iter().map(move |&f| (f, s)))
+            .collect();
+        let mut groups: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
+        let mut sidecars = Vec::new();
+        for &i in files {
+            if self.files[i].is_store() {
+                self.read_file(i).await?;
+            } else if files::is_sidecar(&self.files[i].path) {
+                sidecars.push(i);
+            } else {
+                let session = owner.get(&i).copied();
+                match groups.iter_mut().find(|(s, _)| s.is_some() && *s == session) {
+                    Some((_, group)) => group.push(i),
+                    None => groups.push((session, vec![i])),
+                }
+            }
+        }
+        for (_, group) in groups {
+            match group[..] {
+                [one] => self.read_file(one).await?,
+                _ => self.read_together(&group).await?,
+            }
+        }
+        for i in sidecars {
+            self.read_file(i).await?;
+        }
+        Ok(())
+    }
+
+    /// One session's files read together: up to [`READ_CHUNK`] of each at a time, the lines of
+    /// each round merged by stream time (a backlog over the chunk is in order within each round).
+    async fn read_together(&mut self, group: &[usize]) -> Result<(), Gone> {
+        loop {
+            let mut chunks = Vec::with_capacity(group.len());
+            let mut more = false;
+            for &i in group {
+                let (chunk, left) = self.next_chunk(i).unwrap_or_default();
+                more |= left;
+                chunks.push(chunk);
+            }
+            let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+            let runs = merge::runs(&slices);
+            for (n, range) in runs {
+                let origin = self.files[group[n]].origin.clone();
+                self.forward(origin, chunks[n][range].to_vec()).await?;
+            }
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// What file `i` gained since it was last read, whole lines (only those older than its tee),
+    /// and whether more was left to read; `None` when it gained nothing.
+    fn next_chunk(&mut self, i: usize) -> Option<(Vec<u8>, bool)> {
+        let f = &mut self.files[i];
+        if f.before.is_some_and(|b| b.done()) {
+            return None;
+        }
+        let mut chunk = grow(&f.path, &mut f.read)?;
+        let more = chunk.len() as u64 >= READ_CHUNK;
+        if let Some(before) = &mut f.before {
+            chunk = before.keep(&chunk);
+        }
+        self.learn_project(i, &chunk);
+        Some((chunk, more))
     }
 
     /// A sidecar (Claude Code's `agent-<id>.meta.json`, wire.md §6) is one JSON object with no

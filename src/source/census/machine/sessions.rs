@@ -45,9 +45,7 @@ impl Machine {
             // land in their agent's group at once, not two seconds later.
             self.announce().await?;
         }
-        for i in fresh {
-            self.read_file(i).await?;
-        }
+        self.read_files(&fresh).await?;
         Ok(())
     }
 
