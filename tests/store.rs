@@ -328,7 +328,11 @@ fn hostile_text_never_reaches_the_terminal_raw() {
         m.run(&["history", &id, "--no-sync"]),
         m.run(&["search", "hello", "--no-sync"]),
         m.run(&["search", "hello", "--json", "--no-sync"]),
+        // The spawn's prompt, a sub-agent's brief, held the same escapes (`p` is what is left).
+        m.run(&["search", "p", "--no-sync"]),
+        m.run(&["search", "p", "--json", "--no-sync"]),
     ];
+    assert!(outputs[6].contains("\"kind\":\"brief\""), "a brief was found: {}", outputs[6]);
     for kind in ["session", "model", "agent-type", "project", "daily"] {
         outputs.push(m.run(&["report", kind, "--no-sync"]));
         outputs.push(m.run(&["report", kind, "--json", "--no-sync"]));
@@ -580,6 +584,7 @@ fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
         let report = m.json(&["report", "session", "--json", "--no-sync"]);
         let stats = m.json(&["stats", "--json", files]);
         assert_eq!(figures(&report["totals"]), agents_figures(&stats), "{case}");
+        gone_changes_nothing(&m, &id, &project, case);
     }
     for case in ["subfail", "tree"] {
         let m = Machine::new();
@@ -594,7 +599,27 @@ fn real_claude_2_1_332_and_opencode_1_18_33_sessions_are_what_stats_says() {
         let report = m.json(&["report", "session", "--json", "--no-sync"]);
         let stats = m.json(&["stats", "--json", db]);
         assert_eq!(figures(&report["totals"]), figures(&stats["totals"]), "{case}");
+        gone_changes_nothing(&m, &id, &dir, case);
     }
+}
+
+/// The session's files deleted (the agent's clean-up), then synced again: its tree, figures,
+/// reports and text are what they were.
+fn gone_changes_nothing(m: &Machine, id: &str, files: &std::path::Path, case: &str) {
+    let seen = || {
+        let mut out = vec![m.run(&["history", id, "--json", "--no-sync"]), m.run(&["history", id, "--no-sync"])];
+        for kind in ["session", "daily", "model", "agent-type"] {
+            out.push(m.run(&["report", kind, "--json", "--no-sync"]));
+        }
+        let mut listed = m.json(&["history", "--json", "--no-sync"]);
+        listed["sessions"][0]["filesPresent"] = serde_json::Value::Null;
+        out.push(listed.to_string());
+        out
+    };
+    let before = seen();
+    std::fs::remove_dir_all(files).unwrap();
+    m.run(&["sync"]);
+    assert_eq!(seen(), before, "{case}: after its files went");
 }
 
 /// Every act is kept in the run store as it is done, and `history SESSION` reads it back: here a

@@ -553,6 +553,16 @@ fn receiver_names(model: &Model, item: &Item) -> Vec<String> {
         .collect()
 }
 
+/// Rows of one stored item at most (a run the store keeps: its text is capped already).
+const STORED_ROWS: usize = 256;
+
+/// A stored run's item as a lane draws it, from its top (the history's session opened from the
+/// run store, `history::stored`): the same glyphs, styles and wrapping as a live lane's. It names
+/// no thread (the store keeps none of an item's receivers).
+pub fn stored_item_lines(item: &Item, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    item_lines(&Model::default(), item, width, STORED_ROWS, theme)
+}
+
 /// The last `max` rows of one item.
 fn item_lines(model: &Model, item: &Item, width: usize, max: usize, theme: &Theme) -> Vec<Line<'static>> {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();

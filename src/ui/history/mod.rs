@@ -14,7 +14,7 @@ pub(super) mod stored;
 use std::sync::Arc;
 
 use crate::model::prices::Pico;
-use crate::model::{Status, Tokens};
+use crate::model::{Item, ItemKind, ItemStatus, Status, Tokens};
 use crate::wire::Clean;
 
 use super::status::Shown;
@@ -80,6 +80,18 @@ pub struct PastItem {
     pub title: Clean,
     pub text: Clean,
     pub failed: bool,
+}
+
+impl PastItem {
+    /// As the model holds an item, for the lanes to draw: its kind by its stored name, finished
+    /// (or failed), with no thread of its own (the store keeps none of its receivers).
+    pub fn item(&self) -> Item {
+        let mut item = Item::new("", ItemKind::of(self.kind.as_str()));
+        item.status = if self.failed { ItemStatus::Failed } else { ItemStatus::Completed };
+        item.title = self.title.clone();
+        item.text = self.text.clone();
+        item
+    }
 }
 
 /// A session as the store keeps it (its files are gone, or are rows of another agent's store).

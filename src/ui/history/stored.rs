@@ -1,6 +1,6 @@
 //! A past session as the run store keeps it, for a session whose files are gone: its runs as a
-//! tree with their figures on the left, the selected run on the right (what it was asked, what
-//! its items said, its answer, the files it changed), scrolled from the top.
+//! tree with their figures on the left, the selected run on the right (what it was asked, its
+//! items as its lane showed them, its answer, the files it changed), scrolled from the top.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Clear};
 use super::list::message;
 use super::{HistoryView, Opened, PastRun, Stored, shown};
 use crate::model::format_usd;
+use crate::ui::lanes::stored_item_lines;
 use crate::ui::layout::{Layout, scrolled};
 use crate::ui::paint::put_lines;
 use crate::ui::text::{duration, fit, right, short_model, tokens, truncate, wrap_line};
@@ -129,13 +130,8 @@ fn text_lines(r: &PastRun, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     if !r.entries.is_empty() {
         out.push(Line::default());
     }
-    for item in &r.entries {
-        let style = if item.failed { theme.failed } else { theme.tool };
-        let head = if item.title.is_empty() { item.kind.to_string() } else { format!("{} {}", item.kind, item.title) };
-        out.push(Line::from(Span::styled(truncate(&format!("▸ {head}"), width), style)));
-        if !item.text.is_empty() {
-            wrapped(item.text.as_str(), theme.base, &mut out);
-        }
+    for entry in &r.entries {
+        out.extend(stored_item_lines(&entry.item(), width, theme));
     }
     if let Some(answer) = &r.answer {
         out.push(Line::default());
