@@ -11,45 +11,18 @@
 mod serve_support;
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serve_support::Events;
+use serve_support::{Events, PROJECT, line, opening, session_id, transcript};
 
 const CLIENTS: usize = 10;
 const IDLE_SESSIONS: usize = 50;
-const PROJECT: &str = "-tmp-swarmtop-bench";
 
 fn env_or(key: &str, default: u64) -> u64 {
     std::env::var(key).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn session_id(n: usize) -> String {
-    format!("00000000-0000-4000-8000-{n:012}")
-}
-
-/// A user prompt that opens session `n`.
-fn opening(n: usize, at: &str) -> String {
-    let id = session_id(n);
-    format!(
-        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/tmp/swarmtop-bench","sessionId":"{id}","version":"2.1.39","type":"user","message":{{"role":"user","content":"bench session {n}"}},"uuid":"{id}-u","timestamp":"{at}"}}
-"#
-    )
-}
-
-/// An assistant line of session `n`, the `i`-th: 1 input and 1 output token.
-fn line(n: usize, i: u64, at: &str) -> String {
-    let id = session_id(n);
-    format!(
-        r#"{{"parentUuid":"{id}-u","isSidechain":false,"userType":"external","cwd":"/tmp/swarmtop-bench","sessionId":"{id}","version":"2.1.39","message":{{"model":"claude-opus-4-6","id":"msg_bench_{n}_{i}","type":"message","role":"assistant","content":[{{"type":"text","text":"line {i}"}}],"stop_reason":null,"stop_sequence":null,"usage":{{"input_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}},"requestId":"req_bench_{n}_{i}","type":"assistant","uuid":"{id}-{i}","timestamp":"{at}"}}
-"#
-    )
-}
-
-fn transcript(home: &Path, n: usize) -> PathBuf {
-    home.join(".claude/projects").join(PROJECT).join(format!("{}.jsonl", session_id(n)))
 }
 
 struct Daemon {
@@ -104,6 +77,45 @@ impl Drop for Daemon {
     }
 }
 
+/// One client's events until the usage of the last line, each mapped back to its line.
+fn read_busy(mut c: Events, written: &Mutex<Vec<Instant>>, busy_id: &str, total_lines: u64) -> Got {
+    let mut got = Got { latencies: Vec::with_capacity(total_lines as usize), ..Got::default() };
+    let mut seen = vec![false; total_lines as usize];
+    loop {
+        let e = c.next();
+        let at = Instant::now();
+        if e.kind == "resync" {
+            got.resyncs += 1;
+            got.missed += e.data["missed"].as_u64().unwrap_or(0);
+        }
+        if e.kind != "usage" || e.data["thread"] != busy_id {
+            continue;
+        }
+        let i = e.data["tokens"]["total"].as_u64().unwrap() / 2;
+        if std::mem::replace(&mut seen[(i - 1) as usize], true) {
+            got.twice += 1;
+        }
+        if let Some(t) = written.lock().unwrap().get((i - 1) as usize) {
+            got.latencies.push(at.saturating_duration_since(*t));
+        }
+        if i == total_lines {
+            return got;
+        }
+    }
+}
+
+/// What one client read of the loaded session.
+#[derive(Default)]
+struct Got {
+    /// From each line written to its usage event read.
+    latencies: Vec<Duration>,
+    /// Lines whose usage event came more than once.
+    twice: u64,
+    /// Times it fell behind and was told to resync, and the events that cost it.
+    resyncs: u64,
+    missed: u64,
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -145,29 +157,9 @@ fn main() {
     let busy_id = session_id(busy);
     let readers: Vec<_> = clients
         .drain(..)
-        .map(|mut c| {
+        .map(|c| {
             let (written, busy_id) = (written.clone(), busy_id.clone());
-            std::thread::spawn(move || {
-                let mut latencies = Vec::with_capacity(total_lines as usize);
-                let mut resyncs = 0;
-                loop {
-                    let e = c.next();
-                    let at = Instant::now();
-                    if e.kind == "resync" && e.data["reason"] == "missed" {
-                        resyncs += 1;
-                    }
-                    if e.kind != "usage" || e.data["thread"] != busy_id.as_str() {
-                        continue;
-                    }
-                    let i = e.data["tokens"]["total"].as_u64().unwrap() / 2;
-                    if let Some(t) = written.lock().unwrap().get((i - 1) as usize) {
-                        latencies.push(at.saturating_duration_since(*t));
-                    }
-                    if i == total_lines {
-                        return (latencies, resyncs);
-                    }
-                }
-            })
+            std::thread::spawn(move || read_busy(c, &written, &busy_id, total_lines))
         })
         .collect();
     let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
@@ -192,16 +184,18 @@ fn main() {
     }
     let wrote = began.elapsed();
     let mut all = Vec::new();
-    let mut resyncs = 0;
+    let (mut resyncs, mut missed, mut twice) = (0, 0, 0);
     for r in readers {
-        let (l, n) = r.join().unwrap();
-        all.extend(l);
-        resyncs += n;
+        let got = r.join().unwrap();
+        all.extend(got.latencies);
+        (resyncs, missed, twice) = (resyncs + got.resyncs, missed + got.missed, twice + got.twice);
     }
     all.sort();
+    let expected = total_lines * CLIENTS as u64;
     println!(
-        "SSE latency, {total_lines} lines at {:.0} lines/s, {CLIENTS} clients: {} events; p50 {:.2} ms, p99 {:.2} ms, \
-         max {:.2} ms; {resyncs} resyncs",
+        "SSE latency, {total_lines} lines at {:.0} lines/s, {CLIENTS} clients: {} of {expected} usage events (one a \
+         line and client), {twice} twice; p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {resyncs} resyncs ({missed} \
+         events missed)",
         total_lines as f64 / wrote.as_secs_f64(),
         all.len(),
         percentile(&all, 0.5).as_secs_f64() * 1e3,

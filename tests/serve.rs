@@ -199,6 +199,53 @@ fn killed_mid_sync_and_restarted_the_store_is_a_clean_sync_s() {
     assert_eq!(dump(&m.store()), dump(&clean));
 }
 
+/// `/api/sessions/{id}` of a session that goes on: its tree as the lines written so far make it,
+/// not as the last turn's sync found it (turns an hour apart here), in the `stats --json` shape.
+#[test]
+fn a_session_going_on_is_answered_as_it_is_now() {
+    let m = Machine::new();
+    let project = claude_project(&m.home());
+    std::fs::create_dir_all(&project).unwrap();
+    let d = Daemon::start_with(&m.home(), "127.0.0.1:0", "1h", &[]);
+    d.wait_status("the first sync", |s| s["syncs"].as_u64() >= Some(1));
+    let name = format!("{CLAUDE_SESSION}.jsonl");
+    let fixture = store_support::fixtures().join("claude-2.1.39");
+    let lines: Vec<String> = std::fs::read_to_string(fixture.join(&name)).unwrap().lines().map(str::to_owned).collect();
+    let half = lines.len() / 2;
+    std::fs::write(project.join(&name), lines[..half].join("\n") + "\n").unwrap();
+    d.wait_status("half the transcript read", |s| s["records"].as_u64() == Some(half as u64));
+    let now = parse(&d.get(&format!("/api/sessions/{CLAUDE_SESSION}")).1);
+    let alone = m.dir.path().join("half.jsonl");
+    std::fs::write(&alone, lines[..half].join("\n") + "\n").unwrap();
+    let stats = parse(&m.run(&["stats", alone.to_str().unwrap(), "--json"]));
+    assert_eq!(now["totals"], stats["totals"], "the session as its first half makes it");
+    assert_eq!(now["threads"].as_array().unwrap().len(), stats["threads"].as_array().unwrap().len());
+
+    // The rest and the sub-agents: the next answer has them, an hour before the next turn.
+    claude_folder_rest(&fixture, &project, &lines[half..]);
+    d.wait_status("the whole session read", |s| s["records"].as_u64() == Some(FIXTURE_RECORDS));
+    let (status, whole) = d.get(&format!("/api/sessions/{CLAUDE_SESSION}"));
+    assert_eq!(status, 200);
+    assert_eq!(parse(&whole)["totals"]["costUsd"].to_string(), "10.11369555", "{whole}");
+    assert!(d.stop().success());
+    // What a clean sync then stores is what was answered.
+    assert_eq!(whole, m.run(&["history", CLAUDE_SESSION, "--json"]));
+}
+
+/// Appends `rest` to the transcript and copies the sub-agents' folder in.
+fn claude_folder_rest(fixture: &std::path::Path, project: &std::path::Path, rest: &[String]) {
+    use std::io::Write as _;
+    let subagents = project.join(CLAUDE_SESSION).join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    for f in std::fs::read_dir(fixture.join(CLAUDE_SESSION).join("subagents")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, subagents.join(f.file_name().unwrap())).unwrap();
+    }
+    let mut file =
+        std::fs::OpenOptions::new().append(true).open(project.join(format!("{CLAUDE_SESSION}.jsonl"))).unwrap();
+    file.write_all((rest.join("\n") + "\n").as_bytes()).unwrap();
+}
+
 #[test]
 fn the_unit_runs_this_daemon() {
     let m = Machine::new();

@@ -28,17 +28,30 @@ pub type Answered = (usize, Reply);
 pub struct Acts {
     config: Config,
     tx: mpsc::Sender<Answered>,
+    /// Why nothing can be acted on from this screen (a server's machine view: its agents run there).
+    elsewhere: Option<String>,
 }
 
 impl Acts {
     pub fn new(config: Config) -> (Self, mpsc::Receiver<Answered>) {
         let (tx, rx) = mpsc::channel(4);
-        (Self { config, tx }, rx)
+        (Self { config, tx, elsewhere: None }, rx)
+    }
+
+    /// Every ask answered at once with `why` it cannot be done from here.
+    #[must_use]
+    pub fn elsewhere(self, why: String) -> Self {
+        Self { elsewhere: Some(why), ..self }
     }
 
     /// Finds what stopping `ask`'s agent takes (`stop`: does it), for the screen at `depth`.
     pub fn start(&self, depth: usize, ask: &Ask, stop: bool) {
         let seq = ask.seq;
+        if let Some(why) = &self.elsewhere {
+            let answer = if stop { Answer::Done(Err(why.clone())) } else { Answer::Planned(Err(why.clone())) };
+            let _ = self.tx.try_send((depth, Reply { seq, answer }));
+            return;
+        }
         let (config, tx, ask) = (self.config.clone(), self.tx.clone(), ask.clone());
         let spawned = std::thread::Builder::new().name("swarmtop-act".into()).spawn(move || {
             let answer = answer(&ask, config, stop);

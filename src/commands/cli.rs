@@ -35,7 +35,23 @@ pub struct Cli {
     pub window: WindowOpts,
 
     #[command(flatten)]
+    pub remote: RemoteOpts,
+
+    #[command(flatten)]
     pub global: GlobalOpts,
+}
+
+/// The machine view of another machine, from its `swarmtop serve`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct RemoteOpts {
+    /// Show the machine view of this `swarmtop serve` (http://HOST:PORT; on loopback, e.g. through
+    /// an SSH tunnel, or with its token). --since, --all and --keep apply to its sessions.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The file that holds the server's token (its serve-token), which it asks of anyone but its
+    /// own user on its own machine [else: $SWARMTOP_SERVER_TOKEN].
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// Which sessions the machine view and `ps` show.

@@ -182,6 +182,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let opts = MonitorOpts::new(&args.replay, false, &args.screen, None);
             monitor::run(monitor::demo(), &opts, config, &cli.global)
         }
+        None if cli.remote.server.is_some() => {
+            if !cli.inputs.is_empty() {
+                color_eyre::eyre::bail!("--server shows a server's machine view: give it no inputs");
+            }
+            let opts = MonitorOpts::live(&cli.screen, &cli.record);
+            monitor::run_remote(monitor::watch_server(&cli.remote, &cli.window)?, &opts, config)
+        }
         None => {
             let opts = MonitorOpts::new(&cli.replay, cli.follow, &cli.screen, Some(&cli.record));
             monitor::run(monitor::watch_inputs(&cli.inputs, &opts, &cli.window)?, &opts, config, &cli.global)

@@ -14,7 +14,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::acting::Acts;
-use super::cli::{GlobalOpts, MonitorOpts, Speed, Theme, WindowOpts};
+use super::cli::{GlobalOpts, MonitorOpts, RemoteOpts, Speed, Theme, WindowOpts};
 use super::export::{feed_of, finish_live, live_request, start_live};
 use super::past;
 use super::terminal::{QuitSignals, TerminalGuard};
@@ -30,6 +30,7 @@ use crate::source::live;
 use crate::source::otlp;
 use crate::source::recorded::Recorded;
 use crate::source::recording;
+use crate::source::remote;
 use crate::source::replay::Pace;
 use crate::ui::frame::INGEST_SLICE;
 use crate::ui::history::Loaded;
@@ -41,6 +42,21 @@ pub fn demo() -> Watch {
     let mut r = Recorded::from_static("demo", include_bytes!("../../assets/demo.ndjson"), &time_of);
     r.start_at_action = true;
     Watch::Replay(r)
+}
+
+/// `swarmtop --server URL`: the machine view of that `swarmtop serve`, its sessions in the window.
+pub fn watch_server(remote: &RemoteOpts, window: &WindowOpts) -> Result<Watch> {
+    let url = remote.server.as_deref().unwrap_or_default();
+    let token = match &remote.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .wrap_err_with(|| format!("reading the token in {}", crate::wire::Clean::path(path)))?,
+        ),
+        None => std::env::var("SWARMTOP_SERVER_TOKEN").ok(),
+    };
+    let server = remote::Server::parse(url, token).map_err(|e| color_eyre::eyre::eyre!("--server: {e}"))?;
+    let w = remote::Window { since_ms: window.since, all: window.all };
+    Ok(Watch::Remote(server, w, window.keep_ms()))
 }
 
 /// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin is the machine view; `-` or a
@@ -116,13 +132,26 @@ pub enum Watch {
     /// Every agent session on the machine (its source starts on a thread of its own), and how
     /// long an ended one stays on screen.
     Machine(census::Options, Option<u64>),
+    /// Every agent session on another machine, from its `swarmtop serve`, for the same screen.
+    Remote(remote::Server, remote::Window, Option<u64>),
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
+    let past = past_access(opts, &config, global);
+    run_with(watch, opts, config, Some(past))
+}
+
+/// A server's machine view: as [`run`], but with no history view (H) of a run store here, which is
+/// not the server's (its history is `/api/sessions`, or `history --store` on its database).
+pub fn run_remote(watch: Watch, opts: &MonitorOpts, config: Config) -> Result<ExitCode> {
+    run_with(watch, opts, config, None)
+}
+
+fn run_with(watch: Watch, opts: &MonitorOpts, config: Config, past: Option<past::Access>) -> Result<ExitCode> {
     let export = start_live(live_request(&opts.otlp, false))?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().wrap_err("starting the runtime")?;
-    let outlets = Outlets { export, receive: None, past: Some(past_access(opts, &config, global)) };
+    let outlets = Outlets { export, receive: None, past };
     runtime.block_on(screen(watch, opts, config, outlets))
 }
 
@@ -292,7 +321,27 @@ fn runtime_of(
             let home = std::env::var("HOME").ok();
             (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
         }
+        Watch::Remote(server, window, keep) => {
+            let events = remote::spawn(server.clone(), window).wrap_err("starting the server's feed")?;
+            // The home that shortens its paths is the server's, from its first snapshot.
+            let mut rt = Runtime::machine(view, settings, config, now, keep, None);
+            server.authority().clone_into(&mut rt.feed.source);
+            rt.feed.connection = Some("connecting".to_owned());
+            (rt, Some(events))
+        }
     })
+}
+
+/// What carries out the screen's interrupt keys: on a server's machine view, nothing here (each
+/// ask is answered that its agents run there).
+fn acts_for(watch: &Watch, config: &Config) -> (Acts, mpsc::Receiver<super::acting::Answered>) {
+    let (acts, rx) = Acts::new(config.clone());
+    match watch {
+        Watch::Remote(server, ..) => {
+            (acts.elsewhere(format!("its agents run on {}: act there (swarmtop interrupt)", server.authority())), rx)
+        }
+        _ => (acts, rx),
+    }
 }
 
 /// The monitor on the current runtime (live sources spawn their tasks on it first).
@@ -315,7 +364,7 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     };
     let view = View::with_theme(theme_of(opts.theme));
     let (mut opened, mut past_rx) = Opened::new(past, &settings, &config);
-    let (acts, mut act_rx) = Acts::new(config.clone());
+    let (acts, mut act_rx) = acts_for(&watch, &config);
     let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
     let mut notifier =

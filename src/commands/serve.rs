@@ -22,6 +22,7 @@ use crate::serve::Api;
 use crate::source::agents::Env;
 use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
+use crate::source::remote;
 use crate::store::{Location, Store, location};
 use crate::store::{Lookup, report};
 
@@ -205,6 +206,10 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         token,
         sync_every: std::time::Duration::from_millis(args.sync_every),
         export: super::export::start_live(export_request(args))?,
+        feed: Some(crate::serve::http::Feed {
+            spawn: Arc::new(|w: remote::Window| census::machine::spawn(Options::machine(window(w.since_ms, w.all)))),
+            window: remote::Window { since_ms: args.window.since, all: args.window.all },
+        }),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().wrap_err("starting the runtime")?;
     let stopped = runtime.block_on(async {

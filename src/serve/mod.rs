@@ -2,7 +2,8 @@
 //! follows, keeps the run store up to date as they go, and serves what it knows over HTTP on
 //! loopback: the sessions (`/api/sessions`, one as `stats --json` at `/api/sessions/{id}`),
 //! reports and search as the commands give them, and every change as a server-sent event
-//! (`/api/events`).
+//! (`/api/events`); and to `swarmtop --server`, the machine view's own events (`/api/feed`), each
+//! client from a machine source of its own.
 //!
 //! - [`live`]: the machine source's events applied to one pipeline, each change told once;
 //! - [`bus`]: the events numbered, the recent ones kept for `Last-Event-ID`, one bounded buffer
@@ -56,6 +57,8 @@ pub struct Options {
     pub sync_every: Duration,
     /// Where the spawn trees go as traces, if anywhere.
     pub export: Option<Export>,
+    /// The machine view's events for `/api/feed` (`swarmtop --server`), if it is served.
+    pub feed: Option<http::Feed>,
 }
 
 /// What the daemon did, when it stopped.
@@ -132,7 +135,7 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let shared = Arc::new(http::Shared::new(api, opts.token, stop_rx.clone()));
+    let shared = Arc::new(http::Shared::new(api, opts.token, opts.feed, stop_rx.clone()));
     let ingest = spawn_ingest(config, events, shared.clone(), opts.export, stop_rx.clone());
     let syncing = tokio::spawn(sync_loop(shared.clone(), opts.sync_every, stop_rx.clone()));
     let serving = tokio::spawn(http::accept(listener, shared.clone()));
@@ -211,21 +214,27 @@ fn spawn_ingest(
     })
 }
 
-/// A full sync at the start, then one each turn in which records arrived.
+/// A full sync at the start, then one each turn in which records arrived, and one as soon as a
+/// request wants the store as of now (`/api/sessions/{id}` of a session that goes on).
 async fn sync_loop(shared: Arc<http::Shared>, every: Duration, mut stop: watch::Receiver<bool>) {
     sync_now(&shared, true).await;
     loop {
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
+        let asked = tokio::select! {
+            () = tokio::time::sleep(every) => false,
+            () = shared.syncs.wanted.notified() => true,
             _ = stop.changed() => return,
-        }
-        if shared.unsynced.swap(0, Ordering::Relaxed) > 0 || shared.last_sync_failed() {
+        };
+        if shared.unsynced.load(Ordering::Relaxed) > 0 || shared.last_sync_failed() || asked {
             sync_now(&shared, false).await;
         }
     }
 }
 
 async fn sync_now(shared: &Arc<http::Shared>, full: bool) {
+    // Numbered before the records it covers are taken: a request that finds none untaken waits
+    // for this sync, which reads them.
+    let number = shared.syncs.started.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.unsynced.swap(0, Ordering::SeqCst);
     let api = shared.api.clone();
     let done = tokio::task::spawn_blocking(move || api.sync(full)).await;
     let error = match done {
@@ -239,4 +248,41 @@ async fn sync_now(shared: &Arc<http::Shared>, full: bool) {
         tracing::warn!("serve: sync failed (retried at the next turn): {e}");
     }
     shared.set_sync_error(error);
+    shared.syncs.finished.send_replace(number);
+}
+
+/// The store's syncs, for a request that wants the store as of now.
+pub struct Syncs {
+    /// Syncs started (each is numbered by it).
+    started: AtomicU64,
+    /// The number of the last sync finished.
+    finished: watch::Sender<u64>,
+    /// A request waits for a sync: run one now rather than at the next turn.
+    wanted: tokio::sync::Notify,
+}
+
+impl Default for Syncs {
+    fn default() -> Self {
+        Self { started: AtomicU64::new(0), finished: watch::Sender::new(0), wanted: tokio::sync::Notify::new() }
+    }
+}
+
+/// Longest a request waits for the store to be brought up to date before it is answered as it is.
+const FRESH_WAIT: Duration = Duration::from_secs(60);
+
+impl http::Shared {
+    /// Returns once the store holds every record the daemon has read so far: at once when it
+    /// does, else after a sync started from now (one for all who wait), or the sync under way.
+    pub async fn fresh(&self) {
+        let started = self.syncs.started.load(Ordering::SeqCst);
+        let want = if self.unsynced.load(Ordering::SeqCst) > 0 { started + 1 } else { started };
+        let mut finished = self.syncs.finished.subscribe();
+        if *finished.borrow() >= want {
+            return;
+        }
+        if want > started {
+            self.syncs.wanted.notify_one();
+        }
+        let _ = tokio::time::timeout(FRESH_WAIT, finished.wait_for(|&done| done >= want)).await;
+    }
 }

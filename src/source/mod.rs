@@ -20,6 +20,7 @@
 //! - [`regular`]: opening what must be a regular file without ever blocking on a FIFO or device.
 //! - [`watch`]: file-change notifications (`notify`, with its polling fallback) for followers.
 //! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
+//! - [`remote`]: another machine's machine view, from its `swarmtop serve` (`--server URL`).
 
 pub mod agents;
 pub mod attach;
@@ -37,6 +38,7 @@ pub mod proc;
 pub mod recorded;
 pub mod recording;
 pub mod regular;
+pub mod remote;
 pub mod replay;
 pub mod seen;
 pub mod socket;

@@ -117,7 +117,8 @@ impl Trouble {
         }
     }
 
-    fn sample(&mut self, text: &str) {
+    /// Keeps `text` (sanitised) among the samples while there is room; counts nothing.
+    pub fn sample(&mut self, text: &str) {
         let clean = sanitize_line(text);
         if self.samples.len() < Self::MAX_SAMPLES && !self.samples.contains(&clean) {
             self.samples.push(clean);

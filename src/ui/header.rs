@@ -98,6 +98,13 @@ fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
         }
         return Span::styled("‖ paused", theme.warn);
     }
+    if let Some(c) = feed.connection.as_deref().filter(|_| feed.machine.is_some()) {
+        // A server's machine view: its connection said whatever its sessions are.
+        if c.starts_with("connecting") {
+            return Span::styled("◌ connecting", theme.pending);
+        }
+        return Span::styled(format!("⚠ {}", sanitize_line(c)), theme.warn);
+    }
     if feed.machine.is_some() && !feed.live {
         // The machine view keeps watching for sessions; it is live only while one of them is.
         return Span::styled("○ watching", theme.pending);

@@ -12,7 +12,8 @@ use crate::wire::sanitize;
 
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out
 /// are counted in diagnostics), the agents running in them, the burn over the last wall minute.
-pub fn summary(view: &View) -> String {
+/// `machine` names the machine: `machine` for this one, `HOST:PORT` for a server's.
+pub fn summary(view: &View, machine: &str) -> String {
     let counts = view.derived.tops.counts;
     let live = counts.live;
     let sessions = counts.shown;
@@ -20,7 +21,7 @@ pub fn summary(view: &View) -> String {
     // Written as the header's first line writes it (`$0.0042/min`, `$0/min`): one figure, one form.
     let burn = format!("{}/min", crate::model::format_usd(view.burn_per_min()));
     format!(
-        "machine: {live} live · {sessions} session{} · {running} running · {burn}",
+        "{machine}: {live} live · {sessions} session{} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
     )
 }
@@ -43,6 +44,13 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &Vie
         };
         sanitize(&short).to_string()
     };
+    if snapshot.looked_in.is_empty() && snapshot.tee_dir.as_os_str().is_empty() {
+        // No look taken yet: a server's machine view before (or without) its first snapshot.
+        let line = Line::from(Span::styled("Nothing received from the server yet (its state is above).", theme.dim));
+        let rect = Rect { y: area.y + area.height / 2, height: 1.min(area.height), x: area.x + 2, ..area };
+        frame.render_widget(Paragraph::new(line), Rect { width: area.width.saturating_sub(4), ..rect });
+        return;
+    }
     let mut lines = vec![
         Line::from(Span::styled("No agent sessions found on this machine yet.", theme.bold)),
         Line::default(),

@@ -406,6 +406,8 @@ impl Runtime {
 
     fn reset(&mut self) {
         self.pipeline = Pipeline::new(self.config.clone());
+        // A server's machine view sends its history again before what happens now.
+        self.machine_caught_up = false;
         self.finished = false;
         self.dirty = true;
     }
@@ -468,7 +470,13 @@ impl Runtime {
             }
             live::Event::Notice(text) => self.notice(text.to_string()),
             live::Event::Origin(origin) => self.live_origin = origin,
-            live::Event::Sessions(snapshot) => self.feed.machine = Some(snapshot),
+            live::Event::Sessions(snapshot) => {
+                // A server's machine view: paths are shortened by the server's home.
+                if self.view.derived.tops.home.is_none() {
+                    self.view.derived.tops.home = snapshot.home.as_ref().map(|h| h.to_string_lossy().into_owned());
+                }
+                self.feed.machine = Some(snapshot);
+            }
             live::Event::Stopped { id, guessed_at_ms } => self.pipeline.stopped(&id, guessed_at_ms),
             live::Event::Resumed(id) => self.pipeline.resumed(&id),
             live::Event::Disconnected { retry_in, reason } => {

@@ -57,7 +57,11 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let machine_feed;
     let feed = match &feed.machine {
         Some(snapshot) => {
-            machine_feed = Feed { source: machine::summary(view), live: machine::any_live(snapshot), ..feed.clone() };
+            machine_feed = Feed {
+                source: machine::summary(view, &feed.source),
+                live: machine::any_live(snapshot),
+                ..feed.clone()
+            };
             &machine_feed
         }
         None => feed,

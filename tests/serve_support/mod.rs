@@ -24,8 +24,13 @@ impl Daemon {
 
     /// The same on `listen`.
     pub fn start_on(home: &Path, listen: &str, extra: &[&str]) -> Self {
+        Self::start_with(home, listen, "300ms", extra)
+    }
+
+    /// The same, its store brought up to date every `sync_every`.
+    pub fn start_with(home: &Path, listen: &str, sync_every: &str, extra: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
-            .args(["serve", "--listen", listen, "--all", "--sync-every", "300ms"])
+            .args(["serve", "--listen", listen, "--all", "--sync-every", sync_every])
             .args(extra)
             .env_clear()
             .env("HOME", home)
@@ -112,8 +117,9 @@ pub struct Event {
 /// An open `/api/events` stream (chunked), read event by event.
 pub struct Events {
     reader: BufReader<TcpStream>,
-    /// Decoded body bytes not yet split into lines.
+    /// Decoded body bytes not yet split into lines, from `at` on.
     body: Vec<u8>,
+    at: usize,
 }
 
 impl Events {
@@ -133,7 +139,7 @@ impl Events {
                 break;
             }
         }
-        Self { reader, body: Vec::new() }
+        Self { reader, body: Vec::new(), at: 0 }
     }
 
     /// The socket, to read nothing from it for a while (a stalled client).
@@ -149,14 +155,19 @@ impl Events {
         let mut data = vec![0; n + 2];
         self.reader.read_exact(&mut data).unwrap();
         data.truncate(n);
+        // What was read is dropped only now: dropping it event by event moved the rest of a
+        // 64 KiB chunk for every event.
+        self.body.drain(..self.at);
+        self.at = 0;
         self.body.extend(data);
     }
 
     /// The next event (comments and `retry:` skipped).
     pub fn next(&mut self) -> Event {
         loop {
-            if let Some(end) = self.body.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = self.body.drain(..end + 2).collect();
+            if let Some(end) = memchr::memmem::find(&self.body[self.at..], b"\n\n") {
+                let block = self.body[self.at..self.at + end + 2].to_vec();
+                self.at += end + 2;
                 let text = String::from_utf8(block).unwrap();
                 let (mut id, mut kind, mut data) = (None, None, None);
                 for line in text.lines() {
@@ -194,4 +205,35 @@ impl Events {
 /// The Claude Code project folder of a home.
 pub fn claude_project(home: &Path) -> PathBuf {
     home.join(".claude/projects/-home-USER-projects-spotter-worktrees-spotter-dov")
+}
+
+// Claude Code transcript lines made to measure (the bench and the soak test): each assistant
+// line adds 1 input and 1 output token to its session.
+
+pub const PROJECT: &str = "-tmp-swarmtop-bench";
+
+pub fn session_id(n: usize) -> String {
+    format!("00000000-0000-4000-8000-{n:012}")
+}
+
+/// A user prompt that opens session `n`.
+pub fn opening(n: usize, at: &str) -> String {
+    let id = session_id(n);
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/tmp/swarmtop-bench","sessionId":"{id}","version":"2.1.39","type":"user","message":{{"role":"user","content":"bench session {n}"}},"uuid":"{id}-u","timestamp":"{at}"}}
+"#
+    )
+}
+
+/// An assistant line of session `n`, the `i`-th: 1 input and 1 output token.
+pub fn line(n: usize, i: u64, at: &str) -> String {
+    let id = session_id(n);
+    format!(
+        r#"{{"parentUuid":"{id}-u","isSidechain":false,"userType":"external","cwd":"/tmp/swarmtop-bench","sessionId":"{id}","version":"2.1.39","message":{{"model":"claude-opus-4-6","id":"msg_bench_{n}_{i}","type":"message","role":"assistant","content":[{{"type":"text","text":"line {i}"}}],"stop_reason":null,"stop_sequence":null,"usage":{{"input_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}},"requestId":"req_bench_{n}_{i}","type":"assistant","uuid":"{id}-{i}","timestamp":"{at}"}}
+"#
+    )
+}
+
+pub fn transcript(home: &Path, n: usize) -> PathBuf {
+    home.join(".claude/projects").join(PROJECT).join(format!("{}.jsonl", session_id(n)))
 }
