@@ -710,3 +710,134 @@ async fn interrupting_a_whole_session_by_signal() {
         (Some("signal"), Some(pid), Some("SIGINT"))
     );
 }
+
+/// A process killed when the test ends, however it ends.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// OpenCode: the root hands a task to `kid`, which hands one to `grand`, whose answer streams slowly.
+struct Nested;
+
+impl support::chat_completions::Script for Nested {
+    fn reply(&self, req: &support::chat_completions::Request<'_>) -> support::chat_completions::Reply {
+        use support::chat_completions::{Call, Reply as Answer, Usage as Tokens};
+        let usage = Tokens { prompt: 1000, cached: 0, completion: 20, reasoning: 0 };
+        let fast = |text: &str, calls| Answer::Stream {
+            text: text.to_owned(),
+            calls,
+            usage,
+            pieces: 3,
+            delay: Duration::from_millis(10),
+        };
+        let task = |id: &str, agent: &str, description: &str| {
+            let prompt = format!("[[AGENT:{agent}]] Write the long report.");
+            let arguments = json!({"description": description, "prompt": prompt, "subagent_type": "general"});
+            Call { id: id.into(), name: "task".into(), arguments }
+        };
+        match (req.agent.as_str(), req.step) {
+            ("root", 0) => fast("Delegating.", vec![task("call_kid", "kid", "Kid task")]),
+            ("kid", 0) => fast("Delegating further.", vec![task("call_grand", "grand", "Grand task")]),
+            ("grand", _) => Answer::Stream {
+                text: "word ".repeat(300),
+                calls: vec![],
+                usage,
+                pieces: 300,
+                delay: Duration::from_millis(200),
+            },
+            ("kid", _) => fast("Kid finished.", vec![]),
+            ("root", _) => fast("Root finished.", vec![]),
+            _ => fast("Side answer.", vec![]),
+        }
+    }
+}
+
+/// The real OpenCode 1.18.33 under `opencode serve` with `swarmtop guard --server URL --max-depth 1`
+/// watching it: the grandchild (depth 2) is aborted as soon as it runs, by OpenCode's own abort (its
+/// message ends `MessageAbortedError`); its parent and the root go on and finish; the guard says why.
+#[test]
+fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
+    use support::opencode::{Server, binary, command, free_port, home, wait_http};
+    let Some(bin) = binary() else {
+        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
+        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
+        return;
+    };
+    let mock = support::chat_completions::MockChat::start(Nested).expect("mock");
+    let dir = home(&mock);
+    let root = dir.path();
+    let port = free_port().to_string();
+    let _server = Server(
+        command(&bin, root)
+            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("opencode serve"),
+    );
+    let authority = format!("127.0.0.1:{port}");
+    wait_http(&authority);
+    let base = format!("http://{authority}");
+    let home_dir = root.join("home");
+    let guard = std::process::Command::new(SWARMTOP)
+        .args(["guard", "--server", &base, "--max-depth", "1"])
+        .env("HOME", &home_dir)
+        .env("XDG_DATA_HOME", home_dir.join(".local/share"))
+        .env("XDG_STATE_HOME", home_dir.join(".local/state"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("swarmtop guard --server");
+    let mut guard = KillOnDrop(Some(guard));
+    // The guard is connected once the server has a subscriber; a moment is enough on an empty server.
+    std::thread::sleep(Duration::from_millis(1500));
+    let http = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(15))).build().new_agent();
+    let session = post_json(&http, &format!("{base}/session"), &json!({}))["id"].as_str().expect("an id").to_owned();
+    let prompt = json!({"parts": [{"type": "text", "text": "Delegate."}]});
+    post_json(&http, &format!("{base}/session/{session}/prompt_async"), &prompt);
+
+    let last_assistant = |id: &str| {
+        let messages = get_json(&http, &format!("{base}/session/{id}/message"));
+        messages.as_array().into_iter().flatten().rev().find(|m| m["info"]["role"] == "assistant").cloned()
+    };
+    let started = Instant::now();
+    let finished = loop {
+        assert!(started.elapsed() < Duration::from_secs(90), "the root never finished");
+        let busy = get_json(&http, &format!("{base}/session/status"));
+        if mock.served().iter().any(|s| s.agent == "root" && s.step > 0) && busy.get(&session).is_none() {
+            break last_assistant(&session).expect("the root's message");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let sessions = get_json(&http, &format!("{base}/session"));
+    let child_of = |parent: &str| {
+        sessions.as_array().into_iter().flatten().find(|s| s["parentID"] == parent).and_then(|s| s["id"].as_str())
+    };
+    let kid = child_of(&session).expect("the kid's session").to_owned();
+    let grand = child_of(&kid).expect("the grandchild's session").to_owned();
+    let aborted = last_assistant(&grand).expect("the grandchild's message");
+    assert_eq!(aborted["info"]["error"]["name"], "MessageAbortedError", "{aborted}");
+    let kid_said = last_assistant(&kid).expect("the kid's message");
+    assert!(kid_said["info"].get("error").is_none(), "the kid went on: {kid_said}");
+    assert!(finished["info"].get("error").is_none(), "the root went on: {finished}");
+    let grand_words = mock.served().iter().filter(|s| s.agent == "grand").count();
+    assert!(grand_words <= 1, "the grandchild was stopped on its first step");
+
+    let mut guard = guard.0.take().expect("the guard");
+    let _ = guard.kill();
+    let out = guard.wait_with_output().expect("the guard's output");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said.lines().find(|l| l.contains(&grand)).unwrap_or_else(|| panic!("the guard said: {said}"));
+    assert!(line.starts_with("stopped by guard: depth 2 > 1") && line.ends_with(": aborted"), "{line}");
+    let log = std::fs::read_to_string(home_dir.join(".local/state/swarmtop/acts.ndjson")).expect("the acts log");
+    let act: Value = serde_json::from_str(log.lines().last().expect("an act")).expect("JSON");
+    assert_eq!((act["by"].as_str(), act["target"].as_str()), (Some("guard"), Some(grand.as_str())));
+    assert_eq!(act["reason"], "depth 2 > 1");
+}

@@ -8,6 +8,7 @@ pub mod limits;
 pub mod log;
 pub mod notify;
 pub mod record;
+pub mod served;
 pub mod server;
 pub mod settings;
 pub mod signal;

@@ -477,6 +477,10 @@ pub struct GuardArgs {
     pub uninstall: bool,
     #[command(flatten)]
     pub scope: ScopeOpts,
+    /// Guard the sessions of the agent server at http://HOST:PORT (`opencode serve`) instead: watch
+    /// it until it ends, aborting each sub-agent session past a limit through the server's API.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["install", "uninstall"])]
+    pub server: Option<String>,
 }
 
 /// Which Claude Code settings.json the guard goes into.

@@ -28,6 +28,16 @@ pub fn run(args: &GuardArgs, global: &GlobalOpts, config: Config) -> Result<Exit
         return install(args, global);
     }
     let limits = args.limits.limits();
+    if let Some(url) = &args.server {
+        if limits.is_empty() {
+            bail!("a guard needs a limit: --max-depth, --max-children or --max-cost");
+        }
+        let mut said = |line: String| {
+            let _ = super::print(format!("{line}\n").as_bytes());
+        };
+        crate::act::served::guard(url, &config, &limits, &mut said).map_err(|e| eyre!(e))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let input = read_input()?;
     if !input.spawns() || limits.is_empty() {
         return Ok(ExitCode::SUCCESS);
