@@ -223,10 +223,80 @@ fn on_a_terminal_the_table_fits_its_width_one_line_a_session() {
     assert!(!header.contains(&"SOURCE"), "the source goes first: {header:?}");
     let v1 = narrow.iter().find(|l| l.starts_with("codex") && l.contains(&CODEX_V1_ROOT[CODEX_V1_ROOT.len() - 8..]));
     assert!(v1.is_some_and(|l| l.contains("…")), "a cut id keeps its tail:\n{}", narrow.join("\n"));
-    // Wide enough, ids are whole; piped, every column is (the SOURCE too).
+    // Wide enough, ids are whole.
     let Some(wide) = ps_on_a_terminal(&home, 200) else { return };
     assert!(wide.iter().any(|l| l.contains(CODEX_V1_ROOT)), "{}", wide.join("\n"));
-    let piped = home.cmd().arg("ps").stdin(Stdio::null()).output().unwrap();
-    let piped = String::from_utf8(piped.stdout).unwrap();
-    assert!(piped.lines().next().unwrap().contains("SOURCE") && piped.contains(CODEX_V1_ROOT), "{piped}");
+}
+
+/// Piped, every chosen column is whole, one line a session, and the lines stay short enough to
+/// read (the source, ~95 columns for a rollout, only with `-o`: lines were ~250 columns).
+#[test]
+fn piped_output_is_whole_rows_that_parse() {
+    let home = Home::new();
+    home.add_claude_new();
+    home.add_codex("collab_v1");
+    let out = home.cmd().arg("ps").stdin(Stdio::null()).output().unwrap();
+    let piped = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = piped.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and a line a session:\n{piped}");
+    assert!(!lines[0].contains("SOURCE") && lines.iter().all(|l| l.chars().count() <= 160), "{piped}");
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(header[..3], ["AGENT", "ID", "PROJECT"]);
+    let v1: Vec<&str> = lines.iter().find(|l| l.contains(CODEX_V1_ROOT)).unwrap().split_whitespace().collect();
+    assert_eq!(v1[..3], ["codex", CODEX_V1_ROOT, "/home/dev/project"], "{piped}");
+
+    let out = home.cmd().args(["ps", "-o", "id,source,cost"]).stdin(Stdio::null()).output().unwrap();
+    let chosen = String::from_utf8(out.stdout).unwrap();
+    let header: Vec<&str> = chosen.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["ID", "SOURCE", "COST"], "{chosen}");
+    assert!(chosen.contains("rollout-") && chosen.contains("$0.05"), "{chosen}");
+
+    let out = home.cmd().args(["ps", "-o", "id,bogus"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one of: agent, id"), "the columns are named");
+}
+
+/// `--sort` orders the rows as `ps` does: `-KEY` largest first, `KEY` smallest first; the JSON
+/// follows it too.
+#[test]
+fn sort_orders_rows_by_any_column() {
+    let home = Home::new();
+    home.add_claude_new();
+    home.add_codex("collab_v1");
+    home.add_codex("collab_v2");
+    let ids = |args: &[&str]| -> Vec<String> {
+        ps(&home, args).iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let costs =
+        |args: &[&str]| -> Vec<f64> { ps(&home, args).iter().map(|r| r["costUsd"].as_f64().unwrap()).collect() };
+    let down = costs(&["--sort", "-cost"]);
+    assert!(down.windows(2).all(|w| w[0] >= w[1]), "{down:?}");
+    let up = costs(&["--sort", "cost"]);
+    assert!(up.windows(2).all(|w| w[0] <= w[1]), "{up:?}");
+    let by_agent = ps(&home, &["--sort", "agent,-tokens"]);
+    assert_eq!(by_agent[0]["tool"], "claude");
+    assert!(by_agent[1]["tokens"].as_u64() >= by_agent[2]["tokens"].as_u64());
+    assert_eq!(ids(&["--sort=-id"]), [CLAUDE_NEW_SESSION, CODEX_V2_ROOT, CODEX_V1_ROOT]);
+    assert_eq!(ids(&["--sort", "+id"]), [CODEX_V1_ROOT, CODEX_V2_ROOT, CLAUDE_NEW_SESSION]);
+    let out = home.cmd().args(["ps", "--sort", "-nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Sessions older than the window are not "nothing found": `ps` says how many `--all` would add.
+#[test]
+fn says_how_many_older_sessions_all_would_add() {
+    let home = Home::new();
+    home.add_old_claude_session();
+    let out = home.cmd().arg("ps").stdin(Stdio::null()).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("no agent sessions found"), "{text}");
+    assert!(text.contains("no agent sessions active in the last 30m; 1 older session"), "{text}");
+    assert!(text.contains("swarmtop ps --all"), "{text}");
+    home.add_claude_new();
+    let out = home.cmd().args(["ps", "--since", "2h"]).stdin(Stdio::null()).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert_eq!(stdout.lines().count(), 2, "the table holds rows only: {stdout}");
+    assert!(stderr.contains("1 older session (active before the last 2h): swarmtop ps --all"), "{stderr}");
+    let out = home.cmd().args(["ps", "--all"]).stdin(Stdio::null()).output().unwrap();
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("older"), "--all leaves nothing out");
 }

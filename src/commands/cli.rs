@@ -524,9 +524,18 @@ pub struct DemoArgs {
 
 #[derive(Debug, Args)]
 pub struct PsArgs {
-    /// One JSON array of sessions instead of a table.
+    /// One JSON array of sessions instead of a table (every field, whatever -o says).
     #[arg(long)]
     pub json: bool,
+    /// Order rows by these columns, as ps reads them: -KEY largest or newest first, KEY smallest
+    /// first; later keys break ties [default: -last, the newest activity first]. Keys: agent, id,
+    /// project, source, state, last, pid, cpu, mem, agents, tokens, cost, name.
+    #[arg(long, value_name = "KEYS", value_parser = super::ps::columns::parse_sort, allow_hyphen_values = true)]
+    pub sort: Option<super::ps::columns::SortKeys>,
+    /// The table's columns, in order (e.g. -o agent,state,cost,name) [default: every one but
+    /// source]. Names as for --sort.
+    #[arg(short = 'o', long = "output", value_name = "COLS", value_parser = super::ps::columns::parse_columns)]
+    pub columns: Option<super::ps::columns::Columns>,
     #[command(flatten)]
     pub window: WindowOpts,
     #[command(flatten)]

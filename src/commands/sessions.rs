@@ -51,6 +51,8 @@ pub struct Report {
     pub trouble: Trouble,
     /// Tees whose history could not be read whole (timeout, size, broken connection).
     pub partial_tees: usize,
+    /// Sessions the window left out: what `--all` would add.
+    pub older: usize,
 }
 
 /// Routes whole records (as a live source delivers them) the way `stats` splits a file.
@@ -83,6 +85,7 @@ pub fn collect(opts: &Options, config: &Config, until: Option<i64>) -> Report {
         tee_dir: listing.tee_dir,
         trouble: listing.trouble,
         partial_tees: listing.partial_tees,
+        older: listing.older,
         rows: Vec::new(),
     };
     for listed in listing.sessions {

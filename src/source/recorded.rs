@@ -51,6 +51,8 @@ pub struct Recorded {
     dirs: Vec<PathBuf>,
     /// Start a few seconds before the first child registers (the demo), the opening applied at once.
     pub start_at_action: bool,
+    /// Plain files held open ([`Backing::File`]), at most [`merge::OPEN_MAX`].
+    open_files: usize,
 }
 
 struct Source {
@@ -67,6 +69,9 @@ struct Source {
 enum Backing {
     /// Records are read back at their offsets.
     File(File),
+    /// A plain file past the bound of files held open ([`merge::OPEN_MAX`]): opened again by its
+    /// path for each read (a folder of a thousand rollouts ran out of file descriptors).
+    Closed,
     /// Records are offsets into these bytes.
     Memory(Vec<u8>),
     Static(&'static [u8]),
@@ -112,6 +117,18 @@ impl Recorded {
             follow,
             dirs: Vec::new(),
             start_at_action: false,
+            open_files: 0,
+        }
+    }
+
+    /// A plain file's backing: the file itself while fewer than [`merge::OPEN_MAX`] are held
+    /// open, else closed, to be opened again when read.
+    fn keep_open(&mut self, file: File) -> Backing {
+        if self.open_files < merge::OPEN_MAX {
+            self.open_files += 1;
+            Backing::File(file)
+        } else {
+            Backing::Closed
         }
     }
 
@@ -181,6 +198,7 @@ impl Recorded {
                 Backing::Static(bytes) => Backing::Static(bytes),
                 // A sidecar is read whole into memory.
                 Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
+                Backing::Closed => Backing::Memory(Vec::new()),
             };
             self.sources.push(Source { path: None, origin: ahead, read: 0, data, modified: None });
             self.sources.len() - 1
@@ -219,7 +237,8 @@ impl Recorded {
         let origin = files::origin(input);
         if let Some(file) = plain {
             let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
-            self.sources.push(Source { path, origin, read: 0, data: Backing::File(file), modified: None });
+            let data = self.keep_open(file);
+            self.sources.push(Source { path, origin, read: 0, data, modified: None });
             let read = self.index(source, 0, reader, time_of)?;
             self.sources[source].read = read;
         } else {
@@ -305,7 +324,15 @@ impl Recorded {
                         visit(Piece::Line(slice(bytes, at, len)));
                         next += 1;
                     }
-                    Backing::File(file) => {
+                    data @ (Backing::File(_) | Backing::Closed) => {
+                        let reopened;
+                        let file = if let Backing::File(file) = data {
+                            file
+                        } else {
+                            let path = self.sources[source].path.as_ref();
+                            reopened = File::open(path.ok_or_else(|| io::Error::other("a closed input has no path"))?)?;
+                            &reopened
+                        };
                         // The run of lines of this file that follow: one read for all of them.
                         let mut end = next + 1;
                         let mut last = (at, len);
@@ -342,7 +369,7 @@ impl Recorded {
         let files = self
             .sources
             .iter()
-            .filter(|s| matches!(s.data, Backing::File(_)) || s.modified.is_some())
+            .filter(|s| matches!(s.data, Backing::File(_) | Backing::Closed) || s.modified.is_some())
             .filter_map(|s| Some(Watched { path: s.path.clone()?, read: s.read, modified: s.modified }))
             .collect();
         (files, self.dirs.clone())
@@ -360,7 +387,7 @@ impl Recorded {
                     let data = if files::is_sidecar(&file) {
                         Some(Backing::Memory(Vec::new()))
                     } else {
-                        File::open(&file).ok().map(Backing::File)
+                        File::open(&file).ok().map(|f| self.keep_open(f))
                     };
                     if let Some(data) = data {
                         self.sources.push(Source { path: Some(file), origin, read: 0, data, modified: None });
@@ -376,7 +403,9 @@ impl Recorded {
                 if let Some(source) = find(&self.sources, &file) {
                     // Records already applied stay; what the file holds now is read from its start.
                     self.sources[source].read = 0;
-                    if let Ok(f) = File::open(&file) {
+                    if matches!(self.sources[source].data, Backing::File(_))
+                        && let Ok(f) = File::open(&file)
+                    {
                         self.sources[source].data = Backing::File(f);
                     }
                 }
@@ -431,6 +460,30 @@ mod tests {
         })
         .expect("read");
         out
+    }
+
+    /// Past the bound of files held open, the rest are closed and opened again when read: every
+    /// line of every file is read back, in time.
+    #[test]
+    fn past_open_max_files_are_read_back_by_their_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let n = merge::OPEN_MAX + 3;
+        let paths: Vec<PathBuf> = (0..n)
+            .map(|i| {
+                let path = dir.path().join(format!("f{i:04}.ndjson"));
+                std::fs::write(&path, format!("{i:04}a\n{i:04}b\n")).expect("write");
+                path
+            })
+            .collect();
+        let inputs: Vec<Input> = paths.iter().cloned().map(Input::File).collect();
+        let time = |l: &[u8]| std::str::from_utf8(&l[..4]).ok()?.parse::<i64>().ok();
+        let r = Recorded::from_inputs(&[dir.path().to_owned()], &inputs, false, &time).expect("load");
+        let open = r.sources.iter().filter(|s| matches!(s.data, Backing::File(_))).count();
+        assert_eq!(open, merge::OPEN_MAX);
+        let lines: Vec<String> = lines_of(&r, 0..2 * n).into_iter().filter(|l| l != "|").collect();
+        let want: Vec<String> = (0..n).flat_map(|i| [format!("{i:04}a"), format!("{i:04}b")]).collect();
+        assert_eq!(lines, want);
+        assert_eq!(r.watched().0.len(), n, "every file followed, closed or not");
     }
 
     #[test]

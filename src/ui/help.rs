@@ -1,24 +1,56 @@
-//! The `?` overlay: every binding of the keymap table, by section, in two columns when there is
-//! room, then the legend of every glyph and mark. Keys that do not apply to this feed (replay
-//! keys on a live one) are dimmed.
+//! The `?` overlay: every binding of the keymap table, those of every pane by what they are for,
+//! the others under the panes they are pressed in (as the table says where each applies), in two
+//! columns when there is room, then the legend of every glyph and mark. Keys that do not apply to
+//! this feed (replay keys on a live one) are dimmed.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::keymap::{BINDINGS, Section, key_name};
+use super::keymap::{BINDINGS, Binding, Section, When, key_name};
 use super::layout::Layout;
 use super::legend;
 use super::paint::{centred, overlay};
 use super::text::{fit, width};
 use super::view::View;
 
-fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'static>> {
+/// The panes, as help names where a key is pressed.
+const PANES: [(When, &str); 4] =
+    [(When::TREE, "Tree"), (When::LANES, "Lanes"), (When::COST, "Cost table"), (When::TIMELINE, "Timeline (t)")];
+
+/// The panes `b` is pressed in, as a mask of [`PANES`].
+fn panes_of(b: &Binding) -> u8 {
+    PANES.iter().enumerate().filter(|(_, (w, _))| b.when.has(*w)).fold(0, |m, (i, _)| m | 1 << i)
+}
+
+const EVERY_PANE: u8 = 0b1111;
+
+/// `Tree, cost table and timeline (t)`: where a group of keys is pressed.
+fn where_title(mask: u8) -> String {
+    let names: Vec<&str> = PANES.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).map(|(_, (_, n))| *n).collect();
+    match names.as_slice() {
+        [one] => (*one).to_owned(),
+        [first, middle @ .., last] => {
+            let rest: Vec<String> = middle.iter().chain([last]).map(|n| n.to_lowercase()).collect();
+            let (init, last) = rest.split_at(rest.len() - 1);
+            let init = std::iter::once((*first).to_owned()).chain(init.iter().cloned()).collect::<Vec<_>>().join(", ");
+            format!("{init} and {}", last[0])
+        }
+        [] => String::new(),
+    }
+}
+
+/// One line per binding (one per help text: Esc and q close overlays alike), under `title`.
+fn lines_of<'a>(
+    title: &str,
+    bindings: impl Iterator<Item = &'a Binding>,
+    view: &View,
+    col_w: usize,
+) -> Vec<Line<'static>> {
     let theme = &view.theme;
-    let mut lines = vec![Line::from(Span::styled(section.title(), theme.title))];
+    let mut lines = vec![Line::from(Span::styled(title.to_owned(), theme.title))];
     let mut seen: Vec<&str> = Vec::new();
-    for b in BINDINGS.iter().filter(|b| b.section == section && b.on_screen()) {
-        // One entry per help text (Esc and q close overlays alike).
+    for b in bindings {
         if seen.contains(&b.help) {
             continue;
         }
@@ -30,8 +62,61 @@ fn section_lines(section: Section, view: &View, col_w: usize) -> Vec<Line<'stati
             Span::raw(fit(b.help, col_w.saturating_sub(12))),
         ]));
     }
-    lines.push(Line::default());
     lines
+}
+
+/// Keys that work in every pane, by what they are for: one block of lines each.
+fn everywhere(view: &View, col_w: usize) -> Vec<Vec<Line<'static>>> {
+    [Section::Move, Section::Panes, Section::History, Section::Act, Section::Replay, Section::App]
+        .into_iter()
+        .map(|section| {
+            let keys = BINDINGS.iter().filter(move |b| b.section == section && panes_of(b) == EVERY_PANE);
+            lines_of(section.title(), keys, view, col_w)
+        })
+        .collect()
+}
+
+/// Keys of some panes only, under the panes they are pressed in (the components' own commands, as
+/// the keymap says where each applies: `/` filters in the tree and searches in the lanes), then
+/// the keys of the prompts: one block of lines each.
+fn by_pane(view: &View, col_w: usize) -> Vec<Vec<Line<'static>>> {
+    let mut masks: Vec<u8> = BINDINGS.iter().map(panes_of).filter(|&m| m != 0 && m != EVERY_PANE).collect();
+    // Single panes first, in the screen's order; keys shared by several after them.
+    masks.sort_by_key(|m| (m.count_ones(), *m));
+    masks.dedup();
+    let mut blocks: Vec<Vec<Line<'static>>> = masks
+        .into_iter()
+        .map(|m| lines_of(&where_title(m), BINDINGS.iter().filter(move |b| panes_of(b) == m), view, col_w))
+        .collect();
+    let prompts = [
+        (When::TYPING, "Typing a filter"),
+        (When::SEARCH, "Typing a search"),
+        (When::HISTORY_VIEW, "In the history list"),
+        (When::ACT, "In the interrupt dialog"),
+    ];
+    for (when, title) in prompts {
+        let keys = BINDINGS.iter().filter(move |b| b.when.has(when) && panes_of(b) == 0);
+        blocks.push(lines_of(title, keys, view, col_w));
+    }
+    blocks
+}
+
+/// Blocks in reading order, split where the two columns come out most even.
+fn halves(blocks: Vec<Vec<Line<'static>>>) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
+    let total: usize = blocks.iter().map(Vec::len).sum();
+    let mut left_len = 0;
+    let mut split = blocks.len();
+    for (i, b) in blocks.iter().enumerate() {
+        // Stop where adding the next block would overshoot the middle more than leaving it out.
+        if left_len * 2 >= total || (left_len + b.len()) * 2 > total + b.len() {
+            split = i;
+            break;
+        }
+        left_len += b.len();
+    }
+    let mut blocks = blocks;
+    let right = blocks.split_off(split);
+    (blocks.into_iter().flatten().collect(), right.into_iter().flatten().collect())
 }
 
 /// Two columns side by side when `two`, else one after the other.
@@ -87,11 +172,11 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     let two = area.width >= 106;
     // Wide enough, the columns grow so that no help text is cut.
     let col_w: usize = if two { (usize::from(area.width).saturating_sub(6) / 2).clamp(50, 64) } else { 58 };
-    let left_sections = [Section::Move, Section::Panes, Section::History];
-    let right_sections = [Section::Filter, Section::Timeline, Section::Replay, Section::Act, Section::App];
-    let left: Vec<Line<'static>> = left_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
-    let right: Vec<Line<'static>> = right_sections.iter().flat_map(|&s| section_lines(s, view, col_w)).collect();
+    let mut blocks = everywhere(view, col_w);
+    blocks.extend(by_pane(view, col_w));
+    let (left, right) = halves(blocks);
     let mut lines = columns(left, right, two, col_w);
+    lines.push(Line::default());
     lines.push(Line::from(Span::styled(
         "mouse: click selects, click again folds; the wheel scrolls the pane under it",
         view.theme.dim,

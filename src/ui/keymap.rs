@@ -126,7 +126,7 @@ impl When {
         Self(self.0 | o.0)
     }
 
-    fn has(self, o: Self) -> bool {
+    pub fn has(self, o: Self) -> bool {
         self.0 & o.0 != 0
     }
 }
@@ -149,7 +149,7 @@ impl Section {
             Self::Move => "Move",
             Self::Filter => "Filter and search (after /)",
             Self::Timeline => "Timeline (t)",
-            Self::Panes => "Panes and lanes",
+            Self::Panes => "Panes",
             Self::Replay => "Replay",
             Self::History => "History (H)",
             Self::Act => "Interrupt (asks first)",

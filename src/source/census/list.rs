@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use super::{Before, Census, Options, Wants, registered_project, scan, speaks, subject};
-use crate::source::agents::{Agent, Candidate, tee};
+use crate::source::agents::{Agent, Candidate, Window, tee};
 use crate::source::files::{self, Input, Record};
 use crate::source::proc::{self, Usage};
 use crate::source::recording;
@@ -25,6 +25,8 @@ pub struct Listing {
     pub trouble: Trouble,
     /// Tees whose history could not be read whole (timeout, size, broken connection).
     pub partial_tees: usize,
+    /// Sessions the window left out: what `--all` would add.
+    pub older: usize,
 }
 
 /// One session (a tee's stream may hold several root sessions).
@@ -69,7 +71,9 @@ pub fn list(opts: &Options) -> Listing {
     let mut found = scan(&opts.env, &opts.window);
     let census = Census::take(opts, &Wants::of(&found.candidates));
     census.add_running(opts, &mut found);
-    let mut listing = Listing { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), ..Listing::default() };
+    let older = older(opts, &found.candidates);
+    let mut listing =
+        Listing { looked_in: found.looked_in, tee_dir: opts.tee_dir.clone(), older, ..Listing::default() };
     listing.trouble = found.trouble;
 
     let mut tees: Vec<TeeRead> = tee::running_in(&opts.tee_dir).into_iter().filter_map(read_tee).collect();
@@ -89,6 +93,17 @@ pub fn list(opts: &Options) -> Listing {
     }
     listing.sessions.extend(judged(opts, &census, &on_disk, &mut listing.trouble));
     listing
+}
+
+/// How many sessions a look with no window finds that `listed` does not hold (none with no
+/// window): a listing that is empty because everything is older says so, not "nothing found".
+fn older(opts: &Options, listed: &[Candidate]) -> usize {
+    if opts.window.since.is_none() {
+        return 0;
+    }
+    let known: HashSet<(&str, &str)> = listed.iter().map(|c| (c.agent.name, c.id.as_str())).collect();
+    let everything = scan(&opts.env, &Window::all());
+    everything.candidates.iter().filter(|c| !known.contains(&(c.agent.name, c.id.as_str()))).count()
 }
 
 fn read_tee(tee: tee::Tee) -> Option<TeeRead> {

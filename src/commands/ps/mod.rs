@@ -1,5 +1,14 @@
-//! `swarmtop ps [--json] [--since D] [--all]`: the sessions the machine view shows, one row per
-//! root session, like `ps`. The figures are those `stats` gives for the session's own inputs.
+//! `swarmtop ps [--json] [--since D] [--all] [--sort KEYS] [-o COLS]`: the sessions the machine
+//! view shows, one row per root session, like `ps`. The figures are those `stats` gives for the
+//! session's own inputs.
+//!
+//! - [`columns`]: each column's name, header and how it gives way.
+//! - [`order`]: how rows compare in each column (`--sort`).
+//! - [`table`]: the text table, fitted to the terminal.
+
+pub mod columns;
+mod order;
+mod table;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -10,6 +19,7 @@ use color_eyre::eyre::Result;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use self::columns::Column;
 use super::cli::PsArgs;
 use super::sessions::{self, Row};
 use super::stats::money;
@@ -20,17 +30,28 @@ use crate::source::recording::civil_from_days;
 use crate::ui::text::grouped;
 use crate::wire::sanitize_line;
 
+/// What the text table shows: its columns, and the window (to say what it left out).
+struct Shape<'a> {
+    columns: &'a [Column],
+    since_ms: u64,
+}
+
 pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
     // Each session's figures and name only: no item text is printed.
     let config = config.clone().figures();
     let opts = Options::machine(census::window(args.window.since, args.window.all));
     let home = opts.env.home();
-    let report = sessions::collect(&opts, &config, args.until.until);
+    let mut report = sessions::collect(&opts, &config, args.until.until);
+    if let Some(keys) = &args.sort {
+        order::sort(&mut report.rows, &keys.0);
+    }
     let now_ms = crate::source::recording::unix_ms();
+    let shape =
+        Shape { columns: args.columns.as_ref().map_or(&columns::DEFAULT[..], |c| &c.0), since_ms: args.window.since };
     let out = if args.json {
         render_json(&report.rows)
     } else {
-        render_text(&report, now_ms, terminal_width(), home.as_deref())
+        render_text(&report, &shape, now_ms, terminal_width(), home.as_deref())
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
@@ -38,9 +59,15 @@ pub fn run(args: &PsArgs, config: &Config) -> Result<ExitCode> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    // What discovery met and could not use goes after the table, never into it.
+    // What discovery met and could not use, and what the window left out, go after the table,
+    // never into it (a pipe reads rows only).
     for note in report.trouble.notes() {
         eprintln!("swarmtop: {note}");
+    }
+    if !report.rows.is_empty() {
+        if let Some(note) = older_note(report.older, args.window.since) {
+            eprintln!("swarmtop: {note}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -164,11 +191,6 @@ fn short_path_in(path: &str, home: Option<&std::path::Path>) -> String {
     sanitize_line(&short).to_string()
 }
 
-/// Widest session name printed.
-const NAME_WIDTH: usize = 48;
-/// Narrowest a name is cut to so that a row fits a terminal.
-const NAME_MIN: usize = 16;
-
 /// The width of the terminal stdout is (`COLUMNS` first, as `ps` reads it); `None` when stdout
 /// is no terminal: a pipe or a file gets every column whole.
 pub(super) fn terminal_width() -> Option<usize> {
@@ -180,115 +202,73 @@ pub(super) fn terminal_width() -> Option<usize> {
     columns.or_else(|| crossterm::terminal::size().ok().map(|(w, _)| usize::from(w)).filter(|&w| w > 0))
 }
 
-const ID: usize = 1;
-/// Characters of a session id kept when it is cut.
-const ID_TAIL: usize = 8;
-const SOURCE: usize = 3;
-const PROCESS: [usize; 3] = [6, 7, 8];
-const NAME: usize = 12;
+/// What one cell of `row` reads in column `c`, on one line and clean.
+fn cell(c: Column, r: &Row, now_ms: i64, home: Option<&Path>) -> String {
+    match c {
+        Column::Agent => r.tool.to_string(),
+        Column::Id => r.id.to_string(),
+        Column::Project => r.project.as_deref().map_or_else(|| "?".to_owned(), |p| short_path_in(p, home)),
+        Column::Source => short_path_in(&r.source, home),
+        Column::State => r.state.as_str().to_owned(),
+        Column::Last => r.last_activity_ms.map_or_else(|| "?".to_owned(), |t| age(now_ms, t)),
+        Column::Pid => r.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),
+        Column::Cpu => r.usage.map_or_else(|| "-".to_owned(), |u| format!("{:.1}", u.cpu_percent)),
+        Column::Mem => r.usage.map_or_else(|| "-".to_owned(), |u| memory(u.rss_bytes)),
+        Column::Agents => r.agents.to_string(),
+        Column::Tokens => grouped(r.tokens),
+        Column::Cost => format_usd(r.cost),
+        Column::Name => crate::ui::text::truncate(sanitize_line(r.name.as_str()).as_str(), table::NAME_WIDTH),
+    }
+}
 
-/// `width` the terminal's (`None`: unbounded). A table wider than the terminal wrapped every row
-/// over three lines of an 80-column terminal (a Codex rollout path alone is ~95 columns), so, as
-/// `ps` fits its COMMAND to the terminal: the SOURCE column goes first (`--json` has it), then the
-/// process columns when no session has a process, then ids are cut to their tails, then the name
-/// is cut (to [`NAME_MIN`]), and a row still too wide is cut at the edge.
-fn render_text(report: &sessions::Report, now_ms: i64, width: Option<usize>, home: Option<&Path>) -> String {
+/// `30m`, `2h`, `1d`: a window as it was given.
+fn window_name(ms: u64) -> String {
+    match ms {
+        0 => "0s".to_owned(),
+        ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
+        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        ms => format!("{}s", ms / 1000),
+    }
+}
+
+/// What the window left out, for a person: `3 older sessions (active before the last 30m): swarmtop ps --all`.
+pub(super) fn older_note(older: usize, since_ms: u64) -> Option<String> {
+    (older > 0).then(|| {
+        let s = if older == 1 { "" } else { "s" };
+        format!("{older} older session{s} (active before the last {}): swarmtop ps --all", window_name(since_ms))
+    })
+}
+
+/// The table, or where it looked when there is none. `width` the terminal's (`None`: unbounded).
+fn render_text(
+    report: &sessions::Report,
+    shape: &Shape<'_>,
+    now_ms: i64,
+    width: Option<usize>,
+    home: Option<&Path>,
+) -> String {
     let mut out = String::new();
     let short = |p: &Path| short_path_in(&p.to_string_lossy(), home);
     if report.rows.is_empty() {
-        let _ = writeln!(out, "no agent sessions found; looked in:");
+        match older_note(report.older, shape.since_ms) {
+            Some(note) => {
+                let _ = writeln!(out, "no agent sessions active in the last {}; {note}", window_name(shape.since_ms));
+                let _ = writeln!(out, "looked in:");
+            }
+            None => {
+                let _ = writeln!(out, "no agent sessions found; looked in:");
+            }
+        }
         for (tool, dir) in &report.looked_in {
             let _ = writeln!(out, "  {tool:<8} {}", short(dir));
         }
         let _ = writeln!(out, "  tees     {}", short(&report.tee_dir));
         return out;
     }
-    // The name goes last, as `ps` puts the command: it is as long as a first prompt is.
-    let header =
-        ["AGENT", "ID", "PROJECT", "SOURCE", "STATE", "LAST", "PID", "CPU%", "MEM", "AGENTS", "TOKENS", "COST", "NAME"];
-    let mut rows: Vec<[String; 13]> = report
-        .rows
-        .iter()
-        .map(|r| {
-            [
-                r.tool.to_string(),
-                r.id.to_string(),
-                r.project.as_deref().map_or_else(|| "?".to_owned(), |p| short_path_in(p, home)),
-                short_path_in(&r.source, home),
-                r.state.as_str().to_owned(),
-                r.last_activity_ms.map_or_else(|| "?".to_owned(), |t| age(now_ms, t)),
-                r.pid.map_or_else(|| "-".to_owned(), |p| p.to_string()),
-                r.usage.map_or_else(|| "-".to_owned(), |u| format!("{:.1}", u.cpu_percent)),
-                r.usage.map_or_else(|| "-".to_owned(), |u| memory(u.rss_bytes)),
-                r.agents.to_string(),
-                grouped(r.tokens),
-                format_usd(r.cost),
-                crate::ui::text::truncate(sanitize_line(r.name.as_str()).as_str(), NAME_WIDTH),
-            ]
-        })
-        .collect();
-    let cols = crate::ui::text::width;
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cols(cell));
-        }
-    }
-    let mut shown = [true; 13];
-    let total = |widths: &[usize; 13], shown: &[bool; 13]| -> usize {
-        widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| w + 2).sum::<usize>().saturating_sub(2)
-    };
-    if let Some(limit) = width {
-        if total(&widths, &shown) > limit {
-            shown[SOURCE] = false;
-        }
-        if total(&widths, &shown) > limit && rows.iter().all(|r| PROCESS.iter().all(|&c| r[c] == "-")) {
-            for c in PROCESS {
-                shown[c] = false;
-            }
-        }
-        // A session id is as long as a UUID; its tail tells sessions apart (their heads are a
-        // time), as the short ids of `stats` and `tree` do. Cut when a name cut short is not
-        // enough.
-        let at_least = |widths: &[usize; 13]| {
-            total(widths, &shown).saturating_sub(widths[NAME].saturating_sub(NAME_MIN.min(widths[NAME])))
-        };
-        if at_least(&widths) > limit {
-            for r in &mut rows {
-                let n = r[ID].chars().count();
-                if n > ID_TAIL + 1 {
-                    r[ID] = format!("…{}", r[ID].chars().skip(n - ID_TAIL).collect::<String>());
-                }
-            }
-            widths[ID] = rows.iter().map(|r| cols(&r[ID])).chain([header[ID].len()]).max().unwrap_or(0);
-        }
-        let over = total(&widths, &shown).saturating_sub(limit);
-        widths[NAME] = widths[NAME].saturating_sub(over).max(NAME_MIN.min(widths[NAME]));
-    }
-    let line = |cells: &[&str]| {
-        let mut l = String::new();
-        for (i, (cell, w)) in cells.iter().zip(widths).enumerate().filter(|(i, _)| shown[*i]) {
-            let cell = if i == NAME { crate::ui::text::truncate(cell, w) } else { (*cell).to_owned() };
-            let pad = " ".repeat(w.saturating_sub(cols(&cell)));
-            // Words align left, figures right.
-            if i < 6 || i == NAME {
-                let _ = write!(l, "{cell}{pad}  ");
-            } else {
-                let _ = write!(l, "{pad}{cell}  ");
-            }
-        }
-        let l = l.trim_end();
-        match width {
-            Some(limit) if cols(l) > limit => crate::ui::text::truncate(l, limit),
-            _ => l.to_owned(),
-        }
-    };
-    let _ = writeln!(out, "{}", line(&header));
-    for row in &rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        let _ = writeln!(out, "{}", line(&cells));
-    }
-    out
+    let rows: Vec<Vec<String>> =
+        report.rows.iter().map(|r| shape.columns.iter().map(|&c| cell(c, r, now_ms, home)).collect()).collect();
+    table::render(shape.columns, &rows, width)
 }
 
 #[cfg(test)]
