@@ -11,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
 use swarmtop::source::files::{MAX_LINE, read_records};
-use swarmtop::source::opencode::{Serve, Sse, SseBounds, read_sse, sse_records};
+use swarmtop::source::opencode::{Serve, sse_records};
+use swarmtop::source::sse::{Sse, SseBounds, read_sse};
 use swarmtop::wire::Origin;
 
 /// Hands out its bytes `step` at a time, as a socket may.
@@ -37,7 +38,9 @@ fuzz_target!(|data: &[u8]| {
 
     let mut events = 0usize;
     let ended = read_sse(&mut reader(), bounds, &mut |e| {
-        if let Sse::Event(text) = e {
+        if let Sse::Event { data: text, .. } = e
+            && !text.is_empty()
+        {
             events += 1;
             // Replacement characters are three bytes for every bad byte at most.
             assert!(text.len() <= 3 * bounds.event, "{} bytes over the event bound {}", text.len(), bounds.event);

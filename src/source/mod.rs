@@ -42,5 +42,6 @@ pub mod remote;
 pub mod replay;
 pub mod seen;
 pub mod socket;
+pub mod sse;
 pub mod tee;
 pub mod watch;

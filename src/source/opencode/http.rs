@@ -7,6 +7,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::source::sse::read_line;
 use crate::wire::sanitize_line;
 
 /// How long `opencode serve` may take to answer a request's head (per read).
@@ -31,45 +32,6 @@ pub fn server_of(input: &str) -> Option<String> {
     let rest = input.strip_prefix("http://")?;
     let authority = rest.split('/').next().filter(|a| !a.is_empty())?;
     Some(authority.to_owned())
-}
-
-/// How a bounded line read went.
-pub(super) struct LineRead {
-    /// Bytes consumed, the line break included: 0 at the end of the input.
-    pub consumed: usize,
-    /// The line was longer than the bound: only its start is kept.
-    pub cut: bool,
-}
-
-/// Reads one line into `line` (without its `\n`), keeping at most `max` bytes of it; the rest of
-/// a longer line is read and dropped. More than `budget` bytes consumed is an error.
-pub(super) fn read_line(r: &mut dyn BufRead, max: usize, budget: usize, line: &mut Vec<u8>) -> io::Result<LineRead> {
-    line.clear();
-    let mut got = LineRead { consumed: 0, cut: false };
-    loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if buf.is_empty() {
-            return Ok(got);
-        }
-        let newline = memchr::memchr(b'\n', buf);
-        let body = &buf[..newline.unwrap_or(buf.len())];
-        let room = max.saturating_sub(line.len());
-        got.cut |= body.len() > room;
-        line.extend_from_slice(&body[..body.len().min(room)]);
-        let used = newline.map_or(buf.len(), |i| i + 1);
-        r.consume(used);
-        got.consumed = got.consumed.saturating_add(used);
-        if got.consumed > budget {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line over {budget} bytes")));
-        }
-        if newline.is_some() {
-            return Ok(got);
-        }
-    }
 }
 
 fn trim(line: &[u8]) -> &[u8] {
@@ -257,21 +219,6 @@ impl<R: Read> Read for Limited<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_line_is_kept_up_to_its_bound_and_read_past() {
-        let mut r: &[u8] = b"abcdef\nxy\r\nlast";
-        let mut line = Vec::new();
-        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
-        assert_eq!((line.as_slice(), got.cut, got.consumed), (&b"abc"[..], true, 7));
-        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
-        assert_eq!((line.as_slice(), got.cut), (&b"xy\r"[..], false));
-        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
-        assert_eq!((line.as_slice(), got.consumed), (&b"las"[..], 4), "a last line without a break");
-        assert_eq!(read_line(&mut r, 3, usize::MAX, &mut line).unwrap().consumed, 0);
-        let mut r: &[u8] = b"0123456789";
-        assert!(read_line(&mut r, 3, 5, &mut line).is_err(), "over the budget");
-    }
 
     #[test]
     fn a_chunked_body_and_its_hostile_size_lines() {

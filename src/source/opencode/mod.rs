@@ -4,7 +4,7 @@
 //! One job per module: the store file ([`store`]), its values read tolerantly ([`cells`]), tables
 //! read in pages ([`pages`]), the store as it is now ([`snapshot`]) and its root sessions for
 //! discovery ([`roots`]), the event log followed ([`follower`]), whether a process still writes the
-//! store ([`writer`]); the server's HTTP ([`http`]), its event stream ([`sse`], [`serve`]) and what
+//! store ([`writer`]); the server's HTTP ([`http`]), its event stream ([`serve`], read by [`crate::source::sse`]) and what
 //! it holds ([`resync`]). Records cross threads through a queue bounded in bytes ([`channel`]).
 
 mod cells;
@@ -17,7 +17,6 @@ mod resync;
 mod roots;
 mod serve;
 mod snapshot;
-mod sse;
 mod store;
 mod writer;
 
@@ -30,7 +29,6 @@ pub use resync::{MAX_RESPONSE, MAX_RESYNC_SESSIONS, session_status};
 pub use roots::{Root, roots};
 pub use serve::{BACKOFF_FIRST, BACKOFF_MAX, Link, STEADY, Serve, link_events, server_reader, sse_records};
 pub use snapshot::{Snapshot, SnapshotReader, snapshot, snapshot_of, snapshot_reader, snapshot_reader_with};
-pub use sse::{MAX_SSE_EVENT, MAX_SSE_LINE, Sse, SseBounds, read_sse};
 pub use store::{SQLITE_MAGIC, STORE_NAME, is_sqlite, open, store_at};
 pub use writer::{Writer, is_opencode, writer};
 

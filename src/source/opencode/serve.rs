@@ -15,8 +15,8 @@ use super::channel::{ChannelReader, Sender, channel};
 use super::http::{self, EVENT_STREAM, Response};
 use super::records;
 use super::resync::server_state;
-use super::sse::{Sse, SseBounds, read_sse};
 use crate::source::live;
+use crate::source::sse::{Sse, SseBounds, read_sse};
 use crate::wire::{Clean, sanitize_line};
 
 /// First wait before reconnecting to a server; doubled after each failure up to [`BACKOFF_MAX`].
@@ -100,7 +100,9 @@ pub fn sse_records(
     let mut out = Vec::new();
     read_sse(body, bounds, &mut |item| {
         match item {
-            Sse::Event(data) => event_record(data, serve, &mut out),
+            // OpenCode's events are their data; a name alone carries nothing.
+            Sse::Event { data: "", .. } => {}
+            Sse::Event { data, .. } => event_record(data, serve, &mut out),
             Sse::Skipped(text) => records::notice(&mut out, "stream", &text),
         }
         out.is_empty() || each(std::mem::take(&mut out))

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::source::live::{CHANNEL_EVENTS, End, Event, ResetReason};
+use crate::source::sse::{Sse, SseBounds, read_sse};
 use crate::wire::sanitize_line;
 
 /// The server sends a comment at least this often on a quiet stream (`serve::http::KEEPALIVE`
@@ -167,7 +168,9 @@ fn connection(
 /// What was skipped on one connection, told as it happens.
 #[derive(Default)]
 struct Skipped {
-    long: u64,
+    /// Events the reader skipped or read with bad bytes replaced (too long, not UTF-8).
+    unread: u64,
+    /// Events that were read but are not ones this version knows.
     unreadable: u64,
 }
 
@@ -178,98 +181,37 @@ impl Skipped {
     }
 }
 
+/// How long a line and an event of the feed may be: one record of the line bound, in base64.
+const FEED_BOUNDS: SseBounds = SseBounds { line: MAX_EVENT_LINE, event: MAX_EVENT_LINE };
+
 /// Reads server-sent events and hands each decoded one to `each` until the stream ends
 /// (`Ok(true)`) or `each` wants no more (`Ok(false)`).
 pub fn read_events(r: &mut dyn BufRead, each: &mut dyn FnMut(Event) -> bool) -> io::Result<bool> {
-    let (mut line, mut data) = (Vec::new(), Vec::new());
-    let mut kind = String::new();
     let mut skipped = Skipped::default();
-    loop {
-        let Some(whole) = read_line(r, MAX_EVENT_LINE, &mut line)? else { return Ok(true) };
-        if !whole {
-            skipped.long += 1;
-            kind.clear();
-            data.clear();
-            let what = format!("an event over {MAX_EVENT_LINE} bytes from the server skipped");
-            if let Some(notice) = Skipped::tell(skipped.long, &what)
-                && !each(notice)
-            {
-                return Ok(false);
-            }
-            continue;
-        }
-        if line.is_empty() {
-            if !kind.is_empty() || !data.is_empty() {
-                let text = String::from_utf8_lossy(&data);
-                let event = match codec::decode(&kind, &text) {
-                    Ok(event) => event,
-                    Err(codec::Unreadable(why)) => {
-                        skipped.unreadable += 1;
-                        Skipped::tell(skipped.unreadable, &format!("the server sent {why}; skipped"))
-                    }
-                };
-                kind.clear();
-                data.clear();
-                if let Some(event) = event
-                    && !each(event)
-                {
-                    return Ok(false);
+    read_sse(r, FEED_BOUNDS, &mut |item| {
+        let event = match item {
+            Sse::Event { kind, data } => match codec::decode(kind, data) {
+                Ok(event) => event,
+                Err(codec::Unreadable(why)) => {
+                    skipped.unreadable += 1;
+                    Skipped::tell(skipped.unreadable, &format!("the server sent {why}; skipped"))
                 }
+            },
+            Sse::Skipped(what) => {
+                skipped.unread += 1;
+                // The reader's text carries its own count; the rate is this connection's.
+                (skipped.unread == 1 || skipped.unread % 1000 == 0)
+                    .then(|| Event::Notice(sanitize_line(&format!("from the server: {what}"))))
             }
-            continue;
-        }
-        let (field, value) = match memchr::memchr(b':', &line) {
-            Some(0) => continue,
-            Some(i) => (&line[..i], line[i + 1..].strip_prefix(b" ").unwrap_or(&line[i + 1..])),
-            None => (&line[..], &b""[..]),
         };
-        match field {
-            b"event" => kind = String::from_utf8_lossy(value).into_owned(),
-            b"data" => {
-                if !data.is_empty() {
-                    data.push(b'\n');
-                }
-                data.extend_from_slice(value);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// One line into `line` (without its end, `\r` dropped); `None` at the end of the stream,
-/// `Some(false)` when it was longer than `max` (read to its end, only its start kept).
-fn read_line(r: &mut dyn BufRead, max: usize, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
-    line.clear();
-    let (mut consumed, mut whole) = (0usize, true);
-    loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if buf.is_empty() {
-            return Ok((consumed > 0).then_some(whole));
-        }
-        let newline = memchr::memchr(b'\n', buf);
-        let part = &buf[..newline.unwrap_or(buf.len())];
-        let room = max.saturating_sub(line.len());
-        whole &= part.len() <= room;
-        line.extend_from_slice(&part[..part.len().min(room)]);
-        let used = newline.map_or(buf.len(), |i| i + 1);
-        r.consume(used);
-        consumed += used;
-        if newline.is_some() {
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            return Ok(Some(whole));
-        }
-    }
+        event.is_none_or(&mut *each)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::sse::read_line;
 
     fn events(stream: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
@@ -305,11 +247,11 @@ mod tests {
         let mut line = Vec::new();
         let text = format!("data: {}\nevent: live\n", "x".repeat(100));
         let mut r = text.as_bytes();
-        assert_eq!(read_line(&mut r, 16, &mut line).unwrap(), Some(false));
+        assert!(read_line(&mut r, 16, usize::MAX, &mut line).unwrap().cut);
         assert_eq!(line.len(), 16);
-        assert_eq!(read_line(&mut r, 16, &mut line).unwrap(), Some(true));
+        assert!(!read_line(&mut r, 16, usize::MAX, &mut line).unwrap().cut);
         assert_eq!(line, b"event: live");
-        assert_eq!(read_line(&mut r, 16, &mut line).unwrap(), None);
+        assert_eq!(read_line(&mut r, 16, usize::MAX, &mut line).unwrap().consumed, 0);
     }
 
     #[test]

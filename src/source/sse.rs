@@ -1,12 +1,51 @@
-//! Server-sent events (`opencode serve`'s `/event`), read within bounds: a line, an event's data,
-//! and bad bytes are each counted and skipped, never the end of the connection. Unbounded, one
-//! endless line or event grew memory ~400 MB/s; one invalid UTF-8 byte ended the connection, and
-//! with it that event and everything after it (issue 22 items 3 and 7).
+//! Server-sent events read within bounds (`opencode serve`'s `/event`, `swarmtop serve`'s
+//! `/api/feed`), and the bounded line reader under them and under the OpenCode client's HTTP:
+//! a line, an event's data and bad bytes are each counted and skipped, never the end of the
+//! connection. Unbounded, one endless line or event grew memory ~400 MB/s; one invalid UTF-8
+//! byte ended the connection, and with it that event and everything after it (issue 22 items 3
+//! and 7).
 
 use std::borrow::Cow;
 use std::io::{self, BufRead};
 
-use super::http::read_line;
+/// How a bounded line read went.
+pub struct LineRead {
+    /// Bytes consumed, the line break included: 0 at the end of the input.
+    pub consumed: usize,
+    /// The line was longer than the bound: only its start is kept.
+    pub cut: bool,
+}
+
+/// Reads one line into `line` (without its `\n`), keeping at most `max` bytes of it; the rest of
+/// a longer line is read and dropped. More than `budget` bytes consumed is an error.
+pub fn read_line(r: &mut dyn BufRead, max: usize, budget: usize, line: &mut Vec<u8>) -> io::Result<LineRead> {
+    line.clear();
+    let mut got = LineRead { consumed: 0, cut: false };
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(got);
+        }
+        let newline = memchr::memchr(b'\n', buf);
+        let body = &buf[..newline.unwrap_or(buf.len())];
+        let room = max.saturating_sub(line.len());
+        got.cut |= body.len() > room;
+        line.extend_from_slice(&body[..body.len().min(room)]);
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        r.consume(used);
+        got.consumed = got.consumed.saturating_add(used);
+        if got.consumed > budget {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a line over {budget} bytes")));
+        }
+        if newline.is_some() {
+            return Ok(got);
+        }
+    }
+}
 
 /// Most bytes of data one event holds: a record must fit the line bound the pipeline reads
 /// records with, so a longer one would be counted malformed anyway, after being buffered whole.
@@ -30,8 +69,9 @@ impl Default for SseBounds {
 
 /// What the stream gave.
 pub enum Sse<'a> {
-    /// An event's data (its `data:` lines, joined).
-    Event(&'a str),
+    /// An event: its `event:` name (empty when it had none) and its data (its `data:` lines,
+    /// joined).
+    Event { kind: &'a str, data: &'a str },
     /// Something was skipped or replaced: what, in words, with the count so far.
     Skipped(String),
 }
@@ -69,7 +109,7 @@ impl Counts {
 
 /// Reads events until the stream ends (`Ok(true)`) or `each` wants no more (`Ok(false)`).
 pub fn read_sse(body: &mut dyn BufRead, bounds: SseBounds, each: &mut dyn FnMut(Sse<'_>) -> bool) -> io::Result<bool> {
-    let (mut line, mut data) = (Vec::new(), Vec::new());
+    let (mut line, mut data, mut kind) = (Vec::new(), Vec::new(), String::new());
     let mut skip: Option<Skip> = None;
     let mut counts = Counts { bounds, long_lines: 0, long_events: 0, bad_utf8: 0 };
     loop {
@@ -87,10 +127,11 @@ pub fn read_sse(body: &mut dyn BufRead, bounds: SseBounds, each: &mut dyn FnMut(
             // A blank line ends the event.
             let more = match skip.take() {
                 Some(why) => each(Sse::Skipped(counts.skipped(why))),
-                None if data.is_empty() => true,
-                None => dispatch(&data, &mut counts, each),
+                None if data.is_empty() && kind.is_empty() => true,
+                None => dispatch(&kind, &data, &mut counts, each),
             };
             data.clear();
+            kind.clear();
             if !more {
                 return Ok(false);
             }
@@ -99,7 +140,11 @@ pub fn read_sse(body: &mut dyn BufRead, bounds: SseBounds, each: &mut dyn FnMut(
         if skip.is_some() {
             continue;
         }
-        // Other fields (`event:`, `id:`, `retry:`) and comments carry nothing the data does not.
+        if let Some(name) = l.strip_prefix(b"event:") {
+            kind = String::from_utf8_lossy(name.strip_prefix(b" ").unwrap_or(name)).into_owned();
+            continue;
+        }
+        // Other fields (`id:`, `retry:`) and comments carry nothing the data does not.
         let Some(d) = l.strip_prefix(b"data:") else { continue };
         let d = d.strip_prefix(b" ").unwrap_or(d);
         let joined = if data.is_empty() { d.len() } else { data.len() + 1 + d.len() };
@@ -115,13 +160,13 @@ pub fn read_sse(body: &mut dyn BufRead, bounds: SseBounds, each: &mut dyn FnMut(
     }
 }
 
-/// Hands on one event's data; invalid UTF-8 is read with its bad bytes replaced, and told.
-fn dispatch(data: &[u8], counts: &mut Counts, each: &mut dyn FnMut(Sse<'_>) -> bool) -> bool {
+/// Hands on one event; invalid UTF-8 in its data is read with its bad bytes replaced, and told.
+fn dispatch(kind: &str, data: &[u8], counts: &mut Counts, each: &mut dyn FnMut(Sse<'_>) -> bool) -> bool {
     let text = match std::str::from_utf8(data) {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => Cow::Owned(String::from_utf8_lossy(data).into_owned()),
     };
-    if !each(Sse::Event(&text)) {
+    if !each(Sse::Event { kind, data: &text }) {
         return false;
     }
     if matches!(text, Cow::Owned(_)) {
@@ -142,7 +187,7 @@ mod tests {
         let mut r = input;
         read_sse(&mut r, SseBounds::default(), &mut |e| {
             got.push(match e {
-                Sse::Event(d) => format!("event {d}"),
+                Sse::Event { data, .. } => format!("event {data}"),
                 Sse::Skipped(s) => format!("skipped {s}"),
             });
             true
@@ -152,9 +197,48 @@ mod tests {
     }
 
     #[test]
+    fn a_line_is_kept_up_to_its_bound_and_read_past() {
+        let mut r: &[u8] = b"abcdef\nxy\r\nlast";
+        let mut line = Vec::new();
+        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
+        assert_eq!((line.as_slice(), got.cut, got.consumed), (&b"abc"[..], true, 7));
+        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
+        assert_eq!((line.as_slice(), got.cut), (&b"xy\r"[..], false));
+        let got = read_line(&mut r, 3, usize::MAX, &mut line).unwrap();
+        assert_eq!((line.as_slice(), got.consumed), (&b"las"[..], 4), "a last line without a break");
+        assert_eq!(read_line(&mut r, 3, usize::MAX, &mut line).unwrap().consumed, 0);
+        let mut r: &[u8] = b"0123456789";
+        assert!(read_line(&mut r, 3, 5, &mut line).is_err(), "over the budget");
+    }
+
+    #[test]
     fn data_lines_join_and_a_blank_line_ends_an_event() {
         let got = read(b": comment\nevent: x\ndata: {\"a\":\r\ndata:1}\r\n\r\n\ndata: 2\n\n");
         assert_eq!(got, ["event {\"a\":\n1}", "event 2"]);
+    }
+
+    #[test]
+    fn an_event_carries_its_name_even_without_data() {
+        let mut got = Vec::new();
+        let mut r: &[u8] = b"event: live
+
+: keepalive
+
+event:resumed
+data: {}
+
+data: 2
+
+";
+        read_sse(&mut r, SseBounds::default(), &mut |e| {
+            if let Sse::Event { kind, data } = e {
+                got.push((kind.to_owned(), data.to_owned()));
+            }
+            true
+        })
+        .unwrap();
+        let want = [("live", ""), ("resumed", "{}"), ("", "2")].map(|(k, d)| (k.to_owned(), d.to_owned()));
+        assert_eq!(got, want);
     }
 
     #[test]
