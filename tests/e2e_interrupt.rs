@@ -540,24 +540,13 @@ fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
 /// ends `MessageAbortedError`); the root goes on and finishes; the act is logged.
 #[test]
 fn interrupting_an_opencode_child_session_through_its_server() {
-    use support::opencode::{Server, binary, command, free_port, home, wait_http};
-    let Some(bin) = binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    use support::opencode::{binary_or_skip, free_port, home, serve, wait_http};
+    let Some(bin) = binary_or_skip() else { return };
     let mock = support::chat_completions::MockChat::start(LongTask).expect("mock");
     let dir = home(&mock);
     let root = dir.path();
     let port = free_port().to_string();
-    let _server = Server(
-        command(&bin, root)
-            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("opencode serve"),
-    );
+    let _server = serve(&bin, root, &port);
     let authority = format!("127.0.0.1:{port}");
     wait_http(&authority);
     let http = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(15))).build().new_agent();
@@ -764,24 +753,13 @@ impl support::chat_completions::Script for Nested {
 /// message ends `MessageAbortedError`); its parent and the root go on and finish; the guard says why.
 #[test]
 fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
-    use support::opencode::{Server, binary, command, free_port, home, wait_http};
-    let Some(bin) = binary() else {
-        assert!(std::env::var_os("CI").is_none(), "CI: the OpenCode binary is missing (scripts/setup-opencode.sh)");
-        eprintln!("SKIPPED: no OpenCode binary; run scripts/setup-opencode.sh");
-        return;
-    };
+    use support::opencode::{binary_or_skip, free_port, home, serve, wait_http};
+    let Some(bin) = binary_or_skip() else { return };
     let mock = support::chat_completions::MockChat::start(Nested).expect("mock");
     let dir = home(&mock);
     let root = dir.path();
     let port = free_port().to_string();
-    let _server = Server(
-        command(&bin, root)
-            .args(["serve", "--port", &port, "--hostname", "127.0.0.1"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("opencode serve"),
-    );
+    let _server = serve(&bin, root, &port);
     let authority = format!("127.0.0.1:{port}");
     wait_http(&authority);
     let base = format!("http://{authority}");

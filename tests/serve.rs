@@ -12,7 +12,7 @@ mod store_support;
 
 use std::time::{Duration, Instant};
 
-use serve_support::{Daemon, claude_project};
+use serve_support::{Daemon, claude_project, outside_address};
 use store_support::{CLAUDE_SESSION, Machine};
 
 /// Records in the Claude 2.1.39 fixture session (transcript and sub-agents).
@@ -37,13 +37,14 @@ fn the_api_answers_as_the_commands_do() {
     m.with_claude().with_codex("collab_v1");
     let d = Daemon::start(&m.home(), &[]);
     d.wait_status("the first sync", |s| s["syncs"].as_u64() >= Some(1));
-    // The store answers after the first sync; the live state once the follower has read the files,
-    // which may be a moment later on a loaded machine.
+    // The store answers after the first sync; the live state once the follower has read the files
+    // (its figures the store's), which may be a moment later on a loaded machine: a live state
+    // read half-way through the transcript costs less.
     let until = Instant::now() + Duration::from_secs(60);
     let (sessions, claude) = loop {
         let sessions = d.json("/api/sessions?tz=UTC");
         let claude = sessions["sessions"].as_array().unwrap().iter().find(|s| s["id"] == CLAUDE_SESSION).cloned();
-        if claude.as_ref().is_some_and(|c| !c["live"].is_null()) || Instant::now() > until {
+        if claude.as_ref().is_some_and(|c| c["live"]["costUsd"] == c["costUsd"]) || Instant::now() > until {
             break (sessions.clone(), claude.unwrap_or_else(|| panic!("no Claude session in {sessions}")));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -252,14 +253,6 @@ fn the_unit_runs_this_daemon() {
     let unit = m.run(&["serve", "--print-unit", "--listen", "127.0.0.1:7078"]);
     assert!(unit.contains("ExecStart=") && unit.contains(" serve --listen 127.0.0.1:7078"), "{unit}");
     assert!(unit.contains("[Install]"));
-}
-
-/// An address of this machine other than loopback, if it has one.
-fn outside_address() -> Option<std::net::IpAddr> {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    probe.connect("192.0.2.1:9").ok()?;
-    let ip = probe.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 /// Beyond loopback only with the token: made once, private, and asked of anyone who is not one of

@@ -12,7 +12,7 @@ mod tmux;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serve_support::Daemon;
+use serve_support::{Daemon, outside_address};
 use store_support::Machine;
 use tmux::Tmux;
 
@@ -82,14 +82,6 @@ fn a_servers_machine_view_is_the_machine_view_of_its_home() {
     let screen = there.wait_for("the daemon back", |s| read(s) && !s.contains("disconnected") && s.contains("Arendt"));
     assert!(screen.contains("3 sessions"), "each session once:\n{screen}");
     drop(d);
-}
-
-/// An address of this machine other than loopback, if it has one.
-fn outside_address() -> Option<std::net::IpAddr> {
-    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    probe.connect("192.0.2.1:9").ok()?;
-    let ip = probe.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 #[test]

@@ -237,3 +237,11 @@ pub fn line(n: usize, i: u64, at: &str) -> String {
 pub fn transcript(home: &Path, n: usize) -> PathBuf {
     home.join(".claude/projects").join(PROJECT).join(format!("{}.jsonl", session_id(n)))
 }
+
+/// An address of this machine other than loopback, if it has one.
+pub fn outside_address() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("192.0.2.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
