@@ -92,6 +92,10 @@ fn read_busy(mut c: Events, written: &Mutex<Vec<Instant>>, busy_id: &str, total_
             continue;
         }
         let i = e.data["tokens"]["total"].as_u64().unwrap() / 2;
+        // The session's opening prompt is told with no tokens yet: no line made it.
+        if i == 0 {
+            continue;
+        }
         if std::mem::replace(&mut seen[(i - 1) as usize], true) {
             got.twice += 1;
         }
