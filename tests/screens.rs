@@ -1511,3 +1511,50 @@ fn siblings_that_differ_at_their_end_are_cut_in_the_middle() {
     // A name alike no neighbour's keeps its start.
     assert!(screen.contains("Survey the"), "{screen}");
 }
+
+/// A replay of more files than the monitor holds open (`merge::OPEN_MAX`): those past the bound
+/// are opened again each time they are read, and `d` shows how often, as `stats --json` says it
+/// in `input.reopened`.
+#[test]
+fn diagnostics_show_files_reopened_past_the_open_file_bound() {
+    use std::time::{Duration, Instant};
+    use swarmtop::source::files::Input;
+    use swarmtop::source::recorded::Recorded;
+    use swarmtop::source::replay::Pace;
+    use swarmtop::ui::runtime::{self, Runtime, Settings};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = swarmtop::source::merge::OPEN_MAX + 3;
+    let inputs: Vec<Input> = (0..n)
+        .map(|i| {
+            let path = dir.path().join(format!("s{i:04}.ndjson"));
+            let ms = 1_796_188_304_000 + i64::try_from(i).expect("small");
+            let line = |ms: i64| {
+                format!(r#"{{"type":"step_start","timestamp":{ms},"sessionID":"ses_{i:04}","part":{{"type":"step-start"}}}}"#)
+            };
+            std::fs::write(&path, format!("{}\n{}\n", line(ms), line(ms + 10_000))).expect("write");
+            Input::File(path)
+        })
+        .collect();
+    let recorded = Recorded::from_inputs(&[dir.path().to_owned()], &inputs, false, &runtime::time_of).expect("load");
+    let settings = Settings { fps: 30, stall_ms: 60_000, max_gap_ms: 2_000, pace: Pace::Max, clock: Instant::now };
+    let t0 = Instant::now();
+    let mut rt = Runtime::replay(recorded, view(), &settings, swarmtop::pipeline::Config::default(), t0);
+    // Named as a path would be: a temporary one changes from run to run.
+    rt.feed.source = "sessions/".to_owned();
+    let mut now = t0;
+    while rt.feed.ended.is_none() {
+        rt.advance(now, None);
+        now += Duration::from_millis(10);
+        assert!(now < t0 + Duration::from_secs(600), "the replay ends");
+    }
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    term.draw(|f| rt.draw(f, now)).expect("draw");
+    rt.input(runtime::Input::Terminal(crossterm::event::Event::Key(key(KeyCode::Char('d')))), now);
+    term.draw(|f| rt.draw(f, now)).expect("draw");
+    let screen = format!("{}", term.backend());
+    // Each closed file's two lines lie 10 s apart, every other file's between them: read twice.
+    assert_eq!(rt.feed.reopened, 2 * 3, "{screen}");
+    assert!(screen.contains("files reopened 6"), "{screen}");
+    insta::assert_snapshot!("diagnostics_files_reopened_120x40", screen);
+}

@@ -11,6 +11,7 @@
 //! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing
 //! of what records mean.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -53,6 +54,9 @@ pub struct Recorded {
     pub start_at_action: bool,
     /// Plain files held open ([`Backing::File`]), at most [`merge::OPEN_MAX`].
     open_files: usize,
+    /// Reads of a file past that bound ([`Backing::Closed`]), each of which opened it again: the
+    /// diagnostics view shows it as `stats --json` shows `input.reopened`.
+    reopened: Cell<u64>,
 }
 
 struct Source {
@@ -118,6 +122,7 @@ impl Recorded {
             dirs: Vec::new(),
             start_at_action: false,
             open_files: 0,
+            reopened: Cell::new(0),
         }
     }
 
@@ -289,6 +294,11 @@ impl Recorded {
         self.records.is_empty()
     }
 
+    /// How many times a file past the bound of files held open was opened again to be read.
+    pub fn reopened(&self) -> u64 {
+        self.reopened.get()
+    }
+
     /// Every record's time (unix ms, `None` when it has none), in order.
     pub fn times(&self) -> &[Option<i64>] {
         &self.times
@@ -331,6 +341,7 @@ impl Recorded {
                         } else {
                             let path = self.sources[source].path.as_ref();
                             reopened = File::open(path.ok_or_else(|| io::Error::other("a closed input has no path"))?)?;
+                            self.reopened.set(self.reopened.get().saturating_add(1));
                             &reopened
                         };
                         // The run of lines of this file that follow: one read for all of them.
@@ -483,6 +494,7 @@ mod tests {
         let lines: Vec<String> = lines_of(&r, 0..2 * n).into_iter().filter(|l| l != "|").collect();
         let want: Vec<String> = (0..n).flat_map(|i| [format!("{i:04}a"), format!("{i:04}b")]).collect();
         assert_eq!(lines, want);
+        assert_eq!(r.reopened(), 3, "each closed file opened again once, for its one run of lines");
         assert_eq!(r.watched().0.len(), n, "every file followed, closed or not");
     }
 

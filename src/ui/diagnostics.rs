@@ -63,7 +63,7 @@ pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layou
     let rect = centred(area, w, h);
     let text_w = w.saturating_sub(4) as usize;
     let figures = Figures { theme };
-    let mut lines = routing_lines(model, scene.counters, &figures);
+    let mut lines = routing_lines(model, scene.counters, feed.reopened, &figures);
     if let Some(snapshot) = &feed.machine {
         lines.extend(machine_lines(model, view, snapshot.sessions.len(), &figures));
     }
@@ -85,8 +85,8 @@ pub fn draw(frame: &mut Frame, area: Rect, scene: &Scene<'_>, layout: &mut Layou
     layout.overlay_scroll = Some(scroll);
 }
 
-/// Every routing counter, and the bounds of lowering and of the model.
-fn routing_lines(model: &Model, c: &Counters, f: &Figures<'_>) -> Vec<Line<'static>> {
+/// Every routing counter, and the bounds of reading, of lowering and of the model.
+fn routing_lines(model: &Model, c: &Counters, reopened: u64, f: &Figures<'_>) -> Vec<Line<'static>> {
     let d = &model.diagnostics;
     let theme = f.theme;
     vec![
@@ -115,6 +115,10 @@ fn routing_lines(model: &Model, c: &Counters, f: &Figures<'_>) -> Vec<Line<'stat
             ("spawning tasks", c.forgotten.tasks, true),
             ("unnamed agents", d.dropped_receivers, true),
         ]),
+        // The bound of files held open (merge::OPEN_MAX): past it a file is closed and opened
+        // again to be read. Nothing is lost, so the figure is never warm; in the thousands, it
+        // says why a replay of a folder of many files reads slowly.
+        f.row(&[("files reopened", reopened, false)]),
         Line::from(Span::styled(
             if c.conserved() { "  every line accounted for" } else { "  lines still in flight" },
             theme.dim,

@@ -36,6 +36,10 @@ pub struct Feed {
     pub receive: Option<ReceiveFeed>,
     /// What notifying has done, when asked to (`--notify`, `--notify-cmd`).
     pub notify: Option<NotifyFeed>,
+    /// Times a replayed file past the bound of files held open
+    /// ([`crate::source::merge::OPEN_MAX`]) was opened again to be read (`input.reopened` of
+    /// `stats --json`).
+    pub reopened: u64,
 }
 
 /// What notifying has done so far, for the diagnostics view.
@@ -101,6 +105,7 @@ impl Default for Feed {
             notify: None,
             export: None,
             receive: None,
+            reopened: 0,
         }
     }
 }

@@ -329,6 +329,7 @@ impl Runtime {
             self.feed.paused = rep.paused();
             self.feed.speed = rep.pace().label();
             self.feed.position = Some((rep.position() as u64, rep.len() as u64));
+            self.feed.reopened = rp.recorded.reopened();
             // A followed file that has caught up is live: time moves on while its agents are quiet.
             self.feed.live = rp.recorded.follow && rep.is_done();
             self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { self.pipeline.model.stream_ms };
