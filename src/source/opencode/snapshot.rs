@@ -116,6 +116,8 @@ const ROOTS: Query<'_> = Query {
 enum Stage {
     Sessions,
     Rows,
+    /// swarmtop's stops of its sessions (`source::acts`), after the rows that name them.
+    Acts,
     Dead,
     Done,
 }
@@ -230,6 +232,7 @@ impl Pages {
                 match self.stage {
                     Stage::Sessions => self.sessions_page(out)?,
                     Stage::Rows => self.rows_page(out, start)?,
+                    Stage::Acts => self.acts_page(out)?,
                     Stage::Dead => self.dead_page(out)?,
                     Stage::Done => return Ok(false),
                 }
@@ -273,7 +276,7 @@ impl Pages {
                     records::push(out, &records::row_event("message.part.updated", &p.session, "part", &part));
                 }
                 None if matches!(self.drain, Drain::All) => {
-                    self.stage = Stage::Dead;
+                    self.stage = Stage::Acts;
                     return Ok(());
                 }
                 None => self.drain = Drain::NextMessage,
@@ -327,6 +330,34 @@ impl Pages {
             (None, _) => false,
         };
         Ok(if due { parts.rows.pop_front() } else { None })
+    }
+
+    /// The stops swarmtop logged of this read's sessions (an abort through their server), as
+    /// records: the tree then says why they stopped, as it does for a tee's acts.
+    fn acts_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
+        self.stage = Stage::Dead;
+        let acts = crate::source::acts::read();
+        if acts.is_empty() {
+            return Ok(());
+        }
+        let targets = Value::from(acts.iter().map(|a| a.target.as_str()).collect::<Vec<_>>()).to_string();
+        let scoped = self.scope.is_some();
+        let query = with_scope(
+            scoped,
+            &format!(
+                "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?{})){}",
+                if scoped { 2 } else { 1 },
+                if scoped { " AND id IN tree" } else { "" }
+            ),
+        );
+        let mut stmt = self.conn.prepare(&query)?;
+        let read = |r: &Row<'_>| r.get::<_, String>(0);
+        let known: std::collections::HashSet<String> = match &self.scope {
+            Some(scope) => stmt.query_map([scope.as_str(), targets.as_str()], read)?.filter_map(Result::ok).collect(),
+            None => stmt.query_map([targets.as_str()], read)?.filter_map(Result::ok).collect(),
+        };
+        out.extend_from_slice(&crate::source::acts::records(&acts, |a| known.contains(&a.target)));
+        Ok(())
     }
 
     /// The roots a dead writer left, then the end of the read.
