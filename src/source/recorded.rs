@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
 use super::merge::{self, Order};
-use crate::wire::Origin;
+use crate::wire::{Clean, Origin};
 
 /// Reads a record's time (unix ms), if it has one.
 pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;
@@ -41,7 +41,7 @@ pub enum Piece<'a> {
 }
 
 pub struct Recorded {
-    pub name: String,
+    pub name: Clean,
     sources: Vec<Source>,
     records: Vec<Rec>,
     times: Vec<Option<i64>>,
@@ -98,7 +98,7 @@ impl Rec {
 impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
-        let mut r = Self::empty(name.to_owned(), false);
+        let mut r = Self::empty(crate::wire::sanitize_line(name), false);
         r.sources.push(Source {
             path: None,
             origin: Origin::NONE,
@@ -111,7 +111,7 @@ impl Recorded {
         r
     }
 
-    fn empty(name: String, follow: bool) -> Self {
+    fn empty(name: Clean, follow: bool) -> Self {
         Self {
             name,
             sources: Vec::new(),
@@ -147,7 +147,7 @@ impl Recorded {
             ([], [one, ..]) => one.name(),
             ([], []) => String::new(),
         };
-        let mut r = Self::empty(name, follow);
+        let mut r = Self::empty(crate::wire::sanitize_line(&name), follow);
         r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
         for input in inputs {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;

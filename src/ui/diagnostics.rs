@@ -232,7 +232,7 @@ fn notify_lines(n: &NotifyFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'sta
         f.row(&[("command ran", n.ran, false), ("failed", n.failed, true), ("dropped", n.dropped, true)]),
     ];
     if let Some(cause) = &n.cause {
-        let text = format!("  last failure: {}", truncate(cause, text_w.saturating_sub(16)));
+        let text = format!("  last failure: {}", truncate(cause.as_str(), text_w.saturating_sub(16)));
         lines.push(Line::from(Span::styled(text, theme.warn)));
     }
     lines.push(Line::default());
@@ -244,10 +244,12 @@ fn export_lines(x: &ExportFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'sta
     let theme = f.theme;
     let waiting = x.queued.saturating_sub(x.sent + x.dropped + x.rejected);
     let state = match (x.failing, &x.cause) {
-        (true, Some(cause)) => format!("  retrying with backoff: {}", truncate(cause, text_w.saturating_sub(26))),
+        (true, Some(cause)) => {
+            format!("  retrying with backoff: {}", truncate(cause.as_str(), text_w.saturating_sub(26)))
+        }
         (true, None) => "  collector unreachable: retrying with backoff".to_owned(),
         (false, Some(cause)) => {
-            format!("  collector reachable; last failure: {}", truncate(cause, text_w.saturating_sub(36)))
+            format!("  collector reachable; last failure: {}", truncate(cause.as_str(), text_w.saturating_sub(36)))
         }
         (false, None) => "  collector reachable".to_owned(),
     };
