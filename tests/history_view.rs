@@ -22,7 +22,8 @@ fn monitor() -> (Pipeline, Feed) {
     for l in text.lines().take(40) {
         p.push(l.as_bytes());
     }
-    let feed = Feed { source: "collab_v1".to_owned(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let feed =
+        Feed { source: swarmtop::wire::sanitize_line("collab_v1"), now_ms: p.model.stream_ms, ..Feed::default() };
     (p, feed)
 }
 

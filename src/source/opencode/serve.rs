@@ -41,7 +41,7 @@ pub enum Link {
 pub fn link_events(tx: tokio::sync::mpsc::Sender<live::Event>) -> impl FnMut(Link) -> bool + Send + 'static {
     move |link| {
         let event = match link {
-            Link::Lost { retry_in, reason } => live::Event::Disconnected { retry_in, reason: reason.to_string() },
+            Link::Lost { retry_in, reason } => live::Event::Disconnected { retry_in, reason },
             Link::Restored { down, skipped } => {
                 let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
                 let text = match skipped {
