@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use support::codex_driver::Dir;
 use support::harness::{codex_binary, run_script};
 use support::mock_model::{MockModel, ModelRequest, Reply, Script, Usage};
+use support::opencode::{get_json, post_json};
 use support::responses::{History, MULTI_AGENT_NS, ResponseBuilder};
 use support::scenario::Pacing;
 
@@ -519,20 +520,6 @@ impl support::chat_completions::Script for LongTask {
             _ => fast("Side answer.", vec![]),
         }
     }
-}
-
-fn get_json(agent: &ureq::Agent, url: &str) -> Value {
-    let mut answer = agent.get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).expect("JSON")
-}
-
-fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
-    let mut answer = agent
-        .post(url)
-        .header("Content-Type", "application/json")
-        .send(body.to_string())
-        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
-    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).unwrap_or(Value::Null)
 }
 
 /// The real OpenCode 1.18.33 under `opencode serve`: `swarmtop interrupt` on a child session, found by
