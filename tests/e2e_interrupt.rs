@@ -738,8 +738,9 @@ impl support::chat_completions::Script for Nested {
 /// The real OpenCode 1.18.33 under `opencode serve` with `swarmtop guard --server URL --max-depth 1`
 /// watching it: the grandchild (depth 2) is aborted as soon as it runs, by OpenCode's own abort (its
 /// message ends `MessageAbortedError`); its parent and the root go on and finish; the guard says why.
-/// The monitor watching the server (in tmux, started before the session) then shows why the
-/// grandchild stopped, and so do `tree` and `stats --json` on OpenCode's store, from the acts log.
+/// The monitor watching the server and one following OpenCode's store (in tmux, started before the
+/// session) then show why the grandchild stopped, and so do `tree` and `stats --json` on the store,
+/// from the acts log.
 #[test]
 fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
     use support::opencode::{binary_or_skip, free_port, home, serve, wait_http};
@@ -768,6 +769,14 @@ fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
         home = home_dir.display()
     );
     let tmux = tmux::Tmux::start("guard-served", 160, 40, &monitor);
+    // And one following OpenCode's store instead, as the machine view does.
+    let store = root.join("home/.local/share/opencode/opencode.db");
+    let follower = format!(
+        "env HOME='{home}' XDG_DATA_HOME='{home}/.local/share' XDG_STATE_HOME='{home}/.local/state' '{SWARMTOP}' --follow '{}'",
+        store.display(),
+        home = home_dir.display()
+    );
+    let following = tmux::Tmux::start("guard-store", 160, 40, &follower);
     // The guard is connected once the server has a subscriber; a moment is enough on an empty server.
     std::thread::sleep(Duration::from_millis(1500));
     let http = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(15))).build().new_agent();
@@ -812,8 +821,8 @@ fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
     let act: Value = serde_json::from_str(log.lines().last().expect("an act")).expect("JSON");
     assert_eq!((act["by"].as_str(), act["target"].as_str()), (Some("guard"), Some(grand.as_str())));
     assert_eq!(act["reason"], "depth 2 > 1");
-    the_tree_says_why(&home_dir, &root.join("home/.local/share/opencode/opencode.db"), &grand);
-    if let Some(tmux) = tmux {
+    the_tree_says_why(&home_dir, &store, &grand);
+    for tmux in [tmux, following].into_iter().flatten() {
         tmux.wait_for("the grandchild on the monitor", |s| s.contains("Grand task"));
         tmux.keys(&["/", "G", "r", "a", "n", "d", "Enter"]);
         let screen = tmux.wait_for("the stop on the monitor", |s| s.contains("◼ stopped by guard: depth 2 > 1"));

@@ -337,26 +337,10 @@ impl Pages {
     fn acts_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
         self.stage = Stage::Dead;
         let acts = crate::source::acts::read();
-        if acts.is_empty() {
-            return Ok(());
+        if !acts.is_empty() {
+            let known = stored(&self.conn, &acts, self.scope.as_deref())?;
+            out.extend_from_slice(&crate::source::acts::records(&acts, |a| known.contains(&a.target)));
         }
-        let targets = Value::from(acts.iter().map(|a| a.target.as_str()).collect::<Vec<_>>()).to_string();
-        let scoped = self.scope.is_some();
-        let query = with_scope(
-            scoped,
-            &format!(
-                "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?{})){}",
-                if scoped { 2 } else { 1 },
-                if scoped { " AND id IN tree" } else { "" }
-            ),
-        );
-        let mut stmt = self.conn.prepare(&query)?;
-        let read = |r: &Row<'_>| r.get::<_, String>(0);
-        let known: std::collections::HashSet<String> = match &self.scope {
-            Some(scope) => stmt.query_map([scope.as_str(), targets.as_str()], read)?.filter_map(Result::ok).collect(),
-            None => stmt.query_map([targets.as_str()], read)?.filter_map(Result::ok).collect(),
-        };
-        out.extend_from_slice(&crate::source::acts::records(&acts, |a| known.contains(&a.target)));
         Ok(())
     }
 
@@ -386,6 +370,30 @@ impl Pages {
         self.stage = Stage::Done;
         Ok(())
     }
+}
+
+/// The targets of `acts` that are sessions of the store (within `scope`'s roots, a JSON array).
+pub(super) fn stored(
+    conn: &Connection,
+    acts: &[crate::source::acts::Logged],
+    scope: Option<&str>,
+) -> rusqlite::Result<std::collections::HashSet<String>> {
+    let targets = Value::from(acts.iter().map(|a| a.target.as_str()).collect::<Vec<_>>()).to_string();
+    let query = with_scope(
+        scope.is_some(),
+        &format!(
+            "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?{})){}",
+            if scope.is_some() { 2 } else { 1 },
+            if scope.is_some() { " AND id IN tree" } else { "" }
+        ),
+    );
+    let mut stmt = conn.prepare(&query)?;
+    let read = |r: &Row<'_>| r.get::<_, String>(0);
+    let known = match scope {
+        Some(scope) => stmt.query_map([scope, targets.as_str()], read)?.filter_map(Result::ok).collect(),
+        None => stmt.query_map([targets.as_str()], read)?.filter_map(Result::ok).collect(),
+    };
+    Ok(known)
 }
 
 /// A session row as the `session.updated` event that would have written it.

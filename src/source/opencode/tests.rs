@@ -183,3 +183,31 @@ fn rows_whose_key_or_data_cannot_be_read_are_counted_not_fatal() {
 fn a_value_is_bounded_as_a_line_is() {
     assert_eq!(MAX_VALUE, crate::source::files::MAX_LINE);
 }
+
+#[test]
+fn a_follower_hands_on_the_stops_logged_of_its_sessions_alone_even_when_the_store_is_still() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = store(dir.path());
+    let log = dir.path().join("acts.ndjson");
+    std::fs::write(&log, "{\"target\":\"ses_a1\",\"outcome\":\"aborted\",\"by\":\"guard\",\"reason\":\"old\"}\n")
+        .unwrap();
+    let mut follower = Follower::with_acts(&db, 0, &log).unwrap();
+    assert!(follower.poll().unwrap().is_empty(), "a stop logged before the follower began is the snapshot's");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    for target in ["ses_a1", "ses_elsewhere"] {
+        let act = format!(
+            "{{\"target\":\"{target}\",\"outcome\":\"aborted\",\"by\":\"guard\",\"reason\":\"depth 2 > 1\",\"ts\":9}}"
+        );
+        writeln!(f, "{act}").unwrap();
+    }
+    let text = String::from_utf8(follower.poll().unwrap()).unwrap();
+    let acts: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).filter(|l: &Value| l.get("act").is_some()).collect();
+    assert_eq!(acts.len(), 1, "{text}");
+    assert_eq!(
+        (acts[0]["act"]["target"].as_str(), acts[0]["act"]["reason"].as_str()),
+        (Some("ses_a1"), Some("depth 2 > 1"))
+    );
+    assert!(follower.poll().unwrap().is_empty());
+}
