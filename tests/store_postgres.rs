@@ -169,6 +169,45 @@ fn a_team_store_answers_as_the_file_store_does() {
     assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1 + CODEX_RUNS.len() as u64)));
 }
 
+/// Each session listed as (machine, id), with whether its files are still there.
+fn present(listed: &serde_json::Value) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap().to_owned();
+            (text("machine"), text("id"), s["filesPresent"].as_bool().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A place deleted whole on one machine: its sessions' files are said gone (the quiet sync of a
+/// query, then `sync`), that machine's only; every session stays.
+#[test]
+fn files_gone_with_their_place_are_said_gone_in_a_team_store_too() {
+    let pg = Postgres::start();
+    let url = pg.database("gone");
+    let (a, b) = (full_machine(), full_machine());
+    ok(on(&a, "a", &url, &["sync"]));
+    ok(on(&b, "b", &url, &["sync"]));
+    let all = present(&json(on(&a, "a", &url, &["history", "--json", "--no-sync"])));
+    assert_eq!(all.len(), 2 * (1 + CODEX_RUNS.len()));
+    assert!(all.iter().all(|s| s.2), "{all:?}");
+    let expect = |gone: &dyn Fn(&str) -> bool| -> Vec<(String, String, bool)> {
+        all.iter().map(|(m, id, _)| (m.clone(), id.clone(), !(m == "a" && gone(id)))).collect()
+    };
+    std::fs::remove_dir_all(a.home().join(".claude/projects")).unwrap();
+    let listed = present(&json(on(&a, "a", &url, &["history", "--json"])));
+    assert_eq!(listed, expect(&|id| id == CLAUDE_SESSION));
+    std::fs::remove_dir_all(a.home().join(".codex/sessions")).unwrap();
+    ok(on(&a, "a", &url, &["sync"]));
+    let listed = present(&json(on(&b, "b", &url, &["history", "--json"])));
+    assert_eq!(listed, expect(&|_| true));
+}
+
 /// Two machines sync into one database at the same moment, again and again: each session once,
 /// under its machine's name; a session both ran (the same files) is each one's.
 #[test]

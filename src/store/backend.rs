@@ -17,6 +17,10 @@ pub trait Backend {
     fn write(&mut self, batch: &[SourceRows]) -> Result<Written>;
     /// Notes files of a stored source that are gone (its runs stay).
     fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()>;
+    /// Every file of this machine's sources that the last look found there, with its source's key.
+    fn present(&self) -> Result<Vec<(String, PathBuf)>>;
+    /// The folders those files are in, each once (with its trailing `/`).
+    fn folders(&self) -> Result<Vec<PathBuf>>;
     fn meta(&self, key: &str) -> Result<Option<String>>;
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
     /// Root sessions active in the filter's range, newest first.

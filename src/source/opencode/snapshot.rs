@@ -100,6 +100,8 @@ pub const HELD_BYTES: usize = 16 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Rows,
+    /// swarmtop's stops of its sessions (`source::acts`), after the rows that name them.
+    Acts,
     Dead,
     Done,
 }
@@ -272,6 +274,7 @@ impl Pages {
             while out.len() - start < self.bounds.bytes {
                 match self.stage {
                     Stage::Rows => self.rows_page(out, start)?,
+                    Stage::Acts => self.acts_page(out)?,
                     Stage::Dead => self.dead_page(out)?,
                     Stage::Done => return Ok(false),
                 }
@@ -298,7 +301,7 @@ impl Pages {
             // A last state due at a row's making goes first: it happened by then.
             match (made, self.held.peek().map(|h| h.at)) {
                 (None, None) => {
-                    self.stage = Stage::Dead;
+                    self.stage = Stage::Acts;
                     return Ok(());
                 }
                 (Some((at, _)), Some(due)) if due <= at => self.hand_held(out),
@@ -353,6 +356,34 @@ impl Pages {
                 size
             })
         })?;
+        Ok(())
+    }
+
+    /// The stops swarmtop logged of this read's sessions (an abort through their server), as
+    /// records: the tree then says why they stopped, as it does for a tee's acts.
+    fn acts_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
+        self.stage = Stage::Dead;
+        let acts = crate::source::acts::read();
+        if acts.is_empty() {
+            return Ok(());
+        }
+        let targets = Value::from(acts.iter().map(|a| a.target.as_str()).collect::<Vec<_>>()).to_string();
+        let scoped = self.scope.is_some();
+        let query = with_scope(
+            scoped,
+            &format!(
+                "SELECT id FROM session WHERE id IN (SELECT value FROM json_each(?{})){}",
+                if scoped { 2 } else { 1 },
+                if scoped { " AND id IN tree" } else { "" }
+            ),
+        );
+        let mut stmt = self.conn.prepare(&query)?;
+        let read = |r: &Row<'_>| r.get::<_, String>(0);
+        let known: std::collections::HashSet<String> = match &self.scope {
+            Some(scope) => stmt.query_map([scope.as_str(), targets.as_str()], read)?.filter_map(Result::ok).collect(),
+            None => stmt.query_map([targets.as_str()], read)?.filter_map(Result::ok).collect(),
+        };
+        out.extend_from_slice(&crate::source::acts::records(&acts, |a| known.contains(&a.target)));
         Ok(())
     }
 
