@@ -227,7 +227,7 @@ fn moments(input: &Path, order: Order) -> Vec<String> {
         }
         count += 1;
         if order == Order::Time && count % 37 == 1 {
-            assert_eq!(stats_until(input, t), render_json(&pipeline), "{}: --until {t}", input.display());
+            assert_eq!(stats_until(input, t), render_json(pipeline), "{}: --until {t}", input.display());
         }
     });
     broken

@@ -180,3 +180,37 @@ fn rows_whose_key_or_data_cannot_be_read_are_counted_not_fatal() {
 fn a_value_is_bounded_as_a_line_is() {
     assert_eq!(MAX_VALUE, crate::source::files::MAX_LINE);
 }
+
+/// Rows made and not yet last written at one moment are held until their time, at most
+/// `HELD_BYTES` of them: past it the one due first goes at once, and the notice says how many.
+#[test]
+fn open_rows_held_past_their_bound_go_early_and_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(STORE_NAME);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    let rows = 20;
+    let pad = "x".repeat(1 << 20);
+    for i in 0..rows {
+        // Each made at 10 + i, finished at 1000 + i: all twenty open at once, 20 MiB of them.
+        let data = format!(
+            r#"{{"role":"assistant","pad":"{pad}","time":{{"created":{},"completed":{}}},"finish":"stop"}}"#,
+            10 + i,
+            1000 + i
+        );
+        conn.execute("INSERT INTO message VALUES (?1, 'ses_a', ?2)", rusqlite::params![format!("msg_{i:02}"), data])
+            .unwrap();
+    }
+    drop(conn);
+    let text = String::from_utf8(snapshot(&db).unwrap().records).unwrap();
+    let times: Vec<i64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["event"]["properties"]["time"].as_i64())
+        .collect();
+    assert_eq!(times.len(), 2 * rows);
+    let early = times.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(early > 0, "some went ahead of their time: {times:?}");
+    let notice = text.lines().find(|l| l.contains("ahead of their last write")).expect("told");
+    assert!(notice.contains("than 16 MiB"), "{notice}");
+}
