@@ -481,6 +481,58 @@ fn pruned_sessions_stay_gone() {
     assert!(hits["hits"].as_array().unwrap().is_empty(), "{hits}");
 }
 
+/// 2026-01-01T00:00:00Z, in unix ms: before the prune's date below.
+const NEW_YEAR_MS: i64 = 1_767_225_600_000;
+
+fn now_ms() -> i64 {
+    i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+}
+
+/// An act as a guard keeps it, on `session` at `at_ms`.
+fn act(session: Option<&str>, at_ms: i64) -> swarmtop::store::rows::ActRow {
+    swarmtop::store::rows::ActRow {
+        at_ms,
+        kind: "deny".to_owned(),
+        by: "guard".to_owned(),
+        via: "hook".to_owned(),
+        session: session.map(str::to_owned),
+        target: "a2898e3".to_owned(),
+        detail: String::new(),
+        outcome: "denied: depth 2 > 1".to_owned(),
+    }
+}
+
+/// A prune takes the acts on the sessions it removes with them, and the acts older than its date
+/// on no session the store keeps; an act on a kept session stays with it, whatever its age, and a
+/// newer one on a session never stored stays. It says how many acts went.
+#[test]
+fn a_prune_removes_the_acts_on_what_it_removes_and_older_ones_on_nothing() {
+    let m = full_machine();
+    m.run(&["sync"]);
+    let codex = sessions().into_iter().find(|(_, files)| files.ends_with("collab_v1")).unwrap().0;
+    {
+        let mut store = swarmtop::store::Store::open(&m.store()).unwrap();
+        let b = store.backend_mut();
+        b.record_act(&act(Some(CLAUDE_SESSION), now_ms())).unwrap();
+        b.record_act(&act(Some(&codex), NEW_YEAR_MS)).unwrap();
+        b.record_act(&act(Some("never-stored"), NEW_YEAR_MS)).unwrap();
+        b.record_act(&act(Some("never-stored"), now_ms())).unwrap();
+        b.record_act(&act(None, NEW_YEAR_MS)).unwrap();
+    }
+    let out = m.run(&["history", "--prune", "--before", "2026-11-01"]);
+    assert!(out.starts_with("pruned 1 sessions (") && out.contains(" runs, 3 acts); store "), "{out}");
+    let store = swarmtop::store::Store::open(&m.store()).unwrap();
+    let at = |id: &str| store.backend().acts(id).unwrap().iter().map(|a| a.at_ms).collect::<Vec<_>>();
+    assert!(at(CLAUDE_SESSION).is_empty(), "the pruned session's act went with it");
+    assert_eq!(at(&codex), [NEW_YEAR_MS], "a kept session keeps its acts, however old");
+    assert_eq!(at("never-stored").len(), 1, "the newer act on no stored session stays");
+    assert!(at("never-stored")[0] > NEW_YEAR_MS);
+    let json = m.json(&["history", &codex, "--json", "--no-sync"]);
+    assert_eq!(json["acts"].as_array().unwrap().len(), 1, "{json}");
+    let again = m.run(&["history", "--prune", "--before", "2026-11-01"]);
+    assert!(again.starts_with("pruned 0 sessions (0 runs, 0 acts)"), "{again}");
+}
+
 #[test]
 fn history_names_an_unknown_or_ambiguous_session() {
     let m = full_machine();

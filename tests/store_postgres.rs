@@ -284,6 +284,49 @@ fn two_machines_sync_into_one_database_at_once() {
     assert_eq!(left["sessions"].as_array().unwrap().len(), 3);
 }
 
+/// An act as a guard keeps it, on `session` at `at_ms`.
+fn act(session: &str, at_ms: i64) -> swarmtop::store::rows::ActRow {
+    swarmtop::store::rows::ActRow {
+        at_ms,
+        kind: "deny".to_owned(),
+        by: "guard".to_owned(),
+        via: "hook".to_owned(),
+        session: Some(session.to_owned()),
+        target: "a2898e3".to_owned(),
+        detail: String::new(),
+        outcome: "denied: depth 2 > 1".to_owned(),
+    }
+}
+
+/// A prune on the team store takes this machine's acts on the sessions it removes, and its older
+/// acts on no session it keeps; another machine's acts stay, even on a session of the same id.
+#[test]
+fn a_prune_removes_this_machines_acts_with_its_sessions() {
+    const NEW_YEAR_MS: i64 = 1_767_225_600_000;
+    let pg = Postgres::start();
+    let url = pg.database("acts");
+    let (a, b) = (full_machine(), full_machine());
+    ok(on(&a, "alpha", &url, &["sync"]));
+    ok(on(&b, "beta", &url, &["sync"]));
+    let location = swarmtop::store::Location::Team(url.clone());
+    for name in ["alpha", "beta"] {
+        let mut store = swarmtop::store::Store::open_at(&location, name).unwrap();
+        store.backend_mut().record_act(&act(CLAUDE_SESSION, NEW_YEAR_MS)).unwrap();
+        store.backend_mut().record_act(&act("never-stored", NEW_YEAR_MS)).unwrap();
+    }
+    let pruned = ok(on(&a, "alpha", &url, &["history", "--prune", "--before", "2026-11-01"]));
+    assert!(pruned.starts_with("pruned 1 sessions (") && pruned.contains(" runs, 2 acts)"), "{pruned}");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let left: Vec<(String, String)> = client
+        .query("SELECT machine, session FROM acts ORDER BY machine, session", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let want = |s: &str| ("beta".to_owned(), s.to_owned());
+    assert_eq!(left, [want(CLAUDE_SESSION), want("never-stored")], "beta's acts stay");
+}
+
 #[test]
 fn machine_filters_and_a_database_that_is_not_there_are_said_plainly() {
     let m = Machine::new();

@@ -34,7 +34,9 @@ pub trait Backend {
     /// Items whose text holds every one of `words` (each a phrase of its own tokens: what a person
     /// types is words to find, never query syntax), best first.
     fn search(&self, words: &[String], filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
-    /// Removes the sessions that ended before `before_ms`, and their runs.
+    /// Removes the sessions that ended before `before_ms`, their runs and the acts on them, and
+    /// the acts older than `before_ms` on no session it keeps (an act on a kept session stays with
+    /// it: its audit trail is whole or gone, never an act on a session that is not there).
     fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
     /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).
     fn settle(&mut self) -> Result<()>;
@@ -78,6 +80,8 @@ pub struct Totals {
 pub struct Pruned {
     pub sessions: usize,
     pub runs: usize,
+    /// Acts on the sessions removed, and acts older than the date on no session the store keeps.
+    pub acts: usize,
 }
 
 /// A session looked up by id.

@@ -821,6 +821,16 @@ impl Backend for Sqlite {
             let mut st = tx.prepare(&format!("SELECT DISTINCT source_id FROM sessions WHERE {where_old}"))?;
             st.query_map([before_ms], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
         };
+        // Before the sessions go, while the acts on them can be told from acts on kept ones.
+        let acts = tx.execute(
+            &format!(
+                "DELETE FROM acts
+                 WHERE (at_ms < ?1 OR session IN (SELECT thread FROM sessions WHERE {where_old}))
+                   AND (session IS NULL OR session NOT IN
+                        (SELECT thread FROM sessions WHERE coalesce(ended_ms, started_ms, ?1) >= ?1))"
+            ),
+            [before_ms],
+        )?;
         let sessions = tx.execute(&format!("DELETE FROM sessions WHERE {where_old}"), [before_ms])?;
         Self::collect(&tx)?;
         // A source with no session left keeps only what tells it was read (its files), so that
@@ -837,7 +847,7 @@ impl Backend for Sqlite {
         }
         tx.commit()?;
         self.conn.execute_batch("PRAGMA incremental_vacuum;")?;
-        Ok(Pruned { sessions, runs })
+        Ok(Pruned { sessions, runs, acts })
     }
 
     fn settle(&mut self) -> Result<()> {
