@@ -1541,7 +1541,7 @@ fn diagnostics_show_files_reopened_past_the_open_file_bound() {
     let t0 = Instant::now();
     let mut rt = Runtime::replay(recorded, view(), &settings, swarmtop::pipeline::Config::default(), t0);
     // Named as a path would be: a temporary one changes from run to run.
-    rt.feed.source = "sessions/".to_owned();
+    rt.feed.source = swarmtop::wire::sanitize_line("sessions/");
     let mut now = t0;
     while rt.feed.ended.is_none() {
         rt.advance(now, None);
