@@ -373,7 +373,7 @@ pub struct HistoryArgs {
     /// One JSON object instead of a table (with SESSION: the `stats --json` of its files).
     #[arg(long)]
     pub json: bool,
-    /// Remove the sessions that ended before --before, and their runs.
+    /// Remove the sessions that ended before --before, their runs and the acts on them.
     #[arg(long, requires = "before", conflicts_with = "session")]
     pub prune: bool,
     /// With --prune: a date (or time, or how long ago).

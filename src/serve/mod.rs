@@ -33,6 +33,7 @@ use crate::export::{Live as Export, Summary};
 use crate::pipeline::Config;
 use crate::source::live::Event;
 use crate::source::otlp::trust::Token;
+use crate::wire::Clean;
 
 /// What the daemon asks of the commands: the store's answers, rendered as the commands render
 /// them, and the sync that fills it. Called on the blocking pool.
@@ -166,7 +167,7 @@ fn export_json(x: &Export) -> serde_json::Value {
         "dropped": s.dropped,
         "rejected": s.rejected,
         "failing": s.failing,
-        "cause": s.cause,
+        "cause": s.cause.as_ref().map(Clean::as_str),
     })
 }
 

@@ -616,6 +616,30 @@ impl Backend for Sqlite {
         Ok(())
     }
 
+    fn present(&self) -> Result<Vec<(String, PathBuf)>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT src.key, f.path FROM files f JOIN sources src ON src.id = f.source_id WHERE f.present = 1",
+        )?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, PathBuf::from(r.get::<_, String>(1)?))))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn folders(&self) -> Result<Vec<PathBuf>> {
+        // Cut here, not in SQL: SQLite has no "last `/`", and `rtrim` by the path's other
+        // characters took 35 ms over 6,000 files (reading them takes 9).
+        let mut st = self.conn.prepare_cached("SELECT path FROM files WHERE present = 1")?;
+        let mut rows = st.query([])?;
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        while let Some(r) = rows.next()? {
+            let path = r.get_ref(0)?.as_str()?;
+            let folder = path.rfind('/').map_or("", |end| &path[..=end]);
+            if !seen.contains(folder) {
+                seen.insert(folder.to_owned());
+            }
+        }
+        Ok(seen.into_iter().map(PathBuf::from).collect())
+    }
+
     fn meta(&self, key: &str) -> Result<Option<String>> {
         Ok(self.conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
     }
@@ -797,6 +821,16 @@ impl Backend for Sqlite {
             let mut st = tx.prepare(&format!("SELECT DISTINCT source_id FROM sessions WHERE {where_old}"))?;
             st.query_map([before_ms], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
         };
+        // Before the sessions go, while the acts on them can be told from acts on kept ones.
+        let acts = tx.execute(
+            &format!(
+                "DELETE FROM acts
+                 WHERE (at_ms < ?1 OR session IN (SELECT thread FROM sessions WHERE {where_old}))
+                   AND (session IS NULL OR session NOT IN
+                        (SELECT thread FROM sessions WHERE coalesce(ended_ms, started_ms, ?1) >= ?1))"
+            ),
+            [before_ms],
+        )?;
         let sessions = tx.execute(&format!("DELETE FROM sessions WHERE {where_old}"), [before_ms])?;
         Self::collect(&tx)?;
         // A source with no session left keeps only what tells it was read (its files), so that
@@ -813,7 +847,7 @@ impl Backend for Sqlite {
         }
         tx.commit()?;
         self.conn.execute_batch("PRAGMA incremental_vacuum;")?;
-        Ok(Pruned { sessions, runs })
+        Ok(Pruned { sessions, runs, acts })
     }
 
     fn settle(&mut self) -> Result<()> {

@@ -16,7 +16,7 @@ use std::io::{self, BufReader, Read};
 
 pub use self::clock::{Clock, Order, Stream, ahead, streams};
 use self::pull::Pull;
-pub use self::runs::runs;
+pub use self::runs::{runs, runs_upto};
 use super::files::{self, Input, MAX_LINE, Record};
 use crate::wire::{self, Origin};
 
