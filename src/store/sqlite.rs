@@ -376,6 +376,13 @@ impl Sqlite {
         let mut usage_st = tx.prepare_cached(&format!(
             "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ))?;
+        // The texts this source's stored items hold, in the order they hold them.
+        let held = rows
+            .runs
+            .iter()
+            .filter(|run| run.session_id(sessions).is_some())
+            .flat_map(|run| run.entries.iter().map(|i| i.text.as_str()));
+        texts.add(tx, held)?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
             // A run whose session is another source's is that source's.
@@ -966,6 +973,8 @@ impl Backend for Sqlite {
 
 /// Item rows inserted by one statement (7 values each, well under SQLite's bound on values).
 const ITEM_ROWS: usize = 64;
+/// Texts inserted by one statement (2 values each).
+const TEXT_ROWS: usize = 256;
 
 /// Item text as a batch writes it: each distinct text looked up or inserted once, and the
 /// references it gains counted here and added to its row in one update.
@@ -996,6 +1005,35 @@ impl Texts {
         };
         *self.gained.entry(id).or_default() += 1;
         Ok(Some(id))
+    }
+
+    /// Looks up or inserts every text of `bodies` not known yet, many to a statement, in the
+    /// order given (the ids [`Self::id`] would have given them). Why many: each statement opens a
+    /// savepoint, at which FTS5 writes what it holds pending to a segment of its own; a text at a
+    /// time made a segment per text, and merging them was most of the index's cost.
+    fn add<'b>(&mut self, tx: &Transaction<'_>, bodies: impl Iterator<Item = &'b str>) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        let new: Vec<([u8; 32], &str)> = bodies
+            .filter(|b| !b.is_empty())
+            .map(|b| (Sha256::digest(b.as_bytes()).into(), b))
+            .filter(|(d, _)| !self.ids.contains_key(d) && seen.insert(*d))
+            .collect();
+        for chunk in new.chunks(TEXT_ROWS) {
+            let sql = format!(
+                "INSERT INTO texts(digest, body, refs) VALUES {}
+                 ON CONFLICT(digest) DO UPDATE SET refs = refs RETURNING digest, id",
+                vec!["(?, ?, 0)"; chunk.len()].join(", ")
+            );
+            let mut st = tx.prepare_cached(&sql)?;
+            let values: Vec<&dyn rusqlite::ToSql> =
+                chunk.iter().flat_map(|(d, b)| [d as &dyn rusqlite::ToSql, b as &dyn rusqlite::ToSql]).collect();
+            let mut rows = st.query(values.as_slice())?;
+            while let Some(r) = rows.next()? {
+                let digest: [u8; 32] = r.get(0)?;
+                self.ids.insert(digest, r.get(1)?);
+            }
+        }
+        Ok(())
     }
 
     /// Adds the references counted to the texts' rows.
