@@ -235,14 +235,49 @@ fn the_interrupt_dialog_names_what_stops_and_asks_first() {
         assert_eq!(press(&mut v, &p, &chars("y")), [Effect::Act(ask.clone())]);
         let stopping = render(&p, &f, &mut v, size);
         assert!(stopping.contains("interrupting…"), "{stopping}");
-        let done = vec!["interrupted explorer [019a…], turn 7".to_owned()];
+        // As long as a real answer: it wraps at 80 columns, and the keys that close it still show.
+        let done = vec![
+            "interrupted explorer [01a239f1-08fe-7e93-8f9e-53c556745cc7], turn 01a239f1-0904-73f1-bfa4-2b5e276a9017"
+                .to_owned(),
+        ];
         let said = v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Ok(done)) });
         assert_eq!(said.as_deref(), Some(&*format!("interrupted {}", ui::label::text(&p.model, child))));
         let shown = render(&p, &f, &mut v, size);
-        assert!(shown.contains("✓ interrupted explorer"), "{shown}");
+        assert!(shown.contains("✓ interrupted explorer") && shown.contains("Esc close"), "{shown}");
+        assert!(shown.contains("2b5e276a9017"), "the whole answer is drawn: {shown}");
         press(&mut v, &p, &[key(KeyCode::Esc)]);
         assert_eq!(v.panes.overlay, None);
         assert!(v.acting.dialog.is_none());
+    }
+}
+
+/// A real tee's answer, at the sizes the e2e tests use: its long socket path and ids wrap at word
+/// boundaries, and the dialog still ends with the keys that close it.
+#[test]
+fn the_interrupt_dialog_keeps_its_keys_under_a_long_answer() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    let plan = Plan {
+        how: vec![
+            "through the tee at /tmp/swarmtop-e2e-interrupt-key-8p8GGI/run/swarmtop/tee-27187.sock (pid 27187)".into(),
+            "by turn/interrupt of its running turn (the client sees an interrupted turn)".into(),
+        ],
+        stops: vec!["solo [56745cc7], its running turn".into()],
+    };
+    let done = vec![
+        "interrupted solo [01a239f1-08fe-7e93-8f9e-53c556745cc7], turn 01a239f1-0904-73f1-bfa4-2b5e276a9017".to_owned(),
+    ];
+    for size in [(80, 24), (120, 40)] {
+        let mut v = view();
+        render(&p, &f, &mut v, size);
+        select_card(&mut v, &p);
+        let effects = press(&mut v, &p, &chars("i"));
+        let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+        v.acting.take(Reply { seq: ask.seq, answer: Answer::Planned(Ok(plan.clone())) });
+        press(&mut v, &p, &chars("y"));
+        v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Ok(done.clone())) });
+        let shown = render(&p, &f, &mut v, size);
+        assert!(shown.contains("2b5e276a9017") && shown.contains("Esc close"), "{shown}");
     }
 }
 

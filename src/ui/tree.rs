@@ -296,8 +296,7 @@ impl Ctx<'_> {
         cells.push(Span::styled(truncate("unattributed", label_w.saturating_sub(2)), theme.dim));
         let mut end = self.w;
         if cols.cost > 0 {
-            let text = format!("{}*", format_usd(Some(part.cost)));
-            cells.right(end, truncate(&text, COST_W - 1), theme.cost);
+            cells.right(end, cost_text(Some(part.cost), "*", COST_W - 1), theme.cost);
             end -= COST_W;
         }
         if cols.tokens > 0 {
@@ -344,10 +343,10 @@ impl Ctx<'_> {
             let style = if t.cost.is_none() { theme.dim } else { theme.cost };
             // The agent's own figure for a model the table lacks, marked `*` in this narrow column.
             let text = match model.shown_cost(idx) {
-                ShownCost::Reported(c) => format!("{}*", format_usd(Some(c))),
-                _ => format_usd(t.cost),
+                ShownCost::Reported(c) => cost_text(Some(c), "*", COST_W - 1),
+                _ => cost_text(t.cost, "", COST_W - 1),
             };
-            cells.right(end, truncate(&text, COST_W - 1), style);
+            cells.right(end, text, style);
             end -= COST_W;
         }
         if cols.tokens > 0 {
@@ -504,5 +503,43 @@ fn memory(bytes: u64) -> String {
         0..M => format!("{}K", bytes / K),
         M..G => format!("{}M", bytes / M),
         _ => format!("{:.1}G", bytes as f64 / G as f64),
+    }
+}
+
+/// `cost` and its `mark` in `room` columns: as everywhere else when it fits, else shortened the
+/// way a reader still reads the amount (`$.0008*` for `$0.0008*`, `$1235` for `$1234.56`), and cut
+/// only when even that does not fit. A cut `$0.000…` hid the very digit that mattered.
+fn cost_text(cost: Option<crate::model::prices::Pico>, mark: &str, room: usize) -> String {
+    let full = format!("{}{mark}", format_usd(cost));
+    if width(&full) <= room {
+        return full;
+    }
+    let Some(usd) = cost.map(crate::model::prices::Pico::usd) else { return truncate(&full, room) };
+    let short = if usd.abs() < 1.0 {
+        format!("{}{mark}", format_usd(cost).replacen("$0.", "$.", 1))
+    } else {
+        format!("${usd:.0}{mark}")
+    };
+    truncate(&short, room)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cost_text;
+    use crate::model::prices::Pico;
+
+    fn usd(text: &str) -> Option<Pico> {
+        Pico::parse_usd(text)
+    }
+
+    #[test]
+    fn a_cost_keeps_its_digits_in_the_narrow_column() {
+        assert_eq!(cost_text(usd("0.0076"), "", 7), "$0.0076");
+        assert_eq!(cost_text(usd("0.0008"), "*", 7), "$.0008*");
+        assert_eq!(cost_text(usd("0.25"), "*", 7), "$0.25*");
+        assert_eq!(cost_text(usd("1234.56"), "", 7), "$1235");
+        assert_eq!(cost_text(usd("99.5"), "*", 7), "$99.50*");
+        assert_eq!(cost_text(None, "", 7), "—");
+        assert_eq!(cost_text(usd("123456789.0"), "", 7), "$12345…");
     }
 }
