@@ -1225,6 +1225,23 @@ fn a_search_over_stacked_lanes_counts_what_is_on_screen() {
     assert!(border.contains(" on screen "), "{border}");
 }
 
+/// A run of a few seconds at 200 columns: each whole second is marked once on the axis.
+#[test]
+fn the_timeline_axis_names_each_second_once() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (200, 60));
+    press(&mut v, &p, &chars("t"));
+    let screen = render(&p, &f, &mut v, (200, 60));
+    let axis = screen.lines().find(|l| l.contains('╵')).expect("an axis");
+    let marks: Vec<&str> = axis.split('╵').skip(1).map(|m| m.split_whitespace().next().unwrap_or("")).collect();
+    assert!(marks.len() >= 2, "{axis}");
+    let mut distinct = marks.clone();
+    distinct.dedup();
+    assert_eq!(marks, distinct, "{axis}");
+}
+
 #[test]
 fn the_timeline_shows_every_agent_over_time() {
     let (p, total) = demo(usize::MAX);
