@@ -96,7 +96,10 @@ fn wrapped_rows(line: &Line<'_>, width: u16) -> usize {
         if need <= width {
             used = need;
         } else {
-            rows += 1;
+            // A word first on its row does not open another before it.
+            if used > 0 {
+                rows += 1;
+            }
             used = len;
             while used > width {
                 rows += 1;
