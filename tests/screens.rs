@@ -1518,6 +1518,14 @@ fn a_lane_header_shows_the_agent_s_own_cost_as_the_tree_does() {
     let header = screen.lines().find(|l| l.contains("(agent)")).expect("the child's lane header");
     assert!(header.contains("$0.50 (agent)"), "{header}");
     insta::assert_snapshot!("claude_agent_cost_lane_120x24", screen);
+    // The cost pane's table marks it as the tree does, whole: `$0.50*`, never `$0.50 …`.
+    let tall = render(&p, &f, &mut v, (200, 60));
+    let table = tall
+        .lines()
+        .map(|l| l.rsplit("││").next().unwrap_or_default())
+        .find(|l| l.contains("● Survey"))
+        .expect("the agent's row");
+    assert!(table.contains("$0.50*") && !table.contains('…'), "{table}");
 }
 
 /// The header's rates are of now: a live stream that goes quiet decays to nothing spent, and once
