@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Paragraph};
 use super::layout::{Layout, scrolled};
 use super::outline::{Fold, NodeId, Row, TreeSort};
 use super::scene::Scene;
-use super::text::{duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
+use super::text::{cost_text, duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::theme::Theme;
 use super::tops::Session;
 use super::view::{Pane, View};
@@ -503,43 +503,5 @@ fn memory(bytes: u64) -> String {
         0..M => format!("{}K", bytes / K),
         M..G => format!("{}M", bytes / M),
         _ => format!("{:.1}G", bytes as f64 / G as f64),
-    }
-}
-
-/// `cost` and its `mark` in `room` columns: as everywhere else when it fits, else shortened the
-/// way a reader still reads the amount (`$.0008*` for `$0.0008*`, `$1235` for `$1234.56`), and cut
-/// only when even that does not fit. A cut `$0.000…` hid the very digit that mattered.
-fn cost_text(cost: Option<crate::model::prices::Pico>, mark: &str, room: usize) -> String {
-    let full = format!("{}{mark}", format_usd(cost));
-    if width(&full) <= room {
-        return full;
-    }
-    let Some(usd) = cost.map(crate::model::prices::Pico::usd) else { return truncate(&full, room) };
-    let short = if usd.abs() < 1.0 {
-        format!("{}{mark}", format_usd(cost).replacen("$0.", "$.", 1))
-    } else {
-        format!("${usd:.0}{mark}")
-    };
-    truncate(&short, room)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::cost_text;
-    use crate::model::prices::Pico;
-
-    fn usd(text: &str) -> Option<Pico> {
-        Pico::parse_usd(text)
-    }
-
-    #[test]
-    fn a_cost_keeps_its_digits_in_the_narrow_column() {
-        assert_eq!(cost_text(usd("0.0076"), "", 7), "$0.0076");
-        assert_eq!(cost_text(usd("0.0008"), "*", 7), "$.0008*");
-        assert_eq!(cost_text(usd("0.25"), "*", 7), "$0.25*");
-        assert_eq!(cost_text(usd("1234.56"), "", 7), "$1235");
-        assert_eq!(cost_text(usd("99.5"), "*", 7), "$99.50*");
-        assert_eq!(cost_text(None, "", 7), "—");
-        assert_eq!(cost_text(usd("123456789.0"), "", 7), "$12345…");
     }
 }
