@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph, Wrap};
 
 use super::acting::{Plan, Stage};
+use super::keymap::footer_entries;
 use super::layout::Layout;
 use super::paint::centred;
 use super::view::{Overlay, View};
@@ -30,24 +31,16 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
         lines.push(Line::from(Span::styled("stops, in this order:", theme.dim)));
         lines.extend(p.stops.iter().map(|s| Line::from(format!("  {s}"))));
     };
-    let keys: Vec<(&str, &str)> = match &d.stage {
-        Stage::Finding => {
-            lines.push(Line::from(Span::styled("finding what carries it…", theme.dim)));
-            vec![("Esc", "cancel")]
-        }
+    match &d.stage {
+        Stage::Finding => lines.push(Line::from(Span::styled("finding what carries it…", theme.dim))),
         Stage::Unable(why) => {
             lines.push(Line::from(Span::styled(format!("cannot interrupt it: {why}"), theme.error)));
-            vec![("Esc", "close")]
         }
-        Stage::Ready(p) => {
-            plan(&mut lines, p);
-            vec![("y", "interrupt"), ("n/Esc", "leave it running")]
-        }
+        Stage::Ready(p) => plan(&mut lines, p),
         Stage::Stopping(p) => {
             plan(&mut lines, p);
             lines
                 .push(Line::from(Span::styled("interrupting… (Esc hides this; the footer tells the end)", theme.warn)));
-            vec![("Esc", "hide")]
         }
         Stage::Done(p, result) => {
             plan(&mut lines, p);
@@ -55,13 +48,7 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
                 Ok(done) => lines.extend(done.iter().map(|l| Line::from(Span::styled(format!("✓ {l}"), theme.done)))),
                 Err(why) => lines.push(Line::from(Span::styled(format!("✗ {why}"), theme.error))),
             }
-            vec![("Esc", "close")]
         }
-    };
-    let mut spans = Vec::new();
-    for (k, h) in keys {
-        spans.push(Span::styled(k, theme.key));
-        spans.push(Span::raw(format!(" {h}   ")));
     }
     let w = area.width.min(76);
     let inner = w.saturating_sub(4).max(1);
@@ -81,8 +68,19 @@ pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     let keys_row = Rect { y: body.bottom().saturating_sub(1), height: body.height.min(1), ..body };
     let text = Rect { height: body.height.saturating_sub(2), ..body };
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text);
-    frame.render_widget(Paragraph::new(Line::from(spans)), keys_row);
+    frame.render_widget(Paragraph::new(answers(view)), keys_row);
     layout.overlay = rect;
+}
+
+/// A dialog's answers, from the keymap as the footer prints them, so that the two always agree
+/// (issue 23: the footer said `n close` while the dialog said `n/Esc leave it running`).
+pub fn answers(view: &View) -> Line<'static> {
+    let mut spans = Vec::new();
+    for (keys, hint, _) in footer_entries(view) {
+        spans.push(Span::styled(keys, view.theme.key));
+        spans.push(Span::raw(format!(" {hint}   ")));
+    }
+    Line::from(spans)
 }
 
 /// Rows `line` takes wrapped at word boundaries into `width` columns, as [`Wrap`] breaks it: a word
@@ -98,7 +96,10 @@ fn wrapped_rows(line: &Line<'_>, width: u16) -> usize {
         if need <= width {
             used = need;
         } else {
-            rows += 1;
+            // A word first on its row does not open another before it.
+            if used > 0 {
+                rows += 1;
+            }
             used = len;
             while used > width {
                 rows += 1;
