@@ -380,3 +380,32 @@ fn a_stored_session_shows_each_agent_s_own_tool_names_and_its_turns() {
         insta::assert_snapshot!(format!("history_stored_{agent}_own_words_120x32"), screen);
     }
 }
+
+/// Issue 20: `H` in a machine view with no session on the machine opens the history list too
+/// (the empty view's message was drawn in its place, whatever was open), and Esc comes back to it.
+#[test]
+fn h_in_an_empty_machine_view_opens_the_history_list() {
+    let p = Pipeline::default();
+    let snapshot = swarmtop::source::seen::Snapshot {
+        looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
+        tee_dir: "/run/user/1000/swarmtop".into(),
+        ..Default::default()
+    };
+    let feed =
+        Feed { source: sanitize_line("machine"), live: true, machine: Some(Box::new(snapshot)), ..Feed::default() };
+    let mut v = View::with_theme(Theme::dark());
+    let empty = draw(&p, &feed, &mut v, (80, 24));
+    assert!(empty.contains("No agent sessions found on this machine yet."), "{empty}");
+    assert_eq!(press(&mut v, &p, "H"), [Effect::LoadHistory]);
+    let syncing = draw(&p, &feed, &mut v, (80, 24));
+    assert!(syncing.contains("syncing and reading the run store"), "{syncing}");
+    v.history.take(Loaded::Listing(Ok(sessions()), Some(facts())));
+    let listed = draw(&p, &feed, &mut v, (80, 24));
+    assert!(listed.contains("history · 3 past sessions"), "{listed}");
+    assert!(!listed.contains("No agent sessions found"), "{listed}");
+    insta::assert_snapshot!("history_list_over_an_empty_machine_80x24", listed);
+    key(&mut v, &p, KeyCode::Esc);
+    assert!(!v.history.open);
+    let back = draw(&p, &feed, &mut v, (80, 24));
+    assert!(back.contains("No agent sessions found on this machine yet."), "{back}");
+}
