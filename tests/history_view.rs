@@ -381,6 +381,33 @@ fn a_stored_session_shows_each_agent_s_own_tool_names_and_its_turns() {
     }
 }
 
+/// A Codex session from the store names the agents its calls name, as its live lane did: the
+/// store keeps their thread ids, the view calls them by their runs' names (`⑂ spawnAgent → …`,
+/// `⑂ wait → …`). The Codex 0.171.0 `collab_v1` rollouts, synced, then deleted.
+#[test]
+fn a_stored_codex_session_names_the_agents_its_calls_name() {
+    let (p, feed) = monitor();
+    let m = store_support::Machine::new();
+    m.with_codex("collab_v1");
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(m.codex_day()).expect("its files go");
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
+    let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
+    let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+    let children: Vec<String> = stored.runs[1..].iter().map(|r| r.name.to_string()).collect();
+    let named: Vec<String> =
+        stored.runs[0].entries.iter().flat_map(|i| i.receivers.iter().map(ToString::to_string)).collect();
+    assert!(!named.is_empty() && named.iter().all(|n| children.contains(n)), "{named:?} of {children:?}");
+    let mut v = View::with_theme(Theme::dark());
+    v.history.open = true;
+    v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
+    v.history.take(Loaded::Stored(Ok(Box::new(stored))));
+    let screen = draw(&p, &feed, &mut v, (160, 200));
+    assert!(screen.contains("⑂ spawnAgent → ") && screen.contains("⑂ wait → "), "{screen}");
+}
+
 /// Issue 20: `H` in a machine view with no session on the machine opens the history list too
 /// (the empty view's message was drawn in its place, whatever was open), and Esc comes back to it.
 #[test]
