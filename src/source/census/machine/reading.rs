@@ -19,6 +19,7 @@ impl Machine {
                 Vec::new()
             });
             if !records.is_empty() {
+                self.stores_changed = true;
                 self.forward(Origin::NONE, records).await?;
             }
             return Ok(());
@@ -44,13 +45,9 @@ impl Machine {
     /// after its parent's whole file). Stores are read as they are; sidecars after the lines (a
     /// sub-agent's `finished` after its last line).
     pub(super) async fn read_files(&mut self, files: &[usize]) -> Result<(), Gone> {
-        let owner: HashMap<usize, usize> = self
-            .sessions
-            .iter()
-            .enumerate()
-            .flat_map(|(s, session)| session.files.iter().map(move |&f| (f, s)))
-            .collect();
-        let mut groups: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
+        // Each session's files, sessions in the order first met (where each session's group is).
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut at: HashMap<usize, usize> = HashMap::new();
         let mut sidecars = Vec::new();
         for &i in files {
             if self.files[i].is_store() {
@@ -58,14 +55,17 @@ impl Machine {
             } else if files::is_sidecar(&self.files[i].path) {
                 sidecars.push(i);
             } else {
-                let session = owner.get(&i).copied();
-                match groups.iter_mut().find(|(s, _)| s.is_some() && *s == session) {
-                    Some((_, group)) => group.push(i),
-                    None => groups.push((session, vec![i])),
+                let session = self.files[i].session;
+                match at.get(&session) {
+                    Some(&g) => groups[g].push(i),
+                    None => {
+                        at.insert(session, groups.len());
+                        groups.push(vec![i]);
+                    }
                 }
             }
         }
-        for (_, group) in groups {
+        for group in groups {
             match group[..] {
                 [one] => self.read_file(one).await?,
                 _ => self.read_together(&group).await?,
@@ -107,7 +107,7 @@ impl Machine {
         if f.before.is_some_and(|b| b.done()) {
             return None;
         }
-        let mut chunk = grow(&f.path, &mut f.read)?;
+        let mut chunk = grow(&f.path, &mut f.read, &mut f.written)?;
         let more = chunk.len() as u64 >= READ_CHUNK;
         if let Some(before) = &mut f.before {
             chunk = before.keep(&chunk);
@@ -126,6 +126,7 @@ impl Machine {
         let f = &mut self.files[i];
         let Ok(meta) = std::fs::metadata(&f.path) else { return Ok(()) };
         let modified = meta.modified().ok();
+        f.written = modified.unwrap_or(f.written);
         if (meta.len(), modified) == (f.read, f.modified) || !meta.is_file() {
             return Ok(());
         }
@@ -141,7 +142,10 @@ impl Machine {
     /// A session named by a guess takes the cwd the first of its lines that carries one says (the
     /// next snapshot regroups it): the lines are read here anyway, the file is not read again.
     fn learn_project(&mut self, file: usize, chunk: &[u8]) {
-        let Some(s) = self.sessions.iter_mut().find(|s| s.project_guessed && s.files.contains(&file)) else { return };
+        let s = &mut self.sessions[self.files[file].session];
+        if !s.project_guessed {
+            return;
+        }
         let Some(cwd_in) = s.agent.place.as_ref().and_then(|p| p.cwd_in) else { return };
         if let Some(cwd) = cwd_in(chunk) {
             s.project = Some(cwd);
