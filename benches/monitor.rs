@@ -55,7 +55,7 @@ fn monitor(lines: &[&[u8]]) -> (Duration, u32) {
         if clock.due(true, now) || next == lines.len() {
             let counters = p.counters();
             let feed = Feed {
-                source: "bench".into(),
+                source: swarmtop::wire::sanitize_line("bench"),
                 speed: "max".into(),
                 position: Some((next as u64, total)),
                 now_ms: p.model.stream_ms,

@@ -126,7 +126,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn feed(p: &Pipeline) -> Feed {
     Feed {
-        source: "bench".into(),
+        source: swarmtop::wire::sanitize_line("bench"),
         position: Some((p.counters().lines, p.counters().lines)),
         now_ms: p.model.stream_ms,
         ..Feed::default()

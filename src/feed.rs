@@ -407,7 +407,8 @@ pub fn feed(
     let threads = decoders.max(1);
     // One input read to its end needs no clock: it is read as it lies, straight into the chunks.
     let merge = timing.order == Order::Time && (inputs.count() > 1 || timing.until.is_some());
-    let merged = if merge { Some(Merged::open(inputs, timing)?) } else { None };
+    // Routing needs the records' order only (not `Merged::time`).
+    let merged = if merge { Some(Merged::open(inputs, timing)?.order_only()) } else { None };
     let shared = Shared {
         reader: Mutex::new(Reader {
             inputs,

@@ -32,7 +32,7 @@ fn responses_forgotten_by_the_stream_bound_are_counted_in_d_and_stats() {
 
     let mut view = View::with_theme(Theme::dark());
     view.panes.overlay = Some(Overlay::Diagnostics);
-    let feed = Feed { source: "bounds".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let feed = Feed { source: swarmtop::wire::sanitize_line("bounds"), now_ms: p.model.stream_ms, ..Feed::default() };
     let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
     let counters = p.counters();
     term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");

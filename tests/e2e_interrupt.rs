@@ -30,6 +30,7 @@ use serde_json::{Value, json};
 use support::codex_driver::Dir;
 use support::harness::{codex_binary, run_script};
 use support::mock_model::{MockModel, ModelRequest, Reply, Script, Usage};
+use support::opencode::{get_json, post_json};
 use support::responses::{History, MULTI_AGENT_NS, ResponseBuilder};
 use support::scenario::Pacing;
 
@@ -521,20 +522,6 @@ impl support::chat_completions::Script for LongTask {
     }
 }
 
-fn get_json(agent: &ureq::Agent, url: &str) -> Value {
-    let mut answer = agent.get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).expect("JSON")
-}
-
-fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
-    let mut answer = agent
-        .post(url)
-        .header("Content-Type", "application/json")
-        .send(body.to_string())
-        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
-    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).unwrap_or(Value::Null)
-}
-
 /// The real OpenCode 1.18.33 under `opencode serve`: `swarmtop interrupt` on a child session, found by
 /// its title on a server swarmtop finds by itself, aborts it as OpenCode's own abort does (its message
 /// ends `MessageAbortedError`); the root goes on and finishes; the act is logged.
@@ -751,6 +738,9 @@ impl support::chat_completions::Script for Nested {
 /// The real OpenCode 1.18.33 under `opencode serve` with `swarmtop guard --server URL --max-depth 1`
 /// watching it: the grandchild (depth 2) is aborted as soon as it runs, by OpenCode's own abort (its
 /// message ends `MessageAbortedError`); its parent and the root go on and finish; the guard says why.
+/// The monitor watching the server and one following OpenCode's store (in tmux, started before the
+/// session) then show why the grandchild stopped, and so do `tree` and `stats --json` on the store,
+/// from the acts log.
 #[test]
 fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
     use support::opencode::{binary_or_skip, free_port, home, serve, wait_http};
@@ -774,6 +764,19 @@ fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
         .spawn()
         .expect("swarmtop guard --server");
     let mut guard = KillOnDrop(Some(guard));
+    let monitor = format!(
+        "env HOME='{home}' XDG_DATA_HOME='{home}/.local/share' XDG_STATE_HOME='{home}/.local/state' '{SWARMTOP}' '{base}'",
+        home = home_dir.display()
+    );
+    let tmux = tmux::Tmux::start("guard-served", 160, 40, &monitor);
+    // And one following OpenCode's store instead, as the machine view does.
+    let store = root.join("home/.local/share/opencode/opencode.db");
+    let follower = format!(
+        "env HOME='{home}' XDG_DATA_HOME='{home}/.local/share' XDG_STATE_HOME='{home}/.local/state' '{SWARMTOP}' --follow '{}'",
+        store.display(),
+        home = home_dir.display()
+    );
+    let following = tmux::Tmux::start("guard-store", 160, 40, &follower);
     // The guard is connected once the server has a subscriber; a moment is enough on an empty server.
     std::thread::sleep(Duration::from_millis(1500));
     let http = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(15))).build().new_agent();
@@ -818,4 +821,43 @@ fn the_guard_aborts_an_opencode_grandchild_past_max_depth() {
     let act: Value = serde_json::from_str(log.lines().last().expect("an act")).expect("JSON");
     assert_eq!((act["by"].as_str(), act["target"].as_str()), (Some("guard"), Some(grand.as_str())));
     assert_eq!(act["reason"], "depth 2 > 1");
+    the_tree_says_why(&home_dir, &store, &grand);
+    for tmux in [tmux, following].into_iter().flatten() {
+        tmux.wait_for("the grandchild on the monitor", |s| s.contains("Grand task"));
+        tmux.keys(&["/", "G", "r", "a", "n", "d", "Enter"]);
+        let screen = tmux.wait_for("the stop on the monitor", |s| s.contains("◼ stopped by guard: depth 2 > 1"));
+        let header =
+            screen.lines().find(|l| l.contains("stopped by guard") && !l.contains("◼ stopped")).unwrap_or_default();
+        assert!(header.contains("Grand task"), "the grandchild's header says why it stopped: {screen}");
+        tmux.keys(&["Escape", "q"]);
+    }
+}
+
+/// `tree` and `stats --json` on OpenCode's store say of the grandchild why it stopped (the acts log
+/// under `home`), and of no other session.
+fn the_tree_says_why(home: &Path, store: &Path, grand: &str) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(SWARMTOP)
+            .args(args)
+            .arg(store)
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_STATE_HOME", home.join(".local/state"))
+            .output()
+            .expect("swarmtop");
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tree = run(&["tree"]);
+    let stopped: Vec<&str> = tree.lines().filter(|l| l.contains("stopped by")).collect();
+    assert_eq!(stopped.len(), 1, "{tree}");
+    assert!(stopped[0].contains("Grand task") && stopped[0].ends_with("stopped by guard: depth 2 > 1"), "{tree}");
+    let stats: Value = serde_json::from_str(&run(&["stats", "--json"])).expect("stats JSON");
+    let by: Vec<(&str, &str)> = stats["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| Some((t["id"].as_str()?, t.get("stoppedBy")?.as_str()?)))
+        .collect();
+    assert_eq!(by, [(grand, "guard: depth 2 > 1")]);
 }

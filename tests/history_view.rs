@@ -10,7 +10,7 @@ use ratatui::backend::TestBackend;
 use swarmtop::model::Tokens;
 use swarmtop::model::prices::Pico;
 use swarmtop::pipeline::Pipeline;
-use swarmtop::ui::history::{Listing, Loaded, Opened, Past, PastItem, PastRun, StoreFacts, Stored};
+use swarmtop::ui::history::{Listing, Loaded, Opened, Past, PastAct, PastItem, PastRun, StoreFacts, Stored};
 use swarmtop::ui::{self, Effect, Feed, Overlay, Theme, View};
 use swarmtop::wire::{sanitize, sanitize_line};
 
@@ -22,7 +22,8 @@ fn monitor() -> (Pipeline, Feed) {
     for l in text.lines().take(40) {
         p.push(l.as_bytes());
     }
-    let feed = Feed { source: "collab_v1".to_owned(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let feed =
+        Feed { source: swarmtop::wire::sanitize_line("collab_v1"), now_ms: p.model.stream_ms, ..Feed::default() };
     (p, feed)
 }
 
@@ -103,7 +104,31 @@ fn stored() -> Stored {
     Stored {
         session: sessions()[2].clone(),
         runs: vec![run("lead", 0, false, "idle"), run("scout", 1, true, "idle"), run("tester", 1, true, "failed")],
+        acts: Vec::new(),
     }
+}
+
+fn act(target: &str, kind: &str, by: &str, via: &str, detail: &str, outcome: &str) -> PastAct {
+    PastAct {
+        at: "2026-11-29 21:21".to_owned(),
+        kind: sanitize_line(kind),
+        target: sanitize_line(target),
+        by: sanitize_line(by),
+        via: sanitize_line(via),
+        detail: sanitize_line(detail),
+        outcome: sanitize_line(outcome),
+    }
+}
+
+/// The stored session with what was done to it: the tester interrupted from the monitor, and a
+/// guard's refusal of a spawn the store holds no run of (it never ran: it shows on the root).
+fn stored_with_acts() -> Stored {
+    let mut s = stored();
+    s.acts = vec![
+        act("a2898e3", "deny", "guard", "hook", "Task toolu_new \u{1b}[2J", "denied: depth 2 > 1"),
+        act("tester", "interrupt", "swarmtop monitor", "tee", "turn 3", "interrupted"),
+    ];
+    s
 }
 
 fn facts() -> StoreFacts {
@@ -200,6 +225,34 @@ fn enter_opens_the_selected_session_and_esc_walks_back_to_the_monitor() {
     assert!(!v.history.open);
     let monitor = draw(&p, &feed, &mut v, (80, 24));
     assert!(monitor.contains("agents") && !monitor.contains("past sessions"), "{monitor}");
+}
+
+/// What was done to a stored session shows where it is looked at: the runs acted on are marked
+/// (an act aimed at no stored run marks the root), the tree's foot counts them, and each run's
+/// text begins with its acts as `history SESSION` prints them: when, what, whom, by whom, how,
+/// the result.
+#[test]
+fn a_stored_session_shows_the_acts_done_to_it() {
+    let (p, feed) = monitor();
+    let mut v = View::with_theme(Theme::dark());
+    listed(&mut v, &p);
+    key(&mut v, &p, KeyCode::End);
+    key(&mut v, &p, KeyCode::Enter);
+    v.history.take(Loaded::Stored(Ok(Box::new(stored_with_acts()))));
+    let root = draw(&p, &feed, &mut v, (80, 24));
+    assert!(root.contains("⊘ 2 acts"), "{root}");
+    assert!(root.contains("deny a2898e3 by guard via"), "the act on no stored run, on the root: {root}");
+    assert!(!root.contains("interrupt tester"), "the tester's act is the tester's: {root}");
+    insta::assert_snapshot!("history_stored_acts_root_80x24", root);
+    key(&mut v, &p, KeyCode::Down);
+    let scout = draw(&p, &feed, &mut v, (80, 24));
+    assert!(!scout.contains("⊘ acts"), "nothing was done to the scout: {scout}");
+    key(&mut v, &p, KeyCode::Down);
+    for (w, h) in [(80, 24), (200, 60)] {
+        let tester = draw(&p, &feed, &mut v, (w, h));
+        assert!(tester.contains("2026-11-29 21:21  interrupt tester by swarmtop"), "{tester}");
+        insta::assert_snapshot!(format!("history_stored_acts_tester_{w}x{h}"), tester);
+    }
 }
 
 #[test]

@@ -67,7 +67,7 @@ fn snapshot(codex_v2: State, v2_ago_ms: i64) -> Snapshot {
 
 fn feed(snapshot: Snapshot) -> Feed {
     Feed {
-        source: "machine".to_owned(),
+        source: swarmtop::wire::sanitize_line("machine"),
         live: true,
         now_ms: Some(NOW_MS),
         machine: Some(Box::new(snapshot)),

@@ -23,7 +23,7 @@ fn ingest(input: &Path) -> Pipeline {
 
 /// The first screen (the first session's transcript), stream ended.
 fn screen(p: &Pipeline, (w, h): (u16, u16)) -> String {
-    let feed = Feed { source: "names".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let feed = Feed { source: swarmtop::wire::sanitize_line("names"), now_ms: p.model.stream_ms, ..Feed::default() };
     let mut view = View::with_theme(Theme::dark());
     let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
     let counters = p.counters();

@@ -36,7 +36,7 @@ fn load(name: &str, lines: Option<usize>) -> (Pipeline, u64) {
 
 fn feed(name: &str, p: &Pipeline, total: u64) -> Feed {
     Feed {
-        source: name.to_owned(),
+        source: swarmtop::wire::sanitize_line(name),
         speed: "10×".into(),
         position: Some((p.counters().lines, total)),
         events_per_sec: 412.0,
@@ -367,9 +367,9 @@ fn a_too_small_terminal_gets_a_message() {
 fn live_feed_shows_connection_and_hides_replay_keys() {
     let (p, _) = load("collab_v1", Some(80));
     let f = Feed {
-        source: "tee-4121.sock".into(),
+        source: swarmtop::wire::sanitize_line("tee-4121.sock"),
         live: true,
-        connection: Some("reconnecting in 2s".into()),
+        connection: Some(swarmtop::wire::sanitize_line("reconnecting in 2s")),
         now_ms: p.model.stream_ms,
         events_per_sec: 2418.0,
         ..Feed::default()
@@ -927,7 +927,8 @@ fn every_item_kind_renders_in_a_transcript() {
             .as_bytes(),
         );
     }
-    let f = Feed { source: "replay: kinds".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let f =
+        Feed { source: swarmtop::wire::sanitize_line("replay: kinds"), now_ms: p.model.stream_ms, ..Feed::default() };
     let mut v = view();
     let screen = render(&p, &f, &mut v, (120, 40));
     for needle in [
@@ -980,7 +981,7 @@ fn ctrl(c: char) -> KeyEvent {
 }
 
 fn live_feed(p: &Pipeline) -> Feed {
-    Feed { source: "stdin".into(), live: true, now_ms: p.model.stream_ms, ..Feed::default() }
+    Feed { source: swarmtop::wire::sanitize_line("stdin"), live: true, now_ms: p.model.stream_ms, ..Feed::default() }
 }
 
 #[test]
@@ -1010,7 +1011,7 @@ fn q_asks_before_losing_a_live_stream_and_esc_never_quits() {
     press(&mut v, &p, &chars("/ab"));
     assert_eq!(press(&mut v, &p, &[ctrl('c'), ctrl('c')]), [Effect::None, Effect::Quit]);
     // An ended live stream has nothing left to lose: q quits at once.
-    let ended = Feed { ended: Some("ended (exit 0)".into()), ..live_feed(&p) };
+    let ended = Feed { ended: Some(swarmtop::wire::sanitize_line("ended (exit 0)")), ..live_feed(&p) };
     let mut v = view();
     render(&p, &ended, &mut v, (120, 40));
     assert_eq!(press(&mut v, &p, &chars("q")), [Effect::Quit]);
@@ -1026,12 +1027,12 @@ fn one_state_in_the_header_live_paused_ended() {
     assert!(head.contains("‖ paused · 1,234 new") && !head.contains("live"), "{head}");
     assert!(head.contains('$'), "cost stays visible at 80 columns: {head}");
     insta::assert_snapshot!("live_paused_80x24", screen);
-    let connecting = Feed { connection: Some("connecting".into()), ..live_feed(&p) };
+    let connecting = Feed { connection: Some(swarmtop::wire::sanitize_line("connecting")), ..live_feed(&p) };
     let head = render(&p, &connecting, &mut v, (120, 40)).lines().next().unwrap_or_default().to_owned();
     assert!(head.contains("◌ connecting") && !head.contains("● live"), "{head}");
     let (done, total) = load("collab_v1", None);
     let mut f = feed("collab_v1", &done, total);
-    f.ended = Some("replay ended".into());
+    f.ended = Some(swarmtop::wire::sanitize_line("replay ended"));
     let screen = render(&done, &f, &mut v, (120, 40));
     let head = screen.lines().next().unwrap_or_default().to_owned();
     assert!(head.contains("■ replay ended") && !head.contains("▶"), "{head}");
@@ -1042,7 +1043,7 @@ fn one_state_in_the_header_live_paused_ended() {
 fn a_replay_that_ends_mid_run_leaves_no_agent_running() {
     let (p, total) = load("collab_v1", Some(50));
     let mut f = feed("collab_v1", &p, total);
-    f.ended = Some("replay ended".into());
+    f.ended = Some(swarmtop::wire::sanitize_line("replay ended"));
     let mut v = view();
     render(&p, &f, &mut v, (120, 40));
     select_card(&mut v, &p);
@@ -1294,7 +1295,7 @@ fn new_screens_at_every_size() {
     snap_sizes("live_paused", &p, &paused, |_, _| {});
     let (done, total) = load("collab_v1", None);
     let mut ended = feed("collab_v1", &done, total);
-    ended.ended = Some("replay ended".into());
+    ended.ended = Some(swarmtop::wire::sanitize_line("replay ended"));
     snap_sizes("replay_ended", &done, &ended, |_, _| {});
     let (d, total) = demo(usize::MAX);
     let f = feed("demo", &d, total);
@@ -1412,7 +1413,7 @@ fn a_lane_header_shows_the_agent_s_own_cost_as_the_tree_does() {
     for l in lines {
         p.push(l.as_bytes());
     }
-    let f = Feed { source: "claude".into(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let f = Feed { source: swarmtop::wire::sanitize_line("claude"), now_ms: p.model.stream_ms, ..Feed::default() };
     let mut v = view();
     render(&p, &f, &mut v, (120, 24));
     select_card(&mut v, &p);
@@ -1462,7 +1463,7 @@ fn rates_decay_when_the_stream_is_quiet_and_are_gone_once_it_ends() {
     assert_ne!(half, busy_rate, "thirty quiet seconds lower the rate");
     let gone_quiet = header(&p, &mut v, &quiet(90_000), 200);
     assert_eq!(rate(&gone_quiet).as_deref(), Some("$0/min"), "{gone_quiet}");
-    let ended = Feed { ended: Some("replay ended".into()), ..playing.clone() };
+    let ended = Feed { ended: Some(swarmtop::wire::sanitize_line("replay ended")), ..playing.clone() };
     for w in [80, 200] {
         let screen = header(&p, &mut v, &ended, w);
         assert!(!screen.contains("/min") && !screen.contains("ev/s"), "{screen}");
@@ -1509,4 +1510,51 @@ fn siblings_that_differ_at_their_end_are_cut_in_the_middle() {
     assert!(rows.iter().any(|r| r.contains("(A)")) && rows.iter().any(|r| r.contains("(B)")), "{screen}");
     // A name alike no neighbour's keeps its start.
     assert!(screen.contains("Survey the"), "{screen}");
+}
+
+/// A replay of more files than the monitor holds open (`merge::OPEN_MAX`): those past the bound
+/// are opened again each time they are read, and `d` shows how often, as `stats --json` says it
+/// in `input.reopened`.
+#[test]
+fn diagnostics_show_files_reopened_past_the_open_file_bound() {
+    use std::time::{Duration, Instant};
+    use swarmtop::source::files::Input;
+    use swarmtop::source::recorded::Recorded;
+    use swarmtop::source::replay::Pace;
+    use swarmtop::ui::runtime::{self, Runtime, Settings};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let n = swarmtop::source::merge::OPEN_MAX + 3;
+    let inputs: Vec<Input> = (0..n)
+        .map(|i| {
+            let path = dir.path().join(format!("s{i:04}.ndjson"));
+            let ms = 1_796_188_304_000 + i64::try_from(i).expect("small");
+            let line = |ms: i64| {
+                format!(r#"{{"type":"step_start","timestamp":{ms},"sessionID":"ses_{i:04}","part":{{"type":"step-start"}}}}"#)
+            };
+            std::fs::write(&path, format!("{}\n{}\n", line(ms), line(ms + 10_000))).expect("write");
+            Input::File(path)
+        })
+        .collect();
+    let recorded = Recorded::from_inputs(&[dir.path().to_owned()], &inputs, false, &runtime::time_of).expect("load");
+    let settings = Settings { fps: 30, stall_ms: 60_000, max_gap_ms: 2_000, pace: Pace::Max, clock: Instant::now };
+    let t0 = Instant::now();
+    let mut rt = Runtime::replay(recorded, view(), &settings, swarmtop::pipeline::Config::default(), t0);
+    // Named as a path would be: a temporary one changes from run to run.
+    rt.feed.source = swarmtop::wire::sanitize_line("sessions/");
+    let mut now = t0;
+    while rt.feed.ended.is_none() {
+        rt.advance(now, None);
+        now += Duration::from_millis(10);
+        assert!(now < t0 + Duration::from_secs(600), "the replay ends");
+    }
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    term.draw(|f| rt.draw(f, now)).expect("draw");
+    rt.input(runtime::Input::Terminal(crossterm::event::Event::Key(key(KeyCode::Char('d')))), now);
+    term.draw(|f| rt.draw(f, now)).expect("draw");
+    let screen = format!("{}", term.backend());
+    // Each closed file's two lines lie 10 s apart, every other file's between them: read twice.
+    assert_eq!(rt.feed.reopened, 2 * 3, "{screen}");
+    assert!(screen.contains("files reopened 6"), "{screen}");
+    insta::assert_snapshot!("diagnostics_files_reopened_120x40", screen);
 }

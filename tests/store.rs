@@ -212,6 +212,110 @@ fn runs_outlive_their_files() {
     assert_eq!(listed["sessions"][0]["filesPresent"], false);
 }
 
+/// Every session listed, with whether its files are still there (`filesPresent`), after the
+/// quiet sync of `history` (or none: `--no-sync`).
+fn present(m: &Machine, sync: bool) -> std::collections::BTreeMap<String, bool> {
+    let args: &[&str] = if sync { &["history", "--json"] } else { &["history", "--json", "--no-sync"] };
+    let listed = m.json(args);
+    listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["id"].as_str().unwrap().to_owned(), s["filesPresent"].as_bool().unwrap()))
+        .collect()
+}
+
+/// A machine with every fixture session and an OpenCode store, synced once: every file there.
+fn synced_machine() -> (Machine, Vec<String>) {
+    let m = full_machine();
+    copy_plain(&fixtures().join("opencode-1.18.33/tree"), &m.home().join(".local/share/opencode"));
+    // Files of days ago, as most of a history is: a query's quiet sync lists none of them again.
+    age(&m.home(), std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400));
+    m.run(&["sync"]);
+    let all = present(&m, false);
+    assert!(all.values().all(|p| *p), "{all:?}");
+    let opencode: Vec<String> = m.json(&["history", "--json", "--no-sync", "--agent", "opencode"])["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!opencode.is_empty());
+    (m, opencode)
+}
+
+/// Every file under `dir` last modified at `when`.
+fn age(dir: &std::path::Path, when: std::time::SystemTime) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            age(&entry.path(), when);
+        } else {
+            std::fs::File::options().write(true).open(entry.path()).unwrap().set_modified(when).unwrap();
+        }
+    }
+}
+
+/// `gone` and only those sessions' files are said gone; every session keeps what it had.
+fn only_gone(m: &Machine, sync: bool, gone: &[&str], kept: &[String], case: &str) {
+    let now = present(m, sync);
+    for (id, there) in &now {
+        assert_eq!(*there, !gone.contains(&id.as_str()), "{case}: {id} {now:?}");
+    }
+    assert_eq!(now.len(), 1 + CODEX_RUNS.len() + kept.len(), "{case}: every session stays: {now:?}");
+}
+
+/// A session's files that go in any way say so (`filesPresent`), at the next sync, a query's quiet
+/// one included: one file, a folder, a whole place; the places' listing no longer names a session
+/// whose folder or place went, so the store looks at what it indexed before, not only at what it
+/// finds. Every run stays.
+#[test]
+fn files_gone_with_their_folder_or_place_are_said_gone() {
+    let codex: Vec<String> = sessions().into_iter().skip(1).map(|(id, _)| id).collect();
+    let codex: Vec<&str> = codex.iter().map(String::as_str).collect();
+    for quiet in [true, false] {
+        let sync = |m: &Machine| {
+            if !quiet {
+                m.run(&["sync"]);
+            }
+        };
+        // One sub-agent's file (Claude Code's clean-up removes them one by one), its transcript
+        // unchanged: the place lists it only when something of it changed.
+        let (m, opencode) = synced_machine();
+        let before = m.run(&["history", CLAUDE_SESSION, "--json", "--no-sync"]);
+        std::fs::remove_file(m.claude_project().join(CLAUDE_SESSION).join("subagents/agent-a2898e3.jsonl")).unwrap();
+        sync(&m);
+        only_gone(&m, quiet, &[CLAUDE_SESSION], &opencode, "a sub-agent's file");
+        assert_eq!(m.run(&["history", CLAUDE_SESSION, "--json", "--no-sync"]), before);
+        // One file: the transcript itself, which the place lists the session by.
+        let (m, opencode) = synced_machine();
+        std::fs::remove_file(m.claude_project().join(format!("{CLAUDE_SESSION}.jsonl"))).unwrap();
+        sync(&m);
+        only_gone(&m, quiet, &[CLAUDE_SESSION], &opencode, "the transcript");
+        assert_eq!(m.run(&["history", CLAUDE_SESSION, "--json", "--no-sync"]), before);
+        // A folder: the Claude project's, then the day's of the Codex rollouts.
+        let (m, opencode) = synced_machine();
+        std::fs::remove_dir_all(m.claude_project()).unwrap();
+        sync(&m);
+        only_gone(&m, quiet, &[CLAUDE_SESSION], &opencode, "the project's folder");
+        std::fs::remove_dir_all(m.codex_day()).unwrap();
+        sync(&m);
+        only_gone(&m, quiet, &[&[CLAUDE_SESSION], &codex[..]].concat(), &opencode, "the day's folder");
+        // The whole place: `~/.claude/projects`, `~/.codex/sessions`, OpenCode's store.
+        let (m, opencode) = synced_machine();
+        let seen_before = seen(&m);
+        std::fs::remove_dir_all(m.home().join(".claude/projects")).unwrap();
+        sync(&m);
+        only_gone(&m, quiet, &[CLAUDE_SESSION], &opencode, "~/.claude/projects");
+        std::fs::remove_dir_all(m.home().join(".codex/sessions")).unwrap();
+        std::fs::remove_dir_all(m.home().join(".local/share/opencode")).unwrap();
+        sync(&m);
+        let opencode_ids: Vec<&str> = opencode.iter().map(String::as_str).collect();
+        only_gone(&m, quiet, &[&[CLAUDE_SESSION], &codex[..], &opencode_ids[..]].concat(), &opencode, "every place");
+        assert_eq!(seen(&m), seen_before, "every run, figure and text stays");
+    }
+}
+
 #[test]
 fn syncing_twice_reads_nothing_and_adds_nothing() {
     let m = full_machine();
@@ -375,6 +479,58 @@ fn pruned_sessions_stay_gone() {
     assert_eq!(m.json(&["history", "--json"]), listed, "its unchanged files are not read back in");
     let hits = m.json(&["search", "--json", "spotter"]);
     assert!(hits["hits"].as_array().unwrap().is_empty(), "{hits}");
+}
+
+/// 2026-01-01T00:00:00Z, in unix ms: before the prune's date below.
+const NEW_YEAR_MS: i64 = 1_767_225_600_000;
+
+fn now_ms() -> i64 {
+    i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+}
+
+/// An act as a guard keeps it, on `session` at `at_ms`.
+fn act(session: Option<&str>, at_ms: i64) -> swarmtop::store::rows::ActRow {
+    swarmtop::store::rows::ActRow {
+        at_ms,
+        kind: "deny".to_owned(),
+        by: "guard".to_owned(),
+        via: "hook".to_owned(),
+        session: session.map(str::to_owned),
+        target: "a2898e3".to_owned(),
+        detail: String::new(),
+        outcome: "denied: depth 2 > 1".to_owned(),
+    }
+}
+
+/// A prune takes the acts on the sessions it removes with them, and the acts older than its date
+/// on no session the store keeps; an act on a kept session stays with it, whatever its age, and a
+/// newer one on a session never stored stays. It says how many acts went.
+#[test]
+fn a_prune_removes_the_acts_on_what_it_removes_and_older_ones_on_nothing() {
+    let m = full_machine();
+    m.run(&["sync"]);
+    let codex = sessions().into_iter().find(|(_, files)| files.ends_with("collab_v1")).unwrap().0;
+    {
+        let mut store = swarmtop::store::Store::open(&m.store()).unwrap();
+        let b = store.backend_mut();
+        b.record_act(&act(Some(CLAUDE_SESSION), now_ms())).unwrap();
+        b.record_act(&act(Some(&codex), NEW_YEAR_MS)).unwrap();
+        b.record_act(&act(Some("never-stored"), NEW_YEAR_MS)).unwrap();
+        b.record_act(&act(Some("never-stored"), now_ms())).unwrap();
+        b.record_act(&act(None, NEW_YEAR_MS)).unwrap();
+    }
+    let out = m.run(&["history", "--prune", "--before", "2026-11-01"]);
+    assert!(out.starts_with("pruned 1 sessions (") && out.contains(" runs, 3 acts); store "), "{out}");
+    let store = swarmtop::store::Store::open(&m.store()).unwrap();
+    let at = |id: &str| store.backend().acts(id).unwrap().iter().map(|a| a.at_ms).collect::<Vec<_>>();
+    assert!(at(CLAUDE_SESSION).is_empty(), "the pruned session's act went with it");
+    assert_eq!(at(&codex), [NEW_YEAR_MS], "a kept session keeps its acts, however old");
+    assert_eq!(at("never-stored").len(), 1, "the newer act on no stored session stays");
+    assert!(at("never-stored")[0] > NEW_YEAR_MS);
+    let json = m.json(&["history", &codex, "--json", "--no-sync"]);
+    assert_eq!(json["acts"].as_array().unwrap().len(), 1, "{json}");
+    let again = m.run(&["history", "--prune", "--before", "2026-11-01"]);
+    assert!(again.starts_with("pruned 0 sessions (0 runs, 0 acts)"), "{again}");
 }
 
 #[test]

@@ -169,6 +169,45 @@ fn a_team_store_answers_as_the_file_store_does() {
     assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1 + CODEX_RUNS.len() as u64)));
 }
 
+/// Each session listed as (machine, id), with whether its files are still there.
+fn present(listed: &serde_json::Value) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap().to_owned();
+            (text("machine"), text("id"), s["filesPresent"].as_bool().unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A place deleted whole on one machine: its sessions' files are said gone (the quiet sync of a
+/// query, then `sync`), that machine's only; every session stays.
+#[test]
+fn files_gone_with_their_place_are_said_gone_in_a_team_store_too() {
+    let pg = Postgres::start();
+    let url = pg.database("gone");
+    let (a, b) = (full_machine(), full_machine());
+    ok(on(&a, "a", &url, &["sync"]));
+    ok(on(&b, "b", &url, &["sync"]));
+    let all = present(&json(on(&a, "a", &url, &["history", "--json", "--no-sync"])));
+    assert_eq!(all.len(), 2 * (1 + CODEX_RUNS.len()));
+    assert!(all.iter().all(|s| s.2), "{all:?}");
+    let expect = |gone: &dyn Fn(&str) -> bool| -> Vec<(String, String, bool)> {
+        all.iter().map(|(m, id, _)| (m.clone(), id.clone(), !(m == "a" && gone(id)))).collect()
+    };
+    std::fs::remove_dir_all(a.home().join(".claude/projects")).unwrap();
+    let listed = present(&json(on(&a, "a", &url, &["history", "--json"])));
+    assert_eq!(listed, expect(&|id| id == CLAUDE_SESSION));
+    std::fs::remove_dir_all(a.home().join(".codex/sessions")).unwrap();
+    ok(on(&a, "a", &url, &["sync"]));
+    let listed = present(&json(on(&b, "b", &url, &["history", "--json"])));
+    assert_eq!(listed, expect(&|_| true));
+}
+
 /// Two machines sync into one database at the same moment, again and again: each session once,
 /// under its machine's name; a session both ran (the same files) is each one's.
 #[test]
@@ -243,6 +282,49 @@ fn two_machines_sync_into_one_database_at_once() {
     let left = json(on(&a, "alpha", &url, &["history", "--json", "--no-sync"]));
     assert!(left["sessions"].as_array().unwrap().iter().all(|s| s["machine"] == "beta"), "{left}");
     assert_eq!(left["sessions"].as_array().unwrap().len(), 3);
+}
+
+/// An act as a guard keeps it, on `session` at `at_ms`.
+fn act(session: &str, at_ms: i64) -> swarmtop::store::rows::ActRow {
+    swarmtop::store::rows::ActRow {
+        at_ms,
+        kind: "deny".to_owned(),
+        by: "guard".to_owned(),
+        via: "hook".to_owned(),
+        session: Some(session.to_owned()),
+        target: "a2898e3".to_owned(),
+        detail: String::new(),
+        outcome: "denied: depth 2 > 1".to_owned(),
+    }
+}
+
+/// A prune on the team store takes this machine's acts on the sessions it removes, and its older
+/// acts on no session it keeps; another machine's acts stay, even on a session of the same id.
+#[test]
+fn a_prune_removes_this_machines_acts_with_its_sessions() {
+    const NEW_YEAR_MS: i64 = 1_767_225_600_000;
+    let pg = Postgres::start();
+    let url = pg.database("acts");
+    let (a, b) = (full_machine(), full_machine());
+    ok(on(&a, "alpha", &url, &["sync"]));
+    ok(on(&b, "beta", &url, &["sync"]));
+    let location = swarmtop::store::Location::Team(url.clone());
+    for name in ["alpha", "beta"] {
+        let mut store = swarmtop::store::Store::open_at(&location, name).unwrap();
+        store.backend_mut().record_act(&act(CLAUDE_SESSION, NEW_YEAR_MS)).unwrap();
+        store.backend_mut().record_act(&act("never-stored", NEW_YEAR_MS)).unwrap();
+    }
+    let pruned = ok(on(&a, "alpha", &url, &["history", "--prune", "--before", "2026-11-01"]));
+    assert!(pruned.starts_with("pruned 1 sessions (") && pruned.contains(" runs, 2 acts)"), "{pruned}");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let left: Vec<(String, String)> = client
+        .query("SELECT machine, session FROM acts ORDER BY machine, session", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let want = |s: &str| ("beta".to_owned(), s.to_owned());
+    assert_eq!(left, [want(CLAUDE_SESSION), want("never-stored")], "beta's acts stay");
 }
 
 #[test]

@@ -4,20 +4,16 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::PathBuf;
 
 use serde_json::Value;
 
 use crate::source::recording;
 
-/// Where the log is: beside the recordings.
-pub fn path() -> std::io::Result<PathBuf> {
-    let recordings = recording::default_dir()?;
-    Ok(recordings.parent().map_or_else(|| recordings.clone(), std::path::Path::to_path_buf).join("acts.ndjson"))
-}
+/// Where the log is: beside the recordings (the sources read it back: `source::acts`).
+pub use crate::source::acts::path;
 
 /// Appends one act (`ts` is added). A log that cannot be written is said on stderr, and the act
-/// stands: it happened.
+/// stands: it happened. A stop that took reads `outcome` `aborted` (`source::acts` hands those on).
 pub fn append(mut act: serde_json::Map<String, Value>) {
     act.insert("ts".into(), Value::from(recording::unix_ms()));
     let mut line = Value::Object(act).to_string();

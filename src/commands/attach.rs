@@ -16,7 +16,7 @@ use crate::pipeline::Config;
 use crate::source::attach::{self, Discovery, Options};
 use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
-use crate::wire::Clean;
+use crate::wire::{Clean, sanitize_line};
 
 pub fn run(args: &AttachArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -44,7 +44,7 @@ pub fn run(args: &AttachArgs, config: Config, global: &GlobalOpts) -> Result<Exi
         if let Some(signals) = headless_signals {
             headless(rx, config, export, Ending::Marker, signals).await
         } else {
-            let watch = Watch::Live { name: format!("attach {name}"), events: rx };
+            let watch = Watch::Live { name: sanitize_line(&format!("attach {name}")), events: rx };
             let opts = MonitorOpts::live(&args.screen, &args.record);
             let past = Some(monitor::past_access(&opts, &config, global));
             monitor::screen(watch, &opts, config, Outlets { export, receive: None, past }).await

@@ -373,7 +373,7 @@ pub struct HistoryArgs {
     /// One JSON object instead of a table (with SESSION: the `stats --json` of its files).
     #[arg(long)]
     pub json: bool,
-    /// Remove the sessions that ended before --before, and their runs.
+    /// Remove the sessions that ended before --before, their runs and the acts on them.
     #[arg(long, requires = "before", conflicts_with = "session")]
     pub prune: bool,
     /// With --prune: a date (or time, or how long ago).
@@ -622,6 +622,10 @@ pub struct ServeArgs {
     /// How often the run store is brought up to date while sessions change (e.g. 5s).
     #[arg(long, default_value = "5s", value_parser = parse_positive_ms, value_name = "DURATION")]
     pub sync_every: u64,
+    /// Events kept for clients that come back (`Last-Event-ID`) or fall behind; a client further
+    /// behind is told to resync. Also bounded to 12 MiB.
+    #[arg(long, default_value_t = crate::serve::bus::RING as u64, value_parser = clap::value_parser!(u64).range(1..), value_name = "N")]
+    pub keep_events: u64,
     /// Print a systemd user unit that runs this daemon, and exit.
     #[arg(long)]
     pub print_unit: bool,

@@ -46,7 +46,13 @@ pub fn run(args: &HistoryArgs, config: Config, global: &GlobalOpts) -> Result<Ex
 fn prune(store: &mut Store, before_ms: i64) -> Result<ExitCode> {
     let pruned = store.backend_mut().prune(before_ms)?;
     let size = store.backend().size()?;
-    let out = format!("pruned {} sessions ({} runs); store {} bytes\n", pruned.sessions, pruned.runs, grouped(size));
+    let out = format!(
+        "pruned {} sessions ({} runs, {} acts); store {} bytes\n",
+        pruned.sessions,
+        pruned.runs,
+        pruned.acts,
+        grouped(size)
+    );
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,7 @@ use crate::source::live::CHANNEL_EVENTS;
 use crate::source::recording::{self, Source};
 use crate::source::socket::{self, SocketFile};
 use crate::source::{inbound, otlp};
-use crate::wire::Clean;
+use crate::wire::{Clean, sanitize_line};
 
 pub fn run(args: &ListenArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let path = match &args.socket {
@@ -72,7 +72,7 @@ pub fn run(args: &ListenArgs, config: Config, global: &GlobalOpts) -> Result<Exi
             }
             code
         } else {
-            let watch = Watch::Live { name, events: rx };
+            let watch = Watch::Live { name: sanitize_line(&name), events: rx };
             let opts = MonitorOpts::live(&args.screen, &args.record);
             let past = Some(monitor::past_access(&opts, &config, global));
             monitor::screen(watch, &opts, config, Outlets { export, receive, past }).await

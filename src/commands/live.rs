@@ -89,7 +89,7 @@ async fn consume_until(
         match event {
             Some(Event::Ended(End::Exited(_))) => break Stop::Exited,
             None | Some(Event::Ended(End::Closed)) => break Stop::Closed,
-            Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason)),
+            Some(Event::Ended(End::Failed(reason))) => return Err(eyre!(reason.to_string())),
             Some(event) => apply(event, &mut pipeline, &config, &mut export),
         }
     };

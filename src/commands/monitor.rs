@@ -36,6 +36,7 @@ use crate::ui::frame::INGEST_SLICE;
 use crate::ui::history::Loaded;
 use crate::ui::runtime::{Input, Runtime, Settings, time_of};
 use crate::ui::{self, Effect, View};
+use crate::wire::{Clean, sanitize_line};
 
 /// The built-in demo: a real multi-agent Codex session (see `demo/README.md`).
 pub fn demo() -> Watch {
@@ -104,7 +105,7 @@ fn stdin_live(record: Option<&std::path::Path>) -> Result<Watch> {
     let recorder = recording::open_requested(record, recording::Source::Stdin, started, &header)?;
     let (tx, events) = mpsc::channel(live::CHANNEL_EVENTS);
     inbound::spawn_reader(std::io::stdin(), header, recorder, tx).wrap_err("reading stdin")?;
-    Ok(Watch::Live { name: "stdin".to_owned(), events })
+    Ok(Watch::Live { name: sanitize_line("stdin"), events })
 }
 
 /// An input an agent reads live (a server's event stream, a store followed), as a live source
@@ -126,7 +127,7 @@ fn reader_live(
 pub enum Watch {
     Replay(Recorded),
     Live {
-        name: String,
+        name: Clean,
         events: mpsc::Receiver<live::Event>,
     },
     /// Every agent session on the machine (its source starts on a thread of its own), and how
@@ -271,7 +272,7 @@ impl Opened {
                 if !on_top {
                     return;
                 }
-                recorded.name = home_short(&recorded.name);
+                recorded.name = sanitize_line(&home_short(recorded.name.as_str()));
                 let view = View::with_theme(screen.view.theme.clone());
                 let mut opened = Runtime::replay(*recorded, view, &self.settings, self.config.clone(), now);
                 opened.nest();
@@ -304,7 +305,7 @@ fn runtime_of(
 ) -> Result<(Runtime, Option<mpsc::Receiver<live::Event>>)> {
     Ok(match watch {
         Watch::Replay(mut r) => {
-            r.name = home_short(&r.name);
+            r.name = sanitize_line(&home_short(r.name.as_str()));
             // Followed files report their growth through the same channel as live sources.
             let follow = if r.follow {
                 let (files, dirs) = r.watched();
@@ -325,8 +326,8 @@ fn runtime_of(
             let events = remote::spawn(server.clone(), window).wrap_err("starting the server's feed")?;
             // The home that shortens its paths is the server's, from its first snapshot.
             let mut rt = Runtime::machine(view, settings, config, now, keep, None);
-            server.authority().clone_into(&mut rt.feed.source);
-            rt.feed.connection = Some("connecting".to_owned());
+            rt.feed.source = sanitize_line(server.authority());
+            rt.feed.connection = Some(sanitize_line("connecting"));
             (rt, Some(events))
         }
     })
@@ -367,8 +368,8 @@ pub async fn screen(watch: Watch, opts: &MonitorOpts, config: Config, outlets: O
     let (acts, mut act_rx) = acts_for(&watch, &config);
     let (mut rt, mut live_rx) = runtime_of(watch, view, &settings, config, now)?;
 
-    let mut notifier =
-        Notifier::new(opts.notify, opts.notify_cmd.clone(), &rt.feed.source).wrap_err("starting --notify-cmd")?;
+    let mut notifier = Notifier::new(opts.notify, opts.notify_cmd.clone(), rt.feed.source.as_str())
+        .wrap_err("starting --notify-cmd")?;
     loop {
         let now = Instant::now();
         rt.advance(now, unix_now_ms());

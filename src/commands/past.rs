@@ -15,9 +15,9 @@ use crate::pipeline::Config;
 use crate::source::agents::Env;
 use crate::source::files;
 use crate::source::recorded::Recorded;
-use crate::store::rows::{RunInfo, SessionInfo};
+use crate::store::rows::{ActRow, RunInfo, SessionInfo};
 use crate::store::{Filter, Location, Lookup, Store, location};
-use crate::ui::history::{Loaded, Past, PastItem, PastRun, StoreFacts, Stored};
+use crate::ui::history::{Loaded, Past, PastAct, PastItem, PastRun, StoreFacts, Stored};
 use crate::ui::runtime::time_of;
 use crate::wire::{sanitize, sanitize_line};
 
@@ -160,7 +160,20 @@ fn opened(access: &Access, id: &str) -> Result<Brought> {
     };
     let tz = TimeZone::system();
     let runs = view.runs.iter().map(|r| run(&store, view.session.id.as_str(), r)).collect::<Result<Vec<PastRun>>>()?;
-    Ok(Brought::Loaded(Loaded::Stored(Ok(Box::new(Stored { session: past(&view.session, &tz), runs })))))
+    let acts = store.backend().acts(view.session.id.as_str())?.iter().map(|a| act(a, &tz)).collect();
+    Ok(Brought::Loaded(Loaded::Stored(Ok(Box::new(Stored { session: past(&view.session, &tz), runs, acts })))))
+}
+
+fn act(a: &ActRow, tz: &TimeZone) -> PastAct {
+    PastAct {
+        at: super::history::minute(a.at_ms, tz),
+        kind: sanitize_line(&a.kind),
+        target: sanitize_line(&a.target),
+        by: sanitize_line(&a.by),
+        via: sanitize_line(&a.via),
+        detail: sanitize_line(&a.detail),
+        outcome: sanitize_line(&a.outcome),
+    }
 }
 
 fn run(store: &Store, session: &str, r: &RunInfo) -> Result<PastRun> {

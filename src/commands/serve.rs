@@ -205,6 +205,7 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         listen: args.listen,
         token,
         sync_every: std::time::Duration::from_millis(args.sync_every),
+        keep_events: usize::try_from(args.keep_events).unwrap_or(usize::MAX),
         export: super::export::start_live(export_request(args))?,
         feed: Some(crate::serve::http::Feed {
             spawn: Arc::new(|w: remote::Window| census::machine::spawn(Options::machine(window(w.since_ms, w.all)))),

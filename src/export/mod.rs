@@ -75,7 +75,7 @@ pub fn describe(summary: &Summary, target: &str) -> String {
     );
     if let Some(cause) = &summary.cause {
         line.push_str("; last failure: ");
-        line.push_str(cause);
+        line.push_str(cause.as_str());
     }
     line
 }

@@ -19,6 +19,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 
 use super::config::{Encoding, Settings, Target};
+use crate::wire::{Clean, sanitize_line};
 
 /// Spans waiting for the exporter thread; past this, new spans are dropped (and counted).
 pub const QUEUE_SPANS: usize = 8192;
@@ -51,7 +52,7 @@ pub struct Counters {
     /// Attempts that failed and will be retried, right now (the collector is down).
     pub failing: AtomicBool,
     /// Why the last attempt that failed did: `connection refused`, `HTTP 503`, ….
-    pub cause: Mutex<Option<String>>,
+    pub cause: Mutex<Option<Clean>>,
 }
 
 /// A copy of the counters at one moment.
@@ -63,7 +64,7 @@ pub struct Summary {
     pub dropped: u64,
     pub rejected: u64,
     pub failing: bool,
-    pub cause: Option<String>,
+    pub cause: Option<Clean>,
 }
 
 impl Counters {
@@ -79,8 +80,9 @@ impl Counters {
         }
     }
 
-    fn failed(&self, cause: String) {
-        *self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cause);
+    /// A collector's or the system's words: clean from here on.
+    fn failed(&self, cause: &str) {
+        *self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sanitize_line(cause));
     }
 }
 
@@ -274,11 +276,11 @@ fn cause_of(e: &ureq::Error) -> String {
                 "the connection was reset".to_owned()
             }
             std::io::ErrorKind::TimedOut => "timed out".to_owned(),
-            _ => crate::wire::sanitize_line(&io.to_string()).as_str().to_owned(),
+            _ => io.to_string(),
         },
         ureq::Error::Timeout(which) => format!("timed out ({which})"),
         ureq::Error::HostNotFound => "host not found".to_owned(),
-        other => crate::wire::sanitize_line(&other.to_string()).as_str().to_owned(),
+        other => other.to_string(),
     }
 }
 
@@ -370,7 +372,7 @@ impl Worker {
                     return;
                 }
                 Outcome::Refused { cause } => {
-                    self.counters.failed(cause);
+                    self.counters.failed(&cause);
                     self.counters.rejected.fetch_add(n, Ordering::Relaxed);
                     return;
                 }
@@ -381,11 +383,11 @@ impl Worker {
                     self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                     if !self.sleep_until_retry(wait, asked) {
                         let why = if asked { ", later than swarmtop could wait" } else { "" };
-                        self.counters.failed(format!("{cause}{why}"));
+                        self.counters.failed(&format!("{cause}{why}"));
                         self.counters.dropped.fetch_add(n, Ordering::Relaxed);
                         return;
                     }
-                    self.counters.failed(cause);
+                    self.counters.failed(&cause);
                 }
             }
         }

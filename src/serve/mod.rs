@@ -33,6 +33,7 @@ use crate::export::{Live as Export, Summary};
 use crate::pipeline::Config;
 use crate::source::live::Event;
 use crate::source::otlp::trust::Token;
+use crate::wire::Clean;
 
 /// What the daemon asks of the commands: the store's answers, rendered as the commands render
 /// them, and the sync that fills it. Called on the blocking pool.
@@ -55,6 +56,8 @@ pub struct Options {
     pub token: Option<Token>,
     /// How often the store is brought up to date while sessions change.
     pub sync_every: Duration,
+    /// Events kept for clients that come back or fall behind ([`bus::RING`] by default).
+    pub keep_events: usize,
     /// Where the spawn trees go as traces, if anywhere.
     pub export: Option<Export>,
     /// The machine view's events for `/api/feed` (`swarmtop --server`), if it is served.
@@ -135,7 +138,8 @@ pub async fn run(
     let listener = tokio::net::TcpListener::bind(opts.listen).await?;
     let local = listener.local_addr()?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let shared = Arc::new(http::Shared::new(api, opts.token, opts.feed, stop_rx.clone()));
+    let bus = bus::Bus::with_capacity(opts.keep_events, bus::RING_BYTES);
+    let shared = Arc::new(http::Shared::new(api, bus, opts.token, opts.feed, stop_rx.clone()));
     let ingest = spawn_ingest(config, events, shared.clone(), opts.export, stop_rx.clone());
     let syncing = tokio::spawn(sync_loop(shared.clone(), opts.sync_every, stop_rx.clone()));
     let serving = tokio::spawn(http::accept(listener, shared.clone()));
@@ -163,7 +167,7 @@ fn export_json(x: &Export) -> serde_json::Value {
         "dropped": s.dropped,
         "rejected": s.rejected,
         "failing": s.failing,
-        "cause": s.cause,
+        "cause": s.cause.as_ref().map(Clean::as_str),
     })
 }
 
@@ -188,9 +192,12 @@ fn spawn_ingest(
             }
         }) {
             let (reset, records) = (matches!(event, Event::Reset(_)), matches!(event, Event::Records(_)));
-            for change in live.apply(event) {
-                shared.bus.publish(change.kind, change.data.to_string());
-                shared.counters.events.fetch_add(1, Ordering::Relaxed);
+            let changes = live.apply(event);
+            if !changes.is_empty() {
+                // Rendered before the bus is locked; published together, clients woken once.
+                let data: Vec<String> = changes.iter().map(|c| c.data.to_string()).collect();
+                shared.bus.publish_all(changes.iter().zip(&data).map(|(c, d)| (c.kind, d.as_str())));
+                shared.counters.events.fetch_add(changes.len() as u64, Ordering::Relaxed);
             }
             let n = std::mem::take(&mut live.unsynced);
             if n > 0 {

@@ -18,7 +18,7 @@ use super::files;
 use super::live::{End, Event, Records, ResetReason};
 use super::recording::Recorder;
 use super::socket::{self, Found};
-use crate::wire::Clean;
+use crate::wire::{Clean, sanitize_line};
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -166,7 +166,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
     loop {
         let reason = match connect(&path).await {
             Err(Refusal::Untrusted(why)) => {
-                let _ = tx.send(Event::Ended(End::Failed(why))).await;
+                let _ = tx.send(Event::Ended(End::Failed(sanitize_line(&why)))).await;
                 return;
             }
             Ok(stream) => {
@@ -188,7 +188,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                         return;
                     }
                     Outcome::NotATee(why) => {
-                        let _ = tx.send(Event::Ended(End::Failed(why))).await;
+                        let _ = tx.send(Event::Ended(End::Failed(sanitize_line(&why)))).await;
                         return;
                     }
                     Outcome::ConsumerGone => return,
@@ -211,7 +211,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
                     let end = if ever_connected {
                         End::Closed
                     } else {
-                        End::Failed(format!("connecting to {}: {e}", Clean::path(&path)))
+                        End::Failed(sanitize_line(&format!("connecting to {}: {e}", Clean::path(&path))))
                     };
                     let _ = tx.send(Event::Ended(end)).await;
                     return;
@@ -229,7 +229,7 @@ pub async fn run(opts: Options, tx: mpsc::Sender<Event>) {
             }
         };
         let retry_in = backoff;
-        if tx.send(Event::Disconnected { retry_in, reason }).await.is_err() {
+        if tx.send(Event::Disconnected { retry_in, reason: sanitize_line(&reason) }).await.is_err() {
             return;
         }
         tokio::time::sleep(retry_in).await;
@@ -557,9 +557,9 @@ mod tests {
             });
         })
         .await;
-        assert!(matches!(&silent, End::Failed(w) if w.contains("not a swarmtop tee")), "{silent:?}");
+        assert!(matches!(&silent, End::Failed(w) if w.as_str().contains("not a swarmtop tee")), "{silent:?}");
         let closes = end_against(drop).await;
-        assert!(matches!(&closes, End::Failed(w) if w.contains("closed the connection")), "{closes:?}");
+        assert!(matches!(&closes, End::Failed(w) if w.as_str().contains("closed the connection")), "{closes:?}");
         let other = end_against(|mut a| {
             tokio::spawn(async move {
                 let _ = a.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
@@ -567,7 +567,7 @@ mod tests {
             });
         })
         .await;
-        assert!(matches!(&other, End::Failed(w) if w.contains("first line")), "{other:?}");
+        assert!(matches!(&other, End::Failed(w) if w.as_str().contains("first line")), "{other:?}");
         let endless = end_against(|mut a| {
             tokio::spawn(async move {
                 let chunk = vec![b'x'; 1 << 20];
@@ -575,7 +575,7 @@ mod tests {
             });
         })
         .await;
-        assert!(matches!(&endless, End::Failed(w) if w.contains("not a swarmtop tee")), "{endless:?}");
+        assert!(matches!(&endless, End::Failed(w) if w.as_str().contains("not a swarmtop tee")), "{endless:?}");
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub async fn listen(
                     }
                 }
                 Err(e) => {
-                    let _ = journal.tx.send(Event::Ended(End::Failed(format!("accepting producers: {e}")))).await;
+                    let _ = journal.tx.send(Event::Ended(End::Failed(crate::wire::sanitize_line(&format!("accepting producers: {e}"))))).await;
                     return;
                 }
             },
@@ -169,7 +169,7 @@ pub fn spawn_reader<R: Read + Send + 'static>(
                 Ok(0) => break End::Closed,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => break End::Failed(format!("reading: {e}")),
+                Err(e) => break End::Failed(crate::wire::sanitize_line(&format!("reading: {e}"))),
             };
             let mut out = Vec::new();
             encoder.encode(recording::unix_ms(), &buf[..n], &mut out);

@@ -60,7 +60,7 @@ pub enum End {
     /// only part of its session.
     Closed,
     /// The source could not be read at all (e.g. nothing listens on the socket).
-    Failed(String),
+    Failed(Clean),
 }
 
 // Not `Eq`: a machine-wide snapshot holds CPU shares.
@@ -86,7 +86,7 @@ pub enum Event {
     /// The connection is down; the next attempt is in `retry_in`.
     Disconnected {
         retry_in: Duration,
-        reason: String,
+        reason: Clean,
     },
     /// Something the user should know about the source that is not a record (a producer refused
     /// for a bound), on one line.

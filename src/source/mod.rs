@@ -13,6 +13,7 @@
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
 //! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
+//! - [`acts`]: swarmtop's own log of the acts it did outside a tee, handed on beside a server's records.
 //! - [`agents`]: the agent registry: where each agent's sessions live, how its files are laid
 //!   out, how its processes are recognised, how its sessions are followed and its spend reported.
 //! - [`census`]: what runs on this machine now, from one walk of `/proc` a tick ([`proc`]), for
@@ -22,6 +23,7 @@
 //! - [`otlp`]: the OTLP/HTTP receiver of `listen --otlp`.
 //! - [`remote`]: another machine's machine view, from its `swarmtop serve` (`--server URL`).
 
+pub mod acts;
 pub mod agents;
 pub mod attach;
 pub mod census;

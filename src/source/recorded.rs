@@ -11,6 +11,7 @@
 //! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing
 //! of what records mean.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
 use super::merge::{self, Order};
-use crate::wire::Origin;
+use crate::wire::{Clean, Origin};
 
 /// Reads a record's time (unix ms), if it has one.
 pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;
@@ -40,7 +41,7 @@ pub enum Piece<'a> {
 }
 
 pub struct Recorded {
-    pub name: String,
+    pub name: Clean,
     sources: Vec<Source>,
     records: Vec<Rec>,
     times: Vec<Option<i64>>,
@@ -53,6 +54,9 @@ pub struct Recorded {
     pub start_at_action: bool,
     /// Plain files held open ([`Backing::File`]), at most [`merge::OPEN_MAX`].
     open_files: usize,
+    /// Reads of a file past that bound ([`Backing::Closed`]), each of which opened it again: the
+    /// diagnostics view shows it as `stats --json` shows `input.reopened`.
+    reopened: Cell<u64>,
 }
 
 struct Source {
@@ -94,7 +98,7 @@ impl Rec {
 impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
-        let mut r = Self::empty(name.to_owned(), false);
+        let mut r = Self::empty(crate::wire::sanitize_line(name), false);
         r.sources.push(Source {
             path: None,
             origin: Origin::NONE,
@@ -107,7 +111,7 @@ impl Recorded {
         r
     }
 
-    fn empty(name: String, follow: bool) -> Self {
+    fn empty(name: Clean, follow: bool) -> Self {
         Self {
             name,
             sources: Vec::new(),
@@ -118,6 +122,7 @@ impl Recorded {
             dirs: Vec::new(),
             start_at_action: false,
             open_files: 0,
+            reopened: Cell::new(0),
         }
     }
 
@@ -142,7 +147,7 @@ impl Recorded {
             ([], [one, ..]) => one.name(),
             ([], []) => String::new(),
         };
-        let mut r = Self::empty(name, follow);
+        let mut r = Self::empty(crate::wire::sanitize_line(&name), follow);
         r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
         for input in inputs {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
@@ -289,6 +294,11 @@ impl Recorded {
         self.records.is_empty()
     }
 
+    /// How many times a file past the bound of files held open was opened again to be read.
+    pub fn reopened(&self) -> u64 {
+        self.reopened.get()
+    }
+
     /// Every record's time (unix ms, `None` when it has none), in order.
     pub fn times(&self) -> &[Option<i64>] {
         &self.times
@@ -331,6 +341,7 @@ impl Recorded {
                         } else {
                             let path = self.sources[source].path.as_ref();
                             reopened = File::open(path.ok_or_else(|| io::Error::other("a closed input has no path"))?)?;
+                            self.reopened.set(self.reopened.get().saturating_add(1));
                             &reopened
                         };
                         // The run of lines of this file that follow: one read for all of them.
@@ -483,6 +494,7 @@ mod tests {
         let lines: Vec<String> = lines_of(&r, 0..2 * n).into_iter().filter(|l| l != "|").collect();
         let want: Vec<String> = (0..n).flat_map(|i| [format!("{i:04}a"), format!("{i:04}b")]).collect();
         assert_eq!(lines, want);
+        assert_eq!(r.reopened(), 3, "each closed file opened again once, for its one run of lines");
         assert_eq!(r.watched().0.len(), n, "every file followed, closed or not");
     }
 

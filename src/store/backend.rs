@@ -17,6 +17,10 @@ pub trait Backend {
     fn write(&mut self, batch: &[SourceRows]) -> Result<Written>;
     /// Notes files of a stored source that are gone (its runs stay).
     fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()>;
+    /// Every file of this machine's sources that the last look found there, with its source's key.
+    fn present(&self) -> Result<Vec<(String, PathBuf)>>;
+    /// The folders those files are in, each once (with its trailing `/`).
+    fn folders(&self) -> Result<Vec<PathBuf>>;
     fn meta(&self, key: &str) -> Result<Option<String>>;
     fn set_meta(&mut self, key: &str, value: &str) -> Result<()>;
     /// Root sessions active in the filter's range, newest first.
@@ -30,7 +34,9 @@ pub trait Backend {
     /// Items whose text holds every one of `words` (each a phrase of its own tokens: what a person
     /// types is words to find, never query syntax), best first.
     fn search(&self, words: &[String], filter: &Filter, limit: usize) -> Result<Vec<Hit>>;
-    /// Removes the sessions that ended before `before_ms`, and their runs.
+    /// Removes the sessions that ended before `before_ms`, their runs and the acts on them, and
+    /// the acts older than `before_ms` on no session it keeps (an act on a kept session stays with
+    /// it: its audit trail is whole or gone, never an act on a session that is not there).
     fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
     /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).
     fn settle(&mut self) -> Result<()>;
@@ -74,6 +80,8 @@ pub struct Totals {
 pub struct Pruned {
     pub sessions: usize,
     pub runs: usize,
+    /// Acts on the sessions removed, and acts older than the date on no session the store keeps.
+    pub acts: usize,
 }
 
 /// A session looked up by id.

@@ -11,12 +11,14 @@
 //! construction. What is read again is bounded by the sessions that changed, not by the history.
 //!
 //! A source that lost files (an agent's clean-up deleted them) is not read again: what the store
-//! holds of it is more than what is left. A source found nowhere any more keeps its rows.
+//! holds of it is more than what is left. A source found nowhere any more keeps its rows, and its
+//! files are marked gone once they are ([`vanished`]: a folder or a whole place deleted).
 //!
 //! One sync at a time per store (a lock the kernel releases if the process dies); a sync killed
 //! midway leaves every source it wrote whole and the one it was writing untouched, and the next
 //! one picks up from there.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -120,13 +122,16 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     // Since the last look, unless this swarmtop or its prices differ from the last full look's.
     let last = backend.meta(SCANNED)?.and_then(|s| s.parse::<i64>().ok());
     let same_reader = backend.meta(READER)?.as_deref() == Some(fingerprint.as_str());
-    let window = match last {
-        Some(ms) if !opts.full && same_reader => Window { since: Some(at(ms.saturating_sub(SLACK_MS))) },
-        _ => Window::all(),
+    let since = match last {
+        Some(ms) if !opts.full && same_reader => Some(ms.saturating_sub(SLACK_MS)),
+        _ => None,
     };
+    let window = Window { since: since.map(at) };
     let found = places::scan(&opts.env, &window);
     let mut synced = Synced { found: found.len(), ..Synced::default() };
+    let listed: HashSet<String> = found.iter().map(|f| f.key.clone()).collect();
     let todo = plan(backend, found, &fingerprint, &mut synced)?;
+    vanished(backend, &listed, since, &mut synced)?;
     let bytes: u64 = todo.iter().flat_map(|(_, s)| s.iter().map(|f| f.size)).sum();
     let mut writer = Writer {
         store,
@@ -194,6 +199,63 @@ fn plan(
         }
     }
     Ok(todo)
+}
+
+/// Marks the files of the stored sources the places no longer list that are gone (a folder, a
+/// place or a store deleted whole: nothing lists its sessions any more, so [`plan`] never meets
+/// them). Their rows stay. Only folders changed since `since` (unix ms) are looked into: deleting a
+/// file changes its folder's modification time, so an unchanged history costs one `stat` per
+/// folder, not per file; `None` (a full look) looks at every file.
+fn vanished(
+    backend: &mut dyn super::Backend,
+    listed: &HashSet<String>,
+    since: Option<i64>,
+    synced: &mut Synced,
+) -> Result<()> {
+    // Each folder once first: in an unchanged history that is all there is to look at.
+    let mut changed: HashMap<PathBuf, bool> = HashMap::new();
+    for folder in backend.folders()? {
+        if folder.as_os_str().is_empty() {
+            continue;
+        }
+        match std::fs::metadata(&folder) {
+            Err(e) if gone(&e) => changed.insert(folder, true),
+            Err(_) => None,
+            // A session within a store file (`store/root`, OpenCode's database): it is there as
+            // long as the store is (what the store holds is its listing's to say).
+            Ok(meta) if meta.is_file() => None,
+            Ok(meta) if since.is_some_and(|since| modified_ms(&meta) < since) => None,
+            Ok(_) => changed.insert(folder, false),
+        };
+    }
+    if changed.is_empty() {
+        return Ok(());
+    }
+    let mut lost: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for (key, path) in backend.present()? {
+        // `Path` equality is by components: `a/b/` (as the store names folders) is `a/b`.
+        let Some(&folder_gone) = path.parent().and_then(|f| changed.get(f)) else { continue };
+        if !listed.contains(&key) && (folder_gone || std::fs::metadata(&path).is_err_and(|e| gone(&e))) {
+            lost.entry(key).or_default().push(path);
+        }
+    }
+    for (key, paths) in lost {
+        backend.mark_missing(&key, &paths)?;
+        synced.kept += 1;
+    }
+    Ok(())
+}
+
+/// Whether an error looking at a path says it is not there (not that it could not be looked at).
+fn gone(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::NotFound
+}
+
+fn modified_ms(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(i64::MAX, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Sources read whose rows wait for their transaction.
@@ -264,8 +326,11 @@ fn read_all(
     let workers = workers.clamp(1, todo.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
-        // Bounded: a worker waits while its rows wait to be written (memory stays flat).
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<SourceRows>)>(workers);
+        // Bounded: a worker waits while its rows wait to be written (memory stays flat). Room for
+        // a batch's sources: while this thread writes a batch, the workers go on reading the next
+        // one (with room for one each, they stood idle through every write: a core of two idle for
+        // a fifth of a first sync, in perf's timeline of `report daily` on an empty store).
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Result<SourceRows>)>(workers.max(BATCH_SOURCES));
         for _ in 0..workers {
             let tx = tx.clone();
             let next = &next;

@@ -2,12 +2,13 @@
 //! replay position, the clock, and the counters of what the session exports and receives.
 
 use crate::source::seen::Snapshot;
+use crate::wire::Clean;
 
 /// What the runtime knows about its feed, for the header and the position bar.
 #[derive(Debug, Clone)]
 pub struct Feed {
     /// What is watched: `demo`, `~/runs/a.ndjson`, `stdin`, `tee-4121.sock`.
-    pub source: String,
+    pub source: Clean,
     /// The feed is a live stream (stdin, attach, listen, a followed file that caught up).
     pub live: bool,
     pub paused: bool,
@@ -20,9 +21,9 @@ pub struct Feed {
     pub events_per_sec: f64,
     /// What a live connection is doing when it is not simply live: `connecting`,
     /// `reconnecting in 2s`, `lagged: resyncing`.
-    pub connection: Option<String>,
+    pub connection: Option<Clean>,
     /// The feed is over and why: `replay ended`, `ended (exit 0)`, `failed: …`.
-    pub ended: Option<String>,
+    pub ended: Option<Clean>,
     /// The clock: stream time (`model.stream_ms`) in replays, so snapshots are deterministic.
     pub now_ms: Option<i64>,
     /// Quiet time after which an active agent shows as stalled.
@@ -38,6 +39,10 @@ pub struct Feed {
     pub receive: Option<ReceiveFeed>,
     /// What notifying has done, when asked to (`--notify`, `--notify-cmd`).
     pub notify: Option<NotifyFeed>,
+    /// Times a replayed file past the bound of files held open
+    /// ([`crate::source::merge::OPEN_MAX`]) was opened again to be read (`input.reopened` of
+    /// `stats --json`).
+    pub reopened: u64,
 }
 
 /// What notifying has done so far, for the diagnostics view.
@@ -54,7 +59,7 @@ pub struct NotifyFeed {
     pub failed: u64,
     pub dropped: u64,
     /// Why the last failed run failed.
-    pub cause: Option<String>,
+    pub cause: Option<Clean>,
 }
 
 /// What the OTLP receiver has taken in and refused, for the diagnostics view.
@@ -82,13 +87,13 @@ pub struct ExportFeed {
     /// The last attempt failed and is being retried (the collector is down).
     pub failing: bool,
     /// Why the last attempt that failed did (`connection refused`).
-    pub cause: Option<String>,
+    pub cause: Option<Clean>,
 }
 
 impl Default for Feed {
     fn default() -> Self {
         Self {
-            source: String::new(),
+            source: Clean::new(),
             live: false,
             paused: false,
             arrived: 0,
@@ -104,6 +109,7 @@ impl Default for Feed {
             notify: None,
             export: None,
             receive: None,
+            reopened: 0,
         }
     }
 }

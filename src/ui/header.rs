@@ -16,7 +16,7 @@ use super::text::{clock, grouped, width};
 use super::theme::Theme;
 use crate::model::format_usd;
 use crate::router::Counters;
-use crate::wire::sanitize_line;
+use crate::wire::Clean;
 
 pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
     let (feed, theme) = (s.feed, &s.view.theme);
@@ -41,8 +41,8 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
     }
     // An export that fails says so where it is seen, with its cause (`d` has the counters).
     if let Some(x) = feed.export.as_ref().filter(|x| x.failing || x.dropped > 0 || x.rejected > 0) {
-        let cause = x.cause.as_deref().unwrap_or("collector unreachable");
-        parts.push((Span::styled(format!("OTLP ✗ {}", sanitize_line(cause).as_str()), theme.warn), 2));
+        let cause = x.cause.as_ref().map_or("collector unreachable", Clean::as_str);
+        parts.push((Span::styled(format!("OTLP ✗ {cause}"), theme.warn), 2));
     }
     if activity.need_you > 0 {
         let n = activity.need_you;
@@ -84,13 +84,13 @@ pub fn draw(frame: &mut Frame, area: Rect, s: &Scene<'_>) {
 /// The one state of the feed, in one place: a paused live view says how much is waiting.
 fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
     if let Some(end) = &feed.ended {
-        let style = if end.starts_with("failed") {
+        let style = if end.as_str().starts_with("failed") {
             theme.error
         } else {
             theme.dim.add_modifier(ratatui::style::Modifier::BOLD)
         };
-        // Connection and end texts carry socket names and peers' reasons: the one sanitiser.
-        return Span::styled(format!("■ {}", sanitize_line(end)), style);
+        // Connection and end texts carry socket names and peers' reasons: clean since they entered.
+        return Span::styled(format!("■ {end}"), style);
     }
     if feed.paused {
         if feed.live && feed.arrived > 0 {
@@ -98,21 +98,21 @@ fn state(feed: &Feed, theme: &Theme) -> Span<'static> {
         }
         return Span::styled("‖ paused", theme.warn);
     }
-    if let Some(c) = feed.connection.as_deref().filter(|_| feed.machine.is_some()) {
+    if let Some(c) = feed.connection.as_ref().map(Clean::as_str).filter(|_| feed.machine.is_some()) {
         // A server's machine view: its connection said whatever its sessions are.
         if c.starts_with("connecting") {
             return Span::styled("◌ connecting", theme.pending);
         }
-        return Span::styled(format!("⚠ {}", sanitize_line(c)), theme.warn);
+        return Span::styled(format!("⚠ {c}"), theme.warn);
     }
     if feed.machine.is_some() && !feed.live {
         // The machine view keeps watching for sessions; it is live only while one of them is.
         return Span::styled("○ watching", theme.pending);
     }
     if feed.live {
-        return match feed.connection.as_deref() {
+        return match feed.connection.as_ref().map(Clean::as_str) {
             Some(c) if c.starts_with("connecting") => Span::styled("◌ connecting", theme.pending),
-            Some(c) => Span::styled(format!("⚠ {}", sanitize_line(c)), theme.warn),
+            Some(c) => Span::styled(format!("⚠ {c}"), theme.warn),
             None => Span::styled("● live", theme.running),
         };
     }
@@ -128,8 +128,8 @@ fn second_line(frame: &mut Frame, area: Rect, counters: &Counters, feed: &Feed, 
     // The path gets what the bar and the figures leave, but never less than its file name's worth.
     let rest = figures.as_ref().map_or(0, |f| width(f) + 9);
     let room = w.saturating_sub(marker_w + rest + 3).max(12.min(w));
-    // Names of files and sockets come from the file system: the one sanitiser, on one line.
-    let source = short_path(sanitize_line(&feed.source).as_str(), room);
+    // Names of files and sockets come from the file system: made clean, on one line, where read.
+    let source = short_path(feed.source.as_str(), room);
     line.push(Span::styled(source, theme.bold));
     line.push(Span::raw("  "));
     if let (Some((done, total)), Some(figures)) = (feed.position, figures) {

@@ -335,6 +335,10 @@ fn share_rows(
 
 /// What a thread is doing right now, in a few words.
 fn activity(t: &Thread) -> Option<(String, bool)> {
+    // swarmtop stopped it (a guard past a limit, an interrupt): why says more than how it ended.
+    if let Some(by) = t.stopped_by.as_ref().filter(|_| !t.status.is_active()) {
+        return Some((format!("stopped by {}", by.as_str().lines().next().unwrap_or("")), true));
+    }
     if t.status == Status::Failed {
         let msg = t.last_error.as_ref().map_or("failed", |e| e.as_str());
         return Some((msg.lines().next().unwrap_or("").to_owned(), true));
@@ -420,6 +424,18 @@ fn lane_header(s: &Scene<'_>, lane: ThreadIdx, w: usize, open: bool) -> Line<'st
 pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme) -> (Vec<Line<'static>>, usize) {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
+    // A stop by swarmtop ends the stream with who stopped it and why (a guard's limit).
+    if let Some(by) = t.stopped_by.as_ref().filter(|_| !t.status.is_active() && rows > 0) {
+        let (wrapped, _) =
+            wrap_tail(&format!("stopped by {}", by.as_str()), width.saturating_sub(2).max(1), rows.min(2));
+        let lines: Vec<Line<'static>> = wrapped
+            .into_iter()
+            .enumerate()
+            .map(|(k, row)| Line::from(Span::styled(format!("{}{row}", if k == 0 { "◼ " } else { "  " }), theme.warn)))
+            .collect();
+        have += lines.len();
+        chunks.push(lines);
+    }
     // A failure ends the stream with its reason (the error line carries no item).
     if matches!(t.status, Status::Failed | Status::Retrying) && rows > 0 {
         if let Some(err) = &t.last_error {

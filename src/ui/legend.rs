@@ -104,6 +104,7 @@ pub fn groups(theme: &Theme) -> Vec<Group> {
                 mark("(agent)", "the agent's own cost figure", theme.cost),
                 mark("↑12", "scrolled back 12 rows", theme.warn),
                 mark("◇", "history: files gone, opens from the store", theme.base),
+                mark("⊘", "history: acted on (interrupted, refused by a guard)", theme.warn),
             ],
         },
         Group {

@@ -8,13 +8,13 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::view::View;
 use crate::source::seen::{Snapshot, State};
-use crate::wire::sanitize;
+use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out
 /// are counted in diagnostics), the agents running in them, the burn over the last wall minute.
 /// Sessions found and not read yet count, said as loading (`50000 sessions (49,200 loading)`).
 /// `machine` names the machine: `machine` for this one, `HOST:PORT` for a server's.
-pub fn summary(view: &View, machine: &str) -> String {
+pub fn summary(view: &View, machine: &Clean) -> Clean {
     let counts = view.derived.tops.counts;
     let live = counts.live;
     let sessions = counts.shown + counts.loading;
@@ -22,10 +22,11 @@ pub fn summary(view: &View, machine: &str) -> String {
     let running = view.activity().active;
     // Written as the header's first line writes it (`$0.0042/min`, `$0/min`): one figure, one form.
     let burn = format!("{}/min", crate::model::format_usd(view.burn_per_min()));
-    format!(
+    // The machine's name is clean; the rest is figures.
+    sanitize_line(&format!(
         "{machine}: {live} live · {sessions} session{}{loading} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
-    )
+    ))
 }
 
 /// Whether any session on the machine is live (the header's `● live`).

@@ -30,7 +30,7 @@ use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
 use crate::source::replay::{Pace, Replay};
-use crate::wire::Origin;
+use crate::wire::{Clean, Origin, sanitize_line};
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
 /// times and stalls are measured on the wall clock. Older, they are measured in stream time.
@@ -177,11 +177,11 @@ impl Runtime {
     }
 
     /// A live source named `name`, whose events come through [`Input::Live`].
-    pub fn live(name: String, view: View, settings: &Settings, config: Config, now: Instant) -> Self {
+    pub fn live(name: Clean, view: View, settings: &Settings, config: Config, now: Instant) -> Self {
         let mut rt = Self::new(view, settings, config, now);
         rt.feed.source = name;
         rt.feed.live = true;
-        rt.feed.connection = Some("connecting".to_owned());
+        rt.feed.connection = Some(sanitize_line("connecting"));
         rt
     }
 
@@ -198,7 +198,7 @@ impl Runtime {
     ) -> Self {
         view.derived.tops.keep_ms = keep_ms.map(|k| i64::try_from(k).unwrap_or(i64::MAX));
         view.derived.tops.home = home;
-        let mut rt = Self::live("machine".to_owned(), view, settings, config, now);
+        let mut rt = Self::live(sanitize_line("machine"), view, settings, config, now);
         rt.feed.connection = None;
         rt.feed.machine = Some(Box::default());
         rt.feed.loading = true;
@@ -265,7 +265,9 @@ impl Runtime {
                     self.finished = true;
                     self.dirty = true;
                 }
-                self.feed.ended = Some("replay ended".to_owned());
+                if self.feed.ended.is_none() {
+                    self.feed.ended = Some(sanitize_line("replay ended"));
+                }
             } else {
                 self.feed.ended = None;
             }
@@ -328,6 +330,7 @@ impl Runtime {
             self.feed.paused = rep.paused();
             self.feed.speed = rep.pace().label();
             self.feed.position = Some((rep.position() as u64, rep.len() as u64));
+            self.feed.reopened = rp.recorded.reopened();
             // A followed file that has caught up is live: time moves on while its agents are quiet.
             self.feed.live = rp.recorded.follow && rep.is_done();
             self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { self.pipeline.model.stream_ms };
@@ -449,10 +452,10 @@ impl Runtime {
             live::Event::Connected { .. } | live::Event::Live => self.feed.connection = None,
             live::Event::Reset(reason) => {
                 self.reset();
-                self.feed.connection = Some(match reason {
-                    ResetReason::Lagged { .. } => "lagged: resyncing".to_owned(),
-                    ResetReason::Reconnected => "reconnected: resyncing".to_owned(),
-                });
+                self.feed.connection = Some(sanitize_line(match reason {
+                    ResetReason::Lagged { .. } => "lagged: resyncing",
+                    ResetReason::Reconnected => "reconnected: resyncing",
+                }));
             }
             live::Event::Records(records) => {
                 // Data flows: whatever the connection said before, it is live now.
@@ -484,8 +487,11 @@ impl Runtime {
             live::Event::Stopped { id, guessed_at_ms } => self.pipeline.stopped(&id, guessed_at_ms),
             live::Event::Resumed(id) => self.pipeline.resumed(&id),
             live::Event::Disconnected { retry_in, reason } => {
-                self.feed.connection =
-                    Some(format!("disconnected ({reason}); retrying in {}s", retry_in.as_secs().max(1)));
+                // The reason is clean; the words around it are ours.
+                self.feed.connection = Some(sanitize_line(&format!(
+                    "disconnected ({reason}); retrying in {}s",
+                    retry_in.as_secs().max(1)
+                )));
             }
             live::Event::Ended(End::Closed) if self.feed.ended.is_some() => {}
             // Only a replay follows files (handled in `input`).
@@ -493,11 +499,11 @@ impl Runtime {
             live::Event::Ended(end) => {
                 self.finish();
                 self.feed.connection = None;
-                self.feed.ended = Some(match end {
+                self.feed.ended = Some(sanitize_line(&match end {
                     End::Exited(code) => format!("ended (exit {code})"),
                     End::Closed => "ended".to_owned(),
                     End::Failed(reason) => format!("failed: {reason}"),
-                });
+                }));
             }
         }
     }
@@ -671,7 +677,7 @@ mod tests {
             }
             now += ms(10);
         }
-        assert_eq!(rt.feed.ended.as_deref(), Some("replay ended"));
+        assert_eq!(rt.feed.ended.as_ref().map(Clean::as_str), Some("replay ended"));
         assert_eq!(rt.feed.position.map(|(a, b)| a == b), Some(true));
         assert!(rt.feed.events_per_sec == 0.0, "an ended replay has no rate: {}", rt.feed.events_per_sec);
     }
@@ -703,7 +709,13 @@ mod tests {
 
     /// A live view of stdin at full speed, as `cmd | swarmtop` opens it.
     fn live_stdin(t0: Instant) -> Runtime {
-        Runtime::live("stdin".into(), View::with_theme(Theme::no_color()), &settings(Pace::Max), Config::default(), t0)
+        Runtime::live(
+            sanitize_line("stdin"),
+            View::with_theme(Theme::no_color()),
+            &settings(Pace::Max),
+            Config::default(),
+            t0,
+        )
     }
 
     #[test]
@@ -728,7 +740,7 @@ mod tests {
         }
         assert_eq!(rt.lines(), before + 200);
         assert_eq!(rt.feed.arrived, 0);
-        assert_eq!(rt.feed.ended.as_deref(), Some("ended"));
+        assert_eq!(rt.feed.ended.as_ref().map(Clean::as_str), Some("ended"));
     }
 
     #[test]

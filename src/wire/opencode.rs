@@ -150,6 +150,9 @@ pub struct Info<'a> {
     pub time: Option<Time>,
     #[serde(borrow, default)]
     pub error: Option<&'a RawValue>,
+    /// A user message's summary, written once its turn's first step is under way.
+    #[serde(borrow, default)]
+    pub summary: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -472,6 +475,12 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
             own_root_turn: false,
             ends_previous: false,
         }));
+        // The prompt arrives: its agent works from here (status.md), not only from its first
+        // step, seconds later. Restated with its summary, it says nothing of the agent (1.18.33
+        // writes the summary at the first step, and again after the turn may have ended).
+        if info.summary.is_none() {
+            facts.push(status(StatusChange::Set(Status::Running)));
+        }
         return;
     }
     let model = info.model_id.as_deref().filter(|m| !m.is_empty());
@@ -777,11 +786,18 @@ mod tests {
                 );
             });
         }
-        // A user message opens a turn, and never ends one (it is restated when its summary is written).
+        // A user message opens a turn, its agent running, and never ends one; restated when its
+        // summary is written, it opens nothing more.
         lowered(&row("message.updated", r#"{"sessionID":"s","info":{"id":"msg_0","role":"user"}}"#), |l| {
-            assert!(
-                matches!(facts(l)[..], [Fact::TurnStarted(t)] if !t.ends_previous && t.turn.as_deref() == Some("msg_0"))
-            );
+            assert!(matches!(
+                facts(l)[..],
+                [Fact::TurnStarted(t), Fact::Status(s)] if !t.ends_previous && t.turn.as_deref() == Some("msg_0")
+                    && s.change == StatusChange::Set(Status::Running)
+            ));
+        });
+        let restated = r#"{"sessionID":"s","info":{"id":"msg_0","role":"user","summary":{"diffs":[]}}}"#;
+        lowered(&row("message.updated", restated), |l| {
+            assert!(matches!(facts(l)[..], [Fact::TurnStarted(t)] if t.turn.as_deref() == Some("msg_0")));
         });
     }
 

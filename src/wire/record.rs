@@ -175,7 +175,15 @@ fn read_into<'a>(text: &'a str, out: &mut Decoded<'a>) -> Result<(), Malformed> 
         // The envelope's own members are not the message's.
         top = TopRest::default();
         *out.message() = Message::default();
-        parse_top(out.raw, out.message(), &mut top)?;
+        let read = parse_top(out.raw, out.message(), &mut top).and_then(|()| finish(out, dir, top.parts));
+        // A line with an `act` is swarmtop's own request (the tee wrote it): what it asked of the
+        // session is told whatever the request's format says of lines like it (a Claude Code
+        // control request names no session).
+        if read.is_err() && out.act.is_some() {
+            out.line = Line::Marker;
+            return Ok(());
+        }
+        return read;
     }
     finish(out, dir, top.parts)
 }
@@ -253,6 +261,16 @@ mod tests {
             Ok(l) => panic!("decoded: {l:?}"),
             Err(m) => m,
         }
+    }
+
+    #[test]
+    fn an_act_around_a_request_of_no_known_shape_is_still_swarmtop_s_act() {
+        let act = r#"{"ts":5,"dir":"c2s","act":{"kind":"interrupt","by":"swarmtop monitor","target":"a17"},"msg":{"type":"control_request","request_id":"swarmtop-n-1","request":{"subtype":"stop_task","task_id":"a17"}}}"#;
+        let l = line(act);
+        assert!(matches!(l.line, Line::Marker), "{l:?}");
+        assert!(l.act.is_some_and(|a| a.contains("\"target\":\"a17\"")));
+        let bare = r#"{"ts":5,"dir":"c2s","msg":{"type":"control_request","request_id":"x","request":{"subtype":"stop_task"}}}"#;
+        assert!(decode(bare.as_bytes()).is_err(), "without an act it is what it was: malformed");
     }
 
     /// Both ways of reading a record, as text to compare.

@@ -164,27 +164,47 @@ impl Events {
 
     /// The next event (comments and `retry:` skipped).
     pub fn next(&mut self) -> Event {
+        let raw = self.next_raw();
+        Event {
+            id: raw.id,
+            kind: raw.kind.to_owned(),
+            data: serde_json::from_str(raw.data).unwrap_or_else(|e| panic!("{e}: {}", raw.data)),
+        }
+    }
+
+    /// The next event as it came, its data not parsed (a bench's ten clients parsing every
+    /// event took as much of the machine as the daemon they measured).
+    pub fn next_raw(&mut self) -> Raw<'_> {
+        let (id, kind, data) = self.next_event();
+        let text = |r: std::ops::Range<usize>| std::str::from_utf8(&self.body[r]).unwrap();
+        Raw { id, kind: text(kind), data: text(data) }
+    }
+
+    /// The next event's number, and where its kind and data lie in `body` (comments and
+    /// `retry:` skipped).
+    fn next_event(&mut self) -> (Option<u64>, std::ops::Range<usize>, std::ops::Range<usize>) {
         loop {
-            if let Some(end) = memchr::memmem::find(&self.body[self.at..], b"\n\n") {
-                let block = self.body[self.at..self.at + end + 2].to_vec();
-                self.at += end + 2;
-                let text = String::from_utf8(block).unwrap();
-                let (mut id, mut kind, mut data) = (None, None, None);
-                for line in text.lines() {
-                    if let Some(v) = line.strip_prefix("id: ") {
-                        id = v.parse().ok();
-                    } else if let Some(v) = line.strip_prefix("event: ") {
-                        kind = Some(v.to_owned());
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        data = Some(serde_json::from_str(v).unwrap());
-                    }
-                }
-                if let (Some(kind), Some(data)) = (kind, data) {
-                    return Event { id, kind, data };
-                }
+            let Some(end) = memchr::memmem::find(&self.body[self.at..], b"\n\n") else {
+                self.chunk();
                 continue;
+            };
+            let mut at = self.at;
+            self.at += end + 2;
+            let (mut id, mut kind, mut data) = (None, None, None);
+            for line in self.body[at..at + end].split(|&b| b == b'\n') {
+                let value = |prefix: &[u8]| line.starts_with(prefix).then(|| at + prefix.len()..at + line.len());
+                if let Some(v) = value(b"id: ") {
+                    id = std::str::from_utf8(&self.body[v]).ok().and_then(|v| v.parse().ok());
+                } else if let Some(v) = value(b"event: ") {
+                    kind = Some(v);
+                } else if let Some(v) = value(b"data: ") {
+                    data = Some(v);
+                }
+                at += line.len() + 1;
             }
-            self.chunk();
+            if let (Some(kind), Some(data)) = (kind, data) {
+                return (id, kind, data);
+            }
         }
     }
 
@@ -200,6 +220,14 @@ impl Events {
             }
         }
     }
+}
+
+/// One server-sent event as it came: its number, kind and data (JSON, not parsed).
+#[derive(Debug, Clone, Copy)]
+pub struct Raw<'a> {
+    pub id: Option<u64>,
+    pub kind: &'a str,
+    pub data: &'a str,
 }
 
 /// The Claude Code project folder of a home.

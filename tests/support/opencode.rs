@@ -131,3 +131,19 @@ pub fn wait_http(authority: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `GET url`'s JSON answer.
+pub fn get_json(agent: &ureq::Agent, url: &str) -> Value {
+    let mut answer = agent.get(url).call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).expect("JSON")
+}
+
+/// `POST url` with a JSON `body`: its JSON answer (`Null` for none).
+pub fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
+    let mut answer = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).unwrap_or(Value::Null)
+}

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::Notice;
 use super::limit::Limiter;
+use crate::wire::{Clean, sanitize_line};
 
 /// Notices waiting for the command at most; one more is dropped (and counted).
 pub const QUEUE: usize = 16;
@@ -76,7 +77,7 @@ pub struct Counters {
     /// Notices the command's queue had no room for.
     pub dropped: AtomicU64,
     /// Why the last failed run failed.
-    pub last_failure: std::sync::Mutex<Option<String>>,
+    pub last_failure: std::sync::Mutex<Option<Clean>>,
 }
 
 /// Where notices go, as the command line asked.
@@ -149,7 +150,7 @@ fn runner(cmd: &str, rx: &Receiver<String>, counters: &Counters) {
                 counters.failed.fetch_add(1, Relaxed);
                 tracing::warn!(%why, "--notify-cmd failed");
                 if let Ok(mut last) = counters.last_failure.lock() {
-                    *last = Some(why);
+                    *last = Some(sanitize_line(&why));
                 }
             }
         }
@@ -253,6 +254,9 @@ mod tests {
         wait_for("three failures", || failing.counters.failed.load(Relaxed) == 3);
         assert_eq!(failing.counters.limited.load(Relaxed), 1);
         assert_eq!(failing.counters.notices.load(Relaxed), 4);
-        assert_eq!(failing.counters.last_failure.lock().unwrap().as_deref(), Some("exited with exit status: 3"));
+        assert_eq!(
+            failing.counters.last_failure.lock().unwrap().as_ref().map(Clean::as_str),
+            Some("exited with exit status: 3")
+        );
     }
 }

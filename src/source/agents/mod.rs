@@ -315,7 +315,8 @@ pub type LiveOpen = fn(&Path, bool, &tokio::sync::mpsc::Sender<live::Event>) -> 
 /// An input read live: its bytes, its name on screen, and what a recording of it says it was.
 pub struct LiveInput {
     pub reader: Box<dyn Read + Send>,
-    pub name: String,
+    /// The input as the header names it.
+    pub name: crate::wire::Clean,
     pub source: recording::Source,
 }
 

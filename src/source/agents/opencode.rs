@@ -208,13 +208,13 @@ fn open_live(input: &Path, follow: bool, tx: &mpsc::Sender<live::Event>) -> Opti
         let link = store::link_events(tx.clone());
         let reader = store::server_reader(&server, store::Serve::All, link)
             .map_err(|e| io::Error::new(e.kind(), format!("connecting to {server}: {e}")));
-        let name = format!("http://{server}");
+        let name = crate::wire::sanitize_line(&format!("http://{server}"));
         return Some(reader.map(|r| LiveInput { reader: Box::new(r), name, source }));
     }
     let db = follow.then(|| store_named(input)).flatten()?;
     let reader =
         store::follow_reader(&db).map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", db.display())));
-    let name = db.display().to_string();
+    let name = crate::wire::Clean::path(&db);
     Some(reader.map(|r| LiveInput { reader: Box::new(r), name, source }))
 }
 

@@ -61,6 +61,11 @@ impl Clock {
         self.queue.pop().map(|Reverse((_, s))| s)
     }
 
+    /// How many streams have a record waiting.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
     /// The time of stream `s` so far (the key its last offered record had, when it had one).
     pub fn time(&self, s: usize) -> Option<i64> {
         self.last[s]

@@ -16,7 +16,7 @@ use std::io::{self, BufReader, Read};
 
 pub use self::clock::{Clock, Order, Stream, ahead, streams};
 use self::pull::Pull;
-pub use self::runs::runs;
+pub use self::runs::{runs, runs_upto};
 use super::files::{self, Input, MAX_LINE, Record};
 use crate::wire::{self, Origin};
 
@@ -159,6 +159,8 @@ pub struct Merged<'i> {
     until: Option<i64>,
     /// Whether records' times are read at all: one input read to its end needs none.
     timed: bool,
+    /// [`Merged::order_only`].
+    order_only: bool,
     /// The cursor whose record was taken last: moved on when the next is looked at.
     last: Option<usize>,
     /// The cursor whose record is next, looked at and not yet taken.
@@ -197,6 +199,7 @@ impl<'i> Merged<'i> {
             clock: Clock::new(streams.len(), order),
             until,
             timed,
+            order_only: false,
             last: None,
             head: None,
             over: false,
@@ -239,6 +242,15 @@ impl<'i> Merged<'i> {
             }
         }
         Ok(merged)
+    }
+
+    /// The merge for a reader that needs the records' order, not their times: once one stream
+    /// is left (and no `until` stops it), its records are not read for their times, only taken
+    /// in their order, as they would have been.
+    #[must_use]
+    pub fn order_only(mut self) -> Self {
+        self.order_only = true;
+        self
     }
 
     /// How many times an input closed to stay under the bound was opened again.
@@ -308,7 +320,8 @@ impl<'i> Merged<'i> {
     }
 
     /// The stream time of the record taken last (as the merge keys it: an untimed record has its
-    /// input's time so far).
+    /// input's time so far; [`Merged::order_only`]: the last stream left is not timed, so its
+    /// records have the time of its last one read while others were).
     pub fn time(&self) -> Option<i64> {
         self.last.and_then(|s| self.clock.time(s))
     }
@@ -334,7 +347,11 @@ impl<'i> Merged<'i> {
             }
             match moved {
                 Ok(true) => {
-                    let time = c.time(self.timed);
+                    // The last stream left goes on in its own order, whatever its times say: its
+                    // records are not read for them (a session's transcript, once its sub-agents'
+                    // files are done, was read twice: for its time, then for what it says).
+                    let alone = self.order_only && self.until.is_none() && self.clock.queued() == 0;
+                    let time = c.time(self.timed && !alone);
                     self.clock.offer(s, time);
                 }
                 Ok(false) => {}

@@ -22,7 +22,7 @@ pub struct Tally {
     pub values: u64,
     /// Rows skipped.
     pub rows: u64,
-    /// The first of them, for the notice: `session.cost holds text`.
+    /// One of them, for the notice: `session.cost holds text`.
     first: Option<String>,
 }
 
@@ -41,22 +41,17 @@ fn cell<'r>(row: &'r Row<'_>, i: usize) -> ValueRef<'r> {
     row.get_ref(i).unwrap_or(ValueRef::Null)
 }
 
-/// About how many bytes a column's value takes, for bounding a page before it is built.
-pub fn size(row: &Row<'_>, i: usize) -> usize {
-    match cell(row, i) {
-        ValueRef::Text(b) | ValueRef::Blob(b) => b.len(),
-        ValueRef::Null | ValueRef::Integer(_) | ValueRef::Real(_) => 8,
-    }
-}
-
 impl Tally {
     pub fn is_empty(&self) -> bool {
         self.values == 0 && self.rows == 0
     }
 
+    /// Keeps the note that sorts first, not the first met: the tables are read merged, and pages
+    /// of another size meet their odd values in another order (the notice must not change).
     fn note(&mut self, what: impl FnOnce() -> String) {
-        if self.first.is_none() {
-            self.first = Some(what());
+        let what = what();
+        if self.first.as_ref().is_none_or(|first| what < *first) {
+            self.first = Some(what);
         }
     }
 

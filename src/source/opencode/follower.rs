@@ -20,6 +20,7 @@ use super::records;
 use super::snapshot::Pages;
 use super::store::{open, sql_error};
 use super::writer::{Writer, writer};
+use crate::source::acts::{self, Tail};
 
 /// How often a followed store is asked whether it changed.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -42,6 +43,8 @@ pub struct Follower {
     /// The last poll read everything there was.
     caught_up: bool,
     tally: Tally,
+    /// swarmtop's stops logged from now on (`source::acts`): handed on for the store's sessions.
+    acts: Tail,
 }
 
 impl Follower {
@@ -53,7 +56,14 @@ impl Follower {
             version: None,
             caught_up: true,
             tally: Tally::default(),
+            acts: Tail::from_end(),
         })
+    }
+
+    /// [`Follower::new`] that reads the stops logged at `acts` instead (from its end).
+    #[cfg(test)]
+    pub(super) fn with_acts(db: &Path, cursor: i64, acts: &Path) -> io::Result<Self> {
+        Ok(Self { acts: Tail::from_end_of(acts), ..Self::new(db, cursor)? })
     }
 
     /// Whether the last [`Follower::poll`] read all there was; if not, the next poll reads on at
@@ -85,7 +95,9 @@ impl Follower {
         let err = |e: rusqlite::Error| sql_error(db, &e);
         // Changes only when another connection commits: an idle store costs this one pragma.
         let version: i64 = self.conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(err)?;
-        if self.caught_up && self.version == Some(version) {
+        // A stop is logged after the abort the store shows: looked for on every poll.
+        let acts = self.acts.poll();
+        if self.caught_up && self.version == Some(version) && acts.is_empty() {
             return Ok(Vec::new());
         }
         self.version = Some(version);
@@ -96,6 +108,10 @@ impl Follower {
             if self.caught_up || out.len() >= MAX_POLL_BYTES {
                 break;
             }
+        }
+        if !acts.is_empty() {
+            let known = super::snapshot::stored(&self.conn, &acts, None).map_err(|e| sql_error(&self.db, &e))?;
+            out.extend_from_slice(&acts::records(&acts, |a| known.contains(&a.target)));
         }
         if let Some(message) = self.tally.take_notice() {
             records::notice(&mut out, "store", &message);

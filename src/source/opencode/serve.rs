@@ -15,6 +15,7 @@ use super::channel::{ChannelReader, Sender, channel};
 use super::http::{self, EVENT_STREAM, Response};
 use super::records;
 use super::resync::server_state;
+use crate::source::acts::{self, Tail};
 use crate::source::live;
 use crate::source::sse::{Sse, SseBounds, read_sse};
 use crate::wire::{Clean, sanitize_line};
@@ -25,6 +26,9 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// A stream that stayed up this long was a working one: after its loss the backoff starts again
 /// from [`BACKOFF_FIRST`]. Shorter, it counts as one more failure.
 pub const STEADY: Duration = Duration::from_secs(30);
+
+/// How often the acts log is looked at again while events arrive (`source::acts`).
+const ACTS_EVERY: Duration = Duration::from_millis(250);
 
 /// How a server stream's connection goes, told beside its records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,7 +45,7 @@ pub enum Link {
 pub fn link_events(tx: tokio::sync::mpsc::Sender<live::Event>) -> impl FnMut(Link) -> bool + Send + 'static {
     move |link| {
         let event = match link {
-            Link::Lost { retry_in, reason } => live::Event::Disconnected { retry_in, reason: reason.to_string() },
+            Link::Lost { retry_in, reason } => live::Event::Disconnected { retry_in, reason },
             Link::Restored { down, skipped } => {
                 let text = format!("reconnected after {:.1}s; resynced from the server", down.as_secs_f64());
                 let text = match skipped {
@@ -120,7 +124,14 @@ pub fn server_reader(
 ) -> io::Result<ChannelReader> {
     let first = http::get(authority, "/event", EVENT_STREAM)?;
     let (tx, rx) = channel();
-    let stream = Stream { authority: authority.to_owned(), serve, link, tx, wait: BACKOFF_FIRST };
+    // A full read hands on every stop logged of this server after its sessions; deltas only new
+    // ones (the store read beside them has the rest).
+    let acts = match serve {
+        Serve::All => Tail::new(),
+        Serve::Deltas => Tail::from_end(),
+    };
+    let acts = Acts { tail: acts, checked: Instant::now(), authority: authority.to_owned() };
+    let stream = Stream { authority: authority.to_owned(), serve, link, tx, wait: BACKOFF_FIRST, acts };
     std::thread::Builder::new().name("source-opencode-serve".into()).spawn(move || stream.run(first))?;
     Ok(rx)
 }
@@ -132,6 +143,27 @@ struct Stream<L> {
     tx: Sender,
     /// The wait before the next attempt.
     wait: Duration,
+    acts: Acts,
+}
+
+/// The stops swarmtop logged of one server's sessions (`source::acts`), followed.
+struct Acts {
+    tail: Tail,
+    checked: Instant,
+    authority: String,
+}
+
+impl Acts {
+    /// The stops through this server logged since the last look, as records.
+    fn records(&mut self) -> Vec<u8> {
+        self.checked = Instant::now();
+        acts::records(&self.tail.poll(), |a| a.server.as_deref() == Some(self.authority.as_str()))
+    }
+
+    /// [`Acts::records`] when the last look is [`ACTS_EVERY`] old.
+    fn due(&mut self) -> Vec<u8> {
+        if self.checked.elapsed() < ACTS_EVERY { Vec::new() } else { self.records() }
+    }
 }
 
 impl<L: FnMut(Link) -> bool> Stream<L> {
@@ -152,6 +184,15 @@ impl<L: FnMut(Link) -> bool> Stream<L> {
                 },
                 Serve::Deltas => 0,
             };
+            if self.serve == Serve::All {
+                // After a resync, every stop again: the sessions were handed on anew.
+                if lost.is_some() {
+                    self.acts.tail = Tail::new();
+                }
+                if !self.tx.send(self.acts.records()) {
+                    return;
+                }
+            }
             if let Some(at) = lost.take() {
                 if !(self.link)(Link::Restored { down: at.elapsed(), skipped }) {
                     return;
@@ -171,8 +212,9 @@ impl<L: FnMut(Link) -> bool> Stream<L> {
 
     /// Hands on the stream's events until it ends: why it ended, or `None` when no one wants more.
     fn stream(&mut self, response: &mut Response) -> Option<String> {
-        let tx = &self.tx;
-        match sse_records(&mut *response.body, self.serve, SseBounds::default(), |records| tx.send(records)) {
+        let (tx, acts) = (&self.tx, &mut self.acts);
+        let each = |records| tx.send(records) && tx.send(acts.due());
+        match sse_records(&mut *response.body, self.serve, SseBounds::default(), each) {
             Ok(false) => None,
             Ok(true) => Some("the server closed the stream".to_owned()),
             Err(e) => Some(e.to_string()),

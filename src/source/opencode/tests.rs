@@ -72,8 +72,9 @@ fn shape(line: &[u8]) -> (String, String) {
     (kind, id.to_owned())
 }
 
-/// Many pages of each table: every row read once, each message before its parts, each part after
-/// the messages that sort before its own (a part whose message has no row too).
+/// Many pages of each table: every row read once, all of them in the time they were made (the
+/// tables merged: a store holds no time columns here, the rows' JSON names the times), untimed
+/// rows as soon as their table's order reaches them.
 #[test]
 fn pages_read_every_row_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -83,14 +84,16 @@ fn pages_read_every_row_once_in_order() {
     let (sessions, messages) = (PAGE_ROWS + 7, 3 * PAGE_ROWS + 5);
     conn.execute_batch(&format!(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {sessions})
-           INSERT INTO session (id, title, time_created, time_updated) SELECT printf('ses_%05d', 99999 - i), 'T', i, i FROM n;
+           INSERT INTO session (id, title, time_created, time_updated) SELECT printf('ses_%05d', 99999 - i), 'T', 7 * i, 7 * i FROM n;
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {messages})
-           INSERT INTO message SELECT printf('msg_%05d', 2 * i), printf('ses_%05d', 99999 - 1 - i % {sessions}), '{{\"role\":\"user\"}}' FROM n;
-         INSERT INTO part SELECT printf('prt_%05d_a', substr(id, 5)), id, session_id, '{{\"type\":\"text\",\"text\":\"x\"}}' FROM message;
-         INSERT INTO part SELECT printf('prt_%05d_b', substr(id, 5)), id, session_id, '{{\"type\":\"text\",\"text\":\"y\"}}' FROM message;
+           INSERT INTO message SELECT printf('msg_%05d', 2 * i), printf('ses_%05d', 99999 - 1 - i % {sessions}),
+             printf('{{\"role\":\"user\",\"time\":{{\"created\":%d}}}}', 10 * i) FROM n;
+         INSERT INTO part SELECT printf('prt_%05d_a', substr(id, 5)), id, session_id,
+           printf('{{\"type\":\"text\",\"text\":\"x\",\"time\":{{\"start\":%d}}}}', 5 * substr(id, 5) + 1) FROM message;
+         INSERT INTO part SELECT printf('prt_%05d_b', substr(id, 5)), id, session_id,
+           printf('{{\"type\":\"text\",\"text\":\"y\",\"time\":{{\"start\":%d}}}}', 5 * substr(id, 5) + 2) FROM message;
          INSERT INTO part VALUES ('prt_orphan_first', 'msg_00000', 'ses_99998', '{{}}');
-         INSERT INTO part VALUES ('prt_orphan_mid', 'msg_00003', 'ses_99998', '{{}}');
-         INSERT INTO part VALUES ('prt_orphan_last', 'msg_99999', 'ses_99998', '{{}}');"
+         INSERT INTO part VALUES ('prt_orphan_mid', 'msg_00003', 'ses_99998', '{{}}');"
     ))
     .unwrap();
     drop(conn);
@@ -104,23 +107,17 @@ fn pages_read_every_row_once_in_order() {
     let message_ids = of("message.updated");
     assert_eq!(message_ids.len(), messages);
     assert!(message_ids.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(of("message.part.updated").len(), 2 * messages + 3);
+    assert_eq!(of("message.part.updated").len(), 2 * messages + 2);
     assert_eq!(of("dead").len(), sessions, "nothing holds it: every root is dead");
-    // Each part comes after its message, and before the next message.
-    let mut last_message = String::new();
-    for (kind, id) in &lines {
-        match kind.as_str() {
-            "message.updated" => last_message.clone_from(id),
-            "message.part.updated" if id.starts_with("prt_orphan") => {}
-            "message.part.updated" => assert_eq!(&id[4..9], &last_message[4..9], "{id} after {last_message}"),
-            _ => {}
-        }
-    }
-    let pos = |id: &str| lines.iter().position(|(_, i)| i == id).unwrap();
-    // A part whose message has no row comes after the first message that sorts after its own.
-    assert!(pos("prt_orphan_first") > pos("msg_00002") && pos("prt_orphan_first") < pos("msg_00004"));
-    assert!(pos("prt_orphan_mid") > pos("msg_00004") && pos("prt_orphan_mid") < pos("msg_00006"));
-    assert!(pos("prt_orphan_last") > pos(message_ids.last().unwrap()));
+    let times: Vec<i64> = snap
+        .records
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter_map(|v| v["event"]["properties"]["time"].as_i64())
+        .collect();
+    assert_eq!(times.len(), sessions + 3 * messages, "every timed row carries its time");
+    assert!(times.is_sorted(), "rows in the time they were made");
+    assert!(lines.iter().any(|(_, id)| id == "prt_orphan_mid"), "an untimed part of no message is read too");
     // The reader gives the same bytes, a page at a time, whatever the pages' size.
     for bounds in [PageBounds::default(), PageBounds { rows: 3, bytes: 200 }, PageBounds { rows: 1, bytes: 1 }] {
         let mut paged = Vec::new();
@@ -182,4 +179,66 @@ fn rows_whose_key_or_data_cannot_be_read_are_counted_not_fatal() {
 #[test]
 fn a_value_is_bounded_as_a_line_is() {
     assert_eq!(MAX_VALUE, crate::source::files::MAX_LINE);
+}
+
+#[test]
+fn a_follower_hands_on_the_stops_logged_of_its_sessions_alone_even_when_the_store_is_still() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = store(dir.path());
+    let log = dir.path().join("acts.ndjson");
+    std::fs::write(&log, "{\"target\":\"ses_a1\",\"outcome\":\"aborted\",\"by\":\"guard\",\"reason\":\"old\"}\n")
+        .unwrap();
+    let mut follower = Follower::with_acts(&db, 0, &log).unwrap();
+    assert!(follower.poll().unwrap().is_empty(), "a stop logged before the follower began is the snapshot's");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    for target in ["ses_a1", "ses_elsewhere"] {
+        let act = format!(
+            "{{\"target\":\"{target}\",\"outcome\":\"aborted\",\"by\":\"guard\",\"reason\":\"depth 2 > 1\",\"ts\":9}}"
+        );
+        writeln!(f, "{act}").unwrap();
+    }
+    let text = String::from_utf8(follower.poll().unwrap()).unwrap();
+    let acts: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).filter(|l: &Value| l.get("act").is_some()).collect();
+    assert_eq!(acts.len(), 1, "{text}");
+    assert_eq!(
+        (acts[0]["act"]["target"].as_str(), acts[0]["act"]["reason"].as_str()),
+        (Some("ses_a1"), Some("depth 2 > 1"))
+    );
+    assert!(follower.poll().unwrap().is_empty());
+}
+
+/// Rows made and not yet last written at one moment are held until their time, at most
+/// `HELD_BYTES` of them: past it the one due first goes at once, and the notice says how many.
+#[test]
+fn open_rows_held_past_their_bound_go_early_and_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join(STORE_NAME);
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    let rows = 20;
+    let pad = "x".repeat(1 << 20);
+    for i in 0..rows {
+        // Each made at 10 + i, finished at 1000 + i: all twenty open at once, 20 MiB of them.
+        let data = format!(
+            r#"{{"role":"assistant","pad":"{pad}","time":{{"created":{},"completed":{}}},"finish":"stop"}}"#,
+            10 + i,
+            1000 + i
+        );
+        conn.execute("INSERT INTO message VALUES (?1, 'ses_a', ?2)", rusqlite::params![format!("msg_{i:02}"), data])
+            .unwrap();
+    }
+    drop(conn);
+    let text = String::from_utf8(snapshot(&db).unwrap().records).unwrap();
+    let times: Vec<i64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["event"]["properties"]["time"].as_i64())
+        .collect();
+    assert_eq!(times.len(), 2 * rows);
+    let early = times.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!(early > 0, "some went ahead of their time: {times:?}");
+    let notice = text.lines().find(|l| l.contains("ahead of their last write")).expect("told");
+    assert!(notice.contains("than 16 MiB"), "{notice}");
 }

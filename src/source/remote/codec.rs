@@ -87,7 +87,7 @@ fn end_json(end: &End) -> Value {
     match end {
         End::Exited(code) => json!({"end": "exited", "code": code}),
         End::Closed => json!({"end": "closed"}),
-        End::Failed(why) => json!({"end": "failed", "reason": why}),
+        End::Failed(why) => json!({"end": "failed", "reason": why.as_str()}),
     }
 }
 
@@ -175,7 +175,7 @@ pub fn decode(kind: &str, data: &str) -> Result<Option<Event>, Unreadable> {
         "resumed" => Event::Resumed(text("id").ok_or_else(|| bad("no id"))?),
         "ended" => Event::Ended(match v["end"].as_str() {
             Some("exited") => End::Exited(v["code"].as_i64().and_then(|c| i32::try_from(c).ok()).unwrap_or(-1)),
-            Some("failed") => End::Failed(sanitize_line(&text("reason").unwrap_or_default()).as_str().to_owned()),
+            Some("failed") => End::Failed(sanitize_line(&text("reason").unwrap_or_default())),
             _ => End::Closed,
         }),
         _ => return Ok(None),
@@ -317,7 +317,7 @@ mod tests {
             Event::Stopped { id: "s".into(), guessed_at_ms: Some(7) },
             Event::Resumed("s".into()),
             Event::Ended(End::Exited(3)),
-            Event::Ended(End::Failed("gone".into())),
+            Event::Ended(End::Failed(sanitize_line("gone"))),
         ] {
             assert_eq!(round_trip(&event), vec![event]);
         }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::source::live::{CHANNEL_EVENTS, End, Event, ResetReason};
 use crate::source::sse::{Sse, SseBounds, read_sse};
-use crate::wire::sanitize_line;
+use crate::wire::{Clean, sanitize_line};
 
 /// The server sends a comment at least this often on a quiet stream (`serve::http::KEEPALIVE`
 /// is 15 s): three missed in a row and the connection counts as broken.
@@ -85,9 +85,9 @@ enum Ended {
     /// The receiver is gone: nothing more to do.
     Gone,
     /// The server refused us: trying again will not help.
-    Refused(String),
+    Refused(Clean),
     /// The connection failed or broke; `received`: events arrived on it first.
-    Broke { why: String, received: bool },
+    Broke { why: Clean, received: bool },
 }
 
 fn run(server: &Server, window: Window, tx: &mpsc::Sender<Event>) {
@@ -132,19 +132,19 @@ fn connection(
     tx: &mpsc::Sender<Event>,
     applied: &mut bool,
 ) -> Ended {
-    let broke = |why: String| Ended::Broke { why: sanitize_line(&why).as_str().to_owned(), received: false };
+    let broke = |why: Clean| Ended::Broke { why, received: false };
     let mut request = agent.get(url).header("Accept", "text/event-stream");
     if let Some(token) = token {
         request = request.header("Authorization", format!("Bearer {token}"));
     }
     let response = match request.call() {
         Ok(r) => r,
-        Err(e) => return broke(e.to_string()),
+        Err(e) => return broke(sanitize_line(&e.to_string())),
     };
     let status = response.status().as_u16();
     if status != 200 {
         let body = response.into_body().with_config().limit(REFUSAL_BODY).read_to_string().unwrap_or_default();
-        let why = sanitize_line(&format!("the server answered {status}: {}", body.trim())).as_str().to_owned();
+        let why = sanitize_line(&format!("the server answered {status}: {}", body.trim()));
         // A server that is busy or stopping may take us later; one that refuses us will not.
         return if (400..500).contains(&status) && status != 429 { Ended::Refused(why) } else { broke(why) };
     }
@@ -160,8 +160,8 @@ fn connection(
     });
     match result {
         Ok(false) => Ended::Gone,
-        Ok(true) => Ended::Broke { why: "the server closed the stream".to_owned(), received },
-        Err(e) => Ended::Broke { why: sanitize_line(&e.to_string()).as_str().to_owned(), received },
+        Ok(true) => Ended::Broke { why: sanitize_line("the server closed the stream"), received },
+        Err(e) => Ended::Broke { why: sanitize_line(&e.to_string()), received },
     }
 }
 

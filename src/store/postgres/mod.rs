@@ -99,6 +99,24 @@ impl Backend for Postgres {
         write::mark_missing(self.client.get_mut(), &self.machine, key, missing)
     }
 
+    fn present(&self) -> Result<Vec<(String, PathBuf)>> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT src.key, f.path FROM files f JOIN sources src ON src.id = f.source_id
+             WHERE src.machine = $1 AND f.present",
+            &[&self.machine],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), PathBuf::from(r.get::<_, String>(1)))).collect())
+    }
+
+    fn folders(&self) -> Result<Vec<PathBuf>> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT DISTINCT regexp_replace(f.path, '[^/]*$', '') FROM files f JOIN sources src ON src.id = f.source_id
+             WHERE src.machine = $1 AND f.present",
+            &[&self.machine],
+        )?;
+        Ok(rows.iter().map(|r| PathBuf::from(r.get::<_, String>(0))).collect())
+    }
+
     fn meta(&self, key: &str) -> Result<Option<String>> {
         let row = self
             .client

@@ -426,6 +426,16 @@ pub(super) fn prune(client: &mut Client, machine: &str, before_ms: i64) -> Resul
         .iter()
         .map(|r| r.get(0))
         .collect();
+    // Before the sessions go, while the acts on them can be told from acts on kept ones; this
+    // machine's acts, on its sessions.
+    let acts = tx.execute(
+        "DELETE FROM acts WHERE machine = $1
+           AND (at_ms < $2 OR session IN
+                (SELECT thread FROM sessions WHERE machine = $1 AND coalesce(ended_ms, started_ms) < $2))
+           AND (session IS NULL OR session NOT IN
+                (SELECT thread FROM sessions WHERE machine = $1 AND coalesce(ended_ms, started_ms, $2) >= $2))",
+        &[&machine, &before_ms],
+    )?;
     let sessions = tx.execute(
         "DELETE FROM sessions WHERE machine = $1 AND coalesce(ended_ms, started_ms) < $2",
         &[&machine, &before_ms],
@@ -446,5 +456,6 @@ pub(super) fn prune(client: &mut Client, machine: &str, before_ms: i64) -> Resul
     Ok(Pruned {
         sessions: usize::try_from(sessions).unwrap_or(usize::MAX),
         runs: usize::try_from(runs).unwrap_or(usize::MAX),
+        acts: usize::try_from(acts).unwrap_or(usize::MAX),
     })
 }

@@ -154,7 +154,7 @@ mod tests {
         assert_eq!(act(&mut h, &layout, Action::OpenLane), Some(Ask::Open("s-old".to_owned())));
         assert!(matches!(h.opened, Some(Opened::Opening(_))));
         assert_eq!(act(&mut h, &layout, Action::OpenLane), None, "one at a time");
-        let stored = Stored { session: past("s-old"), runs: vec![run("lead"), run("scout")] };
+        let stored = Stored { session: past("s-old"), runs: vec![run("lead"), run("scout")], acts: Vec::new() };
         h.take(Loaded::Stored(Ok(Box::new(stored))));
         act(&mut h, &layout, Action::MoveDown);
         assert_eq!(h.run, 1, "↓ moves through the runs");

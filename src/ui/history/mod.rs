@@ -94,12 +94,51 @@ impl PastItem {
     }
 }
 
+/// An act on a stored session (an interrupt, a guard's refusal), as `history SESSION` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastAct {
+    /// `2026-02-12 17:02` in the user's zone.
+    pub at: String,
+    /// `interrupt`, `deny`.
+    pub kind: Clean,
+    /// The agent acted on (a thread's or the session's id).
+    pub target: Clean,
+    /// Who acted (`guard`, `swarmtop monitor`) and through what (`hook`, `tee`, `signal`).
+    pub by: Clean,
+    pub via: Clean,
+    /// The turn, the refused call, the pid.
+    pub detail: Clean,
+    /// `interrupted`, `denied: depth 2 > 1`, or why it failed.
+    pub outcome: Clean,
+}
+
+impl PastAct {
+    /// As `history SESSION` prints it: `when  what target by who via how (detail): result`.
+    pub fn line(&self) -> String {
+        let detail = if self.detail.is_empty() { String::new() } else { format!(" ({})", self.detail) };
+        format!("{}  {} {} by {} via {}{detail}: {}", self.at, self.kind, self.target, self.by, self.via, self.outcome)
+    }
+}
+
 /// A session as the store keeps it (its files are gone, or are rows of another agent's store).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     pub session: Past,
     /// In the store's order: a run's parent comes before it.
     pub runs: Vec<PastRun>,
+    /// What was done to it, oldest first.
+    pub acts: Vec<PastAct>,
+}
+
+impl Stored {
+    /// The acts on run `run`: those aimed at its thread, and on the first (the root) those aimed
+    /// at no run the store holds (the session itself), so that every act shows somewhere.
+    pub fn acts_on(&self, run: usize) -> impl Iterator<Item = &PastAct> {
+        let thread = self.runs.get(run).map(|r| &r.thread);
+        self.acts
+            .iter()
+            .filter(move |a| Some(&a.target) == thread || (run == 0 && !self.runs.iter().any(|r| r.thread == a.target)))
+    }
 }
 
 /// What the store holds and how much it read, for the `d` view.
@@ -280,7 +319,7 @@ mod tests {
     #[test]
     fn a_stored_session_that_arrives_after_the_user_left_stays_closed() {
         let mut h = HistoryView::default();
-        let stored = Stored { session: past("a1", "alpha", "/w"), runs: Vec::new() };
+        let stored = Stored { session: past("a1", "alpha", "/w"), runs: Vec::new(), acts: Vec::new() };
         h.take(Loaded::Stored(Ok(Box::new(stored))));
         assert!(h.opened.is_none());
     }

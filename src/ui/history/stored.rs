@@ -1,6 +1,8 @@
 //! A past session as the run store keeps it, for a session whose files are gone: its runs as a
 //! tree with their figures on the left, the selected run on the right (what it was asked, its
-//! items as its lane showed them, its answer, the files it changed), scrolled from the top.
+//! items as its lane showed them, its answer, the files it changed), scrolled from the top. What
+//! was done to the session (interrupts, a guard's refusals: the store's acts) marks the run it was
+//! aimed at and heads that run's text.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -9,17 +11,20 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear};
 
 use super::list::message;
-use super::{HistoryView, Opened, PastRun, Stored, shown};
+use super::{HistoryView, Opened, PastAct, PastRun, Stored, shown};
 use crate::model::format_usd;
 use crate::ui::lanes::stored_item_lines;
 use crate::ui::layout::{Layout, scrolled};
 use crate::ui::paint::put_lines;
-use crate::ui::text::{duration, fit, right, short_model, tokens, truncate, wrap_line};
+use crate::ui::text::{self, duration, right, short_model, tokens, truncate, wrap_line};
 use crate::ui::theme::Theme;
 use crate::ui::view::View;
 
 /// Columns of a run's figures in the tree: tokens, cost.
 const FIGURES_W: usize = 16;
+
+/// Marks a run something was done to (an interrupt, a guard's refusal): its acts are in its text.
+const ACT: &str = "⊘";
 
 pub fn draw(frame: &mut Frame, area: Rect, view: &View, layout: &mut Layout) {
     let (h, theme) = (&view.history, &view.theme);
@@ -52,10 +57,15 @@ fn draw_tree(frame: &mut Frame, area: Rect, s: &Stored, h: &HistoryView, theme: 
     let p = &s.session;
     let title = format!(" {} from the store ", p.id.as_str().chars().take(8).collect::<String>());
     let bottom = format!(" {} tok · {} ", tokens(p.tokens.total), format_usd(p.cost));
-    let block = Block::bordered()
+    let mut block = Block::bordered()
         .border_style(theme.border)
         .title(Span::styled(title, theme.title))
         .title_bottom(Span::styled(bottom, theme.cost));
+    if !s.acts.is_empty() {
+        let n = s.acts.len();
+        let acts = format!(" {ACT} {n} act{} ", if n == 1 { "" } else { "s" });
+        block = block.title_bottom(Span::styled(acts, theme.warn));
+    }
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let width = inner.width as usize;
@@ -74,8 +84,14 @@ fn draw_tree(frame: &mut Frame, area: Rect, s: &Stored, h: &HistoryView, theme: 
             let status = shown(r.status.as_str(), r.child);
             let indent = "  ".repeat(r.depth.min(12) as usize);
             let name = format!("{indent}{} {}", status.glyph(), r.name);
+            // Right after the name, which gives way to it.
+            let mark = if s.acts_on(i).next().is_some() { format!(" {ACT}") } else { String::new() };
+            let name = truncate(&name, name_w.saturating_sub(text::width(&mark)));
+            let pad = " ".repeat(name_w.saturating_sub(text::width(&name) + text::width(&mark)));
             Line::from(vec![
-                Span::styled(fit(&name, name_w), base.patch(theme.status(status))),
+                Span::styled(name, base.patch(theme.status(status))),
+                Span::styled(mark, base.patch(theme.warn)),
+                Span::styled(pad, base),
                 Span::styled(right(&tokens(r.tokens.total), 7), base),
                 Span::styled(right(&format_usd(r.cost), FIGURES_W - 7), base.patch(theme.cost)),
             ])
@@ -101,8 +117,9 @@ fn facts(r: &PastRun) -> String {
     parts.join(" · ")
 }
 
-/// The run's whole text, wrapped to `width`: brief, items, answer, files changed.
-fn text_lines(r: &PastRun, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+/// The run's whole text, wrapped to `width`: what was done to it, brief, items, answer, files
+/// changed.
+fn text_lines(r: &PastRun, acts: &[&PastAct], width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let mut out: Vec<Line<'static>> = Vec::new();
     let wrapped = |text: &str, style: Style, out: &mut Vec<Line<'static>>| {
         let mut rows = Vec::new();
@@ -122,6 +139,13 @@ fn text_lines(r: &PastRun, width: usize, theme: &Theme) -> Vec<Line<'static>> {
         tokens(t.output),
     );
     out.push(Line::from(Span::styled(spend, theme.cost)));
+    if !acts.is_empty() {
+        out.push(Line::default());
+        out.push(Line::from(Span::styled(format!("{ACT} acts"), theme.title)));
+        for a in acts {
+            wrapped(&a.line(), theme.warn, &mut out);
+        }
+    }
     if let Some(brief) = &r.brief {
         out.push(Line::default());
         out.push(Line::from(Span::styled("brief", theme.title)));
@@ -164,7 +188,8 @@ fn draw_run(frame: &mut Frame, area: Rect, s: &Stored, h: &HistoryView, theme: &
         .title_bottom(Span::styled(" ↑↓ run · PgUp/PgDn scroll · Esc back ", theme.dim));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let lines = text_lines(r, inner.width as usize, theme);
+    let acts: Vec<&PastAct> = s.acts_on(h.run.min(s.runs.len().saturating_sub(1))).collect();
+    let lines = text_lines(r, &acts, inner.width as usize, theme);
     let scroll = h.scroll.min(lines.len().saturating_sub(inner.height as usize));
     layout.history_scroll = Some(scroll);
     put_lines(frame, inner, &lines[scroll..]);

@@ -77,24 +77,31 @@ impl Machine {
         Ok(())
     }
 
-    /// One session's files read together: up to [`READ_CHUNK`] of each at a time, the lines of
-    /// each round merged by stream time (a backlog over the chunk is in order within each round).
+    /// One session's files read together: up to [`READ_CHUNK`] of each at a time, their lines
+    /// merged by stream time across reads ([`merge::runs_upto`]): once a file's piece is taken
+    /// and it holds more, its next piece is read before any later line of the others goes (a
+    /// backlog over the chunk was in order only within each round). What the others have left
+    /// waits here, at most a chunk of each.
     async fn read_together(&mut self, group: &[usize]) -> Result<(), Gone> {
+        let mut held: Vec<Vec<u8>> = vec![Vec::new(); group.len()];
+        // Whether a file may hold more than what it holds here (each is read once at least).
+        let mut more = vec![true; group.len()];
         loop {
-            let mut chunks = Vec::with_capacity(group.len());
-            let mut more = false;
-            for &i in group {
-                let (chunk, left) = self.next_chunk(i).unwrap_or_default();
-                more |= left;
-                chunks.push(chunk);
+            for (k, &i) in group.iter().enumerate() {
+                if held[k].is_empty() && more[k] {
+                    (held[k], more[k]) = self.next_chunk(i).unwrap_or_default();
+                }
             }
-            let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
-            let runs = merge::runs(&slices);
+            let slices: Vec<&[u8]> = held.iter().map(Vec::as_slice).collect();
+            let (runs, used) = merge::runs_upto(&slices, &more);
             for (n, range) in runs {
                 let origin = self.files[group[n]].origin.clone();
-                self.forward(origin, chunks[n][range].to_vec()).await?;
+                self.forward(origin, held[n][range].to_vec()).await?;
             }
-            if !more {
+            for (h, used) in held.iter_mut().zip(used) {
+                h.drain(..used);
+            }
+            if !more.contains(&true) && held.iter().all(Vec::is_empty) {
                 return Ok(());
             }
         }
