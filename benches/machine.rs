@@ -152,7 +152,7 @@ fn measure(name: &str, bin: &Path, home: &Path, built: &Built, expected: usize) 
     while start.elapsed() < LOAD_LIMIT {
         std::thread::sleep(Duration::from_secs(1));
         let now = (cpu(pid), Instant::now());
-        let pct = (now.0 - last.0).as_secs_f64() / (now.1 - last.1).as_secs_f64();
+        let pct = now.0.saturating_sub(last.0).as_secs_f64() / now.1.duration_since(last.1).as_secs_f64();
         last = now;
         if pct < 0.10 {
             f.settled = Some(start.elapsed());
@@ -166,7 +166,7 @@ fn measure(name: &str, bin: &Path, home: &Path, built: &Built, expected: usize) 
     // Idle.
     let (c0, t0) = (cpu(pid), Instant::now());
     std::thread::sleep(Duration::from_secs(idle_secs));
-    f.idle_pct = (cpu(pid) - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
+    f.idle_pct = cpu(pid).saturating_sub(c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
     f.rss = status_mib(pid, "VmRSS:");
     f.peak = status_mib(pid, "VmHWM:");
     // Churn.
@@ -185,7 +185,7 @@ fn measure(name: &str, bin: &Path, home: &Path, built: &Built, expected: usize) 
         }
         stop.store(true, Ordering::Relaxed);
         writer.join().unwrap();
-        f.churn_pct = (cpu(pid) - c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
+        f.churn_pct = cpu(pid).saturating_sub(c0).as_secs_f64() / t0.elapsed().as_secs_f64() * 100.0;
         f.churn_peak = status_mib(pid, "VmHWM:");
         f.lines_written = written.load(Ordering::Relaxed);
     }
@@ -261,16 +261,14 @@ fn main() {
     let started = Instant::now();
     let marker = home.join(format!(".bench-{total}"));
     // A kept HOME is used again when it was built whole at this size; else built afresh.
-    let built = match std::fs::read_to_string(&marker).ok().and_then(|m| Built::parse(&m)) {
-        Some(built) => built,
-        None => {
-            let _ = std::fs::remove_dir_all(&home);
-            std::fs::create_dir_all(&home).expect("the HOME");
-            let built = machine_home::build(&home, mix);
-            std::fs::write(&marker, built.to_text()).expect("marker");
-            built
-        }
-    };
+    let kept = std::fs::read_to_string(&marker).ok().and_then(|m| Built::parse(&m));
+    let built = kept.unwrap_or_else(|| {
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::create_dir_all(&home).expect("the HOME");
+        let built = machine_home::build(&home, mix);
+        std::fs::write(&marker, built.to_text()).expect("marker");
+        built
+    });
     println!(
         "HOME: {total} sessions ({} Claude Code, {} Codex, {} OpenCode), {} files, {:.2} GB, ready in {:.1}s",
         mix.claude,

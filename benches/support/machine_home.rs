@@ -18,6 +18,7 @@
 //! copy's project. Each agent's sessions are spread evenly over the last [`SPREAD_DAYS`], the
 //! first of each written now. Built from templates parsed once, so 50k sessions take seconds, not minutes.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -50,10 +51,6 @@ impl Mix {
         let codex = total * 2 / 5;
         Self { claude, codex, opencode: total - claude - codex }
     }
-
-    pub fn total(&self) -> usize {
-        self.claude + self.codex + self.opencode
-    }
 }
 
 /// What was built.
@@ -71,7 +68,8 @@ impl Built {
     pub fn to_text(&self) -> String {
         let mut out = format!("{} {}\n", self.bytes, self.files);
         for (path, kind, id) in &self.newest {
-            out += &format!("{}\t{id}\t{}\n", if *kind == Kind::Claude { "claude" } else { "codex" }, path.display());
+            let name = if *kind == Kind::Claude { "claude" } else { "codex" };
+            let _ = writeln!(out, "{name}\t{id}\t{}", path.display());
         }
         out
     }
@@ -293,7 +291,7 @@ impl ClaudeFixtures {
             let transcript = fs::read_dir(&dir)
                 .unwrap()
                 .map(|e| e.unwrap().path())
-                .find(|p| p.is_file() && plain_name(p).ends_with(".jsonl"))
+                .find(|p| p.is_file() && Path::new(&plain_name(p)).extension().is_some_and(|e| e == "jsonl"))
                 .unwrap();
             let id = plain_name(&transcript).trim_end_matches(".jsonl").to_owned();
             let text = read(&transcript);
@@ -419,7 +417,7 @@ fn opencode(home: &Path, sessions: usize, now: SystemTime) -> u64 {
     conn.execute_batch("PRAGMA foreign_keys = OFF; PRAGMA synchronous = OFF; PRAGMA journal_mode = WAL;").unwrap();
     conn.execute_batch(SCHEMA).unwrap();
     let now_ms = now.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_millis() as i64;
-    let step = (SPREAD_DAYS * 86_400 * 1000) as i64 / sessions as i64;
+    let step = i64::try_from(SPREAD_DAYS * 86_400 * 1000).unwrap() / i64::try_from(sessions).unwrap();
     let permission = r#"[{"permission":"question","pattern":"*","action":"deny"},{"permission":"plan_enter","pattern":"*","action":"deny"},{"permission":"plan_exit","pattern":"*","action":"deny"}]"#;
     // Session i was last updated (i + 1) steps ago, created 23 s before that.
     let updated = format!("({now_ms} - (i + 1) * {step})");

@@ -56,12 +56,11 @@ impl Machine {
                 sidecars.push(i);
             } else {
                 let session = self.files[i].session;
-                match at.get(&session) {
-                    Some(&g) => groups[g].push(i),
-                    None => {
-                        at.insert(session, groups.len());
-                        groups.push(vec![i]);
-                    }
+                if let Some(&g) = at.get(&session) {
+                    groups[g].push(i);
+                } else {
+                    at.insert(session, groups.len());
+                    groups.push(vec![i]);
                 }
             }
         }

@@ -31,7 +31,7 @@ impl Machine {
             judged[i] = Some(verdict);
         }
         self.rows.resize(self.sessions.len(), None);
-        for i in 0..self.sessions.len() {
+        for (i, verdict) in judged.into_iter().enumerate() {
             let s = &self.sessions[i];
             if s.tee.is_some() && !s.files.is_empty() {
                 self.rows_changed |= self.rows[i].take().is_some();
@@ -40,7 +40,7 @@ impl Machine {
             let (state, pid, last_activity_ms) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
                 (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
             } else {
-                let verdict = judged[i].unwrap_or(ENDED);
+                let verdict = verdict.unwrap_or(ENDED);
                 let modified = self.newest(i);
                 let last = Some(modified).filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(ms_of);
                 (verdict.state, verdict.pid, last)
