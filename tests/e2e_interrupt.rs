@@ -489,39 +489,6 @@ async fn interrupting_a_claude_sub_agent_hosted_in_stream_json() {
     assert_eq!(act["msg"]["request"]["task_id"], kid.as_str());
 }
 
-/// OpenCode: the root hands a long task to a child, whose answer streams one word every 200 ms.
-struct LongTask;
-
-impl support::chat_completions::Script for LongTask {
-    fn reply(&self, req: &support::chat_completions::Request<'_>) -> support::chat_completions::Reply {
-        use support::chat_completions::{Call, Reply as Answer, Usage as Tokens};
-        let usage = Tokens { prompt: 1000, cached: 0, completion: 20, reasoning: 0 };
-        let fast = |text: &str, calls| Answer::Stream {
-            text: text.to_owned(),
-            calls,
-            usage,
-            pieces: 3,
-            delay: Duration::from_millis(10),
-        };
-        match (req.agent.as_str(), req.step) {
-            ("root", 0) => {
-                let prompt = "[[AGENT:child_slow]] Write the long report.";
-                let arguments = json!({"description": "Long task", "prompt": prompt, "subagent_type": "general"});
-                fast("Delegating.", vec![Call { id: "call_slow".into(), name: "task".into(), arguments }])
-            }
-            ("root", _) => fast("Root finished.", vec![]),
-            ("child_slow", _) => Answer::Stream {
-                text: "word ".repeat(300),
-                calls: vec![],
-                usage,
-                pieces: 300,
-                delay: Duration::from_millis(200),
-            },
-            _ => fast("Side answer.", vec![]),
-        }
-    }
-}
-
 /// The real OpenCode 1.18.33 under `opencode serve`: `swarmtop interrupt` on a child session, found by
 /// its title on a server swarmtop finds by itself, aborts it as OpenCode's own abort does (its message
 /// ends `MessageAbortedError`); the root goes on and finishes; the act is logged.
@@ -529,7 +496,7 @@ impl support::chat_completions::Script for LongTask {
 fn interrupting_an_opencode_child_session_through_its_server() {
     use support::opencode::{binary_or_skip, free_port, home, serve, wait_http};
     let Some(bin) = binary_or_skip() else { return };
-    let mock = support::chat_completions::MockChat::start(LongTask).expect("mock");
+    let mock = support::chat_completions::MockChat::start(support::opencode::LongTask).expect("mock");
     let dir = home(&mock);
     let root = dir.path();
     let port = free_port().to_string();

@@ -27,39 +27,6 @@ use support::opencode::{binary_or_skip, free_port, get_json, home, post_json, se
 
 const SWARMTOP: &str = env!("CARGO_BIN_EXE_swarmtop");
 
-/// OpenCode: the root hands a long task to a child, whose answer streams one word every 200 ms.
-struct LongTask;
-
-impl support::chat_completions::Script for LongTask {
-    fn reply(&self, req: &support::chat_completions::Request<'_>) -> support::chat_completions::Reply {
-        use support::chat_completions::{Call, Reply, Usage};
-        let usage = Usage { prompt: 1000, cached: 0, completion: 20, reasoning: 0 };
-        let fast = |text: &str, calls| Reply::Stream {
-            text: text.to_owned(),
-            calls,
-            usage,
-            pieces: 3,
-            delay: Duration::from_millis(10),
-        };
-        match (req.agent.as_str(), req.step) {
-            ("root", 0) => {
-                let prompt = "[[AGENT:child_slow]] Write the long report.";
-                let arguments = json!({"description": "Long task", "prompt": prompt, "subagent_type": "general"});
-                fast("Delegating.", vec![Call { id: "call_slow".into(), name: "task".into(), arguments }])
-            }
-            ("root", _) => fast("Root finished.", vec![]),
-            ("child_slow", _) => Reply::Stream {
-                text: "word ".repeat(300),
-                calls: vec![],
-                usage,
-                pieces: 300,
-                delay: Duration::from_millis(200),
-            },
-            _ => fast("Side answer.", vec![]),
-        }
-    }
-}
-
 /// The screen as the test saw it, printed for the log (a person reads the dialog there).
 fn shown(what: &str, screen: &str) {
     eprintln!("--- {what} (80×24) ---\n{screen}");
@@ -68,7 +35,7 @@ fn shown(what: &str, screen: &str) {
 #[test]
 fn the_interrupt_key_aborts_an_opencode_child_through_its_server() {
     let Some(bin) = binary_or_skip() else { return };
-    let mock = support::chat_completions::MockChat::start(LongTask).expect("mock");
+    let mock = support::chat_completions::MockChat::start(support::opencode::LongTask).expect("mock");
     let dir = home(&mock);
     let root = dir.path();
     let port = free_port().to_string();

@@ -147,3 +147,36 @@ pub fn post_json(agent: &ureq::Agent, url: &str, body: &Value) -> Value {
         .unwrap_or_else(|e| panic!("POST {url}: {e}"));
     serde_json::from_slice(&answer.body_mut().read_to_vec().expect("a body")).unwrap_or(Value::Null)
 }
+
+/// OpenCode: the root hands a long task to a child, whose answer streams one word every 200 ms.
+pub struct LongTask;
+
+impl super::chat_completions::Script for LongTask {
+    fn reply(&self, req: &super::chat_completions::Request<'_>) -> super::chat_completions::Reply {
+        use super::chat_completions::{Call, Reply, Usage};
+        let usage = Usage { prompt: 1000, cached: 0, completion: 20, reasoning: 0 };
+        let fast = |text: &str, calls| Reply::Stream {
+            text: text.to_owned(),
+            calls,
+            usage,
+            pieces: 3,
+            delay: Duration::from_millis(10),
+        };
+        match (req.agent.as_str(), req.step) {
+            ("root", 0) => {
+                let prompt = "[[AGENT:child_slow]] Write the long report.";
+                let arguments = json!({"description": "Long task", "prompt": prompt, "subagent_type": "general"});
+                fast("Delegating.", vec![Call { id: "call_slow".into(), name: "task".into(), arguments }])
+            }
+            ("root", _) => fast("Root finished.", vec![]),
+            ("child_slow", _) => Reply::Stream {
+                text: "word ".repeat(300),
+                calls: vec![],
+                usage,
+                pieces: 300,
+                delay: Duration::from_millis(200),
+            },
+            _ => fast("Side answer.", vec![]),
+        }
+    }
+}
