@@ -58,9 +58,11 @@ impl Followed {
 }
 
 /// Up to [`READ_CHUNK`] new bytes of `path` from `read` on, cut after the last newline; `read`
-/// moves past them, `written` takes the file's modification time. A file that shrank (rewritten)
-/// is read again from its start. What is no regular file (any more) is not opened.
-pub(super) fn grow(path: &Path, read: &mut u64, written: &mut SystemTime) -> Option<Vec<u8>> {
+/// moves past them, `written` takes the file's modification time; and whether the file held more
+/// than the chunk (the cut at the last newline always leaves a chunk short of [`READ_CHUNK`], so
+/// its length cannot tell). A file that shrank (rewritten) is read again from its start. What is
+/// no regular file (any more) is not opened.
+pub(super) fn grow(path: &Path, read: &mut u64, written: &mut SystemTime) -> Option<(Vec<u8>, bool)> {
     let mut file = regular::open(path).ok()?;
     let meta = file.metadata().ok()?;
     if let Ok(m) = meta.modified() {
@@ -74,10 +76,11 @@ pub(super) fn grow(path: &Path, read: &mut u64, written: &mut SystemTime) -> Opt
         return None;
     }
     file.seek(SeekFrom::Start(*read)).ok()?;
+    let left = len - *read;
     let mut buf = Vec::new();
-    file.take((len - *read).min(READ_CHUNK)).read_to_end(&mut buf).ok()?;
+    file.take(left.min(READ_CHUNK)).read_to_end(&mut buf).ok()?;
     let end = memchr::memrchr(b'\n', &buf)?;
     buf.truncate(end + 1);
     *read += buf.len() as u64;
-    Some(buf)
+    Some((buf, left > READ_CHUNK))
 }

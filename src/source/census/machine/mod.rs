@@ -18,7 +18,7 @@ mod rows;
 mod sessions;
 mod tees;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -102,6 +102,8 @@ struct Machine {
     tx: mpsc::Sender<Event>,
     watcher: Watcher,
     files: Vec<Followed>,
+    /// Files that held more than the chunk last read of them: read on, a chunk a turn.
+    pending: BTreeSet<usize>,
     by_path: HashMap<PathBuf, usize>,
     /// What a census wants: the followed files (canonical), and the stores among them; kept as
     /// files are followed (built afresh every tick, it cost a copy of every path).
@@ -145,6 +147,7 @@ impl Machine {
             tx,
             watcher: Watcher::new(),
             files: Vec::new(),
+            pending: BTreeSet::new(),
             by_path: HashMap::new(),
             wanted: Wants::default(),
             sessions: Vec::new(),
@@ -184,6 +187,9 @@ impl Machine {
         }
         // The first look finds the files, and its census judges the first snapshot.
         self.rescan().await?;
+        while !self.pending.is_empty() {
+            self.read_pending().await?;
+        }
         self.snapshot(false).await?;
         // What was on disk at start is in: from here on, what arrives is new (the burn rate
         // counts from this point).
@@ -213,6 +219,8 @@ impl Machine {
                     self.rescan().await?;
                 }
                 _ = tick.tick() => self.tick().await?,
+                // Ready at once; the other branches' turns come between two chunks.
+                () = std::future::ready(()), if !self.pending.is_empty() => self.read_pending().await?,
                 () = self.tx.closed() => return Err(Gone),
             }
         }
@@ -232,6 +240,8 @@ impl Machine {
         if changes.everything {
             grown = (0..self.files.len()).collect();
         }
+        // Files still being read go on with these (a session's files are read together).
+        grown.extend(std::mem::take(&mut self.pending));
         grown.sort_unstable();
         grown.dedup();
         self.read_files(&grown).await?;
@@ -403,6 +413,81 @@ mod tests {
             }
         }
         assert_eq!(order, ["p1", "c1", "p2"]);
+    }
+
+    /// A Claude Code line of session `s1` at `ms` past ten, some 650 bytes long.
+    fn padded_line(uuid: &str, ms: u64, side: bool) -> String {
+        let (m, sec, milli) = (ms / 60_000, ms / 1000 % 60, ms % 1000);
+        let pad = "x".repeat(600);
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","sessionId":"s1","isSidechain":{side},"cwd":"/home/dev/p","timestamp":"2026-12-01T10:{m:02}:{sec:02}.{milli:03}Z","message":{{"role":"user","content":"{uuid} {pad}"}}}}"#
+        ) + "\n"
+    }
+
+    /// The uuids of the records the source sends, until `want` of them came (or 30 s passed).
+    async fn uuids(events: &mut mpsc::Receiver<Event>, want: usize) -> Vec<String> {
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while got.len() < want {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(Event::Records(r))) => {
+                    for l in r.iter() {
+                        let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                        got.push(v["uuid"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        got
+    }
+
+    fn home_opts(home: &std::path::Path) -> Options {
+        Options {
+            window: Window::all(),
+            env: Env::default().with("HOME", home),
+            proc: Proc::default(),
+            tee_dir: home.join("run"),
+        }
+    }
+
+    /// A file over the chunk read at a turn is read to its end with no change to it: a chunk cut
+    /// at its last whole line was taken for the end, and a 10 MB transcript stayed at 6,707 of
+    /// its 16,001 records until it was written again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_file_over_the_chunk_is_read_to_its_end_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let n = 16_001;
+        let text: String = (0..n).map(|k| padded_line(&format!("p{k}"), k, false)).collect();
+        assert!(text.len() as u64 > 2 * followed::READ_CHUNK, "{} bytes", text.len());
+        std::fs::write(project.join("s1.jsonl"), text).unwrap();
+        let mut events = spawn(home_opts(dir.path()));
+        let got = uuids(&mut events, n as usize).await;
+        assert_eq!(got.len(), n as usize, "records read of the file");
+        assert!(got.iter().enumerate().all(|(k, u)| *u == format!("p{k}")), "in the file's order");
+    }
+
+    /// A session whose files are both over the chunk: read to their ends, a chunk of each a turn,
+    /// their lines still in stream time across turns (what was read and not sent is read again).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_sessions_files_over_the_chunk_come_whole_in_stream_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(project.join("s1/subagents")).unwrap();
+        let n = 8_000;
+        let parent: String = (0..n).map(|k| padded_line(&format!("p{k}"), 2 * k, false)).collect();
+        let child: String = (0..n).map(|k| padded_line(&format!("c{k}"), 2 * k + 1, true)).collect();
+        assert!(parent.len() as u64 > followed::READ_CHUNK && child.len() as u64 > followed::READ_CHUNK);
+        std::fs::write(project.join("s1.jsonl"), parent).unwrap();
+        std::fs::write(project.join("s1/subagents/agent-a1.jsonl"), child).unwrap();
+        let mut events = spawn(home_opts(dir.path()));
+        let got = uuids(&mut events, 2 * n as usize).await;
+        let want: Vec<String> = (0..n).flat_map(|k| [format!("p{k}"), format!("c{k}")]).collect();
+        assert_eq!(got.len(), want.len(), "records read of the two files");
+        assert!(got == want, "in stream time");
     }
 
     /// Each tick takes one walk of `/proc` at most (the first snapshot by the walk that found the
