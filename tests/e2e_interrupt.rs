@@ -317,7 +317,7 @@ async fn interrupting_from_the_monitor_through_the_tee() {
             tmux.keys(&["/", "s", "o", "l", "o", "Enter", "i"]);
             let asked = tmux.wait_for("the question", |s| s.contains("stops, in this order"));
             tmux.keys(&["y"]);
-            let done = tmux.wait_for("the answer", |s| s.contains("✓ interrupted") || s.contains("✗ "));
+            let done = tmux.wait_for("the answer", tmux::answered);
             tmux.keys(&["Escape", "q"]);
             Some((asked, done))
         })

@@ -78,7 +78,7 @@ fn the_interrupt_key_aborts_an_opencode_child_through_its_server() {
     assert!(asked.contains("by POST /session/{id}/abort"), "{asked}");
     assert!(asked.contains(&format!("[{child}]")), "the stop names the session: {asked}");
     tmux.keys(&["y"]);
-    let done = tmux.wait_for("the answer", |s| s.contains("✓ interrupted") || s.contains("✗ "));
+    let done = tmux.wait_for("the answer", tmux::answered);
     shown("the answer", &done);
     // At 80 columns the line wraps after the title.
     assert!(done.contains("✓ interrupted Long task (@general subagent)"), "{done}");
@@ -217,7 +217,7 @@ async fn the_interrupt_key_stops_a_claude_sub_agent_hosted_in_stream_json() {
         let asked =
             tmux.wait_for("the question", |s| s.contains("stops, in this order") || s.contains("cannot interrupt"));
         tmux.keys(&["y"]);
-        let done = tmux.wait_for("the answer", |s| s.contains("✓ interrupted") || s.contains("✗ "));
+        let done = tmux.wait_for("the answer", tmux::answered);
         tmux.keys(&["Escape"]);
         let after = tmux.wait_for("who stopped it", |s| s.contains("stopped by swarmtop monitor"));
         tmux.keys(&["q"]);

@@ -464,6 +464,58 @@ fn a_new_turn_of_a_one_turn_agent_ends_the_previous_one() {
 }
 
 #[test]
+fn a_turn_told_again_does_not_end_itself() {
+    let mut w = World::new();
+    w.root("r");
+    let told = |ends_previous| {
+        Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed("span")), ends_previous, ..TurnStarted::default() })
+    };
+    w.say("r", Some(1), vec![told(false), item("tool", |i| i.status = Some(ItemStatus::InProgress))]);
+    w.say("r", Some(2), vec![told(true)]);
+    let t = w.get("r");
+    assert_eq!((t.turns.len(), t.turns.get(0).unwrap().status), (1, model::TurnStatus::InProgress));
+    assert_eq!(t.items.get(0).unwrap().status, ItemStatus::InProgress);
+}
+
+#[test]
+fn a_turn_ends_when_its_agent_went_idle_not_when_its_record_followed() {
+    let mut w = World::new();
+    w.root("r");
+    let started = || Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed("u1")), ..TurnStarted::default() });
+    let end = |outcome| {
+        Fact::TurnEnded(TurnEnded { turn: TurnRef::Id(Cow::Borrowed("u1")), outcome: Some(outcome), error: None })
+    };
+    w.say("r", Some(10), vec![started(), set(Status::Running)]);
+    // Codex: `thread/status/changed` idle, then `turn/completed` a millisecond later.
+    w.say("r", Some(20), vec![change(StatusChange::Idle)]);
+    assert_eq!(w.get("r").status, Status::Idle);
+    assert_eq!(w.get("r").turns.get(0).unwrap().status, model::TurnStatus::InProgress, "its record is to come");
+    w.say("r", Some(21), vec![end(TurnOutcome::Completed)]);
+    assert_eq!(w.get("r").turns.get(0).unwrap().completed_ms, Some(20));
+    // Idle, then at work again within the turn: it ends at its record.
+    let mut w = World::new();
+    w.root("r");
+    w.say("r", Some(10), vec![started(), set(Status::Running)]);
+    w.say("r", Some(20), vec![change(StatusChange::Idle)]);
+    w.say("r", Some(25), vec![set(Status::Running)]);
+    w.say("r", Some(30), vec![end(TurnOutcome::Completed)]);
+    assert_eq!(w.get("r").turns.get(0).unwrap().completed_ms, Some(30));
+}
+
+#[test]
+fn a_line_without_a_time_happened_at_the_stream_time_so_far() {
+    let mut w = World::new();
+    w.root("r");
+    let started = Fact::TurnStarted(TurnStarted { turn: Some(Cow::Borrowed("u1")), ..TurnStarted::default() });
+    w.say("r", Some(10), vec![started, set(Status::Running)]);
+    w.say("r", Some(15), vec![item("m", |i| i.status = Some(ItemStatus::Completed))]);
+    // Claude Code's stream-json `task_updated` ends a sub-agent's turn and carries no time.
+    let end = Fact::TurnEnded(TurnEnded { turn: TurnRef::Latest, outcome: Some(TurnOutcome::Completed), error: None });
+    w.say("r", None, vec![end]);
+    assert_eq!(w.get("r").turns.get(0).unwrap().completed_ms, Some(15));
+}
+
+#[test]
 fn deltas_accumulate_and_an_authoritative_text_replaces_them() {
     let mut w = World::new();
     w.root("r");

@@ -235,14 +235,49 @@ fn the_interrupt_dialog_names_what_stops_and_asks_first() {
         assert_eq!(press(&mut v, &p, &chars("y")), [Effect::Act(ask.clone())]);
         let stopping = render(&p, &f, &mut v, size);
         assert!(stopping.contains("interrupting…"), "{stopping}");
-        let done = vec!["interrupted explorer [019a…], turn 7".to_owned()];
+        // As long as a real answer: it wraps at 80 columns, and the keys that close it still show.
+        let done = vec![
+            "interrupted explorer [01a239f1-08fe-7e93-8f9e-53c556745cc7], turn 01a239f1-0904-73f1-bfa4-2b5e276a9017"
+                .to_owned(),
+        ];
         let said = v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Ok(done)) });
         assert_eq!(said.as_deref(), Some(&*format!("interrupted {}", ui::label::text(&p.model, child))));
         let shown = render(&p, &f, &mut v, size);
-        assert!(shown.contains("✓ interrupted explorer"), "{shown}");
+        assert!(shown.contains("✓ interrupted explorer") && shown.contains("Esc close"), "{shown}");
+        assert!(shown.contains("2b5e276a9017"), "the whole answer is drawn: {shown}");
         press(&mut v, &p, &[key(KeyCode::Esc)]);
         assert_eq!(v.panes.overlay, None);
         assert!(v.acting.dialog.is_none());
+    }
+}
+
+/// A real tee's answer, at the sizes the e2e tests use: its long socket path and ids wrap at word
+/// boundaries, and the dialog still ends with the keys that close it.
+#[test]
+fn the_interrupt_dialog_keeps_its_keys_under_a_long_answer() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    let plan = Plan {
+        how: vec![
+            "through the tee at /tmp/swarmtop-e2e-interrupt-key-8p8GGI/run/swarmtop/tee-27187.sock (pid 27187)".into(),
+            "by turn/interrupt of its running turn (the client sees an interrupted turn)".into(),
+        ],
+        stops: vec!["solo [56745cc7], its running turn".into()],
+    };
+    let done = vec![
+        "interrupted solo [01a239f1-08fe-7e93-8f9e-53c556745cc7], turn 01a239f1-0904-73f1-bfa4-2b5e276a9017".to_owned(),
+    ];
+    for size in [(80, 24), (120, 40)] {
+        let mut v = view();
+        render(&p, &f, &mut v, size);
+        select_card(&mut v, &p);
+        let effects = press(&mut v, &p, &chars("i"));
+        let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+        v.acting.take(Reply { seq: ask.seq, answer: Answer::Planned(Ok(plan.clone())) });
+        press(&mut v, &p, &chars("y"));
+        v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Ok(done.clone())) });
+        let shown = render(&p, &f, &mut v, size);
+        assert!(shown.contains("2b5e276a9017") && shown.contains("Esc close"), "{shown}");
     }
 }
 
@@ -265,8 +300,53 @@ fn the_interrupt_dialog_says_why_it_cannot_and_esc_cancels() {
     v.acting.take(Reply { seq: again.seq, answer: Answer::Planned(Err(why.into())) });
     insta::assert_snapshot!("interrupt_unable_80x24", render(&p, &f, &mut v, (80, 24)));
     assert!(press(&mut v, &p, &chars("y")).is_empty(), "nothing to confirm: y is no key here");
-    press(&mut v, &p, &chars("n"));
+    assert!(press(&mut v, &p, &chars("n")).is_empty(), "n answers only the question: the dialog offers Esc");
+    assert_eq!(v.panes.overlay, Some(Overlay::Act));
+    press(&mut v, &p, &[key(KeyCode::Esc)]);
     assert_eq!(v.panes.overlay, None);
+}
+
+/// The words of a screen's row, its borders left out.
+fn words(row: &str) -> Vec<&str> {
+    row.split(|c: char| c.is_whitespace() || "\"│┌┐└┘─".contains(c)).filter(|w| !w.is_empty()).collect()
+}
+
+/// At every stage of the interrupt dialog the footer names the very answers the dialog names, as
+/// both print the keymap's (issue 23: the footer said `n close` while the dialog said `n/Esc leave
+/// it running`).
+#[test]
+fn the_footer_names_the_answers_the_interrupt_dialog_names_at_every_stage() {
+    let (p, total) = load("collab_v1", Some(50));
+    let f = feed("collab_v1", &p, total);
+    let size = (80, 24);
+    // Ready and unable have their snapshots in the tests above.
+    let agree = |v: &mut View, stage: &str, answers: &[&str]| {
+        let screen = render(&p, &f, v, size);
+        let rows: Vec<&str> = screen.lines().collect();
+        let (footer, body) = rows.split_last().expect("a screen");
+        assert_eq!(words(footer), answers, "{stage}: the footer\n{screen}");
+        assert!(body.iter().any(|r| words(r) == answers), "{stage}: the dialog names its answers\n{screen}");
+        if !matches!(stage, "ready" | "unable") {
+            insta::assert_snapshot!(format!("interrupt_{stage}_80x24"), screen);
+        }
+    };
+    let mut v = view();
+    render(&p, &f, &mut v, size);
+    select_card(&mut v, &p);
+    let effects = press(&mut v, &p, &chars("i"));
+    let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+    agree(&mut v, "finding", &["Esc", "cancel"]);
+    v.acting.take(Reply { seq: ask.seq, answer: Answer::Planned(Ok(tee_plan())) });
+    agree(&mut v, "ready", &["y", "interrupt", "n/Esc", "leave", "it", "running"]);
+    assert_eq!(press(&mut v, &p, &chars("y")), [Effect::Act(ask.clone())]);
+    agree(&mut v, "stopping", &["Esc", "hide"]);
+    v.acting.take(Reply { seq: ask.seq, answer: Answer::Done(Err("the tee is gone".into())) });
+    agree(&mut v, "done", &["Esc", "close"]);
+    press(&mut v, &p, &[key(KeyCode::Esc)]);
+    let effects = press(&mut v, &p, &chars("I"));
+    let [Effect::PlanAct(ask)] = effects.as_slice() else { panic!("{effects:?}") };
+    v.acting.take(Reply { seq: ask.seq, answer: Answer::Planned(Err("nothing carries it".into())) });
+    agree(&mut v, "unable", &["Esc", "close"]);
 }
 
 #[test]
@@ -1145,6 +1225,23 @@ fn a_search_over_stacked_lanes_counts_what_is_on_screen() {
     assert!(border.contains(" on screen "), "{border}");
 }
 
+/// A run of a few seconds at 200 columns: each whole second is marked once on the axis.
+#[test]
+fn the_timeline_axis_names_each_second_once() {
+    let (p, total) = load("collab_v1", None);
+    let f = feed("collab_v1", &p, total);
+    let mut v = view();
+    render(&p, &f, &mut v, (200, 60));
+    press(&mut v, &p, &chars("t"));
+    let screen = render(&p, &f, &mut v, (200, 60));
+    let axis = screen.lines().find(|l| l.contains('╵')).expect("an axis");
+    let marks: Vec<&str> = axis.split('╵').skip(1).map(|m| m.split_whitespace().next().unwrap_or("")).collect();
+    assert!(marks.len() >= 2, "{axis}");
+    let mut distinct = marks.clone();
+    distinct.dedup();
+    assert_eq!(marks, distinct, "{axis}");
+}
+
 #[test]
 fn the_timeline_shows_every_agent_over_time() {
     let (p, total) = demo(usize::MAX);
@@ -1421,6 +1518,14 @@ fn a_lane_header_shows_the_agent_s_own_cost_as_the_tree_does() {
     let header = screen.lines().find(|l| l.contains("(agent)")).expect("the child's lane header");
     assert!(header.contains("$0.50 (agent)"), "{header}");
     insta::assert_snapshot!("claude_agent_cost_lane_120x24", screen);
+    // The cost pane's table marks it as the tree does, whole: `$0.50*`, never `$0.50 …`.
+    let tall = render(&p, &f, &mut v, (200, 60));
+    let table = tall
+        .lines()
+        .map(|l| l.rsplit("││").next().unwrap_or_default())
+        .find(|l| l.contains("● Survey"))
+        .expect("the agent's row");
+    assert!(table.contains("$0.50*") && !table.contains('…'), "{table}");
 }
 
 /// The header's rates are of now: a live stream that goes quiet decays to nothing spent, and once

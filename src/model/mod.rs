@@ -466,7 +466,10 @@ impl Model {
 
     #[inline(never)]
     fn apply_other_fact(&mut self, idx: ThreadIdx, fact: &Fact<'_>, r: &Routed<'_, '_>) {
-        let time = r.record.time;
+        // A line without a time of its own happened at the stream's time so far, as the merge
+        // orders it (Claude Code's stream-json `task_updated` that ends a sub-agent's turn has
+        // none: the turn stayed open for ever).
+        let time = r.record.time.or(self.stream_ms);
         match fact {
             Fact::Thread(t) => self.describe(idx, t, r.registry),
             // The router registered the children; their lanes open with the registration.
@@ -474,11 +477,13 @@ impl Model {
             Fact::TurnStarted(turn) => {
                 if turn.ends_previous {
                     let t = &self.threads[idx.index()];
-                    let last = t
-                        .turns
-                        .len()
-                        .checked_sub(1)
-                        .filter(|&l| t.turns.get(l).is_some_and(|turn| turn.status == TurnStatus::InProgress));
+                    // A turn told again (an OTLP agent span exported unfinished, then ended) does
+                    // not end itself.
+                    let last = t.turns.len().checked_sub(1).filter(|&l| {
+                        t.turns
+                            .get(l)
+                            .is_some_and(|u| u.status == TurnStatus::InProgress && turn.turn.as_deref() != Some(&*u.id))
+                    });
                     if let Some(last) = last {
                         self.end_turn(idx, last, TurnStatus::Completed, time);
                     }
@@ -501,7 +506,7 @@ impl Model {
             }
             Fact::Status(s) => {
                 if let Some(t) = Self::target(idx, &s.target, r.registry) {
-                    self.status(t, s.change);
+                    self.status(t, s.change, time);
                 }
             }
             Fact::Error(e) => {
@@ -593,7 +598,7 @@ impl Model {
     }
 
     /// A status as reported; some depend on the one before (routing.md §6).
-    fn status(&mut self, idx: ThreadIdx, change: StatusChange) {
+    fn status(&mut self, idx: ThreadIdx, change: StatusChange, time: Option<i64>) {
         let t = &mut self.threads[idx.index()];
         let from = t.status;
         t.status = match change {
@@ -610,6 +615,12 @@ impl Model {
         if t.status != from {
             // The agent's own word on how it stands outweighs the source's guess.
             t.cut_short = None;
+            // Idle with its turn still open: that turn ended now (its record follows); active
+            // again within it, it did not.
+            let last = t.turns.len().checked_sub(1);
+            if let Some(turn) = last.and_then(|l| t.turns.get_mut(l)).filter(|u| u.status == TurnStatus::InProgress) {
+                turn.idle_ms = if t.status == Status::Idle { turn.idle_ms.or(time) } else { None };
+            }
         }
     }
 
@@ -807,6 +818,7 @@ impl Model {
             completed_ms: None,
             items: Vec::new(),
             error: None,
+            idle_ms: None,
             cut_short: false,
         });
         t.turn_index.insert(id.into(), slot);
@@ -847,7 +859,7 @@ impl Model {
         let again = record.status == state && state != TurnStatus::InProgress && record.completed_ms.is_some();
         record.status = state;
         if !again {
-            record.completed_ms = time;
+            record.completed_ms = record.idle_ms.take().or(time);
         }
         record.cut_short = false;
         for &i in &record.items {

@@ -31,6 +31,10 @@ pub struct Turn {
     /// bound dropped are forgotten here too, all but the turn's opening ones).
     pub items: Vec<usize>,
     pub error: Option<Clean>,
+    /// When its agent said it went idle while the turn was still open: Codex marks the thread
+    /// `idle` a moment before it writes `turn/completed` (every turn of the 0.171.0 captures), and
+    /// the turn ended when the agent stopped, not when its record followed.
+    pub idle_ms: Option<i64>,
     /// Ended by the source's word that its process was gone ([`super::Model::stopped`]), not by
     /// the agent's: undone if the source finds it running after all.
     pub cut_short: bool,

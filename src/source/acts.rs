@@ -52,6 +52,14 @@ impl Logged {
         self.outcome.as_deref().is_some_and(|o| o.eq_ignore_ascii_case("aborted"))
     }
 
+    /// Whether it went through the server at `authority` (`HOST:PORT`). The log names a server as
+    /// the act reached it: the census finds one as `127.0.0.1:N` or `[::1]:N`, the user may name it
+    /// `localhost:N`; on one machine those are the same server (issue 23), so loopback hosts are
+    /// one host here. Other hosts match only as written (case aside).
+    pub fn through(&self, authority: &str) -> bool {
+        self.server.as_deref().is_some_and(|s| same_server(s, authority))
+    }
+
     /// The act as a record: an envelope whose `act` says who stopped the target and why, around a
     /// swarmtop marker (the line is swarmtop's, not the agent's).
     pub fn record(&self, out: &mut Vec<u8>) {
@@ -72,6 +80,49 @@ impl Logged {
         // serde_json writes no raw newline: one value is one line.
         out.extend_from_slice(envelope.to_string().as_bytes());
         out.push(b'\n');
+    }
+}
+
+/// Whether two `HOST:PORT` authorities name one server: the same text, or the same port on
+/// loopback (`localhost`, `127.0.0.0/8`, `[::1]`, a v4-mapped `[::ffff:127.x.y.z]`, and the
+/// unspecified `0.0.0.0` / `[::]` a server listening everywhere is reached at). A missing port is
+/// HTTP's 80.
+pub fn same_server(a: &str, b: &str) -> bool {
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    let (Some((host_a, port_a)), Some((host_b, port_b))) = (split_authority(a), split_authority(b)) else {
+        return false;
+    };
+    port_a == port_b && (host_a.eq_ignore_ascii_case(host_b) || (is_loopback(host_a) && is_loopback(host_b)))
+}
+
+/// `HOST:PORT` as its host (brackets of an IPv6 address left out) and port.
+fn split_authority(authority: &str) -> Option<(&str, u16)> {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = port.map_or(Some(80), |p| p.parse().ok())?;
+    (!host.is_empty()).then_some((host, port))
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_unspecified(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.is_unspecified() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => false,
     }
 }
 
@@ -206,6 +257,46 @@ mod tests {
             "{\"act\":{\"by\":\"guard\",\"kind\":\"interrupt\",\"reason\":\"depth 2 > 1\",\"server\":\"127.0.0.1:9\",\
              \"target\":\"ses_g\",\"via\":\"opencode serve\"},\"dir\":\"in\",\"msg\":{\"swarmtop\":\"act\"},\"ts\":5}\n"
         );
+    }
+
+    /// Issue 23: an act logged through the server the census found (`127.0.0.1:N`) is the act of
+    /// a monitor opened on `localhost:N`, and the other way round; another port or host is not.
+    #[test]
+    fn acts_match_a_server_named_by_any_loopback_host() {
+        let act = |server: &str| Logged {
+            ts: None,
+            kind: None,
+            by: None,
+            via: None,
+            server: Some(server.into()),
+            target: "ses_a".into(),
+            reason: None,
+            outcome: Some("aborted".into()),
+        };
+        for (logged, monitored) in [
+            ("127.0.0.1:4096", "localhost:4096"),
+            ("localhost:4096", "127.0.0.1:4096"),
+            ("[::1]:4096", "127.0.0.1:4096"),
+            ("LocalHost:4096", "[::1]:4096"),
+            ("127.0.0.1:4096", "[::ffff:127.0.0.1]:4096"),
+            ("0.0.0.0:4096", "localhost:4096"),
+            ("localhost.:4096", "127.0.0.2:4096"),
+            ("localhost", "127.0.0.1:80"),
+            ("build.example:4096", "BUILD.example:4096"),
+        ] {
+            assert!(act(logged).through(monitored), "{logged} through {monitored}");
+        }
+        for (logged, monitored) in [
+            ("127.0.0.1:4096", "localhost:4097"),
+            ("127.0.0.1:4096", "192.168.1.5:4096"),
+            ("build.example:4096", "localhost:4096"),
+            ("[::1", "[::1]:4096"),
+            ("localhost:port", "localhost:4096"),
+        ] {
+            assert!(!act(logged).through(monitored), "{logged} not through {monitored}");
+        }
+        let none = Logged { server: None, ..act("x") };
+        assert!(!none.through("localhost:4096"), "an act through no server");
     }
 
     #[test]

@@ -75,11 +75,6 @@ impl Acting {
         ask
     }
 
-    /// Whether the dialog names something to stop (`y` does it).
-    pub fn ready(&self) -> bool {
-        matches!(self.dialog.as_ref().map(|d| &d.stage), Some(Stage::Ready(_)))
-    }
-
     /// `y`: the ask to stop what the dialog names, when it names something.
     pub fn confirm(&mut self) -> Option<Ask> {
         let d = self.dialog.as_mut()?;

@@ -3,6 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
+use super::acting::Stage;
 use super::view::{Overlay, Pane, View};
 
 /// What the user asked for, as data; `update` gives it meaning.
@@ -113,14 +114,22 @@ impl When {
     pub const HISTORY: Self = Self(512);
     /// A past session opened from the run store.
     pub const PAST: Self = Self(1024);
-    /// The interrupt dialog.
-    pub const ACT: Self = Self(2048);
+    /// The interrupt dialog, by its stage: finding what carries the agent, asking (`y` stops it),
+    /// stopping, and ended (unable, or done). Each stage has its own answers, which the footer and
+    /// the dialog both print from this table.
+    pub const ACT_FINDING: Self = Self(2048);
+    pub const ACT_READY: Self = Self(4096);
+    pub const ACT_STOPPING: Self = Self(8192);
+    pub const ACT_ENDED: Self = Self(16384);
+    pub const ACT: Self = Self(2048 | 4096 | 8192 | 16384);
+    /// The dialogs that name their answers (quit?, interrupt?).
+    pub const DIALOGS: Self = Self(64 | 2048 | 4096 | 8192 | 16384);
     pub const PANES: Self = Self(1 | 2 | 4 | 256);
     pub const OVERLAYS: Self = Self(8 | 16);
     /// The history view, its list or a session opened from it.
     pub const HISTORY_VIEW: Self = Self(512 | 1024);
     pub const SCROLLABLE: Self = Self(1 | 2 | 4 | 8 | 16 | 256 | 512 | 1024);
-    pub const PROMPTS: Self = Self(32 | 128 | 2048);
+    pub const PROMPTS: Self = Self(32 | 128 | 2048 | 4096 | 8192 | 16384);
 
     const fn or(self, o: Self) -> Self {
         Self(self.0 | o.0)
@@ -220,6 +229,8 @@ use Action as A;
 use KeyCode as K;
 use Section as S;
 
+const ESC_IN_DIALOG: &str = "leave it running; Esc: cancel, hide or close";
+
 /// The keymap, in footer order.
 #[rustfmt::skip]
 pub static BINDINGS: &[Binding] = &[
@@ -232,8 +243,13 @@ pub static BINDINGS: &[Binding] = &[
     b(&[key(K::Backspace)],         A::SearchBackspace, "delete a character",               None,                   0, When::SEARCH, S::Filter),
     b(&[ch('y'), ch('q')],          A::ConfirmQuit,     "quit and lose the live stream",    Some("quit"),           1, When::CONFIRM, S::App),
     b(&[ch('n'), key(K::Esc)],      A::Back,            "stay",                             Some("stay"),           1, When::CONFIRM, S::App),
-    b(&[ch('y')],                   A::ConfirmAct,      "interrupt what the dialog names",  Some("interrupt"),      1, When::ACT, S::Act),
-    b(&[ch('n'), key(K::Esc)],      A::Back,            "leave it running / close",         Some("close"),          1, When::ACT, S::Act),
+    b(&[ch('y')],                   A::ConfirmAct,      "interrupt what the dialog names",  Some("interrupt"),      1, When::ACT_READY, S::Act),
+    // One help text for Esc at every stage (help prints it once, with the first binding's keys);
+    // the footer and the dialog say the stage's own word.
+    b(&[ch('n'), key(K::Esc)],      A::Back,            ESC_IN_DIALOG,                      Some("leave it running"), 1, When::ACT_READY, S::Act),
+    b(&[key(K::Esc)],               A::Back,            ESC_IN_DIALOG,                      Some("cancel"),         1, When::ACT_FINDING, S::Act),
+    b(&[key(K::Esc)],               A::Back,            ESC_IN_DIALOG,                      Some("hide"),           1, When::ACT_STOPPING, S::Act),
+    b(&[key(K::Esc)],               A::Back,            ESC_IN_DIALOG,                      Some("close"),          1, When::ACT_ENDED, S::Act),
     b(&[key(K::Up), ch('k')],       A::MoveUp,          "move up",                          Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Down), ch('j')],     A::MoveDown,        "move down",                        Some("move"),           1, When::SCROLLABLE.or(When::TYPING), S::Move),
     b(&[key(K::Left), ch('h')],     A::Fold,            "fold, or go to the parent",        Some("fold"),           2, When::TREE, S::Move),
@@ -292,7 +308,12 @@ pub fn context(view: &View) -> When {
     if panes.overlay == Some(Overlay::ConfirmQuit) {
         When::CONFIRM
     } else if panes.overlay == Some(Overlay::Act) {
-        When::ACT
+        match view.acting.dialog.as_ref().map(|d| &d.stage) {
+            Some(Stage::Finding) => When::ACT_FINDING,
+            Some(Stage::Ready(_)) => When::ACT_READY,
+            Some(Stage::Stopping(_)) => When::ACT_STOPPING,
+            Some(Stage::Unable(_) | Stage::Done(..)) | None => When::ACT_ENDED,
+        }
     } else if panes.filter.typing || view.history.filter.typing {
         When::TYPING
     } else if panes.search.typing {
@@ -317,10 +338,7 @@ pub fn context(view: &View) -> When {
 /// The bindings that apply right now.
 pub fn active(view: &View) -> impl Iterator<Item = &'static Binding> + '_ {
     let ctx = context(view);
-    // `y` in the interrupt dialog only once it names something to stop.
-    BINDINGS.iter().filter(move |b| {
-        b.when.has(ctx) && (!b.replay || view.derived.replay) && (b.action != Action::ConfirmAct || view.acting.ready())
-    })
+    BINDINGS.iter().filter(move |b| b.when.has(ctx) && (!b.replay || view.derived.replay))
 }
 
 pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
@@ -384,10 +402,13 @@ pub fn key_name(k: &Key) -> String {
     if k.mods.contains(KeyModifiers::CONTROL) { format!("^{}", base.to_uppercase()) } else { base }
 }
 
-/// Footer entries valid right now: (keys, hint, priority), merged by hint.
+/// Footer entries valid right now: (keys, hint, priority), merged by hint. A dialog's answers name
+/// every key (`n/Esc`), as the dialog prints these same entries; elsewhere the first key stands
+/// for its binding, to keep the footer short.
 pub fn footer_entries(view: &View) -> Vec<(String, &'static str, u8)> {
     let mut out: Vec<(String, &'static str, u8)> = Vec::new();
     let mut last_hint = None;
+    let every_key = context(view).has(When::DIALOGS);
     for bind in active(view) {
         let Some(hint) = bind.hint else {
             last_hint = None;
@@ -396,7 +417,8 @@ pub fn footer_entries(view: &View) -> Vec<(String, &'static str, u8)> {
         let Some(first) = bind.keys.first() else {
             continue;
         };
-        let name = key_name(first);
+        let name =
+            if every_key { bind.keys.iter().map(key_name).collect::<Vec<_>>().join("/") } else { key_name(first) };
         match out.last_mut() {
             Some(entry) if last_hint == Some(hint) => {
                 let glue = if matches!(first.code, K::Char(_)) { "/" } else { "" };
@@ -429,7 +451,10 @@ mod tests {
             When::TIMELINE,
             When::HISTORY,
             When::PAST,
-            When::ACT,
+            When::ACT_FINDING,
+            When::ACT_READY,
+            When::ACT_STOPPING,
+            When::ACT_ENDED,
         ];
         for ctx in contexts {
             let mut seen: Vec<Key> = Vec::new();

@@ -154,14 +154,7 @@ fn confirm_quit(frame: &mut Frame, area: Rect, s: &Scene<'_>, layout: &mut Layou
         Line::from("Quitting stops watching it; what it sends"),
         Line::from("from now on will not be shown again."),
         Line::default(),
-        Line::from(vec![
-            Span::styled("y", theme.key),
-            Span::raw(" quit   "),
-            Span::styled("n", theme.key),
-            Span::raw("/"),
-            Span::styled("Esc", theme.key),
-            Span::raw(" stay"),
-        ]),
+        dialog::answers(s.view),
     ];
     let w = 48.min(area.width);
     let h = (lines.len() as u16 + 2).min(area.height);

@@ -10,10 +10,10 @@ use ratatui::widgets::Block;
 use super::layout::{Layout, scrolled};
 use super::paint::{put_lines, put_right};
 use super::scene::Scene;
-use super::text::{fit, right, short_model, tokens, truncate, width};
+use super::text::{cost_text, fit, right, short_model, tokens, truncate, width};
 use super::theme::Theme;
 use super::view::{Pane, Sort, View};
-use crate::model::{Model, format_shown, format_usd};
+use crate::model::{Model, ShownCost, format_usd};
 use crate::router::ThreadIdx;
 
 const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -189,7 +189,11 @@ fn table_body(
             let session = truncate(&super::label::of(model, root).name, cols.session - 1);
             buf.set_stringn(area.x + cols.name as u16, y, session, cols.session - 1, theme.dim);
         }
-        let cost = format_shown(model.shown_cost(idx));
+        // The agent's own figure for a model the table lacks is marked `*`, as in the tree.
+        let cost = match model.shown_cost(idx) {
+            ShownCost::Reported(c) => cost_text(Some(c), "*", COST_W - 1),
+            _ => cost_text(t.cost, "", COST_W - 1),
+        };
         let style = if t.cost.is_some() { theme.cost } else { theme.dim };
         let end = put_right(buf, area, y, (w, COST_W), &cost, style);
         let end = put_right(buf, area, y, (end, TOK_W), &tokens(t.tokens.total), Style::new());

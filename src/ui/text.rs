@@ -3,7 +3,8 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::model::Thread;
+use crate::model::prices::Pico;
+use crate::model::{Thread, format_usd};
 
 /// Tokens the way htop prints memory: `942`, `11.5k`, `2.4M`.
 pub fn tokens(n: u64) -> String {
@@ -295,6 +296,23 @@ fn wrap_tail_with(
     (rows, more)
 }
 
+/// `cost` and its `mark` in `room` columns: as everywhere else when it fits, else shortened the
+/// way a reader still reads the amount (`$.0008*` for `$0.0008*`, `$1235` for `$1234.56`), and cut
+/// only when even that does not fit. A cut `$0.000…` hid the very digit that mattered.
+pub fn cost_text(cost: Option<Pico>, mark: &str, room: usize) -> String {
+    let full = format!("{}{mark}", format_usd(cost));
+    if width(&full) <= room {
+        return full;
+    }
+    let Some(usd) = cost.map(Pico::usd) else { return truncate(&full, room) };
+    let short = if usd.abs() < 1.0 {
+        format!("{}{mark}", format_usd(cost).replacen("$0.", "$.", 1))
+    } else {
+        format!("${usd:.0}{mark}")
+    };
+    truncate(&short, room)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,5 +393,22 @@ mod tests {
         assert_eq!(truncate("Schrodinger", 6), "Schro…");
         assert_eq!(fit("ab", 4), "ab  ");
         assert_eq!(right("ab", 4), "  ab");
+    }
+
+    use crate::model::prices::Pico;
+
+    fn usd(text: &str) -> Option<Pico> {
+        Pico::parse_usd(text)
+    }
+
+    #[test]
+    fn a_cost_keeps_its_digits_in_the_narrow_column() {
+        assert_eq!(cost_text(usd("0.0076"), "", 7), "$0.0076");
+        assert_eq!(cost_text(usd("0.0008"), "*", 7), "$.0008*");
+        assert_eq!(cost_text(usd("0.25"), "*", 7), "$0.25*");
+        assert_eq!(cost_text(usd("1234.56"), "", 7), "$1235");
+        assert_eq!(cost_text(usd("99.5"), "*", 7), "$99.50*");
+        assert_eq!(cost_text(None, "", 7), "—");
+        assert_eq!(cost_text(usd("123456789.0"), "", 7), "$12345…");
     }
 }

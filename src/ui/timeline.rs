@@ -166,6 +166,7 @@ fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, t
     let buf = frame.buffer_mut();
     buf.set_stringn(area.x, area.y, "agent", (bars_x - area.x) as usize, theme.dim);
     let mut x = 0;
+    let mut last = String::new();
     while x < scale.cols {
         let ms = scale.from + ((scale.to - scale.from) as f64 * x as f64 / (scale.cols.max(2) - 1) as f64) as i64;
         let label = format!("╵{}", duration(ms - start));
@@ -173,8 +174,15 @@ fn axis(frame: &mut Frame, area: Rect, bars_x: u16, scale: &Scale, start: i64, t
         if x + w > scale.cols {
             break;
         }
-        buf.set_stringn(bars_x + x as u16, area.y, &label, w, theme.dim);
-        x += w.max(10) + 2;
+        // A window of a few seconds gives several marks the same whole second: each once, at its
+        // first column, so the axis never reads `0:00 0:00`.
+        if label == last {
+            x += 1;
+        } else {
+            buf.set_stringn(bars_x + x as u16, area.y, &label, w, theme.dim);
+            x += w.max(10) + 2;
+            last = label;
+        }
     }
 }
 

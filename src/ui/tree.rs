@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Paragraph};
 use super::layout::{Layout, scrolled};
 use super::outline::{Fold, NodeId, Row, TreeSort};
 use super::scene::Scene;
-use super::text::{duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
+use super::text::{cost_text, duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::theme::Theme;
 use super::tops::Session;
 use super::view::{Pane, View};
@@ -296,8 +296,7 @@ impl Ctx<'_> {
         cells.push(Span::styled(truncate("unattributed", label_w.saturating_sub(2)), theme.dim));
         let mut end = self.w;
         if cols.cost > 0 {
-            let text = format!("{}*", format_usd(Some(part.cost)));
-            cells.right(end, truncate(&text, COST_W - 1), theme.cost);
+            cells.right(end, cost_text(Some(part.cost), "*", COST_W - 1), theme.cost);
             end -= COST_W;
         }
         if cols.tokens > 0 {
@@ -344,10 +343,10 @@ impl Ctx<'_> {
             let style = if t.cost.is_none() { theme.dim } else { theme.cost };
             // The agent's own figure for a model the table lacks, marked `*` in this narrow column.
             let text = match model.shown_cost(idx) {
-                ShownCost::Reported(c) => format!("{}*", format_usd(Some(c))),
-                _ => format_usd(t.cost),
+                ShownCost::Reported(c) => cost_text(Some(c), "*", COST_W - 1),
+                _ => cost_text(t.cost, "", COST_W - 1),
             };
-            cells.right(end, truncate(&text, COST_W - 1), style);
+            cells.right(end, text, style);
             end -= COST_W;
         }
         if cols.tokens > 0 {

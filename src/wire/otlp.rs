@@ -312,10 +312,14 @@ fn agent<'l>(
     out.facts.push(Fact::Thread(Box::new(fact)));
     // An agent span is one invocation (Claude Code: one prompt's turn; swarmtop: the whole agent).
     let turn = Cow::Borrowed(span.span_id.as_str());
+    let unfinished = a.bool("swarmtop.unfinished") == Some(true);
     out.facts.push(Fact::TurnStarted(TurnStarted {
         turn: Some(turn.clone()),
         own_root_turn: false,
-        ends_previous: false,
+        // Exported when it ended, it is the turn a `user_prompt` log opened under the prompt's
+        // id (Claude Code's `interaction` span names no prompt): that one is over too
+        // (`claude-2.1.332-otlp/parallel.ndjson`: the session's prompt turn stayed open).
+        ends_previous: !unfinished,
     }));
     let _ = start;
     // An agent whose `chat` spans carry its usage response by response says so: those count.
@@ -332,7 +336,6 @@ fn agent<'l>(
             own: false,
         }));
     }
-    let unfinished = a.bool("swarmtop.unfinished") == Some(true);
     let error = failed(span);
     let outcome = match (&error, a.str("swarmtop.status")) {
         (_, Some("interrupted")) => TurnOutcome::Interrupted,

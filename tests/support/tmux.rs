@@ -69,6 +69,13 @@ impl Tmux {
     }
 }
 
+/// The interrupt dialog's answer, drawn whole. A capture can land while a frame is half written
+/// (rows go out top to bottom), so the answer line alone may sit above the previous stage's rows;
+/// the answered dialog's last row, its `Esc close` key, comes only with the rest of the frame.
+pub fn answered(screen: &str) -> bool {
+    (screen.contains("✓ interrupted") || screen.contains("✗ ")) && screen.contains("Esc close")
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.run(&["kill-server"]);

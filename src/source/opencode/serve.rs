@@ -157,7 +157,7 @@ impl Acts {
     /// The stops through this server logged since the last look, as records.
     fn records(&mut self) -> Vec<u8> {
         self.checked = Instant::now();
-        acts::records(&self.tail.poll(), |a| a.server.as_deref() == Some(self.authority.as_str()))
+        acts::records(&self.tail.poll(), |a| a.through(&self.authority))
     }
 
     /// [`Acts::records`] when the last look is [`ACTS_EVERY`] old.

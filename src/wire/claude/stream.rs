@@ -526,7 +526,7 @@ fn assistant<'l>(line: &'l StreamLine<'_>, partials: &Partials, out: &mut Lowere
         let item = match block.kind.as_deref() {
             Some("text") => block.text.as_deref().map(|t| text_item(item(i), ItemKind::AgentMessage, t)),
             Some("thinking") => block.thinking.as_deref().map(|t| text_item(item(i), ItemKind::Reasoning, t)),
-            Some("tool_use") => tool_use(block),
+            Some("tool_use") => tool_use(block, out.time),
             _ => None,
         };
         out.facts.extend(item);
@@ -677,9 +677,10 @@ fn text_item<'l>(item: String, kind: ItemKind, text: &str) -> Fact<'l> {
 }
 
 /// A tool call, lowered as a transcript's is; a spawn is a card here, the only place its lanes are
-/// announced in a stream.
-fn tool_use<'l>(block: &Block<'_>) -> Option<Fact<'l>> {
-    let mut fact = super::transcript::tool_use(block, None)?;
+/// announced in a stream. It starts at its line's time: the `task_started` that follows has none,
+/// and a sub-agent was spawned by this call, not at its first line of its own.
+fn tool_use<'l>(block: &Block<'_>, time: Option<i64>) -> Option<Fact<'l>> {
+    let mut fact = super::transcript::tool_use(block, time)?;
     if let Fact::Item(item) = &mut fact {
         item.card = item.kind == Some(ItemKind::Collab);
     }
@@ -864,12 +865,14 @@ mod tests {
                 matches!(f[2], Fact::Item(i) if i.kind == Some(ItemKind::Command) && i.title.as_ref().unwrap().as_str() == "ls -la")
             );
         });
-        let session = r#"{"type":"assistant","message":{"id":"msg_0","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Agent","input":{"description":"Survey","prompt":"go","subagent_type":"general-purpose"}}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u0"}"#;
+        let session = r#"{"type":"assistant","message":{"id":"msg_0","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Agent","input":{"description":"Survey","prompt":"go","subagent_type":"general-purpose"}}]},"parent_tool_use_id":null,"session_id":"s","uuid":"u0","timestamp":"2026-12-02T05:11:19.419Z"}"#;
         lowered(session, |l, f| {
             assert_eq!(l.subject, Subject::Thread("s".into()));
             let Fact::Item(card) = f[1] else { panic!("{:?}", f[1]) };
             assert!(card.card && card.kind == Some(ItemKind::Collab));
             assert_eq!(card.lane_nickname.as_ref().map(Clean::as_str), Some("Survey"));
+            // The `task_started` that follows has no time: the child was spawned at its card's.
+            assert_eq!(card.started_ms, Some(1_796_188_279_419));
         });
     }
 

@@ -181,8 +181,19 @@ fn thread_facts<'l>(msg: &'l Message<'_>, thread: &'l str, out: &mut Lowered<'l>
             }));
         }
         Method::Error => {
-            facts
-                .push(Fact::Error(ErrorFact { message: error_message(p.error), retrying: p.will_retry == Some(true) }));
+            let retrying = p.will_retry == Some(true);
+            let message = error_message(p.error);
+            facts.push(Fact::Error(ErrorFact { message: message.clone(), retrying }));
+            if !retrying {
+                // Terminal (routing.md §3): it closes the turn; the `turn/completed` failed that
+                // follows (wire.md §5; `fail.server.ndjson`: 10 ms later) tells the same end again.
+                let turn = msg.params.turn_id.as_deref().map(Cow::Borrowed);
+                facts.push(Fact::TurnEnded(TurnEnded {
+                    turn: TurnRef::IdOrLatest(turn),
+                    outcome: Some(TurnOutcome::Failed),
+                    error: message,
+                }));
+            }
         }
         Method::ItemStarted | Method::ItemCompleted => {
             if let Some(item) = &p.item {
@@ -564,9 +575,16 @@ mod tests {
         lowered(r#"{"method":"error","params":{"threadId":"t","willRetry":true,"error":{"message":"429"}}}"#, |l| {
             assert_eq!(l.weight, Weight::Output, "a retried error is substantive");
             assert!(matches!(facts(l)[0], Fact::Error(e) if e.retrying));
+            assert_eq!(facts(l).len(), 1, "the turn goes on");
         });
-        lowered(r#"{"method":"error","params":{"threadId":"t","error":{"message":"gone"}}}"#, |l| {
+        lowered(r#"{"method":"error","params":{"threadId":"t","turnId":"u1","error":{"message":"gone"}}}"#, |l| {
             assert_eq!(l.weight, Weight::Closing, "a final error closes the lane");
+            assert!(matches!(facts(l)[0], Fact::Error(e) if !e.retrying));
+            assert!(
+                matches!(facts(l)[1], Fact::TurnEnded(e) if e.outcome == Some(crate::wire::fact::TurnOutcome::Failed)
+                    && matches!(&e.turn, crate::wire::fact::TurnRef::IdOrLatest(Some(u)) if u == "u1")),
+                "and its turn"
+            );
         });
     }
 
