@@ -558,6 +558,40 @@ fn a_100_mib_line_counts_as_one_malformed_line_live_in_its_recording_and_in_stat
     assert_eq!(malformed(&out), 1, "stats on the recording");
 }
 
+/// A followed file gains a line longer than the bound on one line (`files::MAX_LINE`) and lines
+/// after it: the long one is one malformed line, sampled for the diagnostics view, and reading
+/// goes on after it. The follower read at most 8 MiB a look and waited for a newline in it: the
+/// file stalled there for good, nothing after the long line ever shown.
+#[test]
+fn a_followed_line_over_the_bound_is_counted_and_reading_goes_on_after_it() {
+    const STARTED: &str =
+        r#"{"method":"thread/started","params":{"thread":{"id":"T","parentThreadId":null,"model":"gpt-5.5"}}}"#;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("growing.ndjson");
+    fs::write(&file, format!("{}\n", STARTED.replace('T', "before"))).expect("write");
+    let mut follow = swarmtop::commands::Follow::start(std::slice::from_ref(&file), Config::default()).expect("follow");
+    assert_eq!(follow.poll(), 0, "nothing new yet");
+    let mut long = br#"{"method":"item/agentMessage/delta","params":{"threadId":"before","delta":""#.to_vec();
+    long.resize(long.len() + swarmtop::source::files::MAX_LINE + (1 << 20), b'x');
+    long.extend_from_slice(b"\"}}\n");
+    let after = format!("{}\n", STARTED.replace('T', "after"));
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(&long).and_then(|()| f.write_all(after.as_bytes())))
+        .expect("append");
+    // The follower reads a file in pieces, a look each: some looks to get past 17 MiB.
+    for _ in 0..8 {
+        follow.poll();
+    }
+    let p = &follow.pipeline;
+    assert!(p.find("after").is_some(), "the line after the long one is read");
+    assert_eq!(p.counters().malformed, 1, "the long line is one malformed line");
+    let sample = p.model.diagnostics.malformed.back().expect("a sample for the diagnostics view");
+    assert!(sample.head.as_str().starts_with(r#"{"method":"item/agentMessage/delta""#), "{sample:?}");
+    assert!(sample.reason.contains(&(long.len() - 1).to_string()), "its length: {sample:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The recording fails (disk full)
 

@@ -4,10 +4,10 @@
 //! `agent-<id>.meta.json`) is rewritten, not appended to, and is reported when it changes; a
 //! `.gz` is not followed (it cannot be appended to line by line).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
@@ -21,7 +21,8 @@ use super::watch::Watcher;
 
 /// Longest time between two looks when the watcher reports nothing.
 pub const POLL: Duration = Duration::from_secs(5);
-/// Bytes read from one file per look: a file that grew by gigabytes is sent in pieces.
+/// Bytes read from one file per look: a file that grew by gigabytes is sent in pieces. A line
+/// longer than this is read on to its end in the same look, up to [`files::MAX_LINE`].
 pub const READ_MAX: u64 = 8 << 20;
 
 /// A file to follow, as far as it was read.
@@ -39,16 +40,35 @@ pub struct Follower {
     files: Vec<Watched>,
     dirs: Vec<PathBuf>,
     known: HashSet<PathBuf>,
-    /// Bytes read from one file per look ([`READ_MAX`]; tests read less).
-    read_max: u64,
+    /// How much of a file one look reads.
+    bounds: Bounds,
+    /// The files in the middle of a line over the bound, read past without keeping it.
+    skipping: HashMap<PathBuf, Skip>,
     behind: bool,
+}
+
+/// How much of a file one look reads: [`READ_MAX`] bytes, and one line up to [`files::MAX_LINE`]
+/// (tests read less).
+#[derive(Debug, Clone, Copy)]
+struct Bounds {
+    read_max: u64,
+    line_max: usize,
+}
+
+/// A line over the bound being read past: where it starts, its length so far, its head.
+#[derive(Debug, Clone)]
+struct Skip {
+    at: u64,
+    len: usize,
+    head: Vec<u8>,
 }
 
 impl Follower {
     /// `files` from where each was read, and `dirs` where new files may appear.
     pub fn new(files: Vec<Watched>, dirs: Vec<PathBuf>) -> Self {
         let known = files.iter().map(|w| w.path.clone()).collect();
-        Self { files, dirs, known, read_max: READ_MAX, behind: false }
+        let bounds = Bounds { read_max: READ_MAX, line_max: files::MAX_LINE };
+        Self { files, dirs, known, bounds, skipping: HashMap::new(), behind: false }
     }
 
     /// Whether the last look left bytes unread: the next look reads on at once.
@@ -80,11 +100,11 @@ impl Follower {
     fn look(&mut self) -> (Vec<Change>, HashSet<PathBuf>) {
         let mut cut = HashSet::new();
         let mut out = Vec::new();
-        let max = self.read_max;
+        let (bounds, skipping) = (self.bounds, &mut self.skipping);
         let mut read = |w: &mut Watched, out: &mut Vec<Change>| {
             if files::is_sidecar(&w.path) {
                 out.extend(rewritten(w));
-            } else if look(&w.path, &mut w.read, max, out) {
+            } else if look(&w.path, &mut w.read, skipping, bounds, out) {
                 cut.insert(w.path.clone());
             }
         };
@@ -158,7 +178,8 @@ fn by_time(changes: Vec<Change>, cut: &HashSet<PathBuf>) -> (Vec<Change>, Vec<(P
         match change {
             Change::Grew { file, at, bytes } => grown.push((file, at, bytes)),
             Change::Rewritten { .. } => rewritten.push(change),
-            Change::Restarted { .. } | Change::Appeared { .. } => out.push(change),
+            // A line over the bound has no time to go by: it comes with what happened to files.
+            Change::Restarted { .. } | Change::Appeared { .. } | Change::TooLong { .. } => out.push(change),
         }
     }
     let chunks: Vec<&[u8]> = grown.iter().map(|(_, _, bytes)| bytes.as_slice()).collect();
@@ -197,29 +218,90 @@ fn rewritten(w: &mut Watched) -> Vec<Change> {
     vec![Change::Rewritten { file: w.path.clone() }]
 }
 
-/// What one file gained since `read` (up to `max` bytes), which moves past it, appended to
-/// `out`; whether the file holds more than was read.
-fn look(path: &PathBuf, read: &mut u64, max: u64, out: &mut Vec<Change>) -> bool {
+/// What one file gained since `read` (whole lines, up to [`Bounds::read_max`] bytes, or one
+/// line up to [`Bounds::line_max`]), which moves past it, appended to `out`; whether the file
+/// holds more than was read. A line over the bound is read past, a look at a time, and handed on
+/// as [`Change::TooLong`] once its end is there: waiting for a newline within one look's bytes,
+/// a longer line stalled the file for good.
+fn look(
+    path: &PathBuf,
+    read: &mut u64,
+    skipping: &mut HashMap<PathBuf, Skip>,
+    bounds: Bounds,
+    out: &mut Vec<Change>,
+) -> bool {
     let Ok(mut file) = File::open(path) else { return false };
     let Ok(len) = file.metadata().map(|m| m.len()) else { return false };
     if len < *read {
         *read = 0;
+        skipping.remove(path);
         out.push(Change::Restarted { file: path.clone() });
     }
     if len == *read || file.seek(SeekFrom::Start(*read)).is_err() {
         return false;
     }
+    if let Some(skip) = skipping.get_mut(path) {
+        match skip_on(path, &mut file, read, len, skip, bounds, out) {
+            Some(true) => _ = skipping.remove(path),
+            Some(false) => {}
+            None => return false,
+        }
+        return len > *read;
+    }
     let mut bytes = Vec::new();
-    if file.take((len - *read).min(max)).read_to_end(&mut bytes).is_err() {
+    if (&mut file).take((len - *read).min(bounds.read_max)).read_to_end(&mut bytes).is_err() {
         return false;
     }
-    let more = len - *read > bytes.len() as u64;
-    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else { return false };
+    // A line longer than a look reads is read on to its end, as far as the bound on one line.
+    while !bytes.contains(&b'\n') && bytes.len() <= bounds.line_max && *read + (bytes.len() as u64) < len {
+        let room = (bounds.line_max + 1 - bytes.len()) as u64;
+        let before = bytes.len();
+        if (&mut file).take(room).read_to_end(&mut bytes).is_err() || bytes.len() == before {
+            return false;
+        }
+    }
+    let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
+        if bytes.len() > bounds.line_max {
+            // Over the bound: only its head is kept; its end is looked for from here on.
+            let skip = Skip { at: *read, len: bytes.len(), head: bytes[..files::HEAD.min(bytes.len())].to_vec() };
+            *read += bytes.len() as u64;
+            skipping.insert(path.clone(), skip);
+            return len > *read;
+        }
+        // A line still being written.
+        return false;
+    };
     bytes.truncate(end + 1);
     let at = *read;
     *read += bytes.len() as u64;
+    let more = len > *read;
     out.push(Change::Grew { file: path.clone(), at, bytes });
     more
+}
+
+/// Reads on past a line over the bound (from `read`, at most a look's bytes): `Some(true)` once
+/// its end was found and it was handed on, `Some(false)` while it goes on, `None` on a failed read.
+fn skip_on(
+    path: &Path,
+    file: &mut File,
+    read: &mut u64,
+    len: u64,
+    skip: &mut Skip,
+    bounds: Bounds,
+    out: &mut Vec<Change>,
+) -> Option<bool> {
+    let mut bytes = Vec::new();
+    file.take((len - *read).min(bounds.read_max)).read_to_end(&mut bytes).ok()?;
+    let Some(nl) = memchr::memchr(b'\n', &bytes) else {
+        skip.len += bytes.len();
+        *read += bytes.len() as u64;
+        return Some(false);
+    };
+    skip.len += nl;
+    *read += nl as u64 + 1;
+    let head = std::mem::take(&mut skip.head);
+    out.push(Change::TooLong { file: path.to_owned(), at: skip.at, len: skip.len, head });
+    Some(true)
 }
 
 #[cfg(test)]
@@ -281,7 +363,7 @@ mod tests {
         let watched = |path: &PathBuf| Watched { path: path.clone(), read: 0, modified: None };
         let mut follower = Follower::new(vec![watched(&dense), watched(&sparse)], Vec::new());
         // Two lines of each file a look.
-        follower.read_max = 2 * line(100, "d").len() as u64;
+        follower.bounds.read_max = 2 * line(100, "d").len() as u64;
         let mut times = Vec::new();
         for _ in 0..100 {
             let changes = follower.changes();
@@ -306,7 +388,8 @@ mod tests {
         let mut read = 0;
         let look = |read: &mut u64| {
             let mut out = Vec::new();
-            look(&path, read, READ_MAX, &mut out);
+            let bounds = Bounds { read_max: READ_MAX, line_max: files::MAX_LINE };
+            look(&path, read, &mut HashMap::new(), bounds, &mut out);
             out
         };
         assert_eq!(look(&mut read), [Change::Grew { file: path.clone(), at: 0, bytes: b"one\n".to_vec() }]);
@@ -319,5 +402,56 @@ mod tests {
                 Change::Grew { file: path.clone(), at: 0, bytes: b"x\n".to_vec() }
             ]
         );
+    }
+
+    /// A line longer than the bound on one line, written a piece at a time, then lines after it:
+    /// it is handed on once, as its length and head, from the byte it starts at, and the lines
+    /// after it follow. A line over a look's bytes but within the bound comes whole.
+    #[test]
+    fn a_line_over_the_bound_is_read_past_and_the_lines_after_it_follow() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("a.ndjson");
+        std::fs::write(&path, "one\n").expect("write");
+        let mut follower = Follower::new(vec![Watched { path: path.clone(), read: 4, modified: None }], Vec::new());
+        follower.bounds = Bounds { read_max: 16, line_max: 40 };
+        let append = |text: &str| {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new().append(true).open(&path).expect("open");
+            f.write_all(text.as_bytes()).expect("append");
+        };
+        let mut changes = Vec::new();
+        let look = |follower: &mut Follower, changes: &mut Vec<Change>| {
+            for _ in 0..20 {
+                changes.extend(follower.changes());
+                if !follower.behind() {
+                    break;
+                }
+            }
+        };
+        let within = "w".repeat(30);
+        append(&format!("{within}\n"));
+        look(&mut follower, &mut changes);
+        assert_eq!(changes, [Change::Grew { file: path.clone(), at: 4, bytes: format!("{within}\n").into_bytes() }]);
+        changes.clear();
+        let long = "x".repeat(300);
+        // Written in pieces, each seen by a look of its own.
+        for piece in long.as_bytes().chunks(70) {
+            append(std::str::from_utf8(piece).expect("ascii"));
+            look(&mut follower, &mut changes);
+        }
+        assert_eq!(changes, [], "its end is not there yet");
+        append("\ntwo\nthree\n");
+        look(&mut follower, &mut changes);
+        let at = 4 + within.len() as u64 + 1;
+        // Its head as far as it was read when it went over the bound (here less than `HEAD`).
+        let head = long.as_bytes()[..41].to_vec();
+        assert_eq!(
+            changes,
+            [
+                Change::TooLong { file: path.clone(), at, len: 300, head },
+                Change::Grew { file: path.clone(), at: at + 301, bytes: b"two\nthree\n".to_vec() },
+            ]
+        );
+        assert!(follower.skipping.is_empty() && !follower.behind());
     }
 }

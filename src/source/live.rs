@@ -125,4 +125,7 @@ pub enum Change {
     Appeared { file: PathBuf },
     /// A sidecar was rewritten: read it whole again.
     Rewritten { file: PathBuf },
+    /// A line of `file` from byte `at` was longer than the bound on one line: only its length
+    /// (without its newline) and its head were kept; reading goes on after it.
+    TooLong { file: PathBuf, at: u64, len: usize, head: Vec<u8> },
 }

@@ -427,6 +427,17 @@ impl Recorded {
                     let _ = self.index(source, at, bytes.as_slice(), time_of);
                 }
             }
+            Change::TooLong { file, at, len, head } => {
+                if let Some(source) = find(&self.sources, &file) {
+                    self.sources[source].read = at + len as u64 + 1;
+                    let head = &head[..head.len().min(files::HEAD)];
+                    let start = u32::try_from(self.heads.len()).unwrap_or(u32::MAX);
+                    self.heads.extend_from_slice(head);
+                    let src = u32::try_from(source).unwrap_or(u32::MAX);
+                    self.records.push(Rec::TooLong { len, head: start, head_len: head.len() as u16, source: src });
+                    self.times.push(None);
+                }
+            }
         }
         self.records.len() - before
     }
