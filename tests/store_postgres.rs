@@ -144,7 +144,7 @@ fn a_team_store_answers_as_the_file_store_does() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|h| format!("{} {} {} {}", h["session"], h["thread"], h["kind"], h["time"]))
+            .map(|h| format!("{} {} {} {} {}", h["session"], h["thread"], h["kind"], h["tool"], h["time"]))
             .collect();
         hits.sort();
         hits
