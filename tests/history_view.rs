@@ -2,13 +2,15 @@
 //! listed, filtered, a session opening, opened from the store, back — over a `TestBackend`, and
 //! what each key asks of the shell (the store is read off the UI thread, by `commands::past`).
 
+mod store_support;
+
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use swarmtop::model::Tokens;
 use swarmtop::model::prices::Pico;
+use swarmtop::model::{ItemStatus, Tokens};
 use swarmtop::pipeline::Pipeline;
 use swarmtop::ui::history::{Listing, Loaded, Opened, Past, PastAct, PastItem, PastRun, StoreFacts, Stored};
 use swarmtop::ui::{self, Effect, Feed, Overlay, Theme, View};
@@ -73,7 +75,18 @@ fn sessions() -> Arc<[Past]> {
 }
 
 fn item(kind: &str, title: &str, text: &str) -> PastItem {
-    PastItem { kind: sanitize_line(kind), title: sanitize_line(title), text: sanitize(text), failed: false }
+    PastItem {
+        id: sanitize_line(""),
+        kind: sanitize_line(kind),
+        status: ItemStatus::Completed,
+        title: sanitize_line(title),
+        text: sanitize(text),
+        turn: None,
+        tool: None,
+        op: None,
+        exit_code: None,
+        receivers: Vec::new(),
+    }
 }
 
 fn run(name: &str, depth: u32, child: bool, status: &str) -> PastRun {
@@ -325,4 +338,101 @@ fn a_replay_opened_from_the_history_returns_there_on_esc() {
     press(&mut first, &p, "z");
     key(&mut first, &p, KeyCode::Esc);
     assert_eq!(key(&mut first, &p, KeyCode::Esc), Some(Effect::None), "the first screen never leaves on Esc");
+}
+
+/// A session opened from the store draws its lanes in its agent's own words, as its live lanes
+/// did (schema 4): an OpenCode session's spawn cards read `⑂ task`, a Claude Code one's
+/// `⑂ Agent`, never a generic `⑂ agent`; each turn is headed where its items begin. Real
+/// sessions (OpenCode 1.18.33 `tree`, Claude Code 2.1.332 `parallel`), synced, their files then
+/// deleted (the session is the store's alone), opened as the history view opens them.
+#[test]
+fn a_stored_session_shows_each_agent_s_own_tool_names_and_its_turns() {
+    let (p, feed) = monitor();
+    for (agent, tool) in [("opencode", "task"), ("claude", "Agent")] {
+        let m = store_support::Machine::new();
+        let files = if agent == "opencode" {
+            m.with_opencode("tree");
+            m.opencode_dir()
+        } else {
+            m.with_claude_2_1_332("parallel");
+            m.claude_fixture_project()
+        };
+        m.run(&["sync"]);
+        std::fs::remove_dir_all(files).expect("its files go");
+        m.run(&["sync"]);
+        let listed = m.json(&["history", "--json", "--no-sync", "--agent", agent]);
+        let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
+        assert_eq!(listed["sessions"][0]["filesPresent"], false, "{agent}");
+        let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
+        let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+        let spawns: Vec<&PastItem> =
+            stored.runs[0].entries.iter().filter(|i| i.tool.as_ref().is_some_and(|t| t.as_str() == tool)).collect();
+        assert!(!spawns.is_empty(), "{agent}: the root's spawn cards keep {tool}");
+        assert!(spawns.iter().all(|i| !i.id.is_empty() && i.turn.is_some()), "{agent}: with their ids and turns");
+        let mut v = View::with_theme(Theme::dark());
+        v.history.open = true;
+        v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
+        v.history.take(Loaded::Stored(Ok(Box::new(stored))));
+        let screen = draw(&p, &feed, &mut v, (120, 32));
+        assert!(screen.contains(&format!("⑂ {tool}")), "{agent}: {screen}");
+        assert!(!screen.contains("⑂ agent"), "{agent}: no generic word: {screen}");
+        assert!(screen.contains("── turn 1 ─"), "{agent}: {screen}");
+        insta::assert_snapshot!(format!("history_stored_{agent}_own_words_120x32"), screen);
+    }
+}
+
+/// A Codex session from the store names the agents its calls name, as its live lane did: the
+/// store keeps their thread ids, the view calls them by their runs' names (`⑂ spawnAgent → …`,
+/// `⑂ wait → …`). The Codex 0.171.0 `collab_v1` rollouts, synced, then deleted.
+#[test]
+fn a_stored_codex_session_names_the_agents_its_calls_name() {
+    let (p, feed) = monitor();
+    let m = store_support::Machine::new();
+    m.with_codex("collab_v1");
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(m.codex_day()).expect("its files go");
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
+    let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
+    let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+    let children: Vec<String> = stored.runs[1..].iter().map(|r| r.name.to_string()).collect();
+    let named: Vec<String> =
+        stored.runs[0].entries.iter().flat_map(|i| i.receivers.iter().map(ToString::to_string)).collect();
+    assert!(!named.is_empty() && named.iter().all(|n| children.contains(n)), "{named:?} of {children:?}");
+    let mut v = View::with_theme(Theme::dark());
+    v.history.open = true;
+    v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
+    v.history.take(Loaded::Stored(Ok(Box::new(stored))));
+    let screen = draw(&p, &feed, &mut v, (160, 200));
+    assert!(screen.contains("⑂ spawnAgent → ") && screen.contains("⑂ wait → "), "{screen}");
+}
+
+/// Issue 20: `H` in a machine view with no session on the machine opens the history list too
+/// (the empty view's message was drawn in its place, whatever was open), and Esc comes back to it.
+#[test]
+fn h_in_an_empty_machine_view_opens_the_history_list() {
+    let p = Pipeline::default();
+    let snapshot = swarmtop::source::seen::Snapshot {
+        looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
+        tee_dir: "/run/user/1000/swarmtop".into(),
+        ..Default::default()
+    };
+    let feed =
+        Feed { source: sanitize_line("machine"), live: true, machine: Some(Box::new(snapshot)), ..Feed::default() };
+    let mut v = View::with_theme(Theme::dark());
+    let empty = draw(&p, &feed, &mut v, (80, 24));
+    assert!(empty.contains("No agent sessions found on this machine yet."), "{empty}");
+    assert_eq!(press(&mut v, &p, "H"), [Effect::LoadHistory]);
+    let syncing = draw(&p, &feed, &mut v, (80, 24));
+    assert!(syncing.contains("syncing and reading the run store"), "{syncing}");
+    v.history.take(Loaded::Listing(Ok(sessions()), Some(facts())));
+    let listed = draw(&p, &feed, &mut v, (80, 24));
+    assert!(listed.contains("history · 3 past sessions"), "{listed}");
+    assert!(!listed.contains("No agent sessions found"), "{listed}");
+    insta::assert_snapshot!("history_list_over_an_empty_machine_80x24", listed);
+    key(&mut v, &p, KeyCode::Esc);
+    assert!(!v.history.open);
+    let back = draw(&p, &feed, &mut v, (80, 24));
+    assert!(back.contains("No agent sessions found on this machine yet."), "{back}");
 }

@@ -6,7 +6,7 @@ mod store_support;
 
 use std::path::PathBuf;
 
-use store_support::{CLAUDE_SESSION, CODEX_RUNS, Machine, fixtures};
+use store_support::{CLAUDE_SESSION, CODEX_RUNS, Machine, copy_plain, fixtures};
 
 /// Every fixture session on one machine: the Claude 2.1.39 session and each Codex rollout run.
 fn full_machine() -> Machine {
@@ -689,28 +689,6 @@ fn a_running_total_is_split_where_it_grew() {
     );
 }
 
-/// `gunzip -r`: the real-CLI fixtures are kept compressed; an agent's place holds them plain.
-fn copy_plain(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name().into_string().unwrap();
-        if entry.file_type().unwrap().is_dir() {
-            copy_plain(&entry.path(), &to.join(&name));
-        } else if let Some(plain) = name.strip_suffix(".gz") {
-            let mut text = Vec::new();
-            std::io::Read::read_to_end(
-                &mut flate2::read::GzDecoder::new(std::fs::File::open(entry.path()).unwrap()),
-                &mut text,
-            )
-            .unwrap();
-            std::fs::write(to.join(plain), text).unwrap();
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).unwrap();
-        }
-    }
-}
-
 /// The root thread's id of what `stats --json` says of `files`.
 fn root_of(m: &Machine, files: &str) -> String {
     let stats = m.json(&["stats", "--json", files]);
@@ -806,4 +784,100 @@ fn a_guards_refusal_is_kept_and_history_reads_it_back() {
     m.with_codex("collab_v1");
     let other = sessions().into_iter().find(|(_, files)| files.ends_with("collab_v1")).unwrap().0;
     assert!(!m.run(&["history", &other]).contains("\nacts:\n"));
+}
+
+/// What schema 3 wrote for items (before each kept its id, turn and the agent's own tool name):
+/// a store synced by this swarmtop, its item columns of schema 4 dropped, its version set back and
+/// its sources marked as read by the swarmtop before (whose fingerprint named no schema).
+const TO_SCHEMA_3: &str = "ALTER TABLE items DROP COLUMN item_id;
+    ALTER TABLE items DROP COLUMN turn;
+    ALTER TABLE items DROP COLUMN tool;
+    ALTER TABLE items DROP COLUMN op;
+    ALTER TABLE items DROP COLUMN exit_code;
+    ALTER TABLE items DROP COLUMN receivers;
+    UPDATE sources SET fingerprint = 'swarmtop 0.1.0; prices builtin';
+    UPDATE meta SET value = 'swarmtop 0.1.0; prices builtin' WHERE key = 'reader';
+    PRAGMA user_version = 3;";
+
+/// The store's items as schema 3 kept them, in order.
+fn items_v3(store: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT src.key, r.ordinal, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms FROM items i
+             JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id
+             LEFT JOIN texts t ON t.id = i.text_id ORDER BY src.key, r.ordinal, i.ordinal",
+        )
+        .unwrap();
+    let rows = st.query_map([], |r| {
+        let values: Vec<rusqlite::types::Value> = (0..8).map(|i| r.get(i)).collect::<Result<_, _>>()?;
+        Ok(format!("{values:?}"))
+    });
+    rows.unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+fn user_version(store: &std::path::Path) -> i64 {
+    rusqlite::Connection::open(store).unwrap().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap()
+}
+
+/// Schema 4: a store schema 3 wrote opens upgraded in place (one transaction), its sessions,
+/// figures, reports and item text as they were, the new columns empty; the next sync reads again
+/// the sources whose files are there (the reader's fingerprint names the schema), and the store
+/// is then what a new store synced once holds.
+#[test]
+fn a_schema_3_store_is_upgraded_in_place_and_keeps_its_runs() {
+    let m = Machine::new();
+    m.with_claude().with_opencode("tree");
+    m.run(&["sync"]);
+    let clean = m.dump();
+    let seen = |m: &Machine| {
+        let mut out = vec![
+            m.run(&["history", "--json", "--no-sync"]),
+            m.run(&["history", CLAUDE_SESSION, "--json", "--no-sync"]),
+        ];
+        for kind in ["session", "daily", "agent-type"] {
+            out.push(m.run(&["report", kind, "--json", "--no-sync"]));
+        }
+        out.push(m.run(&["search", "spotter", "--json", "--no-sync"]));
+        out
+    };
+    let before = seen(&m);
+    let items = items_v3(&m.store());
+    assert!(items.len() > 100, "{}", items.len());
+    rusqlite::Connection::open(m.store()).unwrap().execute_batch(TO_SCHEMA_3).unwrap();
+    assert_eq!(user_version(&m.store()), 3);
+    assert_eq!(items_v3(&m.store()), items, "schema 3's own columns are untouched by the way back");
+
+    assert_eq!(seen(&m), before, "opened and upgraded: every session, figure and text as it was");
+    assert_eq!(user_version(&m.store()), i64::try_from(swarmtop::store::SCHEMA_VERSION).unwrap());
+    assert_eq!(items_v3(&m.store()), items);
+    let conn = rusqlite::Connection::open(m.store()).unwrap();
+    let tools: i64 = conn.query_row("SELECT count(tool) FROM items", [], |r| r.get(0)).unwrap();
+    assert_eq!(tools, 0, "what schema 3 did not keep is not made up");
+    drop(conn);
+
+    let synced = m.json(&["sync", "--json"]);
+    assert_eq!(synced["read"], 2, "both sources read again: {synced}");
+    assert_eq!(m.dump(), clean, "the store a clean sync fills");
+}
+
+/// Synced again, a session's items are the same rows, not one more copy of each: whether nothing
+/// changed (nothing is read), or its files were touched and read again whole.
+#[test]
+fn real_sessions_synced_twice_add_nothing() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("parallel").with_opencode("tree");
+    assert_eq!(m.json(&["sync", "--json"])["read"], 2);
+    let dump = m.dump();
+    for tool in ["tool=Text(\"task\")", "tool=Text(\"Agent\")"] {
+        assert!(dump.contains(tool), "each agent's own name for its spawns is kept: {tool}");
+    }
+    let again = m.json(&["sync", "--json"]);
+    assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(2)));
+    assert_eq!(m.dump(), dump);
+    // Read again whole (as by another swarmtop: another fingerprint): the same rows in place of
+    // the old, and each text still counted once per item that holds it.
+    rusqlite::Connection::open(m.store()).unwrap().execute("UPDATE sources SET fingerprint = 'another'", []).unwrap();
+    assert_eq!(m.json(&["sync", "--json"])["read"], 2);
+    assert_eq!(m.dump(), dump);
 }

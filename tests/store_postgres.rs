@@ -346,3 +346,54 @@ fn machine_filters_and_a_database_that_is_not_there_are_said_plainly() {
     assert!(err.contains("connecting to the team store") && err.contains("me:***@"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+/// Schema 4 on the team store: a database schema 3 wrote (this swarmtop's rows, the item columns
+/// of schema 4 dropped, the version set back, the sources marked as read by the swarmtop before)
+/// is upgraded in place when a machine opens it, every session as it was; the next sync reads
+/// the sources again, and a session opened from the store draws what the file store's does: the
+/// agent's own names for its calls (OpenCode `task`, Claude Code `Agent`), item ids and turns.
+#[test]
+fn a_schema_3_team_store_is_upgraded_in_place_and_keeps_each_agents_own_words() {
+    let pg = Postgres::start();
+    let url = pg.database("four");
+    let m = Machine::new();
+    m.with_opencode("tree").with_claude_2_1_332("parallel");
+    ok(on(&m, "laptop", &url, &["sync"]));
+    let listed = || ok(on(&m, "laptop", &url, &["history", "--json", "--no-sync"]));
+    let before = listed();
+    let mut client = team::open(&url).unwrap();
+    client
+        .batch_execute(
+            "ALTER TABLE items DROP COLUMN item_id, DROP COLUMN turn, DROP COLUMN tool, DROP COLUMN op,
+                               DROP COLUMN exit_code, DROP COLUMN receivers;
+             UPDATE swarmtop_schema SET version = 3;
+             UPDATE sources SET fingerprint = 'swarmtop 0.1.0; prices builtin';
+             UPDATE meta SET value = 'swarmtop 0.1.0; prices builtin' WHERE key = 'reader';",
+        )
+        .unwrap();
+    assert_eq!(team::version(&mut client).unwrap(), 3);
+    assert_eq!(listed(), before, "opened and upgraded: every session as it was");
+    assert_eq!(team::version(&mut client).unwrap(), LATEST);
+    let tools: i64 = client.query_one("SELECT count(tool) FROM items", &[]).unwrap().get(0);
+    assert_eq!(tools, 0, "what schema 3 did not keep is not made up");
+    assert_eq!(json(on(&m, "laptop", &url, &["sync", "--json"]))["read"], 2);
+    m.run(&["sync"]);
+    let file = swarmtop::store::Store::open(&m.store()).unwrap();
+    let team_store = swarmtop::store::Store::open_at(&swarmtop::store::Location::Team(url.clone()), "laptop").unwrap();
+    let ids: Vec<String> = serde_json::from_str::<serde_json::Value>(&before).unwrap()["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let mut tools: Vec<String> = Vec::new();
+    for id in &ids {
+        let stored = swarmtop::commands::stored(&team_store, id).unwrap();
+        assert_eq!(stored, swarmtop::commands::stored(&file, id).unwrap(), "{id}");
+        let root = &stored.runs[0].entries;
+        assert!(root.iter().all(|i| !i.id.is_empty()), "{id}: every item keeps its id");
+        tools.extend(root.iter().filter_map(|i| i.tool.as_ref()).map(ToString::to_string));
+    }
+    assert!(tools.iter().any(|t| t == "task") && tools.iter().any(|t| t == "Agent"), "{tools:?}");
+}

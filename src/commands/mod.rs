@@ -36,6 +36,7 @@ use self::cli::MonitorOpts;
 pub use self::cli::{Cli, Command};
 pub use self::ingest::{config, ingest, ingest_partial, ingest_partial_on, ingest_timed};
 pub use self::monitor::Follow;
+pub use self::past::stored;
 
 /// Runs swarmtop; exit status 0 on success, 1 on a runtime error (one line), 2 on a usage error.
 pub fn main() -> ExitCode {

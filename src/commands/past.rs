@@ -3,6 +3,7 @@
 //! waits on the store (a first sync of a large machine takes a while); what it read goes back to
 //! the monitor's loop through a channel, tagged with the screen that asked.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use jiff::tz::TimeZone;
 use tokio::sync::mpsc;
 
 use super::cli::{GlobalOpts, StoreOpts};
+use crate::model::ItemStatus;
 use crate::pipeline::Config;
 use crate::source::agents::Env;
 use crate::source::files;
@@ -19,7 +21,7 @@ use crate::store::rows::{ActRow, RunInfo, SessionInfo};
 use crate::store::{Filter, Location, Lookup, Store, location};
 use crate::ui::history::{Loaded, Past, PastAct, PastItem, PastRun, StoreFacts, Stored};
 use crate::ui::runtime::time_of;
-use crate::wire::{sanitize, sanitize_line};
+use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// What the history view needs to reach the run store.
 #[derive(Debug, Clone)]
@@ -153,15 +155,24 @@ fn opened(access: &Access, id: &str) -> Result<Brought> {
             Recorded::from_inputs(&paths, &inputs, false, &time_of).wrap_err("reading the session's files")?;
         return Ok(Brought::Replay(Box::new(recorded)));
     }
+    Ok(Brought::Loaded(Loaded::Stored(stored(&store, id).map(Box::new).map_err(|e| message(&e)))))
+}
+
+/// A session as the store keeps it, for the history view to draw: its runs, each with its items
+/// (the agents they name called by their runs' names), and the acts on it.
+pub fn stored(store: &Store, id: &str) -> Result<Stored> {
     let view = match store.backend().session(id)? {
         Lookup::Found(view) => view,
         Lookup::Missing => return Err(eyre!("the session is no longer in the run store")),
         Lookup::Ambiguous(_) => return Err(eyre!("more than one session has this id")),
     };
     let tz = TimeZone::system();
-    let runs = view.runs.iter().map(|r| run(&store, view.session.id.as_str(), r)).collect::<Result<Vec<PastRun>>>()?;
+    // An item names agents by their thread ids: on screen, by their runs' names.
+    let names: HashMap<&str, &Clean> = view.runs.iter().map(|r| (r.thread.as_str(), &r.name)).collect();
+    let runs =
+        view.runs.iter().map(|r| run(store, view.session.id.as_str(), r, &names)).collect::<Result<Vec<PastRun>>>()?;
     let acts = store.backend().acts(view.session.id.as_str())?.iter().map(|a| act(a, &tz)).collect();
-    Ok(Brought::Loaded(Loaded::Stored(Ok(Box::new(Stored { session: past(&view.session, &tz), runs, acts })))))
+    Ok(Stored { session: past(&view.session, &tz), runs, acts })
 }
 
 fn act(a: &ActRow, tz: &TimeZone) -> PastAct {
@@ -176,16 +187,23 @@ fn act(a: &ActRow, tz: &TimeZone) -> PastAct {
     }
 }
 
-fn run(store: &Store, session: &str, r: &RunInfo) -> Result<PastRun> {
+fn run(store: &Store, session: &str, r: &RunInfo, names: &HashMap<&str, &Clean>) -> Result<PastRun> {
     let entries = store
         .backend()
         .items(session, r.thread.as_str())?
         .into_iter()
         .map(|i| PastItem {
+            id: sanitize_line(&i.id),
             kind: sanitize_line(&i.kind),
+            status: ItemStatus::of(i.status).unwrap_or(ItemStatus::Completed),
             title: sanitize_line(&i.title),
             text: sanitize(&i.text),
-            failed: i.status == "failed",
+            turn: i.turn,
+            tool: i.tool.as_deref().map(sanitize_line),
+            op: i.op,
+            exit_code: i.exit_code,
+            // Only the session's runs: the live lane names only threads it knows.
+            receivers: i.receivers.iter().filter_map(|t| names.get(t.as_str()).map(|&n| n.clone())).collect(),
         })
         .collect();
     Ok(PastRun {

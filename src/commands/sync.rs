@@ -60,7 +60,9 @@ impl Reader for Commands {
     }
 }
 
-/// This swarmtop and its price table: figures another one stored are figured again.
+/// This swarmtop, the schema it writes and its price table: figures another one stored are
+/// figured again, and rows an older schema kept less of (schema 4: items' own tool names, ids and
+/// turns) are read again from their files where they are still there.
 fn fingerprint(global: &GlobalOpts) -> Result<String> {
     let prices = match &global.pricing {
         Some(path) => {
@@ -73,7 +75,7 @@ fn fingerprint(global: &GlobalOpts) -> Result<String> {
         }
         None => "builtin".to_owned(),
     };
-    Ok(format!("swarmtop {}; prices {prices}", env!("CARGO_PKG_VERSION")))
+    Ok(format!("swarmtop {}; schema {}; prices {prices}", env!("CARGO_PKG_VERSION"), crate::store::SCHEMA_VERSION))
 }
 
 /// The store `--store` (or the default place) names, opened; a team store for this machine as

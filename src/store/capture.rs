@@ -152,7 +152,7 @@ fn run(
         files_changed: files_changed(t),
         file: file_of(&t.id, source),
         usage: ledger.usage(idx.index(), t, prices),
-        entries: t.items.iter().map(item).collect(),
+        entries: t.items.iter().map(|i| item(model, i)).collect(),
     }
 }
 
@@ -208,13 +208,27 @@ fn file_of(thread: &str, source: &Source) -> Option<String> {
     own.or(source.files.first()).map(|f| f.path.display().to_string())
 }
 
-fn item(i: &crate::model::Item) -> ItemRow {
+/// An item as its lane draws it: its kind and text, and the agent's own name for the call, its
+/// id, its turn and the threads it names (schema 4: a stored lane reads as the live one did).
+fn item(model: &Model, i: &crate::model::Item) -> ItemRow {
     ItemRow {
+        id: text::cap(&i.id, text::TITLE),
         kind: kind_name(&i.kind).to_owned(),
         status: status_name(i.status),
         title: text::cap(i.title.as_str(), text::TITLE),
         text: text::cap(i.text.as_str(), text::ITEM),
         at_ms: i.started_ms.or(i.completed_ms),
+        turn: i.turn.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+        tool: i.tool.as_deref().map(|t| text::cap(t, text::TITLE)),
+        op: i.op,
+        exit_code: i.exit_code,
+        receivers: i
+            .receivers
+            .iter()
+            .filter(|r| r.index() < model.threads.len())
+            .take(text::RECEIVERS)
+            .map(|&r| model.thread(r).id.to_string())
+            .collect(),
     }
 }
 

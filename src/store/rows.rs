@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::model::Tokens;
 use crate::model::prices::Pico;
+use crate::model::{AgentOp, Tokens};
 use crate::wire::Clean;
 
 /// One file of a source as it was when it was read: who it is (device and inode), how far it
@@ -88,7 +88,7 @@ impl SourceRows {
             .runs
             .iter()
             .map(|r| {
-                r.entries.iter().map(|i| i.text.len() + i.title.len() + 64).sum::<usize>()
+                r.entries.iter().map(|i| i.text.len() + i.title.len() + i.id.len() + 64).sum::<usize>()
                     + r.brief.as_ref().map_or(0, String::len)
                     + r.answer.as_ref().map_or(0, String::len)
                     + r.usage.len() * 96
@@ -185,14 +185,48 @@ pub struct UsageRow {
     pub cost: Pico,
 }
 
-/// One item of a run, its text capped (what search finds, what a lane shows).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One item of a run, its text capped (what search finds, what a lane shows), with what its lane
+/// draws it by: the agent's own name for a call (schema 4).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ItemRow {
+    /// The item's own id (a tool call's, a message's); empty in a store older than schema 4.
+    pub id: String,
     pub kind: String,
     pub status: &'static str,
     pub title: String,
     pub text: String,
     pub at_ms: Option<i64>,
+    /// The turn it belongs to: its index among the run's turns.
+    pub turn: Option<u32>,
+    /// The agent's own name for the call, for display only (`task`, `Agent`, `spawnAgent`), or a
+    /// sub-agent activity's kind.
+    pub tool: Option<String>,
+    /// What a call that manages agents does.
+    pub op: Option<AgentOp>,
+    pub exit_code: Option<i64>,
+    /// The threads it names (collab receivers), by id.
+    pub receivers: Vec<String>,
+}
+
+impl ItemRow {
+    /// An item's status as the store wrote it (Codex's names); an unknown word (a store someone
+    /// edited) is `completed`.
+    pub fn status_of(word: &str) -> &'static str {
+        ["inProgress", "completed", "failed", "interrupted", "declined"]
+            .into_iter()
+            .find(|s| *s == word)
+            .unwrap_or("completed")
+    }
+
+    /// The threads an item names, as the store keeps them (ids one a line), each sanitised.
+    pub fn receivers_of(stored: Option<&str>) -> Vec<String> {
+        stored
+            .unwrap_or_default()
+            .split('\n')
+            .filter(|r| !r.is_empty())
+            .map(|r| crate::wire::sanitize_line(r).to_string())
+            .collect()
+    }
 }
 
 /// What the store knows of a source, to decide whether it must be read again.

@@ -164,7 +164,20 @@ const V3: &str = "CREATE TABLE acts (
     );
     CREATE INDEX acts_session ON acts(session, at_ms);";
 
-const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3)];
+/// Version 4: what a stored lane needs to draw as the live one did (a session opened from the
+/// history showed OpenCode's `task` and Claude's `Agent` as a generic `agent`): each item's own
+/// id, its turn, the agent's own name for the call (display only), what the call does to agents,
+/// a command's exit code, and the threads it names (their ids, one a line). Items stored before
+/// keep nulls; their sources are read again by the next sync where their files are still there
+/// (the reader's fingerprint names the schema).
+const V4: &str = "ALTER TABLE items ADD COLUMN item_id TEXT;
+    ALTER TABLE items ADD COLUMN turn INTEGER;
+    ALTER TABLE items ADD COLUMN tool TEXT;
+    ALTER TABLE items ADD COLUMN op TEXT;
+    ALTER TABLE items ADD COLUMN exit_code INTEGER;
+    ALTER TABLE items ADD COLUMN receivers TEXT;";
+
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

@@ -23,8 +23,8 @@ use super::rows::{
     UsageFact,
 };
 use super::schema;
-use crate::model::Tokens;
 use crate::model::prices::Pico;
+use crate::model::{AgentOp, Tokens};
 use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// How long a write waits for another process's write to end.
@@ -461,13 +461,18 @@ impl Sqlite {
     fn insert_items(tx: &Transaction<'_>, run: i64, entries: &[ItemRow], texts: &mut Texts) -> Result<()> {
         let text_ids: Vec<Option<i64>> = entries.iter().map(|i| texts.id(tx, &i.text)).collect::<Result<_>>()?;
         let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
+        let receivers: Vec<Option<String>> =
+            entries.iter().map(|i| (!i.receivers.is_empty()).then(|| i.receivers.join("\n"))).collect();
         for (chunk, items) in entries.chunks(ITEM_ROWS).enumerate() {
             let sql = format!(
-                "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms) VALUES {}",
-                vec!["(?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
+                "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms, item_id, turn, tool, op,
+                                   exit_code, receivers) VALUES {}",
+                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
             );
             let mut st = tx.prepare_cached(&sql)?;
-            let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(items.len() * 7);
+            let extra: Vec<(Option<&str>, Option<&str>)> =
+                items.iter().map(|i| ((!i.id.is_empty()).then_some(i.id.as_str()), i.op.map(AgentOp::word))).collect();
+            let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(items.len() * ITEM_VALUES);
             for (k, item) in items.iter().enumerate() {
                 let n = chunk * ITEM_ROWS + k;
                 values.extend([
@@ -478,6 +483,12 @@ impl Sqlite {
                     &item.title,
                     &text_ids[n],
                     &item.at_ms,
+                    &extra[k].0,
+                    &item.turn,
+                    &item.tool,
+                    &extra[k].1,
+                    &item.exit_code,
+                    &receivers[n],
                 ]);
             }
             st.execute(values.as_slice())?;
@@ -702,22 +713,25 @@ impl Backend for Sqlite {
 
     fn items(&self, session: &str, thread: &str) -> Result<Vec<ItemRow>> {
         let mut st = self.conn.prepare_cached(
-            "SELECT i.kind, i.status, i.title, t.body, i.at_ms FROM items i
-             JOIN runs r ON r.id = i.run_id JOIN sessions s ON s.id = r.session_id
+            "SELECT i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn, i.tool, i.op, i.exit_code,
+                    i.receivers
+             FROM items i JOIN runs r ON r.id = i.run_id JOIN sessions s ON s.id = r.session_id
              LEFT JOIN texts t ON t.id = i.text_id
              WHERE s.thread = ?1 AND r.thread = ?2 ORDER BY i.ordinal",
         )?;
         let rows = st.query_map([session, thread], |r| {
-            let status: String = r.get(1)?;
             Ok(ItemRow {
                 kind: clean(r, 0)?.to_string(),
-                status: ["inProgress", "completed", "failed", "interrupted", "declined"]
-                    .into_iter()
-                    .find(|s| *s == status)
-                    .unwrap_or("completed"),
+                status: ItemRow::status_of(&r.get::<_, String>(1)?),
                 title: clean(r, 2)?.to_string(),
                 text: clean(r, 3)?.to_string(),
                 at_ms: r.get(4)?,
+                id: r.get::<_, Option<String>>(5)?.map(|id| sanitize_line(&id).to_string()).unwrap_or_default(),
+                turn: r.get(6)?,
+                tool: r.get::<_, Option<String>>(7)?.map(|t| sanitize_line(&t).to_string()),
+                op: r.get::<_, Option<String>>(8)?.as_deref().and_then(AgentOp::of),
+                exit_code: r.get(9)?,
+                receivers: ItemRow::receivers_of(r.get::<_, Option<String>>(10)?.as_deref()),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -903,7 +917,8 @@ impl Backend for Sqlite {
              ORDER BY src.key, r.ordinal",
             "SELECT src.key, r.ordinal, u.* FROM usage u JOIN runs r ON r.id = u.run_id
              JOIN sources src ON src.id = r.source_id ORDER BY src.key, r.ordinal, u.at_ms, u.model",
-            "SELECT src.key, r.ordinal, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms FROM items i
+            "SELECT src.key, r.ordinal, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn,
+                    i.tool, i.op, i.exit_code, i.receivers FROM items i
              JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id LEFT JOIN texts t ON t.id = i.text_id
              ORDER BY src.key, r.ordinal, i.ordinal",
             "SELECT body, refs FROM texts ORDER BY digest",
@@ -971,8 +986,10 @@ impl Backend for Sqlite {
     }
 }
 
-/// Item rows inserted by one statement (7 values each, well under SQLite's bound on values).
+/// Item rows inserted by one statement ([`ITEM_VALUES`] each, well under SQLite's bound on values).
 const ITEM_ROWS: usize = 64;
+/// Values of one item row.
+const ITEM_VALUES: usize = 13;
 /// Texts inserted by one statement (2 values each).
 const TEXT_ROWS: usize = 256;
 

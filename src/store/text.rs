@@ -10,6 +10,8 @@ pub const ITEM: usize = 2 << 10;
 pub const TITLE: usize = 256;
 /// Files changed listed per run.
 pub const FILES: usize = 256;
+/// Threads an item names, kept per item (a wait on a whole fleet names every agent of it).
+pub const RECEIVERS: usize = 256;
 
 /// The first `max` bytes of `text` (on a character boundary), and whether anything was cut.
 pub fn capped(text: &str, max: usize) -> (&str, bool) {

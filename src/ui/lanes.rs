@@ -457,7 +457,7 @@ pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme)
         if have >= rows {
             break;
         }
-        let lines = item_lines(model, item, width, rows - have, theme);
+        let lines = item_lines(&receiver_names(model, item), item, width, rows - have, theme);
         have += lines.len();
         chunks.push(lines);
     }
@@ -488,7 +488,8 @@ fn part<'a>(
     Part { lead, lead_style, text: text.into(), style, diff: false, markdown: false }
 }
 
-fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
+/// `names`: what the agents the item names are called on screen.
+fn parts<'a>(names: &[String], item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
     let text = item.text.as_str();
     let title = item.title.as_str();
     let mut out = Vec::new();
@@ -525,7 +526,6 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
         }
         ItemKind::WebSearch => out.push(part("⌕ ", theme.tool, title, theme.tool)),
         ItemKind::Collab => {
-            let names = receiver_names(model, item);
             let tool = item.tool.as_deref().unwrap_or("agent");
             let what = if names.is_empty() { tool.to_owned() } else { format!("{tool} → {}", names.join(", ")) };
             // A wait whose agent failed did its job: it is not the call that failed.
@@ -550,7 +550,6 @@ fn parts<'a>(model: &Model, item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
         ItemKind::Compaction => out.push(part("· ", theme.dim, "context compacted", theme.dim)),
         ItemKind::Other(kind) => {
             // A child's report reaching its parent names the child.
-            let names = receiver_names(model, item);
             let what = if names.is_empty() { kind.to_string() } else { format!("{kind}: {}", names.join(", ")) };
             out.push(part("· ", theme.dim, what, theme.dim));
             out.push(part("", theme.dim, text, theme.dim));
@@ -573,17 +572,17 @@ fn receiver_names(model: &Model, item: &Item) -> Vec<String> {
 const STORED_ROWS: usize = 256;
 
 /// A stored run's item as a lane draws it, from its top (the history's session opened from the
-/// run store, `history::stored`): the same glyphs, styles and wrapping as a live lane's. It names
-/// no thread (the store keeps none of an item's receivers).
-pub fn stored_item_lines(item: &Item, width: usize, theme: &Theme) -> Vec<Line<'static>> {
-    item_lines(&Model::default(), item, width, STORED_ROWS, theme)
+/// run store, `history::stored`): the same glyphs, styles and wrapping as a live lane's, the
+/// agents it names called by `names` (the store's runs' names).
+pub fn stored_item_lines(item: &Item, names: &[String], width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    item_lines(names, item, width, STORED_ROWS, theme)
 }
 
-/// The last `max` rows of one item.
-fn item_lines(model: &Model, item: &Item, width: usize, max: usize, theme: &Theme) -> Vec<Line<'static>> {
+/// The last `max` rows of one item, the agents it names called by `names`.
+fn item_lines(names: &[String], item: &Item, width: usize, max: usize, theme: &Theme) -> Vec<Line<'static>> {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
-    for p in parts(model, item, theme).iter().rev() {
+    for p in parts(names, item, theme).iter().rev() {
         if have >= max {
             break;
         }

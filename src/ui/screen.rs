@@ -71,18 +71,17 @@ pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, 
     let footer_area = Rect { y: area.bottom() - 1, height: 1, ..area };
     let body = Rect { y: area.y + 2, height: area.height - 3, ..area };
     header::draw(frame, header_area, &scene);
-    if let Some(snapshot) = feed.machine.as_deref().filter(|_| model.sessions.is_empty()) {
-        machine::draw_empty(frame, body, snapshot, view);
-        footer::draw(frame, footer_area, view);
-        return layout;
-    }
+    let empty_machine = feed.machine.as_deref().filter(|_| model.sessions.is_empty());
     if view.history.open {
-        // The history in the body's place: the monitor goes on underneath, its header above.
+        // The history in the body's place: the monitor goes on underneath, its header above. An
+        // empty machine view gives way to it too (issue 20: `H` there showed no list).
         if view.history.opened.is_some() {
             history::stored::draw(frame, body, view, &mut layout);
         } else {
             history::list::draw(frame, body, view, &mut layout);
         }
+    } else if let Some(snapshot) = empty_machine {
+        machine::draw_empty(frame, body, snapshot, view);
     } else {
         panes(frame, body, &scene, &mut layout);
     }

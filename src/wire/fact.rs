@@ -453,6 +453,20 @@ impl AgentOp {
         }
     }
 
+    /// The call kind [`Self::word`] names (the run store keeps it by that word).
+    pub fn of(word: &str) -> Option<Self> {
+        Some(match word {
+            "spawn" => Self::Spawn,
+            "send" => Self::Send,
+            "wait" => Self::Wait,
+            "close" => Self::Close,
+            "resume" => Self::Resume,
+            "interrupt" => Self::Interrupt,
+            "list" => Self::List,
+            _ => return None,
+        })
+    }
+
     /// The status a call of this kind ends in, from what the agent says: a wait that returned
     /// has done its job even when the agent it waited for failed (Codex marks the wait `failed`
     /// then).
@@ -742,6 +756,15 @@ pub struct Notice<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_op_is_found_again_by_its_word() {
+        use AgentOp::*;
+        for op in [Spawn, Send, Wait, Close, Resume, Interrupt, List] {
+            assert_eq!(AgentOp::of(op.word()), Some(op));
+        }
+        assert_eq!(AgentOp::of("task"), None);
+    }
 
     #[test]
     fn an_input_is_named_by_its_one_format_or_mixed() {

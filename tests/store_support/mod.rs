@@ -53,6 +53,28 @@ impl Machine {
         self
     }
 
+    /// Where OpenCode keeps its store.
+    pub fn opencode_dir(&self) -> PathBuf {
+        self.home().join(".local/share/opencode")
+    }
+
+    /// The store of an OpenCode 1.18.33 fixture (`tree`, `subfail`), where OpenCode keeps it.
+    pub fn with_opencode(&self, case: &str) -> &Self {
+        copy_plain(&fixtures().join("opencode-1.18.33").join(case), &self.opencode_dir());
+        self
+    }
+
+    /// The project folder the Claude Code 2.1.332 fixtures go in.
+    pub fn claude_fixture_project(&self) -> PathBuf {
+        self.home().join(".claude/projects/-work-fixture")
+    }
+
+    /// A Claude Code 2.1.332 fixture session (`parallel`, `interrupt`, `subfail`), plain.
+    pub fn with_claude_2_1_332(&self, case: &str) -> &Self {
+        copy_plain(&fixtures().join("claude-2.1.332").join(case), &self.claude_fixture_project());
+        self
+    }
+
     /// The rollouts of a Codex fixture run (`collab_v1`, …), in a day's folder.
     pub fn with_codex(&self, run: &str) -> &Self {
         copy_dir(&fixtures().join("codex-0.171.0/rollouts").join(run), &self.codex_day());
@@ -113,6 +135,28 @@ pub fn copy_dir(from: &Path, to: &Path) {
             copy_dir(&entry.path(), &target);
         } else {
             std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// `gunzip -r`: the real-CLI fixtures are kept compressed; an agent's place holds them plain.
+pub fn copy_plain(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_plain(&entry.path(), &to.join(&name));
+        } else if let Some(plain) = name.strip_suffix(".gz") {
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::GzDecoder::new(std::fs::File::open(entry.path()).unwrap()),
+                &mut text,
+            )
+            .unwrap();
+            std::fs::write(to.join(plain), text).unwrap();
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
         }
     }
 }

@@ -12,8 +12,8 @@ use postgres::{Client, Row};
 
 use super::text::Text;
 use super::write::{TOKENS, uint};
-use crate::model::Tokens;
 use crate::model::prices::Pico;
+use crate::model::{AgentOp, Tokens};
 use crate::store::backend::Lookup;
 use crate::store::query::Filter;
 use crate::store::rows::{Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionView, UsageFact};
@@ -207,8 +207,8 @@ fn runs_of(client: &mut Client, session: i64) -> Result<Vec<RunInfo>> {
 /// One run's items, of the session [`session`] finds by that id.
 pub(super) fn items(client: &mut Client, session: &str, thread: &str) -> Result<Vec<ItemRow>> {
     let rows = client.query(
-        "SELECT i.kind, i.status, i.title, t.body, i.at_ms FROM items i
-         JOIN runs r ON r.id = i.run_id LEFT JOIN texts t ON t.id = i.text_id
+        "SELECT i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers
+         FROM items i JOIN runs r ON r.id = i.run_id LEFT JOIN texts t ON t.id = i.text_id
          WHERE r.thread = $2 AND r.session_id = (SELECT id FROM sessions WHERE thread = $1
                                                  ORDER BY started_ms DESC NULLS LAST, machine COLLATE \"C\" LIMIT 1)
          ORDER BY i.ordinal",
@@ -216,18 +216,18 @@ pub(super) fn items(client: &mut Client, session: &str, thread: &str) -> Result<
     )?;
     Ok(rows
         .iter()
-        .map(|r| {
-            let status: &str = r.get(1);
-            ItemRow {
-                kind: clean(r, 0).to_string(),
-                status: ["inProgress", "completed", "failed", "interrupted", "declined"]
-                    .into_iter()
-                    .find(|s| *s == status)
-                    .unwrap_or("completed"),
-                title: clean(r, 2).to_string(),
-                text: clean(r, 3).to_string(),
-                at_ms: r.get(4),
-            }
+        .map(|r| ItemRow {
+            kind: clean(r, 0).to_string(),
+            status: ItemRow::status_of(r.get(1)),
+            title: clean(r, 2).to_string(),
+            text: clean(r, 3).to_string(),
+            at_ms: r.get(4),
+            id: r.get::<_, Option<&str>>(5).map(|id| sanitize_line(id).to_string()).unwrap_or_default(),
+            turn: r.get::<_, Option<i64>>(6).and_then(|t| u32::try_from(t).ok()),
+            tool: r.get::<_, Option<&str>>(7).map(|t| sanitize_line(t).to_string()),
+            op: r.get::<_, Option<&str>>(8).and_then(AgentOp::of),
+            exit_code: r.get(9),
+            receivers: ItemRow::receivers_of(r.get(10)),
         })
         .collect())
 }
@@ -347,7 +347,8 @@ pub(super) fn dump(client: &mut Client) -> Result<String> {
          ORDER BY src.machine, src.key, r.ordinal",
         "SELECT src.machine, src.key, r.ordinal AS run, u.* FROM usage u JOIN runs r ON r.id = u.run_id
          JOIN sources src ON src.id = r.source_id ORDER BY src.machine, src.key, r.ordinal, u.at_ms, u.model",
-        "SELECT src.machine, src.key, r.ordinal AS run, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms
+        "SELECT src.machine, src.key, r.ordinal AS run, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms,
+                i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers
          FROM items i JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id
          LEFT JOIN texts t ON t.id = i.text_id ORDER BY src.machine, src.key, r.ordinal, i.ordinal",
         "SELECT body, refs FROM texts ORDER BY digest",

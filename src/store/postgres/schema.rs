@@ -171,8 +171,19 @@ const V3: &str = "CREATE TABLE acts (
     );
     CREATE INDEX acts_session ON acts(session, at_ms);";
 
+/// Version 4, as SQLite's: each item's own id, its turn, the agent's own name for the call, what
+/// the call does to agents, a command's exit code and the threads it names (what a stored lane
+/// needs to draw as the live one did).
+const V4: &str = "ALTER TABLE items
+        ADD COLUMN item_id TEXT,
+        ADD COLUMN turn BIGINT,
+        ADD COLUMN tool TEXT,
+        ADD COLUMN op TEXT,
+        ADD COLUMN exit_code BIGINT,
+        ADD COLUMN receivers TEXT;";
+
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1, V2, V3];
+pub const STEPS: &[&str] = &[V1, V2, V3, V4];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();

@@ -15,8 +15,8 @@ use postgres::{Client, Transaction};
 use sha2::{Digest, Sha256};
 
 use super::text::{Text, opt};
-use crate::model::Tokens;
 use crate::model::prices::Pico;
+use crate::model::{AgentOp, Tokens};
 use crate::store::backend::{Pruned, Written};
 use crate::store::rows::{SessionRow, SourceRows};
 
@@ -365,37 +365,72 @@ fn insert_items(
     ids: &[Option<i64>],
     texts: &BTreeMap<[u8; 32], i64>,
 ) -> Result<()> {
-    let mut run = Vec::new();
-    let mut ordinal = Vec::new();
-    let mut kind = Vec::new();
-    let mut status = Vec::new();
-    let mut title = Vec::new();
-    let mut text = Vec::new();
-    let mut at = Vec::new();
+    let mut c = ItemColumns::default();
     for (r, id) in rows.runs.iter().zip(ids) {
         let Some(id) = *id else { continue };
         for (n, item) in r.entries.iter().enumerate() {
-            run.push(id);
-            ordinal.push(i64::try_from(n).unwrap_or(i64::MAX));
-            kind.push(Text(&item.kind));
-            status.push(item.status);
-            title.push(Text(&item.title));
+            c.run.push(id);
+            c.ordinal.push(i64::try_from(n).unwrap_or(i64::MAX));
+            c.kind.push(Text(&item.kind));
+            c.status.push(item.status);
+            c.title.push(Text(&item.title));
             let digest: Option<[u8; 32]> =
                 (!item.text.is_empty()).then(|| Sha256::digest(Text(&item.text).get().as_bytes()).into());
-            text.push(digest.and_then(|d| texts.get(&d).copied()));
-            at.push(item.at_ms);
+            c.text.push(digest.and_then(|d| texts.get(&d).copied()));
+            c.at.push(item.at_ms);
+            c.item_id.push((!item.id.is_empty()).then(|| Text(&item.id)));
+            c.turn.push(item.turn.map(i64::from));
+            c.tool.push(item.tool.as_deref().map(Text));
+            c.op.push(item.op.map(AgentOp::word));
+            c.exit_code.push(item.exit_code);
+            c.receivers.push((!item.receivers.is_empty()).then(|| item.receivers.join("\n")));
         }
     }
-    if run.is_empty() {
+    if c.run.is_empty() {
         return Ok(());
     }
+    let receivers: Vec<Option<Text<'_>>> = c.receivers.iter().map(|r| r.as_deref().map(Text)).collect();
     tx.execute(
-        "INSERT INTO items (run_id, ordinal, kind, status, title, text_id, at_ms)
+        "INSERT INTO items (run_id, ordinal, kind, status, title, text_id, at_ms, item_id, turn, tool, op, exit_code,
+                            receivers)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[],
-                              $7::bigint[])",
-        &[&run, &ordinal, &kind, &status, &title, &text, &at],
+                              $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[],
+                              $13::text[])",
+        &[
+            &c.run,
+            &c.ordinal,
+            &c.kind,
+            &c.status,
+            &c.title,
+            &c.text,
+            &c.at,
+            &c.item_id,
+            &c.turn,
+            &c.tool,
+            &c.op,
+            &c.exit_code,
+            &receivers,
+        ],
     )?;
     Ok(())
+}
+
+/// A source's items, column by column, as `unnest` takes them.
+#[derive(Default)]
+struct ItemColumns<'a> {
+    run: Vec<i64>,
+    ordinal: Vec<i64>,
+    kind: Vec<Text<'a>>,
+    status: Vec<&'static str>,
+    title: Vec<Text<'a>>,
+    text: Vec<Option<i64>>,
+    at: Vec<Option<i64>>,
+    item_id: Vec<Option<Text<'a>>>,
+    turn: Vec<Option<i64>>,
+    tool: Vec<Option<Text<'a>>>,
+    op: Vec<Option<&'static str>>,
+    exit_code: Vec<Option<i64>>,
+    receivers: Vec<Option<String>>,
 }
 
 pub(super) fn mark_missing(client: &mut Client, machine: &str, key: &str, missing: &[PathBuf]) -> Result<()> {

@@ -14,7 +14,7 @@ pub(super) mod stored;
 use std::sync::Arc;
 
 use crate::model::prices::Pico;
-use crate::model::{Item, ItemKind, ItemStatus, Status, Tokens};
+use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Status, Tokens};
 use crate::wire::Clean;
 
 use super::status::Shown;
@@ -73,23 +73,39 @@ pub struct PastRun {
     pub entries: Vec<PastItem>,
 }
 
-/// One item of a stored run: what its lane showed, capped as the store keeps it.
+/// One item of a stored run: what its lane showed, capped as the store keeps it, with the
+/// agent's own name for a call (`task`, `Agent`, `spawnAgent`) and the turn it was in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PastItem {
+    /// Its own id (empty in a store older than schema 4).
+    pub id: Clean,
     pub kind: Clean,
+    pub status: ItemStatus,
     pub title: Clean,
     pub text: Clean,
-    pub failed: bool,
+    /// Its turn, counted from 0 (none in a store older than schema 4).
+    pub turn: Option<u32>,
+    /// The agent's own name for the call, for display only.
+    pub tool: Option<Clean>,
+    pub op: Option<AgentOp>,
+    pub exit_code: Option<i64>,
+    /// The runs it names (a wait's agents, a spawn's new one), as the tree names them.
+    pub receivers: Vec<Clean>,
 }
 
 impl PastItem {
-    /// As the model holds an item, for the lanes to draw: its kind by its stored name, finished
-    /// (or failed), with no thread of its own (the store keeps none of its receivers).
+    /// As the model holds an item, for the lanes to draw: its kind by its stored name, its status,
+    /// the agent's own name for the call; no thread of its own (the names it gives its receivers
+    /// go beside it, [`Self::receivers`]).
     pub fn item(&self) -> Item {
-        let mut item = Item::new("", ItemKind::of(self.kind.as_str()));
-        item.status = if self.failed { ItemStatus::Failed } else { ItemStatus::Completed };
+        let mut item = Item::new(self.id.as_str(), ItemKind::of(self.kind.as_str()));
+        item.status = self.status;
         item.title = self.title.clone();
         item.text = self.text.clone();
+        item.turn = self.turn.map(|t| t as usize);
+        item.tool = self.tool.as_ref().map(|t| t.as_str().into());
+        item.op = self.op;
+        item.exit_code = self.exit_code;
         item
     }
 }

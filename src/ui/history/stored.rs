@@ -1,6 +1,7 @@
 //! A past session as the run store keeps it, for a session whose files are gone: its runs as a
 //! tree with their figures on the left, the selected run on the right (what it was asked, its
-//! items as its lane showed them, its answer, the files it changed), scrolled from the top. What
+//! items as its lane showed them, in the agent's own words and headed by turn, its answer, the
+//! files it changed), scrolled from the top. What
 //! was done to the session (interrupts, a guard's refusals: the store's acts) marks the run it was
 //! aimed at and heads that run's text.
 
@@ -22,6 +23,9 @@ use crate::ui::view::View;
 
 /// Columns of a run's figures in the tree: tokens, cost.
 const FIGURES_W: usize = 16;
+
+/// Columns of an agent's name where an item names it (a live lane's too).
+const RECEIVER_W: usize = 24;
 
 /// Marks a run something was done to (an interrupt, a guard's refusal): its acts are in its text.
 const ACT: &str = "⊘";
@@ -154,8 +158,15 @@ fn text_lines(r: &PastRun, acts: &[&PastAct], width: usize, theme: &Theme) -> Ve
     if !r.entries.is_empty() {
         out.push(Line::default());
     }
+    let mut turn = None;
     for entry in &r.entries {
-        out.extend(stored_item_lines(&entry.item(), width, theme));
+        // Each turn headed where its items begin, as the tree lists a run's turns.
+        if entry.turn.is_some() && entry.turn != turn {
+            turn = entry.turn;
+            out.push(turn_rule(entry.turn.unwrap_or_default(), width, theme));
+        }
+        let names: Vec<String> = entry.receivers.iter().map(|n| truncate(n.as_str(), RECEIVER_W)).collect();
+        out.extend(stored_item_lines(&entry.item(), &names, width, theme));
     }
     if let Some(answer) = &r.answer {
         out.push(Line::default());
@@ -170,6 +181,13 @@ fn text_lines(r: &PastRun, acts: &[&PastAct], width: usize, theme: &Theme) -> Ve
         }
     }
     out
+}
+
+/// A turn's heading in a run's text: `── turn 2 ─────`, across the pane.
+fn turn_rule(turn: u32, width: usize, theme: &Theme) -> Line<'static> {
+    let label = format!("── turn {} ", u64::from(turn) + 1);
+    let rule = "─".repeat(width.saturating_sub(text::width(&label)));
+    Line::from(Span::styled(truncate(&format!("{label}{rule}"), width), theme.dim))
 }
 
 fn draw_run(frame: &mut Frame, area: Rect, s: &Stored, h: &HistoryView, theme: &Theme, layout: &mut Layout) {
