@@ -346,3 +346,14 @@ pub struct ActRow {
     /// `interrupted`, `denied`, or why it failed.
     pub outcome: String,
 }
+
+impl ActRow {
+    /// Whether it stopped its target, as its outcome says: an interrupt the agent confirmed
+    /// (`interrupted`; `aborted`, a guard's through a server) or a process gone (`exited on
+    /// SIGINT`). A refusal stopped nothing, and neither did a failed stop; a guard's ask through a
+    /// tee (`interrupt asked`) is in the tee's recording as it was answered.
+    pub fn stopped(&self) -> bool {
+        self.kind == "interrupt"
+            && (matches!(self.outcome.as_str(), "interrupted" | "aborted") || self.outcome.starts_with("exited on "))
+    }
+}

@@ -904,6 +904,23 @@ impl Backend for Sqlite {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    fn sessions_of(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
+        // One pass over the files (no index on their path: a replay asks once, at its start).
+        let wanted: std::collections::HashSet<String> =
+            paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT f.path, s.thread FROM sessions s JOIN files f ON f.source_id = s.source_id")?;
+        let mut rows = st.query([])?;
+        let mut out = std::collections::BTreeSet::new();
+        while let Some(r) = rows.next()? {
+            if wanted.contains(r.get_ref(0)?.as_str()?) {
+                out.insert(r.get::<_, String>(1)?);
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
+
     fn dump(&self) -> Result<String> {
         let mut out = String::new();
         let queries = [
