@@ -319,6 +319,9 @@ pub struct Hit {
     /// The run's name.
     pub name: Clean,
     pub kind: Clean,
+    /// The call's own tool name, as its agent calls it (`Bash`, `task`, `spawnAgent`), when the
+    /// hit is a tool call's.
+    pub tool: Option<Clean>,
     pub at_ms: Option<i64>,
     /// The text around the match, in pieces: `true` for the words that matched.
     pub snippet: Vec<(Clean, bool)>,
