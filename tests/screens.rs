@@ -458,7 +458,12 @@ fn live_feed_shows_connection_and_hides_replay_keys() {
     let screen = render(&p, &f, &mut v, (120, 40));
     assert!(screen.contains("reconnecting in 2s") && !screen.contains("speed"));
     insta::assert_snapshot!("live_attach_120x40", screen);
-    assert_eq!(ui::action_for(key(KeyCode::Char('.')), &v), None);
+    // A replay's key does nothing here but say so.
+    let step = ui::action_for(key(KeyCode::Char('.')), &v);
+    assert_eq!(step, Some(Action::ReplayOnly("step one event (paused)")));
+    ui::update(&mut v, &p.model, step.unwrap());
+    let screen = render(&p, &f, &mut v, (120, 40));
+    assert!(screen.contains("step one event (paused): only in a replay"), "{screen}");
 }
 
 // ---- robustness ----

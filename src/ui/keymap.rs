@@ -91,6 +91,9 @@ pub enum Action {
         row: u16,
         delta: i16,
     },
+    /// A replay's key (seek, step, speed) pressed on a live view: said in the footer, rather than
+    /// the key doing nothing without a word.
+    ReplayOnly(&'static str),
 }
 
 /// Where a binding applies.
@@ -361,7 +364,10 @@ pub fn action_for(ev: KeyEvent, view: &View) -> Option<Action> {
         KeyCode::Tab if ev.modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
         c => c,
     };
-    active(view).find(|b| b.keys.iter().any(|k| k.code == code && k.mods == mods)).map(|b| b.action)
+    let pressed = |b: &&Binding| b.keys.iter().any(|k| k.code == code && k.mods == mods);
+    active(view).find(pressed).map(|b| b.action).or_else(|| {
+        BINDINGS.iter().filter(|b| b.replay && b.when.has(ctx)).find(pressed).map(|b| Action::ReplayOnly(b.help))
+    })
 }
 
 pub fn action_for_mouse(ev: MouseEvent, view: &View) -> Option<Action> {
@@ -478,6 +484,18 @@ mod tests {
         let replay = footer_entries(&view);
         assert!(replay.iter().any(|(k, h, _)| k == "+/-" && *h == "speed"));
         assert!(replay.iter().any(|(k, h, _)| k == "[/]" && *h == "seek"));
+    }
+
+    #[test]
+    fn a_replay_key_on_a_live_view_says_so() {
+        let mut view = View::with_theme(crate::ui::Theme::no_color());
+        let seek = KeyEvent::new(KeyCode::Char('['), KeyModifiers::NONE);
+        assert_eq!(action_for(seek, &view), Some(Action::ReplayOnly("seek back 10 s")));
+        let model = crate::model::Model::default();
+        crate::ui::update(&mut view, &model, Action::ReplayOnly("seek back 10 s"));
+        assert_eq!(view.panes.notice.as_deref(), Some("seek back 10 s: only in a replay (this view is live)"));
+        view.derived.replay = true;
+        assert_eq!(action_for(seek, &view), Some(Action::SeekBack));
     }
 
     #[test]

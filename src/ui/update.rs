@@ -58,6 +58,10 @@ pub fn update(view: &mut View, model: &Model, action: Action) -> Effect {
         }
         Action::Quit | Action::ConfirmQuit => Effect::Quit,
         Action::Suspend => Effect::Suspend,
+        Action::ReplayOnly(what) => {
+            view.panes.notice = Some(format!("{what}: only in a replay (this view is live)"));
+            Effect::None
+        }
         Action::TogglePause => Effect::TogglePause,
         Action::Step => Effect::Step,
         Action::SeekBack => Effect::Seek(-SEEK_STEP_MS),

@@ -414,6 +414,26 @@ impl ItemKind {
             Self::Other(name) => name.as_str(),
         }
     }
+
+    /// Its kind in plain words, for a reader of any agent's sessions (never Codex's type name for
+    /// a Claude or OpenCode item); a call's own tool name, when it has one, says more.
+    pub fn word(&self) -> &str {
+        match self {
+            Self::UserMessage => "prompt",
+            Self::AgentMessage => "message",
+            Self::Reasoning => "reasoning",
+            Self::Command => "command",
+            Self::FileChange => "file change",
+            Self::McpTool | Self::DynamicTool => "tool call",
+            Self::WebSearch => "web search",
+            Self::Plan => "plan",
+            Self::ImageView => "image",
+            Self::Compaction => "compaction",
+            Self::Collab => "agent call",
+            Self::SubAgentActivity => "sub-agent activity",
+            Self::Other(name) => name.as_str(),
+        }
+    }
 }
 
 /// What a call that manages other agents does, whatever the agent calls it. The agent's own name
