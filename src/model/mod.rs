@@ -517,7 +517,7 @@ impl Model {
                         t.before_retry = Some(t.status);
                     }
                     t.status = Status::Retrying;
-                } else {
+                } else if !e.goes_on {
                     t.status = Status::Failed;
                 }
             }
