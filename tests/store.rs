@@ -53,6 +53,17 @@ fn search_finds_a_sub_agents_brief() {
     assert_ne!(brief["thread"], brief["session"], "the child's run, not its session's root");
 }
 
+/// A report by model lists the models that answered: the `<synthetic>` message Claude Code writes
+/// for a request that failed for good is no model, and spent nothing.
+#[test]
+fn a_report_by_model_leaves_out_claude_s_synthetic_messages() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("subfail");
+    let report = m.json(&["report", "model", "--json"]);
+    let keys: Vec<&str> = report["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert!(!keys.is_empty() && !keys.contains(&"<synthetic>"), "{keys:?}");
+}
+
 /// A hit says what it is in its agent's own words: Claude's `Agent`, OpenCode's `task`, a plain
 /// `message` or `prompt`; never Codex's item type names for another agent's items.
 #[test]
