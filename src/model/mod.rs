@@ -519,7 +519,7 @@ impl Model {
                         t.before_retry = Some(t.status);
                     }
                     t.status = Status::Retrying;
-                } else {
+                } else if !e.goes_on {
                     t.status = Status::Failed;
                 }
             }

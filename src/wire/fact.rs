@@ -717,6 +717,10 @@ pub struct ErrorFact {
     pub message: Option<Clean>,
     /// The agent retries (transient: the thread's next line puts back its status), else final.
     pub retrying: bool,
+    /// Not final either: the turn goes on and something later tells how it ends (`codex exec
+    /// --json`: an `error` line before `turn.failed`, a non-fatal `error` item). Its message is
+    /// kept; the status is left as it is.
+    pub goes_on: bool,
 }
 
 #[derive(Debug, Clone)]
