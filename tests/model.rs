@@ -290,7 +290,7 @@ fn reported_statuses_depend_on_the_one_before() {
 fn a_retry_is_transient_and_a_final_error_fails() {
     let mut w = World::new();
     w.root("r");
-    let error = |retrying| Fact::Error(ErrorFact { message: Some(sanitize("overloaded")), retrying });
+    let error = |retrying| Fact::Error(ErrorFact { message: Some(sanitize("overloaded")), retrying, goes_on: false });
     w.say("r", None, vec![set(Status::Running), error(true)]);
     assert_eq!(w.get("r").status, Status::Retrying);
     w.say("r", None, vec![]);

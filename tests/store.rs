@@ -53,6 +53,40 @@ fn search_finds_a_sub_agents_brief() {
     assert_ne!(brief["thread"], brief["session"], "the child's run, not its session's root");
 }
 
+/// A report by model lists the models that answered: the `<synthetic>` message Claude Code writes
+/// for a request that failed for good is no model, and spent nothing.
+#[test]
+fn a_report_by_model_leaves_out_claude_s_synthetic_messages() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("subfail");
+    let report = m.json(&["report", "model", "--json"]);
+    let keys: Vec<&str> = report["rows"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert!(!keys.is_empty() && !keys.contains(&"<synthetic>"), "{keys:?}");
+}
+
+/// A hit says what it is in its agent's own words: Claude's `Agent`, OpenCode's `task`, a plain
+/// `message` or `prompt`; never Codex's item type names for another agent's items.
+#[test]
+fn search_names_each_hit_in_its_agent_s_words() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("parallel");
+    m.with_opencode("tree");
+    let text = m.run(&["search", "--tz", "UTC", "--limit", "200", "files"]);
+    for codex_word in ["collabAgentToolCall", "agentMessage", "userMessage", "commandExecution"] {
+        assert!(!text.contains(codex_word), "{codex_word} in:\n{text}");
+    }
+    let kind_of = |agent: &str, tool: &str| text.lines().any(|l| l.contains(agent) && l.contains(&format!(" {tool} ")));
+    assert!(kind_of("claude", "Agent") && kind_of("opencode", "task"), "{text}");
+    // Times as `history` prints them, to the second.
+    assert!(
+        text.lines().nth(1).is_some_and(|l| l.as_bytes().get(10) == Some(&b' ') && l.as_bytes()[19] == b' '),
+        "{text}"
+    );
+    let hits = m.json(&["search", "--json", "--limit", "200", "files", "--no-sync"]);
+    let hits = hits["hits"].as_array().unwrap();
+    assert!(hits.iter().any(|h| h["agent"] == "opencode" && h["tool"] == "task"), "{hits:?}");
+}
+
 /// A brief that is also its run's first message (a root's prompt, a sub-agent's task as its file
 /// begins), or an answer that is its last message, is one place: one hit, the brief or the answer.
 #[test]
@@ -834,7 +868,12 @@ fn a_schema_3_store_is_upgraded_in_place_and_keeps_its_runs() {
         for kind in ["session", "daily", "agent-type"] {
             out.push(m.run(&["report", kind, "--json", "--no-sync"]));
         }
-        out.push(m.run(&["search", "spotter", "--json", "--no-sync"]));
+        // Search hits as schema 3 kept them: without the call's own tool name, which schema 4 adds.
+        let mut hits = m.json(&["search", "spotter", "--json", "--no-sync"]);
+        for hit in hits["hits"].as_array_mut().unwrap() {
+            hit.as_object_mut().unwrap().remove("tool");
+        }
+        out.push(hits.to_string());
         out
     };
     let before = seen(&m);

@@ -144,7 +144,7 @@ fn a_team_store_answers_as_the_file_store_does() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|h| format!("{} {} {} {}", h["session"], h["thread"], h["kind"], h["time"]))
+            .map(|h| format!("{} {} {} {} {}", h["session"], h["thread"], h["kind"], h["tool"], h["time"]))
             .collect();
         hits.sort();
         hits
@@ -164,6 +164,14 @@ fn a_team_store_answers_as_the_file_store_does() {
     }
     let marked = team(&["search", "--json", "spotter"]);
     assert!(marked["hits"][0]["snippet"].as_str().unwrap().to_lowercase().contains("spotter"), "{marked}");
+    // The sessions of a replay's files (its acts are looked up by them) are found alike.
+    let file_store = swarmtop::store::Store::open(&m.store()).unwrap();
+    let team_store = swarmtop::store::Store::open_at(&swarmtop::store::Location::Team(url.clone()), "laptop").unwrap();
+    let paths: Vec<std::path::PathBuf> = file_store.backend().present().unwrap().into_iter().map(|(_, p)| p).collect();
+    let of_files = file_store.backend().sessions_of(&paths).unwrap();
+    assert_eq!(of_files.len(), 1 + CODEX_RUNS.len(), "{of_files:?}");
+    assert_eq!(team_store.backend().sessions_of(&paths).unwrap(), of_files);
+    assert_eq!(team_store.backend().sessions_of(&paths[..0]).unwrap(), Vec::<String>::new());
     // Synced again: nothing read, nothing added.
     let again = json(on(&m, "laptop", &url, &["sync", "--json"]));
     assert_eq!((again["read"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(1 + CODEX_RUNS.len() as u64)));

@@ -185,6 +185,12 @@ pub(super) fn minute(ms: i64, tz: &TimeZone) -> String {
         .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string())
 }
 
+/// `2026-02-12 17:02:09` in `tz`.
+pub(super) fn second(ms: i64, tz: &TimeZone) -> String {
+    Timestamp::from_millisecond(ms)
+        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S").to_string())
+}
+
 fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) -> String {
     if sessions.is_empty() {
         return "no sessions in the run store for these filters\n".to_owned();

@@ -14,8 +14,9 @@ use tokio::sync::mpsc;
 use super::cli::{GlobalOpts, StoreOpts};
 use crate::model::ItemStatus;
 use crate::pipeline::Config;
+use crate::source::acts::Logged;
 use crate::source::agents::Env;
-use crate::source::files;
+use crate::source::files::{self, Input};
 use crate::source::recorded::Recorded;
 use crate::store::rows::{ActRow, RunInfo, SessionInfo};
 use crate::store::{Filter, Location, Lookup, Store, location};
@@ -151,8 +152,10 @@ fn opened(access: &Access, id: &str) -> Result<Brought> {
     if all_there {
         let paths: Vec<PathBuf> = files.into_iter().map(|(path, _)| path).collect();
         let inputs = files::expand(&paths).wrap_err("listing the session's files")?;
-        let recorded =
-            Recorded::from_inputs(&paths, &inputs, false, &time_of).wrap_err("reading the session's files")?;
+        // What was done to it is in the store, not always in its files (a signal, a server's abort).
+        let acts = act_records(&store, &[id.to_owned()])?;
+        let recorded = Recorded::from_inputs_with(&paths, &inputs, false, &time_of, acts)
+            .wrap_err("reading the session's files")?;
         return Ok(Brought::Replay(Box::new(recorded)));
     }
     Ok(Brought::Loaded(Loaded::Stored(stored(&store, id).map(Box::new).map_err(|e| message(&e)))))
@@ -173,6 +176,57 @@ pub fn stored(store: &Store, id: &str) -> Result<Stored> {
         view.runs.iter().map(|r| run(store, view.session.id.as_str(), r, &names)).collect::<Result<Vec<PastRun>>>()?;
     let acts = store.backend().acts(view.session.id.as_str())?.iter().map(|a| act(a, &tz)).collect();
     Ok(Stored { session: past(&view.session, &tz), runs, acts })
+}
+
+/// The stops the run store keeps on `sessions`, as act records for their replay (issue 20: a
+/// stored session replayed from its files showed none): the tree and the lanes then say who
+/// stopped each agent, as they do live. Only stops that took: a refusal or a failed stop stopped
+/// nothing (the store's view of the session lists every act).
+fn act_records(store: &Store, sessions: &[String]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for session in sessions {
+        for a in store.backend().acts(session)?.iter().filter(|a| a.stopped()) {
+            let reason = if a.detail.is_empty() { a.outcome.clone() } else { format!("{} ({})", a.outcome, a.detail) };
+            let logged = Logged {
+                ts: Some(a.at_ms),
+                kind: Some(a.kind.clone()),
+                by: Some(a.by.clone()),
+                via: Some(a.via.clone()),
+                server: None,
+                target: a.target.clone(),
+                reason: Some(reason),
+                outcome: None,
+            };
+            logged.record(&mut out);
+        }
+    }
+    Ok(out)
+}
+
+/// The act records of the stops the run store keeps on the sessions read from `inputs` (a
+/// replay of files the store indexed): none when there is no store (a replay never creates
+/// one), or it cannot be read (the replay goes on without them; the log says why).
+pub fn acts_on_files(opts: &StoreOpts, inputs: &[Input]) -> Vec<u8> {
+    let read = || -> Result<Vec<u8>> {
+        let at = location::resolve(opts.store.as_deref(), &Env::from_process())?;
+        if matches!(&at, Location::File(path) if !path.is_file()) {
+            return Ok(Vec::new());
+        }
+        let store = super::sync::open(opts)?;
+        // The store keeps the paths that discovery found; the user may name them otherwise.
+        let mut paths = Vec::new();
+        for input in inputs {
+            if let Input::File(p) = input {
+                paths.extend(std::path::absolute(p).ok());
+                paths.extend(std::fs::canonicalize(p).ok());
+            }
+        }
+        act_records(&store, &store.backend().sessions_of(&paths)?)
+    };
+    read().unwrap_or_else(|e| {
+        tracing::warn!(error = %message(&e), "reading the run store's acts for the replay");
+        Vec::new()
+    })
 }
 
 fn act(a: &ActRow, tz: &TimeZone) -> PastAct {

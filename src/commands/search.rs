@@ -13,6 +13,7 @@ use super::report::{Table, filter, table_width};
 use crate::pipeline::Config;
 use crate::store::query;
 use crate::store::rows::Hit;
+use crate::wire::fact::ItemKind;
 
 pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let (filter, tz) = filter(&args.filter)?;
@@ -47,6 +48,9 @@ struct HitJson<'a> {
     thread: &'a str,
     name: &'a str,
     kind: &'a str,
+    /// The call's own tool name, as its agent calls it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a str>,
     time: Option<String>,
     snippet: String,
     /// The machine that ran it (a team store's).
@@ -72,6 +76,7 @@ pub(super) fn render_json(hits: &[Hit], tz: &TimeZone) -> String {
                 thread: h.thread.as_str(),
                 name: h.name.as_str(),
                 kind: h.kind.as_str(),
+                tool: h.tool.as_ref().map(crate::wire::Clean::as_str),
                 time: h.at_ms.and_then(|t| query::rfc3339(t, tz)),
                 snippet: snippet(h, "", ""),
                 machine: h.machine.as_ref().map(crate::wire::Clean::as_str),
@@ -102,7 +107,7 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
     for h in hits {
         let machine = fleet.then(|| h.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
         table.push(
-            [h.at_ms.and_then(|t| query::rfc3339(t, tz)).unwrap_or_else(|| "?".to_owned()), h.agent.to_string()]
+            [h.at_ms.map_or_else(|| "?".to_owned(), |t| super::history::second(t, tz)), h.agent.to_string()]
                 .into_iter()
                 .chain(machine)
                 .chain(rest(h))
@@ -118,9 +123,18 @@ fn rest(h: &Hit) -> Vec<String> {
     vec![
         h.session.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
         h.name.to_string(),
-        h.kind.to_string(),
+        kind_words(h),
         snippet(h, "\u{e000}", "\u{e001}"),
     ]
+}
+
+/// What the hit is, in its agent's words: the call's own tool name (`Bash`, `task`), else the
+/// kind in plain words (`message`, `command`), never Codex's type name for another agent's item.
+fn kind_words(h: &Hit) -> String {
+    match &h.tool {
+        Some(tool) => tool.to_string(),
+        None => ItemKind::of(h.kind.as_str()).word().to_owned(),
+    }
 }
 
 #[cfg(test)]

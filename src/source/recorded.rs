@@ -139,6 +139,19 @@ impl Recorded {
 
     /// `paths` as the user named them (for the name shown), `inputs` as they expand.
     pub fn from_inputs(paths: &[PathBuf], inputs: &[Input], follow: bool, time_of: TimeOf<'_>) -> io::Result<Self> {
+        Self::from_inputs_with(paths, inputs, follow, time_of, Vec::new())
+    }
+
+    /// [`Recorded::from_inputs`], with `acts` beside them: act records (`source::acts`) of what was
+    /// done to these sessions that their files do not hold (the run store keeps them), merged in
+    /// at their times as a stream of their own.
+    pub fn from_inputs_with(
+        paths: &[PathBuf],
+        inputs: &[Input],
+        follow: bool,
+        time_of: TimeOf<'_>,
+        acts: Vec<u8>,
+    ) -> io::Result<Self> {
         // Named as the user named it: a directory by itself, not by its first file.
         let shown = |p: &PathBuf| if p.as_os_str() == "-" { "stdin".to_owned() } else { p.display().to_string() };
         let name = match (paths, inputs) {
@@ -151,6 +164,18 @@ impl Recorded {
         r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
         for input in inputs {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
+        }
+        if !acts.is_empty() {
+            let source = r.sources.len();
+            r.sources.push(Source {
+                path: None,
+                origin: Origin::NONE,
+                read: 0,
+                data: Backing::Memory(Vec::new()),
+                modified: None,
+            });
+            r.sources[source].read = r.index(source, 0, acts.as_slice(), time_of)?;
+            r.sources[source].data = Backing::Memory(acts);
         }
         r.merge(Order::Time);
         Ok(r)

@@ -47,6 +47,8 @@ pub trait Backend {
     /// The files a session was read from (a session's source's), and whether each was still there
     /// at the last sync.
     fn files(&self, session: &str) -> Result<Vec<(PathBuf, bool)>>;
+    /// The sessions read from any of the files at `paths` (this machine's), each once, in id order.
+    fn sessions_of(&self, paths: &[PathBuf]) -> Result<Vec<String>>;
     /// Everything stored, as text that two stores holding the same runs print alike (tests).
     fn dump(&self) -> Result<String>;
     /// Only one sync at a time: the lock, or `None` when another holds it and `wait` is false.

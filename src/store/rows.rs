@@ -319,6 +319,9 @@ pub struct Hit {
     /// The run's name.
     pub name: Clean,
     pub kind: Clean,
+    /// The call's own tool name, as its agent calls it (`Bash`, `task`, `spawnAgent`), when the
+    /// hit is a tool call's.
+    pub tool: Option<Clean>,
     pub at_ms: Option<i64>,
     /// The text around the match, in pieces: `true` for the words that matched.
     pub snippet: Vec<(Clean, bool)>,
@@ -345,4 +348,15 @@ pub struct ActRow {
     pub detail: String,
     /// `interrupted`, `denied`, or why it failed.
     pub outcome: String,
+}
+
+impl ActRow {
+    /// Whether it stopped its target, as its outcome says: an interrupt the agent confirmed
+    /// (`interrupted`; `aborted`, a guard's through a server) or a process gone (`exited on
+    /// SIGINT`). A refusal stopped nothing, and neither did a failed stop; a guard's ask through a
+    /// tee (`interrupt asked`) is in the tee's recording as it was answered.
+    pub fn stopped(&self) -> bool {
+        self.kind == "interrupt"
+            && (matches!(self.outcome.as_str(), "interrupted" | "aborted") || self.outcome.starts_with("exited on "))
+    }
 }

@@ -786,16 +786,16 @@ impl Backend for Sqlite {
                SELECT rowid AS id, rank, snippet(texts_fts, 0, char(2), char(3), '…', 16) AS snip
                FROM texts_fts WHERE texts_fts MATCH ?5),
              hit AS (
-               SELECT i.run_id AS run_id, i.kind AS kind, i.at_ms AS at_ms, i.ordinal AS ordinal, t.rank AS rank,
-                      t.snip AS snip
+               SELECT i.run_id AS run_id, i.kind AS kind, i.tool AS tool, i.at_ms AS at_ms, i.ordinal AS ordinal,
+                      t.rank AS rank, t.snip AS snip
                FROM texts_hit t JOIN items i ON i.text_id = t.id
                WHERE NOT EXISTS (
                  SELECT 1 FROM runs_hit h JOIN runs r ON r.id = h.id JOIN texts x ON x.id = t.id
                  WHERE h.id = i.run_id AND ((h.in_brief AND {}) OR (h.in_answer AND {})))
                UNION ALL
-               SELECT id, CASE WHEN in_brief THEN 'brief' ELSE 'answer' END, NULL, -1, rank, snip FROM runs_hit)
+               SELECT id, CASE WHEN in_brief THEN 'brief' ELSE 'answer' END, NULL, NULL, -1, rank, snip FROM runs_hit)
              SELECT s.thread, coalesce(s.agent, src.agent), r.thread, r.name, hit.kind,
-                    coalesce(hit.at_ms, r.started_ms), hit.snip
+                    coalesce(hit.at_ms, r.started_ms), hit.snip, hit.tool
              FROM hit JOIN runs r ON r.id = hit.run_id
              JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
              WHERE {}
@@ -818,6 +818,7 @@ impl Backend for Sqlite {
                 thread: clean(r, 2)?,
                 name: clean(r, 3)?,
                 kind: clean(r, 4)?,
+                tool: clean_opt(r, 7)?,
                 at_ms: r.get(5)?,
                 snippet: snippet(&r.get::<_, String>(6)?),
                 machine: None,
@@ -902,6 +903,23 @@ impl Backend for Sqlite {
         )?;
         let rows = st.query_map([session], |r| Ok((PathBuf::from(r.get::<_, String>(0)?), r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn sessions_of(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
+        // One pass over the files (no index on their path: a replay asks once, at its start).
+        let wanted: std::collections::HashSet<String> =
+            paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT f.path, s.thread FROM sessions s JOIN files f ON f.source_id = s.source_id")?;
+        let mut rows = st.query([])?;
+        let mut out = std::collections::BTreeSet::new();
+        while let Some(r) = rows.next()? {
+            if wanted.contains(r.get_ref(0)?.as_str()?) {
+                out.insert(r.get::<_, String>(1)?);
+            }
+        }
+        Ok(out.into_iter().collect())
     }
 
     fn dump(&self) -> Result<String> {

@@ -16,7 +16,9 @@ use super::outline::{Group, NodeId};
 use super::paint::put_lines;
 use super::scene::Scene;
 use super::status::Shown;
-use super::text::{duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_tail};
+use super::text::{
+    duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_line, wrap_tail,
+};
 use super::theme::Theme;
 use super::view::{Jump, Matches, Pane, View};
 use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
@@ -426,8 +428,19 @@ pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme)
     let mut have = 0;
     // A stop by swarmtop ends the stream with who stopped it and why (a guard's limit).
     if let Some(by) = t.stopped_by.as_ref().filter(|_| !t.status.is_active() && rows > 0) {
-        let (wrapped, _) =
-            wrap_tail(&format!("stopped by {}", by.as_str()), width.saturating_sub(2).max(1), rows.min(2));
+        // Its head: who stopped it comes first (a tail of a long reason showed only its end, as
+        // `◼ SIGINT (pid …)`); what does not fit in two rows is cut.
+        let w = width.saturating_sub(2).max(1);
+        let mut wrapped = Vec::new();
+        for line in format!("stopped by {}", by.as_str()).lines() {
+            wrap_line(line, w, &mut wrapped);
+        }
+        if wrapped.len() > rows.min(2) {
+            wrapped.truncate(rows.min(2));
+            if let Some(last) = wrapped.last_mut() {
+                *last = truncate(&format!("{last}…"), w);
+            }
+        }
         let lines: Vec<Line<'static>> = wrapped
             .into_iter()
             .enumerate()

@@ -3,6 +3,8 @@
 //! which [`Activity`] gathers once per model change in one iterative pass (no recursion: a chain
 //! of 100k children must not overflow the stack).
 
+use rustc_hash::FxHashMap;
+
 use crate::model::{AgentOp, ItemStatus, Model, Status, Thread, Wait};
 use crate::router::ThreadIdx;
 
@@ -15,7 +17,9 @@ pub struct Subtree {
     pub first_ms: Option<i64>,
     /// Descendants whose own status is active.
     pub active: u32,
-    /// Children (its own sub-agents, not theirs) whose status is active.
+    /// What it waits on itself (its own sub-agents, not theirs): each child at work or spawned and
+    /// not started yet, and each spawn call of its current turn not answered whose agent is not
+    /// one of those (a call and the agent it started are one).
     pub children: u32,
 }
 
@@ -53,9 +57,11 @@ impl Activity {
             let mine = of[idx.index()];
             let up = &mut of[p.index()];
             up.active = up.active.saturating_add(mine.active).saturating_add(u32::from(t.status.is_active()));
-            up.children = up.children.saturating_add(u32::from(t.status.is_active()));
             up.last_ms = up.last_ms.max(mine.last_ms).max(t.last_ms);
             up.first_ms = [up.first_ms, mine.first_ms, t.first_ms].into_iter().flatten().min();
+        }
+        for (i, t) in model.threads.iter().enumerate() {
+            of[i].children = waits_on(model, t);
         }
         let need_you = model.threads.iter().filter(|t| t.status == Status::Waiting).count();
         let active = model.threads.iter().filter(|t| t.status.is_active()).count();
@@ -106,10 +112,9 @@ impl Shown {
         match t.status {
             Status::Waiting => Self::NeedsYou(t.waiting_on()),
             s if s.is_active() && clock.ended => Self::Unfinished,
-            Status::Running if below.children > 0 || outstanding_spawns(t) > 0 => {
+            Status::Running if below.children > 0 => {
                 let below_quiet = clock.stall_ms > 0 && quiet_for(below.last_ms) > stall;
-                let on = below.children.max(outstanding_spawns(t));
-                if quiet && below_quiet { Self::Stalled } else { Self::OnChildren(on) }
+                if quiet && below_quiet { Self::Stalled } else { Self::OnChildren(below.children) }
             }
             s if s.is_active() && quiet => Self::Stalled,
             Status::Idle if t.parent.is_some() => Self::Done,
@@ -148,18 +153,53 @@ impl Shown {
     }
 }
 
-/// Spawn calls of the thread's current turn still at work (a Claude `Agent` call until its
-/// result; a Codex `spawnAgent` until it names its agent).
-fn outstanding_spawns(t: &Thread) -> u32 {
-    let Some(turn) = t.turns.len().checked_sub(1) else { return 0 };
-    let open = t
-        .items
-        .iter()
-        .rev()
-        .take_while(|i| i.turn == Some(turn))
-        .filter(|i| i.op == Some(AgentOp::Spawn) && i.status == ItemStatus::InProgress)
-        .count();
-    u32::try_from(open).unwrap_or(u32::MAX)
+/// What `t` waits on (issue 19: `waiting on 5` beside `⑂ spawn ×4` counted the larger of its
+/// children at work and its open calls, and a child spawned but not started in neither): each
+/// spawn call of its current turn still open or whose agent is live, and each live child no
+/// call names. One call starts one agent: a call no agent names and an agent no call names (a
+/// Codex rollout links a child by its session's parent; a Claude OTLP child learns its call only
+/// when its span ends) are taken to be each other, in the order they came.
+fn waits_on(model: &Model, t: &Thread) -> u32 {
+    let n = model.threads.len();
+    let live = |c: ThreadIdx| {
+        c.index() < n && {
+            let c = model.thread(c);
+            // Spawned and nothing told of it but that: a Codex child between its spawn's
+            // completion and its first turn (`collab_v1`: 7 ms) is waited on as one at work. (An
+            // OTLP child with spans and no turn has told more: its status says.)
+            c.status.is_active()
+                || (c.status == Status::Pending && c.turns.is_empty() && c.items.is_empty() && c.tokens.total == 0)
+        }
+    };
+    let turn = t.turns.len().checked_sub(1);
+    let open = |i: &crate::model::Item| i.status == ItemStatus::InProgress && i.turn == turn;
+    let calls: Vec<&crate::model::Item> = t.items.iter().filter(|i| i.op == Some(AgentOp::Spawn)).collect();
+    // Which call names each child, found once (a parent of thousands is drawn every frame).
+    let by_id: FxHashMap<&str, usize> = calls.iter().enumerate().map(|(k, i)| (&*i.id, k)).collect();
+    let mut named: FxHashMap<ThreadIdx, usize> = FxHashMap::default();
+    for (k, call) in calls.iter().enumerate() {
+        for &c in call.lanes.iter().chain(&call.receivers) {
+            named.entry(c).or_insert(k);
+        }
+    }
+    let mut agents: Vec<(bool, bool)> = vec![(false, false); calls.len()];
+    let mut unnamed_children = Vec::new();
+    for &c in &t.children {
+        let call =
+            named.get(&c).copied().or_else(|| model.thread(c).card.as_deref().and_then(|id| by_id.get(id).copied()));
+        match call {
+            Some(k) => agents[k] = (true, agents[k].1 || live(c)),
+            None => unnamed_children.push(c),
+        }
+    }
+    let mut unnamed_children = unnamed_children.into_iter();
+    let mut count = 0usize;
+    for (call, (has_agent, agent_lives)) in calls.iter().zip(agents) {
+        let agent_lives = if has_agent { agent_lives } else { unnamed_children.next().is_some_and(live) };
+        count += usize::from(open(call) || agent_lives);
+    }
+    count += unnamed_children.filter(|&c| live(c)).count();
+    u32::try_from(count).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -245,6 +285,39 @@ mod tests {
         );
         m.push(spawning.as_bytes());
         assert_eq!(shown(&m, "grand", clock(100_010)), Shown::OnChildren(1));
+    }
+
+    #[test]
+    fn a_call_and_the_agent_it_started_are_waited_on_once_and_a_child_not_started_yet_too() {
+        use serde_json::json;
+        let spawn = |event: &str, id: &str, status: &str, receivers: &[&str], ms: i64| {
+            note(
+                event,
+                &json!({"threadId": "root", "turnId": "t1", "item": {"type": "collabAgentToolCall", "id": id,
+                    "tool": "spawnAgent", "status": status, "senderThreadId": "root",
+                    "receiverThreadIds": receivers, "prompt": "go", "agentsStates": {}}}),
+                ms,
+            )
+        };
+        let mut p = crate::pipeline::Pipeline::default();
+        for l in [
+            note("thread/started", &json!({"thread": {"id": "root", "parentThreadId": null}}), 0),
+            note("turn/started", &json!({"threadId": "root", "turn": {"id": "t1", "status": "inProgress"}}), 0),
+            spawn("item/started", "c1", "inProgress", &[], 10),
+            // collab_v1: the child's first line is an idle status, before its spawn names it.
+            note("thread/status/changed", &json!({"threadId": "kid", "status": {"type": "idle"}}), 20),
+            spawn("item/completed", "c1", "completed", &["kid"], 20),
+        ] {
+            p.push(l.as_bytes());
+        }
+        assert_eq!(shown(&p, "root", clock(25)), Shown::OnChildren(1), "spawned, not started: waited on");
+        p.push(spawn("item/started", "c2", "inProgress", &[], 30).as_bytes());
+        let started = json!({"threadId": "kid", "turn": {"id": "k1", "status": "inProgress"}});
+        p.push(note("turn/started", &started, 31).as_bytes());
+        assert_eq!(shown(&p, "root", clock(35)), Shown::OnChildren(2), "the child at work and the open call");
+        let done = json!({"threadId": "kid", "turn": {"id": "k1", "status": "completed"}});
+        p.push(note("turn/completed", &done, 40).as_bytes());
+        assert_eq!(shown(&p, "root", clock(45)), Shown::OnChildren(1), "only the open call");
     }
 
     #[test]

@@ -203,16 +203,17 @@ pub fn lower<'l>(line: &'l ExecLine<'_>, origin: &Origin, follow: &mut Follow, o
         "turn.failed" => {
             out.weight = Weight::Closing;
             let error = line.error.as_ref().and_then(|e| e.message.as_deref()).map(sanitize);
-            facts.push(Fact::Error(ErrorFact { message: error.clone(), retrying: false }));
+            facts.push(Fact::Error(ErrorFact { message: error.clone(), retrying: false, goes_on: false }));
             facts.push(Fact::TurnEnded(TurnEnded { turn: TurnRef::Latest, outcome: Some(TurnOutcome::Failed), error }));
             facts.push(Fact::SessionEnded(SessionEnded { interrupted: true }));
             facts.push(set(Target::Subject, Status::Failed));
         }
         "error" => {
-            // A fatal error is followed by `turn.failed`; until then the turn goes on.
+            // A fatal error is followed by `turn.failed`; until then the turn goes on, and the
+            // agent is not failed before it is (issue 19: ✗ showed while the turn still ran).
             let message = line.message.as_deref();
             let retrying = message.is_some_and(|m| m.starts_with("Reconnecting"));
-            facts.push(Fact::Error(ErrorFact { message: message.map(sanitize), retrying }));
+            facts.push(Fact::Error(ErrorFact { message: message.map(sanitize), retrying, goes_on: !retrying }));
             if retrying {
                 facts.push(set(Target::Subject, Status::Retrying));
             }
@@ -295,7 +296,9 @@ fn item_facts<'l>(item: &'l ExecItem<'_>, completed: bool, out: &mut Lowered<'l>
     let facts = &mut out.facts;
     facts.push(Fact::Item(Box::new(fact)));
     if is_error {
-        facts.push(Fact::Error(ErrorFact { message: item.message.as_deref().map(sanitize), retrying: false }));
+        // An `error` item is a notice (Codex's "non-fatal error"): the turn goes on.
+        let message = item.message.as_deref().map(sanitize);
+        facts.push(Fact::Error(ErrorFact { message, retrying: false, goes_on: true }));
     }
     if collab {
         let call = Call { id, op, completed, failed: said == Some(ItemStatus::Failed) };
@@ -480,6 +483,30 @@ mod tests {
         assert!(got[2].1.contains("retrying: true") && got[2].1.contains("Retrying"));
         assert!(got[3].1.contains("Failed") && got[3].1.contains("stream disconnected"));
         assert!(got[4].1.contains(r#"Other("some_future_item")"#), "an unknown item is shown for what it says");
+    }
+
+    #[test]
+    fn an_error_that_does_not_end_the_turn_does_not_fail_the_agent_before_turn_failed() {
+        use crate::model::Status;
+        let mut p = crate::pipeline::Pipeline::default();
+        let status = |p: &crate::pipeline::Pipeline| p.model.thread(p.find("t0").expect("t0")).status;
+        for l in [STARTED, r#"{"type":"turn.started"}"#] {
+            p.push(l.as_bytes());
+        }
+        // A notice item and the fatal error: the turn goes on until `turn.failed` says it ended.
+        p.push(br#"{"type":"item.completed","item":{"id":"item_1","type":"error","message":"model refused a tool"}}"#);
+        assert_eq!(status(&p), Status::Running, "a non-fatal error item");
+        p.push(br#"{"type":"error","message":"stream disconnected before completion"}"#);
+        assert_eq!(status(&p), Status::Running, "the turn still runs");
+        let t = p.model.thread(p.find("t0").expect("t0"));
+        assert_eq!(
+            t.last_error.as_ref().map(crate::wire::Clean::as_str),
+            Some("stream disconnected before completion")
+        );
+        p.push(br#"{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"partial"}}"#);
+        assert_eq!(status(&p), Status::Running);
+        p.push(br#"{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}"#);
+        assert_eq!(status(&p), Status::Failed, "failed once the turn failed");
     }
 
     #[test]

@@ -414,6 +414,26 @@ impl ItemKind {
             Self::Other(name) => name.as_str(),
         }
     }
+
+    /// Its kind in plain words, for a reader of any agent's sessions (never Codex's type name for
+    /// a Claude or OpenCode item); a call's own tool name, when it has one, says more.
+    pub fn word(&self) -> &str {
+        match self {
+            Self::UserMessage => "prompt",
+            Self::AgentMessage => "message",
+            Self::Reasoning => "reasoning",
+            Self::Command => "command",
+            Self::FileChange => "file change",
+            Self::McpTool | Self::DynamicTool => "tool call",
+            Self::WebSearch => "web search",
+            Self::Plan => "plan",
+            Self::ImageView => "image",
+            Self::Compaction => "compaction",
+            Self::Collab => "agent call",
+            Self::SubAgentActivity => "sub-agent activity",
+            Self::Other(name) => name.as_str(),
+        }
+    }
 }
 
 /// What a call that manages other agents does, whatever the agent calls it. The agent's own name
@@ -697,6 +717,10 @@ pub struct ErrorFact {
     pub message: Option<Clean>,
     /// The agent retries (transient: the thread's next line puts back its status), else final.
     pub retrying: bool,
+    /// Not final either: the turn goes on and something later tells how it ends (`codex exec
+    /// --json`: an `error` line before `turn.failed`, a non-fatal `error` item). Its message is
+    /// kept; the status is left as it is.
+    pub goes_on: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -360,7 +360,7 @@ pub fn lower<'l>(line: &'l OpenCodeLine<'_>, out: &mut Lowered<'l>) {
                 if aborted {
                     out.facts.push(status(StatusChange::Set(Status::Interrupted)));
                 } else {
-                    out.facts.push(Fact::Error(ErrorFact { message, retrying: false }));
+                    out.facts.push(Fact::Error(ErrorFact { message, retrying: false, goes_on: false }));
                 }
             } else {
                 notice(kind, out);
@@ -507,7 +507,7 @@ fn message<'l>(info: &'l Info<'_>, session: Option<&'l str>, out: &mut Lowered<'
         if aborted {
             facts.push(status(StatusChange::Set(Status::Interrupted)));
         } else {
-            facts.push(Fact::Error(ErrorFact { message, retrying: false }));
+            facts.push(Fact::Error(ErrorFact { message, retrying: false, goes_on: false }));
         }
     } else if completed.is_some() && info.finish.as_deref().is_some_and(|f| f != "tool-calls") {
         out.weight = Weight::Closing;
@@ -673,7 +673,7 @@ fn session_status<'l>(props: &'l Properties<'_>, out: &mut Lowered<'l>) {
                 (Some(n), None) => format!("retry {n}"),
                 (None, m) => format!("retry: {}", m.unwrap_or_default()),
             };
-            out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&text)), retrying: true }));
+            out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&text)), retrying: true, goes_on: false }));
         }
         _ => {}
     }

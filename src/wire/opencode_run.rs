@@ -113,7 +113,7 @@ pub fn lower<'l>(line: &'l RunLine<'_>, out: &mut Lowered<'l>) {
                 error: if aborted { None } else { message.clone() },
             }));
             if !aborted {
-                out.facts.push(Fact::Error(ErrorFact { message, retrying: false }));
+                out.facts.push(Fact::Error(ErrorFact { message, retrying: false, goes_on: false }));
             }
             out.facts.push(set(if aborted { Status::Interrupted } else { Status::Failed }));
         }

@@ -442,7 +442,7 @@ fn chat<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         context: None,
     }))));
     if let Some(message) = failed(span) {
-        out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&message)), retrying: true }));
+        out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&message)), retrying: true, goes_on: false }));
     }
 }
 
@@ -501,7 +501,7 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         }
         "api_error" => {
             let message = a.str("error").map(sanitize);
-            out.facts.push(Fact::Error(ErrorFact { message, retrying: true }));
+            out.facts.push(Fact::Error(ErrorFact { message, retrying: true, goes_on: false }));
         }
         "tool_decision" => {
             if let Some(id) = a.str("tool_use_id") {

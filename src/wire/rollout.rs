@@ -371,7 +371,7 @@ fn turn_ended(aborted: bool, p: &Payload<'_>, facts: &mut Facts<'_>) {
         _ => TurnOutcome::Completed,
     };
     if let Some(message) = &error {
-        facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false }));
+        facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false, goes_on: false }));
     }
     facts.push(Fact::TurnEnded(TurnEnded {
         turn: TurnRef::IdOrLatest(p.turn_id.as_deref().map(|t| Cow::Owned(t.to_owned()))),

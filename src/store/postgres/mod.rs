@@ -221,6 +221,17 @@ impl Backend for Postgres {
         Ok(rows.iter().map(|r| (PathBuf::from(r.get::<_, String>(0)), r.get(1))).collect())
     }
 
+    fn sessions_of(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
+        // This machine's files only, as `files`.
+        let paths: Vec<String> = paths.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let rows = self.client.borrow_mut().query(
+            "SELECT DISTINCT s.thread FROM sessions s JOIN files f ON f.source_id = s.source_id
+             WHERE f.path = ANY($1) AND s.machine = $2 ORDER BY s.thread",
+            &[&paths, &self.machine],
+        )?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
     fn dump(&self) -> Result<String> {
         read::dump(&mut self.client.borrow_mut())
     }

@@ -281,23 +281,24 @@ pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, lim
                    FROM unnest($6::text[]) AS given, regexp_replace(given, $9, ' ', 'g') AS w
                    WHERE numnode(phraseto_tsquery('simple', w)) > 0)::tsquery AS q),
          hit AS (
-           SELECT i.run_id, i.kind, i.at_ms, i.ordinal, ts_rank(t.search, q.q) AS rank, t.body
+           SELECT i.run_id, i.kind, i.tool, i.at_ms, i.ordinal, ts_rank(t.search, q.q) AS rank, t.body
            FROM q, texts t JOIN items i ON i.text_id = t.id JOIN runs ir ON ir.id = i.run_id
            WHERE t.search @@ q.q
              AND NOT ((ir.brief_search @@ q.q AND {}) OR (ir.answer_search @@ q.q AND {}))
            UNION ALL
-           SELECT r.id, CASE WHEN r.brief_search @@ q.q THEN 'brief' ELSE 'answer' END, NULL, -1,
+           SELECT r.id, CASE WHEN r.brief_search @@ q.q THEN 'brief' ELSE 'answer' END, NULL, NULL, -1,
                   ts_rank(CASE WHEN r.brief_search @@ q.q THEN r.brief_search ELSE r.answer_search END, q.q),
                   CASE WHEN r.brief_search @@ q.q THEN r.brief ELSE r.answer END
            FROM q, runs r WHERE r.brief_search @@ q.q OR r.answer_search @@ q.q),
          found AS (
            SELECT s.thread AS session, coalesce(s.agent, src.agent) AS agent, r.thread, r.name, hit.kind,
-                  coalesce(hit.at_ms, r.started_ms) AS at, hit.body, hit.rank, hit.ordinal, src.machine
+                  coalesce(hit.at_ms, r.started_ms) AS at, hit.body, hit.rank, hit.ordinal, src.machine, hit.tool
            FROM hit JOIN runs r ON r.id = hit.run_id
            JOIN sources src ON src.id = r.source_id LEFT JOIN sessions s ON s.id = r.session_id
            WHERE {}
            ORDER BY rank DESC, at DESC NULLS LAST, r.thread COLLATE \"C\", hit.ordinal LIMIT $7)
-         SELECT f.session, f.agent, f.thread, f.name, f.kind, f.at, ts_headline('simple', f.body, q.q, $8), f.machine
+         SELECT f.session, f.agent, f.thread, f.name, f.kind, f.at, ts_headline('simple', f.body, q.q, $8), f.machine,
+                f.tool
          FROM found f, q
          ORDER BY f.rank DESC, f.at DESC NULLS LAST, f.thread COLLATE \"C\", f.ordinal",
         holds("ir.brief", "t.body"),
@@ -323,6 +324,7 @@ pub(super) fn search(client: &mut Client, words: &[String], filter: &Filter, lim
             thread: clean(r, 2),
             name: clean(r, 3),
             kind: clean(r, 4),
+            tool: clean_opt(r, 8),
             at_ms: r.get(5),
             snippet: crate::store::sqlite::snippet(r.get::<_, &str>(6)),
             machine: Some(sanitize_line(r.get::<_, &str>(7))),

@@ -50,7 +50,7 @@ pub fn api_error(status: Option<u64>, text: &str, facts: &mut Facts<'_>) {
         Some(s) if !text.contains(&s.to_string()) => sanitize(&format!("HTTP {s}: {text}")),
         _ => sanitize(text),
     };
-    facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false }));
+    facts.push(Fact::Error(ErrorFact { message: Some(message.clone()), retrying: false, goes_on: false }));
     facts.push(Fact::TurnEnded(TurnEnded {
         turn: TurnRef::Latest,
         outcome: Some(TurnOutcome::Failed),

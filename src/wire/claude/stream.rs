@@ -417,7 +417,7 @@ fn task_end<'l>(line: &'l StreamLine<'_>, status: Option<&str>, error: Option<&s
     };
     out.weight = Weight::Closing;
     if end == Status::Failed {
-        out.facts.push(Fact::Error(ErrorFact { message: error.map(sanitize), retrying: false }));
+        out.facts.push(Fact::Error(ErrorFact { message: error.map(sanitize), retrying: false, goes_on: false }));
     }
     let outcome = match end {
         Status::Idle => TurnOutcome::Completed,
@@ -449,7 +449,11 @@ fn retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         (Some(a), Some(m)) => format!(", retry {a}/{m}"),
         _ => String::new(),
     };
-    out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
+    out.facts.push(Fact::Error(ErrorFact {
+        message: Some(sanitize(&format!("{what}{attempt}"))),
+        retrying: true,
+        goes_on: false,
+    }));
     out.facts.push(set(Target::Subject, Status::Retrying));
 }
 
@@ -489,7 +493,11 @@ fn api_retry<'l>(line: &'l StreamLine<'_>, out: &mut Lowered<'l>) {
         _ => String::new(),
     };
     out.weight = Weight::Output;
-    out.facts.push(Fact::Error(ErrorFact { message: Some(sanitize(&format!("{what}{attempt}"))), retrying: true }));
+    out.facts.push(Fact::Error(ErrorFact {
+        message: Some(sanitize(&format!("{what}{attempt}"))),
+        retrying: true,
+        goes_on: false,
+    }));
     out.facts.push(set(Target::Subject, Status::Retrying));
 }
 

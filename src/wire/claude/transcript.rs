@@ -341,6 +341,13 @@ pub fn parse(text: &str) -> Option<ClaudeLine<'_>> {
 }
 
 impl Usage {
+    /// Whether every count is zero or absent.
+    fn is_nothing(&self) -> bool {
+        [self.input_tokens, self.cache_read_input_tokens, self.cache_creation_input_tokens, self.output_tokens]
+            .iter()
+            .all(|n| n.unwrap_or(0) == 0)
+    }
+
     /// The figures in the OpenAI vocabulary of [`Breakdown`].
     pub fn breakdown(&self) -> Breakdown {
         let v = |x: Option<u64>| x.unwrap_or(0);
@@ -517,7 +524,11 @@ fn assistant<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
             }
         }
     }
-    if let Some(usage) = message.usage.as_ref().filter(|_| !copied) {
+    // A `<synthetic>` message the CLI wrote itself (an API error, a cancelled request) carries
+    // zero usage under a model name that is no model: no response was made, so none is counted
+    // (a report by model would list `<synthetic>` with nothing in it).
+    let synthetic_nothing = model == Some("<synthetic>") && message.usage.as_ref().is_none_or(Usage::is_nothing);
+    if let Some(usage) = message.usage.as_ref().filter(|_| !copied && !synthetic_nothing) {
         facts.push(Fact::Usage(FactUsage::Response(Box::new(ResponseUsage {
             key: (
                 message.id.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),

@@ -183,7 +183,7 @@ fn thread_facts<'l>(msg: &'l Message<'_>, thread: &'l str, out: &mut Lowered<'l>
         Method::Error => {
             let retrying = p.will_retry == Some(true);
             let message = error_message(p.error);
-            facts.push(Fact::Error(ErrorFact { message: message.clone(), retrying }));
+            facts.push(Fact::Error(ErrorFact { message: message.clone(), retrying, goes_on: false }));
             if !retrying {
                 // Terminal (routing.md §3): it closes the turn; the `turn/completed` failed that
                 // follows (wire.md §5; `fail.server.ndjson`: 10 ms later) tells the same end again.

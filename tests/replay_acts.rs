@@ -1,0 +1,120 @@
+//! A stored session replayed from its files shows what was done to it (issue 20): the run store's
+//! acts on the session (here a stop by signal, which the agent's own files never hold) become act
+//! records of the replay, so the tree and the lane say who stopped it, as the monitor says live.
+//! Both ways a stored session is replayed: `swarmtop [--store S] FILE`, and Enter in the history
+//! view (`H`) on a session whose files are all there. Drawn over a `TestBackend`.
+
+#[path = "support/home.rs"]
+mod home;
+
+use clap::Parser as _;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use swarmtop::commands::cli::{Cli, GlobalOpts, MonitorOpts, StoreOpts};
+use swarmtop::commands::monitor::{Watch, watch_inputs};
+use swarmtop::commands::past::{self, Access, Brought};
+use swarmtop::pipeline::{Config, Pipeline};
+use swarmtop::source::recorded::Recorded;
+use swarmtop::store::Store;
+use swarmtop::store::rows::ActRow;
+use swarmtop::ui::{self, Feed, Theme, View};
+
+use home::{CLAUDE_OLD_SESSION, Home};
+
+/// A Claude Code 2.1.39 session synced into a run store of its own, and two acts on it there: a
+/// stop by signal (as `swarmtop interrupt` keeps it) and a guard's refusal (which stopped nothing).
+fn stored_session() -> (Home, std::path::PathBuf, std::path::PathBuf) {
+    let home = Home::new();
+    let file = home.add_claude_old();
+    let store = home.path().join("history.db");
+    let out = home.cmd().arg("sync").arg("--store").arg(&store).output().expect("swarmtop sync");
+    assert!(out.status.success(), "sync: {}", String::from_utf8_lossy(&out.stderr));
+    let mut s = Store::open(&store).expect("the run store");
+    let act = |kind: &str, by: &str, via: &str, detail: &str, outcome: &str, at_ms| ActRow {
+        at_ms,
+        kind: kind.into(),
+        by: by.into(),
+        via: via.into(),
+        session: Some(CLAUDE_OLD_SESSION.into()),
+        target: CLAUDE_OLD_SESSION.into(),
+        detail: detail.into(),
+        outcome: outcome.into(),
+    };
+    // After the session's last line (2026-02-12), as a stop comes once it ran.
+    let refused = act("deny", "guard", "hook", "Task toolu_01", "denied: depth 2 > 1", 1_796_000_000_000);
+    let signalled = act(
+        "interrupt",
+        "swarmtop interrupt",
+        "signal",
+        "pid 4121 in /home/USER/projects/spotter",
+        "exited on SIGINT",
+        1_796_000_001_000,
+    );
+    s.backend_mut().record_act(&refused).expect("kept");
+    s.backend_mut().record_act(&signalled).expect("kept");
+    (home, file, store)
+}
+
+/// The whole replay applied, drawn at 120×40.
+fn replayed(r: &Recorded) -> String {
+    let mut p = Pipeline::default();
+    ui::runtime::apply(r, &mut p, 0..r.len());
+    let feed = Feed { source: r.name.clone(), now_ms: p.model.stream_ms, ..Feed::default() };
+    let mut view = View::with_theme(Theme::no_color());
+    let mut term = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let counters = p.counters();
+    for _ in 0..2 {
+        term.draw(|f| ui::render(f, &p.model, &counters, &feed, &mut view)).expect("draw");
+    }
+    format!("{}", term.backend())
+}
+
+fn said(screen: &str) -> bool {
+    screen.contains("stopped by swarmtop interrupt")
+}
+
+#[test]
+fn swarmtop_file_of_a_stored_session_shows_its_stops() {
+    let (home, file, store) = stored_session();
+    let cli = Cli::try_parse_from([
+        "swarmtop".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--speed".as_ref(),
+        "max".as_ref(),
+        file.as_os_str(),
+    ])
+    .expect("the command line");
+    let opts = MonitorOpts::new(&cli.replay, cli.follow, &cli.screen, Some(&cli.record));
+    let Watch::Replay(r) = watch_inputs(&cli.inputs, &opts, &cli.window).expect("the replay") else {
+        panic!("a file is replayed")
+    };
+    let screen = replayed(&r);
+    assert!(said(&screen), "{screen}");
+    assert!(!screen.contains("denied"), "a refusal stopped nothing: {screen}");
+    // The temporary HOME in the header, named alike in every run.
+    let shown = screen.replace(&home.path().display().to_string(), "$HOME");
+    insta::assert_snapshot!("replay_of_a_stored_session_120x40", shown);
+    // Without the store's acts the files alone say nothing of the stop.
+    let bare =
+        Recorded::from_inputs(&cli.inputs, &[swarmtop::source::files::Input::File(file)], false, &ui::runtime::time_of)
+            .expect("the files");
+    assert!(!said(&replayed(&bare)));
+}
+
+#[test]
+fn a_stored_session_opened_from_the_history_as_a_replay_shows_its_stops() {
+    let (_home, _file, store) = stored_session();
+    let access = Access {
+        store: StoreOpts { store: Some(store.display().to_string()) },
+        config: Config::default(),
+        global: GlobalOpts::default(),
+    };
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    past::open(&access, CLAUDE_OLD_SESSION.to_owned(), 0, tx);
+    let reply = rx.blocking_recv().expect("an answer");
+    let Brought::Replay(r) = reply.what else { panic!("its files are all there: a replay") };
+    let screen = replayed(&r);
+    assert!(said(&screen), "{screen}");
+    assert!(screen.contains("SIGINT (pid 4121"), "the act's outcome and detail: {screen}");
+}
