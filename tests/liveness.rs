@@ -255,22 +255,28 @@ fn stop(mut child: Child) {
     child.wait().unwrap();
 }
 
-/// The machine view's next snapshot in which `want` holds for session `id` (listed once), and when.
+/// The machine view's first snapshot, from the last one received on, in which `want` holds for
+/// session `id` (listed once), and when. A snapshot comes only when something changed, so the
+/// last one received may say it already.
 async fn next_state(
     events: &mut tokio::sync::mpsc::Receiver<swarmtop::source::live::Event>,
+    last: &mut Option<Box<swarmtop::source::seen::Snapshot>>,
     id: &str,
     want: impl Fn(&swarmtop::source::seen::Seen) -> bool,
 ) -> (swarmtop::source::seen::Seen, Instant) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        let event = tokio::time::timeout_at(deadline, events.recv()).await;
-        let Ok(Some(event)) = event else { panic!("no snapshot for {id} came") };
-        if let swarmtop::source::live::Event::Sessions(snapshot) = event {
+        if let Some(snapshot) = last.as_deref() {
             let mine: Vec<_> = snapshot.sessions.iter().filter(|s| s.id == id).collect();
             assert!(mine.len() <= 1, "{id} listed once: {:#?}", snapshot.sessions);
             if let Some(seen) = mine.first().filter(|s| want(s)) {
                 return ((*seen).clone(), Instant::now());
             }
+        }
+        let event = tokio::time::timeout_at(deadline, events.recv()).await;
+        let Ok(Some(event)) = event else { panic!("no snapshot for {id} came") };
+        if let swarmtop::source::live::Event::Sessions(snapshot) = event {
+            *last = Some(snapshot);
         }
     }
 }
@@ -304,8 +310,9 @@ async fn the_machine_view_sees_a_session_end_within_a_tick_and_come_back_when_re
     };
     let mut events = machine::spawn(opts);
     let live = |pid: u32| move |s: &swarmtop::source::seen::Seen| s.state == State::Live && s.pid == Some(pid);
-    next_state(&mut events, quiet_id, live(quiet_pid)).await;
-    let (seen, _) = next_state(&mut events, recent_id, live(recent_pid)).await;
+    let mut last = None;
+    next_state(&mut events, &mut last, quiet_id, live(quiet_pid)).await;
+    let (seen, _) = next_state(&mut events, &mut last, recent_id, live(recent_pid)).await;
     assert!(seen.usage.is_some_and(|u| u.rss_bytes > 0), "the row shows the process: {seen:?}");
 
     // The processes exit: within one tick (2 s) the sessions are no longer live. The one written
@@ -313,16 +320,16 @@ async fn the_machine_view_sees_a_session_end_within_a_tick_and_come_back_when_re
     let killed = Instant::now();
     stop(quiet_holder);
     stop(recent_holder);
-    let (seen, at) = next_state(&mut events, quiet_id, |s| s.state != State::Live).await;
+    let (seen, at) = next_state(&mut events, &mut last, quiet_id, |s| s.state != State::Live).await;
     assert_eq!((seen.state, seen.pid), (State::Ended, None));
     assert!(at - killed <= Duration::from_millis(3500), "seen after {:?}", at - killed);
-    let (seen, _) = next_state(&mut events, recent_id, |s| s.state != State::Live).await;
+    let (seen, _) = next_state(&mut events, &mut last, recent_id, |s| s.state != State::Live).await;
     assert_eq!((seen.state, seen.pid), (State::Idle, None));
 
     // Resumed (a new process appends to the same rollout): live again, the same single row.
     let resumed = holder(&root_of(&quiet, quiet_id));
     let again = resumed.id();
-    let (seen, _) = next_state(&mut events, quiet_id, live(again)).await;
+    let (seen, _) = next_state(&mut events, &mut last, quiet_id, live(again)).await;
     assert_eq!(seen.pid, Some(again));
     stop(resumed);
 }

@@ -90,8 +90,10 @@ pub struct Model {
     limits: Limits,
     awaited: receivers::Awaited,
     /// Sessions stopped on a guess (no process was seen running them, none seen exiting), with
-    /// the time of the guess: a line of theirs stamped after it proves them running.
-    guessed_stops: Vec<(ThreadIdx, i64)>,
+    /// the time of the guess: a line of theirs stamped after it proves them running. By root: the
+    /// machine view guesses at tens of thousands of old sessions at once (a list of them cost a
+    /// pass over it for every stop and every line).
+    guessed_stops: rustc_hash::FxHashMap<ThreadIdx, i64>,
 }
 
 impl Model {
@@ -721,14 +723,14 @@ impl Model {
     /// A line of the session stamped after the guess undoes it.
     pub fn stopped_on_guess(&mut self, root: ThreadIdx, at_ms: i64) {
         self.stopped(root);
-        self.guessed_stops.push((root, at_ms));
+        self.guessed_stops.insert(root, at_ms);
     }
 
     /// A line of `idx` at `time` after a guessed stop of its session: it runs after all.
     fn proven_running(&mut self, idx: ThreadIdx, time: Option<i64>) {
         let Some(time) = time else { return };
         let Some(root) = self.root_of(idx) else { return };
-        if self.guessed_stops.iter().any(|&(r, at)| r == root && time > at) {
+        if self.guessed_stops.get(&root).is_some_and(|&at| time > at) {
             self.resumed(root);
         }
     }
@@ -737,7 +739,7 @@ impl Model {
     /// mid-answer: no end line, no interrupt note): every thread of its tree still at work, and
     /// its turn and items in progress, were interrupted, at the last time the stream told.
     pub fn stopped(&mut self, root: ThreadIdx) {
-        self.guessed_stops.retain(|&(r, _)| r != root);
+        self.guessed_stops.remove(&root);
         let time = self.stream_ms;
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
@@ -766,7 +768,7 @@ impl Model {
     /// a moment too soon, or another process took it up): what [`Model::stopped`] cut short and
     /// nothing has told of since is as it was.
     pub fn resumed(&mut self, root: ThreadIdx) {
-        self.guessed_stops.retain(|&(r, _)| r != root);
+        self.guessed_stops.remove(&root);
         let mut stack = vec![root];
         while let Some(t) = stack.pop() {
             let Some(thread) = self.threads.get_mut(t.index()) else { continue };

@@ -30,6 +30,9 @@ pub struct Feed {
     pub stall_ms: u64,
     /// The machine view's sessions (`swarmtop` with no arguments), as last sampled.
     pub machine: Option<Box<Snapshot>>,
+    /// The machine view's source is still reading what was on disk when it started (newest
+    /// first): a session it lists whose lines have not come yet is loading, not missing.
+    pub loading: bool,
     /// The OTLP export's counters, when the session exports (`--otlp`).
     pub export: Option<ExportFeed>,
     /// The OTLP receiver's counters, when `listen --otlp` receives.
@@ -102,6 +105,7 @@ impl Default for Feed {
             now_ms: None,
             stall_ms: 60_000,
             machine: None,
+            loading: false,
             notify: None,
             export: None,
             receive: None,

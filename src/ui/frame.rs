@@ -12,11 +12,18 @@ pub const INGEST_SLICE: Duration = Duration::from_millis(8);
 /// Lines applied between two looks at the slice's clock (and two burn-rate samples).
 pub const INGEST_CHUNK: usize = 256;
 
+/// At most this share of the time goes to drawing: a frame that took long (the machine view
+/// regrouping 50,000 sessions while they load) waits this many times its cost before the next,
+/// so that ingest goes on between frames instead of drawing without end.
+pub const DRAW_SHARE: u32 = 4;
+
 #[derive(Debug, Clone)]
 pub struct FrameClock {
     interval: Duration,
     tick: Duration,
     last_draw: Option<Instant>,
+    /// What the last frame cost.
+    last_cost: Duration,
     next_tick: Instant,
 }
 
@@ -24,16 +31,17 @@ impl FrameClock {
     /// At most `fps` frames a second; a redraw every `tick` with nothing new.
     pub fn new(fps: u32, tick: Duration, now: Instant) -> Self {
         let interval = Duration::from_secs_f64(1.0 / f64::from(fps.max(1)));
-        Self { interval, tick, last_draw: None, next_tick: now + tick }
+        Self { interval, tick, last_draw: None, last_cost: Duration::ZERO, next_tick: now + tick }
     }
 
     pub fn interval(&self) -> Duration {
         self.interval
     }
 
-    /// The earliest instant the next frame may be drawn.
+    /// The earliest instant the next frame may be drawn: an interval after the last one, or
+    /// [`DRAW_SHARE`] times its cost when that is longer.
     pub fn frame_at(&self) -> Option<Instant> {
-        self.last_draw.map(|t| t + self.interval)
+        self.last_draw.map(|t| t + self.interval.max(self.last_cost * DRAW_SHARE))
     }
 
     /// Whether a tick is due: time-driven parts of the screen need a new frame.
@@ -53,6 +61,12 @@ impl FrameClock {
 
     pub fn drawn(&mut self, now: Instant) {
         self.last_draw = Some(now);
+    }
+
+    /// A frame drawn at `now` that took `cost`.
+    pub fn drawn_in(&mut self, now: Instant, cost: Duration) {
+        self.last_draw = Some(now);
+        self.last_cost = cost;
     }
 
     /// When the loop must wake by itself: the next frame if something waits to be drawn, else
@@ -88,6 +102,17 @@ mod tests {
         assert!(!c.due(true, t0 + ms(19)));
         assert!(c.due(true, t0 + ms(20)));
         assert_eq!(c.next_wake(true, t0 + ms(5), None), t0 + ms(20), "dirty: wake for the next frame");
+    }
+
+    #[test]
+    fn a_costly_frame_leaves_time_for_the_rest() {
+        let t0 = Instant::now();
+        let mut c = FrameClock::new(50, ms(1000), t0);
+        c.drawn_in(t0, ms(30));
+        assert!(!c.due(true, t0 + ms(119)), "a 30 ms frame waits 4 × 30 ms, not 20 ms");
+        assert!(c.due(true, t0 + ms(120)));
+        c.drawn_in(t0 + ms(120), ms(1));
+        assert!(c.due(true, t0 + ms(140)), "cheap again: the interval rules");
     }
 
     #[test]

@@ -12,17 +12,19 @@ use crate::wire::{Clean, sanitize, sanitize_line};
 
 /// `machine: 2 live · 5 sessions · 3 running · $0.12/min`: the sessions on screen (those aged out
 /// are counted in diagnostics), the agents running in them, the burn over the last wall minute.
+/// Sessions found and not read yet count, said as loading (`50000 sessions (49,200 loading)`).
 /// `machine` names the machine: `machine` for this one, `HOST:PORT` for a server's.
 pub fn summary(view: &View, machine: &Clean) -> Clean {
     let counts = view.derived.tops.counts;
     let live = counts.live;
-    let sessions = counts.shown;
+    let sessions = counts.shown + counts.loading;
+    let loading = if counts.loading > 0 { format!(" ({} loading)", counts.loading) } else { String::new() };
     let running = view.activity().active;
     // Written as the header's first line writes it (`$0.0042/min`, `$0/min`): one figure, one form.
     let burn = format!("{}/min", crate::model::format_usd(view.burn_per_min()));
     // The machine's name is clean; the rest is figures.
     sanitize_line(&format!(
-        "{machine}: {live} live · {sessions} session{} · {running} running · {burn}",
+        "{machine}: {live} live · {sessions} session{}{loading} · {running} running · {burn}",
         if sessions == 1 { "" } else { "s" }
     ))
 }
@@ -32,7 +34,8 @@ pub fn any_live(snapshot: &Snapshot) -> bool {
     snapshot.sessions.iter().any(|s| s.state == State::Live)
 }
 
-/// With no session found: where swarmtop looked and what to do next.
+/// With no session found: where swarmtop looked and what to do next (with sessions found and none
+/// read yet: that they are being read).
 pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &View) {
     let theme = &view.theme;
     // The user's home, handed in by the command that reads the environment.
@@ -45,9 +48,18 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &Vie
         };
         sanitize(&short).to_string()
     };
-    if snapshot.looked_in.is_empty() && snapshot.tee_dir.as_os_str().is_empty() {
+    let loading = view.derived.tops.counts.loading;
+    let waiting = if loading > 0 {
+        // Sessions found, none read yet: they are on their way, not missing.
+        Some(format!("Reading {loading} session{}, newest first…", if loading == 1 { "" } else { "s" }))
+    } else if snapshot.looked_in.is_empty() && snapshot.tee_dir.as_os_str().is_empty() {
         // No look taken yet: a server's machine view before (or without) its first snapshot.
-        let line = Line::from(Span::styled("Nothing received from the server yet (its state is above).", theme.dim));
+        Some("Nothing received from the server yet (its state is above).".to_owned())
+    } else {
+        None
+    };
+    if let Some(text) = waiting {
+        let line = Line::from(Span::styled(text, theme.dim));
         let rect = Rect { y: area.y + area.height / 2, height: 1.min(area.height), x: area.x + 2, ..area };
         frame.render_widget(Paragraph::new(line), Rect { width: area.width.saturating_sub(4), ..rect });
         return;

@@ -201,6 +201,7 @@ impl Runtime {
         let mut rt = Self::live(sanitize_line("machine"), view, settings, config, now);
         rt.feed.connection = None;
         rt.feed.machine = Some(Box::default());
+        rt.feed.loading = true;
         rt
     }
 
@@ -348,10 +349,11 @@ impl Runtime {
 
     /// Draws the screen (call when [`Self::frame_due`]), noting the frame.
     pub fn draw(&mut self, frame: &mut Frame, now: Instant) {
+        let started = (self.slice_clock)();
         let counters = self.pipeline.counters();
         render(frame, &self.pipeline.model, &counters, &self.feed, &mut self.view);
         self.dirty = false;
-        self.clock.drawn(now);
+        self.clock.drawn_in(now, (self.slice_clock)().saturating_duration_since(started));
     }
 
     /// When to wake with no input: the next frame, tick, replay line or follow poll.
@@ -411,6 +413,7 @@ impl Runtime {
         self.pipeline = Pipeline::new(self.config.clone());
         // A server's machine view sends its history again before what happens now.
         self.machine_caught_up = false;
+        self.feed.loading = self.feed.machine.is_some();
         self.finished = false;
         self.dirty = true;
     }
@@ -442,6 +445,7 @@ impl Runtime {
         match event {
             live::Event::Live if self.feed.machine.is_some() => {
                 self.machine_caught_up = true;
+                self.feed.loading = false;
                 self.view.derived.burn.clear();
                 self.sample_live();
             }

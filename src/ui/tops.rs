@@ -68,6 +68,9 @@ pub struct Counts {
     pub ended: usize,
     /// Ended sessions left out because their last activity is older than the keep bound.
     pub aged_out: usize,
+    /// Sessions found whose lines have not come yet (the newest are read first): counted, listed
+    /// once they come.
+    pub loading: usize,
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +81,9 @@ pub struct Tops {
     pub keep_ms: Option<i64>,
     agents: Vec<String>,
     projects: Vec<Project>,
+    /// Each project's id by its agent and raw path (a regroup of 50,000 sessions looked each one's
+    /// project up in a list of all of them).
+    project_ids: FxHashMap<(u16, Option<String>), u32>,
     pub groups: Vec<AgentGroup>,
     sessions: FxHashMap<ThreadIdx, Session>,
     pub counts: Counts,
@@ -87,7 +93,7 @@ pub struct Tops {
     hidden: FxHashSet<ThreadIdx>,
     /// Bumped whenever the groups change: the rows depend on it.
     pub generation: u64,
-    key: Option<(u64, usize, usize)>,
+    key: Option<(u64, usize, usize, bool)>,
     snapshot: Option<Snapshot>,
 }
 
@@ -183,8 +189,9 @@ impl Tops {
     }
 
     fn intern_project(&mut self, agent: u16, raw: Option<&str>) -> u32 {
-        if let Some(i) = self.projects.iter().position(|p| p.agent == agent && p.raw.as_deref() == raw) {
-            return i as u32;
+        let key = (agent, raw.map(str::to_owned));
+        if let Some(&i) = self.project_ids.get(&key) {
+            return i;
         }
         let (name, path) = match raw {
             Some(raw) => {
@@ -203,21 +210,24 @@ impl Tops {
             }
             None => ("?".to_owned(), String::new()),
         };
-        self.projects.push(Project { agent, name, path, raw: raw.map(str::to_owned) });
-        (self.projects.len() - 1) as u32
+        self.projects.push(Project { agent, name, path, raw: key.1.clone() });
+        let id = (self.projects.len() - 1) as u32;
+        self.project_ids.insert(key, id);
+        id
     }
 
     /// Regroups the roots if the tree's shape or the snapshot changed since the last call; `now_ms`
-    /// (the wall clock) ages ended sessions out. Returns whether the groups changed.
-    pub fn refresh(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> bool {
-        let key = (model.structure, model.threads.len(), model.sessions.len());
+    /// (the wall clock) ages ended sessions out; `loading`: the source still reads what was on
+    /// disk (sessions not read yet are counted). Returns whether the groups changed.
+    pub fn refresh(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>, loading: bool) -> bool {
+        let key = (model.structure, model.threads.len(), model.sessions.len(), loading);
         if self.key == Some(key) && self.snapshot.as_ref() == Some(snapshot) {
             return false;
         }
         self.key = Some(key);
         self.snapshot = Some(snapshot.clone());
         let before: Vec<(ThreadIdx, Option<State>)> = self.states();
-        let groups = self.build(model, snapshot, now_ms);
+        let groups = self.build(model, snapshot, now_ms, loading);
         // Rows carry each session's ended state: a change of state is a change of rows too.
         if groups == self.groups && self.states() == before {
             return false;
@@ -246,7 +256,7 @@ impl Tops {
         }
     }
 
-    fn build(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>) -> Vec<AgentGroup> {
+    fn build(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>, loading: bool) -> Vec<AgentGroup> {
         let roots: FxHashMap<&str, ThreadIdx> = model.sessions.iter().map(|&r| (&*model.thread(r).id, r)).collect();
         // A tee's session is named by a thread of its stream, not always the root: its root is
         // the top of that thread's chain (a scan of the threads, once per snapshot, only then).
@@ -263,13 +273,16 @@ impl Tops {
                 let t = *all.get(seen.id.as_str())?;
                 model.ancestors(t).last().filter(|&r| model.thread(r).role == Role::Root)
             });
-            let Some(root) = root else { continue };
-            if self.sessions.contains_key(&root) {
-                continue;
-            }
             let aged = seen.state == State::Ended
                 && matches!((self.keep_ms, now_ms, seen.last_activity_ms),
                     (Some(keep), Some(now), Some(last)) if now.saturating_sub(last) > keep);
+            let Some(root) = root else {
+                self.counts.loading += usize::from(loading && !aged);
+                continue;
+            };
+            if self.sessions.contains_key(&root) {
+                continue;
+            }
             let agent = self.intern_agent(seen.tool);
             let project = self.intern_project(agent, seen.project());
             let session = Session {
@@ -327,16 +340,19 @@ impl Tops {
         listed.sort_by_key(rank);
         // Groups take the rank of their best session: the sorted order, first seen first.
         let mut groups: Vec<AgentGroup> = Vec::new();
+        // Where each project's group is (its agent's group, its place there).
+        let mut placed: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
         for (root, s) in listed {
-            let at = groups.iter().position(|g| g.id == s.agent).unwrap_or_else(|| {
+            if let Some(&(g, p)) = placed.get(&s.project) {
+                groups[g].projects[p].roots.push(root);
+                continue;
+            }
+            let g = groups.iter().position(|g| g.id == s.agent).unwrap_or_else(|| {
                 groups.push(AgentGroup { id: s.agent, projects: Vec::new() });
                 groups.len() - 1
             });
-            let projects = &mut groups[at].projects;
-            match projects.iter_mut().find(|p| p.id == s.project) {
-                Some(p) => p.roots.push(root),
-                None => projects.push(ProjectGroup { id: s.project, roots: vec![root] }),
-            }
+            placed.insert(s.project, (g, groups[g].projects.len()));
+            groups[g].projects.push(ProjectGroup { id: s.project, roots: vec![root] });
         }
         groups
     }

@@ -391,7 +391,7 @@ impl View {
         d.machine = feed.machine.is_some();
         if let Some(snapshot) = feed.machine.as_deref() {
             // Regroups only when the snapshot or the tree's shape changed.
-            d.tops.refresh(model, snapshot, feed.now_ms);
+            d.tops.refresh(model, snapshot, feed.now_ms, feed.loading);
         }
         self.refresh(model);
         if self.derived.machine && !self.selection.chosen {

@@ -261,7 +261,9 @@ pub struct Store {
     /// Streams what a server of it says that the store never holds (text as it streams), as
     /// whole records under the server's address; an empty batch says the stream is over.
     pub stream: StreamServer,
-    /// The files beside a store its writer commits into (SQLite's `-wal`): watched with it.
+    /// The files beside a store its writer commits into (SQLite's `-wal`), or that its readers
+    /// touch (`-shm`): watched with it, so that a change to them is the store's (one unknown
+    /// to the machine view asked for a rescan of every place).
     pub companions: &'static [&'static str],
 }
 

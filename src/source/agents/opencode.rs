@@ -46,7 +46,7 @@ pub static AGENT: Agent = Agent {
     }),
     // Its processes name no session: the store's processes serve them.
     runner: None,
-    store: Some(Store { read, follow, processes, stream: stream_deltas, companions: &["-wal"] }),
+    store: Some(Store { read, follow, processes, stream: stream_deltas, companions: &["-wal", "-shm"] }),
     live: Some(open_live),
     control: Control {
         tee: None,

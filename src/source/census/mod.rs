@@ -78,7 +78,7 @@ pub fn scan(env: &Env, window: &Window) -> Found {
 }
 
 /// What a census wants to know the holders of: session files and stores (canonical paths).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Wants {
     files: HashSet<PathBuf>,
     stores: HashMap<PathBuf, &'static Agent>,

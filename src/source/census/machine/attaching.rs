@@ -83,6 +83,7 @@ impl Machine {
             project_guessed: false,
             source: t.socket.clone(),
             files: Vec::new(),
+            canonical: Vec::new(),
             tee: Some(i),
             within: None,
             modified: SystemTime::UNIX_EPOCH,

@@ -18,7 +18,7 @@ mod rows;
 mod sessions;
 mod tees;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -30,7 +30,7 @@ use super::{Census, Options, Wants};
 use crate::source::agents::Agent;
 use crate::source::live::{CHANNEL_EVENTS, Event, Records};
 use crate::source::proc::Sampler;
-use crate::source::seen::{Snapshot, State, Trouble};
+use crate::source::seen::{Seen, Snapshot, State, Trouble};
 use crate::source::watch::Watcher;
 use crate::wire::Origin;
 
@@ -77,6 +77,8 @@ struct Session {
     project_guessed: bool,
     source: PathBuf,
     files: Vec<usize>,
+    /// Its own files' canonical paths (none for a session within a store), as liveness wants them.
+    canonical: Vec<PathBuf>,
     tee: Option<usize>,
     /// A session within a store: its root's id there.
     within: Option<String>,
@@ -100,8 +102,19 @@ struct Machine {
     tx: mpsc::Sender<Event>,
     watcher: Watcher,
     files: Vec<Followed>,
+    /// Files that held more than the chunk last read of them: read on, a chunk a turn.
+    pending: BTreeSet<usize>,
     by_path: HashMap<PathBuf, usize>,
+    /// What a census wants: the followed files (canonical), and the stores among them; kept as
+    /// files are followed (built afresh every tick, it cost a copy of every path).
+    wanted: Wants,
     sessions: Vec<Session>,
+    /// Each session's row as last built (`None`: not listed), with the project it was built
+    /// from: a tick rebuilds only the rows whose figures changed, and sends nothing when none did.
+    rows: Vec<Option<(Seen, Option<String>)>>,
+    /// A row changed since the last snapshot sent; what else it carried.
+    rows_changed: bool,
+    sent: Option<(Trouble, Vec<(&'static str, PathBuf)>)>,
     by_key: HashMap<(&'static str, String), usize>,
     tees: Vec<TeeFeed>,
     tee_tx: mpsc::Sender<(usize, Event)>,
@@ -117,6 +130,9 @@ struct Machine {
     census: Option<Census>,
     /// Servers streaming deltas beside a followed store, by address.
     servers: HashSet<String>,
+    /// A store's log grew (it may hold a new session): looked for on the next tick. Only rows read
+    /// say so, not the watcher: reading a store touches its files (SQLite's `-wal` and `-shm`),
+    /// and each look then asked for another, a rescan of every place every tick for good.
     stores_changed: bool,
     server_tx: mpsc::Sender<(String, Vec<u8>)>,
     server_rx: mpsc::Receiver<(String, Vec<u8>)>,
@@ -131,8 +147,13 @@ impl Machine {
             tx,
             watcher: Watcher::new(),
             files: Vec::new(),
+            pending: BTreeSet::new(),
             by_path: HashMap::new(),
+            wanted: Wants::default(),
             sessions: Vec::new(),
+            rows: Vec::new(),
+            rows_changed: false,
+            sent: None,
             by_key: HashMap::new(),
             tees: Vec::new(),
             tee_tx,
@@ -166,6 +187,9 @@ impl Machine {
         }
         // The first look finds the files, and its census judges the first snapshot.
         self.rescan().await?;
+        while !self.pending.is_empty() {
+            self.read_pending().await?;
+        }
         self.snapshot(false).await?;
         // What was on disk at start is in: from here on, what arrives is new (the burn rate
         // counts from this point).
@@ -195,6 +219,8 @@ impl Machine {
                     self.rescan().await?;
                 }
                 _ = tick.tick() => self.tick().await?,
+                // Ready at once; the other branches' turns come between two chunks.
+                () = std::future::ready(()), if !self.pending.is_empty() => self.read_pending().await?,
                 () = self.tx.closed() => return Err(Gone),
             }
         }
@@ -214,10 +240,10 @@ impl Machine {
         if changes.everything {
             grown = (0..self.files.len()).collect();
         }
+        // Files still being read go on with these (a session's files are read together).
+        grown.extend(std::mem::take(&mut self.pending));
         grown.sort_unstable();
         grown.dedup();
-        // A store that changed may hold a new session: looked for on the next tick.
-        self.stores_changed |= grown.iter().any(|&i| self.files[i].is_store());
         self.read_files(&grown).await?;
         Ok(unknown)
     }
@@ -245,23 +271,9 @@ impl Machine {
         self.send(Event::Records(Records::new(bytes))).await
     }
 
-    /// What a census wants: the followed files, and the stores among them.
-    fn wants(&self) -> Wants {
-        let mut wants = Wants::default();
-        for s in &self.sessions {
-            for &f in &s.files {
-                match s.within {
-                    Some(_) => wants.store(self.files[f].canonical.clone(), s.agent),
-                    None => wants.file(self.files[f].canonical.clone()),
-                }
-            }
-        }
-        wants
-    }
-
     /// A census of what is followed now.
     fn take(&self) -> Census {
-        Census::take(&self.opts, &self.wants())
+        Census::take(&self.opts, &self.wanted)
     }
 
     /// Liveness of every session, sent to the screen; `fresh`: by a census of its own, else by the
@@ -276,10 +288,10 @@ impl Machine {
             self.census = Some(self.take());
         }
         let Some(census) = self.census.take() else { return Ok(()) };
-        let snapshot = self.sessions_now(&census);
-        let changes = self.stopped(&snapshot, census.saw_processes());
+        self.sessions_now(&census);
+        let changes = self.stopped(census.saw_processes());
         self.census = Some(census);
-        self.send(Event::Sessions(Box::new(snapshot))).await?;
+        self.send_rows().await?;
         let now_ms = crate::source::recording::unix_ms();
         for (id, change) in changes {
             self.send(match change {
@@ -299,8 +311,30 @@ impl Machine {
             self.census = Some(self.take());
         }
         let Some(census) = self.census.take() else { return Ok(()) };
-        let snapshot = self.sessions_now(&census);
+        self.sessions_now(&census);
         self.census = Some(census);
+        self.send_rows().await
+    }
+
+    /// The rows as a snapshot, when they or what it says beside them changed since the last one
+    /// sent (with tens of thousands of sessions, a copy of every row every tick was most of an
+    /// idle view's work, here and on the screen that compared it).
+    async fn send_rows(&mut self) -> Result<(), Gone> {
+        let mut trouble = self.trouble.clone();
+        trouble.add(&self.read_trouble);
+        let same = self.sent.as_ref().is_some_and(|(t, l)| *t == trouble && *l == self.looked_in);
+        if same && !self.rows_changed {
+            return Ok(());
+        }
+        self.rows_changed = false;
+        self.sent = Some((trouble.clone(), self.looked_in.clone()));
+        let snapshot = Snapshot {
+            sessions: self.rows.iter().flatten().map(|(seen, _)| seen.clone()).collect(),
+            looked_in: self.looked_in.clone(),
+            tee_dir: self.opts.tee_dir.clone(),
+            home: self.opts.env.home(),
+            trouble,
+        };
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
 
@@ -313,11 +347,10 @@ impl Machine {
     ///   agents running until it aged into `ended` five minutes on), or aged into ended. A process
     ///   the source cannot see (in a container) would write on: its next line undoes the guess;
     /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
-    fn stopped(&mut self, snapshot: &Snapshot, looked: bool) -> Vec<(String, Run)> {
+    fn stopped(&mut self, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
-        for seen in &snapshot.sessions {
-            let Some(&i) = self.by_key.get(&(seen.tool, seen.id.clone())) else { continue };
-            let s = &mut self.sessions[i];
+        for (s, row) in self.sessions.iter_mut().zip(&self.rows) {
+            let Some((seen, _)) = row else { continue };
             let was = s.state.replace(seen.state);
             let idle_from_the_start = looked && was.is_none() && seen.state == State::Idle;
             if seen.state == State::Live {
@@ -382,10 +415,86 @@ mod tests {
         assert_eq!(order, ["p1", "c1", "p2"]);
     }
 
-    /// Each snapshot the screen gets is judged by one walk of `/proc` at most: the first by the
-    /// walk that found the sessions, each tick's by its own, a new session's by the last.
+    /// A Claude Code line of session `s1` at `ms` past ten, some 650 bytes long.
+    fn padded_line(uuid: &str, ms: u64, side: bool) -> String {
+        let (m, sec, milli) = (ms / 60_000, ms / 1000 % 60, ms % 1000);
+        let pad = "x".repeat(600);
+        format!(
+            r#"{{"type":"user","uuid":"{uuid}","sessionId":"s1","isSidechain":{side},"cwd":"/home/dev/p","timestamp":"2026-12-01T10:{m:02}:{sec:02}.{milli:03}Z","message":{{"role":"user","content":"{uuid} {pad}"}}}}"#
+        ) + "\n"
+    }
+
+    /// The uuids of the records the source sends, until `want` of them came (or 30 s passed).
+    async fn uuids(events: &mut mpsc::Receiver<Event>, want: usize) -> Vec<String> {
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while got.len() < want {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(Event::Records(r))) => {
+                    for l in r.iter() {
+                        let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                        got.push(v["uuid"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+        got
+    }
+
+    fn home_opts(home: &std::path::Path) -> Options {
+        Options {
+            window: Window::all(),
+            env: Env::default().with("HOME", home),
+            proc: Proc::default(),
+            tee_dir: home.join("run"),
+        }
+    }
+
+    /// A file over the chunk read at a turn is read to its end with no change to it: a chunk cut
+    /// at its last whole line was taken for the end, and a 10 MB transcript stayed at 6,707 of
+    /// its 16,001 records until it was written again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn every_snapshot_takes_one_walk_of_proc_at_most() {
+    async fn a_file_over_the_chunk_is_read_to_its_end_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let n = 16_001;
+        let text: String = (0..n).map(|k| padded_line(&format!("p{k}"), k, false)).collect();
+        assert!(text.len() as u64 > 2 * followed::READ_CHUNK, "{} bytes", text.len());
+        std::fs::write(project.join("s1.jsonl"), text).unwrap();
+        let mut events = spawn(home_opts(dir.path()));
+        let got = uuids(&mut events, n as usize).await;
+        assert_eq!(got.len(), n as usize, "records read of the file");
+        assert!(got.iter().enumerate().all(|(k, u)| *u == format!("p{k}")), "in the file's order");
+    }
+
+    /// A session whose files are both over the chunk: read to their ends, a chunk of each a turn,
+    /// their lines still in stream time across turns (what was read and not sent is read again).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_sessions_files_over_the_chunk_come_whole_in_stream_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(project.join("s1/subagents")).unwrap();
+        let n = 8_000;
+        let parent: String = (0..n).map(|k| padded_line(&format!("p{k}"), 2 * k, false)).collect();
+        let child: String = (0..n).map(|k| padded_line(&format!("c{k}"), 2 * k + 1, true)).collect();
+        assert!(parent.len() as u64 > followed::READ_CHUNK && child.len() as u64 > followed::READ_CHUNK);
+        std::fs::write(project.join("s1.jsonl"), parent).unwrap();
+        std::fs::write(project.join("s1/subagents/agent-a1.jsonl"), child).unwrap();
+        let mut events = spawn(home_opts(dir.path()));
+        let got = uuids(&mut events, 2 * n as usize).await;
+        let want: Vec<String> = (0..n).flat_map(|k| [format!("p{k}"), format!("c{k}")]).collect();
+        assert_eq!(got.len(), want.len(), "records read of the two files");
+        assert!(got == want, "in stream time");
+    }
+
+    /// Each tick takes one walk of `/proc` at most (the first snapshot by the walk that found the
+    /// sessions), and a machine where nothing changed sends no snapshot after the first: with tens
+    /// of thousands of sessions, a copy of every row every tick was most of an idle view's work.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_tick_takes_one_walk_and_an_unchanged_machine_sends_nothing() {
         let dir = tempfile::tempdir().unwrap();
         super::super::one_session(dir.path());
         let proc = Proc::default();
@@ -395,19 +504,23 @@ mod tests {
             proc: proc.clone(),
             tee_dir: dir.path().join("run"),
         };
+        let started = Instant::now();
         let mut events = spawn(opts);
         let mut snapshots = 0;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while snapshots < 4 {
-            match tokio::time::timeout_at(deadline, events.recv()).await {
+        let watch = tokio::time::Instant::now() + TICK * 3 + Duration::from_millis(500);
+        loop {
+            match tokio::time::timeout_at(watch, events.recv()).await {
                 Ok(Some(Event::Sessions(s))) => {
                     assert_eq!(s.sessions.len(), 1, "{s:?}");
                     snapshots += 1;
-                    assert!(proc.walks() <= snapshots, "{} walks for {snapshots} snapshots", proc.walks());
                 }
                 Ok(Some(_)) => {}
-                _ => panic!("no snapshot came"),
+                Ok(None) => panic!("the source ended"),
+                Err(_) => break,
             }
         }
+        assert_eq!(snapshots, 1, "the first snapshot, then nothing changed");
+        let ticks = (started.elapsed().as_secs_f64() / TICK.as_secs_f64()).ceil() as usize;
+        assert!(proc.walks() <= 1 + ticks, "{} walks in {ticks} ticks", proc.walks());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::followed::{READ_CHUNK, grow};
+use super::followed::grow;
 use super::{Gone, Machine};
 use crate::source::{files, merge};
 use crate::wire::Origin;
@@ -19,6 +19,7 @@ impl Machine {
                 Vec::new()
             });
             if !records.is_empty() {
+                self.stores_changed = true;
                 self.forward(Origin::NONE, records).await?;
             }
             return Ok(());
@@ -26,16 +27,23 @@ impl Machine {
         if files::is_sidecar(&self.files[i].path) {
             return self.read_sidecar(i).await;
         }
-        loop {
-            let Some((chunk, more)) = self.next_chunk(i) else { return Ok(()) };
-            if !chunk.is_empty() {
-                let origin = self.files[i].origin.clone();
-                self.forward(origin, chunk).await?;
-            }
-            if !more {
-                return Ok(());
-            }
+        // One chunk a turn: the rest is read on the next (one big file does not hold up the
+        // others, the ticks, or the screen).
+        let Some((chunk, more)) = self.next_chunk(i) else { return Ok(()) };
+        if more {
+            self.pending.insert(i);
         }
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let origin = self.files[i].origin.clone();
+        self.forward(origin, chunk).await
+    }
+
+    /// One more chunk of each file that held more than its last one.
+    pub(super) async fn read_pending(&mut self) -> Result<(), Gone> {
+        let files: Vec<usize> = std::mem::take(&mut self.pending).into_iter().collect();
+        self.read_files(&files).await
     }
 
     /// Reads what several followed files gained. The plain files of one session are read
@@ -44,13 +52,9 @@ impl Machine {
     /// after its parent's whole file). Stores are read as they are; sidecars after the lines (a
     /// sub-agent's `finished` after its last line).
     pub(super) async fn read_files(&mut self, files: &[usize]) -> Result<(), Gone> {
-        let owner: HashMap<usize, usize> = self
-            .sessions
-            .iter()
-            .enumerate()
-            .flat_map(|(s, session)| session.files.iter().map(move |&f| (f, s)))
-            .collect();
-        let mut groups: Vec<(Option<usize>, Vec<usize>)> = Vec::new();
+        // Each session's files, sessions in the order first met (where each session's group is).
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut at: HashMap<usize, usize> = HashMap::new();
         let mut sidecars = Vec::new();
         for &i in files {
             if self.files[i].is_store() {
@@ -58,14 +62,16 @@ impl Machine {
             } else if files::is_sidecar(&self.files[i].path) {
                 sidecars.push(i);
             } else {
-                let session = owner.get(&i).copied();
-                match groups.iter_mut().find(|(s, _)| s.is_some() && *s == session) {
-                    Some((_, group)) => group.push(i),
-                    None => groups.push((session, vec![i])),
+                let session = self.files[i].session;
+                if let Some(&g) = at.get(&session) {
+                    groups[g].push(i);
+                } else {
+                    at.insert(session, groups.len());
+                    groups.push(vec![i]);
                 }
             }
         }
-        for (_, group) in groups {
+        for group in groups {
             match group[..] {
                 [one] => self.read_file(one).await?,
                 _ => self.read_together(&group).await?,
@@ -77,19 +83,28 @@ impl Machine {
         Ok(())
     }
 
-    /// One session's files read together: up to [`READ_CHUNK`] of each at a time, their lines
-    /// merged by stream time across reads ([`merge::runs_upto`]): once a file's piece is taken
+    /// One session's files read together: up to a chunk of each at a time, their lines merged
+    /// by stream time across reads ([`merge::runs_upto`]): once a file's piece is taken
     /// and it holds more, its next piece is read before any later line of the others goes (a
     /// backlog over the chunk was in order only within each round). What the others have left
-    /// waits here, at most a chunk of each.
+    /// waits here, at most a chunk of each. One chunk of each a turn: when one needs a second,
+    /// what is held is given back to its file (read again next turn, nothing kept meanwhile);
+    /// only lines a tee's start cuts cannot be given back, and are read to their end.
     async fn read_together(&mut self, group: &[usize]) -> Result<(), Gone> {
         let mut held: Vec<Vec<u8>> = vec![Vec::new(); group.len()];
         // Whether a file may hold more than what it holds here (each is read once at least).
         let mut more = vec![true; group.len()];
+        let mut taken = vec![false; group.len()];
+        let bounded = group.iter().all(|&i| self.files[i].before.is_none());
         loop {
             for (k, &i) in group.iter().enumerate() {
                 if held[k].is_empty() && more[k] {
+                    if taken[k] && bounded {
+                        self.give_back(group, &held, &more);
+                        return Ok(());
+                    }
                     (held[k], more[k]) = self.next_chunk(i).unwrap_or_default();
+                    taken[k] = true;
                 }
             }
             let slices: Vec<&[u8]> = held.iter().map(Vec::as_slice).collect();
@@ -107,17 +122,32 @@ impl Machine {
         }
     }
 
+    /// The bytes of a session's files read and not sent yet, given back: each file is read again
+    /// from its first one on the next turn, with those that held more.
+    fn give_back(&mut self, group: &[usize], held: &[Vec<u8>], more: &[bool]) {
+        for ((&i, h), &more) in group.iter().zip(held).zip(more) {
+            self.files[i].read -= h.len() as u64;
+            if more || !h.is_empty() {
+                self.pending.insert(i);
+            }
+        }
+    }
+
     /// What file `i` gained since it was last read, whole lines (only those older than its tee),
-    /// and whether more was left to read; `None` when it gained nothing.
+    /// and whether the file held more than that chunk (read on a later turn); `None` when it
+    /// gained nothing. A chunk cut at its last whole line is short of a full one either way:
+    /// taken as the end, a file over it was read no further until it changed again (a 10 MB
+    /// transcript stayed at 6,707 of its 16,001 records).
     fn next_chunk(&mut self, i: usize) -> Option<(Vec<u8>, bool)> {
         let f = &mut self.files[i];
         if f.before.is_some_and(|b| b.done()) {
             return None;
         }
-        let mut chunk = grow(&f.path, &mut f.read)?;
-        let more = chunk.len() as u64 >= READ_CHUNK;
+        let (mut chunk, mut more) = grow(&f.path, &mut f.read, &mut f.written)?;
         if let Some(before) = &mut f.before {
             chunk = before.keep(&chunk);
+            // The rest is the tee's.
+            more &= !before.done();
         }
         self.learn_project(i, &chunk);
         Some((chunk, more))
@@ -133,6 +163,7 @@ impl Machine {
         let f = &mut self.files[i];
         let Ok(meta) = std::fs::metadata(&f.path) else { return Ok(()) };
         let modified = meta.modified().ok();
+        f.written = modified.unwrap_or(f.written);
         if (meta.len(), modified) == (f.read, f.modified) || !meta.is_file() {
             return Ok(());
         }
@@ -148,7 +179,10 @@ impl Machine {
     /// A session named by a guess takes the cwd the first of its lines that carries one says (the
     /// next snapshot regroups it): the lines are read here anyway, the file is not read again.
     fn learn_project(&mut self, file: usize, chunk: &[u8]) {
-        let Some(s) = self.sessions.iter_mut().find(|s| s.project_guessed && s.files.contains(&file)) else { return };
+        let s = &mut self.sessions[self.files[file].session];
+        if !s.project_guessed {
+            return;
+        }
         let Some(cwd_in) = s.agent.place.as_ref().and_then(|p| p.cwd_in) else { return };
         if let Some(cwd) = cwd_in(chunk) {
             s.project = Some(cwd);

@@ -2,63 +2,60 @@
 //! process that exits is seen within a tick), with its process's CPU and memory since the last
 //! census; and the servers beside the stores streamed as they are found.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::super::liveness::{Subject, Verdict};
 use super::super::{Census, registered_project};
-use super::{Machine, Session};
-use crate::source::agents::modified;
+use super::Machine;
 use crate::source::recording::ms_of;
-use crate::source::seen::{Seen, Snapshot, State};
+use crate::source::seen::{Seen, State};
 use crate::wire::{Clean, sanitize_line};
 
 /// What is said of a session no verdict was given for.
 const ENDED: Verdict = Verdict { state: State::Ended, pid: None };
 
 impl Machine {
-    /// Every session as the screen lists it, judged by `census`.
-    pub(super) fn sessions_now(&mut self, census: &Census) -> Snapshot {
+    /// Every session's row as the screen lists it, judged by `census`: only the rows whose
+    /// figures changed are built again (and then `rows_changed` is set).
+    pub(super) fn sessions_now(&mut self, census: &Census) {
         self.stream_servers(census);
         // A session a tee carries is listed as that tee's row; tees' own rows are judged by their tee.
-        let listed: Vec<usize> = (0..self.sessions.len())
-            .filter(|&i| self.sessions[i].tee.is_none() || self.sessions[i].files.is_empty())
-            .collect();
-        let on_disk: Vec<usize> = listed.iter().copied().filter(|&i| self.sessions[i].tee.is_none()).collect();
-        let files: Vec<(Vec<PathBuf>, Option<PathBuf>, SystemTime)> =
-            on_disk.iter().map(|&i| self.judged_by(&self.sessions[i])).collect();
-        let subjects: Vec<Subject<'_>> = on_disk
-            .iter()
-            .zip(&files)
-            .map(|(&i, (canonical, store, modified))| {
-                let s = &self.sessions[i];
-                Subject {
-                    agent: s.agent.name,
-                    id: &s.id,
-                    project: s.project.as_deref(),
-                    files: canonical,
-                    store: store.as_deref(),
-                    modified: *modified,
-                }
-            })
-            .collect();
-        let verdicts = census.judge(&subjects, SystemTime::now());
-        let mut judged: HashMap<usize, (Verdict, SystemTime)> =
-            on_disk.iter().copied().zip(verdicts.into_iter().zip(files.iter().map(|f| f.2))).collect();
-        let mut seen = Vec::with_capacity(listed.len());
-        for i in listed {
-            let (state, pid, last_activity_ms) = if let Some(t) = self.sessions[i].tee.map(|t| &self.tees[t]) {
+        let on_disk: Vec<usize> = (0..self.sessions.len()).filter(|&i| self.sessions[i].tee.is_none()).collect();
+        let verdicts = {
+            let subjects: Vec<Subject<'_>> = on_disk.iter().map(|&i| self.subject(i)).collect();
+            census.judge(&subjects, SystemTime::now())
+        };
+        let mut judged: Vec<Option<Verdict>> = vec![None; self.sessions.len()];
+        for (&i, verdict) in on_disk.iter().zip(verdicts) {
+            judged[i] = Some(verdict);
+        }
+        self.rows.resize(self.sessions.len(), None);
+        for (i, verdict) in judged.into_iter().enumerate() {
+            let s = &self.sessions[i];
+            if s.tee.is_some() && !s.files.is_empty() {
+                self.rows_changed |= self.rows[i].take().is_some();
+                continue;
+            }
+            let (state, pid, last_activity_ms) = if let Some(t) = s.tee.map(|t| &self.tees[t]) {
                 (if t.ended { State::Ended } else { State::Live }, t.pid, t.last_ms)
             } else {
-                let (verdict, modified) = judged.remove(&i).unwrap_or((ENDED, SystemTime::UNIX_EPOCH));
+                let verdict = verdict.unwrap_or(ENDED);
+                let modified = self.newest(i);
                 let last = Some(modified).filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(ms_of);
                 (verdict.state, verdict.pid, last)
             };
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, &census.walk, p, census.at));
             self.registered(i, pid);
             let s = &self.sessions[i];
-            seen.push(Seen {
+            let same = self.rows[i].as_ref().is_some_and(|(seen, project)| {
+                (seen.state, seen.pid, seen.usage, seen.last_activity_ms) == (state, pid, usage, last_activity_ms)
+                    && *project == s.project
+            });
+            if same {
+                continue;
+            }
+            let seen = Seen {
                 tool: s.agent.name,
                 id: s.id.clone(),
                 project: s.project.as_deref().map(sanitize_line),
@@ -67,29 +64,37 @@ impl Machine {
                 pid,
                 usage,
                 last_activity_ms,
-            });
-        }
-        let mut trouble = self.trouble.clone();
-        trouble.add(&self.read_trouble);
-        Snapshot {
-            sessions: seen,
-            looked_in: self.looked_in.clone(),
-            tee_dir: self.opts.tee_dir.clone(),
-            home: self.opts.env.home(),
-            trouble,
+            };
+            self.rows[i] = Some((seen, s.project.clone()));
+            self.rows_changed = true;
         }
     }
 
-    /// What a session is judged by: its files (canonical), the store it is within, when it last
-    /// changed.
-    fn judged_by(&self, s: &Session) -> (Vec<PathBuf>, Option<PathBuf>, SystemTime) {
-        if s.within.is_some() {
-            let store = s.files.first().map(|&f| self.files[f].canonical.clone());
-            return (Vec::new(), store, s.modified);
+    /// Session `i` as liveness judges it (not one a tee carries).
+    fn subject(&self, i: usize) -> Subject<'_> {
+        let s = &self.sessions[i];
+        let (files, store): (&[PathBuf], Option<&Path>) = match s.within {
+            Some(_) => (&[], s.files.first().map(|&f| self.files[f].canonical.as_path())),
+            None => (&s.canonical, None),
+        };
+        Subject {
+            agent: s.agent.name,
+            id: &s.id,
+            project: s.project.as_deref(),
+            files,
+            store,
+            modified: self.newest(i),
         }
-        let canonical = s.files.iter().map(|&f| self.files[f].canonical.clone()).collect();
-        let newest = s.files.iter().map(|&f| modified(&self.files[f].path)).max();
-        (canonical, None, newest.unwrap_or(SystemTime::UNIX_EPOCH))
+    }
+
+    /// When session `i` last changed: its newest file's modification time as last seen (a store's
+    /// rows: as discovery saw them).
+    fn newest(&self, i: usize) -> SystemTime {
+        let s = &self.sessions[i];
+        if s.within.is_some() {
+            return s.modified;
+        }
+        s.files.iter().map(|&f| self.files[f].written).max().unwrap_or(SystemTime::UNIX_EPOCH)
     }
 
     /// A session named by a guess takes the cwd its running process registered, when it did.

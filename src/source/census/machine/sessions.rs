@@ -11,6 +11,14 @@ use crate::source::census::{Before, Census, scan};
 use crate::source::proc;
 use crate::wire::Origin;
 
+/// What is to be read of a candidate admitted.
+enum Work {
+    /// Its files followed from now, to be read from their start.
+    Files(Vec<usize>),
+    /// A new session within a store.
+    Within(usize, Candidate),
+}
+
 impl Machine {
     /// Looks at every place again (and the socket folder): new sessions, new files of known ones.
     /// Its census (the walk of `/proc` it took) is the one the tick's snapshot judges by.
@@ -19,8 +27,9 @@ impl Machine {
         let mut found = scan(&self.opts.env, &self.opts.window);
         // One walk for the whole tick: the files known and found, and the folders whose held files
         // say a session runs.
-        let mut wants = self.wants();
-        for c in &found.candidates {
+        let mut wants = self.wanted.clone();
+        // Only what is not followed yet is made canonical again (a look at the disk a file).
+        for c in found.candidates.iter().filter(|c| c.files.iter().any(|f| !self.by_path.contains_key(f))) {
             wants.candidate(c);
         }
         let census = Census::take(&self.opts, &wants);
@@ -34,31 +43,33 @@ impl Machine {
         let sessions_before = self.sessions.len();
         let tee_pids: HashMap<u32, usize> =
             self.tees.iter().enumerate().filter_map(|(i, t)| Some((t.pid?, i))).collect();
-        let mut fresh = Vec::new();
-        // Oldest first, so the first screen fills in the order things happened.
-        for c in found.candidates.into_iter().rev() {
-            fresh.extend(self.admit(c, &census, &tee_pids).await?);
-        }
+        // Newest first: the first screen lists the newest sessions first, and they are read first
+        // (read oldest first, 50,000 sessions of history came before the ones on screen).
+        let work: Vec<Work> = found.candidates.into_iter().map(|c| self.admit(c, &census, &tee_pids)).collect();
         self.census = Some(census);
         if self.sessions.len() > sessions_before {
             // The screen learns whose a new session's threads are before they arrive, so they
-            // land in their agent's group at once, not two seconds later.
+            // land in their agent's group at once, not two seconds later; and it counts every
+            // session found before the first is read.
             self.announce().await?;
         }
-        self.read_files(&fresh).await?;
+        for w in work {
+            match w {
+                Work::Files(files) => self.read_files(&files).await?,
+                Work::Within(session, c) => {
+                    let cursor = self.read_within(&c).await?;
+                    self.follow_files(session, c, cursor);
+                }
+            }
+        }
         Ok(())
     }
 
-    /// A candidate found: a new session, or more of a known one. Returns the files to read from
-    /// their start.
-    async fn admit(
-        &mut self,
-        c: Candidate,
-        census: &Census,
-        tee_pids: &HashMap<u32, usize>,
-    ) -> Result<Vec<usize>, Gone> {
+    /// A candidate found: a new session, or more of a known one. Returns what is to be read of it
+    /// once every new session is announced: its files from their start, or a new session within
+    /// a store (read from the store, then its log followed).
+    fn admit(&mut self, c: Candidate, census: &Census, tee_pids: &HashMap<u32, usize>) -> Work {
         let key = (c.agent.name, c.id.clone());
-        let mut cursor = None;
         let session = if let Some(&s) = self.by_key.get(&key) {
             let known = &mut self.sessions[s];
             known.modified = known.modified.max(c.modified);
@@ -77,13 +88,13 @@ impl Machine {
                 project_guessed: c.project_guessed,
                 source: c.location.clone(),
                 files: Vec::new(),
+                canonical: Vec::new(),
                 tee,
                 within: c.within.clone(),
                 modified: c.modified,
                 state: None,
                 stopped: false,
             });
-            cursor = self.read_within(&c).await?;
             if let Some(ts) = tee.and_then(|t| self.tees[t].session) {
                 // The tee's row takes the project its rollouts name.
                 if self.sessions[ts].project.is_none() {
@@ -91,9 +102,12 @@ impl Machine {
                 }
             }
             self.by_key.insert(key, s);
+            if c.within.is_some() && c.agent.store.is_some() {
+                return Work::Within(s, c);
+            }
             s
         };
-        Ok(self.follow_files(session, c, cursor))
+        Work::Files(self.follow_files(session, c, None))
     }
 
     /// A session within a store: its subtree as the store holds it now, sent; what follows comes
@@ -148,7 +162,14 @@ impl Machine {
                 }
             }
             let is_store = store.is_some();
-            self.files.push(Followed::new(path.clone(), before, store.map(|(_, f)| f)));
+            let followed = Followed::new(path.clone(), session, before, store.map(|(_, f)| f));
+            if is_store {
+                self.wanted.store(followed.canonical.clone(), c.agent);
+            } else {
+                self.wanted.file(followed.canonical.clone());
+                self.sessions[session].canonical.push(followed.canonical.clone());
+            }
+            self.files.push(followed);
             self.by_path.insert(path.clone(), i);
             self.sessions[session].files.push(i);
             self.watcher.watch(&path);
