@@ -589,6 +589,38 @@ fn tables_are_whole_when_piped() {
     assert!(history.lines().skip(1).any(|l| l.contains(CLAUDE_SESSION)), "whole ids: {history}");
 }
 
+/// `report session` says which session each row is, as ccusage's session report and `history`
+/// do: its last activity (in --tz), agent, id, project, models and name; no count of one session.
+#[test]
+fn the_session_report_names_each_session() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("interrupt");
+    m.with_codex("collab_v1");
+    let table = m.run(&["report", "session", "--tz", "Asia/Tokyo"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header[..6], ["LAST", "ACTIVITY", "AGENT", "SESSION", "PROJECT", "MODELS"], "{table}");
+    assert_eq!(header.last(), Some(&"NAME"));
+    assert!(!header.contains(&"SESSIONS"), "{table}");
+    let claude = table.lines().find(|l| l.contains("136d4454-0b5e-43dd-b409-4f16ef4e3616")).unwrap();
+    // Its last line is 2026-12-02T05:11:33Z: 14:11 in Tokyo.
+    assert!(claude.starts_with("2026-12-02 14:11  claude  "), "{claude}");
+    assert!(claude.contains("claude-sonnet-4-5") && claude.contains("19,350"), "{claude}");
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let report = m.json(&["report", "session", "--json", "--tz", "UTC", "--no-sync"]);
+    for s in listed["sessions"].as_array().unwrap() {
+        let row = report["rows"].as_array().unwrap().iter().find(|r| r["key"] == s["id"]).unwrap();
+        assert!(
+            table.lines().any(|l| l.contains(s["id"].as_str().unwrap()) && l.ends_with(s["name"].as_str().unwrap()))
+        );
+        for field in ["agent", "name", "project"] {
+            assert_eq!(row[field], s[field], "{field}");
+        }
+        assert_eq!(row["lastActivity"], s["end"]);
+        assert!(!row["models"].as_array().unwrap().is_empty(), "{row}");
+    }
+    assert!(report["totals"].get("agent").is_none(), "{report}");
+}
+
 /// A query while a sync holds the store answers from the store as it is, at once, and leaves the
 /// sync for later.
 #[test]

@@ -25,8 +25,11 @@ pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     let (filter, tz) = filter(&args.filter)?;
     let store = super::sync::synced(&args.filter.store, args.filter.no_sync, config, global)?;
     let report = report::report(&store, args.kind, &filter, &tz)?;
-    let out =
-        if args.json { render_json(&report, args.kind, &tz) } else { render_text(&report, args.kind, table_width()) };
+    let out = if args.json {
+        render_json(&report, args.kind, &tz)
+    } else {
+        render_text(&report, args.kind, &tz, table_width())
+    };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -109,6 +112,19 @@ struct RowJson<'a> {
     tokens: TokensJson,
     cost_usd: Option<Box<RawValue>>,
     subagents: PartJson,
+    /// A `session` row's: which session it is.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    session: Option<SessionJson<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionJson<'a> {
+    agent: &'a str,
+    name: &'a str,
+    project: Option<&'a str>,
+    last_activity: Option<String>,
+    models: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -119,8 +135,15 @@ struct PartJson {
 }
 
 impl<'a> RowJson<'a> {
-    fn of(row: &'a Row, key: bool) -> Self {
+    fn of(row: &'a Row, key: bool, tz: &TimeZone) -> Self {
         Self {
+            session: row.session.as_ref().map(|s| SessionJson {
+                agent: &s.agent,
+                name: &s.name,
+                project: s.project.as_deref(),
+                last_activity: s.last_ms.and_then(|t| query::rfc3339(t, tz)),
+                models: &s.models,
+            }),
             key: key.then_some(row.key.as_str()),
             sessions: row.sessions,
             tokens: (&row.all.tokens).into(),
@@ -134,17 +157,20 @@ pub(super) fn render_json(report: &Report, kind: Kind, tz: &TimeZone) -> String 
     let json = ReportJson {
         report: kind.name(),
         timezone: query::zone_name(tz),
-        rows: report.rows.iter().map(|r| RowJson::of(r, true)).collect(),
-        totals: RowJson::of(&report.totals, false),
+        rows: report.rows.iter().map(|r| RowJson::of(r, true, tz)).collect(),
+        totals: RowJson::of(&report.totals, false, tz),
     };
     let mut out = serde_json::to_string(&json).expect("reports serialise");
     out.push('\n');
     out
 }
 
-fn render_text(report: &Report, kind: Kind, limit: Option<usize>) -> String {
+fn render_text(report: &Report, kind: Kind, tz: &TimeZone, limit: Option<usize>) -> String {
     if report.rows.is_empty() {
         return "no spend in the run store for these filters\n".to_owned();
+    }
+    if kind == Kind::Session {
+        return sessions_text(report, tz, limit);
     }
     let key = match kind {
         Kind::Daily => "DATE",
@@ -166,6 +192,51 @@ fn render_text(report: &Report, kind: Kind, limit: Option<usize>) -> String {
         table.push(cells(&row.key, row));
     }
     table.push(cells("total", &report.totals));
+    table.render(limit)
+}
+
+/// The session report: each row says which session it is (when it was last active, its agent,
+/// id, project and models, its name as `history` gives it) rather than a count of one session.
+fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String {
+    let mut table = Table::new(
+        &[
+            "LAST ACTIVITY",
+            "AGENT",
+            "SESSION",
+            "PROJECT",
+            "MODELS",
+            "INPUT",
+            "CACHED",
+            "OUTPUT",
+            "TOKENS",
+            "COST",
+            "SUB-AGENT TOKENS",
+            "SUB-AGENT COST",
+            "NAME",
+        ],
+        // Narrow: the breakdown of tokens, then the models, the project, the sub-agents' tokens,
+        // the agent, the sub-agents' cost; then the name is cut.
+        &[5, 6, 7, 4, 3, 10, 1, 11],
+        12,
+    )
+    .words(&[1, 2, 3, 4]);
+    for row in &report.rows {
+        let s = row.session.clone().unwrap_or_default();
+        let mut line = vec![
+            s.last_ms.map_or_else(|| "?".to_owned(), |t| super::history::minute(t, tz)),
+            s.agent,
+            row.key.clone(),
+            s.project.as_deref().map_or_else(|| "?".to_owned(), super::ps::short_path),
+            s.models.join(", "),
+        ];
+        line.extend(cells(&row.key, row).into_iter().skip(2));
+        line.push(s.name);
+        table.push(line);
+    }
+    let mut total = vec!["total".to_owned(), String::new(), String::new(), String::new(), String::new()];
+    total.extend(cells("total", &report.totals).into_iter().skip(2));
+    total.push(String::new());
+    table.push(total);
     table.render(limit)
 }
 
@@ -293,6 +364,28 @@ mod tests {
         let tokyo = query::zone(Some("Asia/Tokyo")).unwrap();
         assert_eq!(parse_when("2026-02-12", End::Since, &tokyo, 0), Ok(day - 9 * 3_600_000));
         assert!(query::zone(Some("Mars/Olympus")).is_err());
+    }
+
+    #[test]
+    fn a_session_report_fits_a_narrow_terminal_and_keeps_the_id() {
+        let session = crate::store::report::Session {
+            agent: "claude".to_owned(),
+            name: "review the parser and write the tests for every case it misses".to_owned(),
+            project: Some("/work/a-long-project-name".to_owned()),
+            last_ms: Some(1_770_854_400_000),
+            models: vec!["claude-opus-4-6".to_owned(), "claude-haiku-4-5".to_owned()],
+        };
+        let id = "136d4454-0b5e-43dd-b409-4f16ef4e3616";
+        let row = Row { key: id.to_owned(), sessions: 1, session: Some(session), ..Row::default() };
+        let report = Report { rows: vec![row], totals: Row { key: "total".to_owned(), ..Row::default() } };
+        for limit in [80, 100, 140] {
+            let text = render_text(&report, Kind::Session, &TimeZone::UTC, Some(limit));
+            assert!(text.lines().all(|l| width(l) <= limit), "{limit}: {text}");
+            assert!(text.lines().nth(1).unwrap().starts_with("2026-02-12 00:00  "), "{text}");
+            assert!(text.contains(id) && text.contains("TOKENS") && text.contains("COST"), "{limit}: {text}");
+        }
+        let whole = render_text(&report, Kind::Session, &TimeZone::UTC, None);
+        assert!(whole.contains("claude-opus-4-6, claude-haiku-4-5") && whole.contains("misses"), "{whole}");
     }
 
     #[test]

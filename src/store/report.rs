@@ -3,7 +3,7 @@
 //! in 128 bits), from the quarter hours the store keeps; a day in any zone is a whole number of
 //! them, so a daily report in any zone adds up to the same totals.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use color_eyre::eyre::Result;
 use jiff::tz::TimeZone;
@@ -80,6 +80,22 @@ pub struct Row {
     pub all: Figures,
     /// The sub-agents' part of `all`.
     pub subagents: Figures,
+    /// A `session` row's: which session it is (none on other reports and on totals).
+    pub session: Option<Session>,
+}
+
+/// What says which session a `session` row is (ccusage's session report names its project,
+/// models and last activity; `history` its agent and name).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Session {
+    pub agent: String,
+    /// As `history` names it (empty for a run of no session).
+    pub name: String,
+    pub project: Option<String>,
+    /// Its last line (unix ms); else the start of its last quarter hour of spend.
+    pub last_ms: Option<i64>,
+    /// The models it spent on in the report's range, by name.
+    pub models: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -95,6 +111,11 @@ struct Group {
     subagents: Figures,
     /// Whether any sub-agent spent anything here: if none did, their part is $0, not unpriced.
     any_subagent: bool,
+    /// A session row's agent, project, models and last quarter hour, as its facts say.
+    agent: Option<String>,
+    project: Option<String>,
+    models: BTreeSet<String>,
+    last_ms: Option<i64>,
 }
 
 impl Group {
@@ -110,10 +131,29 @@ impl Group {
         }
     }
 
+    /// What a session row says of its session besides its figures.
+    fn note(&mut self, fact: &UsageFact) {
+        if self.agent.is_none() {
+            self.agent = Some(fact.agent.to_string());
+            self.project = fact.project.as_ref().map(ToString::to_string);
+        }
+        if let Some(m) = fact.model.as_ref().filter(|m| !self.models.contains(m.as_str())) {
+            self.models.insert(m.to_string());
+        }
+        self.last_ms = self.last_ms.max(fact.at_ms);
+    }
+
     fn row(self, key: String) -> Row {
         let mut subagents = self.subagents;
         subagents.priced |= !self.any_subagent;
-        Row { key, sessions: self.sessions.len(), all: self.all, subagents }
+        let session = self.agent.map(|agent| Session {
+            agent,
+            name: String::new(),
+            project: self.project,
+            last_ms: self.last_ms,
+            models: self.models.into_iter().collect(),
+        });
+        Row { key, sessions: self.sessions.len(), all: self.all, subagents, session }
     }
 }
 
@@ -136,10 +176,17 @@ pub fn report(store: &Store, kind: Kind, filter: &Filter, tz: &TimeZone) -> Resu
             Kind::AgentType => fact.agent_type.as_ref().map_or_else(|| UNKNOWN.to_owned(), ToString::to_string),
             Kind::Machine => fact.machine.as_ref().map_or_else(|| THIS_MACHINE.to_owned(), ToString::to_string),
         };
-        groups.entry(key).or_default().add(&fact);
+        let group = groups.entry(key).or_default();
+        group.add(&fact);
+        if kind == Kind::Session {
+            group.note(&fact);
+        }
         totals.add(&fact);
     })?;
     let mut rows: Vec<Row> = groups.into_iter().map(|(key, g)| g.row(key)).collect();
+    if kind == Kind::Session {
+        named(store, filter, &mut rows)?;
+    }
     if kind.is_time() {
         rows.sort_by(|a, b| a.key.cmp(&b.key));
     } else {
@@ -152,6 +199,25 @@ pub fn report(store: &Store, kind: Kind, filter: &Filter, tz: &TimeZone) -> Resu
         });
     }
     Ok(Report { rows, totals: totals.row("total".to_owned()) })
+}
+
+/// Each session row's name and last line as the store's session says them (`history`'s), over
+/// whatever range the report is of: a session's last activity is its own, not the range's.
+fn named(store: &Store, filter: &Filter, rows: &mut [Row]) -> Result<()> {
+    let all = Filter { since_ms: None, until_ms: None, ..filter.clone() };
+    let mut by_id: HashMap<String, super::rows::SessionInfo> = HashMap::new();
+    for s in store.backend().sessions(&all)? {
+        by_id.entry(s.id.to_string()).or_insert(s);
+    }
+    for row in rows {
+        let (Some(detail), Some(s)) = (row.session.as_mut(), by_id.get(&row.key)) else { continue };
+        detail.name = crate::wire::sanitize_line(s.name.as_str()).to_string();
+        detail.last_ms = s.ended_ms.or(s.started_ms).or(detail.last_ms);
+        if detail.project.is_none() {
+            detail.project = s.project.as_ref().map(ToString::to_string);
+        }
+    }
+    Ok(())
 }
 
 /// `2026-02-12` (day), `2026-02-09` (the week's Monday), `2026-02` (month) of `at_ms` in `tz`.
