@@ -5,7 +5,9 @@
 //! spawned it is open), not active once its last turn ended, never back to active within the
 //! same turn, and its tokens never fall. A running agent reads `◷ waiting on N` exactly while
 //! it waits on N: its spawn calls still open or whose agent works, and its children at work (or
-//! spawned and not started) that no call names.
+//! spawned and not started) that no call names. The header's total is its rows' sum (the
+//! unattributed parts included) and never falls; an agent's cost never falls; an agent or a
+//! subtree that used nothing costs $0, not unpriced.
 //!
 //! Read one file after another (the order before the merge, [`Order::Named`]), the same captures
 //! break these rules: `each_moment_is_wrong_without_the_clock` shows that the checks see it.
@@ -15,7 +17,8 @@ use std::path::{Path, PathBuf};
 
 use swarmtop::commands::ingest_timed;
 use swarmtop::commands::stats::render_json;
-use swarmtop::model::{AgentOp, Model, Status};
+use swarmtop::model::prices::Pico;
+use swarmtop::model::{AgentOp, Model, Rollup, Status, Tokens};
 use swarmtop::pipeline::Config;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
@@ -51,6 +54,9 @@ fn captures() -> Vec<PathBuf> {
         out.extend(listed(dir, &Path::is_dir));
     }
     out.push(root.join("claude-2.1.39"));
+    // The built-in demo (a real Codex session, `demo/README.md`): where the issue saw `waiting on
+    // 5` beside `⑂ spawn ×4`.
+    out.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo.ndjson"));
     out
 }
 
@@ -132,6 +138,8 @@ fn within(t: i64, (from, to): (Option<i64>, Option<i64>)) -> bool {
 #[derive(Default)]
 struct Seen {
     tokens: u64,
+    /// Its cost, once known.
+    cost: Option<Pico>,
     /// The turn (by count) in which it ended, once it did.
     ended_in: Option<usize>,
 }
@@ -147,6 +155,12 @@ fn check(model: &Model, t: i64, end: &HashMap<String, Known>, seen: &mut HashMap
             broken.push(format!("{id}: tokens fell from {} to {}", s.tokens, th.tokens.total));
         }
         s.tokens = th.tokens.total;
+        if let (Some(before), Some(now)) = (s.cost, th.cost)
+            && now < before
+        {
+            broken.push(format!("{id}: cost fell from {before:?} to {now:?}"));
+        }
+        s.cost = th.cost.or(s.cost);
         let active = th.status.is_active();
         if active && s.ended_in == Some(th.turns.len()) {
             broken.push(format!("{id}: {} again within the turn it ended", th.status.as_str()));
@@ -192,6 +206,57 @@ fn check(model: &Model, t: i64, end: &HashMap<String, Known>, seen: &mut HashMap
         }
     }
     broken.extend(waiting(model, t, end));
+    broken.extend(costs(model));
+    // Nor does the header's total fall (an agent's own figure replacing the table's is not less).
+    let total = model.totals();
+    let s = seen.entry("(total)".to_owned()).or_default();
+    if let (Some(before), Some(now)) = (s.cost, total.cost_usd())
+        && now < before
+    {
+        broken.push(format!("the total fell from {before:?} to {now:?}"));
+    }
+    if total.tokens.total < s.tokens {
+        broken.push(format!("the total's tokens fell from {} to {}", s.tokens, total.tokens.total));
+    }
+    (s.cost, s.tokens) = (total.cost_usd().or(s.cost), total.tokens.total);
+    broken
+}
+
+/// The money at one moment (issue 19): the header's total is the sessions' rows plus what no
+/// session holds (orphans, threads not placed yet), unattributed parts included; an agent that
+/// used nothing costs $0 (not unpriced: `1 unpriced (—)` flickered until a child's model
+/// came), and so does a subtree that used nothing (an OpenCode session at 0 tokens is $0, as
+/// OpenCode says).
+fn costs(model: &Model) -> Vec<String> {
+    let mut broken = Vec::new();
+    let total = model.totals();
+    let mut rows = Rollup::default();
+    for (i, th) in model.threads.iter().enumerate() {
+        let idx = swarmtop::router::ThreadIdx(u32::try_from(i).expect("index"));
+        if th.parent.is_none() {
+            rows = rows.plus(&model.spent(idx));
+        }
+        if th.tokens == Tokens::default() && th.cost.is_none() {
+            broken.push(format!("{}: unpriced with no usage", th.id));
+        }
+        let spent = model.spent(idx);
+        if spent.tokens == Tokens::default() && spent.cost_usd().is_none() {
+            broken.push(format!("{}: its rows read — with no usage", th.id));
+        }
+    }
+    if (rows.tokens, rows.cost, rows.cost_usd()) != (total.tokens, total.cost, total.cost_usd()) {
+        broken.push(format!(
+            "the total {:?} {:?} is not its rows' {:?} {:?}",
+            total.tokens.total,
+            total.cost_usd(),
+            rows.tokens.total,
+            rows.cost_usd()
+        ));
+    }
+    let unpriced = model.threads.iter().filter(|th| th.cost.is_none()).count();
+    if unpriced != model.unpriced_threads() || total.threads - total.priced != u32::try_from(unpriced).expect("n") {
+        broken.push(format!("{unpriced} unpriced, the total says {}", total.threads - total.priced));
+    }
     broken
 }
 
