@@ -62,7 +62,8 @@ impl Reader for Commands {
 
 /// This swarmtop, the schema it writes and its price table: figures another one stored are
 /// figured again, and rows an older schema kept less of (schema 4: items' own tool names, ids and
-/// turns) are read again from their files where they are still there.
+/// turns), or an older reading (2: a session's unattributed part in its usage), are read again
+/// from their files where they are still there.
 fn fingerprint(global: &GlobalOpts) -> Result<String> {
     let prices = match &global.pricing {
         Some(path) => {
@@ -75,7 +76,12 @@ fn fingerprint(global: &GlobalOpts) -> Result<String> {
         }
         None => "builtin".to_owned(),
     };
-    Ok(format!("swarmtop {}; schema {}; prices {prices}", env!("CARGO_PKG_VERSION"), crate::store::SCHEMA_VERSION))
+    Ok(format!(
+        "swarmtop {}; schema {}; reading {}; prices {prices}",
+        env!("CARGO_PKG_VERSION"),
+        crate::store::SCHEMA_VERSION,
+        crate::store::READING
+    ))
 }
 
 /// The store `--store` (or the default place) names, opened; a team store for this machine as

@@ -9,8 +9,8 @@ use crate::model::{ItemKind, ItemStatus, Model, ShownCost, Thread};
 use crate::pipeline::Pipeline;
 use crate::router::{Role, ThreadIdx};
 
-use super::ledger::Ledger;
-use super::rows::{Figures, ItemRow, RunRow, SessionRow, Source, SourceRows};
+use super::ledger::{Ledger, merged};
+use super::rows::{Figures, ItemRow, RunRow, SessionRow, Source, SourceRows, UsageRow};
 use super::text;
 
 /// What a source's reading gave, besides the pipeline: how to name a thread as `tree` does, and
@@ -32,14 +32,17 @@ pub fn rows(
 ) -> SourceRows {
     let model = &pipeline.model;
     let session_of: HashMap<ThreadIdx, usize> = model.sessions.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-    let sessions = model.sessions.iter().map(|&root| session(model, root, &rendered)).collect();
-    let runs = (0..model.threads.len())
+    let sessions: Vec<SessionRow> = model.sessions.iter().map(|&root| session(model, root, &rendered)).collect();
+    let mut runs: Vec<RunRow> = (0..model.threads.len())
         .map(|i| {
             let idx = ThreadIdx(i as u32);
             let session = model.root_of(idx).and_then(|r| session_of.get(&r).copied());
             run(model, idx, session, &source, ledger, prices, &rendered)
         })
         .collect();
+    for (i, (&root, s)) in model.sessions.iter().zip(&sessions).enumerate() {
+        unattributed(model, root, (i, s.ended_ms), ledger, &mut runs);
+    }
     SourceRows {
         source,
         synced_ms,
@@ -77,6 +80,30 @@ fn session(model: &Model, root: ThreadIdx, rendered: &Rendered<'_>) -> SessionRo
         depth,
         figures: Figures { tokens: spent.tokens, cost: spent.cost, priced: spent.priced > 0 },
     }
+}
+
+/// The session's unattributed part (what its agent reported and no thread accounts for: the
+/// screen's `unattributed` row) with the root's usage, as the root's own spend is: a report of the
+/// session then adds up to what `stats` says of it, the sub-agents' part unchanged.
+fn unattributed(
+    model: &Model,
+    root: ThreadIdx,
+    (session, end): (usize, Option<i64>),
+    ledger: &Ledger,
+    runs: &mut [RunRow],
+) {
+    let part = model.unattributed_part(root);
+    if root.index() >= runs.len() {
+        return;
+    }
+    let seen: Vec<&UsageRow> = runs.iter().filter(|r| r.session == Some(session)).flat_map(|r| &r.usage).collect();
+    let extra = ledger.unattributed(root.index(), model.thread(root), &part, end, &seen);
+    if extra.is_empty() {
+        return;
+    }
+    let usage = &mut runs[root.index()].usage;
+    usage.extend(extra);
+    *usage = merged(std::mem::take(usage));
 }
 
 fn min_some(a: Option<i64>, b: Option<i64>) -> Option<i64> {

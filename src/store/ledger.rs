@@ -15,7 +15,7 @@
 //! quarter hour instead: the totals stay exact, only the split in time is lost.
 
 use crate::model::prices::{Pico, Prices};
-use crate::model::{Thread, Tokens};
+use crate::model::{Rollup, Thread, Tokens};
 use crate::router::{Class, Event, Sink};
 use crate::wire::fact::{Fact, Usage};
 
@@ -36,6 +36,9 @@ pub struct Ledger {
     stream_ms: Option<i64>,
     /// By thread handle (dense, first-seen order).
     threads: Vec<Marks>,
+    /// By thread handle: the quarter hour each model's session figure (a `cost-state` line,
+    /// stream-json `result.modelUsage`) was last stated in: when the agent reported it.
+    reported: Vec<Vec<(String, Option<i64>)>>,
 }
 
 /// A thread's running total after each quarter hour it changed in, in the order read.
@@ -57,6 +60,10 @@ impl Sink for Ledger {
         }
         let Some(idx) = r.thread else { return };
         for fact in r.record.facts.iter() {
+            if let Fact::ReportedUsage(u) = fact {
+                self.reported_at(idx.index(), u.model.as_str(), time.or(self.stream_ms).map(quarter));
+                continue;
+            }
             let Fact::Usage(Usage::Cumulative { total: Some(total), .. }) = fact else { continue };
             if self.threads.len() <= idx.index() {
                 self.threads.resize_with(idx.index() + 1, Marks::default);
@@ -74,6 +81,91 @@ impl Sink for Ledger {
 }
 
 impl Ledger {
+    fn reported_at(&mut self, index: usize, model: &str, at: Option<i64>) {
+        if self.reported.len() <= index {
+            self.reported.resize_with(index + 1, Vec::new);
+        }
+        let marks = &mut self.reported[index];
+        match marks.iter_mut().find(|(m, _)| m == model) {
+            Some((_, last)) => *last = at.or(*last),
+            None => marks.push((model.to_owned(), at)),
+        }
+    }
+
+    /// A session's unattributed part (what its agent reported beyond its threads' own figures,
+    /// [`crate::model::Model::unattributed_part`]) as usage rows, so that a report of the session
+    /// adds up to `stats`: by model where the agent's figures by model less its threads' rows on
+    /// that model add up to it (else all of it on the root's model), each at the quarter hour the
+    /// agent last stated that model's figure in (else at the session's end). `seen`: the rows of
+    /// every run of the session.
+    pub fn unattributed(
+        &self,
+        index: usize,
+        root: &Thread,
+        part: &Rollup,
+        end_ms: Option<i64>,
+        seen: &[&UsageRow],
+    ) -> Vec<UsageRow> {
+        if part.tokens == Tokens::default() && part.cost == Pico::default() {
+            return Vec::new();
+        }
+        let marks = self.reported.get(index).map_or(&[][..], Vec::as_slice);
+        let at_of = |model: &str| marks.iter().find(|(m, _)| m == model).and_then(|(_, at)| *at);
+        let end = end_ms.map(quarter);
+        let on = |model: &str| {
+            let mut sum = (Tokens::default(), Pico::default());
+            for u in seen.iter().filter(|u| u.model.as_deref() == Some(model)) {
+                sum.0.add(&u.tokens);
+                sum.1 += u.cost;
+            }
+            sum
+        };
+        let mut rows: Vec<UsageRow> = Vec::new();
+        let mut costs: Vec<Option<Pico>> = Vec::new();
+        for (model, reported) in &root.reported_usage {
+            let (tokens, cost) = on(model.as_str());
+            let excess = reported.saturating_minus(&tokens);
+            let figure = root.reported_cost.iter().find(|(m, _)| m == model).map(|(_, c)| *c);
+            if excess == Tokens::default() && figure.is_none_or(|f| f <= cost) {
+                continue;
+            }
+            costs.push(figure.filter(|f| *f >= cost).map(|f| f - cost));
+            rows.push(UsageRow {
+                at_ms: at_of(model.as_str()).or(end),
+                model: Some(model.to_string()),
+                tokens: excess,
+                cost: Pico::default(),
+            });
+        }
+        let mut sum = Tokens::default();
+        for r in &rows {
+            sum.add(&r.tokens);
+        }
+        if rows.is_empty() || sum != part.tokens {
+            let last = marks.iter().filter_map(|(_, at)| *at).max().or(end);
+            let model =
+                root.model.as_ref().map(ToString::to_string).or_else(|| rows.first().and_then(|r| r.model.clone()));
+            rows = vec![UsageRow { at_ms: last, model, tokens: part.tokens, cost: Pico::default() }];
+            costs = vec![None];
+        }
+        // The cost by model where the agent's figures by model less the rows' say it exactly,
+        // else all of it on the row with the most tokens.
+        let split: Option<Vec<Pico>> = costs.into_iter().collect();
+        match split.filter(|c| c.iter().fold(Pico::default(), |s, c| s + *c) == part.cost) {
+            Some(split) => {
+                for (r, c) in rows.iter_mut().zip(split) {
+                    r.cost = c;
+                }
+            }
+            None => {
+                if let Some(r) = rows.iter_mut().max_by_key(|r| r.tokens.total) {
+                    r.cost = part.cost;
+                }
+            }
+        }
+        rows
+    }
+
     /// The spend of thread `index` (as the model ended it) by quarter hour and model, adding up to
     /// its tokens and cost exactly.
     pub fn usage(&self, index: usize, t: &Thread, prices: &Prices) -> Vec<UsageRow> {
@@ -162,7 +254,7 @@ fn whole(t: &Thread) -> Vec<UsageRow> {
 }
 
 /// One row per quarter hour and model, in time order (unknown times first).
-fn merged(mut rows: Vec<UsageRow>) -> Vec<UsageRow> {
+pub fn merged(mut rows: Vec<UsageRow>) -> Vec<UsageRow> {
     rows.sort_by(|a, b| a.at_ms.cmp(&b.at_ms).then_with(|| a.model.cmp(&b.model)));
     let mut out: Vec<UsageRow> = Vec::with_capacity(rows.len());
     for r in rows {

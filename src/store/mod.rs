@@ -74,3 +74,8 @@ impl Store {
 
 /// The schema version this swarmtop writes.
 pub const SCHEMA_VERSION: usize = schema::LATEST;
+
+/// What a read keeps, where the schema did not change: 2, a session's unattributed part (what its
+/// agent reported and no thread accounts for) is with its root's usage. A store read by an
+/// earlier one reads again every source whose files are still there (the sync's fingerprint).
+pub const READING: usize = 2;
