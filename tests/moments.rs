@@ -54,6 +54,9 @@ fn captures() -> Vec<PathBuf> {
         out.extend(listed(dir, &Path::is_dir));
     }
     out.push(root.join("claude-2.1.39"));
+    // The built-in demo (a real Codex session, `demo/README.md`): where the issue saw `waiting on
+    // 5` beside `⑂ spawn ×4`.
+    out.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/demo.ndjson"));
     out
 }
 

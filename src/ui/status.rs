@@ -173,6 +173,12 @@ fn waits_on(model: &Model, t: &Thread) -> u32 {
     };
     let turn = t.turns.len().checked_sub(1);
     let open = |i: &crate::model::Item| i.status == ItemStatus::InProgress && i.turn == turn;
+    if t.children.is_empty() {
+        // No agent yet (most threads): only its current turn's open calls, read from the end.
+        let calls =
+            t.items.iter().rev().take_while(|i| i.turn == turn).filter(|i| i.op == Some(AgentOp::Spawn) && open(i));
+        return u32::try_from(calls.count()).unwrap_or(u32::MAX);
+    }
     let calls: Vec<&crate::model::Item> = t.items.iter().filter(|i| i.op == Some(AgentOp::Spawn)).collect();
     // Which call names each child, found once (a parent of thousands is drawn every frame).
     let by_id: FxHashMap<&str, usize> = calls.iter().enumerate().map(|(k, i)| (&*i.id, k)).collect();
