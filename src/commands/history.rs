@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::{GlobalOpts, HistoryArgs, MachineOpts};
-use super::report::{End, Table, filter, parse_when, table_width};
+use super::report::{End, Table, filter, minute, parse_when, table_width};
 use super::stats::{TokensJson, money};
 use crate::model::format_usd;
 use crate::pipeline::Config;
@@ -177,18 +177,6 @@ pub(super) fn render_json(sessions: &[SessionInfo], tz: &TimeZone) -> String {
     let mut out = serde_json::to_string(&json).expect("history serialises");
     out.push('\n');
     out
-}
-
-/// `2026-02-12 17:02` in `tz`.
-pub(super) fn minute(ms: i64, tz: &TimeZone) -> String {
-    Timestamp::from_millisecond(ms)
-        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string())
-}
-
-/// `2026-02-12 17:02:09` in `tz`.
-pub(super) fn second(ms: i64, tz: &TimeZone) -> String {
-    Timestamp::from_millisecond(ms)
-        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S").to_string())
 }
 
 fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) -> String {

@@ -133,7 +133,7 @@ fn past(s: &SessionInfo, tz: &TimeZone) -> Past {
         agent: s.agent.clone(),
         name: s.name.clone(),
         project: s.project.clone(),
-        start: s.started_ms.map(|t| super::history::minute(t, tz)),
+        start: s.started_ms.map(|t| super::report::minute(t, tz)),
         elapsed_ms: s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a)),
         status: s.status.clone(),
         agents: s.agents,
@@ -231,7 +231,7 @@ pub fn acts_on_files(opts: &StoreOpts, inputs: &[Input]) -> Vec<u8> {
 
 fn act(a: &ActRow, tz: &TimeZone) -> PastAct {
     PastAct {
-        at: super::history::minute(a.at_ms, tz),
+        at: super::report::minute(a.at_ms, tz),
         kind: sanitize_line(&a.kind),
         target: sanitize_line(&a.target),
         by: sanitize_line(&a.by),

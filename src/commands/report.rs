@@ -223,7 +223,7 @@ fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String
     for row in &report.rows {
         let s = row.session.clone().unwrap_or_default();
         let mut line = vec![
-            s.last_ms.map_or_else(|| "?".to_owned(), |t| super::history::minute(t, tz)),
+            s.last_ms.map_or_else(|| "?".to_owned(), |t| minute(t, tz)),
             s.agent,
             row.key.clone(),
             s.project.as_deref().map_or_else(|| "?".to_owned(), super::ps::short_path),
@@ -344,6 +344,18 @@ impl Table {
         }
         out
     }
+}
+
+/// `2026-02-12 17:02` in `tz`.
+pub(super) fn minute(ms: i64, tz: &TimeZone) -> String {
+    Timestamp::from_millisecond(ms)
+        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M").to_string())
+}
+
+/// `2026-02-12 17:02:09` in `tz`.
+pub(super) fn second(ms: i64, tz: &TimeZone) -> String {
+    Timestamp::from_millisecond(ms)
+        .map_or_else(|_| "?".to_owned(), |t| t.to_zoned_datetime(tz.clone()).strftime("%Y-%m-%d %H:%M:%S").to_string())
 }
 
 #[cfg(test)]

@@ -107,7 +107,7 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
     for h in hits {
         let machine = fleet.then(|| h.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
         table.push(
-            [h.at_ms.map_or_else(|| "?".to_owned(), |t| super::history::second(t, tz)), h.agent.to_string()]
+            [h.at_ms.map_or_else(|| "?".to_owned(), |t| super::report::second(t, tz)), h.agent.to_string()]
                 .into_iter()
                 .chain(machine)
                 .chain(rest(h))
