@@ -111,9 +111,12 @@ pub async fn guard(socket: &Path, config: Config, limits: Limits) -> Result<(), 
 /// says it of a server's abort.
 const UNCONFIRMED: &str = "no confirmation in time";
 
+/// What failed an asked interrupt whose turn has not ended, if anything did.
+type Failed<'a> = dyn Fn(&Asked) -> Option<String> + 'a;
+
 /// Keeps each asked interrupt whose end is known: its turn ended (`interrupted`, or how it ended
 /// before it could be), else what `failed` says of it (a refusal, the deadline, the session's end).
-fn settle(session: &TeeSession, open: &mut Vec<Asked>, failed: Option<&dyn Fn(&Asked) -> Option<String>>) {
+fn settle(session: &TeeSession, open: &mut Vec<Asked>, failed: Option<&Failed<'_>>) {
     let model = &session.pipeline.model;
     open.retain_mut(|a| {
         let t = model.thread(a.thread);
