@@ -596,6 +596,7 @@ fn the_session_report_names_each_session() {
     let m = Machine::new();
     m.with_claude_2_1_332("interrupt");
     m.with_codex("collab_v1");
+    m.with_opencode("tree");
     let table = m.run(&["report", "session", "--tz", "Asia/Tokyo"]);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header[..6], ["LAST", "ACTIVITY", "AGENT", "SESSION", "PROJECT", "MODELS"], "{table}");
@@ -622,7 +623,11 @@ fn the_session_report_names_each_session() {
     // By last activity, the most recent last, as ccusage orders its session report; the table too.
     let rows = report["rows"].as_array().unwrap();
     let last: Vec<&str> = rows.iter().map(|r| r["lastActivity"].as_str().unwrap()).collect();
-    assert!(rows.len() == 2 && last.is_sorted() && last[0] < last[1], "{last:?}");
+    assert!(rows.len() == 3 && last.is_sorted() && last[0] < last[1] && last[1] < last[2], "{last:?}");
+    // Not by cost: OpenCode's tree ($0.07) ran after Codex's collab_v1 ($0.05), Claude's interrupt
+    // ($0.02) last of all.
+    let costs: Vec<f64> = rows.iter().map(|r| r["costUsd"].as_f64().unwrap()).collect();
+    assert!(!costs.is_sorted_by(|a, b| a >= b), "{costs:?}");
     let ids: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
     let listed: Vec<&str> =
         table.lines().skip(1).filter_map(|l| ids.iter().copied().find(|id| l.contains(id))).collect();
