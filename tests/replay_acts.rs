@@ -102,6 +102,33 @@ fn swarmtop_file_of_a_stored_session_shows_its_stops() {
     assert!(!said(&replayed(&bare)));
 }
 
+/// `swarmtop --follow FILE` of a stored session (issue 23: a followed replay read no stored act):
+/// its stops come at their times, after the session's lines, and the file is still followed.
+#[test]
+fn a_followed_replay_of_a_stored_session_shows_its_stops_at_their_times() {
+    let (_home, file, store) = stored_session();
+    let cli = Cli::try_parse_from([
+        "swarmtop".as_ref(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--follow".as_ref(),
+        file.as_os_str(),
+    ])
+    .expect("the command line");
+    let opts = MonitorOpts::new(&cli.replay, cli.follow, &cli.screen, Some(&cli.record));
+    let Watch::Replay(r) = watch_inputs(&cli.inputs, &opts, &cli.window).expect("the replay") else {
+        panic!("a followed file is replayed")
+    };
+    assert!(r.follow && r.watched().0.len() == 1, "the file is followed");
+    let screen = replayed(&r);
+    assert!(said(&screen), "{screen}");
+    assert!(screen.contains("SIGINT (pid 4121"), "the act's outcome and detail: {screen}");
+    // At their times: the stop (2026-12) is the last record, after every line of the session (2026-02).
+    let times: Vec<i64> = r.times().iter().flatten().copied().collect();
+    assert_eq!(times.iter().max(), Some(&1_796_000_001_000));
+    assert_eq!(times.last(), Some(&1_796_000_001_000), "the stop last, at its time");
+}
+
 #[test]
 fn a_stored_session_opened_from_the_history_as_a_replay_shows_its_stops() {
     let (_home, _file, store) = stored_session();

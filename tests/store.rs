@@ -619,6 +619,14 @@ fn the_session_report_names_each_session() {
         assert!(!row["models"].as_array().unwrap().is_empty(), "{row}");
     }
     assert!(report["totals"].get("agent").is_none(), "{report}");
+    // By last activity, the most recent last, as ccusage orders its session report; the table too.
+    let rows = report["rows"].as_array().unwrap();
+    let last: Vec<&str> = rows.iter().map(|r| r["lastActivity"].as_str().unwrap()).collect();
+    assert!(rows.len() == 2 && last.is_sorted() && last[0] < last[1], "{last:?}");
+    let ids: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        table.lines().skip(1).filter_map(|l| ids.iter().copied().find(|id| l.contains(id))).collect();
+    assert_eq!(listed, ids, "the table in the JSON's order: {table}");
 }
 
 /// A query while a sync holds the store answers from the store as it is, at once, and leaves the
