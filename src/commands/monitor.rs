@@ -90,8 +90,9 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
         super::traffic::folders_hold_recordings(inputs_given)?;
     }
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
-    // Sessions the run store indexed: what was done to them, which their files may not hold.
-    let acts = if opts.follow { Vec::new() } else { past::acts_on_files(&opts.store, &inputs) };
+    // Sessions the run store indexed: what was done to them, which their files may not hold;
+    // followed or not (issue 23: a followed replay showed none).
+    let acts = past::acts_on_files(&opts.store, &inputs);
     let recorded = Recorded::from_inputs_with(inputs_given, &inputs, opts.follow, &time_of, acts)
         .wrap_err("reading the inputs")?;
     if !opts.follow {

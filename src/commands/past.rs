@@ -178,15 +178,24 @@ pub fn stored(store: &Store, id: &str) -> Result<Stored> {
     Ok(Stored { session: past(&view.session, &tz), runs, acts })
 }
 
-/// The stops the run store keeps on `sessions`, as act records for their replay (issue 20: a
-/// stored session replayed from its files showed none): the tree and the lanes then say who
-/// stopped each agent, as they do live. Only stops that took: a refusal or a failed stop stopped
-/// nothing (the store's view of the session lists every act).
+/// The stops and refusals the run store keeps on `sessions`, as act records for their replay
+/// (issue 20: a stored session replayed from its files showed none): the tree and the lanes then
+/// say who stopped each agent, as they do live, and a lane shows each call a guard refused under
+/// that call. A failed stop stopped nothing and is left out (the store's view of the session lists
+/// every act).
 fn act_records(store: &Store, sessions: &[String]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     for session in sessions {
-        for a in store.backend().acts(session)?.iter().filter(|a| a.stopped()) {
-            let reason = if a.detail.is_empty() { a.outcome.clone() } else { format!("{} ({})", a.outcome, a.detail) };
+        for a in store.backend().acts(session)?.iter().filter(|a| a.stopped() || a.refused()) {
+            let (reason, call) = if a.refused() {
+                // `Agent toolu_…`: the tool and the call's id (`swarmtop guard`).
+                let call = a.detail.rsplit_once(' ').map(|(_, id)| id.to_owned());
+                (a.outcome.strip_prefix("denied: ").unwrap_or(&a.outcome).to_owned(), call)
+            } else if a.detail.is_empty() {
+                (a.outcome.clone(), None)
+            } else {
+                (format!("{} ({})", a.outcome, a.detail), None)
+            };
             let logged = Logged {
                 ts: Some(a.at_ms),
                 kind: Some(a.kind.clone()),
@@ -196,6 +205,7 @@ fn act_records(store: &Store, sessions: &[String]) -> Result<Vec<u8>> {
                 target: a.target.clone(),
                 reason: Some(reason),
                 outcome: None,
+                call,
             };
             logged.record(&mut out);
         }
