@@ -109,7 +109,10 @@ fn shows_every_session_and_picks_up_new_sessions_and_sub_agents() {
 fn with_nothing_found_says_where_it_looked_then_shows_what_starts() {
     let home = Home::new();
     let Some(tmux) = machine_view("empty", &home) else { return };
-    let screen = tmux.wait_for("the empty screen", |s| s.contains("No agent sessions found") && s.contains("~/.codex"));
+    let screen = tmux.wait_for("the empty screen", |s| {
+        s.contains("No agent sessions active in the last 30m.") && s.contains("~/.codex")
+    });
+    assert!(screen.contains("Older sessions:  swarmtop --all"), "{screen}");
     assert!(screen.contains("~/.claude/projects") && screen.contains("~/.codex/sessions"), "{screen}");
     assert!(screen.contains("swarmtop tee -- codex app-server"), "{screen}");
     assert!(screen.contains("swarmtop demo"), "{screen}");

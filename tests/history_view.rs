@@ -436,3 +436,26 @@ fn h_in_an_empty_machine_view_opens_the_history_list() {
     let back = draw(&p, &feed, &mut v, (80, 24));
     assert!(back.contains("No agent sessions found on this machine yet."), "{back}");
 }
+
+/// Within the machine view's window, nothing found is nothing recent: the empty screen says so
+/// and where older sessions are (as `ps` does), and at 80 columns a wrapped line does not push
+/// the last one out of sight.
+#[test]
+fn an_empty_machine_view_within_a_window_says_so_and_where_older_sessions_are() {
+    let p = Pipeline::default();
+    let snapshot = swarmtop::source::seen::Snapshot {
+        looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
+        tee_dir: "/run/user/1000/swarmtop".into(),
+        ..Default::default()
+    };
+    let feed =
+        Feed { source: sanitize_line("machine"), live: true, machine: Some(Box::new(snapshot)), ..Feed::default() };
+    let mut v = View::with_theme(Theme::dark());
+    v.derived.tops.since_ms = Some(30 * 60 * 1000);
+    let empty = draw(&p, &feed, &mut v, (80, 24));
+    assert!(empty.contains("No agent sessions active in the last 30m."), "{empty}");
+    assert!(!empty.contains("found on this machine"), "{empty}");
+    assert!(empty.contains("Older sessions:  swarmtop --all  ·  stored runs:  H"), "{empty}");
+    assert!(empty.contains("swarmtop demo"), "the last line, below a wrapped one: {empty}");
+    insta::assert_snapshot!("empty_machine_view_within_a_window_80x24", empty);
+}

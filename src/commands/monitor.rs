@@ -57,7 +57,7 @@ pub fn watch_server(remote: &RemoteOpts, window: &WindowOpts) -> Result<Watch> {
     };
     let server = remote::Server::parse(url, token).map_err(|e| color_eyre::eyre::eyre!("--server: {e}"))?;
     let w = remote::Window { since_ms: window.since, all: window.all };
-    Ok(Watch::Remote(server, w, window.keep_ms()))
+    Ok(Watch::Remote(server, w, Shown::of(window)))
 }
 
 /// What `swarmtop [INPUT...]` watches: no input and a terminal on stdin is the machine view; `-` or a
@@ -71,7 +71,7 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
     };
     if inputs.is_empty() && stdin_is_tty {
         let opts = census::Options::machine(census::window(window.since, window.all));
-        return Ok(Watch::Machine(opts, window.keep_ms()));
+        return Ok(Watch::Machine(opts, Shown::of(window)));
     }
     if live_stdin {
         return stdin_live(opts.record.as_deref());
@@ -133,11 +133,25 @@ pub enum Watch {
         name: Clean,
         events: mpsc::Receiver<live::Event>,
     },
-    /// Every agent session on the machine (its source starts on a thread of its own), and how
-    /// long an ended one stays on screen.
-    Machine(census::Options, Option<u64>),
+    /// Every agent session on the machine (its source starts on a thread of its own), and which
+    /// are shown.
+    Machine(census::Options, Shown),
     /// Every agent session on another machine, from its `swarmtop serve`, for the same screen.
-    Remote(remote::Server, remote::Window, Option<u64>),
+    Remote(remote::Server, remote::Window, Shown),
+}
+
+/// Which sessions the machine view shows: those active within `since_ms` (`None`: all), each
+/// ended one until `keep_ms` after its last activity (`None`: for ever).
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    pub keep_ms: Option<u64>,
+    pub since_ms: Option<u64>,
+}
+
+impl Shown {
+    fn of(window: &WindowOpts) -> Self {
+        Self { keep_ms: window.keep_ms(), since_ms: (!window.all).then_some(window.since) }
+    }
 }
 
 pub fn run(watch: Watch, opts: &MonitorOpts, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
@@ -301,7 +315,7 @@ fn receive_feed(c: &otlp::Counters) -> ui::ReceiveFeed {
 /// The screen's runtime for what is watched, and the channel its live events arrive on.
 fn runtime_of(
     watch: Watch,
-    view: View,
+    mut view: View,
     settings: &Settings,
     config: Config,
     now: Instant,
@@ -321,14 +335,16 @@ fn runtime_of(
             (Runtime::replay(r, view, settings, config, now), follow)
         }
         Watch::Live { name, events } => (Runtime::live(name, view, settings, config, now), Some(events)),
-        Watch::Machine(opts, keep) => {
+        Watch::Machine(opts, shown) => {
             let home = std::env::var("HOME").ok();
-            (Runtime::machine(view, settings, config, now, keep, home), Some(census::machine::spawn(opts)))
+            view.derived.tops.since_ms = shown.since_ms;
+            (Runtime::machine(view, settings, config, now, shown.keep_ms, home), Some(census::machine::spawn(opts)))
         }
-        Watch::Remote(server, window, keep) => {
+        Watch::Remote(server, window, shown) => {
             let events = remote::spawn(server.clone(), window).wrap_err("starting the server's feed")?;
+            view.derived.tops.since_ms = shown.since_ms;
             // The home that shortens its paths is the server's, from its first snapshot.
-            let mut rt = Runtime::machine(view, settings, config, now, keep, None);
+            let mut rt = Runtime::machine(view, settings, config, now, shown.keep_ms, None);
             rt.feed.source = sanitize_line(server.authority());
             rt.feed.connection = Some(sanitize_line("connecting"));
             (rt, Some(events))

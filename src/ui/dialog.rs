@@ -85,7 +85,7 @@ pub fn answers(view: &View) -> Line<'static> {
 
 /// Rows `line` takes wrapped at word boundaries into `width` columns, as [`Wrap`] breaks it: a word
 /// that does not fit moves to the next row whole (a word wider than a row is cut across rows).
-fn wrapped_rows(line: &Line<'_>, width: u16) -> usize {
+pub(super) fn wrapped_rows(line: &Line<'_>, width: u16) -> usize {
     let width = usize::from(width.max(1));
     let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
     let mut rows = 1;

@@ -64,11 +64,14 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &Vie
         frame.render_widget(Paragraph::new(line), Rect { width: area.width.saturating_sub(4), ..rect });
         return;
     }
-    let mut lines = vec![
-        Line::from(Span::styled("No agent sessions found on this machine yet.", theme.bold)),
-        Line::default(),
-        Line::from("Looked in:"),
-    ];
+    // Within a window, nothing found is nothing recent: older sessions are there to be asked for
+    // (`ps` says as much), not missing.
+    let since = view.derived.tops.since_ms.map(|ms| super::text::quiet(i64::try_from(ms).unwrap_or(i64::MAX)));
+    let headline = match &since {
+        Some(window) => format!("No agent sessions active in the last {window}."),
+        None => "No agent sessions found on this machine yet.".to_owned(),
+    };
+    let mut lines = vec![Line::from(Span::styled(headline, theme.bold)), Line::default(), Line::from("Looked in:")];
     // One column for every place, as wide as the longest agent's name (`opencode` took one more
     // than a fixed 7 and pushed its folder out of line).
     let name_w = snapshot.looked_in.iter().map(|(tool, _)| tool.len()).chain(["tees".len()]).max().unwrap_or(0);
@@ -79,17 +82,26 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &Vie
         Span::raw(format!("  {:<name_w$} ", "tees")),
         Span::styled(show(&snapshot.tee_dir), theme.dim),
     ]));
+    lines.extend([Line::default(), Line::from("Sessions appear here as they start; this screen keeps watching.")]);
+    if since.is_some() {
+        lines.push(Line::from(vec![
+            Span::raw("Older sessions:  "),
+            Span::styled("swarmtop --all", theme.bold),
+            Span::raw("  ·  stored runs:  "),
+            Span::styled("H", theme.bold),
+        ]));
+    }
     lines.extend([
-        Line::default(),
-        Line::from("Sessions appear here as they start; this screen keeps watching."),
         Line::from(vec![
             Span::raw("Watch Codex live (deltas, every sub-agent):  "),
             Span::styled("swarmtop tee -- codex app-server", theme.bold),
         ]),
         Line::from(vec![Span::raw("See swarmtop at work now:  "), Span::styled("swarmtop demo", theme.bold)]),
     ]);
-    let h = (lines.len() as u16).min(area.height);
-    let rect =
-        Rect { y: area.y + (area.height - h) / 2, height: h, x: area.x + 2, width: area.width.saturating_sub(4) };
+    let width = area.width.saturating_sub(4);
+    // Rows as the words wrap: counted as lines, a wrapped one pushed the last out of sight.
+    let rows: usize = lines.iter().map(|l| super::dialog::wrapped_rows(l, width)).sum();
+    let h = u16::try_from(rows).unwrap_or(u16::MAX).min(area.height);
+    let rect = Rect { y: area.y + (area.height - h) / 2, height: h, x: area.x + 2, width };
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rect);
 }

@@ -79,6 +79,8 @@ pub struct Tops {
     pub home: Option<String>,
     /// How long an ended session stays after its last activity (`None`: for ever).
     pub keep_ms: Option<i64>,
+    /// The window sessions are found in: active within this long (`None`: however old).
+    pub since_ms: Option<u64>,
     agents: Vec<String>,
     projects: Vec<Project>,
     /// Each project's id by its agent and raw path (a regroup of 50,000 sessions looked each one's
