@@ -359,4 +359,9 @@ impl ActRow {
         self.kind == "interrupt"
             && (matches!(self.outcome.as_str(), "interrupted" | "aborted") || self.outcome.starts_with("exited on "))
     }
+
+    /// Whether a guard refused a call of its target (`swarmtop guard`'s `deny`), which went on.
+    pub fn refused(&self) -> bool {
+        self.kind == "deny" && self.outcome.starts_with("denied")
+    }
 }
