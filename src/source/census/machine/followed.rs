@@ -12,8 +12,13 @@ use crate::source::files;
 use crate::source::regular;
 use crate::wire::Origin;
 
-/// Bytes read from one file before the others get their turn.
-pub(super) const READ_CHUNK: u64 = 4 << 20;
+/// Bytes read from one file before the others get their turn. One chunk is one event, held whole
+/// by every consumer at once (a `serve` feed client encodes it beside it): at 4 MiB a feed's
+/// history held some 20 MiB at its peak and the daemon's memory floor rose with each feed
+/// (`serve_soak`); at one record event's size ([`RECORDS_PER_EVENT`]) a chunk is one frame.
+///
+/// [`RECORDS_PER_EVENT`]: crate::source::remote::codec::RECORDS_PER_EVENT
+pub(super) const READ_CHUNK: u64 = 1 << 20;
 
 /// A file followed.
 pub(super) struct Followed {
@@ -102,7 +107,8 @@ fn grow_from(file: &mut (impl Read + Seek), len: u64, at: Cursor<'_>) -> Option<
     }
     file.seek(SeekFrom::Start(*read)).ok()?;
     let left = len - *read;
-    let mut buf = Vec::new();
+    // Sized once: grown by doubling, a whole chunk passed through twice its size.
+    let mut buf = Vec::with_capacity(usize::try_from(left.min(READ_CHUNK)).unwrap_or(0));
     file.by_ref().take(left.min(READ_CHUNK)).read_to_end(&mut buf).ok()?;
     let Some(end) = memchr::memrchr(b'\n', &buf) else {
         // No line ends here: a line still being written, or one longer than a chunk. Left alone,
