@@ -136,6 +136,34 @@ fn a_followed_replay_of_a_stored_session_shows_its_stops_at_their_times() {
     let times: Vec<i64> = r.times().iter().flatten().copied().collect();
     assert_eq!(times.iter().max(), Some(&1_796_000_001_000));
     assert_eq!(times.last(), Some(&1_796_000_001_000), "the stop last, at its time");
+
+    // An act kept while the replay follows comes as it is kept, once (what it had is not again).
+    let mut r = r;
+    let mut since = r.acts_since.take().expect("a followed replay looks for acts done since");
+    assert!(since().is_empty(), "nothing new");
+    let later = ActRow {
+        at_ms: 1_796_000_002_000,
+        kind: "interrupt".into(),
+        by: "guard".into(),
+        via: "signal".into(),
+        session: Some(CLAUDE_OLD_SESSION.into()),
+        target: CLAUDE_OLD_SESSION.into(),
+        detail: String::new(),
+        outcome: "exited on SIGTERM".into(),
+    };
+    Store::open(&store).expect("the run store").backend_mut().record_act(&later).expect("kept");
+    let records = since();
+    assert_eq!(String::from_utf8_lossy(&records).lines().count(), 1, "only the new one");
+    assert!(since().is_empty(), "once");
+    let before = r.len();
+    assert_eq!(r.followed(swarmtop::source::live::Change::Acts { records }, &ui::runtime::time_of), 1);
+    let mut p = Pipeline::default();
+    ui::runtime::apply(&r, &mut p, 0..before);
+    let lead = p.router.find(CLAUDE_OLD_SESSION).expect("the lead");
+    assert!(p.model.thread(lead).stopped_by.as_ref().is_some_and(|s| s.as_str().starts_with("swarmtop interrupt")));
+    ui::runtime::apply(&r, &mut p, before..r.len());
+    let by = p.model.thread(lead).stopped_by.as_ref().map(|s| s.as_str().to_owned());
+    assert_eq!(by.as_deref(), Some("guard: exited on SIGTERM"), "the act kept since");
 }
 
 #[test]

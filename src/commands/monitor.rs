@@ -93,8 +93,10 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
     // Sessions the run store indexed: what was done to them, which their files may not hold;
     // followed or not (issue 23: a followed replay showed none).
     let acts = past::acts_on_files(&opts.store, &inputs);
-    let recorded = Recorded::from_inputs_with(inputs_given, &inputs, opts.follow, &time_of, acts)
+    let since = opts.follow.then(|| past::acts_since(&opts.store, &inputs, &acts));
+    let mut recorded = Recorded::from_inputs_with(inputs_given, &inputs, opts.follow, &time_of, acts)
         .wrap_err("reading the inputs")?;
+    recorded.acts_since = since;
     if !opts.follow {
         super::traffic::required_in_replay(inputs_given, &recorded)?;
     }
@@ -327,6 +329,9 @@ fn runtime_of(
             let follow = if r.follow {
                 let (files, dirs) = r.watched();
                 let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                if let Some(since) = r.acts_since.take() {
+                    past::follow_acts(since, tx.clone()).wrap_err("following the run store's acts")?;
+                }
                 follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
                 Some(rx)
             } else {
