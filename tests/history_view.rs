@@ -452,8 +452,12 @@ fn an_empty_machine_view_within_a_window_says_so_and_where_older_sessions_are() 
         tee_dir: "/run/user/1000/swarmtop".into(),
         ..Default::default()
     };
-    let feed =
-        Feed { source: sanitize_line("machine"), live: true, machine: Some(Box::new(snapshot)), ..Feed::default() };
+    let feed = Feed {
+        source: sanitize_line("machine"),
+        live: true,
+        machine: Some(std::sync::Arc::new(snapshot)),
+        ..Feed::default()
+    };
     let mut v = View::with_theme(Theme::dark());
     v.derived.tops.since_ms = Some(30 * 60 * 1000);
     let empty = draw(&p, &feed, &mut v, (80, 24));
