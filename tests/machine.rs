@@ -70,7 +70,7 @@ fn feed(snapshot: Snapshot) -> Feed {
         source: swarmtop::wire::sanitize_line("machine"),
         live: true,
         now_ms: Some(NOW_MS),
-        machine: Some(Box::new(snapshot)),
+        machine: Some(std::sync::Arc::new(snapshot)),
         ..Feed::default()
     }
 }

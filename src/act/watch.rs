@@ -14,7 +14,7 @@ use super::control::{self, Turn};
 use super::limits::{Limits, breaches};
 use super::record;
 use super::tee::{Line, Reply, TeeSession};
-use crate::model::TurnStatus;
+use crate::model::{Model, TurnStatus};
 use crate::pipeline::Config;
 use crate::router::ThreadIdx;
 use crate::store::rows::ActRow;
@@ -117,7 +117,16 @@ type Failed<'a> = dyn Fn(&Asked) -> Option<String> + 'a;
 /// Keeps each asked interrupt whose end is known: its turn ended (`interrupted`, or how it ended
 /// before it could be), else what `failed` says of it (a refusal, the deadline, the session's end).
 fn settle(session: &TeeSession, open: &mut Vec<Asked>, failed: Option<&Failed<'_>>) {
-    let model = &session.pipeline.model;
+    for act in settled(&session.pipeline.model, open, failed) {
+        if let Err(e) = record::keep(&act) {
+            eprintln!("swarmtop tee: the guard's act was not kept in the run store: {e}");
+        }
+    }
+}
+
+/// The asked interrupts whose end is known, taken out of `open` with their outcome.
+fn settled(model: &Model, open: &mut Vec<Asked>, failed: Option<&Failed<'_>>) -> Vec<ActRow> {
+    let mut done = Vec::new();
     open.retain_mut(|a| {
         let t = model.thread(a.thread);
         let ended = t.turns.iter().rev().find(|u| *u.id == *a.turn).map(|u| u.status);
@@ -129,9 +138,66 @@ fn settle(session: &TeeSession, open: &mut Vec<Asked>, failed: Option<&Failed<'_
         };
         let Some(outcome) = outcome else { return true };
         a.act.outcome = outcome;
-        if let Err(e) = record::keep(&a.act) {
-            eprintln!("swarmtop tee: the guard's act was not kept in the run store: {e}");
-        }
+        done.push(a.act.clone());
         false
     });
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(method: &str, params: &serde_json::Value) -> String {
+        json!({"method": method, "params": params, "emittedAtMs": 1000}).to_string()
+    }
+
+    fn asked(p: &crate::pipeline::Pipeline, tag: u64, thread: &str, deadline: Instant) -> Asked {
+        let act = record::act("interrupt", "guard", "tee", Some("root"), thread);
+        Asked { tag, thread: p.find(thread).expect("thread"), turn: format!("{thread}-t"), act, deadline }
+    }
+
+    /// Issue 23: a guard's interrupt is kept once its end is known, and only then: the turn ended
+    /// (interrupted, or otherwise before it could be), refused, or unconfirmed past its deadline.
+    #[test]
+    fn an_asked_interrupt_is_kept_once_its_end_is_known() {
+        let mut p = crate::pipeline::Pipeline::default();
+        let started = |id: &str| {
+            [
+                note("thread/started", &json!({"thread": {"id": id, "parentThreadId": null}})),
+                note(
+                    "turn/started",
+                    &json!({"threadId": id, "turn": {"id": format!("{id}-t"), "status": "inProgress"}}),
+                ),
+            ]
+        };
+        for l in ["a", "b", "c", "d"].into_iter().flat_map(started) {
+            p.push(l.as_bytes());
+        }
+        let now = Instant::now();
+        let later = now + Duration::from_secs(30);
+        let mut open =
+            vec![asked(&p, 1, "a", later), asked(&p, 2, "b", later), asked(&p, 3, "c", later), asked(&p, 4, "d", now)];
+        assert!(settled(&p.model, &mut open, None).is_empty(), "every turn still runs");
+        let ended = |id: &str, status: &str| {
+            note("turn/completed", &json!({"threadId": id, "turn": {"id": format!("{id}-t"), "status": status}}))
+        };
+        p.push(ended("a", "interrupted").as_bytes());
+        p.push(ended("b", "completed").as_bytes());
+        let kept = settled(&p.model, &mut open, None);
+        let said = |kept: &[ActRow]| kept.iter().map(|a| (a.target.clone(), a.outcome.clone())).collect::<Vec<_>>();
+        assert_eq!(
+            said(&kept),
+            [("a".into(), "interrupted".into()), ("b".into(), "completed before it could be interrupted".into())]
+        );
+        assert!(kept[0].stopped() && !kept[1].stopped());
+        let refused = |a: &Asked| (a.tag == 3).then(|| "the tee refused to interrupt: gone".to_owned());
+        assert_eq!(
+            said(&settled(&p.model, &mut open, Some(&refused))),
+            [("c".into(), "the tee refused to interrupt: gone".into())]
+        );
+        let past = |a: &Asked| (a.deadline <= Instant::now()).then(|| UNCONFIRMED.to_owned());
+        assert_eq!(said(&settled(&p.model, &mut open, Some(&past))), [("d".into(), UNCONFIRMED.into())]);
+        assert!(open.is_empty(), "each kept once");
+    }
 }
