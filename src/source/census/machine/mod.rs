@@ -337,7 +337,7 @@ impl Machine {
         if changes.everything {
             grown = (0..self.files.len()).collect();
         }
-        let quiet = |i: &usize| self.sessions[self.files[*i].session].state != Some(State::Live);
+        let quiet = |i: &usize| self.sessions[self.files[*i].session].run.state != Some(State::Live);
         self.pace.quiet_grew |= grown.iter().any(quiet);
         // Files still being read go on with these (a session's files are read together).
         grown.extend(std::mem::take(&mut self.pending));
@@ -512,8 +512,8 @@ mod tests {
     }
 
     /// A session just written to, no process seen running it: its first frame does not call it
-    /// stopped (it showed `◼ interrupted` beside `idle now`); a second look a tick on, nothing
-    /// written between, takes it as stopped (a guess); one written to after the first look never.
+    /// stopped (it showed `◼ interrupted` beside `idle now`); the next look, nothing written
+    /// between, takes it as stopped (a guess); one written to after the first look never.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_session_just_written_is_not_stopped_at_the_first_look() {
         // The file's modification says it was just written; its lines' own times do not matter.
@@ -535,11 +535,13 @@ mod tests {
                 use std::io::Write;
                 let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
                 f.write_all(prompt("p2").replace("SID", "s1").as_bytes()).unwrap();
-                let later = stops_until(&mut events, 3 * TICK.as_secs() + 1, |_| false).await;
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |_| false).await;
                 assert!(later.is_empty(), "written to after the first look: not stopped ({later:?})");
             } else {
-                let later =
-                    stops_until(&mut events, 3 * TICK.as_secs() + 1, |e| matches!(e, Event::Stopped { .. })).await;
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |e| {
+                    matches!(e, Event::Stopped { .. })
+                })
+                .await;
                 assert_eq!(later, [true], "a look on, nothing written: stopped on a guess");
             }
         }
