@@ -69,6 +69,8 @@ pub struct Watcher {
     native: Option<RecommendedWatcher>,
     polling: Option<PollWatcher>,
     watched: HashSet<PathBuf>,
+    /// The folders among them (watched with all below them).
+    folders: HashSet<PathBuf>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -82,7 +84,7 @@ impl Watcher {
         let shared = Arc::new(Shared::default());
         let handler = Arc::clone(&shared);
         let native = RecommendedWatcher::new(move |r| handler.note(r), notify::Config::default()).ok();
-        Self { shared, native, polling: None, watched: HashSet::new() }
+        Self { shared, native, polling: None, watched: HashSet::new(), folders: HashSet::new() }
     }
 
     /// Only the polling watcher (for file systems known to send no events, and for tests).
@@ -97,12 +99,19 @@ impl Watcher {
     }
 
     /// Starts watching `path` if it exists and is not watched yet; a path that does not exist is
-    /// left for a later call (after its parent reported it). Returns whether it is watched.
+    /// left for a later call (after its parent reported it). Returns whether it is watched. A path
+    /// below a folder watched already is watched through it: a watch of its own only doubled its
+    /// events and took one of the kernel's watches a file (the machine view asked one for each of
+    /// 50,000 session files; past `max_user_watches`, 8,192 on many systems, the rest fell to the
+    /// polling watcher, a look at every file twice a second).
     pub fn watch(&mut self, path: &Path) -> bool {
         if self.watched.contains(path) {
             return true;
         }
         let Ok(meta) = std::fs::metadata(path) else { return false };
+        if path.ancestors().skip(1).any(|a| self.folders.contains(a)) {
+            return true;
+        }
         let mode = if meta.is_dir() { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
         let native_ok = self.native.as_mut().is_some_and(|w| w.watch(path, mode).is_ok());
         if !native_ok {
@@ -116,7 +125,15 @@ impl Watcher {
             }
         }
         self.watched.insert(path.to_owned());
+        if meta.is_dir() {
+            self.folders.insert(path.to_owned());
+        }
         true
+    }
+
+    /// Paths watched by a watch of their own (a path below a watched folder is not one).
+    pub fn watches(&self) -> usize {
+        self.watched.len()
     }
 
     pub fn is_watched(&self, path: &Path) -> bool {
@@ -176,6 +193,26 @@ mod tests {
         .await
         .expect("the change is reported");
         seen
+    }
+
+    /// A file below a watched folder takes no watch of its own, and its changes are still told.
+    #[tokio::test]
+    async fn a_file_below_a_watched_folder_is_watched_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("p/s1");
+        std::fs::create_dir_all(&nested).unwrap();
+        let file = nested.join("s1.jsonl");
+        std::fs::write(&file, b"{}\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let alone = outside.path().join("store.db");
+        std::fs::write(&alone, b"").unwrap();
+        let mut watcher = Watcher::new();
+        assert!(watcher.watch(dir.path()));
+        assert!(watcher.watch(&file) && watcher.watch(&alone));
+        assert_eq!(watcher.watches(), 2, "the folder and the file outside it");
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"{\"more\":1}\n").unwrap();
+        wait_for(&watcher, &file).await;
     }
 
     #[tokio::test]
