@@ -92,10 +92,72 @@ struct Session {
     within: Option<String>,
     /// When it last changed, as discovery saw it (a store's rows are not files to stat).
     modified: SystemTime,
-    /// Its liveness at the last snapshot, and whether the consumer was told it stopped since
-    /// it was last live.
+    run: RunState,
+}
+
+/// What the snapshots said of a session's run so far.
+#[derive(Debug, Default)]
+struct RunState {
+    /// Its liveness at the last snapshot.
     state: Option<State>,
+    /// The consumer was told it stopped since it was last live.
     stopped: bool,
+    /// Idle at the first look that read `/proc`, never live since, nothing written since (its
+    /// last activity then): one more such look, and it is taken as stopped.
+    unproven: Option<Unproven>,
+}
+
+/// A session's last activity at the look that found it idle with no process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unproven {
+    activity_ms: Option<i64>,
+}
+
+impl RunState {
+    /// What this look says of the run since the last one, each once until it is live again:
+    /// - stopped: live before and no longer (the process exited: a Claude Code killed mid-answer
+    ///   left its turn and its children running on screen for good);
+    /// - stopped on a guess: no process seen running it and none seen exiting, at two looks that
+    ///   read `/proc` with nothing written between (`looked`; a `codex exec` killed before the
+    ///   view opened showed its agents running until it aged into `ended` five minutes on), or
+    ///   aged into ended. One look is no evidence: a session just written to (a new one, its
+    ///   process not found yet) was shown stopped in its first frame. Written to after the first
+    ///   look, something runs it: no guess (a process the source cannot see, in a container). A
+    ///   wrong guess is undone by the session's next line;
+    /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
+    fn look(&mut self, seen: &Seen, looked: bool) -> Option<Run> {
+        let was = self.state.replace(seen.state);
+        if seen.state == State::Live {
+            self.unproven = None;
+            return std::mem::take(&mut self.stopped).then_some(Run::Resumed);
+        }
+        if self.stopped {
+            return None;
+        }
+        if was == Some(State::Live) {
+            self.stopped = true;
+            return Some(Run::Stopped);
+        }
+        let quiet_again = match self.unproven.take() {
+            // A look that did not read `/proc` says nothing either way.
+            Some(then) if !looked => {
+                self.unproven = Some(then);
+                false
+            }
+            Some(then) => seen.state == State::Idle && then.activity_ms == seen.last_activity_ms,
+            None => {
+                if looked && was.is_none() && seen.state == State::Idle {
+                    self.unproven = Some(Unproven { activity_ms: seen.last_activity_ms });
+                }
+                false
+            }
+        };
+        if quiet_again || seen.state == State::Ended {
+            self.stopped = true;
+            return Some(Run::Guessed);
+        }
+        None
+    }
 }
 
 /// When the next census comes.
@@ -275,7 +337,7 @@ impl Machine {
         if changes.everything {
             grown = (0..self.files.len()).collect();
         }
-        let quiet = |i: &usize| self.sessions[self.files[*i].session].state != Some(State::Live);
+        let quiet = |i: &usize| self.sessions[self.files[*i].session].run.state != Some(State::Live);
         self.pace.quiet_grew |= grown.iter().any(quiet);
         // Files still being read go on with these (a session's files are read together).
         grown.extend(std::mem::take(&mut self.pending));
@@ -375,31 +437,13 @@ impl Machine {
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
 
-    /// What `snapshot` says of each session's run since the last one, each once until it is live
-    /// again:
-    /// - stopped: live before and no longer (the process exited: a Claude Code killed mid-answer
-    ///   left its turn and its children running on screen for good);
-    /// - stopped on a guess: no process seen running it, none seen exiting: idle when first seen
-    ///   (`looked`: `/proc` was read; a `codex exec` killed before the view opened showed its
-    ///   agents running until it aged into `ended` five minutes on), or aged into ended. A process
-    ///   the source cannot see (in a container) would write on: its next line undoes the guess;
-    /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
+    /// What `snapshot` says of each session's run since the last one ([`RunState::look`]).
     fn stopped(&mut self, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
         for (s, row) in self.sessions.iter_mut().zip(&self.rows) {
             let Some((seen, _)) = row else { continue };
-            let was = s.state.replace(seen.state);
-            let idle_from_the_start = looked && was.is_none() && seen.state == State::Idle;
-            if seen.state == State::Live {
-                if std::mem::take(&mut s.stopped) {
-                    out.push((seen.id.clone(), Run::Resumed));
-                }
-            } else if !s.stopped && was == Some(State::Live) {
-                s.stopped = true;
-                out.push((seen.id.clone(), Run::Stopped));
-            } else if !s.stopped && (idle_from_the_start || seen.state == State::Ended) {
-                s.stopped = true;
-                out.push((seen.id.clone(), Run::Guessed));
+            if let Some(change) = s.run.look(seen, looked) {
+                out.push((seen.id.clone(), change));
             }
         }
         out
@@ -450,6 +494,57 @@ mod tests {
             }
         }
         assert_eq!(order, ["p1", "c1", "p2"]);
+    }
+
+    /// The source's events until `until` (or `secs` seconds pass): whether a stop came, and when.
+    async fn stops_until(events: &mut mpsc::Receiver<Event>, secs: u64, until: impl Fn(&Event) -> bool) -> Vec<bool> {
+        let mut stops = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await {
+            if let Event::Stopped { guessed_at_ms, .. } = &event {
+                stops.push(guessed_at_ms.is_some());
+            }
+            if until(&event) {
+                break;
+            }
+        }
+        stops
+    }
+
+    /// A session just written to, no process seen running it: its first frame does not call it
+    /// stopped (it showed `◼ interrupted` beside `idle now`); the next look, nothing written
+    /// between, takes it as stopped (a guess); one written to after the first look never.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_session_just_written_is_not_stopped_at_the_first_look() {
+        // The file's modification says it was just written; its lines' own times do not matter.
+        let prompt = |uuid: &str| {
+            format!(
+                r#"{{"type":"user","uuid":"{uuid}","sessionId":"SID","isSidechain":false,"cwd":"/home/dev/p","timestamp":"2026-12-01T10:00:01.000Z","message":{{"role":"user","content":"go"}}}}"#
+            ) + "\n"
+        };
+        for written_on in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let project = dir.path().join(".claude/projects/-home-dev-p");
+            std::fs::create_dir_all(&project).unwrap();
+            let file = project.join("s1.jsonl");
+            std::fs::write(&file, prompt("p1").replace("SID", "s1")).unwrap();
+            let mut events = spawn(home_opts(dir.path()));
+            let first = stops_until(&mut events, 30, |e| matches!(e, Event::Live)).await;
+            assert!(first.is_empty(), "stopped in its first frame: {first:?}");
+            if written_on {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+                f.write_all(prompt("p2").replace("SID", "s1").as_bytes()).unwrap();
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |_| false).await;
+                assert!(later.is_empty(), "written to after the first look: not stopped ({later:?})");
+            } else {
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |e| {
+                    matches!(e, Event::Stopped { .. })
+                })
+                .await;
+                assert_eq!(later, [true], "a look on, nothing written: stopped on a guess");
+            }
+        }
     }
 
     /// A Claude Code line of session `s1` at `ms` past ten, some 650 bytes long.
