@@ -69,6 +69,8 @@ pub struct Watcher {
     native: Option<RecommendedWatcher>,
     polling: Option<PollWatcher>,
     watched: HashSet<PathBuf>,
+    /// The folders among `watched` (watched with all below them).
+    dirs: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -82,7 +84,7 @@ impl Watcher {
         let shared = Arc::new(Shared::default());
         let handler = Arc::clone(&shared);
         let native = RecommendedWatcher::new(move |r| handler.note(r), notify::Config::default()).ok();
-        Self { shared, native, polling: None, watched: HashSet::new() }
+        Self { shared, native, polling: None, watched: HashSet::new(), dirs: Vec::new() }
     }
 
     /// Only the polling watcher (for file systems known to send no events, and for tests).
@@ -97,9 +99,15 @@ impl Watcher {
     }
 
     /// Starts watching `path` if it exists and is not watched yet; a path that does not exist is
-    /// left for a later call (after its parent reported it). Returns whether it is watched.
+    /// left for a later call (after its parent reported it), unless a folder watched holds it.
+    /// Returns whether it is watched.
     pub fn watch(&mut self, path: &Path) -> bool {
         if self.watched.contains(path) {
+            return true;
+        }
+        // A folder watched already tells of everything below it: a watch of each of 50,000 files
+        // below one was a look at the disk and a round trip to the watcher's thread each.
+        if self.dirs.iter().any(|d| path.starts_with(d)) {
             return true;
         }
         let Ok(meta) = std::fs::metadata(path) else { return false };
@@ -116,11 +124,14 @@ impl Watcher {
             }
         }
         self.watched.insert(path.to_owned());
+        if meta.is_dir() {
+            self.dirs.push(path.to_owned());
+        }
         true
     }
 
     pub fn is_watched(&self, path: &Path) -> bool {
-        self.watched.contains(path)
+        self.watched.contains(path) || self.dirs.iter().any(|d| path.starts_with(d))
     }
 
     /// Waits until something changed, then takes what did.
@@ -185,7 +196,10 @@ mod tests {
             let nested = dir.path().join("2026/12/01");
             std::fs::create_dir_all(&nested).unwrap();
             assert!(watcher.watch(dir.path()));
-            assert!(!watcher.watch(&dir.path().join("missing")));
+            let elsewhere = tempfile::tempdir().unwrap();
+            assert!(!watcher.watch(&elsewhere.path().join("missing")));
+            // Below a folder watched: told of by the folder's watch, once it is there.
+            assert!(watcher.watch(&dir.path().join("missing")));
             // Let the polling watcher take its first look before anything changes.
             tokio::time::sleep(POLL_INTERVAL * 2).await;
             let file = nested.join("rollout.jsonl");

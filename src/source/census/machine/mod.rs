@@ -136,6 +136,8 @@ struct Machine {
     stores_changed: bool,
     server_tx: mpsc::Sender<(String, Vec<u8>)>,
     server_rx: mpsc::Receiver<(String, Vec<u8>)>,
+    /// The folders a rescan resolved, for the canonical paths of the files it finds.
+    canonical: crate::source::proc::Canonical,
 }
 
 impl Machine {
@@ -168,6 +170,7 @@ impl Machine {
             stores_changed: false,
             server_tx,
             server_rx,
+            canonical: crate::source::proc::Canonical::keeping(),
         }
     }
 
