@@ -11,7 +11,9 @@
 //! record at a time would show it: the result is the same.
 //!
 //! Several inputs are read in stream time ([`crate::source::merge`]): the chunks are then runs of
-//! one input's records in the merged order, copied out of each input's cursor.
+//! one input's records in the merged order, copied out of each input's cursor. On one thread (a
+//! sync reads each session on a core of its own) there are no chunks: the merge decodes each line
+//! it reads for its time and the router takes that decoding, so no line is decoded twice.
 
 use std::collections::BTreeMap;
 use std::io::{self, Read};
@@ -407,6 +409,10 @@ pub fn feed(
     let threads = decoders.max(1);
     // One input read to its end needs no clock: it is read as it lies, straight into the chunks.
     let merge = timing.order == Order::Time && (inputs.count() > 1 || timing.until.is_some());
+    if merge && threads == 1 {
+        let merged = Merged::open_decoding(inputs, timing, pipeline.router.decodes())?;
+        return feed_in_order(merged.order_only(), pipeline, also);
+    }
     // Routing needs the records' order only (not `Merged::time`).
     let merged = if merge { Some(Merged::open(inputs, timing)?.order_only()) } else { None };
     let shared = Shared {
@@ -482,4 +488,26 @@ pub fn feed(
         }
         Ok(())
     })
+}
+
+/// Several inputs on this thread alone (a sync reads sessions side by side, each on a core of its
+/// own): each record routed as the merge takes it, its line decoded once, by the merge for its
+/// time or, when the merge needed none, by the router. Through chunks, each line the merge read
+/// for its time was read again to be decoded, and copied once more on the way.
+fn feed_in_order(
+    mut merged: Merged<'_>,
+    pipeline: &mut Pipeline,
+    also: &mut (impl Sink + ?Sized),
+) -> Result<(), Failed> {
+    while merged.peek()?.is_some() {
+        merged.take();
+        let Some((record, origin)) = merged.current() else { break };
+        match (record, merged.decoded()) {
+            (Record::Line(bytes), Some(Ok(line))) => pipeline.feed_line(bytes, line, origin, also),
+            (Record::Line(bytes), Some(Err(reason))) => pipeline.feed_malformed(bytes, reason, origin, also),
+            (record, _) => pipeline.feed(record, origin, also),
+        }
+    }
+    pipeline.reopened = pipeline.reopened.saturating_add(merged.reopened());
+    Ok(())
 }

@@ -278,13 +278,16 @@ async fn the_tees_guard_interrupts_a_codex_grandchild_past_max_depth() {
     };
     let scratch = tempfile::Builder::new().prefix("swarmtop-e2e-tee-guard-").tempdir().expect("temp dir");
     let (recording, socket) = (scratch.path().join("recording.ndjson"), scratch.path().join("tee.sock"));
+    let store = scratch.path().join("history.db");
     let mock = support::mock_model::MockModel::start(Nested).await.expect("mock");
     let launch = {
-        let (recording, socket) = (recording.clone(), socket.clone());
+        let (recording, socket, store) = (recording.clone(), socket.clone(), store.clone());
         move |_: &support::harness::World| -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
-            let args = ["tee", "--max-depth", "1", "--socket"]
+            let mut kept_in = std::ffi::OsString::from("SWARMTOP_STORE=");
+            kept_in.push(&store);
+            let args = [kept_in, SWARMTOP.into()]
                 .into_iter()
-                .map(std::ffi::OsString::from)
+                .chain(["tee", "--max-depth", "1", "--socket"].map(std::ffi::OsString::from))
                 .chain([
                     socket.into(),
                     "--record".into(),
@@ -294,7 +297,7 @@ async fn the_tees_guard_interrupts_a_codex_grandchild_past_max_depth() {
                     "app-server".into(),
                 ])
                 .collect();
-            (SWARMTOP.into(), args)
+            ("env".into(), args)
         }
     };
     let prompt = "[task:lead] Get the report written.";
@@ -339,4 +342,14 @@ async fn the_tees_guard_interrupts_a_codex_grandchild_past_max_depth() {
         (stopped[0]["id"].as_str(), stopped[0]["stoppedBy"].as_str()),
         (Some(leaf.as_str()), Some("guard: depth 2 > 1"))
     );
+
+    // The run store keeps the guard's stop as it ended, confirmed by the app-server (issue 23: it
+    // was kept as "interrupt asked").
+    let root = threads.iter().find(|t| t["depth"] == 0).and_then(|t| t["id"].as_str()).expect("the root");
+    let kept = swarmtop::store::Store::open(&store).expect("the run store");
+    let acts = kept.backend().acts(root).expect("its acts");
+    let seen: Vec<(&str, &str, &str, &str)> =
+        acts.iter().map(|a| (a.kind.as_str(), a.by.as_str(), a.target.as_str(), a.outcome.as_str())).collect();
+    assert_eq!(seen, [("interrupt", "guard", leaf.as_str(), "interrupted")]);
+    assert!(acts[0].detail.ends_with(": depth 2 > 1") && acts[0].stopped(), "{:?}", acts[0]);
 }

@@ -85,6 +85,9 @@ struct Known {
     card: Option<String>,
     /// Its own spawn calls: (item id, started, completed).
     spawns: Vec<(String, Option<i64>, Option<i64>)>,
+    /// For an agent that tells no turn of its own (a Claude stream-json or OTLP child: its prompt
+    /// is not in the stream): when it ended, from the times of its call and its lines.
+    ended_ms: Option<i64>,
 }
 
 impl Known {
@@ -92,8 +95,10 @@ impl Known {
     /// while it has live sub-agents).
     fn live(&self, t: i64) -> bool {
         let first = self.turns.first().and_then(|&(from, _)| from);
+        let spawned = self.spawned_ms.is_some_and(|s| s <= t);
         self.turns.iter().any(|&turn| within(t, turn))
-            || (self.spawned_ms.is_some_and(|s| s <= t) && first.is_some_and(|f| t < f))
+            || (spawned && first.is_some_and(|f| t < f))
+            || (spawned && self.turns.is_empty() && self.ended_ms.is_none_or(|e| t < e))
     }
 }
 
@@ -124,10 +129,26 @@ fn known(model: &Model) -> HashMap<String, Known> {
                     .filter(|i| i.op == Some(AgentOp::Spawn))
                     .map(|i| (i.id.to_string(), i.started_ms, i.completed_ms))
                     .collect(),
+                ended_ms: ended_ms(t, card),
             },
         );
     }
     out
+}
+
+/// When an agent that tells no turn of its own ended (`None`: it had not at the end). A call
+/// answered before its agent's first line launched it in the background (Claude's
+/// `async_launched`): the agent ends with its last line. Otherwise the call's answer is the
+/// agent's (a foreground child; OTLP exports an agent's spans after it answered).
+fn ended_ms(t: &swarmtop::model::Thread, card: Option<&swarmtop::model::Item>) -> Option<i64> {
+    if t.status.is_active() {
+        return None;
+    }
+    match (card.and_then(|c| c.completed_ms), t.first_ms) {
+        (Some(answered), Some(first)) if answered < first => t.last_ms,
+        (Some(answered), _) => Some(answered),
+        (None, _) => t.last_ms,
+    }
 }
 
 fn within(t: i64, (from, to): (Option<i64>, Option<i64>)) -> bool {
@@ -265,17 +286,14 @@ fn costs(model: &Model) -> Vec<String> {
 /// the child it spawned are one.
 fn waited_on(model: &Model, parent: &str, t: i64, end: &HashMap<String, Known>) -> u32 {
     let Some(k) = end.get(parent) else { return 0 };
-    // A child with no turn of its own at the end (a Claude stream-json background child says
-    // nothing of its turns) is taken as the model shows it.
     let mine = model.threads.iter().find(|th| &*th.id == parent);
-    let shown_active = |id: &str| model.threads.iter().any(|th| &*th.id == id && th.status.is_active());
     let children: Vec<(&String, &Known)> = end.iter().filter(|(_, c)| c.parent.as_deref() == Some(parent)).collect();
     // A child is waited on once it is known as this parent's: its first line may come before the
     // item that spawns it (wire.md §3, `collab_v2` child 3), and nothing names its parent then.
     let under = |id: &str| {
         model.threads.iter().any(|th| &*th.id == id && th.parent.is_some_and(|p| &*model.thread(p).id == parent))
     };
-    let live = |id: &str, c: &Known| under(id) && if c.turns.is_empty() { shown_active(id) } else { c.live(t) };
+    let live = |id: &str, c: &Known| under(id) && c.live(t);
     let mut n = 0;
     let mut unnamed_calls = Vec::new();
     for (id, _, completed) in &k.spawns {

@@ -596,6 +596,7 @@ fn the_session_report_names_each_session() {
     let m = Machine::new();
     m.with_claude_2_1_332("interrupt");
     m.with_codex("collab_v1");
+    m.with_opencode("tree");
     let table = m.run(&["report", "session", "--tz", "Asia/Tokyo"]);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header[..6], ["LAST", "ACTIVITY", "AGENT", "SESSION", "PROJECT", "MODELS"], "{table}");
@@ -619,6 +620,18 @@ fn the_session_report_names_each_session() {
         assert!(!row["models"].as_array().unwrap().is_empty(), "{row}");
     }
     assert!(report["totals"].get("agent").is_none(), "{report}");
+    // By last activity, the most recent last, as ccusage orders its session report; the table too.
+    let rows = report["rows"].as_array().unwrap();
+    let last: Vec<&str> = rows.iter().map(|r| r["lastActivity"].as_str().unwrap()).collect();
+    assert!(rows.len() == 3 && last.is_sorted() && last[0] < last[1] && last[1] < last[2], "{last:?}");
+    // Not by cost: OpenCode's tree ($0.07) ran after Codex's collab_v1 ($0.05), Claude's interrupt
+    // ($0.02) last of all.
+    let costs: Vec<f64> = rows.iter().map(|r| r["costUsd"].as_f64().unwrap()).collect();
+    assert!(!costs.is_sorted_by(|a, b| a >= b), "{costs:?}");
+    let ids: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        table.lines().skip(1).filter_map(|l| ids.iter().copied().find(|id| l.contains(id))).collect();
+    assert_eq!(listed, ids, "the table in the JSON's order: {table}");
 }
 
 /// A query while a sync holds the store answers from the store as it is, at once, and leaves the
@@ -918,14 +931,81 @@ fn a_schema_3_store_is_upgraded_in_place_and_keeps_its_runs() {
     assert_eq!(seen(&m), before, "opened and upgraded: every session, figure and text as it was");
     assert_eq!(user_version(&m.store()), i64::try_from(swarmtop::store::SCHEMA_VERSION).unwrap());
     assert_eq!(items_v3(&m.store()), items);
-    let conn = rusqlite::Connection::open(m.store()).unwrap();
-    let tools: i64 = conn.query_row("SELECT count(tool) FROM items", [], |r| r.get(0)).unwrap();
-    assert_eq!(tools, 0, "what schema 3 did not keep is not made up");
-    drop(conn);
+    // Version 5 fills only what the rows tell: OpenCode's spawns are `task`; nothing else is named.
+    let tools: Vec<String> = v4_columns(&m.store()).into_iter().filter_map(|c| c.5).collect();
+    assert_eq!(tools, ["task", "task", "task"], "what schema 3 did not keep is not made up");
 
     let synced = m.json(&["sync", "--json"]);
     assert_eq!(synced["read"], 2, "both sources read again: {synced}");
     assert_eq!(m.dump(), clean, "the store a clean sync fills");
+}
+
+/// Each item's version 4 columns (its source's agent, run and item ordinals; item_id, turn, tool,
+/// op), in order.
+type Columns = (String, i64, i64, Option<String>, Option<i64>, Option<String>, Option<String>);
+
+fn v4_columns(store: &std::path::Path) -> Vec<Columns> {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    let mut st = conn
+        .prepare(
+            "SELECT src.agent, r.ordinal, i.ordinal, i.item_id, i.turn, i.tool, i.op FROM items i
+             JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id
+             ORDER BY src.key, r.ordinal, i.ordinal",
+        )
+        .unwrap();
+    let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)));
+    rows.unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+/// Issue 20: sessions whose files were deleted before the schema 4 upgrade kept schema 3's rows,
+/// their calls drawn as a generic `⑂ agent` with no turns. Version 5 fills what those rows tell
+/// exactly (Claude's and OpenCode's calls are spawns, OpenCode's `task`, a one-turn run's items in
+/// turn 0, a spawn's id from the child it started): each value filled is the one a read of the
+/// files gives, and what the rows do not tell stays unknown. The sync then reads nothing again.
+#[test]
+fn a_session_gone_before_schema_4_gets_what_its_rows_tell() {
+    let m = Machine::new();
+    m.with_claude().with_claude_2_1_332("parallel").with_opencode("tree");
+    m.run(&["sync"]);
+    let clean = v4_columns(&m.store());
+    rusqlite::Connection::open(m.store()).unwrap().execute_batch(TO_SCHEMA_3).unwrap();
+    std::fs::remove_dir_all(m.home().join(".claude")).unwrap();
+    std::fs::remove_dir_all(m.opencode_dir()).unwrap();
+    let synced = m.json(&["sync", "--json"]);
+    assert_eq!((synced["read"].as_u64(), synced["kept"].as_u64()), (Some(0), Some(3)), "{synced}");
+    assert_eq!(user_version(&m.store()), i64::try_from(swarmtop::store::SCHEMA_VERSION).unwrap());
+    let upgraded = v4_columns(&m.store());
+    assert_eq!(upgraded.len(), clean.len());
+    let mut filled = std::collections::BTreeMap::<&str, usize>::new();
+    for (old, new) in clean.iter().zip(&upgraded) {
+        assert_eq!((&old.0, old.1, old.2), (&new.0, new.1, new.2), "the same items");
+        // Each value filled is the read's; none is made up.
+        for (name, o, n) in [("item_id", &old.3, &new.3), ("tool", &old.5, &new.5), ("op", &old.6, &new.6)] {
+            if n.is_some() {
+                assert_eq!(o, n, "{name} of {old:?}");
+                *filled.entry(name).or_default() += 1;
+            }
+        }
+        if new.4.is_some() {
+            assert_eq!(old.4, new.4, "turn of {old:?}");
+            *filled.entry("turn").or_default() += 1;
+        }
+    }
+    // Every spawn of the three sessions is one again, with its own id: OpenCode's 3 (task) and
+    // Claude's 4 (2.1.39's Task calls and 2.1.332's Agent calls: their names unknown).
+    let spawns = |cols: &[Columns], agent: &str| {
+        cols.iter().filter(|c| c.0 == agent && c.6.as_deref() == Some("spawn")).map(|c| c.3.clone()).collect::<Vec<_>>()
+    };
+    for agent in ["claude", "opencode"] {
+        assert_eq!(spawns(&upgraded, agent), spawns(&clean, agent), "{agent}'s spawns");
+    }
+    assert_eq!(spawns(&upgraded, "opencode").len(), 3);
+    assert_eq!(spawns(&upgraded, "claude").len(), 4);
+    assert_eq!(filled.get("tool"), Some(&3), "OpenCode's `task` only: {filled:?}");
+    assert!(filled.get("turn").is_some_and(|&n| n > 20), "{filled:?}");
+    // Read by the same reader: nothing to read again (the files are gone anyway), and nothing lost.
+    assert_eq!(m.json(&["sync", "--json"])["read"], 0);
+    assert_eq!(v4_columns(&m.store()), upgraded);
 }
 
 /// Synced again, a session's items are the same rows, not one more copy of each: whether nothing

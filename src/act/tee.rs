@@ -105,14 +105,17 @@ impl TeeSession {
     }
 
     /// Reads what comes next: a record of the session (applied to the pipeline), a reply of the
-    /// tee's, or the end.
+    /// tee's, or the end. Cancel-safe: a read dropped half-way through a line goes on from there.
     pub async fn next(&mut self) -> Result<Line, String> {
         self.read_line().await
     }
 
     async fn read_line(&mut self) -> Result<Line, String> {
         let shown = || Clean::path(&self.path);
-        self.line.clear();
+        // A read cut short (a guard's timeout around `next`) left the start of its line here.
+        if self.line.last() == Some(&b'\n') {
+            self.line.clear();
+        }
         let n = self.read.read_until(b'\n', &mut self.line).await.map_err(|e| format!("reading {}: {e}", shown()))?;
         if n == 0 {
             self.ended.get_or_insert(-1);

@@ -90,10 +90,13 @@ pub fn watch_inputs(inputs: &[PathBuf], opts: &MonitorOpts, window: &WindowOpts)
         super::traffic::folders_hold_recordings(inputs_given)?;
     }
     let inputs = files::expand(inputs).wrap_err("listing inputs")?;
-    // Sessions the run store indexed: what was done to them, which their files may not hold.
-    let acts = if opts.follow { Vec::new() } else { past::acts_on_files(&opts.store, &inputs) };
-    let recorded = Recorded::from_inputs_with(inputs_given, &inputs, opts.follow, &time_of, acts)
+    // Sessions the run store indexed: what was done to them, which their files may not hold;
+    // followed or not (issue 23: a followed replay showed none).
+    let acts = past::acts_on_files(&opts.store, &inputs);
+    let since = opts.follow.then(|| past::acts_since(&opts.store, &inputs, &acts));
+    let mut recorded = Recorded::from_inputs_with(inputs_given, &inputs, opts.follow, &time_of, acts)
         .wrap_err("reading the inputs")?;
+    recorded.acts_since = since;
     if !opts.follow {
         super::traffic::required_in_replay(inputs_given, &recorded)?;
     }
@@ -312,6 +315,9 @@ fn runtime_of(
             let follow = if r.follow {
                 let (files, dirs) = r.watched();
                 let (tx, rx) = mpsc::channel(live::CHANNEL_EVENTS);
+                if let Some(since) = r.acts_since.take() {
+                    past::follow_acts(since, tx.clone()).wrap_err("following the run store's acts")?;
+                }
                 follow::spawn(follow::Follower::new(files, dirs), tx).wrap_err("following the inputs")?;
                 Some(rx)
             } else {

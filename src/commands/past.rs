@@ -3,7 +3,7 @@
 //! waits on the store (a first sync of a large machine takes a while); what it read goes back to
 //! the monitor's loop through a channel, tagged with the screen that asked.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -178,15 +178,24 @@ pub fn stored(store: &Store, id: &str) -> Result<Stored> {
     Ok(Stored { session: past(&view.session, &tz), runs, acts })
 }
 
-/// The stops the run store keeps on `sessions`, as act records for their replay (issue 20: a
-/// stored session replayed from its files showed none): the tree and the lanes then say who
-/// stopped each agent, as they do live. Only stops that took: a refusal or a failed stop stopped
-/// nothing (the store's view of the session lists every act).
+/// The stops and refusals the run store keeps on `sessions`, as act records for their replay
+/// (issue 20: a stored session replayed from its files showed none): the tree and the lanes then
+/// say who stopped each agent, as they do live, and a lane shows each call a guard refused under
+/// that call. A failed stop stopped nothing and is left out (the store's view of the session lists
+/// every act).
 fn act_records(store: &Store, sessions: &[String]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     for session in sessions {
-        for a in store.backend().acts(session)?.iter().filter(|a| a.stopped()) {
-            let reason = if a.detail.is_empty() { a.outcome.clone() } else { format!("{} ({})", a.outcome, a.detail) };
+        for a in store.backend().acts(session)?.iter().filter(|a| a.stopped() || a.refused()) {
+            let (reason, call) = if a.refused() {
+                // `Agent toolu_…`: the tool and the call's id (`swarmtop guard`).
+                let call = a.detail.rsplit_once(' ').map(|(_, id)| id.to_owned());
+                (a.outcome.strip_prefix("denied: ").unwrap_or(&a.outcome).to_owned(), call)
+            } else if a.detail.is_empty() {
+                (a.outcome.clone(), None)
+            } else {
+                (format!("{} ({})", a.outcome, a.detail), None)
+            };
             let logged = Logged {
                 ts: Some(a.at_ms),
                 kind: Some(a.kind.clone()),
@@ -196,6 +205,7 @@ fn act_records(store: &Store, sessions: &[String]) -> Result<Vec<u8>> {
                 target: a.target.clone(),
                 reason: Some(reason),
                 outcome: None,
+                call,
             };
             logged.record(&mut out);
         }
@@ -227,6 +237,49 @@ pub fn acts_on_files(opts: &StoreOpts, inputs: &[Input]) -> Vec<u8> {
         tracing::warn!(error = %message(&e), "reading the run store's acts for the replay");
         Vec::new()
     })
+}
+
+/// What gives, at each call, the act records the run store keeps on the sessions of `inputs` that
+/// are not in `given` nor given before: the acts done since a followed replay began (issue 23).
+pub fn acts_since(opts: &StoreOpts, inputs: &[Input], given: &[u8]) -> Box<dyn FnMut() -> Vec<u8> + Send> {
+    let (opts, inputs) = (opts.clone(), inputs.to_vec());
+    let mut seen: HashSet<Vec<u8>> =
+        given.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect();
+    Box::new(move || {
+        let mut out = Vec::new();
+        for line in acts_on_files(&opts, &inputs).split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if seen.insert(line.to_vec()) {
+                out.extend_from_slice(line);
+                out.push(b'\n');
+            }
+        }
+        out
+    })
+}
+
+/// How often a followed replay looks in the run store for acts done since.
+const ACTS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Looks for acts done since with `since` every [`ACTS_EVERY`], on a thread of its own, and sends
+/// them on as followed changes until the replay is gone.
+pub fn follow_acts(
+    mut since: Box<dyn FnMut() -> Vec<u8> + Send>,
+    tx: mpsc::Sender<crate::source::live::Event>,
+) -> std::io::Result<()> {
+    use crate::source::live::{Change, Event};
+    std::thread::Builder::new().name("acts".to_owned()).spawn(move || {
+        loop {
+            std::thread::sleep(ACTS_EVERY);
+            if tx.is_closed() {
+                return;
+            }
+            let records = since();
+            if !records.is_empty() && tx.blocking_send(Event::Followed(Change::Acts { records })).is_err() {
+                return;
+            }
+        }
+    })?;
+    Ok(())
 }
 
 fn act(a: &ActRow, tz: &TimeZone) -> PastAct {

@@ -79,7 +79,7 @@ fn fingerprint(global: &GlobalOpts) -> Result<String> {
     Ok(format!(
         "swarmtop {}; schema {}; reading {}; prices {prices}",
         env!("CARGO_PKG_VERSION"),
-        crate::store::SCHEMA_VERSION,
+        crate::store::READ_SCHEMA,
         crate::store::READING
     ))
 }

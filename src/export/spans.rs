@@ -419,7 +419,7 @@ fn chat_span_id(thread: &str, key: &str) -> SpanId {
 fn chat_span(model: &Model, idx: ThreadIdx, r: usize, fallback: Option<Provider>) -> Span {
     let t = model.thread(idx);
     let response = &t.responses()[r];
-    let model_name = response.model.as_ref().or(t.model.as_ref()).map_or("", |m| m.as_str());
+    let model_name = response.model().or(t.model.as_ref()).map_or("", |m| m.as_str());
     let mut a = Attrs::default();
     a.str("gen_ai.operation.name", "chat");
     if let Some(p) = Provider::of_thread(t, fallback) {

@@ -66,6 +66,9 @@ impl Default for Limits {
 pub const ITEMS_PER_THREAD: usize = 2_048;
 /// Default of [`Limits::turns_per_thread`].
 pub const TURNS_PER_THREAD: usize = 256;
+/// Refusals kept per thread (a guard refusing a spawn loop refuses it again and again: the lane
+/// has room for a few).
+pub const MAX_REFUSALS: usize = 64;
 /// Items at the start of a turn that say what it was asked (`ui::label` reads the first turn's
 /// for a session's name): the first turn keeps them whatever the items bound drops.
 pub const OPENING_ITEMS: usize = 4;
@@ -563,10 +566,19 @@ impl Model {
         }
     }
 
-    /// swarmtop asked a thread to stop: why, for the tree.
+    /// swarmtop asked a thread to stop (why, for the tree), or a guard refused a call of its (once
+    /// per call: a replay may hear of it from a recording and from the run store).
     fn acted(&mut self, a: &crate::wire::fact::Acted<'_>, registry: &Registry) {
-        if let Some(t) = registry.find(&a.target) {
-            self.threads[t.index()].stopped_by = Some(a.why.clone());
+        let Some(t) = registry.find(&a.target) else { return };
+        let t = &mut self.threads[t.index()];
+        if !a.refused {
+            t.stopped_by = Some(a.why.clone());
+            return;
+        }
+        let call: Option<Box<str>> = a.call.as_deref().map(Into::into);
+        let known = t.refusals.iter().any(|(c, why)| *c == call && (c.is_some() || *why == a.why));
+        if !known && t.refusals.len() < MAX_REFUSALS {
+            t.refusals.push((call, a.why.clone()));
         }
     }
 

@@ -90,6 +90,9 @@ pub struct Thread {
     pub last_error: Option<Clean>,
     /// Who asked it to stop, and why (`guard: depth 3 > 2`): swarmtop acted on it.
     pub stopped_by: Option<Clean>,
+    /// Calls of its a guard refused (a spawn past a limit), oldest first: the call's id where the
+    /// act names one, and who refused it and why (`guard: denied: depth 2 > 1`).
+    pub refusals: Vec<(Option<Box<str>>, Clean)>,
     /// Usage stated per API response (its cost comes from there, response by response).
     pub(super) account: Option<Account>,
     /// Its parent has its final answer: its own lines no longer change its status.
@@ -145,6 +148,7 @@ impl Thread {
             lines: 0,
             last_error: None,
             stopped_by: None,
+            refusals: Vec::new(),
             account: None,
             answered: false,
             reported_cost: Vec::new(),

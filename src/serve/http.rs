@@ -449,7 +449,7 @@ async fn next_feed_frame(mut s: FeedStream) -> Option<(Result<Frame<Bytes>, Infa
     };
     // What is waiting goes in one write: a history read at start is thousands of small events.
     let mut out = String::new();
-    let push = |out: &mut String, e: &Event| codec::encode(e).iter().for_each(|w| out.push_str(&w.frame()));
+    let push = |out: &mut String, e: &Event| codec::encode(e).iter().for_each(|w| w.frame_into(out));
     push(&mut out, &event);
     while out.len() < FEED_WRITE {
         let Ok(e) = s.rx.try_recv() else { break };

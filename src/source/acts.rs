@@ -44,6 +44,9 @@ pub struct Logged {
     pub reason: Option<String>,
     #[serde(default)]
     pub outcome: Option<String>,
+    /// The call a refusal refused (its id): the lane shows the refusal under it.
+    #[serde(default)]
+    pub call: Option<String>,
 }
 
 impl Logged {
@@ -70,8 +73,10 @@ impl Logged {
             }
         }
         act.insert("target".into(), self.target.as_str().into());
-        if let Some(r) = &self.reason {
-            act.insert("reason".into(), r.as_str().into());
+        for (k, v) in [("reason", &self.reason), ("call", &self.call)] {
+            if let Some(v) = v {
+                act.insert(k.into(), v.as_str().into());
+            }
         }
         let mut envelope = json!({"dir": "in", "act": Value::Object(act), "msg": {"swarmtop": "act"}});
         if let Some(ts) = self.ts {
@@ -272,6 +277,7 @@ mod tests {
             target: "ses_a".into(),
             reason: None,
             outcome: Some("aborted".into()),
+            call: None,
         };
         for (logged, monitored) in [
             ("127.0.0.1:4096", "localhost:4096"),
@@ -323,6 +329,7 @@ mod tests {
             target: "ses_g".into(),
             reason: Some("depth 2 > 1".into()),
             outcome: Some("aborted".into()),
+            call: None,
         };
         let mut out = Vec::new();
         act.record(&mut out);

@@ -179,7 +179,9 @@ fn by_time(changes: Vec<Change>, cut: &HashSet<PathBuf>) -> (Vec<Change>, Vec<(P
             Change::Grew { file, at, bytes } => grown.push((file, at, bytes)),
             Change::Rewritten { .. } => rewritten.push(change),
             // A line over the bound has no time to go by: it comes with what happened to files.
-            Change::Restarted { .. } | Change::Appeared { .. } | Change::TooLong { .. } => out.push(change),
+            Change::Restarted { .. } | Change::Appeared { .. } | Change::TooLong { .. } | Change::Acts { .. } => {
+                out.push(change);
+            }
         }
     }
     let chunks: Vec<&[u8]> = grown.iter().map(|(_, _, bytes)| bytes.as_slice()).collect();

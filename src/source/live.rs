@@ -128,4 +128,7 @@ pub enum Change {
     /// A line of `file` from byte `at` was longer than the bound on one line: only its length
     /// (without its newline) and its head were kept; reading goes on after it.
     TooLong { file: PathBuf, at: u64, len: usize, head: Vec<u8> },
+    /// Act records (`source::acts`, whole lines) of what was done to the replayed sessions since
+    /// it started (the run store keeps them; the files may never say): applied as they come.
+    Acts { records: Vec<u8> },
 }

@@ -57,6 +57,11 @@ pub struct Recorded {
     /// Reads of a file past that bound ([`Backing::Closed`]), each of which opened it again: the
     /// diagnostics view shows it as `stats --json` shows `input.reopened`.
     reopened: Cell<u64>,
+    /// The source of the act records beside the files, once there are some.
+    acts: Option<usize>,
+    /// Followed: what gives the act records kept since (`Change::Acts`), looked at now and then by
+    /// whoever follows the files (the run store's reader, which this stage does not know).
+    pub acts_since: Option<Box<dyn FnMut() -> Vec<u8> + Send>>,
 }
 
 struct Source {
@@ -123,6 +128,8 @@ impl Recorded {
             start_at_action: false,
             open_files: 0,
             reopened: Cell::new(0),
+            acts: None,
+            acts_since: None,
         }
     }
 
@@ -166,16 +173,7 @@ impl Recorded {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
         }
         if !acts.is_empty() {
-            let source = r.sources.len();
-            r.sources.push(Source {
-                path: None,
-                origin: Origin::NONE,
-                read: 0,
-                data: Backing::Memory(Vec::new()),
-                modified: None,
-            });
-            r.sources[source].read = r.index(source, 0, acts.as_slice(), time_of)?;
-            r.sources[source].data = Backing::Memory(acts);
+            r.more_acts(acts, time_of)?;
         }
         r.merge(Order::Time);
         Ok(r)
@@ -452,6 +450,9 @@ impl Recorded {
                     let _ = self.index(source, at, bytes.as_slice(), time_of);
                 }
             }
+            Change::Acts { records } => {
+                let _ = self.more_acts(records, time_of);
+            }
             Change::TooLong { file, at, len, head } => {
                 if let Some(source) = find(&self.sources, &file) {
                     self.sources[source].read = at + len as u64 + 1;
@@ -469,6 +470,32 @@ impl Recorded {
 }
 
 impl Recorded {
+    /// Act records beside the files (`source::acts`): appended to a memory source of their own.
+    fn more_acts(&mut self, records: Vec<u8>, time_of: TimeOf<'_>) -> io::Result<()> {
+        let source = *self.acts.get_or_insert_with(|| {
+            self.sources.push(Source {
+                path: None,
+                origin: Origin::NONE,
+                read: 0,
+                data: Backing::Memory(Vec::new()),
+                modified: None,
+            });
+            self.sources.len() - 1
+        });
+        let Backing::Memory(bytes) = &self.sources[source].data else { return Ok(()) };
+        let base = bytes.len() as u64;
+        let read = self.index(source, base, records.as_slice(), time_of)?;
+        if let Backing::Memory(bytes) = &mut self.sources[source].data {
+            if bytes.is_empty() {
+                *bytes = records;
+            } else {
+                bytes.extend_from_slice(&records);
+            }
+        }
+        self.sources[source].read = base + read;
+        Ok(())
+    }
+
     /// A sidecar changed (Claude Code rewrites it with `finished: true`): its whole new text is one
     /// more record, lowered like the first.
     fn reread_sidecar(&mut self, source: usize, path: &std::path::Path, time_of: TimeOf<'_>) {

@@ -79,3 +79,7 @@ pub const SCHEMA_VERSION: usize = schema::LATEST;
 /// agent reported and no thread accounts for) is with its root's usage. A store read by an
 /// earlier one reads again every source whose files are still there (the sync's fingerprint).
 pub const READING: usize = 2;
+
+/// The schema whose columns a read fills, as the sync's fingerprint names it: 4. Version 5 only
+/// fills what older rows tell of them, so a store upgraded to it reads nothing again.
+pub const READ_SCHEMA: usize = 4;

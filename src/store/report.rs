@@ -58,7 +58,7 @@ impl Kind {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// Rows in time order (else by spend).
+    /// Rows in time order (a session report's by last activity, the others by spend).
     fn is_time(self) -> bool {
         matches!(self, Self::Daily | Self::Weekly | Self::Monthly)
     }
@@ -189,6 +189,11 @@ pub fn report(store: &Store, kind: Kind, filter: &Filter, tz: &TimeZone) -> Resu
     }
     if kind.is_time() {
         rows.sort_by(|a, b| a.key.cmp(&b.key));
+    } else if kind == Kind::Session {
+        // As ccusage's session report: by last activity, the most recent last (a session with
+        // none known first), the id breaking ties so the order never depends on the store's.
+        let last = |r: &Row| r.session.as_ref().and_then(|s| s.last_ms);
+        rows.sort_by(|a, b| last(a).cmp(&last(b)).then(a.key.cmp(&b.key)));
     } else {
         rows.sort_by(|a, b| {
             b.all

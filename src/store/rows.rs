@@ -353,10 +353,15 @@ pub struct ActRow {
 impl ActRow {
     /// Whether it stopped its target, as its outcome says: an interrupt the agent confirmed
     /// (`interrupted`; `aborted`, a guard's through a server) or a process gone (`exited on
-    /// SIGINT`). A refusal stopped nothing, and neither did a failed stop; a guard's ask through a
-    /// tee (`interrupt asked`) is in the tee's recording as it was answered.
+    /// SIGINT`). A refusal stopped nothing, and neither did a failed stop. A tee's guard keeps its
+    /// interrupt once the turn ended (`interrupted`, else how it ended before it could be).
     pub fn stopped(&self) -> bool {
         self.kind == "interrupt"
             && (matches!(self.outcome.as_str(), "interrupted" | "aborted") || self.outcome.starts_with("exited on "))
+    }
+
+    /// Whether a guard refused a call of its target (`swarmtop guard`'s `deny`), which went on.
+    pub fn refused(&self) -> bool {
+        self.kind == "deny" && self.outcome.starts_with("denied")
     }
 }

@@ -380,12 +380,24 @@ impl Sqlite {
         let mut usage_st = tx.prepare_cached(&format!(
             "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ))?;
-        // The texts this source's stored items hold, in the order they hold them.
-        let held = rows
+        // Each item's text digest, once: the texts' lookup and the items' rows both key on it.
+        let digests: Vec<Vec<Option<Digest32>>> = rows
             .runs
             .iter()
-            .filter(|run| run.session_id(sessions).is_some())
-            .flat_map(|run| run.entries.iter().map(|i| i.text.as_str()));
+            .map(|run| {
+                if run.session_id(sessions).is_none() {
+                    return Vec::new();
+                }
+                run.entries
+                    .iter()
+                    .map(|i| (!i.text.is_empty()).then(|| Sha256::digest(i.text.as_bytes()).into()))
+                    .collect()
+            })
+            .collect();
+        // The texts this source's stored items hold, in the order they hold them.
+        let held = rows.runs.iter().zip(&digests).flat_map(|(run, digests)| {
+            run.entries.iter().zip(digests).filter_map(|(i, d)| d.map(|d| (d, i.text.as_str())))
+        });
         texts.add(tx, held)?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
@@ -449,7 +461,7 @@ impl Sqlite {
                     pico(u.cost)
                 ])?;
             }
-            Self::insert_items(tx, id, &run.entries, texts)?;
+            Self::insert_items(tx, id, &run.entries, &digests[ordinal], texts)?;
         }
         // Parents after every run is in: a child can be seen before its parent.
         let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
@@ -462,8 +474,15 @@ impl Sqlite {
     }
 
     /// A run's items, many rows to a statement (a session has hundreds).
-    fn insert_items(tx: &Transaction<'_>, run: i64, entries: &[ItemRow], texts: &mut Texts) -> Result<()> {
-        let text_ids: Vec<Option<i64>> = entries.iter().map(|i| texts.id(tx, &i.text)).collect::<Result<_>>()?;
+    fn insert_items(
+        tx: &Transaction<'_>,
+        run: i64,
+        entries: &[ItemRow],
+        digests: &[Option<Digest32>],
+        texts: &mut Texts,
+    ) -> Result<()> {
+        let text_ids: Vec<Option<i64>> =
+            entries.iter().zip(digests).map(|(i, d)| texts.id(tx, *d, &i.text)).collect::<Result<_>>()?;
         let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
         let receivers: Vec<Option<String>> =
             entries.iter().map(|i| (!i.receivers.is_empty()).then(|| i.receivers.join("\n"))).collect();
@@ -1015,6 +1034,9 @@ const ITEM_VALUES: usize = 13;
 /// Texts inserted by one statement (2 values each).
 const TEXT_ROWS: usize = 256;
 
+/// A text's SHA-256, which keys it.
+type Digest32 = [u8; 32];
+
 /// Item text as a batch writes it: each distinct text looked up or inserted once, and the
 /// references it gains counted here and added to its row in one update.
 #[derive(Default)]
@@ -1024,12 +1046,9 @@ struct Texts {
 }
 
 impl Texts {
-    /// The text's id (`None` for no text), one more reference to it counted.
-    fn id(&mut self, tx: &Transaction<'_>, body: &str) -> Result<Option<i64>> {
-        if body.is_empty() {
-            return Ok(None);
-        }
-        let digest: [u8; 32] = Sha256::digest(body.as_bytes()).into();
+    /// The id of the text with this digest (`None` for no text), one more reference to it counted.
+    fn id(&mut self, tx: &Transaction<'_>, digest: Option<Digest32>, body: &str) -> Result<Option<i64>> {
+        let Some(digest) = digest else { return Ok(None) };
         let id = if let Some(&id) = self.ids.get(&digest) {
             id
         } else {
@@ -1050,13 +1069,9 @@ impl Texts {
     /// order given (the ids [`Self::id`] would have given them). Why many: each statement opens a
     /// savepoint, at which FTS5 writes what it holds pending to a segment of its own; a text at a
     /// time made a segment per text, and merging them was most of the index's cost.
-    fn add<'b>(&mut self, tx: &Transaction<'_>, bodies: impl Iterator<Item = &'b str>) -> Result<()> {
+    fn add<'b>(&mut self, tx: &Transaction<'_>, bodies: impl Iterator<Item = (Digest32, &'b str)>) -> Result<()> {
         let mut seen = std::collections::HashSet::new();
-        let new: Vec<([u8; 32], &str)> = bodies
-            .filter(|b| !b.is_empty())
-            .map(|b| (Sha256::digest(b.as_bytes()).into(), b))
-            .filter(|(d, _)| !self.ids.contains_key(d) && seen.insert(*d))
-            .collect();
+        let new: Vec<(Digest32, &str)> = bodies.filter(|(d, _)| !self.ids.contains_key(d) && seen.insert(*d)).collect();
         for chunk in new.chunks(TEXT_ROWS) {
             let sql = format!(
                 "INSERT INTO texts(digest, body, refs) VALUES {}

@@ -23,6 +23,7 @@ use super::theme::Theme;
 use super::view::{Jump, Matches, Pane, View};
 use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, format_shown};
 use crate::router::ThreadIdx;
+use crate::wire::Clean;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
 const INDENT: usize = 2;
@@ -466,9 +467,23 @@ pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme)
             chunks.push(lines);
         }
     }
+    // A guard's refusal under the call it refused; one of no call shown ends the stream.
+    let shown = |call: &Option<Box<str>>| call.as_deref().is_some_and(|c| t.items.iter().any(|i| *i.id == *c));
+    for (_, why) in t.refusals.iter().rev().filter(|(c, _)| !shown(c)) {
+        if have < rows {
+            have += 1;
+            chunks.push(vec![refusal(why, width, theme)]);
+        }
+    }
     for item in t.items.iter().rev() {
         if have >= rows {
             break;
+        }
+        for (_, why) in t.refusals.iter().rev().filter(|(c, _)| c.as_deref() == Some(&*item.id)) {
+            if have < rows {
+                have += 1;
+                chunks.push(vec![refusal(why, width, theme)]);
+            }
         }
         let lines = item_lines(&receiver_names(model, item), item, width, rows - have, theme);
         have += lines.len();
@@ -479,6 +494,12 @@ pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme)
         out.extend(chunk);
     }
     (out, have)
+}
+
+/// A guard's refusal of a call, on one row: `⊘ refused by guard: depth 2 > 1`.
+fn refusal(why: &Clean, width: usize, theme: &Theme) -> Line<'static> {
+    let text = format!("refused by {}", why.as_str().lines().next().unwrap_or(""));
+    Line::from(Span::styled(format!("⊘ {}", truncate(&text, width.saturating_sub(2).max(1))), theme.warn))
 }
 
 /// A part of an item: a lead (`$ `, `› `…) on its first row, the text wrapped after it.
@@ -695,5 +716,52 @@ fn diff_style(row: &str, theme: &Theme, base: Style) -> Style {
         theme.diff_del
     } else {
         base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(method: &str, params: &serde_json::Value) -> String {
+        serde_json::json!({"method": method, "params": params, "emittedAtMs": 1000}).to_string()
+    }
+
+    /// A guard's refusal (an act record of kind `deny`) is drawn under the call it refused, once
+    /// however often it is heard of; one naming no call of the thread's ends its stream.
+    #[test]
+    fn a_refusal_is_drawn_under_the_call_it_refused() {
+        use serde_json::json;
+        let spawn = json!({"threadId": "root", "turnId": "t1", "item": {"type": "collabAgentToolCall", "id": "c1",
+            "tool": "spawnAgent", "status": "failed", "senderThreadId": "root", "receiverThreadIds": [],
+            "prompt": "scout the repo", "agentsStates": {}}});
+        let said = json!({"threadId": "root", "turnId": "t1", "item": {"type": "agentMessage", "id": "m1",
+            "text": "I will do it myself."}});
+        let refusal = |call: &str| {
+            json!({"dir": "in", "ts": 1000, "msg": {"swarmtop": "act"}, "act": {"kind": "deny", "by": "guard",
+                "target": "root", "reason": "depth 2 > 1", "call": call}})
+            .to_string()
+        };
+        let mut p = crate::pipeline::Pipeline::default();
+        for l in [
+            note("thread/started", &json!({"thread": {"id": "root", "parentThreadId": null}})),
+            note("turn/started", &json!({"threadId": "root", "turn": {"id": "t1", "status": "inProgress"}})),
+            note("item/completed", &spawn),
+            note("item/completed", &said),
+            refusal("c1"),
+            refusal("c1"),
+            refusal("elsewhere"),
+        ] {
+            p.push(l.as_bytes());
+        }
+        let t = p.model.thread(p.find("root").expect("root"));
+        assert!(t.stopped_by.is_none(), "a refusal stops nothing");
+        let (lines, _) = tail(&p.model, t, 60, 40, &Theme::no_color());
+        let rows: Vec<String> = lines.iter().map(ToString::to_string).collect();
+        let at = |text: &str| rows.iter().position(|r| r.contains(text)).unwrap_or_else(|| panic!("{text}: {rows:#?}"));
+        let (card, refused, message) = (at("✗ spawnAgent failed"), at("⊘ refused by guard: depth 2 > 1"), at("myself"));
+        assert!(card < refused && refused < message, "under its call: {rows:#?}");
+        assert_eq!(rows.iter().filter(|r| r.contains("refused by")).count(), 2, "once per call: {rows:#?}");
+        assert!(rows.last().is_some_and(|r| r.starts_with("⊘ refused by guard")), "no call of its: last: {rows:#?}");
     }
 }

@@ -729,6 +729,10 @@ pub struct Acted<'a> {
     pub target: Id<'a>,
     /// Who asked, and why: `guard: depth 3 > 2`, `swarmtop interrupt`.
     pub why: Clean,
+    /// Not a stop: a guard refused a call of the target's (a spawn past a limit), which went on.
+    pub refused: bool,
+    /// The call refused (its id), where the act names it.
+    pub call: Option<Id<'a>>,
 }
 
 #[derive(Debug, Clone)]

@@ -66,21 +66,29 @@ pub fn lower_into<'l>(line: &'l Decoded<'_>, origin: &Origin, stream: &mut Strea
 }
 
 /// An envelope's `act` (recording.md): what swarmtop asked of the session, for the tree to say why an
-/// agent stopped. An `act` that does not name its target says nothing.
+/// agent stopped, or (`kind` `deny`) which of its calls a guard refused. An `act` that does not
+/// name its target says nothing.
 fn acted(act: &str, out: &mut Lowered<'_>) {
     #[derive(serde::Deserialize)]
     struct Act {
         target: Option<String>,
         by: Option<String>,
         reason: Option<String>,
+        kind: Option<String>,
+        call: Option<String>,
     }
-    let Ok(Act { target: Some(target), by, reason }) = serde_json::from_str::<Act>(act) else { return };
+    let Ok(Act { target: Some(target), by, reason, kind, call }) = serde_json::from_str::<Act>(act) else { return };
     let who = by.as_deref().unwrap_or("swarmtop");
     let why = match reason {
         Some(r) => format!("{who}: {r}"),
         None => who.to_owned(),
     };
-    out.facts.push(super::fact::Fact::Acted(super::fact::Acted { target: target.into(), why: super::sanitize(&why) }));
+    out.facts.push(super::fact::Fact::Acted(super::fact::Acted {
+        target: target.into(),
+        why: super::sanitize(&why),
+        refused: kind.as_deref() == Some("deny"),
+        call: call.map(|c| super::sanitize_line(&c).to_string().into()),
+    }));
 }
 
 /// A record of a file that is one object describing a thread rather than a stream of lines (a

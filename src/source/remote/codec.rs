@@ -36,7 +36,17 @@ impl Wire {
 
     /// The event in the `text/event-stream` format.
     pub fn frame(&self) -> String {
-        format!("event: {}\ndata: {}\n\n", self.kind, self.data)
+        let mut out = String::new();
+        self.frame_into(&mut out);
+        out
+    }
+
+    /// [`Self::frame`] added to `out`, with no copy of the data beside it.
+    pub fn frame_into(&self, out: &mut String) {
+        out.reserve(self.kind.len() + self.data.len() + 16);
+        for part in ["event: ", self.kind, "\ndata: ", &self.data, "\n\n"] {
+            out.push_str(part);
+        }
     }
 }
 

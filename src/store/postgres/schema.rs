@@ -182,8 +182,12 @@ const V4: &str = "ALTER TABLE items
         ADD COLUMN exit_code BIGINT,
         ADD COLUMN receivers TEXT;";
 
+/// Version 5, as SQLite's (the same statements): what rows stored before version 4 tell of its
+/// columns, where they tell it exactly.
+const V5: &str = crate::store::schema::V5;
+
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1, V2, V3, V4];
+pub const STEPS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::followed::grow;
+use super::followed::{Cursor, grow};
 use super::{Gone, Machine};
 use crate::source::{files, merge};
 use crate::wire::Origin;
@@ -143,7 +143,8 @@ impl Machine {
         if f.before.is_some_and(|b| b.done()) {
             return None;
         }
-        let (mut chunk, mut more) = grow(&f.path, &mut f.read, &mut f.written)?;
+        let at = Cursor { read: &mut f.read, scanned: &mut f.scanned };
+        let (mut chunk, mut more) = grow(&f.path, at, &mut f.written)?;
         if let Some(before) = &mut f.before {
             chunk = before.keep(&chunk);
             // The rest is the tee's.
