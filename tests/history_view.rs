@@ -418,8 +418,12 @@ fn h_in_an_empty_machine_view_opens_the_history_list() {
         tee_dir: "/run/user/1000/swarmtop".into(),
         ..Default::default()
     };
-    let feed =
-        Feed { source: sanitize_line("machine"), live: true, machine: Some(Box::new(snapshot)), ..Feed::default() };
+    let feed = Feed {
+        source: sanitize_line("machine"),
+        live: true,
+        machine: Some(std::sync::Arc::new(snapshot)),
+        ..Feed::default()
+    };
     let mut v = View::with_theme(Theme::dark());
     let empty = draw(&p, &feed, &mut v, (80, 24));
     assert!(empty.contains("No agent sessions found on this machine yet."), "{empty}");

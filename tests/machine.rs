@@ -70,7 +70,7 @@ fn feed(snapshot: Snapshot) -> Feed {
         source: swarmtop::wire::sanitize_line("machine"),
         live: true,
         now_ms: Some(NOW_MS),
-        machine: Some(Box::new(snapshot)),
+        machine: Some(std::sync::Arc::new(snapshot)),
         ..Feed::default()
     }
 }
@@ -124,7 +124,7 @@ fn sessions_are_grouped_by_agent_then_project_live_first() {
         // Even at 80 columns a session row says whether it is live and which process holds it.
         let row = screen.lines().find(|l| l.contains("▾ ✓ Work on")).expect("the claude session's row");
         assert!(row.contains(" 4121 ") && row.contains(" live "), "{row}");
-        let ended = screen.lines().filter(|l| l.contains("PARENT-TASK")).nth(1).expect("the ended session's row");
+        let ended = screen.lines().filter(|l| l.contains("▾ ✓ PARENT-TASK")).nth(1).expect("the ended session's row");
         assert!(ended.contains(" ended "), "{ended}");
         insta::assert_snapshot!(format!("grouped_{}x{}", size.0, size.1), screen);
     }
@@ -164,9 +164,10 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
         let col = line.find(needle).map_or(0, |b| line[..b].chars().count()) as u16;
         buf[(col.saturating_sub(1), y)].style()
     };
-    let arendt = row_of("Arendt", 0);
+    // The tree's rows (the cost pane lists the same agents).
+    let arendt = row_of("─ ✓ Arendt", 0);
     assert_eq!(style_at(arendt, "Arendt").fg, dim.fg, "a child of the ended session is dimmed:\n{screen}");
-    let kant = row_of("Kant", 0);
+    let kant = row_of("─ ✓ Kant", 0);
     assert_ne!(style_at(kant, "Kant").fg, dim.fg, "a child of the idle session is not");
     assert!(screen.contains("ended") && screen.contains("idle") && screen.contains("live"), "{screen}");
 
@@ -191,7 +192,7 @@ fn ended_sessions_are_dimmed_and_age_out_counted() {
     render(&p, &feed(snapshot(State::Idle, 20 * MINUTE)), &mut v, (200, 60));
     let term = render(&p, &feed(snapshot(State::Ended, 20 * MINUTE)), &mut v, (200, 60));
     let screen = text(&term);
-    let y = screen.lines().position(|l| l.contains("Arendt")).expect("Arendt") as u16;
+    let y = screen.lines().position(|l| l.contains("─ ✓ Arendt")).expect("Arendt") as u16;
     let line = screen.lines().nth(y as usize).unwrap();
     let col = line[..line.find("Arendt").unwrap()].chars().count() as u16;
     assert_eq!(term.backend().buffer()[(col - 1, y)].style().fg, dim.fg, "{screen}");

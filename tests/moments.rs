@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use swarmtop::commands::ingest_timed;
 use swarmtop::commands::stats::render_json;
 use swarmtop::model::prices::Pico;
-use swarmtop::model::{AgentOp, Model, Rollup, Status, Tokens};
+use swarmtop::model::{AgentOp, ItemStatus, Model, Rollup, Status, Tokens};
 use swarmtop::pipeline::Config;
 use swarmtop::pipeline::Pipeline;
 use swarmtop::router::Event;
@@ -83,8 +83,8 @@ struct Known {
     parent_turn: Option<(Option<i64>, Option<i64>)>,
     /// The item that spawned it, when its parent has one.
     card: Option<String>,
-    /// Its own spawn calls: (item id, started, completed).
-    spawns: Vec<(String, Option<i64>, Option<i64>)>,
+    /// Its own spawn calls: (item id, started, completed, whether it failed or was stopped).
+    spawns: Vec<(String, Option<i64>, Option<i64>, bool)>,
     /// For an agent that tells no turn of its own (a Claude stream-json or OTLP child: its prompt
     /// is not in the stream): when it ended, from the times of its call and its lines.
     ended_ms: Option<i64>,
@@ -127,7 +127,11 @@ fn known(model: &Model) -> HashMap<String, Known> {
                     .items
                     .iter()
                     .filter(|i| i.op == Some(AgentOp::Spawn))
-                    .map(|i| (i.id.to_string(), i.started_ms, i.completed_ms))
+                    .map(|i| {
+                        let failed =
+                            matches!(i.status, ItemStatus::Failed | ItemStatus::Interrupted | ItemStatus::Declined);
+                        (i.id.to_string(), i.started_ms, i.completed_ms, failed)
+                    })
                     .collect(),
                 ended_ms: ended_ms(t, card),
             },
@@ -296,7 +300,7 @@ fn waited_on(model: &Model, parent: &str, t: i64, end: &HashMap<String, Known>) 
     let live = |id: &str, c: &Known| under(id) && c.live(t);
     let mut n = 0;
     let mut unnamed_calls = Vec::new();
-    for (id, _, completed) in &k.spawns {
+    for (id, _, completed, failed) in &k.spawns {
         // A call is open from the moment it is told, not from its start at the end: an OpenCode
         // store makes a `task` part (a pending tool) before its run starts (`state.time.start`,
         // the item's start at the end), and `opencode run --format json` tells a call only once
@@ -306,19 +310,18 @@ fn waited_on(model: &Model, parent: &str, t: i64, end: &HashMap<String, Known>) 
         if its.peek().is_some() {
             n += u32::from(open || its.any(|(cid, c)| live(cid, c)));
         } else {
-            unnamed_calls.push(open);
+            unnamed_calls.push((open, *failed));
         }
     }
-    // A child no call names even at the end (a Codex rollout links a child by its session's
-    // parent, not by the call) is the next call no child names: one call starts one agent, in
-    // order.
-    let calls: Vec<&String> = k.spawns.iter().map(|(id, _, _)| id).collect();
+    // A child no call names even at the end is the next call no child names: one call starts
+    // one agent, in order; a call that failed or was stopped started none.
+    let calls: Vec<&String> = k.spawns.iter().map(|(id, ..)| id).collect();
     let mut unnamed: Vec<&(&String, &Known)> =
         children.iter().filter(|(_, c)| c.card.as_ref().is_none_or(|card| !calls.contains(&card))).collect();
     unnamed.sort_by_key(|(_, c)| c.spawned_ms);
     let mut unnamed = unnamed.into_iter();
-    for open in unnamed_calls {
-        let agent = unnamed.next();
+    for (open, failed) in unnamed_calls {
+        let agent = if failed { None } else { unnamed.next() };
         n += u32::from(open || agent.is_some_and(|(cid, c)| live(cid, c)));
     }
     n + u32::try_from(unnamed.filter(|(cid, c)| live(cid, c)).count()).expect("count")

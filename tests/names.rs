@@ -44,15 +44,17 @@ fn v1_rollout_cards_and_reports_name_the_children_read_after_them() {
     let p = ingest(&fixture("codex-0.171.0/rollouts/collab_v1"));
     let s = screen(&p, (200, 60));
     no_child_ids(&p, &s, "collab_v1 rollouts");
+    // Each child is its spawn call's from its first line (the call's `item_completed` names it),
+    // so it reads as on the app-server's screen: its nickname and its task.
     for shown in [
-        "spawnAgent → Kant",
-        "wait → Kant, Feynman, Anscombe",
-        "sendInput → Anscombe",
-        "closeAgent → Kant",
-        "agent reported: Kant",
+        "spawnAgent → Kant (CHILD-TASK-1)",
+        "wait → Kant (CHILD-TASK-1), Feynman (CHILD-TASK-2), Anscombe (CHILD-TASK-3)",
+        "sendInput → Anscombe (CHILD-TASK-3)",
+        "closeAgent → Kant (CHILD-TASK-1)",
+        "agent reported: Kant (CHILD-TASK-1)",
         "completed: Child 1 finished: result-1",
-        "agent reported: Feynman",
-        "agent reported: Anscombe",
+        "agent reported: Feynman (CHILD-TASK-2)",
+        "agent reported: Anscombe (CHILD-TASK-3)",
     ] {
         assert!(s.contains(shown), "{shown:?} missing\n{s}");
     }

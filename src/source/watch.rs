@@ -69,8 +69,8 @@ pub struct Watcher {
     native: Option<RecommendedWatcher>,
     polling: Option<PollWatcher>,
     watched: HashSet<PathBuf>,
-    /// The folders among `watched` (watched with all below them).
-    dirs: Vec<PathBuf>,
+    /// The folders among them (watched with all below them).
+    folders: HashSet<PathBuf>,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -84,7 +84,7 @@ impl Watcher {
         let shared = Arc::new(Shared::default());
         let handler = Arc::clone(&shared);
         let native = RecommendedWatcher::new(move |r| handler.note(r), notify::Config::default()).ok();
-        Self { shared, native, polling: None, watched: HashSet::new(), dirs: Vec::new() }
+        Self { shared, native, polling: None, watched: HashSet::new(), folders: HashSet::new() }
     }
 
     /// Only the polling watcher (for file systems known to send no events, and for tests).
@@ -99,18 +99,19 @@ impl Watcher {
     }
 
     /// Starts watching `path` if it exists and is not watched yet; a path that does not exist is
-    /// left for a later call (after its parent reported it), unless a folder watched holds it.
-    /// Returns whether it is watched.
+    /// left for a later call (after its parent reported it). Returns whether it is watched. A path
+    /// below a folder watched already is watched through it: a watch of its own only doubled its
+    /// events and took one of the kernel's watches a file (the machine view asked one for each of
+    /// 50,000 session files; past `max_user_watches`, 8,192 on many systems, the rest fell to the
+    /// polling watcher, a look at every file twice a second).
     pub fn watch(&mut self, path: &Path) -> bool {
         if self.watched.contains(path) {
             return true;
         }
-        // A folder watched already tells of everything below it: a watch of each of 50,000 files
-        // below one was a look at the disk and a round trip to the watcher's thread each.
-        if self.dirs.iter().any(|d| path.starts_with(d)) {
+        let Ok(meta) = std::fs::metadata(path) else { return false };
+        if path.ancestors().skip(1).any(|a| self.folders.contains(a)) {
             return true;
         }
-        let Ok(meta) = std::fs::metadata(path) else { return false };
         let mode = if meta.is_dir() { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
         let native_ok = self.native.as_mut().is_some_and(|w| w.watch(path, mode).is_ok());
         if !native_ok {
@@ -125,13 +126,18 @@ impl Watcher {
         }
         self.watched.insert(path.to_owned());
         if meta.is_dir() {
-            self.dirs.push(path.to_owned());
+            self.folders.insert(path.to_owned());
         }
         true
     }
 
+    /// Paths watched by a watch of their own (a path below a watched folder is not one).
+    pub fn watches(&self) -> usize {
+        self.watched.len()
+    }
+
     pub fn is_watched(&self, path: &Path) -> bool {
-        self.watched.contains(path) || self.dirs.iter().any(|d| path.starts_with(d))
+        self.watched.contains(path)
     }
 
     /// Waits until something changed, then takes what did.
@@ -189,6 +195,26 @@ mod tests {
         seen
     }
 
+    /// A file below a watched folder takes no watch of its own, and its changes are still told.
+    #[tokio::test]
+    async fn a_file_below_a_watched_folder_is_watched_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("p/s1");
+        std::fs::create_dir_all(&nested).unwrap();
+        let file = nested.join("s1.jsonl");
+        std::fs::write(&file, b"{}\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let alone = outside.path().join("store.db");
+        std::fs::write(&alone, b"").unwrap();
+        let mut watcher = Watcher::new();
+        assert!(watcher.watch(dir.path()));
+        assert!(watcher.watch(&file) && watcher.watch(&alone));
+        assert_eq!(watcher.watches(), 2, "the folder and the file outside it");
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(&file).unwrap().write_all(b"{\"more\":1}\n").unwrap();
+        wait_for(&watcher, &file).await;
+    }
+
     #[tokio::test]
     async fn native_and_polling_report_new_and_growing_files() {
         for mut watcher in [Watcher::new(), Watcher::polling()] {
@@ -196,10 +222,7 @@ mod tests {
             let nested = dir.path().join("2026/12/01");
             std::fs::create_dir_all(&nested).unwrap();
             assert!(watcher.watch(dir.path()));
-            let elsewhere = tempfile::tempdir().unwrap();
-            assert!(!watcher.watch(&elsewhere.path().join("missing")));
-            // Below a folder watched: told of by the folder's watch, once it is there.
-            assert!(watcher.watch(&dir.path().join("missing")));
+            assert!(!watcher.watch(&dir.path().join("missing")));
             // Let the polling watcher take its first look before anything changes.
             tokio::time::sleep(POLL_INTERVAL * 2).await;
             let file = nested.join("rollout.jsonl");

@@ -200,7 +200,7 @@ impl Runtime {
         view.derived.tops.home = home;
         let mut rt = Self::live(sanitize_line("machine"), view, settings, config, now);
         rt.feed.connection = None;
-        rt.feed.machine = Some(Box::default());
+        rt.feed.machine = Some(std::sync::Arc::default());
         rt.feed.loading = true;
         rt
     }
@@ -482,7 +482,7 @@ impl Runtime {
                 if self.view.derived.tops.home.is_none() {
                     self.view.derived.tops.home = snapshot.home.as_ref().map(|h| h.to_string_lossy().into_owned());
                 }
-                self.feed.machine = Some(snapshot);
+                self.feed.machine = Some(std::sync::Arc::from(snapshot));
             }
             live::Event::Stopped { id, guessed_at_ms } => self.pipeline.stopped(&id, guessed_at_ms),
             live::Event::Resumed(id) => self.pipeline.resumed(&id),

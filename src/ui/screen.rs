@@ -45,11 +45,13 @@ pub fn render(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed
 pub fn draw(frame: &mut Frame, model: &Model, counters: &Counters, feed: &Feed, view: &View) -> Layout {
     let area = frame.area();
     let mut layout = view.layout.next();
-    let mut totals = model.totals();
-    if view.derived.machine {
+    let (machine, tops) = (view.derived.machine, &view.derived.tops);
+    let key = (model.generation, model.threads.len(), tops.generation, machine);
+    let totals = *view.derived.totals.get(key, || {
+        let all = model.totals();
         // Totals are of what is shown: an aged-out session's spend is counted in `d` instead.
-        totals = view.derived.tops.shown(model, &totals);
-    }
+        if machine { tops.shown(model, &all) } else { all }
+    });
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         too_small(frame, area, view);
         return layout;

@@ -156,9 +156,11 @@ impl Shown {
 /// What `t` waits on (issue 19: `waiting on 5` beside `⑂ spawn ×4` counted the larger of its
 /// children at work and its open calls, and a child spawned but not started in neither): each
 /// spawn call of its current turn still open or whose agent is live, and each live child no
-/// call names. One call starts one agent: a call no agent names and an agent no call names (a
-/// Codex rollout links a child by its session's parent; a Claude OTLP child learns its call only
-/// when its span ends) are taken to be each other, in the order they came.
+/// call names. A call and its agent are paired by the ids the agent gives (the call's id on the
+/// child, the child's id on the call). Only where none is told yet (a Claude OTLP child learns
+/// its call when the call's span ends) are a call no agent names and an agent no call names
+/// taken to be each other, in the order they came; a call that failed or was stopped started no
+/// agent and takes none (a failed spawn took the next call's child: two waited on, not one).
 fn waits_on(model: &Model, t: &Thread) -> u32 {
     let n = model.threads.len();
     let live = |c: ThreadIdx| {
@@ -201,7 +203,9 @@ fn waits_on(model: &Model, t: &Thread) -> u32 {
     let mut unnamed_children = unnamed_children.into_iter();
     let mut count = 0usize;
     for (call, (has_agent, agent_lives)) in calls.iter().zip(agents) {
-        let agent_lives = if has_agent { agent_lives } else { unnamed_children.next().is_some_and(live) };
+        let started_none = matches!(call.status, ItemStatus::Failed | ItemStatus::Interrupted | ItemStatus::Declined);
+        let agent_lives =
+            if has_agent || started_none { agent_lives } else { unnamed_children.next().is_some_and(live) };
         count += usize::from(open(call) || agent_lives);
     }
     count += unnamed_children.filter(|&c| live(c)).count();
@@ -324,6 +328,39 @@ mod tests {
         let done = json!({"threadId": "kid", "turn": {"id": "k1", "status": "completed"}});
         p.push(note("turn/completed", &done, 40).as_bytes());
         assert_eq!(shown(&p, "root", clock(45)), Shown::OnChildren(1), "only the open call");
+    }
+
+    #[test]
+    fn a_failed_spawn_takes_no_agent_of_the_next_call() {
+        use serde_json::json;
+        let spawn = |event: &str, id: &str, status: &str, ms: i64| {
+            note(
+                event,
+                &json!({"threadId": "root", "turnId": "t1", "item": {"type": "collabAgentToolCall", "id": id,
+                    "tool": "spawnAgent", "status": status, "senderThreadId": "root",
+                    "receiverThreadIds": [], "prompt": "go", "agentsStates": {}}}),
+                ms,
+            )
+        };
+        let mut p = crate::pipeline::Pipeline::default();
+        for l in [
+            note("thread/started", &json!({"thread": {"id": "root", "parentThreadId": null}}), 0),
+            note("turn/started", &json!({"threadId": "root", "turn": {"id": "t1", "status": "inProgress"}}), 0),
+            // Over the thread limit: completed failed, no agent (wire.md §3).
+            spawn("item/started", "c1", "inProgress", 10),
+            spawn("item/completed", "c1", "failed", 11),
+            spawn("item/started", "c2", "inProgress", 20),
+            // The second call's agent, told by its own line before the call names it.
+            note("thread/started", &json!({"thread": {"id": "kid", "parentThreadId": "root"}}), 21),
+            note("turn/started", &json!({"threadId": "kid", "turn": {"id": "k1", "status": "inProgress"}}), 22),
+        ] {
+            p.push(l.as_bytes());
+        }
+        assert_eq!(shown(&p, "root", clock(25)), Shown::OnChildren(1), "the second call and its agent, once");
+        let done = json!({"threadId": "kid", "turn": {"id": "k1", "status": "completed"}});
+        p.push(note("turn/completed", &done, 30).as_bytes());
+        p.push(spawn("item/completed", "c2", "completed", 31).as_bytes());
+        assert_eq!(shown(&p, "root", clock(35)), Shown::Is(Status::Running), "nothing left to wait on");
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! bound leave the rows, and are counted.
 
 use std::cmp::Reverse;
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::memo::Memo;
+use crate::model::prices::Pico;
 use crate::model::{Model, Rollup};
 use crate::router::{Role, ThreadIdx};
 use crate::source::proc::Usage;
@@ -94,7 +97,49 @@ pub struct Tops {
     /// Bumped whenever the groups change: the rows depend on it.
     pub generation: u64,
     key: Option<(u64, usize, usize, bool)>,
-    snapshot: Option<Snapshot>,
+    snapshot: Option<Arc<Snapshot>>,
+    /// Each group row's figures, once per change of the model or the grouping (summed per row
+    /// and per frame, they were most of what a quiet machine view drew).
+    figures: Memo<(u64, usize, u64), GroupFigures>,
+}
+
+/// What a group row (an agent, a project) adds up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Figures {
+    pub sessions: usize,
+    pub live: usize,
+    pub tokens: u64,
+    /// `None` when no session of the group is priced.
+    pub cost: Option<Pico>,
+}
+
+impl Figures {
+    fn add(&mut self, o: &Figures) {
+        self.sessions += o.sessions;
+        self.live += o.live;
+        self.tokens = self.tokens.saturating_add(o.tokens);
+        self.cost = match (self.cost, o.cost) {
+            (Some(a), Some(b)) => Some(Pico(a.0.saturating_add(b.0))),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// Every group's figures, by agent and by project id.
+#[derive(Debug, Default)]
+pub struct GroupFigures {
+    agents: FxHashMap<u16, Figures>,
+    projects: FxHashMap<u32, Figures>,
+}
+
+impl GroupFigures {
+    pub fn agent(&self, id: u16) -> Figures {
+        self.agents.get(&id).copied().unwrap_or_default()
+    }
+
+    pub fn project(&self, id: u32) -> Figures {
+        self.projects.get(&id).copied().unwrap_or_default()
+    }
 }
 
 impl Tops {
@@ -173,6 +218,34 @@ impl Tops {
     }
 
     /// Every root under a group row, in row order.
+    /// Every group row's figures as `model` has them now.
+    pub fn figures(&self, model: &Model) -> Arc<GroupFigures> {
+        self.figures.get((model.generation, model.threads.len(), self.generation), || {
+            let mut out = GroupFigures::default();
+            for agent in &self.groups {
+                let mut of_agent = Figures::default();
+                for p in &agent.projects {
+                    let mut of_project = Figures::default();
+                    for &r in p.roots.iter().filter(|r| r.index() < model.threads.len()) {
+                        let spent = model.spent(r);
+                        let live = self.session(r).is_some_and(|s| s.state == Some(State::Live));
+                        let one = Figures {
+                            sessions: 1,
+                            live: usize::from(live),
+                            tokens: spent.tokens.total,
+                            cost: spent.cost_usd(),
+                        };
+                        of_project.add(&one);
+                    }
+                    of_agent.add(&of_project);
+                    out.projects.insert(p.id, of_project);
+                }
+                out.agents.insert(agent.id, of_agent);
+            }
+            out
+        })
+    }
+
     pub fn roots_of_agent(&self, id: u16) -> Vec<ThreadIdx> {
         self.agent_group(id)
             .map(|g| g.projects.iter().flat_map(|p| p.roots.iter().copied()).collect())
@@ -219,13 +292,15 @@ impl Tops {
     /// Regroups the roots if the tree's shape or the snapshot changed since the last call; `now_ms`
     /// (the wall clock) ages ended sessions out; `loading`: the source still reads what was on
     /// disk (sessions not read yet are counted). Returns whether the groups changed.
-    pub fn refresh(&mut self, model: &Model, snapshot: &Snapshot, now_ms: Option<i64>, loading: bool) -> bool {
+    pub fn refresh(&mut self, model: &Model, snapshot: &Arc<Snapshot>, now_ms: Option<i64>, loading: bool) -> bool {
         let key = (model.structure, model.threads.len(), model.sessions.len(), loading);
-        if self.key == Some(key) && self.snapshot.as_ref() == Some(snapshot) {
+        // The same snapshot as last time is the same one shared, not 50,000 rows to compare.
+        let same = self.snapshot.as_ref().is_some_and(|s| Arc::ptr_eq(s, snapshot) || **s == **snapshot);
+        if self.key == Some(key) && same {
             return false;
         }
         self.key = Some(key);
-        self.snapshot = Some(snapshot.clone());
+        self.snapshot = Some(Arc::clone(snapshot));
         let before: Vec<(ThreadIdx, Option<State>)> = self.states();
         let groups = self.build(model, snapshot, now_ms, loading);
         // Rows carry each session's ended state: a change of state is a change of rows too.

@@ -14,7 +14,7 @@ use super::outline::{Fold, NodeId, Row, TreeSort};
 use super::scene::Scene;
 use super::text::{cost_text, duration, elapsed, short_model, tokens, truncate, truncate_middle, width};
 use super::theme::Theme;
-use super::tops::Session;
+use super::tops::{Figures, Session};
 use super::view::{Pane, View};
 use crate::model::{Model, ShownCost, Status, Thread, TurnStatus, format_usd};
 use crate::router::ThreadIdx;
@@ -227,14 +227,14 @@ impl Ctx<'_> {
             }
             NodeId::Agent(a) => {
                 let tops = &view.derived.tops;
-                let group = Group { roots: &tops.roots_of_agent(a), name: tops.agent(a), path: None };
+                let group = Group { figures: tops.figures(model).agent(a), name: tops.agent(a), path: None };
                 row_ctx.group_cells(&group, label_w, &mut cells);
             }
             NodeId::Project(p) => {
                 let tops = &view.derived.tops;
-                let roots = tops.project_group(p).map(|g| g.roots.clone()).unwrap_or_default();
+                let figures = tops.figures(model).project(p);
                 let (name, path) = tops.project(p).map_or(("?", ""), |p| (p.name.as_str(), p.path.as_str()));
-                row_ctx.group_cells(&Group { roots: &roots, name, path: Some(path) }, label_w, &mut cells);
+                row_ctx.group_cells(&Group { figures, name, path: Some(path) }, label_w, &mut cells);
             }
         }
         cells.spans
@@ -243,11 +243,8 @@ impl Ctx<'_> {
     /// An agent or project row: its name (a project's path after it, dimmed, where it fits), how
     /// many sessions and how many live, and the tokens and cost of every session under it.
     fn group_cells(&self, group: &Group<'_>, label_w: usize, cells: &mut Cells) {
-        let (model, view) = (self.s.model, self.s.view);
-        let (theme, tops, cols, w) = (&view.theme, &view.derived.tops, self.cols, self.w);
-        let roots: Vec<ThreadIdx> = group.roots.iter().copied().filter(|r| r.index() < model.threads.len()).collect();
-        let live = roots.iter().filter(|&&r| tops.session(r).is_some_and(|s| s.state == Some(State::Live))).count();
-        let n = roots.len();
+        let (theme, cols, w) = (&self.s.view.theme, self.cols, self.w);
+        let Figures { sessions: n, live, tokens: tokens_sum, cost } = group.figures;
         let mut count = format!(" ×{n}");
         if live > 0 {
             let _ = write!(count, " · {live} live");
@@ -268,18 +265,9 @@ impl Ctx<'_> {
             }
         }
         let mut end = w;
-        let (mut tokens_sum, mut cost, mut priced) = (0u64, 0i128, false);
-        for &r in &roots {
-            let sub = model.spent(r);
-            tokens_sum = tokens_sum.saturating_add(sub.tokens.total);
-            if let Some(c) = sub.cost_usd() {
-                cost = cost.saturating_add(c.0);
-                priced = true;
-            }
-        }
         if cols.cost > 0 {
-            let text = format_usd(priced.then_some(crate::model::prices::Pico(cost)));
-            cells.right(end, truncate(&text, COST_W - 1), if priced { theme.cost } else { theme.dim });
+            let text = format_usd(cost);
+            cells.right(end, truncate(&text, COST_W - 1), if cost.is_some() { theme.cost } else { theme.dim });
             end -= COST_W;
         }
         if cols.tokens > 0 {
@@ -406,9 +394,9 @@ impl Ctx<'_> {
     }
 }
 
-/// A group row's name and sessions.
+/// A group row's name and what its sessions add up to.
 struct Group<'a> {
-    roots: &'a [ThreadIdx],
+    figures: Figures,
     name: &'a str,
     /// A project's path, after its name.
     path: Option<&'a str>,

@@ -22,8 +22,8 @@ use super::outline::{self, NodeId, Row};
 use super::status::{Activity, Clock, Shown};
 use super::theme::Theme;
 use super::tops::Tops;
-use crate::model::Model;
 use crate::model::prices::Pico;
+use crate::model::{Model, Rollup};
 use crate::router::{Role, ThreadIdx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,10 @@ pub struct Derived {
     pub tops: Tops,
     /// The search's matches in the transcript shown, once per model change.
     pub matches: Memo<MatchKey, Matches>,
+    /// The header's and the cost pane's totals (of what is shown), once per change of the model
+    /// or the grouping: a pass over every thread and session at every frame, the clock's
+    /// included, was a tenth of a quiet machine view's work.
+    pub totals: Memo<(u64, usize, u64, bool), Rollup>,
     activity: Activity,
     activity_key: Option<(u64, usize)>,
     rows: Rows,
@@ -242,6 +246,7 @@ impl View {
                 groups: outline::GroupCache::default(),
                 tops: Tops::default(),
                 matches: Memo::default(),
+                totals: Memo::default(),
                 activity: Activity::default(),
                 activity_key: None,
                 rows: Rows::default(),
@@ -389,7 +394,7 @@ impl View {
         d.live_source = feed.loses_on_quit();
         d.clock = Clock { now_ms: feed.now_ms, stall_ms: feed.stall_ms, ended: feed.ended.is_some() };
         d.machine = feed.machine.is_some();
-        if let Some(snapshot) = feed.machine.as_deref() {
+        if let Some(snapshot) = feed.machine.as_ref() {
             // Regroups only when the snapshot or the tree's shape changed.
             d.tops.refresh(model, snapshot, feed.now_ms, feed.loading);
         }

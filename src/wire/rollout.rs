@@ -6,7 +6,10 @@
 //!
 //! `response_item`s are the transcript (messages, reasoning, function calls and their outputs),
 //! `event_msg` `token_count` the usage (cumulative, merged with `max` as for the app-server),
-//! `task_started` / `task_complete` the turns.
+//! `task_started` / `task_complete` the turns. An `event_msg` `item_completed` of a spawn (v1's
+//! `CollabAgentToolCall`, v2's `SubAgentActivity` `started`) names the call and the agent it
+//! started by their ids, before the agent's own file says anything: the child is its call's from
+//! its first moment (its `session_meta` names only its parent), and a spawn that failed is one.
 
 use std::borrow::Cow;
 
@@ -16,8 +19,8 @@ use serde_json::value::RawValue;
 use super::codex::message::ThreadSpawn;
 use super::fact::{
     AgentOp, Answered, Breakdown, CleanStr, ContextFill, ErrorFact, Fact, Facts, Format, Id, ItemFact, ItemKind,
-    ItemStatus, Lowered, ModelChange, Notice, Parentage, Status, StatusChange, StatusFact, Subject, Target, TextRule,
-    ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
+    ItemStatus, Lowered, ModelChange, Notice, Parentage, Spawn, Status, StatusChange, StatusFact, Subject, Target,
+    TextRule, ThreadFact, TurnEnded, TurnOutcome, TurnRef, TurnStarted, Usage, Via, Weight,
 };
 use super::json::{Str, opt_str, req_str};
 use super::origin::Origin;
@@ -110,7 +113,14 @@ pub fn parse(text: &str) -> Option<RolloutLine<'_>> {
 pub struct Follow {
     origin: Origin,
     thread: Option<Box<str>>,
+    /// Spawn calls whose `item_completed` said they failed, their output not read yet (it is a
+    /// plain message, which alone reads as a tool's answer). The newest few: an output follows
+    /// its item at once.
+    failed_spawns: Vec<Box<str>>,
 }
+
+/// Failed spawn calls remembered until their output.
+const FAILED_SPAWNS: usize = 64;
 
 impl Follow {
     fn thread_for(&mut self, origin: &Origin, named: Option<&str>) -> Option<Box<str>> {
@@ -156,6 +166,30 @@ struct Payload<'a> {
     /// A `task_complete`'s error (0.171.0: `{message, codex_error_info}`): the turn failed.
     #[serde(borrow, default)]
     error: Option<TaskError<'a>>,
+    /// An `item_completed`'s item.
+    #[serde(borrow, default)]
+    item: Option<EventItem<'a>>,
+}
+
+/// What an `item_completed` says of a spawn: v1's `CollabAgentToolCall` (`tool: spawn_agent`,
+/// its agents in `receiver_thread_ids`), v2's `SubAgentActivity` (`kind: started`,
+/// `agent_thread_id`); `id` is the spawning call's `call_id` in both.
+#[derive(Deserialize, Default)]
+struct EventItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    tool: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    status: Option<Str<'a>>,
+    #[serde(rename = "kind", borrow, default)]
+    activity: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    receiver_thread_ids: Option<Vec<Str<'a>>>,
+    #[serde(borrow, default)]
+    agent_thread_id: Option<Str<'a>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -303,7 +337,7 @@ pub fn lower<'l>(line: &'l RolloutLine<'_>, origin: &Origin, follow: &mut Follow
     }
     out.subject = Subject::Thread(id);
     if let Some(p) = line.payload::<Payload<'_>>() {
-        payload_facts(&line.kind, &p, out);
+        payload_facts(&line.kind, &p, follow, out);
     }
 }
 
@@ -324,7 +358,7 @@ impl SessionMeta<'_> {
 }
 
 /// What a line's payload says, by the line's type and the payload's.
-fn payload_facts(line_kind: &str, p: &Payload<'_>, out: &mut Lowered<'_>) {
+fn payload_facts(line_kind: &str, p: &Payload<'_>, follow: &mut Follow, out: &mut Lowered<'_>) {
     let time = out.time;
     let facts = &mut out.facts;
     let model = |m: Option<&str>| {
@@ -356,7 +390,16 @@ fn payload_facts(line_kind: &str, p: &Payload<'_>, out: &mut Lowered<'_>) {
         ("response_item", "function_call" | "custom_tool_call" | "local_shell_call") => {
             facts.push(call(p, time));
         }
-        ("response_item", "function_call_output" | "custom_tool_call_output") => facts.extend(call_output(p, time)),
+        ("response_item", "function_call_output" | "custom_tool_call_output") => {
+            let failed = p.call_id.as_deref().and_then(|c| follow.failed_spawns.iter().position(|f| **f == *c));
+            let failed = failed.map(|at| follow.failed_spawns.remove(at)).is_some();
+            facts.extend(call_output(p, time, failed));
+        }
+        ("event_msg", "item_completed") => {
+            if let Some(item) = &p.item {
+                spawned(item, time, follow, facts);
+            }
+        }
         _ => {}
     }
 }
@@ -447,9 +490,42 @@ fn call<'l>(p: &Payload<'_>, time: Option<i64>) -> Fact<'l> {
     })
 }
 
+/// A spawn's `item_completed`: the agent it started, under the call's id (its card), or the call
+/// failed and started none.
+fn spawned(item: &EventItem<'_>, time: Option<i64>, follow: &mut Follow, facts: &mut Facts<'_>) {
+    let Some(call) = item.id.as_deref().filter(|c| !c.is_empty()) else { return };
+    let (agents, via): (Vec<&str>, Via) = match (item.kind.as_deref(), item.tool.as_deref()) {
+        (Some("CollabAgentToolCall"), Some("spawn_agent")) => {
+            if item.status.as_deref() == Some("failed") {
+                if follow.failed_spawns.len() >= FAILED_SPAWNS {
+                    follow.failed_spawns.remove(0);
+                }
+                follow.failed_spawns.push(call.into());
+                facts.push(Fact::Item(Box::new(ItemFact {
+                    id: Some(owned(call)),
+                    update_only: true,
+                    status: Some(ItemStatus::Failed),
+                    completed_ms: time,
+                    ..ItemFact::default()
+                })));
+                return;
+            }
+            (item.receiver_thread_ids.iter().flatten().map(|r| &**r).collect(), Via::CollabAgentToolCall)
+        }
+        (Some("SubAgentActivity"), _) if item.activity.as_deref() == Some("started") => {
+            (item.agent_thread_id.as_deref().into_iter().collect(), Via::SubAgentActivity)
+        }
+        _ => return,
+    };
+    for agent in agents.into_iter().filter(|a| !a.is_empty()) {
+        facts.push(Fact::Spawn(Spawn { child: owned(agent), card: Some(owned(call)), via }));
+    }
+}
+
 /// A function call's output: its call is completed, with the output as its text. A spawn's output
-/// names its child; any other output that parses so is a tool's own.
-fn call_output<'l>(p: &Payload<'_>, time: Option<i64>) -> Option<Fact<'l>> {
+/// names its child; any other output that parses so is a tool's own. `failed`: the call is a
+/// spawn its `item_completed` said failed (its output is the reason).
+fn call_output<'l>(p: &Payload<'_>, time: Option<i64>, failed: bool) -> Option<Fact<'l>> {
     let call = p.call_id.as_deref()?;
     let output = p.output.map(|raw| serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().to_owned()));
     let spawned = output
@@ -471,6 +547,7 @@ fn call_output<'l>(p: &Payload<'_>, time: Option<i64>) -> Option<Fact<'l>> {
         text_rule: TextRule::Output,
         exit_code,
         status: Some(match exit_code {
+            _ if failed => ItemStatus::Failed,
             Some(0) | None => ItemStatus::Completed,
             Some(_) => ItemStatus::Failed,
         }),
@@ -712,6 +789,41 @@ mod tests {
             assert!(
                 matches!(l.facts.iter().next(), Some(Fact::Usage(Usage::Cumulative { context: Some(c), .. })) if c.window == Some(100))
             );
+        });
+    }
+
+    #[test]
+    fn a_spawns_item_completed_names_its_agent_by_the_calls_id_and_a_failed_one_stays_failed() {
+        let parent = Origin::new(crate::wire::OriginInfo { thread: Some("p".into()), ..Default::default() });
+        let mut follow = Follow::default();
+        // As codex 0.171.0 writes it (collab_v1), the spawn's agent under the call's id.
+        let v1 = r#"{"timestamp":"2026-11-29T21:20:08.522Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"p","item":{"type":"CollabAgentToolCall","id":"call_spawn_1","tool":"spawn_agent","status":"completed","sender_thread_id":"p","receiver_thread_ids":["c1"]}}}"#;
+        lowered(v1, &parent, &mut follow, |l| {
+            assert_eq!(l.subject, Subject::Thread("p".into()));
+            assert!(matches!(l.facts.iter().next(),
+                Some(Fact::Spawn(s)) if s.child == "c1" && s.card.as_deref() == Some("call_spawn_1") && s.via == Via::CollabAgentToolCall));
+        });
+        // v2 (collab_v2): the activity that started the agent carries the call's id.
+        let v2 = r#"{"timestamp":"2026-11-29T21:20:15.777Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"SubAgentActivity","id":"call_spawn_2","kind":"started","agent_thread_id":"c2","agent_path":"/root/part_2"}}}"#;
+        lowered(v2, &parent, &mut follow, |l| {
+            assert!(matches!(l.facts.iter().next(),
+                Some(Fact::Spawn(s)) if s.child == "c2" && s.card.as_deref() == Some("call_spawn_2") && s.via == Via::SubAgentActivity));
+        });
+        // A spawn over the thread limit: failed, no agent; its output (a message) leaves it failed.
+        let failed = r#"{"timestamp":"2026-11-29T21:20:09.000Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"CollabAgentToolCall","id":"call_spawn_3","tool":"spawn_agent","status":"failed","receiver_thread_ids":[]}}}"#;
+        lowered(failed, &parent, &mut follow, |l| {
+            assert!(!l.facts.iter().any(|f| matches!(f, Fact::Spawn(_))));
+            assert!(matches!(l.facts.iter().next(),
+                Some(Fact::Item(i)) if i.id.as_deref() == Some("call_spawn_3") && i.status == Some(ItemStatus::Failed)));
+        });
+        let output = r#"{"timestamp":"2026-11-29T21:20:09.001Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_spawn_3","output":"agent thread limit reached"}}"#;
+        lowered(output, &parent, &mut follow, |l| {
+            assert!(matches!(l.facts.iter().next(), Some(Fact::Item(i)) if i.status == Some(ItemStatus::Failed)));
+        });
+        // Another call's output is a tool's answer, as before.
+        let other = r#"{"timestamp":"2026-11-29T21:20:09.002Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_9","output":"ok"}}"#;
+        lowered(other, &parent, &mut follow, |l| {
+            assert!(matches!(l.facts.iter().next(), Some(Fact::Item(i)) if i.status == Some(ItemStatus::Completed)));
         });
     }
 

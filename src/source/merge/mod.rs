@@ -86,8 +86,8 @@ impl Held {
 type Decoding<'a> = Result<Decoded<'a>, Malformed>;
 
 self_cell::self_cell!(
-    /// An input's current line with its decoding, which borrows from the line's bytes (a copy:
-    /// the reader's buffer goes on to the next line).
+    /// An input's current line with its decoding, which borrows from the line's bytes (taken from
+    /// its reader, which goes on reading into the room of the line before).
     struct DecodedLine {
         owner: Vec<u8>,
         #[covariant]
@@ -128,7 +128,11 @@ impl Cursor<'_> {
         match (self.part, &self.sidecar) {
             (Part::Ahead, Some((held, ahead, _))) => Some((held.record(), ahead)),
             (Part::After, Some((held, _, lies))) => Some((held.record(), lies)),
-            (Part::Main, _) => self.main.record().map(|r| (r, &self.origin)),
+            // A line decoded is the cursor's own.
+            (Part::Main, _) => match &self.decoded {
+                Some(d) => Some((Record::Line(d.borrow_owner()), &self.origin)),
+                None => self.main.record().map(|r| (r, &self.origin)),
+            },
             _ => None,
         }
     }
@@ -149,9 +153,7 @@ impl Cursor<'_> {
         let Some(reading) = decoding.filter(|_| !self.origin.info().is_some_and(|i| i.sidecar)) else {
             return wire::stream_time(line);
         };
-        let mut bytes = std::mem::take(&mut self.spare);
-        bytes.clear();
-        bytes.extend_from_slice(line);
+        let bytes = self.main.take_line(std::mem::take(&mut self.spare));
         let d = DecodedLine::new(bytes, |b| wire::decode_reading(b, reading));
         let time = d.borrow_dependent().as_ref().ok().and_then(Decoded::time);
         self.decoded = Some(d);

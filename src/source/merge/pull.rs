@@ -53,6 +53,13 @@ impl<R: BufRead> Pull<R> {
         })
     }
 
+    /// Takes the current line's bytes, leaving `room` (emptied) for the next: the caller keeps
+    /// the record from then on, and [`Pull::record`] reads empty until the next [`Pull::advance`].
+    pub fn take_line(&mut self, mut room: Vec<u8>) -> Vec<u8> {
+        room.clear();
+        std::mem::replace(&mut self.line, room)
+    }
+
     /// Whether its reader is open: not parked, and not past its end.
     pub fn is_open(&self) -> bool {
         self.reader.is_some()

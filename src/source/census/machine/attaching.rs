@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use super::tees::TeeFeed;
-use super::{Gone, Machine, Session};
+use super::{Gone, Machine, RunState, Session};
 use crate::source::agents::{self, tee};
 use crate::source::attach;
 use crate::source::live::{CHANNEL_EVENTS, Event};
@@ -87,8 +87,7 @@ impl Machine {
             tee: Some(i),
             within: None,
             modified: SystemTime::UNIX_EPOCH,
-            state: None,
-            stopped: false,
+            run: RunState::default(),
         });
         self.tees[i].session = Some(index);
         true

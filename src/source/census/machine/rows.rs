@@ -31,6 +31,7 @@ impl Machine {
             judged[i] = Some(verdict);
         }
         self.rows.resize(self.sessions.len(), None);
+        self.pace.live = false;
         for (i, verdict) in judged.into_iter().enumerate() {
             let s = &self.sessions[i];
             if s.tee.is_some() && !s.files.is_empty() {
@@ -45,6 +46,7 @@ impl Machine {
                 let last = Some(modified).filter(|&m| m > SystemTime::UNIX_EPOCH).and_then(ms_of);
                 (verdict.state, verdict.pid, last)
             };
+            self.pace.live |= state == State::Live;
             let usage = pid.and_then(|p| self.sampler.sample(&self.opts.proc, &census.walk, p, census.at));
             self.registered(i, pid);
             let s = &self.sessions[i];

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::followed::Followed;
-use super::{Gone, Machine, Session};
+use super::{Gone, Machine, RunState, Session};
 use crate::source::agents::Candidate;
 use crate::source::census::{Before, Census, scan};
 use crate::source::proc;
@@ -94,8 +94,7 @@ impl Machine {
                 tee,
                 within: c.within.clone(),
                 modified: c.modified,
-                state: None,
-                stopped: false,
+                run: RunState::default(),
             });
             if let Some(ts) = tee.and_then(|t| self.tees[t].session) {
                 // The tee's row takes the project its rollouts name.
