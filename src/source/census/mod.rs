@@ -88,15 +88,22 @@ impl Wants {
     /// The files of every candidate (a store's, as a store).
     pub fn of<'a>(candidates: impl IntoIterator<Item = &'a Candidate>) -> Self {
         let mut wants = Self::default();
+        let mut canonical = proc::Canonical::default();
         for c in candidates {
-            wants.candidate(c);
+            wants.candidate_in(c, &mut canonical);
         }
         wants
     }
 
     pub fn candidate(&mut self, c: &Candidate) {
+        self.candidate_in(c, &mut proc::Canonical::default());
+    }
+
+    /// [`Wants::candidate`], its files made canonical through `canonical` (shared by a look's
+    /// candidates).
+    pub fn candidate_in(&mut self, c: &Candidate, canonical: &mut proc::Canonical) {
         for f in &c.files {
-            let canonical = proc::canonical(f);
+            let canonical = canonical.of(f);
             if c.within.is_some() {
                 self.stores.insert(canonical.clone(), c.agent);
             }

@@ -45,10 +45,17 @@ pub(super) struct Followed {
 }
 
 impl Followed {
-    pub fn new(path: PathBuf, session: usize, before: Option<Before>, store: Option<Box<dyn Poll + Send>>) -> Self {
+    /// `canonical`: the path as [`crate::source::proc::canonical`] gives it.
+    pub fn new(
+        path: PathBuf,
+        canonical: PathBuf,
+        session: usize,
+        before: Option<Before>,
+        store: Option<Box<dyn Poll + Send>>,
+    ) -> Self {
         let input = files::Input::File(path.clone());
         Self {
-            canonical: crate::source::proc::canonical(&path),
+            canonical,
             origin: files::origin(&input),
             written: crate::source::agents::modified(&path),
             path,

@@ -219,6 +219,8 @@ struct Machine {
     pace: Pace,
     server_tx: mpsc::Sender<(String, Vec<u8>)>,
     server_rx: mpsc::Receiver<(String, Vec<u8>)>,
+    /// The folders a rescan resolved, for the canonical paths of the files it finds.
+    canonical: crate::source::proc::Canonical,
 }
 
 impl Machine {
@@ -252,6 +254,7 @@ impl Machine {
             pace: Pace::default(),
             server_tx,
             server_rx,
+            canonical: crate::source::proc::Canonical::keeping(),
         }
     }
 

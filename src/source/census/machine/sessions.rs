@@ -30,7 +30,7 @@ impl Machine {
         let mut wants = self.wanted.clone();
         // Only what is not followed yet is made canonical again (a look at the disk a file).
         for c in found.candidates.iter().filter(|c| c.files.iter().any(|f| !self.by_path.contains_key(f))) {
-            wants.candidate(c);
+            wants.candidate_in(c, &mut self.canonical);
         }
         let census = Census::take(&self.opts, &wants);
         census.add_running(&self.opts, &mut found);
@@ -62,6 +62,8 @@ impl Machine {
                 }
             }
         }
+        // Folders resolved are good for this look only.
+        self.canonical = proc::Canonical::keeping();
         Ok(())
     }
 
@@ -161,7 +163,8 @@ impl Machine {
                 }
             }
             let is_store = store.is_some();
-            let followed = Followed::new(path.clone(), session, before, store.map(|(_, f)| f));
+            let canonical = self.canonical.take(&path);
+            let followed = Followed::new(path.clone(), canonical, session, before, store.map(|(_, f)| f));
             if is_store {
                 self.wanted.store(followed.canonical.clone(), c.agent);
             } else {
@@ -184,6 +187,10 @@ impl Machine {
     fn tee_of(&self, c: &Candidate, census: &Census, tee_pids: &HashMap<u32, usize>) -> Option<usize> {
         if let Some(i) = self.tees.iter().position(|t| t.threads.contains(&c.id)) {
             return Some(i);
+        }
+        // No tee runs: no file is under one (and no look at the disk or `/proc` for each).
+        if tee_pids.is_empty() {
+            return None;
         }
         let files: Vec<PathBuf> = c.files.iter().map(|f| proc::canonical(f)).collect();
         census.under_tee(&self.opts.proc, &files, tee_pids)
