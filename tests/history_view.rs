@@ -408,22 +408,27 @@ fn a_stored_codex_session_names_the_agents_its_calls_name() {
     assert!(screen.contains("⑂ spawnAgent → ") && screen.contains("⑂ wait → "), "{screen}");
 }
 
-/// Issue 20: `H` in a machine view with no session on the machine opens the history list too
-/// (the empty view's message was drawn in its place, whatever was open), and Esc comes back to it.
-#[test]
-fn h_in_an_empty_machine_view_opens_the_history_list() {
-    let p = Pipeline::default();
+/// A machine view's feed that found no session where it looked.
+fn empty_machine() -> Feed {
     let snapshot = swarmtop::source::seen::Snapshot {
         looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
         tee_dir: "/run/user/1000/swarmtop".into(),
         ..Default::default()
     };
-    let feed = Feed {
+    Feed {
         source: sanitize_line("machine"),
         live: true,
         machine: Some(std::sync::Arc::new(snapshot)),
         ..Feed::default()
-    };
+    }
+}
+
+/// Issue 20: `H` in a machine view with no session on the machine opens the history list too
+/// (the empty view's message was drawn in its place, whatever was open), and Esc comes back to it.
+#[test]
+fn h_in_an_empty_machine_view_opens_the_history_list() {
+    let p = Pipeline::default();
+    let feed = empty_machine();
     let mut v = View::with_theme(Theme::dark());
     let empty = draw(&p, &feed, &mut v, (80, 24));
     assert!(empty.contains("No agent sessions found on this machine yet."), "{empty}");
@@ -447,17 +452,7 @@ fn h_in_an_empty_machine_view_opens_the_history_list() {
 #[test]
 fn an_empty_machine_view_within_a_window_says_so_and_where_older_sessions_are() {
     let p = Pipeline::default();
-    let snapshot = swarmtop::source::seen::Snapshot {
-        looked_in: vec![("claude", "/home/dev/.claude/projects".into()), ("codex", "/home/dev/.codex/sessions".into())],
-        tee_dir: "/run/user/1000/swarmtop".into(),
-        ..Default::default()
-    };
-    let feed = Feed {
-        source: sanitize_line("machine"),
-        live: true,
-        machine: Some(std::sync::Arc::new(snapshot)),
-        ..Feed::default()
-    };
+    let feed = empty_machine();
     let mut v = View::with_theme(Theme::dark());
     v.derived.tops.since_ms = Some(30 * 60 * 1000);
     let empty = draw(&p, &feed, &mut v, (80, 24));
