@@ -180,25 +180,9 @@ const V4: &str = "ALTER TABLE items ADD COLUMN item_id TEXT;
 /// Version 5: what rows stored before version 4 tell of the columns it added, where they tell it
 /// exactly (issue 20: a session whose files were gone before the upgrade could not be read again
 /// and kept nulls, so its stored lane drew each spawn as a generic `⑂ agent`, with no turns).
-/// Such rows are those with no `item_id` (version 4 writes one for every item). Claude Code's and
-/// OpenCode's agent calls are all spawns (their lowerings know no other), OpenCode's all `task`
-/// (Claude's are `Agent` or, before 2.1.63, `Task`: left unknown); a run of one turn holds its
-/// items in that turn; a spawn's own id is the card of the one child whose brief is the call's
-/// text. Nothing else is filled: a Codex call's tool, a command's exit code stay unknown.
-pub(super) const V5: &str = "UPDATE items SET op = 'spawn'
-        WHERE item_id IS NULL AND op IS NULL AND kind = 'collabAgentToolCall'
-        AND run_id IN (SELECT r.id FROM runs r JOIN sources s ON s.id = r.source_id
-                       WHERE s.agent IN ('claude', 'opencode'));
-    UPDATE items SET tool = 'task'
-        WHERE item_id IS NULL AND tool IS NULL AND kind = 'collabAgentToolCall'
-        AND run_id IN (SELECT r.id FROM runs r JOIN sources s ON s.id = r.source_id WHERE s.agent = 'opencode');
-    UPDATE items SET turn = 0
-        WHERE item_id IS NULL AND turn IS NULL AND run_id IN (SELECT id FROM runs WHERE turns = 1);
-    UPDATE items SET item_id = (SELECT c.card FROM runs c JOIN texts t ON t.id = items.text_id
-                                WHERE c.parent_id = items.run_id AND c.brief = t.body AND c.card IS NOT NULL)
-        WHERE item_id IS NULL AND op = 'spawn'
-        AND (SELECT count(*) FROM runs c JOIN texts t ON t.id = items.text_id
-             WHERE c.parent_id = items.run_id AND c.brief = t.body AND c.card IS NOT NULL) = 1;";
+/// What each agent's calls were is the agent registry's to say
+/// ([`crate::source::agents::FILLED_BEFORE_SCHEMA_4`]).
+pub(super) const V5: &str = crate::source::agents::FILLED_BEFORE_SCHEMA_4;
 
 const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5)];
 

@@ -10,6 +10,29 @@
 //! read to learn a session's id and project), through [`super::regular`], which never blocks on
 //! a FIFO or a device.
 
+/// The run store's rows written before its schema 4 (which added each item's own id, turn, tool
+/// and op), filled where they tell it exactly: SQL the store's migration 5 runs, here because what
+/// each agent's calls were is agent knowledge. Such rows have no `item_id` (schema 4 writes one
+/// for every item). Claude Code's and OpenCode's agent calls are all spawns (their lowerings know
+/// no other), OpenCode's all `task` (Claude's are `Agent` or, before 2.1.63, `Task`: left
+/// unknown); a run of one turn holds its items in that turn; a spawn's own id is the card of the
+/// one child whose brief is the call's text. Nothing else is filled: a Codex call's tool, a
+/// command's exit code stay unknown. Frozen: a migration that ran must never change.
+pub const FILLED_BEFORE_SCHEMA_4: &str = "UPDATE items SET op = 'spawn'
+        WHERE item_id IS NULL AND op IS NULL AND kind = 'collabAgentToolCall'
+        AND run_id IN (SELECT r.id FROM runs r JOIN sources s ON s.id = r.source_id
+                       WHERE s.agent IN ('claude', 'opencode'));
+    UPDATE items SET tool = 'task'
+        WHERE item_id IS NULL AND tool IS NULL AND kind = 'collabAgentToolCall'
+        AND run_id IN (SELECT r.id FROM runs r JOIN sources s ON s.id = r.source_id WHERE s.agent = 'opencode');
+    UPDATE items SET turn = 0
+        WHERE item_id IS NULL AND turn IS NULL AND run_id IN (SELECT id FROM runs WHERE turns = 1);
+    UPDATE items SET item_id = (SELECT c.card FROM runs c JOIN texts t ON t.id = items.text_id
+                                WHERE c.parent_id = items.run_id AND c.brief = t.body AND c.card IS NOT NULL)
+        WHERE item_id IS NULL AND op = 'spawn'
+        AND (SELECT count(*) FROM runs c JOIN texts t ON t.id = items.text_id
+             WHERE c.parent_id = items.run_id AND c.brief = t.body AND c.card IS NOT NULL) = 1;";
+
 pub mod claude;
 pub mod codex;
 pub mod codex_processes;
