@@ -566,6 +566,10 @@ pub struct ItemFact<'a> {
     /// Times, each kept once set.
     pub started_ms: Option<i64>,
     pub completed_ms: Option<i64>,
+    /// Why the call failed, in the agent's own words, where the line says it apart from the
+    /// call's text: a spawn that started no agent (Claude Code's `Agent type '…' not found`,
+    /// OpenCode's `Unknown agent type`) or whose agent failed keeps its prompt as its text.
+    pub why: Option<Clean>,
 }
 
 #[derive(Debug, Clone)]
