@@ -591,6 +591,9 @@ impl Model {
         if fact.parentage == Parentage::SubAgent && t.role == Role::Root {
             return;
         }
+        if let Some(b) = fact.began_ms {
+            t.began_ms = Some(t.began_ms.map_or(b, |was| was.min(b)));
+        }
         if t.nickname.is_none() {
             t.nickname.clone_from(&fact.nickname);
         }

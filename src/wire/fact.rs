@@ -295,11 +295,14 @@ pub struct ThreadFact<'a> {
     pub model: Option<Clean>,
     /// The depth the format states (Claude `spawnDepth`); the router derives its own from the tree.
     pub depth: Option<u32>,
+    /// When the agent's own work began, where a record says so apart from when it is heard of
+    /// (an OTLP span's start: spans arrive when they end, a batch in the order they ended).
+    pub began_ms: Option<i64>,
 }
 
 impl<'a> ThreadFact<'a> {
     pub fn new(thread: Id<'a>, parentage: Parentage<'a>) -> Self {
-        Self { thread, parentage, nickname: None, role: None, path: None, model: None, depth: None }
+        Self { thread, parentage, nickname: None, role: None, path: None, model: None, depth: None, began_ms: None }
     }
 }
 
