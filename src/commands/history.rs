@@ -186,22 +186,19 @@ fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) ->
     }
     // A team store's sessions say which machine ran them, after the agent.
     let fleet = sessions.iter().any(|s| s.machine.is_some());
-    let specs: Vec<Spec> = [Spec::word("START", 20), Spec::word("AGENT", 14)]
-        .into_iter()
-        .chain(fleet.then(|| Spec::word("MACHINE", 5).cut(Cut::Tail, 8)))
-        .chain([
-            // A prefix is what `history ID` takes.
-            Spec::word("ID", 15).cut(Cut::Tail, 18),
-            Spec::word("PROJECT", 3).cut(Cut::Head, 10),
-            Spec::figure("TIME", 2),
-            Spec::word("STATUS", 16),
-            Spec::figure("AGENTS", 1),
-            Spec::figure("DEPTH", 0),
-            Spec::figure("TOKENS", 17),
-            Spec::figure("COST", 18),
-            Spec::word("NAME", 12).cut(Cut::Tail, 8),
-        ])
-        .collect();
+    let mut specs = super::report::leading("START", fleet);
+    specs.extend([
+        // A prefix is what `history ID` takes.
+        Spec::word("ID", 15).cut(Cut::Tail, 18),
+        Spec::word("PROJECT", 3).cut(Cut::Head, 10),
+        Spec::figure("TIME", 2),
+        Spec::word("STATUS", 16),
+        Spec::figure("AGENTS", 1),
+        Spec::figure("DEPTH", 0),
+        Spec::figure("TOKENS", 17),
+        Spec::figure("COST", 18),
+        Spec::word("NAME", 12).cut(Cut::Tail, 8),
+    ]);
     let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|s| {

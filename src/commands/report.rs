@@ -183,17 +183,8 @@ fn render_text(report: &Report, kind: Kind, tz: &TimeZone, limit: Option<usize>)
         Kind::Machine => "MACHINE",
     };
     // What goes first when the terminal is narrow: the breakdown of tokens, then the counts.
-    let specs = [
-        Spec::word(key, 9).cut(Cut::Tail, 12),
-        Spec::figure("SESSIONS", 3),
-        Spec::figure("INPUT", 0),
-        Spec::figure("CACHED", 1),
-        Spec::figure("OUTPUT", 2),
-        Spec::figure("TOKENS", 6),
-        Spec::figure("COST", 8),
-        Spec::figure("SUB-AGENT TOKENS", 4),
-        Spec::figure("SUB-AGENT COST", 7),
-    ];
+    let mut specs = vec![Spec::word(key, 9).cut(Cut::Tail, 12), Spec::figure("SESSIONS", 3)];
+    specs.extend(FIGURES);
     let mut rows: Vec<Vec<String>> = report.rows.iter().map(|row| cells(&row.key, row)).collect();
     rows.push(cells("total", &report.totals));
     table::render(&specs, &rows, limit)
@@ -204,21 +195,15 @@ fn render_text(report: &Report, kind: Kind, tz: &TimeZone, limit: Option<usize>)
 fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String {
     // Narrow: the breakdown of tokens, then the models, the project, the sub-agents' tokens, the
     // agent, the sub-agents' cost; the name gives way. The session's id is the row's key: whole.
-    let specs = [
+    let mut specs = vec![
         Spec::word("LAST ACTIVITY", 20),
         Spec::word("AGENT", 6),
         Spec::word("SESSION", 15),
         Spec::word("PROJECT", 4).cut(Cut::Head, 10),
         Spec::word("MODELS", 3).cut(Cut::Tail, 12),
-        Spec::figure("INPUT", 0),
-        Spec::figure("CACHED", 1),
-        Spec::figure("OUTPUT", 2),
-        Spec::figure("TOKENS", 16),
-        Spec::figure("COST", 18),
-        Spec::figure("SUB-AGENT TOKENS", 5),
-        Spec::figure("SUB-AGENT COST", 7),
-        Spec::word("NAME", 12).cut(Cut::Tail, 12),
     ];
+    specs.extend(FIGURES);
+    specs.push(Spec::word("NAME", 12).cut(Cut::Tail, 12));
     let mut rows = Vec::with_capacity(report.rows.len() + 1);
     for row in &report.rows {
         let s = row.session.clone().unwrap_or_default();
@@ -238,6 +223,26 @@ fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String
     total.push(String::new());
     rows.push(total);
     table::render(&specs, &rows, limit)
+}
+
+/// The figures of every report's row, as [`cells`] gives them after the key and the count.
+const FIGURES: [Spec; 7] = [
+    Spec::figure("INPUT", 0),
+    Spec::figure("CACHED", 1),
+    Spec::figure("OUTPUT", 2),
+    Spec::figure("TOKENS", 16),
+    Spec::figure("COST", 18),
+    Spec::figure("SUB-AGENT TOKENS", 5),
+    Spec::figure("SUB-AGENT COST", 7),
+];
+
+/// The columns a stored row starts with: when, which agent, and on a team store which machine.
+pub(super) fn leading(when: &'static str, fleet: bool) -> Vec<Spec> {
+    let mut specs = vec![Spec::word(when, 20), Spec::word("AGENT", 14)];
+    if fleet {
+        specs.push(Spec::word("MACHINE", 5).cut(Cut::Tail, 8));
+    }
+    specs
 }
 
 fn cells(key: &str, row: &Row) -> Vec<String> {

@@ -97,16 +97,13 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
     let (open, close) = if terminal { ("\u{1b}[1m", "\u{1b}[22m") } else { ("[", "]") };
     // A team store's hits say which machine ran them, after the agent.
     let fleet = hits.iter().any(|h| h.machine.is_some());
-    let specs: Vec<Spec> = [Spec::word("TIME", 20), Spec::word("AGENT", 14)]
-        .into_iter()
-        .chain(fleet.then(|| Spec::word("MACHINE", 5).cut(Cut::Tail, 8)))
-        .chain([
-            Spec::word("SESSION", 4).cut(Cut::Tail, 18),
-            Spec::word("AGENT NAME", 3).cut(Cut::Tail, 10),
-            Spec::word("KIND", 2),
-            Spec::word("SNIPPET", 19).cut(Cut::Tail, 20),
-        ])
-        .collect();
+    let mut specs = super::report::leading("TIME", fleet);
+    specs.extend([
+        Spec::word("SESSION", 4).cut(Cut::Tail, 18),
+        Spec::word("AGENT NAME", 3).cut(Cut::Tail, 10),
+        Spec::word("KIND", 2),
+        Spec::word("SNIPPET", 19).cut(Cut::Tail, 20),
+    ]);
     let rows: Vec<Vec<String>> = hits
         .iter()
         .map(|h| {
