@@ -17,7 +17,8 @@
 //! SWARMTOP_BENCH_ROUNDS the rounds (default 5; ratios are their medians, each round running every
 //! tool back to back); SWARMTOP_BENCH_BASELINE=FILE another `swarmtop` binary (main's, say) timed
 //! in the same rounds on the same folder, its answers checked too; SWARMTOP_BENCH_WRITE=DIR only
-//! writes the folder as `DIR/claude/projects/…` (for a profiler; `CLAUDE_CONFIG_DIR=DIR/claude`).
+//! writes the folder as `DIR/claude/projects/…` (for a profiler; `CLAUDE_CONFIG_DIR=DIR/claude`);
+//! SWARMTOP_BENCH_MEMORY=20,60,180 the sessions of the memory figures.
 
 #[path = "support/claude_folder.rs"]
 mod claude_folder;
@@ -286,8 +287,8 @@ fn compare(folder: &Folder, builds: &[(&str, PathBuf)], rounds: usize) -> Result
 }
 
 /// Peak memory (KiB) of a sync into an empty store and of a repeated report, on `copies` sessions;
-/// and the store's size.
-fn memory(copies: u32, bin: &Path) -> Result<(u64, u64, u64), String> {
+/// the store's size and the folder's.
+fn memory(copies: u32, bin: &Path) -> Result<(u64, u64, u64, u64), String> {
     let folder = Folder::new(copies);
     let peak = |cmd: Command| -> Result<u64, String> {
         let mut helper = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
@@ -299,7 +300,7 @@ fn memory(copies: u32, bin: &Path) -> Result<(u64, u64, u64), String> {
     let sync = peak(folder.sync(bin))?;
     let report = peak(folder.report(bin))?;
     let size = std::fs::metadata(&folder.store).map_or(0, |m| m.len());
-    Ok((sync, report, size))
+    Ok((sync, report, size, folder.bytes))
 }
 
 /// The helper: runs its arguments as its only child and prints the child's peak RSS in KiB.
@@ -343,26 +344,30 @@ fn main() {
     if let Err(why) = compare(&folder, &builds, rounds) {
         println!("ccusage comparison not run: {why}");
     }
-    let bytes = folder.bytes;
     drop(folder);
-    let small = (copies / 3).max(1);
-    match (memory(small, &this), memory(copies, &this)) {
-        (Ok((sync_s, report_s, size_s)), Ok((sync_l, report_l, size_l))) => {
-            println!(
-                "peak RSS, {small} → {copies} sessions: sync {} → {} MiB ({:.2}×), repeated report {} → {} MiB ({:.2}×) \
-                 (flat: ≈ 1×); store {:.1} → {:.1} MB ({:.1} % of the bytes indexed)",
-                sync_s / 1024,
-                sync_l / 1024,
-                sync_l as f64 / sync_s as f64,
-                report_s / 1024,
-                report_l / 1024,
-                report_l as f64 / report_s as f64,
-                size_s as f64 / 1e6,
-                size_l as f64 / 1e6,
-                100.0 * size_l as f64 / bytes as f64
-            );
+    // Sessions for the memory figures: a third of the folder and all of it, unless given.
+    let sizes: Vec<u32> = std::env::var("SWARMTOP_BENCH_MEMORY").ok().map_or_else(
+        || vec![(copies / 3).max(1), copies],
+        |s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+    );
+    let mut first: Option<(u32, u64, u64)> = None;
+    for n in sizes {
+        match memory(n, &this) {
+            Ok((sync, report, size, bytes)) => {
+                let (n0, sync0, report0) = *first.get_or_insert((n, sync, report));
+                println!(
+                    "peak RSS, {n} sessions: sync {} MiB, repeated report {} MiB ({:.2}× and {:.2}× those at {n0}; \
+                     flat: ≈ 1×); store {:.1} MB ({:.1} % of the bytes indexed)",
+                    sync / 1024,
+                    report / 1024,
+                    sync as f64 / sync0 as f64,
+                    report as f64 / report0 as f64,
+                    size as f64 / 1e6,
+                    100.0 * size as f64 / bytes as f64
+                );
+            }
+            Err(e) => println!("memory not measured at {n} sessions: {e}"),
         }
-        (Err(e), _) | (_, Err(e)) => println!("memory not measured: {e}"),
     }
 }
 
