@@ -591,6 +591,9 @@ impl Model {
         if fact.parentage == Parentage::SubAgent && t.role == Role::Root {
             return;
         }
+        if let Some(b) = fact.began_ms {
+            t.began_ms = Some(t.began_ms.map_or(b, |was| was.min(b)));
+        }
         if t.nickname.is_none() {
             t.nickname.clone_from(&fact.nickname);
         }
@@ -1023,6 +1026,9 @@ impl Model {
             if let Some(status) = f.status {
                 item.status = status;
                 item.cut_short = false;
+                if status != ItemStatus::Failed {
+                    item.why = None;
+                }
             }
             if f.exit_code.is_some() {
                 item.exit_code = f.exit_code;
@@ -1049,6 +1055,10 @@ impl Model {
                 if replace {
                     item.text.clone_from(text);
                 }
+            }
+            // Any other item's text is its output, which says why already.
+            if let Some(why) = f.why.as_ref().filter(|_| item.kind == ItemKind::Collab) {
+                item.why = Some(Box::new(why.clone()));
             }
             if f.lane_nickname.is_some() {
                 item.lane_nickname.clone_from(&f.lane_nickname);
