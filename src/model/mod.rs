@@ -826,7 +826,7 @@ impl Model {
         if let Some(&slot) = t.turn_index.get(id) {
             return slot;
         }
-        let slot = t.turns.push(Turn {
+        let turn = Turn {
             id: id.into(),
             status: TurnStatus::InProgress,
             started_ms: time,
@@ -835,7 +835,8 @@ impl Model {
             error: None,
             idle_ms: None,
             cut_short: false,
-        });
+        };
+        let slot = t.turns.push_within(turn, self.limits.turns_per_thread.max(1));
         t.turn_index.insert(id.into(), slot);
         // The outline shows the turns and cards of the threads that have children.
         if !t.children.is_empty() {
@@ -935,7 +936,7 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         let mut item = Item::new(id, kind.cloned().unwrap_or_else(|| ItemKind::of("")));
         item.turn = turn;
-        let slot = t.items.push(item);
+        let slot = t.items.push_within(item, self.limits.items_per_thread.max(1));
         t.item_index.insert(id.into(), slot);
         t.last_item = Some(slot);
         if let Some(record) = turn.and_then(|turn| t.turns.get_mut(turn)) {
@@ -981,6 +982,10 @@ impl Model {
         let Some(item) = t.items.get_mut(slot) else { return };
         let before = item.text.len();
         edit(item);
+        if item.status != ItemStatus::InProgress {
+            // Its text is whole: a thread holds up to the items bound of them.
+            item.text.fit();
+        }
         t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
         self.bound_text(idx, slot);
     }
