@@ -671,3 +671,33 @@ fn a_spawn_that_fails_starts_no_agent_and_says_why() {
         eprintln!("{input}: {failed_moments} moments after the call failed, {waiting_moments} with the helper at work");
     }
 }
+
+/// A Claude Code sub-agent seen through its telemetry (2.1.332) is named from its first
+/// response's span as it stays (issue 19, seen with `tree --until`): its name went from its id
+/// (`38568903`) to `general-purpose` once a log came.
+#[test]
+fn otlp_sub_agents_are_named_from_their_first_response() {
+    let path = fixtures().join("claude-2.1.332-otlp/parallel.ndjson");
+    let end = at_end(&path, Order::Time);
+    let names: HashMap<String, String> = (0..end.model.threads.len())
+        .map(|i| {
+            let idx = swarmtop::router::ThreadIdx(u32::try_from(i).expect("index"));
+            (end.model.thread(idx).id.to_string(), swarmtop::ui::label::text(&end.model, idx))
+        })
+        .collect();
+    let mut broken = Vec::new();
+    let mut children_seen = 0;
+    walk(&path, Order::Time, Some(i64::MAX), |pipeline, t| {
+        let model = &pipeline.model;
+        for (i, th) in model.threads.iter().enumerate().filter(|(_, th)| th.parent.is_some()) {
+            children_seen += 1;
+            let idx = swarmtop::router::ThreadIdx(u32::try_from(i).expect("index"));
+            let name = swarmtop::ui::label::text(model, idx);
+            if names.get(&*th.id) != Some(&name) {
+                broken.push(format!("at {t}: {} named {name:?}, at the end {:?}", th.id, names.get(&*th.id)));
+            }
+        }
+    });
+    assert!(children_seen > 10, "{children_seen}");
+    assert!(broken.is_empty(), "{} rules broken:\n{}", broken.len(), broken.join("\n"));
+}

@@ -269,7 +269,16 @@ fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, began: Option<i64>, out: &mut L
         Cow::Borrowed(thread),
         Parentage::Child { parent: Cow::Borrowed(parent), via: Via::OtlpTrace, card: None },
     );
-    fact.role = a.str("agent.name").or_else(|| a.str("agent_type")).map(sanitize);
+    // Its kind of agent: the logs' `agent.name`; a response span says it first, in its query
+    // source (`agent.builtin.general-purpose`): named so from its first record, not by its id
+    // until a log came.
+    let from_source = || {
+        let source = a.str("query_source_safe").or_else(|| a.str("query_source"))?;
+        let mut parts = source.splitn(3, ['.', ':']);
+        (parts.next() == Some("agent")).then_some(())?;
+        parts.nth(1).filter(|name| !name.is_empty())
+    };
+    fact.role = a.str("agent.name").or_else(|| a.str("agent_type")).or_else(from_source).map(sanitize);
     fact.began_ms = began;
     out.facts.push(Fact::Thread(Box::new(fact)));
 }
