@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! usage: capture_fixtures WHAT OUT
-//!   WHAT  claude-parallel | claude-subfail | claude-interrupt | opencode-tree | opencode-subfail | codex-exec
+//!   WHAT  claude-parallel | claude-subfail | claude-badtype | claude-interrupt
+//!         opencode-tree | opencode-subfail | opencode-badtype | codex-exec
 //!   OUT   the folder the capture is written under (e.g. tests/fixtures/claude-2.1.332)
 //! ```
 //!
@@ -39,9 +40,11 @@ async fn main() -> ExitCode {
     let done = match what.as_str() {
         "claude-parallel" => claude("parallel", &out).await,
         "claude-subfail" => claude("subfail", &out).await,
+        "claude-badtype" => claude("badtype", &out).await,
         "claude-interrupt" => claude("interrupt", &out).await,
         "opencode-tree" => opencode("tree", &out),
         "opencode-subfail" => opencode("subfail", &out),
+        "opencode-badtype" => opencode("badtype", &out),
         "codex-exec" => codex_exec(&out).await,
         other => Err(format!("unknown capture {other}")),
     };
@@ -194,6 +197,18 @@ const SUBFAIL: &[Agent] = &[
     Agent { fails: true, ..helper("flaky", "lead", "toolu_sub_lead_flaky", "Flaky helper") },
 ];
 
+/// `badtype`: the lead asks in one message for a helper of an agent type that does not exist
+/// (`ghost`, `subagent_type: no-such-agent`: the spawn itself fails, no agent starts) and then for
+/// a healthy one, which lists the files and reports; the lead answers and ends its turn.
+const BADTYPE: &[Agent] = &[
+    LEAD,
+    helper("ghost", "lead", "toolu_bad_lead_ghost", "Ghost helper"),
+    helper("healthy", "lead", "toolu_bad_lead_healthy", "Healthy helper"),
+];
+
+/// The agent type the `ghost` helpers ask for: none of the CLI's.
+const NO_SUCH_AGENT: &str = "no-such-agent";
+
 struct Claude(&'static [Agent]);
 
 impl Claude {
@@ -215,7 +230,7 @@ impl Claude {
         let mut input = json!({
             "description": a.description,
             "prompt": format!("[[agent:{tag}]] List the files of the project directory with the Bash tool and report their names."),
-            "subagent_type": "general-purpose",
+            "subagent_type": if tag == "ghost" { NO_SUCH_AGENT } else { "general-purpose" },
             "run_in_background": a.background,
         });
         if a.model == HAIKU_MODEL {
@@ -241,9 +256,15 @@ impl Claude {
                 ],
                 "tool_use",
             ),
+            ("lead", 0) if self.0[1].tag == "ghost" => {
+                (vec![text("Two helpers."), self.call("ghost"), self.call("healthy")], "tool_use")
+            }
             ("lead", 0) => (vec![text("Two helpers."), self.call("healthy"), self.call("flaky")], "tool_use"),
             ("lead", 1) if self.0[1].tag == "survey" => {
                 (vec![text("Survey: README.md and main.py. The docs helper still runs in the background.")], "end_turn")
+            }
+            ("lead", 1) if self.0[1].tag == "ghost" => {
+                (vec![text("One helper listed README.md and main.py; the other could not start.")], "end_turn")
             }
             ("lead", 1) => (vec![text("One helper listed README.md and main.py; the other failed.")], "end_turn"),
             // The background helper's task notification opens the lead's second turn.
@@ -284,7 +305,7 @@ impl anthropic::Script for Claude {
 }
 
 /// Writes `OUT/<which>/` (the project folder: the session's transcript, `subagents/` and
-/// sidecars) and, for `parallel`, `OUT/parallel.ndjson` (the stream-json stdout).
+/// sidecars) and, for `parallel` and `badtype`, `OUT/<which>.ndjson` (the stream-json stdout).
 async fn claude(which: &str, out: &Path) -> Result<(), String> {
     let bin = claude_driver::claude_binary().found()?;
     let world = claude_driver::World::new().map_err(|e| e.to_string())?;
@@ -292,6 +313,7 @@ async fn claude(which: &str, out: &Path) -> Result<(), String> {
     let run = match which {
         "parallel" => claude_driver::run_with(&bin, Claude(PARALLEL), opts, world, &[]).await?,
         "subfail" => claude_driver::run_with(&bin, Claude(SUBFAIL), opts, world, &[]).await?,
+        "badtype" => claude_driver::run_with(&bin, Claude(BADTYPE), opts, world, &[]).await?,
         _ => {
             let interrupt = Some(Interrupt::sigint(Duration::from_millis(500)));
             let opts = RunOptions { interrupt_after: interrupt, ..opts };
@@ -317,7 +339,7 @@ fn keep_claude(run: &ClaudeRun, which: &str, out: &Path) -> Result<(), String> {
         std::fs::remove_dir_all(&dest).map_err(|e| e.to_string())?;
     }
     scrub.copy_tree(&project, &dest)?;
-    if which == "parallel" {
+    if which == "parallel" || which == "badtype" {
         scrub.copy(&run.world.stream, &out.join(format!("{which}.ndjson")))?;
     }
     eprintln!("left in HOME:\n{}", list(&run.world.home).join("\n"));
@@ -330,7 +352,8 @@ fn keep_claude(run: &ClaudeRun, which: &str, out: &Path) -> Result<(), String> {
 /// `tree`: the root starts `child_a` and `child_b` in parallel; `child_a` starts a grandchild
 /// (`grand_a`, `subagent_depth: 2`); everyone finishes. `subfail`: the root starts `child_ok` and
 /// `child_fail`, whose every request gets HTTP 500 until OpenCode gives up (APIError); the root
-/// goes on.
+/// goes on. `badtype`: the root starts `child_ghost` with an agent type OpenCode does not have (the
+/// `task` call itself fails, no session is made) and `child_ok`, which runs `ls` and reports.
 struct OpenCode;
 
 fn oc_usage(agent: &str, step: usize) -> chat_completions::Usage {
@@ -352,13 +375,17 @@ fn oc_usage(agent: &str, step: usize) -> chat_completions::Usage {
 }
 
 fn task(agent: &str, description: &str) -> Call {
+    typed_task(agent, description, "general")
+}
+
+fn typed_task(agent: &str, description: &str, subagent_type: &str) -> Call {
     Call {
         id: format!("call_{agent}"),
         name: "task".to_owned(),
         arguments: json!({
             "description": description,
             "prompt": format!("[[AGENT:{agent}]] List the files here with the bash tool (run `ls`) and report them in one line."),
-            "subagent_type": "general",
+            "subagent_type": subagent_type,
         }),
     }
 }
@@ -380,12 +407,18 @@ impl chat_completions::Script for OpenCode {
             name: "bash".to_owned(),
             arguments: json!({"command": "ls", "description": "List files"}),
         };
-        let tree = req.body.to_string().contains("Delegate the listing to a tree");
+        let body = req.body.to_string();
+        let tree = body.contains("Delegate the listing to a tree");
+        let badtype = body.contains("Delegate to a ghost");
         match (agent, step) {
             ("title", _) => stream("Mock session title", vec![]),
             ("root", 0) if tree => stream(
                 "Delegating to two sub-agents in parallel.",
                 vec![task("child_a", "List files A"), task("child_b", "List files B")],
+            ),
+            ("root", 0) if badtype => stream(
+                "Delegating to two sub-agents, one of a type that does not exist.",
+                vec![typed_task("child_ghost", "List files GHOST", NO_SUCH_AGENT), task("child_ok", "List files OK")],
             ),
             ("root", 0) => stream(
                 "Delegating to two sub-agents, one of them flaky.",
@@ -451,8 +484,11 @@ fn opencode(which: &str, out: &Path) -> Result<(), String> {
     std::fs::create_dir_all(home.join(".config/opencode")).map_err(|e| e.to_string())?;
     let config = opencode_config(&mock.base_url()).to_string();
     std::fs::write(home.join(".config/opencode/opencode.json"), config).map_err(|e| e.to_string())?;
-    let prompt =
-        if which == "tree" { "[[AGENT:root]] Delegate the listing to a tree." } else { "[[AGENT:root]] Delegate." };
+    let prompt = match which {
+        "tree" => "[[AGENT:root]] Delegate the listing to a tree.",
+        "badtype" => "[[AGENT:root]] Delegate to a ghost.",
+        _ => "[[AGENT:root]] Delegate.",
+    };
     let stdout = root.join("run.ndjson");
     let status = std::process::Command::new(&bin)
         .args(["run", "--format", "json", prompt])

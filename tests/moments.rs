@@ -541,7 +541,7 @@ fn store_truth(db: &Path) -> StoreTruth {
 /// it failed); and the replay has moments in the middle, where some agent still works.
 #[test]
 fn each_moment_of_an_opencode_store_is_as_the_store_says() {
-    for name in ["tree", "subfail"] {
+    for name in ["tree", "subfail", "badtype"] {
         let dir = fixtures().join("opencode-1.18.33").join(name);
         let truth = store_truth(&dir.join("opencode.db"));
         assert!(!truth.spawned.is_empty() && !truth.answered.is_empty(), "{name}: a store with sub-agents");
@@ -578,5 +578,96 @@ fn each_moment_of_an_opencode_store_is_as_the_store_says() {
         assert!(moments > 20, "{name}: {moments} moments");
         assert!(working > 10, "{name}: {working} moments with sub-agents at work");
         eprintln!("{name}: {moments} moments, {working} with sub-agents at work");
+    }
+}
+
+/// The first screen at `(w, h)` (the first session's transcript), at the model's stream time.
+fn screen(pipeline: &Pipeline, (w, h): (u16, u16)) -> String {
+    use ratatui::{Terminal, backend::TestBackend};
+    use swarmtop::ui::{self, Feed, Theme, View};
+    let model = &pipeline.model;
+    let feed = Feed { source: swarmtop::wire::sanitize_line("moments"), now_ms: model.stream_ms, ..Feed::default() };
+    let mut view = View::with_theme(Theme::no_color());
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let counters = pipeline.counters();
+    term.draw(|f| ui::render(f, model, &counters, &feed, &mut view)).expect("draw");
+    format!("{}", term.backend())
+}
+
+/// A spawn that fails starts no agent (issue 19), captured from the real CLIs: Claude Code
+/// 2.1.332 and OpenCode 1.18.33 asked for an agent type they do not have, in one message with a
+/// healthy spawn after it (`badtype`, tests/fixtures/README.md). At every moment: no agent for
+/// the failed call (nothing under it, no third thread), the parent never failed by it and
+/// `◷ waiting on 1` while the healthy helper works; once the call failed, its card reads `✗ Agent
+/// failed` / `✗ task failed` with the CLI's own reason under it, on screens of 80×24 and 200×60.
+#[test]
+fn a_spawn_that_fails_starts_no_agent_and_says_why() {
+    for (input, tool, why, mid) in [
+        ("claude-2.1.332/badtype", "Agent", "Agent type 'no-such-agent' not found.", true),
+        ("claude-2.1.332/badtype.ndjson", "Agent", "Agent type 'no-such-agent' not found.", true),
+        ("opencode-1.18.33/badtype", "task", "Unknown agent type: no-such-agent", true),
+        // `opencode run --format json` tells a task only once it finished: no moment has the
+        // healthy helper at work.
+        ("opencode-1.18.33/badtype.ndjson", "task", "Unknown agent type: no-such-agent", false),
+    ] {
+        let path = fixtures().join(input);
+        let (mut broken, mut failed_moments, mut waiting_moments) = (Vec::new(), 0, 0);
+        walk(&path, Order::Time, Some(i64::MAX), |pipeline, t| {
+            let model = &pipeline.model;
+            let root = model.thread(model.sessions[0]);
+            let failed = root.items.iter().find(|i| i.op == Some(AgentOp::Spawn) && i.status == ItemStatus::Failed);
+            if model.threads.len() > 2 {
+                broken.push(format!("{input}: at {t}: {} threads, not 2 at most", model.threads.len()));
+            }
+            if root.status == Status::Failed {
+                broken.push(format!("{input}: at {t}: the parent failed with its call"));
+            }
+            if let Some(card) = failed {
+                failed_moments += 1;
+                if !card.lanes.is_empty() || model.threads.iter().any(|th| th.card.as_deref() == Some(&*card.id)) {
+                    broken.push(format!("{input}: at {t}: an agent under the failed call {}", card.id));
+                }
+                if !card.why.as_deref().is_some_and(|w| w.as_str().starts_with(why)) {
+                    broken.push(format!("{input}: at {t}: the failed call says {:?}", card.why));
+                }
+            }
+            let child = model.threads.iter().position(|th| th.parent.is_some());
+            if let Some(c) = child.filter(|&c| model.threads[c].status.is_active()) {
+                let activity = Activity::of(model);
+                let clock = Clock { now_ms: Some(t), stall_ms: 0, ended: false };
+                let shown = Shown::of(root, activity.subtree(model.sessions[0]), clock);
+                if shown != Shown::OnChildren(1) {
+                    broken.push(format!(
+                        "{input}: at {t}: the parent {} {} while child {c} works",
+                        shown.glyph(),
+                        shown.word()
+                    ));
+                }
+                if failed.is_some() {
+                    waiting_moments += 1;
+                    for size in [(80, 24), (200, 60)] {
+                        let s = screen(pipeline, size);
+                        for needle in [format!("✗ {tool} failed"), why.to_owned(), "waiting on 1".to_owned()] {
+                            if !s.contains(&needle) {
+                                broken.push(format!("{input}: at {t}: {needle:?} not on the {size:?} screen\n{s}"));
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        assert!(broken.is_empty(), "{} rules broken:\n{}", broken.len(), broken.join("\n"));
+        assert!(failed_moments > 0, "{input}: the call never failed");
+        assert!(!mid || waiting_moments > 0, "{input}: no moment with the failed call and the helper at work");
+        // At the end: the two agents, done; the failed call in the agent's own words.
+        let end = at_end(&path, Order::Time);
+        let tree = swarmtop::commands::tree::render_tree(&end.model);
+        assert_eq!(end.model.threads.len(), 2, "{input}:\n{tree}");
+        assert!(end.model.threads.iter().all(|th| th.status == Status::Idle), "{input}:\n{tree}");
+        for size in [(80, 24), (200, 60)] {
+            let s = screen(&end, size);
+            assert!(s.contains(&format!("✗ {tool} failed")) && s.contains(why), "{input}:\n{s}");
+        }
+        eprintln!("{input}: {failed_moments} moments after the call failed, {waiting_moments} with the helper at work");
     }
 }

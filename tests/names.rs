@@ -126,6 +126,8 @@ fn a_failed_claude_spawn_is_its_own_tool_that_failed() {
     p.finish();
     let s = screen(&p, (200, 60));
     assert!(s.contains("✗ Agent failed"), "{s}");
+    // Why, in Claude Code's words, under the card; the card keeps its prompt.
+    assert!(s.contains("Error: Agent terminated early due to an API error"), "{s}");
     assert!(!s.contains("spawnAgent"), "{s}");
 }
 

@@ -161,7 +161,10 @@ fn a_collector_that_comes_up_late_loses_nothing() {
     assert!(status.success(), "{err}");
     assert!(!err.contains(" 0 retried"), "the collector was down, so spans were retried: {err}");
     assert!(err.contains(" 0 dropped, 0 rejected"), "{err}");
-    let n: usize = err.split_whitespace().nth(2).and_then(|n| n.parse().ok()).unwrap();
+    // While it retried it said so once, with the cause, before its summary.
+    let (notice, summary) = err.trim_end().split_once('\n').unwrap_or_else(|| panic!("{err}"));
+    assert!(notice.contains("connection refused; retrying for up to 60s (--wait)"), "{err}");
+    let n: usize = summary.split_whitespace().nth(2).and_then(|n| n.parse().ok()).unwrap();
     let spans = tap.wait_for(n);
     assert_eq!(spans.len(), n);
     check_tree(&spans, &stats(&inputs));
@@ -175,6 +178,7 @@ fn spans_not_accepted_fail_the_export() {
     let (ok, err) = export(&["--wait", "1s", "--otlp", &format!("http://127.0.0.1:{port}")], &inputs_of("probe"));
     assert!(!ok, "{err}");
     assert!(err.contains(" 0 sent") && !err.contains(" 0 dropped"), "{err}");
+    assert_eq!(err.matches("retrying for up to 1s").count(), 1, "said once, while it waited: {err}");
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 

@@ -2,6 +2,9 @@
 //! as OpenTelemetry traces. Exits 1 when any span was not accepted.
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use color_eyre::eyre::{Result, eyre};
 
@@ -11,6 +14,7 @@ use crate::export::{self, Exporter, Live, Provider, Request, Summary, all_spans,
 use crate::model::Model;
 use crate::pipeline::Config;
 use crate::ui::ExportFeed;
+use crate::ui::text::quiet;
 
 pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     let request = Request { url: args.otlp.clone().filter(|u| !u.is_empty()), file: args.otlp_file.clone() };
@@ -25,9 +29,44 @@ pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     for span in spans {
         exporter.send(span);
     }
+    let notice = retry_notice(&exporter, &target, args.wait);
     let summary = exporter.finish(args.wait);
+    drop(notice);
     eprintln!("swarmtop export: {} ({traces} traces)", export::describe(&summary, &target));
     Ok(if summary.all_accepted() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Says once on stderr, while `finish` waits, that the collector is failing and for how long
+/// swarmtop keeps retrying: a user at a terminal otherwise watches `--wait` pass in silence.
+/// The watch ends when the returned guard is dropped.
+fn retry_notice(exporter: &Exporter, target: &str, wait: Duration) -> impl Drop + use<> {
+    struct Stop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+            if let Some(t) = self.1.take() {
+                let _ = t.join();
+            }
+        }
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let counters = exporter.counters();
+    let (stop, target) = (done.clone(), target.to_owned());
+    let watch = std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let now = counters.summary();
+            if now.failing {
+                let cause = now.cause.as_ref().map_or("no answer", |c| c.as_str()).to_owned();
+                eprintln!(
+                    "swarmtop export: {target}: {cause}; retrying for up to {} (--wait)",
+                    quiet(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
+                );
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    Stop(done, Some(watch))
 }
 
 /// What a live command's `--otlp` values ask to export to: a URL, or the environment's collector

@@ -12,8 +12,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::cli::{GlobalOpts, HistoryArgs, MachineOpts};
-use super::report::{End, Table, filter, minute, parse_when, table_width};
+use super::report::{End, filter, minute, parse_when};
 use super::stats::{TokensJson, money};
+use super::table::{self, Cut, Spec, terminal_width};
 use crate::model::format_usd;
 use crate::pipeline::Config;
 use crate::store::rows::{ActRow, SessionInfo};
@@ -38,7 +39,7 @@ pub fn run(args: &HistoryArgs, config: Config, global: &GlobalOpts) -> Result<Ex
         return one(&store, id, args.json, &tz);
     }
     let sessions = store.backend().sessions(&filter)?;
-    let out = if args.json { render_json(&sessions, &tz) } else { render_text(&sessions, &tz, table_width()) };
+    let out = if args.json { render_json(&sessions, &tz) } else { render_text(&sessions, &tz, terminal_width()) };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -183,40 +184,35 @@ fn render_text(sessions: &[SessionInfo], tz: &TimeZone, limit: Option<usize>) ->
     if sessions.is_empty() {
         return "no sessions in the run store for these filters\n".to_owned();
     }
-    const NAME: usize = 10;
     // A team store's sessions say which machine ran them, after the agent.
     let fleet = sessions.iter().any(|s| s.machine.is_some());
-    let mut table = if fleet {
-        Table::new(
-            &[
-                "START", "AGENT", "MACHINE", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST",
-                "NAME",
-            ],
-            &[8, 7, 5, 4],
-            NAME + 1,
-        )
-        .words(&[1, 2, 3, 4, 6])
-    } else {
-        Table::new(
-            &["START", "AGENT", "ID", "PROJECT", "TIME", "STATUS", "AGENTS", "DEPTH", "TOKENS", "COST", "NAME"],
-            &[7, 6, 4, 3],
-            NAME,
-        )
-        .words(&[1, 2, 3, 5])
-    };
-    for s in sessions {
-        let elapsed = s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a));
-        let machine = fleet.then(|| s.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
-        table.push(
+    let mut specs = super::report::leading("START", fleet);
+    specs.extend([
+        // A prefix is what `history ID` takes.
+        Spec::word("ID", 15).cut(Cut::Tail, 18),
+        Spec::word("PROJECT", 3).cut(Cut::Head, 10),
+        Spec::figure("TIME", 2),
+        Spec::word("STATUS", 16),
+        Spec::figure("AGENTS", 1),
+        Spec::figure("DEPTH", 0),
+        Spec::figure("TOKENS", 17),
+        Spec::figure("COST", 18),
+        Spec::word("NAME", 12).cut(Cut::Tail, 8),
+    ]);
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|s| {
+            let elapsed = s.started_ms.zip(s.ended_ms).map(|(a, b)| b.saturating_sub(a));
+            let machine = fleet.then(|| s.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
             [s.started_ms.map_or_else(|| "?".to_owned(), |t| minute(t, tz)), s.agent.to_string()]
                 .into_iter()
                 .chain(machine)
                 .chain([s.id.to_string()])
                 .chain(rest(s, elapsed))
-                .collect(),
-        );
-    }
-    table.render(limit)
+                .collect()
+        })
+        .collect();
+    table::render(&specs, &rows, limit)
 }
 
 /// A session's cells after its id.
@@ -229,6 +225,53 @@ fn rest(s: &SessionInfo, elapsed: Option<i64>) -> Vec<String> {
         s.depth.to_string(),
         grouped(s.figures.tokens.total),
         format_usd(s.figures.cost_usd()),
-        crate::wire::sanitize_line(s.name.as_str()).to_string(),
+        crate::ui::text::truncate(crate::wire::sanitize_line(s.name.as_str()).as_str(), super::ps::NAME_WIDTH),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::text::width;
+    use crate::wire::sanitize_line;
+
+    fn session(id: &str, agent: &str, name: &str) -> SessionInfo {
+        let mut figures = crate::store::rows::Figures::default();
+        figures.tokens.total = 260_577;
+        figures.priced = true;
+        SessionInfo {
+            id: sanitize_line(id),
+            agent: sanitize_line(agent),
+            name: sanitize_line(name),
+            project: Some(sanitize_line("/home/dev/clients/acme/platform/services/acme-auth")),
+            started_ms: Some(1_770_854_400_000),
+            ended_ms: Some(1_770_854_700_000),
+            status: sanitize_line("interrupted"),
+            agents: 7,
+            depth: 2,
+            figures,
+            files_present: true,
+            machine: None,
+        }
+    }
+
+    /// At 80 columns the figures stay and the id keeps the prefix `history ID` takes; piped,
+    /// every cell is whole.
+    #[test]
+    fn eighty_columns_keep_tokens_cost_and_an_id_prefix() {
+        let id = "01a2352a-c891-7760-9bdf-d99f0f465515";
+        let rows = [
+            session(id, "codex", "Replace the hand-rolled verify_token with the jwt crate"),
+            session("ses_dcad5a3d1ffe5I5uDEG5E01X9o", "opencode", "lead"),
+        ];
+        let text = render_text(&rows, &TimeZone::UTC, Some(80));
+        assert!(text.lines().all(|l| width(l) <= 80), "{text}");
+        let header = text.lines().next().unwrap();
+        for col in ["START", "AGENT", "ID", "STATUS", "TOKENS", "COST", "NAME"] {
+            assert!(header.contains(col), "{col}: {text}");
+        }
+        assert!(text.contains("260,577") && text.contains("01a2352a-c891-77"), "{text}");
+        let piped = render_text(&rows, &TimeZone::UTC, None);
+        assert!(piped.contains(id) && piped.contains("acme-auth") && piped.contains("verify_token"), "{piped}");
+    }
 }

@@ -20,6 +20,7 @@ pub mod serve;
 pub mod sessions;
 pub mod stats;
 pub mod sync;
+pub mod table;
 pub mod tee;
 mod terminal;
 mod traffic;

@@ -2,7 +2,6 @@
 //! store, every row with the sub-agents' part; and what the store's commands share: their
 //! filters (`--since`, `--until`, `--tz`, `--agent`, `--project`) and their tables.
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use color_eyre::eyre::{Result, eyre};
@@ -14,12 +13,13 @@ use serde_json::value::RawValue;
 
 use super::cli::{FilterOpts, GlobalOpts, ReportArgs};
 use super::stats::{TokensJson, money};
+use super::table::{self, Cut, Spec, terminal_width};
 use crate::model::format_usd;
 use crate::pipeline::Config;
 use crate::store::query::{self, Filter};
 use crate::store::report::{self, Kind, Report, Row};
 use crate::store::rows::Figures;
-use crate::ui::text::{grouped, truncate, width};
+use crate::ui::text::grouped;
 
 pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<ExitCode> {
     let (filter, tz) = filter(&args.filter)?;
@@ -28,7 +28,7 @@ pub fn run(args: &ReportArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     let out = if args.json {
         render_json(&report, args.kind, &tz)
     } else {
-        render_text(&report, args.kind, &tz, table_width())
+        render_text(&report, args.kind, &tz, terminal_width())
     };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
@@ -182,44 +182,29 @@ fn render_text(report: &Report, kind: Kind, tz: &TimeZone, limit: Option<usize>)
         Kind::AgentType => "AGENT TYPE",
         Kind::Machine => "MACHINE",
     };
-    let mut table = Table::new(
-        &[key, "SESSIONS", "INPUT", "CACHED", "OUTPUT", "TOKENS", "COST", "SUB-AGENT TOKENS", "SUB-AGENT COST"],
-        // What goes first when the terminal is narrow: the breakdown of tokens, then the counts.
-        &[2, 3, 4, 1, 7],
-        0,
-    );
-    for row in &report.rows {
-        table.push(cells(&row.key, row));
-    }
-    table.push(cells("total", &report.totals));
-    table.render(limit)
+    // What goes first when the terminal is narrow: the breakdown of tokens, then the counts.
+    let mut specs = vec![Spec::word(key, 9).cut(Cut::Tail, 12), Spec::figure("SESSIONS", 3)];
+    specs.extend(FIGURES);
+    let mut rows: Vec<Vec<String>> = report.rows.iter().map(|row| cells(&row.key, row)).collect();
+    rows.push(cells("total", &report.totals));
+    table::render(&specs, &rows, limit)
 }
 
 /// The session report: each row says which session it is (when it was last active, its agent,
 /// id, project and models, its name as `history` gives it) rather than a count of one session.
 fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String {
-    let mut table = Table::new(
-        &[
-            "LAST ACTIVITY",
-            "AGENT",
-            "SESSION",
-            "PROJECT",
-            "MODELS",
-            "INPUT",
-            "CACHED",
-            "OUTPUT",
-            "TOKENS",
-            "COST",
-            "SUB-AGENT TOKENS",
-            "SUB-AGENT COST",
-            "NAME",
-        ],
-        // Narrow: the breakdown of tokens, then the models, the project, the sub-agents' tokens,
-        // the agent, the sub-agents' cost; then the name is cut.
-        &[5, 6, 7, 4, 3, 10, 1, 11],
-        12,
-    )
-    .words(&[1, 2, 3, 4]);
+    // Narrow: the breakdown of tokens, then the models, the project, the sub-agents' tokens, the
+    // agent, the sub-agents' cost; the name gives way. The session's id is the row's key: whole.
+    let mut specs = vec![
+        Spec::word("LAST ACTIVITY", 20),
+        Spec::word("AGENT", 6),
+        Spec::word("SESSION", 15),
+        Spec::word("PROJECT", 4).cut(Cut::Head, 10),
+        Spec::word("MODELS", 3).cut(Cut::Tail, 12),
+    ];
+    specs.extend(FIGURES);
+    specs.push(Spec::word("NAME", 12).cut(Cut::Tail, 12));
+    let mut rows = Vec::with_capacity(report.rows.len() + 1);
     for row in &report.rows {
         let s = row.session.clone().unwrap_or_default();
         let mut line = vec![
@@ -231,13 +216,33 @@ fn sessions_text(report: &Report, tz: &TimeZone, limit: Option<usize>) -> String
         ];
         line.extend(cells(&row.key, row).into_iter().skip(2));
         line.push(s.name);
-        table.push(line);
+        rows.push(line);
     }
     let mut total = vec!["total".to_owned(), String::new(), String::new(), String::new(), String::new()];
     total.extend(cells("total", &report.totals).into_iter().skip(2));
     total.push(String::new());
-    table.push(total);
-    table.render(limit)
+    rows.push(total);
+    table::render(&specs, &rows, limit)
+}
+
+/// The figures of every report's row, as [`cells`] gives them after the key and the count.
+const FIGURES: [Spec; 7] = [
+    Spec::figure("INPUT", 0),
+    Spec::figure("CACHED", 1),
+    Spec::figure("OUTPUT", 2),
+    Spec::figure("TOKENS", 16),
+    Spec::figure("COST", 18),
+    Spec::figure("SUB-AGENT TOKENS", 5),
+    Spec::figure("SUB-AGENT COST", 7),
+];
+
+/// The columns a stored row starts with: when, which agent, and on a team store which machine.
+pub(super) fn leading(when: &'static str, fleet: bool) -> Vec<Spec> {
+    let mut specs = vec![Spec::word(when, 20), Spec::word("AGENT", 14)];
+    if fleet {
+        specs.push(Spec::word("MACHINE", 5).cut(Cut::Tail, 8));
+    }
+    specs
 }
 
 fn cells(key: &str, row: &Row) -> Vec<String> {
@@ -259,93 +264,6 @@ fn usd(f: &Figures) -> String {
     format_usd(f.cost_usd())
 }
 
-/// The width of the terminal the tables go to; `None` for a pipe or a file (every column whole).
-pub(super) fn table_width() -> Option<usize> {
-    super::ps::terminal_width()
-}
-
-/// A table as `ps` prints one: upper-case headers, columns two spaces apart, words left and
-/// figures right. On a narrow terminal whole columns go first (in a given order), then the
-/// flexible column (a name, a path) is cut; piped, every cell is whole, so that the table stays
-/// a table for `awk` and `cut`.
-pub(super) struct Table {
-    header: Vec<&'static str>,
-    rows: Vec<Vec<String>>,
-    drop: Vec<usize>,
-    flex: usize,
-    /// Columns whose cells are words (left-aligned); the rest are figures.
-    words: Vec<usize>,
-}
-
-/// Narrowest the flexible column is cut to.
-const FLEX_MIN: usize = 12;
-
-impl Table {
-    /// `drop`: the columns to leave out, in order, while the table is wider than the terminal;
-    /// `flex`: the column cut to fit after that. The first column is a word; so is `flex`.
-    pub(super) fn new(header: &[&'static str], drop: &[usize], flex: usize) -> Self {
-        Self { header: header.to_vec(), rows: Vec::new(), drop: drop.to_vec(), flex, words: vec![0, flex] }
-    }
-
-    /// Columns (besides the first and the flexible one) whose cells are words.
-    pub(super) fn words(mut self, columns: &[usize]) -> Self {
-        self.words.extend_from_slice(columns);
-        self
-    }
-
-    pub(super) fn push(&mut self, row: Vec<String>) {
-        self.rows.push(row);
-    }
-
-    pub(super) fn render(&self, limit: Option<usize>) -> String {
-        let n = self.header.len();
-        let mut widths: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
-        for row in &self.rows {
-            for (w, cell) in widths.iter_mut().zip(row) {
-                *w = (*w).max(width(cell));
-            }
-        }
-        let mut shown = vec![true; n];
-        let total = |widths: &[usize], shown: &[bool]| -> usize {
-            widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| w + 2).sum::<usize>().saturating_sub(2)
-        };
-        if let Some(limit) = limit {
-            for &c in &self.drop {
-                if total(&widths, &shown) <= limit {
-                    break;
-                }
-                shown[c] = false;
-            }
-            let over = total(&widths, &shown).saturating_sub(limit);
-            widths[self.flex] = widths[self.flex].saturating_sub(over).max(FLEX_MIN.min(widths[self.flex]));
-        }
-        let line = |cells: &[&str]| {
-            let mut l = String::new();
-            for (i, (cell, &w)) in cells.iter().zip(&widths).enumerate().filter(|(i, _)| shown[*i]) {
-                let cell = if width(cell) > w { truncate(cell, w) } else { (*cell).to_owned() };
-                let pad = " ".repeat(w.saturating_sub(width(&cell)));
-                if self.words.contains(&i) {
-                    let _ = write!(l, "{cell}{pad}  ");
-                } else {
-                    let _ = write!(l, "{pad}{cell}  ");
-                }
-            }
-            let l = l.trim_end();
-            match limit {
-                Some(limit) if width(l) > limit => truncate(l, limit),
-                _ => l.to_owned(),
-            }
-        };
-        let mut out = String::new();
-        let _ = writeln!(out, "{}", line(&self.header));
-        for row in &self.rows {
-            let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-            let _ = writeln!(out, "{}", line(&cells));
-        }
-        out
-    }
-}
-
 /// `2026-02-12 17:02` in `tz`.
 pub(super) fn minute(ms: i64, tz: &TimeZone) -> String {
     Timestamp::from_millisecond(ms)
@@ -361,6 +279,7 @@ pub(super) fn second(ms: i64, tz: &TimeZone) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui::text::width;
 
     #[test]
     fn dates_durations_and_times() {
@@ -398,16 +317,5 @@ mod tests {
         }
         let whole = render_text(&report, Kind::Session, &TimeZone::UTC, None);
         assert!(whole.contains("claude-opus-4-6, claude-haiku-4-5") && whole.contains("misses"), "{whole}");
-    }
-
-    #[test]
-    fn a_narrow_terminal_loses_columns_then_cuts_the_name() {
-        let mut t = Table::new(&["NAME", "A", "B"], &[1], 0);
-        t.push(vec!["a-rather-long-project-name".to_owned(), "1,000".to_owned(), "$2.00".to_owned()]);
-        let wide = t.render(None);
-        assert_eq!(wide.lines().nth(1), Some("a-rather-long-project-name  1,000  $2.00"));
-        let narrow = t.render(Some(24));
-        assert!(narrow.lines().all(|l| width(l) <= 24), "{narrow}");
-        assert!(!narrow.contains("1,000"), "column A went first: {narrow}");
     }
 }

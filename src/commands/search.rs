@@ -9,7 +9,8 @@ use jiff::tz::TimeZone;
 use serde::Serialize;
 
 use super::cli::{GlobalOpts, SearchArgs};
-use super::report::{Table, filter, table_width};
+use super::report::filter;
+use super::table::{self, Cut, Spec, terminal_width};
 use crate::pipeline::Config;
 use crate::store::query;
 use crate::store::rows::Hit;
@@ -23,7 +24,7 @@ pub fn run(args: &SearchArgs, config: Config, global: &GlobalOpts) -> Result<Exi
     let out = if args.json {
         render_json(&hits, &tz)
     } else {
-        render_text(&hits, &tz, table_width(), std::io::stdout().is_terminal())
+        render_text(&hits, &tz, terminal_width(), std::io::stdout().is_terminal())
     };
     super::print(out.as_bytes())?;
     Ok(ExitCode::SUCCESS)
@@ -94,28 +95,38 @@ fn render_text(hits: &[Hit], tz: &TimeZone, limit: Option<usize>, terminal: bool
         return "no match in the run store\n".to_owned();
     }
     let (open, close) = if terminal { ("\u{1b}[1m", "\u{1b}[22m") } else { ("[", "]") };
-    const SNIPPET: usize = 5;
     // A team store's hits say which machine ran them, after the agent.
     let fleet = hits.iter().any(|h| h.machine.is_some());
-    let mut table = if fleet {
-        Table::new(&["TIME", "AGENT", "MACHINE", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[5, 4, 3], SNIPPET + 1)
-            .words(&[1, 2, 3, 4, 5])
-    } else {
-        Table::new(&["TIME", "AGENT", "SESSION", "AGENT NAME", "KIND", "SNIPPET"], &[4, 3, 2], SNIPPET)
-            .words(&[1, 2, 3, 4])
-    };
-    for h in hits {
-        let machine = fleet.then(|| h.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
-        table.push(
+    let mut specs = super::report::leading("TIME", fleet);
+    specs.extend([
+        Spec::word("SESSION", 4).cut(Cut::Tail, 18),
+        Spec::word("AGENT NAME", 3).cut(Cut::Tail, 10),
+        Spec::word("KIND", 2),
+        Spec::word("SNIPPET", 19).cut(Cut::Tail, 20),
+    ]);
+    let rows: Vec<Vec<String>> = hits
+        .iter()
+        .map(|h| {
+            let machine = fleet.then(|| h.machine.as_ref().map_or_else(|| "?".to_owned(), ToString::to_string));
             [h.at_ms.map_or_else(|| "?".to_owned(), |t| super::report::second(t, tz)), h.agent.to_string()]
                 .into_iter()
                 .chain(machine)
                 .chain(rest(h))
-                .collect(),
-        );
-    }
+                .collect()
+        })
+        .collect();
     // The marks are placed after the table is laid out: an escape sequence has no width.
-    table.render(limit).replace('\u{e000}', open).replace('\u{e001}', close)
+    // A cut snippet may end inside a match: its line closes the mark, so bold never runs on.
+    let mut out = String::new();
+    for line in table::render(&specs, &rows, limit).lines() {
+        let unclosed = line.matches('\u{e000}').count() > line.matches('\u{e001}').count();
+        out.push_str(&line.replace('\u{e000}', open).replace('\u{e001}', close));
+        if unclosed {
+            out.push_str(close);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// A hit's cells after its agent (and machine).

@@ -377,6 +377,8 @@ impl Worker {
                     return;
                 }
                 Outcome::Retry { after, cause } => {
+                    // Said before the wait: who watches (`d`, export's notice) sees why at once.
+                    self.counters.failed(&cause);
                     self.counters.failing.store(true, Ordering::Relaxed);
                     let asked = after.is_some();
                     let wait = after.map_or(self.backoff, |a| a.min(RETRY_AFTER_MAX));
@@ -387,7 +389,6 @@ impl Worker {
                         self.counters.dropped.fetch_add(n, Ordering::Relaxed);
                         return;
                     }
-                    self.counters.failed(&cause);
                 }
             }
         }

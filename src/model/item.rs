@@ -35,6 +35,9 @@ pub struct Item {
     pub lanes: Vec<ThreadIdx>,
     pub started_ms: Option<i64>,
     pub completed_ms: Option<i64>,
+    /// Why a card's call failed, in the agent's own words (its text stays the prompt). Boxed: few
+    /// calls fail, and every item carries the slot.
+    pub why: Option<Box<Clean>>,
     /// Bytes of text dropped by the per-item and scrollback bounds.
     pub dropped_bytes: u64,
     /// Interrupted with its turn by [`super::Model::stopped`]: in progress again if that is undone.
@@ -60,6 +63,7 @@ impl Item {
             lanes: Vec::new(),
             started_ms: None,
             completed_ms: None,
+            why: None,
             dropped_bytes: 0,
             cut_short: false,
             last_summary_index: None,

@@ -591,6 +591,9 @@ impl Model {
         if fact.parentage == Parentage::SubAgent && t.role == Role::Root {
             return;
         }
+        if let Some(b) = fact.began_ms {
+            t.began_ms = Some(t.began_ms.map_or(b, |was| was.min(b)));
+        }
         if t.nickname.is_none() {
             t.nickname.clone_from(&fact.nickname);
         }
@@ -823,7 +826,7 @@ impl Model {
         if let Some(&slot) = t.turn_index.get(id) {
             return slot;
         }
-        let slot = t.turns.push(Turn {
+        let turn = Turn {
             id: id.into(),
             status: TurnStatus::InProgress,
             started_ms: time,
@@ -832,7 +835,8 @@ impl Model {
             error: None,
             idle_ms: None,
             cut_short: false,
-        });
+        };
+        let slot = t.turns.push_within(turn, self.limits.turns_per_thread.max(1));
         t.turn_index.insert(id.into(), slot);
         // The outline shows the turns and cards of the threads that have children.
         if !t.children.is_empty() {
@@ -932,7 +936,7 @@ impl Model {
         let t = &mut self.threads[idx.index()];
         let mut item = Item::new(id, kind.cloned().unwrap_or_else(|| ItemKind::of("")));
         item.turn = turn;
-        let slot = t.items.push(item);
+        let slot = t.items.push_within(item, self.limits.items_per_thread.max(1));
         t.item_index.insert(id.into(), slot);
         t.last_item = Some(slot);
         if let Some(record) = turn.and_then(|turn| t.turns.get_mut(turn)) {
@@ -978,6 +982,10 @@ impl Model {
         let Some(item) = t.items.get_mut(slot) else { return };
         let before = item.text.len();
         edit(item);
+        if item.status != ItemStatus::InProgress {
+            // Its text is whole: a thread holds up to the items bound of them.
+            item.text.fit();
+        }
         t.text_bytes = (t.text_bytes + item.text.len()).saturating_sub(before);
         self.bound_text(idx, slot);
     }
@@ -1018,6 +1026,9 @@ impl Model {
             if let Some(status) = f.status {
                 item.status = status;
                 item.cut_short = false;
+                if status != ItemStatus::Failed {
+                    item.why = None;
+                }
             }
             if f.exit_code.is_some() {
                 item.exit_code = f.exit_code;
@@ -1044,6 +1055,10 @@ impl Model {
                 if replace {
                     item.text.clone_from(text);
                 }
+            }
+            // Any other item's text is its output, which says why already.
+            if let Some(why) = f.why.as_ref().filter(|_| item.kind == ItemKind::Collab) {
+                item.why = Some(Box::new(why.clone()));
             }
             if f.lane_nickname.is_some() {
                 item.lane_nickname.clone_from(&f.lane_nickname);

@@ -85,6 +85,9 @@ pub struct Thread {
     /// This thread plus all its descendants.
     pub subtree: Rollup,
     pub first_ms: Option<i64>,
+    /// When its own work began, by its records' start times where they tell it (an OTLP
+    /// sub-agent); orders the agents no call names yet ([`crate::ui`]'s waiting count).
+    pub began_ms: Option<i64>,
     pub last_ms: Option<i64>,
     pub lines: u64,
     pub last_error: Option<Clean>,
@@ -144,6 +147,7 @@ impl Thread {
             cost_source: CostSource::NoUsage,
             subtree: Rollup { threads: 1, priced: 1, ..Rollup::default() },
             first_ms: None,
+            began_ms: None,
             last_ms: None,
             lines: 0,
             last_error: None,

@@ -123,6 +123,12 @@ impl Replay {
         self.clock_ms(now).min(next).max(self.elapsed_ms())
     }
 
+    /// Replay time gone since the last line applied, held at the next line's: a replay's clock
+    /// moves on between lines as a live view's does (at 1×, one second a second).
+    pub fn since_last_ms(&self, now: Instant) -> u64 {
+        self.current_ms(now).saturating_sub(self.elapsed_ms())
+    }
+
     fn reanchor(&mut self, now: Instant) {
         self.anchor = (self.current_ms(now), now);
     }

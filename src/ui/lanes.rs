@@ -571,6 +571,10 @@ fn parts<'a>(names: &[String], item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
                 out.push(part("⑂ ", theme.tool, what, theme.tool));
             }
             out.push(part("", theme.dim, title, theme.dim));
+            // Why, in the agent's own words (`Agent type '…' not found`).
+            if let Some(why) = item.why.as_deref().filter(|_| item.status == ItemStatus::Failed) {
+                out.push(part("", theme.error, why.as_str(), theme.error));
+            }
         }
         ItemKind::SubAgentActivity => {
             let what = format!("agent {} {title}", item.tool.as_deref().unwrap_or(""));

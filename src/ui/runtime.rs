@@ -300,7 +300,7 @@ impl Runtime {
                 self.feed.arrived = 0;
             }
         }
-        self.update_feed(wall_ms);
+        self.update_feed(now, wall_ms);
         // Elapsed times, the clock and "stalled" move on their own: a frame a second keeps them true.
         if self.clock.tick_due(now) {
             self.clock.ticked(now);
@@ -317,7 +317,7 @@ impl Runtime {
         self.feed.events_per_sec = if self.feed.ended.is_some() { 0.0 } else { self.rate.value };
     }
 
-    fn update_feed(&mut self, wall_ms: Option<i64>) {
+    fn update_feed(&mut self, now: Instant, wall_ms: Option<i64>) {
         // The threads' newest line, as of the last frame: a recording header's own time (when the
         // pipe was opened) must not make old lines look current.
         let newest = self.view.activity().newest_ms.or(self.pipeline.model.stream_ms);
@@ -333,7 +333,11 @@ impl Runtime {
             self.feed.reopened = rp.recorded.reopened();
             // A followed file that has caught up is live: time moves on while its agents are quiet.
             self.feed.live = rp.recorded.follow && rep.is_done();
-            self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { self.pipeline.model.stream_ms };
+            // A replay's clock is its stream's, moving on between lines as it did when they were
+            // written (a running agent's time ticks while it is quiet, as `--follow` showed it).
+            let since = i64::try_from(rep.since_last_ms(now)).unwrap_or(i64::MAX);
+            let replayed = self.pipeline.model.stream_ms.map(|s| s.saturating_add(since));
+            self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { replayed };
         } else if self.feed.machine.is_some() && !self.feed.paused {
             // Sessions of many ages: the machine's clock is the wall clock.
             self.feed.now_ms = wall_ms.or(newest);
@@ -680,6 +684,44 @@ mod tests {
         assert_eq!(rt.feed.ended.as_ref().map(Clean::as_str), Some("replay ended"));
         assert_eq!(rt.feed.position.map(|(a, b)| a == b), Some(true));
         assert!(rt.feed.events_per_sec == 0.0, "an ended replay has no rate: {}", rt.feed.events_per_sec);
+    }
+
+    /// A replay's clock moves on between lines (issue 19, seen in tmux replaying a Claude folder at
+    /// 1×: a background child sleeping 5 s showed `0:02` until its next line, then `0:05`): what a
+    /// running agent's time and the header's clock read is the stream's time plus the replay time
+    /// since the last line, held at the next line's, and still while paused.
+    #[test]
+    fn a_replay_s_clock_moves_on_between_lines() {
+        let t0 = Instant::now();
+        let line = |ts: i64, method: &str, params: &str| {
+            format!(r#"{{"ts":{ts},"dir":"s2c","msg":{{"method":"{method}","params":{params}}}}}"#)
+        };
+        let text = [
+            line(1_000, "thread/started", r#"{"thread":{"id":"root","parentThreadId":null}}"#),
+            line(1_000, "turn/started", r#"{"threadId":"root","turn":{"id":"t1","status":"inProgress"}}"#),
+            line(
+                2_500,
+                "item/started",
+                r#"{"threadId":"root","turnId":"t1","item":{"type":"agentMessage","id":"m1","text":"hi"}}"#,
+            ),
+        ]
+        .join("\n");
+        let text: &'static [u8] = Box::leak(text.into_bytes().into_boxed_slice());
+        let r = Recorded::from_static("clock", text, &time_of);
+        let mut rt =
+            Runtime::replay(r, View::with_theme(Theme::no_color()), &settings(Pace::Times(1)), Config::default(), t0);
+        rt.advance(t0, None);
+        assert_eq!(rt.feed.now_ms, Some(1_000));
+        rt.advance(t0 + ms(600), None);
+        assert_eq!(rt.feed.now_ms, Some(1_600), "600 ms on, no line due: the clock moved with it");
+        let root = rt.model().thread(crate::router::ThreadIdx(0));
+        assert_eq!(crate::ui::text::elapsed(root, rt.feed.now_ms), Some(600), "the running agent's time too");
+        rt.input(key(' '), t0 + ms(600));
+        rt.advance(t0 + ms(1_200), None);
+        assert_eq!(rt.feed.now_ms, Some(1_600), "paused: the clock with it");
+        rt.input(key(' '), t0 + ms(1_200));
+        rt.advance(t0 + ms(2_100), None);
+        assert_eq!(rt.feed.now_ms, Some(2_500), "the next line, at its own time");
     }
 
     #[test]

@@ -200,6 +200,11 @@ fn waits_on(model: &Model, t: &Thread) -> u32 {
             None => unnamed_children.push(c),
         }
     }
+    // In the order they began, not the order they were heard of (an OTLP batch comes in the
+    // order its spans ended).
+    if unnamed_children.len() > 1 {
+        unnamed_children.sort_by_key(|&c| (model.thread(c).began_ms.or(model.thread(c).first_ms), c.index()));
+    }
     let mut unnamed_children = unnamed_children.into_iter();
     let mut count = 0usize;
     for (call, (has_agent, agent_lives)) in calls.iter().zip(agents) {
@@ -400,5 +405,87 @@ mod tests {
         );
         assert_eq!(shown(&m, "kid", clock(6_000)), Shown::Is(Status::Running));
         assert_eq!(m.model.thread(m.find("kid").expect("kid")).waiting_on(), None, "a wait ended is forgotten");
+    }
+
+    /// Claude Code 2.1.332's telemetry names the call that spawned a sub-agent only on the call's
+    /// `tool.execution` span, exported when the call is answered (`wire::otlp::sub_agent`): until
+    /// then calls and agents are paired in order. Two calls, A then B; B's agent is heard of first
+    /// (a batch of spans comes in the order they ended) though A's began first. When B's agent is
+    /// done and B answered, the session waits on A alone: one, not two (its agent taken for B's).
+    #[test]
+    fn otlp_agents_no_call_names_yet_are_paired_with_the_calls_in_the_order_they_began() {
+        use serde_json::json;
+        let attrs = |pairs: &[(&str, &str)]| -> Vec<serde_json::Value> {
+            pairs.iter().map(|(k, v)| json!({"key": k, "value": {"stringValue": v}})).collect()
+        };
+        let ns = |ms: i64| (ms * 1_000_000).to_string();
+        let log = |ts: i64, at: i64, pairs: &[(&str, &str)]| {
+            let mut all = vec![("session.id", "sess")];
+            all.extend_from_slice(pairs);
+            json!({"ts": ts, "dir": "in", "msg": {"otlp": "log",
+                "log": {"attributes": attrs(&all), "timeUnixNano": ns(at), "spanId": "", "traceId": ""}}})
+            .to_string()
+        };
+        let chat = |ts: i64, kid: &str, span: &str, from: i64, to: i64| {
+            let a = [
+                ("session.id", "sess"),
+                ("agent_id", kid),
+                ("gen_ai.conversation.id", kid),
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.request.model", "claude-sonnet-4-5"),
+            ];
+            json!({"ts": ts, "dir": "in", "msg": {"otlp": "span", "span": {"name": "claude_code.llm_request",
+                "traceId": "5bd37003d6d6ae547a3f03498be655ac", "spanId": span, "parentSpanId": "98026d16700a1b4d",
+                "startTimeUnixNano": ns(from), "endTimeUnixNano": ns(to), "attributes": attrs(&a)}}})
+            .to_string()
+        };
+        let call = |id: &'static str| [("event.name", "tool_decision"), ("tool_name", "Agent"), ("tool_use_id", id)];
+        let mut m = crate::pipeline::Pipeline::default();
+        let at = |m: &mut crate::pipeline::Pipeline, lines: &[String], now: i64| {
+            for l in lines {
+                m.push(l.as_bytes());
+            }
+            shown(m, "sess", clock(now))
+        };
+        let prompt = log(1000, 1000, &[("event.name", "user_prompt"), ("prompt.id", "p1")]);
+        let calls = [log(1000, 1001, &call("call_A")), log(1000, 1002, &call("call_B"))];
+        assert_eq!(at(&mut m, &[prompt, calls[0].clone(), calls[1].clone()], 1000), Shown::OnChildren(2));
+        // B's agent first: its first response ended first.
+        let began =
+            [chat(1300, "kidB", "0000000000000b01", 1020, 1150), chat(1300, "kidA", "0000000000000a01", 1010, 1250)];
+        assert_eq!(at(&mut m, &began, 1300), Shown::OnChildren(2), "two calls open");
+        let kid = |name: &str| m.model.thread(m.find(name).expect("kid")).card.clone();
+        assert_eq!((kid("kidA"), kid("kidB")), (None, None), "no call named yet");
+        // A's agent works on; B's is done and B answered, before any call's span came.
+        let b_done = [
+            log(
+                1500,
+                1400,
+                &[
+                    ("agent_id", "kidA"),
+                    ("event.name", "tool_decision"),
+                    ("tool_name", "Bash"),
+                    ("tool_use_id", "toolu_a_ls"),
+                ],
+            ),
+            log(1500, 1450, &[("agent_id", "kidB"), ("event.name", "subagent_completed")]),
+            log(
+                1500,
+                1460,
+                &[
+                    ("event.name", "tool_result"),
+                    ("tool_name", "Agent"),
+                    ("tool_use_id", "call_B"),
+                    ("success", "true"),
+                ],
+            ),
+        ];
+        assert_eq!(at(&mut m, &b_done, 1500), Shown::OnChildren(1), "A's call and its agent, once");
+        // B's call span ends: the receiver's link names B's agent; still one.
+        let link = json!({"ts": 1700, "dir": "in", "msg": {"otlp": "link", "traceId": "t", "child": "kidB",
+            "parent": "sess", "card": "call_B"}})
+        .to_string();
+        assert_eq!(at(&mut m, &[link], 1700), Shown::OnChildren(1));
+        assert_eq!(m.model.thread(m.find("kidB").expect("kidB")).card.as_deref(), Some("call_B"));
     }
 }

@@ -295,11 +295,14 @@ pub struct ThreadFact<'a> {
     pub model: Option<Clean>,
     /// The depth the format states (Claude `spawnDepth`); the router derives its own from the tree.
     pub depth: Option<u32>,
+    /// When the agent's own work began, where a record says so apart from when it is heard of
+    /// (an OTLP span's start: spans arrive when they end, a batch in the order they ended).
+    pub began_ms: Option<i64>,
 }
 
 impl<'a> ThreadFact<'a> {
     pub fn new(thread: Id<'a>, parentage: Parentage<'a>) -> Self {
-        Self { thread, parentage, nickname: None, role: None, path: None, model: None, depth: None }
+        Self { thread, parentage, nickname: None, role: None, path: None, model: None, depth: None, began_ms: None }
     }
 }
 
@@ -566,6 +569,10 @@ pub struct ItemFact<'a> {
     /// Times, each kept once set.
     pub started_ms: Option<i64>,
     pub completed_ms: Option<i64>,
+    /// Why the call failed, in the agent's own words, where the line says it apart from the
+    /// call's text: a spawn that started no agent (Claude Code's `Agent type '…' not found`,
+    /// OpenCode's `Unknown agent type`) or whose agent failed keeps its prompt as its text.
+    pub why: Option<Clean>,
 }
 
 #[derive(Debug, Clone)]

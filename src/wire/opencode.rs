@@ -613,6 +613,8 @@ fn tool<'l>(part: &'l Part<'_>, id: &'l str, facts: &mut crate::wire::fact::Fact
         fact.lane_nickname = Some(sanitize(description)).filter(|d| !d.is_empty());
         fact.lane_role = input.subagent_type.as_deref().map(sanitize);
         fact.card = true;
+        // The prompt stays the card's text; OpenCode's error says why the call failed.
+        fact.why = state.and_then(|s| s.error.as_deref()).filter(|_| st == Some("error")).map(sanitize);
         facts.push(Fact::Item(Box::new(fact)));
         let child = state.and_then(|s| s.metadata.as_ref()).and_then(|m| m.session_id.as_deref());
         if let Some(child) = child.filter(|c| !c.is_empty()) {

@@ -252,8 +252,13 @@ fn failed(span: &SpanJson) -> Option<String> {
 }
 
 /// Claude Code names a sub-agent's place on each of its records: `agent_id`, and `parent_agent_id`
-/// when its parent is another sub-agent (else the session, `session.id`, is).
-fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, out: &mut Lowered<'l>) {
+/// when its parent is another sub-agent (else the session, `session.id`, is). Not the call that
+/// spawned it: every record of a sub-agent hangs under the call's `claude_code.tool.execution`
+/// span, the one record that names the call (`tool_use_id`), and it is exported only when the
+/// call is answered (`source::otlp::index` then links the two). Until then the agents of one
+/// parent and its calls are paired in order, the agents by when they `began` (a span's start;
+/// spans arrive in the order they ended).
+fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, began: Option<i64>, out: &mut Lowered<'l>) {
     if a.str("agent_id") != Some(thread) {
         return;
     }
@@ -265,6 +270,7 @@ fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         Parentage::Child { parent: Cow::Borrowed(parent), via: Via::OtlpTrace, card: None },
     );
     fact.role = a.str("agent.name").or_else(|| a.str("agent_type")).map(sanitize);
+    fact.began_ms = began;
     out.facts.push(Fact::Thread(Box::new(fact)));
 }
 
@@ -273,8 +279,8 @@ fn lower_span<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         return notice(out, "otlp/span", Some(&span.name));
     };
     out.subject = Subject::Thread(Cow::Borrowed(thread));
-    sub_agent(thread, a, out);
     let start = ms(span.start_time_unix_nano.as_ref());
+    sub_agent(thread, a, start, out);
     let end = ms(span.end_time_unix_nano.as_ref());
     match a.str("gen_ai.operation.name") {
         Some("invoke_agent") => agent(span, a, thread, start, end, out),
@@ -459,7 +465,7 @@ fn lower_log<'l>(log: &'l LogJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
         return notice(out, &format!("otlp/{event}"), None);
     };
     out.subject = Subject::Thread(Cow::Borrowed(thread));
-    sub_agent(thread, a, out);
+    sub_agent(thread, a, out.time, out);
     let time = out.time;
     let is_session = a.str("agent_id").is_none();
     match event {

@@ -49,6 +49,14 @@ impl Clean {
         self.0.clear();
     }
 
+    /// Gives back room well past its text (a streamed text grew by doubling and held it after);
+    /// room within twice its length stays, so more text after is still pushed in amortised time.
+    pub fn fit(&mut self) {
+        if self.0.capacity() > 2 * self.0.len() + 64 {
+            self.0.shrink_to_fit();
+        }
+    }
+
     /// Keeps the last `keep` bytes (on a char boundary): bounded scrollback keeps what is newest.
     pub fn keep_tail(&mut self, keep: usize) -> usize {
         if self.0.len() <= keep {

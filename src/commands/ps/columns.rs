@@ -2,6 +2,8 @@
 //! may give way), so the table, `-o` and `--sort` never disagree. How rows compare in each is
 //! [`super::order`]'s (the command line's parsers know no rows).
 
+use crate::commands::table::{Cut, Spec};
+
 /// A column of the text table, by its `-o` / `--sort` name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -52,17 +54,6 @@ const ALL: [Column; 13] = [
     Column::Cost,
     Column::Name,
 ];
-
-/// How a cell too wide for its column is cut.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cut {
-    /// Never: the column is shown whole or not at all.
-    Never,
-    /// Its start is kept (a name reads from its start).
-    Tail,
-    /// Its end is kept (a path's last folders, an id's tail, which tells sessions apart).
-    Head,
-}
 
 impl Column {
     pub fn name(self) -> &'static str {
@@ -116,6 +107,12 @@ impl Column {
             Self::Name => (Cut::Tail, 12),
             _ => (Cut::Never, 0),
         }
+    }
+
+    /// The column as the table lays it out.
+    pub fn spec(self) -> Spec {
+        let (cut, floor) = self.cut();
+        Spec { header: self.header(), right: self.right_aligned(), cut, floor, keep: self.keep_rank() }
     }
 
     /// Which columns leave first when even cut to their fewest the table does not fit: the lower,
@@ -207,6 +204,8 @@ pub fn parse_sort(s: &str) -> Result<SortKeys, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::table::render;
+    use crate::ui::text::width;
 
     #[test]
     fn columns_and_keys_parse_as_ps_users_type_them() {
@@ -228,5 +227,60 @@ mod tests {
                 assert_ne!(a.keep_rank(), b.keep_rank());
             }
         }
+    }
+
+    fn specs(columns: &[Column]) -> Vec<Spec> {
+        columns.iter().map(|c| c.spec()).collect()
+    }
+
+    fn row(project: &str, name: &str, pid: &str) -> Vec<String> {
+        let cells = [
+            "claude",
+            "4d5611e5-241a-462a-8d15-5122611a9569",
+            project,
+            "live",
+            "3s",
+            pid,
+            "12.4",
+            "181.0M",
+            "2",
+            "1,234,567",
+            "$12.34",
+            name,
+        ];
+        cells.iter().map(|c| (*c).to_owned()).collect()
+    }
+
+    /// At 80 columns a long project gives way before any figure: agents, tokens and cost stay.
+    #[test]
+    fn the_longest_column_gives_way_first() {
+        let project = "~/src/work/clients/acme/platform/services/billing-reconciliation-worker";
+        let rows = vec![row(project, "Fix the flaky reconciliation test in the nightly job", "4121")];
+        let text = render(&specs(&DEFAULT), &rows, Some(80));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.iter().all(|l| width(l) <= 80), "{text}");
+        for col in ["AGENT", "ID", "PROJECT", "STATE", "AGENTS", "TOKENS", "COST", "NAME"] {
+            assert!(lines[0].contains(col), "{col} at 80 columns:\n{text}");
+        }
+        assert!(lines[1].contains("1,234,567") && lines[1].contains("$12.34"), "{text}");
+        let id = lines[1].split_whitespace().nth(1).unwrap();
+        assert!(
+            id.starts_with('…') && id.len() < 36 && "4d5611e5-241a-462a-8d15-5122611a9569".ends_with(&id[3..]),
+            "{text}"
+        );
+        assert!(lines[0].contains("PID"), "a live session's pid stays at 80 columns: {text}");
+        assert!(lines[1].contains("worker"), "a path keeps its last folder: {text}");
+        // Piped: whole.
+        let piped = render(&specs(&DEFAULT), &rows, None);
+        assert!(piped.contains(project) && piped.contains("4d5611e5-241a-462a-8d15-5122611a9569"), "{piped}");
+    }
+
+    #[test]
+    fn a_narrow_terminal_drops_the_least_telling_columns() {
+        let rows = vec![row("~/p", "name", "4121")];
+        let text = render(&specs(&DEFAULT), &rows, Some(50));
+        assert!(text.lines().all(|l| width(l) <= 50), "{text}");
+        let header = text.lines().next().unwrap();
+        assert!(header.contains("COST") && header.contains("STATE") && !header.contains("CPU%"), "{text}");
     }
 }

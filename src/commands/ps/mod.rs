@@ -4,11 +4,9 @@
 //!
 //! - [`columns`]: each column's name, header and how it gives way.
 //! - [`order`]: how rows compare in each column (`--sort`).
-//! - [`table`]: the text table, fitted to the terminal.
 
 pub mod columns;
 mod order;
-mod table;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -23,12 +21,16 @@ use self::columns::Column;
 use super::cli::PsArgs;
 use super::sessions::{self, Row};
 use super::stats::money;
+use super::table::{self, terminal_width};
 use crate::model::format_usd;
 use crate::pipeline::Config;
 use crate::source::census::{self, Options};
 use crate::source::recording::civil_from_days;
 use crate::ui::text::grouped;
 use crate::wire::sanitize_line;
+
+/// Widest session name printed, terminal or not: a first prompt can be a page long.
+pub const NAME_WIDTH: usize = 48;
 
 /// What the text table shows: its columns, and the window (to say what it left out).
 struct Shape<'a> {
@@ -191,17 +193,6 @@ fn short_path_in(path: &str, home: Option<&std::path::Path>) -> String {
     sanitize_line(&short).to_string()
 }
 
-/// The width of the terminal stdout is (`COLUMNS` first, as `ps` reads it); `None` when stdout
-/// is no terminal: a pipe or a file gets every column whole.
-pub(super) fn terminal_width() -> Option<usize> {
-    use std::io::IsTerminal as _;
-    if !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c > 0);
-    columns.or_else(|| crossterm::terminal::size().ok().map(|(w, _)| usize::from(w)).filter(|&w| w > 0))
-}
-
 /// What one cell of `row` reads in column `c`, on one line and clean.
 fn cell(c: Column, r: &Row, now_ms: i64, home: Option<&Path>) -> String {
     match c {
@@ -217,7 +208,7 @@ fn cell(c: Column, r: &Row, now_ms: i64, home: Option<&Path>) -> String {
         Column::Agents => r.agents.to_string(),
         Column::Tokens => grouped(r.tokens),
         Column::Cost => format_usd(r.cost),
-        Column::Name => crate::ui::text::truncate(sanitize_line(r.name.as_str()).as_str(), table::NAME_WIDTH),
+        Column::Name => crate::ui::text::truncate(sanitize_line(r.name.as_str()).as_str(), NAME_WIDTH),
     }
 }
 
@@ -268,7 +259,8 @@ fn render_text(
     }
     let rows: Vec<Vec<String>> =
         report.rows.iter().map(|r| shape.columns.iter().map(|&c| cell(c, r, now_ms, home)).collect()).collect();
-    table::render(shape.columns, &rows, width)
+    let specs: Vec<_> = shape.columns.iter().map(|c| c.spec()).collect();
+    table::render(&specs, &rows, width)
 }
 
 #[cfg(test)]

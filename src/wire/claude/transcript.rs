@@ -689,10 +689,12 @@ fn user<'l>(line: &'l ClaudeLine<'_>, out: &mut Lowered<'l>) {
         } else {
             ItemStatus::Completed
         };
+        let text = sanitize(&block.content);
         facts.push(Fact::Item(Box::new(ItemFact {
             id: Some(Cow::Owned(tool_use.to_owned())),
             update_only: true,
-            text: Some(sanitize(&block.content)),
+            why: (status == ItemStatus::Failed).then(|| text.clone()),
+            text: Some(text),
             text_rule: TextRule::Output,
             status: Some(status),
             completed_ms: time,
