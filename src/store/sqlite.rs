@@ -361,12 +361,13 @@ impl Sqlite {
         Ok(Some(id))
     }
 
-    fn insert_runs(
+    fn insert_runs<'r>(
         tx: &Transaction<'_>,
         source: i64,
-        rows: &SourceRows,
+        rows: &'r SourceRows,
         sessions: &[Option<i64>],
         texts: &mut Texts,
+        items: &mut Vec<RunItems<'r>>,
     ) -> Result<usize> {
         let mut ids: Vec<Option<i64>> = vec![None; rows.runs.len()];
         let mut run_st = tx.prepare_cached(&format!(
@@ -461,7 +462,9 @@ impl Sqlite {
                     pico(u.cost)
                 ])?;
             }
-            Self::insert_items(tx, id, &run.entries, &digests[ordinal], texts)?;
+            // Their text's ids now: a later source's replacement may forget the ids known.
+            let text_ids = texts.ids(tx, &run.entries, &digests[ordinal])?;
+            items.push(RunItems { run: id, entries: &run.entries, text_ids });
         }
         // Parents after every run is in: a child can be seen before its parent.
         let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
@@ -474,15 +477,8 @@ impl Sqlite {
     }
 
     /// A run's items, many rows to a statement (a session has hundreds).
-    fn insert_items(
-        tx: &Transaction<'_>,
-        run: i64,
-        entries: &[ItemRow],
-        digests: &[Option<Digest32>],
-        texts: &mut Texts,
-    ) -> Result<()> {
-        let text_ids: Vec<Option<i64>> =
-            entries.iter().zip(digests).map(|(i, d)| texts.id(tx, *d, &i.text)).collect::<Result<_>>()?;
+    fn insert_items(tx: &Transaction<'_>, items: &RunItems<'_>) -> Result<()> {
+        let (run, entries, text_ids) = (items.run, items.entries, &items.text_ids);
         let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
         let receivers: Vec<Option<String>> =
             entries.iter().map(|i| (!i.receivers.is_empty()).then(|| i.receivers.join("\n"))).collect();
@@ -521,7 +517,12 @@ impl Sqlite {
     }
 
     /// One source's rows in place of what the store held for it.
-    fn replace(tx: &Transaction<'_>, rows: &SourceRows, texts: &mut Texts) -> Result<Written> {
+    fn replace<'r>(
+        tx: &Transaction<'_>,
+        rows: &'r SourceRows,
+        texts: &mut Texts,
+        items: &mut Vec<RunItems<'r>>,
+    ) -> Result<Written> {
         let old: Option<i64> =
             tx.query_row("SELECT id FROM sources WHERE key = ?1", [&rows.source.key], |r| r.get(0)).optional()?;
         if let Some(old) = old {
@@ -537,7 +538,7 @@ impl Sqlite {
         for s in &rows.sessions {
             sessions.push(Self::insert_session(tx, source, &rows.source.agent, rows.source.project.as_deref(), s)?);
         }
-        let runs = Self::insert_runs(tx, source, rows, &sessions, texts)?;
+        let runs = Self::insert_runs(tx, source, rows, &sessions, texts, items)?;
         let stored = sessions.iter().filter(|s| s.is_some()).count();
         Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
     }
@@ -633,11 +634,20 @@ impl Backend for Sqlite {
         let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut written = Written::default();
         let mut texts = Texts::default();
+        let mut items = Vec::new();
         for rows in batch {
-            let w = Self::replace(&tx, rows, &mut texts)?;
+            let w = Self::replace(&tx, rows, &mut texts, &mut items)?;
             written.sessions += w.sessions;
             written.duplicates += w.duplicates;
             written.runs += w.runs;
+        }
+        // Items last, after every run and text of the batch. Why: an items statement (many rows,
+        // each of which may fail) opens a savepoint, at which FTS5 writes what it holds pending to
+        // a segment of its own; after each run, it wrote one for that run's brief and answer, and
+        // the flushes and merges of those segments were 3 to 4 % of a first `report`'s CPU (perf).
+        // Here the batch's text goes to the index in one flush.
+        for run in &items {
+            Self::insert_items(&tx, run)?;
         }
         texts.settle(&tx)?;
         tx.commit()?;
@@ -1051,6 +1061,13 @@ const ITEM_VALUES: usize = 13;
 /// Texts inserted by one statement (2 values each).
 const TEXT_ROWS: usize = 256;
 
+/// A run's items, waiting for their rows: their text's ids are known.
+struct RunItems<'r> {
+    run: i64,
+    entries: &'r [ItemRow],
+    text_ids: Vec<Option<i64>>,
+}
+
 /// A text's SHA-256, which keys it.
 type Digest32 = [u8; 32];
 
@@ -1080,6 +1097,16 @@ impl Texts {
         };
         *self.gained.entry(id).or_default() += 1;
         Ok(Some(id))
+    }
+
+    /// [`Self::id`] of each item's text.
+    fn ids(
+        &mut self,
+        tx: &Transaction<'_>,
+        items: &[ItemRow],
+        digests: &[Option<Digest32>],
+    ) -> Result<Vec<Option<i64>>> {
+        items.iter().zip(digests).map(|(i, d)| self.id(tx, *d, &i.text)).collect()
     }
 
     /// Looks up or inserts every text of `bodies` not known yet, many to a statement, in the
