@@ -23,7 +23,7 @@ use crate::source::agents::Env;
 use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
 use crate::source::remote;
-use crate::store::{Location, Store, location};
+use crate::store::{Carry, Location, Store, location};
 use crate::store::{Lookup, report};
 
 /// Where the daemon keeps runs: this machine's file, and the team's database if there is one.
@@ -71,6 +71,9 @@ struct Commands {
     stores: Stores,
     config: Config,
     global: GlobalOpts,
+    /// The growing sessions kept between syncs, read on from where the last one stopped (one for
+    /// both stores: it keeps what the files hold, not what a store does).
+    carry: std::sync::Mutex<Carry>,
 }
 
 impl Commands {
@@ -127,12 +130,14 @@ impl Api for Commands {
     }
 
     fn sync(&self, full: bool) -> Result<()> {
-        let local = Store::open(&self.stores.local)
-            .and_then(|mut s| super::sync::bring_up_to_date(&mut s, self.config.clone(), &self.global, full));
+        let mut carry = self.carry.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut up_to_date =
+            |s: &mut Store| super::sync::bring_up_to_date(s, self.config.clone(), &self.global, full, &mut carry);
+        let local = Store::open(&self.stores.local).and_then(|mut s| up_to_date(&mut s));
         let Some((team, machine)) = &self.stores.team else { return local };
         // The team's part is tried whatever the file's did: each catches up on its own.
         let shared = Store::open_at(team, machine)
-            .and_then(|mut s| super::sync::bring_up_to_date(&mut s, self.config.clone(), &self.global, full))
+            .and_then(|mut s| up_to_date(&mut s))
             .map_err(|e| e.wrap_err("the team store"));
         match (local, shared) {
             (Ok(()), Ok(())) => Ok(()),
@@ -200,6 +205,7 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         stores: Stores::of(args)?,
         config: config.clone(),
         global: global.clone(),
+        carry: std::sync::Mutex::default(),
     });
     let opts = crate::serve::Options {
         listen: args.listen,

@@ -17,7 +17,7 @@ use crate::pipeline::{Config, Pipeline};
 use crate::router::{Sink, ThreadIdx};
 use crate::source::agents::Env;
 use crate::store::sync::{self, Options, Progress};
-use crate::store::{Reader, Store, Synced, location};
+use crate::store::{Carry, Reader, Store, Synced, location};
 
 /// Sessions read as `stats` reads them, and kept as `stats`, `tree` and the screen name them.
 struct Commands {
@@ -145,7 +145,11 @@ pub(super) fn quiet_sync(store: &mut Store, config: Config, global: &GlobalOpts,
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
     let mut progress = progress_bar(false);
     let progress: Option<&mut dyn FnMut(Progress)> = if bar { Some(&mut progress) } else { None };
-    let synced = sync::sync(store, &reader, Options { env: Env::from_process(), full: false, wait: false, progress })?;
+    let synced = sync::sync(
+        store,
+        &reader,
+        Options { env: Env::from_process(), full: false, wait: false, progress, carry: None },
+    )?;
     for failure in &synced.failed {
         tracing::warn!("sync: {failure}");
     }
@@ -153,11 +157,18 @@ pub(super) fn quiet_sync(store: &mut Store, config: Config, global: &GlobalOpts,
 }
 
 /// The daemon's sync: quiet, never waiting for another sync (the next turn comes soon), every
-/// session (`full`) or those changed lately; a source that could not be read is an error, so that
-/// it is counted and retried.
-pub(super) fn bring_up_to_date(store: &mut Store, config: Config, global: &GlobalOpts, full: bool) -> Result<()> {
+/// session (`full`) or those changed lately, growing sessions read on from where `carry` keeps
+/// them; a source that could not be read is an error, so that it is counted and retried.
+pub(super) fn bring_up_to_date(
+    store: &mut Store,
+    config: Config,
+    global: &GlobalOpts,
+    full: bool,
+    carry: &mut Carry,
+) -> Result<()> {
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
-    let synced = sync::sync(store, &reader, Options { env: Env::from_process(), full, wait: false, progress: None })?;
+    let opts = Options { env: Env::from_process(), full, wait: false, progress: None, carry: Some(carry) };
+    let synced = sync::sync(store, &reader, opts)?;
     match synced.failed.as_slice() {
         [] => Ok(()),
         [first, ..] => Err(color_eyre::eyre::eyre!("{} sources not read: {first}", synced.failed.len())),
@@ -185,8 +196,11 @@ pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitC
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
     let mut bar = progress_bar(true);
     let progress: Option<&mut dyn FnMut(Progress)> = if args.quiet || args.json { None } else { Some(&mut bar) };
-    let synced =
-        sync::sync(&mut store, &reader, Options { env: Env::from_process(), full: true, wait: true, progress })?;
+    let synced = sync::sync(
+        &mut store,
+        &reader,
+        Options { env: Env::from_process(), full: true, wait: true, progress, carry: None },
+    )?;
     let size = store.backend().size()?;
     let shown = store.location().shown();
     if args.json {
@@ -234,4 +248,66 @@ fn summary(s: &Synced, store: &str, size: u64) -> String {
         },
         crate::ui::text::grouped(size),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::path::Path;
+
+    use super::*;
+
+    const SESSION: &str = "4d5611e5-241a-462a-8d15-5122611a9569";
+
+    fn reader() -> Commands {
+        Commands { config: Config::default().figures(), fingerprint: "test".to_owned() }
+    }
+
+    /// One sync of the store at `db` from the home `home`, with `carry` if given.
+    fn sync_once(home: &Path, db: &Path, carry: Option<&mut Carry>) -> Synced {
+        let mut store = Store::open(db).unwrap();
+        let env = Env::default().with("HOME", home);
+        let opts = Options { env, full: false, wait: true, progress: None, carry };
+        sync::sync(&mut store, &reader(), opts).unwrap()
+    }
+
+    fn dump(db: &Path) -> String {
+        Store::open(db).unwrap().backend().dump().unwrap()
+    }
+
+    /// The daemon's syncs of a session written as they run (each read on from where the last one
+    /// stopped, a line cut in half read whole the next time) leave the store a clean sync of the
+    /// same files fills, after every step.
+    #[test]
+    fn a_session_read_on_between_syncs_is_stored_as_a_clean_sync_stores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = home.join(".claude/projects/-work-demo");
+        std::fs::create_dir_all(&project).unwrap();
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
+        let whole = std::fs::read(fixture).unwrap();
+        let transcript = project.join(format!("{SESSION}.jsonl"));
+        std::fs::write(&transcript, b"").unwrap();
+        let (db, mut carry) = (dir.path().join("daemon.db"), Carry::default());
+        // Steps of a few hundred lines, one of them ending within a line.
+        let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+        let mut cuts: Vec<usize> = (1..=5).map(|k| ends[ends.len() * k / 6]).collect();
+        cuts.insert(3, cuts[2] + (cuts[3] - cuts[2]) / 2);
+        cuts.push(whole.len());
+        let (mut written, mut continued) = (0, 0);
+        for (step, &cut) in cuts.iter().enumerate() {
+            let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+            file.write_all(&whole[written..cut]).unwrap();
+            drop(file);
+            written = cut;
+            continued += sync_once(&home, &db, Some(&mut carry)).continued;
+            let clean = dir.path().join(format!("clean{step}.db"));
+            let fresh = sync_once(&home, &clean, None);
+            assert_eq!(fresh.continued, 0);
+            assert_eq!(dump(&db), dump(&clean), "after step {step} ({cut} of {} bytes)", whole.len());
+        }
+        assert!(continued >= 3, "most steps were read on, not whole: {continued}");
+        assert_eq!(carry.len(), 1, "the session is kept for the next sync");
+    }
 }

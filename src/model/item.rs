@@ -45,6 +45,12 @@ pub struct Item {
     last_summary_index: Option<i64>,
 }
 
+impl super::kept::Named for Item {
+    fn name(&self) -> &str {
+        &self.id
+    }
+}
+
 impl Item {
     pub fn new(id: &str, kind: ItemKind) -> Self {
         Self {

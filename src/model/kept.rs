@@ -5,6 +5,11 @@
 //! and `len` still counts every entry there ever was: the figures of dropped entries stay.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
+
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
+use rustc_hash::FxBuildHasher;
 
 #[derive(Debug, Clone)]
 pub struct Kept<T> {
@@ -140,6 +145,51 @@ impl<T> Kept<T> {
     }
 }
 
+/// An entry known by an id of its own (an item's, a turn's).
+pub(super) trait Named {
+    fn name(&self) -> &str;
+}
+
+/// The ordinals of a [`Kept`]'s entries by their ids. The table holds ordinals only and reads the
+/// ids from the entries: a map keyed by a copy of each id took an allocation an entry, a tenth of
+/// a long session's model (issue 22).
+#[derive(Debug, Clone, Default)]
+pub struct Ids {
+    table: HashTable<usize>,
+}
+
+fn hash(id: &str) -> u64 {
+    FxBuildHasher.hash_one(id)
+}
+
+impl Ids {
+    /// The ordinal of the entry of `kept` named `id`.
+    pub(super) fn get<T: Named>(&self, id: &str, kept: &Kept<T>) -> Option<usize> {
+        self.table.find(hash(id), |&o| kept.get(o).is_some_and(|e| e.name() == id)).copied()
+    }
+
+    /// Files the entry of `kept` at `ordinal` under its id (in place of one named so before).
+    pub(super) fn insert<T: Named>(&mut self, ordinal: usize, kept: &Kept<T>) {
+        let Some(id) = kept.get(ordinal).map(Named::name) else { return };
+        let same = |&o: &usize| kept.get(o).is_some_and(|e| e.name() == id);
+        // Every ordinal filed is held in `kept` (a dropped entry is forgotten as it goes).
+        let rehash = |&o: &usize| kept.get(o).map_or(0, |e| hash(e.name()));
+        match self.table.entry(hash(id), same, rehash) {
+            Entry::Occupied(mut e) => *e.get_mut() = ordinal,
+            Entry::Vacant(e) => {
+                e.insert(ordinal);
+            }
+        }
+    }
+
+    /// Forgets `entry`, dropped from its kept at `ordinal`.
+    pub(super) fn remove<T: Named>(&mut self, ordinal: usize, entry: &T) {
+        if let Ok(e) = self.table.find_entry(hash(entry.name()), |&o| o == ordinal) {
+            e.remove();
+        }
+    }
+}
+
 impl<'a, T> IntoIterator for &'a Kept<T> {
     type Item = &'a T;
     type IntoIter = Box<dyn DoubleEndedIterator<Item = &'a T> + 'a>;
@@ -160,7 +210,34 @@ impl<'a, T> IntoIterator for &'a mut Kept<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::Kept;
+    use super::{Ids, Kept, Named};
+
+    impl Named for String {
+        fn name(&self) -> &str {
+            self
+        }
+    }
+
+    #[test]
+    fn ids_find_the_entries_held_and_forget_the_dropped_ones() {
+        let (mut k, mut ids) = (Kept::default(), Ids::default());
+        // Past the table's first sizes, so that its growth hashes the ids again from the entries.
+        for i in 0..5_000 {
+            let o = k.push_within(format!("item-{i}"), 1_000);
+            ids.insert(o, &k);
+            if k.in_window() > 1_000 {
+                let pinned = |o: usize, _: &String| o == 7;
+                let (o, gone) = k.drop_oldest(pinned).unwrap();
+                ids.remove(o, &gone);
+            }
+        }
+        assert_eq!(ids.get("item-4999", &k), Some(4_999));
+        assert_eq!(ids.get("item-4000", &k), Some(4_000));
+        assert_eq!(ids.get("item-7", &k), Some(7), "a pinned entry stays known");
+        assert_eq!(ids.get("item-3999", &k), None, "dropped");
+        assert_eq!(ids.get("item-5000", &k), None);
+        assert_eq!(ids.table.len(), k.kept());
+    }
 
     fn filled(n: usize) -> Kept<usize> {
         let mut k = Kept::default();

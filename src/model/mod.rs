@@ -306,7 +306,7 @@ impl Model {
         p.children.retain(|&c| c != child);
         if let Some(card) = self.threads[child.index()].card.clone() {
             let p = &mut self.threads[parent.index()];
-            if let Some(item) = p.item_index.get(&card).and_then(|&i| p.items.get_mut(i)) {
+            if let Some(item) = p.item_index.get(&card, &p.items).and_then(|i| p.items.get_mut(i)) {
                 item.lanes.retain(|&c| c != child);
             }
         }
@@ -327,7 +327,7 @@ impl Model {
 
     fn attach_lane(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
         let p = &mut self.threads[parent.index()];
-        if let Some(item) = p.item_index.get(card).and_then(|&i| p.items.get_mut(i)) {
+        if let Some(item) = p.item_index.get(card, &p.items).and_then(|i| p.items.get_mut(i)) {
             if !item.lanes.contains(&child) {
                 item.lanes.push(child);
             }
@@ -813,17 +813,17 @@ impl Model {
         match turn {
             TurnRef::Id(id) => Some(self.turn_or_new(idx, id, None)),
             TurnRef::IdOrLatest(id) => {
-                id.as_deref().and_then(|id| t.turn_index.get(id).copied()).or(t.turns.len().checked_sub(1))
+                id.as_deref().and_then(|id| t.turn_index.get(id, &t.turns)).or(t.turns.len().checked_sub(1))
             }
             TurnRef::Latest => t.turns.len().checked_sub(1),
-            TurnRef::Known(id) => id.as_deref().and_then(|id| t.turn_index.get(id).copied()),
+            TurnRef::Known(id) => id.as_deref().and_then(|id| t.turn_index.get(id, &t.turns)),
         }
     }
 
     /// The turn with this id; on first sight a new one, in progress.
     fn turn_or_new(&mut self, idx: ThreadIdx, id: &str, time: Option<i64>) -> usize {
         let t = &mut self.threads[idx.index()];
-        if let Some(&slot) = t.turn_index.get(id) {
+        if let Some(slot) = t.turn_index.get(id, &t.turns) {
             return slot;
         }
         let turn = Turn {
@@ -837,7 +837,7 @@ impl Model {
             cut_short: false,
         };
         let slot = t.turns.push_within(turn, self.limits.turns_per_thread.max(1));
-        t.turn_index.insert(id.into(), slot);
+        t.turn_index.insert(slot, &t.turns);
         // The outline shows the turns and cards of the threads that have children.
         if !t.children.is_empty() {
             self.structure += 1;
@@ -854,8 +854,8 @@ impl Model {
             let pinned = |ordinal: usize, turn: &Turn| {
                 ordinal == 0 || turn.items.iter().any(|&i| items.get(i).is_some_and(|item| !item.lanes.is_empty()))
             };
-            let Some((_, turn)) = turns.drop_oldest(pinned) else { break };
-            turn_index.remove(&turn.id);
+            let Some((ordinal, turn)) = turns.drop_oldest(pinned) else { break };
+            turn_index.remove(ordinal, &turn);
             self.diagnostics.dropped_turns += 1;
         }
     }
@@ -921,7 +921,7 @@ impl Model {
         {
             return Some(slot);
         }
-        let slot = *t.item_index.get(id)?;
+        let slot = t.item_index.get(id, &t.items)?;
         t.last_item = Some(slot);
         Some(slot)
     }
@@ -937,7 +937,7 @@ impl Model {
         let mut item = Item::new(id, kind.cloned().unwrap_or_else(|| ItemKind::of("")));
         item.turn = turn;
         let slot = t.items.push_within(item, self.limits.items_per_thread.max(1));
-        t.item_index.insert(id.into(), slot);
+        t.item_index.insert(slot, &t.items);
         t.last_item = Some(slot);
         if let Some(record) = turn.and_then(|turn| t.turns.get_mut(turn)) {
             record.items.push(slot);
@@ -967,7 +967,7 @@ impl Model {
             let opening = turns.get(0).map_or(&[][..], |first| &first.items[..first.items.len().min(OPENING_ITEMS)]);
             let pinned = |ordinal: usize, item: &Item| !item.lanes.is_empty() || opening.contains(&ordinal);
             let Some((ordinal, item)) = items.drop_oldest(pinned) else { break };
-            item_index.remove(&item.id);
+            item_index.remove(ordinal, &item);
             *text_bytes = text_bytes.saturating_sub(item.text.len());
             if *last_item == Some(ordinal) {
                 *last_item = None;

@@ -2,11 +2,9 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
-
 use super::account::Account;
 use super::item::Item;
-use super::kept::Kept;
+use super::kept::{Ids, Kept, Named};
 use super::prices::Pico;
 use super::tokens::{CostSource, Rollup, Tokens};
 use crate::router::{Role, ThreadIdx, Via};
@@ -40,6 +38,12 @@ pub struct Turn {
     pub cut_short: bool,
 }
 
+impl Named for Turn {
+    fn name(&self) -> &str {
+        &self.id
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Thread {
     /// Shared with the router's registry: stored once.
@@ -64,11 +68,11 @@ pub struct Thread {
     /// Its turns as the turns bound keeps them: `len` counts them all.
     pub turns: Kept<Turn>,
     /// Ordinals of the turns held, by id.
-    pub(super) turn_index: FxHashMap<Box<str>, usize>,
+    pub(super) turn_index: Ids,
     /// Its items as the items bound keeps them: `len` counts them all.
     pub items: Kept<Item>,
     /// Ordinals of the items held, by id.
-    pub(super) item_index: FxHashMap<Box<str>, usize>,
+    pub(super) item_index: Ids,
     /// The item the last item line named: deltas come in runs for one item, and comparing one
     /// id is cheaper than hashing it.
     pub(super) last_item: Option<usize>,
@@ -136,9 +140,9 @@ impl Thread {
             wait: None,
             before_retry: None,
             turns: Kept::default(),
-            turn_index: FxHashMap::default(),
+            turn_index: Ids::default(),
             items: Kept::default(),
-            item_index: FxHashMap::default(),
+            item_index: Ids::default(),
             last_item: None,
             tokens: Tokens::default(),
             context: None,
@@ -197,7 +201,7 @@ impl Thread {
     }
 
     pub fn item(&self, id: &str) -> Option<&Item> {
-        self.item_index.get(id).and_then(|&i| self.items.get(i))
+        self.item_index.get(id, &self.items).and_then(|i| self.items.get(i))
     }
 
     /// The item doing something right now: the newest one still in progress.

@@ -435,6 +435,14 @@ impl Router {
         sink.event(&Event::Malformed { line_no, reason: &Malformed::TooLong(len), record: head });
     }
 
+    /// Whether ending the input now would settle nothing: no thread waits for its registration,
+    /// none holds lines. [`Router::finish`] then leaves the threads as they are, so a reader that
+    /// goes on reading later (the daemon's sync of a growing session) may take the model as it
+    /// stands for the one a finished read would give.
+    pub fn settled(&self) -> bool {
+        self.threads.iter().all(|t| t.role != Role::Pending && t.buffer.as_ref().is_none_or(|b| b.len() == 0))
+    }
+
     /// End of input: every pending thread is settled (routing.md §4), oldest window first.
     pub fn finish(&mut self, sink: &mut impl Sink) {
         let mut order: Vec<(u64, ThreadIdx)> = self

@@ -246,6 +246,13 @@ pub fn open_unbuffered(input: &Input) -> io::Result<Box<dyn Read + Send>> {
     Ok(if head.starts_with(&[0x1f, 0x8b]) { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) })
 }
 
+/// Whether a file starting with `head` (its first 16 bytes, or all of a shorter one) is read as
+/// it lies: neither gzip nor a store of rows ([`open_unbuffered`] tells them so). A reader that
+/// goes on from an offset (the daemon's sync, `store::carry`) may seek in it.
+pub fn is_plain(head: &[u8]) -> bool {
+    !head.starts_with(&[0x1f, 0x8b]) && !head.starts_with(super::opencode::SQLITE_MAGIC)
+}
+
 fn open_buffered(input: &Input) -> io::Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = match input {
         Input::Stdin => Box::new(io::stdin()),

@@ -113,6 +113,17 @@ impl Watcher {
             return true;
         }
         let mode = if meta.is_dir() { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
+        if !self.add(path, mode) {
+            return false;
+        }
+        if meta.is_dir() {
+            self.folders.insert(path.to_owned());
+        }
+        true
+    }
+
+    /// A watch of `path` by the kernel's watcher, else the polling one.
+    fn add(&mut self, path: &Path, mode: RecursiveMode) -> bool {
         let native_ok = self.native.as_mut().is_some_and(|w| w.watch(path, mode).is_ok());
         if !native_ok {
             if self.polling.is_none() {
@@ -125,10 +136,17 @@ impl Watcher {
             }
         }
         self.watched.insert(path.to_owned());
-        if meta.is_dir() {
-            self.folders.insert(path.to_owned());
-        }
         true
+    }
+
+    /// Watches the folder `path` alone, not what is below it: where a folder to watch is still
+    /// missing, its nearest parent tells when it appears (an agent's first run makes its folder).
+    /// Returns whether it is watched.
+    pub fn watch_shallow(&mut self, path: &Path) -> bool {
+        if self.watched.contains(path) || path.ancestors().any(|a| self.folders.contains(a)) {
+            return true;
+        }
+        self.add(path, RecursiveMode::NonRecursive)
     }
 
     /// Paths watched by a watch of their own (a path below a watched folder is not one).

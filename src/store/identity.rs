@@ -31,6 +31,17 @@ pub fn of(path: &Path) -> Option<FileState> {
     })
 }
 
+/// Whether `file` still starts with the `len` bytes whose digest a state of it holds (`head`):
+/// the bytes a reader read from it are still there (it grew, nothing before `len` was rewritten).
+pub fn starts_as(file: &File, len: u64, head: &[u8; 32]) -> std::io::Result<bool> {
+    let mut start = Vec::with_capacity(usize::try_from(len.min(HEAD_BYTES)).unwrap_or(0));
+    let mut reader = file;
+    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(0))?;
+    reader.take(len.min(HEAD_BYTES)).read_to_end(&mut start)?;
+    let digest: [u8; 32] = Sha256::digest(&start).into();
+    Ok(&digest == head)
+}
+
 /// A row of a store holding many sessions (OpenCode's database), known by its time, not its
 /// bytes: the store file's device and inode, the session's last change, and its root's id.
 pub fn of_rows(db: &Path, root: &str, updated_ms: i64) -> Option<FileState> {

@@ -14,6 +14,7 @@
 
 pub mod backend;
 pub mod capture;
+pub mod carry;
 mod identity;
 mod ledger;
 pub mod location;
@@ -32,6 +33,7 @@ use std::path::Path;
 use color_eyre::eyre::Result;
 
 pub use self::backend::{Backend, Lookup, Pruned, Totals, Written};
+pub use self::carry::Carry;
 pub use self::location::Location;
 pub use self::query::Filter;
 pub use self::sqlite::FutureSchema;

@@ -14,6 +14,9 @@ use super::rows::FileState;
 /// The place of swarmtop's own recordings (a tee's, a live source's `--record`).
 pub const RECORDING: &str = "recording";
 
+/// Sources found, each with the state of its files now.
+pub type Stated = Vec<(Found, Vec<FileState>)>;
+
 /// One source found: what is read together.
 #[derive(Debug, Clone)]
 pub struct Found {
@@ -38,6 +41,11 @@ impl Found {
             }
             None => self.files.iter().map(|f| identity::of(f)).collect(),
         }
+    }
+
+    /// Whether it is a session within a store of many (read by its rows, not its files).
+    pub fn within_store(&self) -> bool {
+        self.within.is_some()
     }
 
     /// Its records, when it is a session within a store (read by rows, not files).

@@ -9,6 +9,8 @@
 //! in the router and the model, which are rebuilt from the start of the session's files far more
 //! cheaply than they could be saved and restored; and a store equal to a clean sync follows by
 //! construction. What is read again is bounded by the sessions that changed, not by the history.
+//! A syncer that runs on (the daemon) keeps what it read of a growing session and reads only the
+//! bytes after it ([`Carry`], [`Options::carry`]): the same state, not rebuilt each sync.
 //!
 //! A source that lost files (an agent's clean-up deleted them) is not read again: what the store
 //! holds of it is more than what is left. A source found nowhere any more keeps its rows, and its
@@ -26,8 +28,9 @@ use color_eyre::eyre::Result;
 
 use super::Store;
 use super::capture::{self, Rendered};
+use super::carry::{self, Carry};
 use super::ledger::Ledger;
-use super::places::{self, Found};
+use super::places::{self, Found, Stated};
 use super::rows::{FileState, Source, SourceRows};
 use crate::model::Model;
 use crate::pipeline::{Config, Pipeline};
@@ -70,6 +73,9 @@ pub struct Options<'a> {
     pub wait: bool,
     /// Told as sources are read.
     pub progress: Option<&'a mut dyn FnMut(Progress)>,
+    /// What a syncer that runs on keeps of growing sessions between its syncs ([`Carry`]): given,
+    /// such a session is read from where the last sync stopped.
+    pub carry: Option<&'a mut Carry>,
 }
 
 /// How far a sync is.
@@ -98,6 +104,8 @@ pub struct Synced {
     pub duplicates: usize,
     /// Sources that could not be read, and why.
     pub failed: Vec<String>,
+    /// Sources read on from where the last sync stopped ([`Options::carry`]).
+    pub continued: u64,
 }
 
 /// Meta key: wall clock (unix ms) when the last sync that finished began listing.
@@ -130,7 +138,7 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     let found = places::scan(&opts.env, &window);
     let mut synced = Synced { found: found.len(), ..Synced::default() };
     let listed: HashSet<String> = found.iter().map(|f| f.key.clone()).collect();
-    let todo = plan(backend, found, &fingerprint, &mut synced)?;
+    let (todo, stored) = plan(backend, found, &fingerprint, &mut synced)?;
     vanished(backend, &listed, since, &mut synced)?;
     let bytes: u64 = todo.iter().flat_map(|(_, s)| s.iter().map(|f| f.size)).sum();
     let mut writer = Writer {
@@ -146,10 +154,28 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     // Codex session): read after them, in order, so that which source keeps it does not depend
     // on which read finished first.
     let (recordings, places): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(f, _)| f.place == places::RECORDING);
+    let places = match opts.carry.as_deref_mut() {
+        Some(carry) => {
+            carry.begin();
+            let before = carry.continued();
+            let (own, rest) = carry.take(places, &stored);
+            for (f, states) in own {
+                let size = states.iter().map(|s| s.size).sum();
+                let rows = carried(carry, &f, &states, reader, &fingerprint, began);
+                writer.take(&f, size, rows)?;
+            }
+            writer.synced.continued = carry.continued() - before;
+            rest
+        }
+        None => places,
+    };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     read_all(&places, cores, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
     read_all(&recordings, 1, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
     writer.flush()?;
+    if let Some(carry) = opts.carry {
+        carry.end();
+    }
     // The next look starts from this one's start, unless something could not be read (it is
     // looked for again next time, however old). Nothing read, nothing to write: the last look
     // still stands (and a query that changed nothing writes nothing).
@@ -169,14 +195,16 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     Ok(synced)
 }
 
-/// The sources found whose files changed since they were stored (with their files' state now).
+/// The sources found whose files changed since they were stored (with their files' state now),
+/// and which of them were stored before.
 fn plan(
     backend: &mut dyn super::Backend,
     found: Vec<Found>,
     fingerprint: &str,
     synced: &mut Synced,
-) -> Result<Vec<(Found, Vec<FileState>)>> {
+) -> Result<(Stated, HashSet<String>)> {
     let mut todo = Vec::new();
+    let mut stored = HashSet::new();
     for f in found {
         let Some(states) = f.states() else {
             synced.failed.push(format!("{}: a file could not be read", f.key));
@@ -198,10 +226,11 @@ fn plan(
         } else if same_files(&k.files, &states) && (k.fingerprint == fingerprint || k.pruned) {
             synced.unchanged += 1;
         } else {
+            stored.insert(f.key.clone());
             todo.push((f, states));
         }
     }
-    Ok(todo)
+    Ok((todo, stored))
 }
 
 /// Marks the files of the stored sources the places no longer list that are gone (a folder, a
@@ -391,6 +420,46 @@ fn read(
         Some(records) => (within(&records?, reader.config(), &mut ledger), None),
         None => reader.read(&f.files, &mut ledger, alone)?,
     };
+    let at = At { reader, fingerprint, synced_ms };
+    Ok(rows_of(f, files, &at, &pipeline, &ledger, error.map(|e| format!("{e:#}"))))
+}
+
+/// Who reads, and when.
+struct At<'a> {
+    reader: &'a dyn Reader,
+    fingerprint: &'a str,
+    synced_ms: i64,
+}
+
+/// A source kept by a syncer that runs on ([`Carry`]) read from where it was left; whole, as any
+/// source, when it cannot be.
+fn carried(
+    carry: &mut Carry,
+    f: &Found,
+    states: &[FileState],
+    reader: &dyn Reader,
+    fingerprint: &str,
+    synced_ms: i64,
+) -> Result<SourceRows> {
+    let at = At { reader, fingerprint, synced_ms };
+    let rows = |r: carry::Read<'_>| rows_of(f, states.to_vec(), &at, r.pipeline, r.ledger, None);
+    match states {
+        [now] => carry.read(f, now, fingerprint, reader.config(), rows),
+        _ => None,
+    }
+    .map_or_else(|| read(f, states.to_vec(), reader, fingerprint, synced_ms, true), Ok)
+}
+
+/// A source's rows, from the pipeline and ledger that read its `files`.
+fn rows_of(
+    f: &Found,
+    files: Vec<FileState>,
+    at: &At<'_>,
+    pipeline: &Pipeline,
+    ledger: &Ledger,
+    error: Option<String>,
+) -> SourceRows {
+    let (reader, fingerprint, synced_ms) = (at.reader, at.fingerprint, at.synced_ms);
     let source = Source {
         place: f.place.to_owned(),
         key: f.key.clone(),
@@ -402,11 +471,11 @@ fn read(
     let label = |m: &Model, i: ThreadIdx| reader.label(m, i);
     let rendered = Rendered {
         label: &label,
-        stats_json: reader.stats_json(&pipeline),
+        stats_json: reader.stats_json(pipeline),
         tree_text: reader.tree(&pipeline.model),
-        error: error.map(|e| format!("{e:#}")),
+        error,
     };
-    Ok(capture::rows(source, synced_ms, &pipeline, &ledger, &reader.config().prices, rendered))
+    capture::rows(source, synced_ms, pipeline, ledger, &reader.config().prices, rendered)
 }
 
 /// The records of a session within a store, as `stats` routes them.

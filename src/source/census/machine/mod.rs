@@ -326,6 +326,33 @@ impl Machine {
         }
     }
 
+    /// Watches every folder looked in; one still missing, through its nearest parent (an agent's
+    /// first run on the machine makes its folder: seen at once, not at the next census, 10 s on
+    /// while nothing runs). Returns whether a folder missing before is watched now.
+    fn watch_roots(&mut self) -> bool {
+        let roots = self.looked_in.iter().map(|(_, r)| r.clone()).chain([self.opts.tee_dir.clone()]);
+        let mut appeared = false;
+        for root in roots.collect::<Vec<_>>() {
+            if self.watcher.is_watched(&root) {
+                continue;
+            }
+            if self.watcher.watch(&root) {
+                appeared = true;
+            } else if let Some(parent) = root.ancestors().skip(1).find(|a| a.is_dir()) {
+                self.watcher.watch_shallow(parent);
+            }
+        }
+        appeared
+    }
+
+    /// Whether `path`, changed, is news: a path in a folder looked in that no file followed is
+    /// (a new session or file); one beside a missing folder's parent only if it is on the way to
+    /// that folder (`~/.codex` for `~/.codex/sessions`; not `~/.bash_history`).
+    fn is_news(&self, path: &std::path::Path) -> bool {
+        let roots = || self.looked_in.iter().map(|(_, r)| r.as_path()).chain([self.opts.tee_dir.as_path()]);
+        roots().any(|r| path.starts_with(r) || r.starts_with(path))
+    }
+
     /// Reads what the watcher says changed; whether something unknown changed (a new session or
     /// file, for a rescan to find).
     async fn changed(&mut self, changes: crate::source::watch::Changes) -> Result<bool, Gone> {
@@ -334,7 +361,7 @@ impl Machine {
         for path in &changes.paths {
             match self.by_path.get(path) {
                 Some(&i) => grown.push(i),
-                None => unknown = true,
+                None => unknown |= self.is_news(path),
             }
         }
         if changes.everything {
@@ -382,9 +409,7 @@ impl Machine {
     /// rescan's taken this tick.
     async fn snapshot(&mut self, fresh: bool) -> Result<(), Gone> {
         // A folder that appeared since (the agent's first run): what it holds already sent no events.
-        let roots = self.looked_in.iter().map(|(_, r)| r.clone()).chain([self.opts.tee_dir.clone()]);
-        let appeared = roots.filter(|r| !self.watcher.is_watched(r)).collect::<Vec<_>>();
-        if appeared.into_iter().any(|r| self.watcher.watch(&r)) {
+        if self.watch_roots() {
             self.rescan().await?;
         } else if fresh || self.census.is_none() {
             self.census = Some(self.take());
@@ -695,6 +720,36 @@ mod tests {
         // The median, on a machine shared with builds: one late wake is the scheduler's.
         let median = took[took.len() / 2];
         assert!(median < RESCAN_EVERY, "a new session showed after {median:?} (median): {took:?}");
+    }
+
+    /// An agent's first session on the machine shows as soon as it is written, though its folder
+    /// did not exist when the view opened (seen in tmux: a `codex exec` run in a fresh
+    /// `CODEX_HOME`, six seconds long, never showed while it ran: the folder was watched only from
+    /// the next census, 10 s on while nothing runs). A file written beside the missing folder's
+    /// parent is no news.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_agent_s_first_session_on_the_machine_shows_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut events = spawn(home_opts(dir.path()));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !matches!(tokio::time::timeout_at(deadline, events.recv()).await, Ok(Some(Event::Live))) {}
+        std::fs::write(dir.path().join(".bash_history"), "ls\n").unwrap();
+        tokio::time::sleep(RESCAN_EVERY).await;
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let line = r#"{"type":"user","uuid":"u1","sessionId":"first","cwd":"/home/dev/p","message":{"content":"hi"}}"#;
+        let written = Instant::now();
+        std::fs::write(project.join("first.jsonl"), format!("{line}\n")).unwrap();
+        loop {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(Event::Sessions(s))) if s.sessions.iter().any(|r| r.id == "first") => break,
+                Ok(Some(_)) => {}
+                _ => panic!("the first session never showed"),
+            }
+        }
+        let took = written.elapsed();
+        eprintln!("the first session showed after {took:?}");
+        assert!(took < TICK, "the first session showed after {took:?}");
     }
 
     /// Each tick takes one walk of `/proc` at most (the first snapshot by the walk that found the

@@ -36,10 +36,7 @@ impl Machine {
         census.add_running(&self.opts, &mut found);
         self.looked_in.clone_from(&found.looked_in);
         self.trouble = found.trouble;
-        for (_, root) in &found.looked_in {
-            self.watcher.watch(root);
-        }
-        self.watcher.watch(&self.opts.tee_dir);
+        self.watch_roots();
         let sessions_before = self.sessions.len();
         let tee_pids: HashMap<u32, usize> =
             self.tees.iter().enumerate().filter_map(|(i, t)| Some((t.pid?, i))).collect();
