@@ -2,7 +2,6 @@
 //! as OpenTelemetry traces. Exits 1 when any span was not accepted.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use color_eyre::eyre::{Result, eyre};
 
 use super::cli::ExportArgs;
 use super::ingest::{ingest, nothing};
+use crate::export::sender::Counters;
 use crate::export::{self, Exporter, Live, Provider, Request, Summary, all_spans, sender};
 use crate::model::Model;
 use crate::pipeline::Config;
@@ -29,44 +29,30 @@ pub fn run(args: &ExportArgs, config: Config) -> Result<ExitCode> {
     for span in spans {
         exporter.send(span);
     }
-    let notice = retry_notice(&exporter, &target, args.wait);
-    let summary = exporter.finish(args.wait);
-    drop(notice);
+    let (counters, done) = (exporter.counters(), AtomicBool::new(false));
+    let summary = std::thread::scope(|s| {
+        s.spawn(|| say_when_failing(&counters, &done, &target, args.wait));
+        let summary = exporter.finish(args.wait);
+        done.store(true, Ordering::Relaxed);
+        summary
+    });
     eprintln!("swarmtop export: {} ({traces} traces)", export::describe(&summary, &target));
     Ok(if summary.all_accepted() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// Says once on stderr, while `finish` waits, that the collector is failing and for how long
 /// swarmtop keeps retrying: a user at a terminal otherwise watches `--wait` pass in silence.
-/// The watch ends when the returned guard is dropped.
-fn retry_notice(exporter: &Exporter, target: &str, wait: Duration) -> impl Drop + use<> {
-    struct Stop(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-            if let Some(t) = self.1.take() {
-                let _ = t.join();
-            }
+fn say_when_failing(counters: &Counters, done: &AtomicBool, target: &str, wait: Duration) {
+    while !done.load(Ordering::Relaxed) {
+        let now = counters.summary();
+        if now.failing {
+            let cause = now.cause.as_ref().map_or("no answer", |c| c.as_str());
+            let wait = quiet(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX));
+            eprintln!("swarmtop export: {target}: {cause}; retrying for up to {wait} (--wait)");
+            return;
         }
+        std::thread::sleep(Duration::from_millis(50));
     }
-    let done = Arc::new(AtomicBool::new(false));
-    let counters = exporter.counters();
-    let (stop, target) = (done.clone(), target.to_owned());
-    let watch = std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let now = counters.summary();
-            if now.failing {
-                let cause = now.cause.as_ref().map_or("no answer", |c| c.as_str()).to_owned();
-                eprintln!(
-                    "swarmtop export: {target}: {cause}; retrying for up to {} (--wait)",
-                    quiet(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
-                );
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    });
-    Stop(done, Some(watch))
 }
 
 /// What a live command's `--otlp` values ask to export to: a URL, or the environment's collector

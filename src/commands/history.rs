@@ -225,7 +225,7 @@ fn rest(s: &SessionInfo, elapsed: Option<i64>) -> Vec<String> {
         s.depth.to_string(),
         grouped(s.figures.tokens.total),
         format_usd(s.figures.cost_usd()),
-        crate::ui::text::truncate(crate::wire::sanitize_line(s.name.as_str()).as_str(), super::ps::NAME_WIDTH),
+        crate::ui::text::truncate(crate::wire::sanitize_line(s.name.as_str()).as_str(), table::NAME_WIDTH),
     ]
 }
 

@@ -10,6 +10,9 @@ use unicode_width::UnicodeWidthChar as _;
 
 use crate::ui::text::{truncate, width};
 
+/// Widest session name printed, terminal or not: a first prompt can be a page long.
+pub const NAME_WIDTH: usize = 48;
+
 /// Columns apart by two spaces, or by one (as `ps` does) when two would cost a column and no
 /// header is two words.
 const GAP: usize = 2;

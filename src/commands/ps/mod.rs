@@ -21,16 +21,13 @@ use self::columns::Column;
 use super::cli::PsArgs;
 use super::sessions::{self, Row};
 use super::stats::money;
-use super::table::{self, terminal_width};
+use super::table::{self, NAME_WIDTH, terminal_width};
 use crate::model::format_usd;
 use crate::pipeline::Config;
 use crate::source::census::{self, Options};
 use crate::source::recording::civil_from_days;
 use crate::ui::text::grouped;
 use crate::wire::sanitize_line;
-
-/// Widest session name printed, terminal or not: a first prompt can be a page long.
-pub const NAME_WIDTH: usize = 48;
 
 /// What the text table shows: its columns, and the window (to say what it left out).
 struct Shape<'a> {
