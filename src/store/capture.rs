@@ -137,6 +137,7 @@ fn run(
         Some(c) => Some(c.title.as_str()).filter(|s| !s.is_empty()),
         None => first_prompt(t),
     };
+    let entries: Vec<ItemRow> = t.items.iter().map(|i| item(model, i)).collect();
     let mut models: Vec<String> = t.model.iter().map(ToString::to_string).collect();
     for r in t.responses() {
         if let Some(m) = r.model.as_ref().filter(|m| !models.iter().any(|k| k == m.as_str())) {
@@ -179,8 +180,15 @@ fn run(
         files_changed: files_changed(t),
         file: file_of(&t.id, source),
         usage: ledger.usage(idx.index(), t, prices),
-        entries: t.items.iter().map(|i| item(model, i)).collect(),
+        digests: entries.iter().map(|i| digest(&i.text)).collect(),
+        entries,
     }
+}
+
+/// What the store keys an item's text by (`None`: it has no text).
+fn digest(text: &str) -> Option<[u8; 32]> {
+    use sha2::Digest as _;
+    (!text.is_empty()).then(|| sha2::Sha256::digest(text.as_bytes()).into())
 }
 
 /// A root's brief: the first user message of its first turn that is what a person asked, not a

@@ -184,7 +184,14 @@ const V4: &str = "ALTER TABLE items ADD COLUMN item_id TEXT;
 /// ([`crate::source::agents::FILLED_BEFORE_SCHEMA_4`]).
 pub(super) const V5: &str = crate::source::agents::FILLED_BEFORE_SCHEMA_4;
 
-const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5)];
+/// Version 6: a run's brief and answer go to their index as the sync writes its batch, not by a
+/// trigger as each run goes in (issue 20, `report daily` on an empty store): each run's insert
+/// flushed the run before's text to a segment of its own, and a batch now flushes once. The index
+/// and what it holds are unchanged; deletes still go through `runs_fts_delete`. `IF EXISTS`: a
+/// store a test took back to an earlier version by SQL never had it recreated.
+const V6: &str = "DROP TRIGGER IF EXISTS runs_fts_insert;";
+
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5), M::up(V6)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

@@ -14,7 +14,6 @@ use std::time::Duration;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use nix::fcntl::{Flock, FlockArg};
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
-use sha2::{Digest, Sha256};
 
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
@@ -381,24 +380,12 @@ impl Sqlite {
         let mut usage_st = tx.prepare_cached(&format!(
             "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ))?;
-        // Each item's text digest, once: the texts' lookup and the items' rows both key on it.
-        let digests: Vec<Vec<Option<Digest32>>> = rows
-            .runs
-            .iter()
-            .map(|run| {
-                if run.session_id(sessions).is_none() {
-                    return Vec::new();
-                }
-                run.entries
-                    .iter()
-                    .map(|i| (!i.text.is_empty()).then(|| Sha256::digest(i.text.as_bytes()).into()))
-                    .collect()
-            })
-            .collect();
-        // The texts this source's stored items hold, in the order they hold them.
-        let held = rows.runs.iter().zip(&digests).flat_map(|(run, digests)| {
-            run.entries.iter().zip(digests).filter_map(|(i, d)| d.map(|d| (d, i.text.as_str())))
-        });
+        // The texts this source's stored items hold, in the order they hold them (a run whose
+        // session is another source's holds none here).
+        let held =
+            rows.runs.iter().filter(|run| run.session_id(sessions).is_some()).flat_map(|run| {
+                run.entries.iter().zip(&run.digests).filter_map(|(i, d)| d.map(|d| (d, i.text.as_str())))
+            });
         texts.add(tx, held)?;
         let mut written = 0;
         for (ordinal, run) in rows.runs.iter().enumerate() {
@@ -463,8 +450,9 @@ impl Sqlite {
                 ])?;
             }
             // Their text's ids now: a later source's replacement may forget the ids known.
-            let text_ids = texts.ids(tx, &run.entries, &digests[ordinal])?;
-            items.push(RunItems { run: id, entries: &run.entries, text_ids });
+            let text_ids = texts.ids(tx, &run.entries, &run.digests)?;
+            let (brief, answer) = (run.brief.as_deref(), run.answer.as_deref());
+            items.push(RunItems { run: id, entries: &run.entries, text_ids, brief, answer });
         }
         // Parents after every run is in: a child can be seen before its parent.
         let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
@@ -641,11 +629,18 @@ impl Backend for Sqlite {
             written.duplicates += w.duplicates;
             written.runs += w.runs;
         }
-        // Items last, after every run and text of the batch. Why: an items statement (many rows,
-        // each of which may fail) opens a savepoint, at which FTS5 writes what it holds pending to
-        // a segment of its own; after each run, it wrote one for that run's brief and answer, and
-        // the flushes and merges of those segments were 3 to 4 % of a first `report`'s CPU (perf).
-        // Here the batch's text goes to the index in one flush.
+        // The runs' briefs and answers to their index, then items, after every run and text of the
+        // batch. Why: a statement that may write many rows (an items statement, an insert with
+        // RETURNING) opens a savepoint, at which FTS5 writes what it holds pending to a segment of
+        // its own. Indexed by a trigger as each run went in (schema 2), each run's text was a
+        // segment, flushed by the next run's insert, and those flushes and merges were some 10 % of
+        // the writer's CPU in a first `report` (perf); one-row inserts into the index open no
+        // savepoint, so here the batch's text goes to the index in one flush (schema 6).
+        let mut index = tx.prepare_cached("INSERT INTO runs_fts(rowid, brief, answer) VALUES (?1, ?2, ?3)")?;
+        for run in &items {
+            index.execute(params![run.run, run.brief, run.answer])?;
+        }
+        drop(index);
         for run in &items {
             Self::insert_items(&tx, run)?;
         }
@@ -1066,11 +1061,14 @@ const ITEM_VALUES: usize = 13;
 /// Texts inserted by one statement (2 values each).
 const TEXT_ROWS: usize = 256;
 
-/// A run's items, waiting for their rows: their text's ids are known.
+/// A run's items, waiting for their rows (their text's ids are known), and its brief and answer,
+/// waiting for the text index.
 struct RunItems<'r> {
     run: i64,
     entries: &'r [ItemRow],
     text_ids: Vec<Option<i64>>,
+    brief: Option<&'r str>,
+    answer: Option<&'r str>,
 }
 
 /// A text's SHA-256, which keys it.
