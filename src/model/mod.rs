@@ -541,7 +541,7 @@ impl Model {
                 let t = &mut self.threads[idx.index()];
                 match t.reported_usage.iter_mut().find(|(m, _)| *m == model) {
                     Some((_, figure)) => *figure = tokens,
-                    None => t.reported_usage.push((model, tokens)),
+                    None => kept::push_small(&mut t.reported_usage, (model, tokens)),
                 }
             }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
@@ -721,7 +721,7 @@ impl Model {
         match t.reported_cost.iter_mut().find(|(m, _)| *m == model) {
             Some((_, figure)) if c.cumulative => *figure = usd,
             Some((_, figure)) => *figure += usd,
-            None => t.reported_cost.push((model, usd)),
+            None => kept::push_small(&mut t.reported_cost, (model, usd)),
         }
         self.reprice_session(idx);
     }
