@@ -184,14 +184,20 @@ const V4: &str = "ALTER TABLE items ADD COLUMN item_id TEXT;
 /// ([`crate::source::agents::FILLED_BEFORE_SCHEMA_4`]).
 pub(super) const V5: &str = crate::source::agents::FILLED_BEFORE_SCHEMA_4;
 
-/// Version 6: a run's brief and answer go to their index as the sync writes its batch, not by a
+/// Version 6: why a call failed, in the agent's own words (issue 19: a session opened from the
+/// store drew `✗ Agent failed` without the CLI's `Agent type '…' not found` its live lane showed).
+/// Items stored before keep null; their sources are read again by the next sync where their files
+/// are still there (the reader's fingerprint names the schema).
+pub(super) const V6: &str = "ALTER TABLE items ADD COLUMN why TEXT;";
+
+/// Version 7: a run's brief and answer go to their index as the sync writes its batch, not by a
 /// trigger as each run goes in (issue 20, `report daily` on an empty store): each run's insert
 /// flushed the run before's text to a segment of its own, and a batch now flushes once. The index
 /// and what it holds are unchanged; deletes still go through `runs_fts_delete`. `IF EXISTS`: a
 /// store a test took back to an earlier version by SQL never had it recreated.
-const V6: &str = "DROP TRIGGER IF EXISTS runs_fts_insert;";
+const V7: &str = "DROP TRIGGER IF EXISTS runs_fts_insert;";
 
-const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5), M::up(V6)];
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5), M::up(V6), M::up(V7)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

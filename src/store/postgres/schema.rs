@@ -186,13 +186,16 @@ const V4: &str = "ALTER TABLE items
 /// columns, where they tell it exactly.
 const V5: &str = crate::store::schema::V5;
 
-/// Version 6: nothing to change here. SQLite's version 6 feeds its FTS5 index of briefs and answers
+/// Version 6, as SQLite's (the same statement): why a call failed, in the agent's own words.
+const V6: &str = crate::store::schema::V6;
+
+/// Version 7: nothing to change here. SQLite's version 7 feeds its FTS5 index of briefs and answers
 /// from the sync's batch instead of a trigger; this store's index is a generated column. A step
 /// all the same, so that the versions keep SQLite's numbering.
-const V6: &str = "SELECT 1;";
+const V7: &str = "SELECT 1;";
 
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const STEPS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();
