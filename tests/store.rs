@@ -1079,3 +1079,30 @@ fn real_sessions_synced_twice_add_nothing() {
     assert_eq!(m.json(&["sync", "--json"])["read"], 2);
     assert_eq!(m.dump(), dump);
 }
+
+/// `history SESSION` prints the session's tree as the sync stored it: a spawn the CLI refused
+/// started no agent, so only its own line says it happened, with the CLI's reason (issue 19), also
+/// once the session's files are gone (the real Claude Code 2.1.332 and OpenCode 1.18.33 `badtype`).
+#[test]
+fn history_of_a_session_whose_files_went_says_why_its_call_failed() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("badtype").with_opencode("badtype");
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(m.claude_fixture_project()).unwrap();
+    std::fs::remove_dir_all(m.opencode_dir()).unwrap();
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let mut said = Vec::new();
+    for session in listed["sessions"].as_array().unwrap() {
+        assert_eq!(session["filesPresent"], false, "{session}");
+        let tree = m.run(&["history", session["id"].as_str().unwrap(), "--no-sync"]);
+        said.extend(tree.lines().filter(|l| l.contains(" failed: ")).map(str::to_owned));
+    }
+    said.sort();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].ends_with("✗ Agent failed: Agent type 'no-such-agent' not found. Available agents: claude, Explore, general-purpose, Plan, sta…"), "{said:?}");
+    assert!(
+        said[1].ends_with("✗ task failed: Unknown agent type: no-such-agent is not a valid agent type"),
+        "{said:?}"
+    );
+}
