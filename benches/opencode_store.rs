@@ -14,6 +14,8 @@
 //!   thread per session, which grows with the store whatever the source does).
 //!
 //! Run: `cargo bench --bench opencode_store`. Prints each figure and the ratio large / small.
+//! SWARMTOP_BENCH_BASELINE=BIN also measures `stats` with another `swarmtop` binary on the same
+//! stores, one after the other (read ratios, not absolutes, on a shared machine).
 //! `cargo bench --bench opencode_store -- --build DIR` only builds the two stores into `DIR` (to
 //! measure another build of `swarmtop` on the same stores).
 
@@ -119,15 +121,11 @@ fn measure_child(how: &str, db: &Path) -> (usize, Figure) {
     (records, Figure { peak_mib, seconds })
 }
 
-/// `swarmtop stats --json` on the data directory: its peak RSS, polled from `/proc` until it exits.
-fn measure_stats(data: &Path) -> Figure {
+/// `bin stats --json` on the data directory: its peak RSS, polled from `/proc` until it exits.
+fn measure_stats(bin: &Path, data: &Path) -> Figure {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
-        .args(["stats", "--json"])
-        .arg(data)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(bin).args(["stats", "--json"]).arg(data).stdout(std::process::Stdio::null()).spawn().unwrap();
     let mut peak_kb = 0u64;
     loop {
         let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
@@ -161,7 +159,10 @@ fn main() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    let baseline = std::env::var_os("SWARMTOP_BENCH_BASELINE").map(PathBuf::from);
+    let this = PathBuf::from(env!("CARGO_BIN_EXE_swarmtop"));
     let mut rows = Vec::new();
+    let mut base_rows = Vec::new();
     for sessions in SIZES {
         let data = build(dir.path(), sessions);
         let db = data.join("opencode.db");
@@ -169,7 +170,12 @@ fn main() {
         let (records, pages) = measure_child("pages", &db);
         let (whole_records, whole) = measure_child("whole", &db);
         assert_eq!(records, whole_records);
-        let stats = measure_stats(&data);
+        let stats = measure_stats(&this, &data);
+        if let Some(bin) = &baseline {
+            let base = measure_stats(bin, &data);
+            println!("  baseline stats {:>7.1} MiB ({:.2} s)", base.peak_mib, base.seconds);
+            base_rows.push(base);
+        }
         println!(
             "store {mb:>6.1} MB, {sessions:>7} sessions, {records:>8} records: peak RSS pages {:>7.1} MiB ({:.2} s) \
              · whole {:>7.1} MiB ({:.2} s) · stats {:>7.1} MiB ({:.2} s)",
@@ -188,4 +194,13 @@ fn main() {
         large.1.seconds / small.1.seconds,
         large.3.seconds / small.3.seconds,
     );
+    if let [small_base, large_base] = &base_rows[..] {
+        println!(
+            "baseline: stats peak large / small {:.2}× · this build / baseline: small {:.2}× · large {:.2}× · time large {:.2}×",
+            large_base.peak_mib / small_base.peak_mib,
+            small.3.peak_mib / small_base.peak_mib,
+            large.3.peak_mib / large_base.peak_mib,
+            large.3.seconds / large_base.seconds,
+        );
+    }
 }

@@ -86,6 +86,7 @@ fn item(kind: &str, title: &str, text: &str) -> PastItem {
         op: None,
         exit_code: None,
         receivers: Vec::new(),
+        why: None,
     }
 }
 
@@ -461,4 +462,46 @@ fn an_empty_machine_view_within_a_window_says_so_and_where_older_sessions_are() 
     assert!(empty.contains("Older sessions:  swarmtop --all  ·  stored runs:  H"), "{empty}");
     assert!(empty.contains("swarmtop demo"), "the last line, below a wrapped one: {empty}");
     insta::assert_snapshot!("empty_machine_view_within_a_window_80x24", empty);
+}
+
+/// A session opened from the store says why a call failed, in its agent's words, as its live lane
+/// did (schema 6, issue 19): the real Claude Code 2.1.332 and OpenCode 1.18.33 `badtype` sessions
+/// (an agent type they lack, then a healthy helper), synced, their files then deleted, opened as
+/// the history view opens them.
+#[test]
+fn a_stored_session_says_why_its_call_failed() {
+    let (p, feed) = monitor();
+    for (agent, tool, why) in [
+        ("claude", "Agent", "Agent type 'no-such-agent' not found."),
+        ("opencode", "task", "Unknown agent type: no-such-agent"),
+    ] {
+        let m = store_support::Machine::new();
+        let files = if agent == "opencode" {
+            m.with_opencode("badtype");
+            m.opencode_dir()
+        } else {
+            m.with_claude_2_1_332("badtype");
+            m.claude_fixture_project()
+        };
+        m.run(&["sync"]);
+        std::fs::remove_dir_all(files).expect("its files go");
+        m.run(&["sync"]);
+        let listed = m.json(&["history", "--json", "--no-sync", "--agent", agent]);
+        let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
+        assert_eq!(listed["sessions"][0]["filesPresent"], false, "{agent}");
+        let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
+        let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+        let failed: Vec<&PastItem> =
+            stored.runs[0].entries.iter().filter(|i| i.status == ItemStatus::Failed && i.why.is_some()).collect();
+        assert_eq!(failed.len(), 1, "{agent}: the failed call keeps its reason");
+        assert!(failed[0].why.as_ref().is_some_and(|w| w.as_str().starts_with(why)), "{agent}: {:?}", failed[0].why);
+        let mut v = View::with_theme(Theme::dark());
+        v.history.open = true;
+        v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
+        v.history.take(Loaded::Stored(Ok(Box::new(stored))));
+        for size in [(80, 24), (200, 60)] {
+            let screen = draw(&p, &feed, &mut v, size);
+            assert!(screen.contains(&format!("✗ {tool} failed")) && screen.contains(why), "{agent} {size:?}: {screen}");
+        }
+    }
 }

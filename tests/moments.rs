@@ -3,7 +3,8 @@
 //! after the last record of each stream time. At each moment every agent is absent before its
 //! spawn, active while a turn of its own is open (its parent too, while the parent's turn that
 //! spawned it is open), not active once its last turn ended, never back to active within the
-//! same turn, and its tokens never fall. A running agent reads `◷ waiting on N` exactly while
+//! same turn, and its tokens never fall; a child that tells no turn of its own is never pending
+//! once a line of its own came. A running agent reads `◷ waiting on N` exactly while
 //! it waits on N: its spawn calls still open or whose agent works, and its children at work (or
 //! spawned and not started) that no call names. The header's total is its rows' sum (the
 //! unattributed parts included) and never falls; an agent's cost never falls; an agent or a
@@ -204,6 +205,11 @@ fn check(model: &Model, t: i64, end: &HashMap<String, Known>, seen: &mut HashMap
             && active
         {
             broken.push(format!("{id}: {} after its last turn ended", th.status.as_str()));
+        }
+        // A child that tells no turn of its own (its prompt is not in the stream) works from its
+        // first line: only its work is told, so it is never pending once a line of it came.
+        if k.parent.is_some() && k.turns.is_empty() && th.first_ms.is_some() && th.status == Status::Pending {
+            broken.push(format!("{id}: pending after a line of its own"));
         }
     }
     for (id, k) in end {
@@ -700,4 +706,94 @@ fn otlp_sub_agents_are_named_from_their_first_response() {
     });
     assert!(children_seen > 10, "{children_seen}");
     assert!(broken.is_empty(), "{} rules broken:\n{}", broken.len(), broken.join("\n"));
+}
+
+/// What a recorded OTLP record says of Claude Code's sub-agents.
+enum OtlpSays {
+    /// A record of the agent's work (`agent_id`, as Claude Code writes it on each span and log
+    /// of a sub-agent).
+    Works(String),
+    /// The agent's `subagent_completed` log.
+    Completed(String),
+    /// The receiver's join of an agent to the call that started it.
+    Link {
+        child: String,
+        card: String,
+    },
+    /// The span of an `Agent` call: it ended, its agent answered.
+    Answered(String),
+    Nothing,
+}
+
+fn otlp_says(record: &[u8]) -> OtlpSays {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(record) else { return OtlpSays::Nothing };
+    let msg = &v["msg"];
+    if let (Some(child), Some(card)) = (msg["child"].as_str(), msg["card"].as_str()) {
+        return OtlpSays::Link { child: child.to_owned(), card: card.to_owned() };
+    }
+    let attrs = msg["span"]["attributes"].as_array().or_else(|| msg["log"]["attributes"].as_array());
+    let attr = |key: &str| {
+        attrs?.iter().find(|a| a["key"] == key).and_then(|a| a["value"]["stringValue"].as_str()).map(str::to_owned)
+    };
+    if msg["span"]["name"] == "claude_code.tool"
+        && attr("tool_name").as_deref() == Some("Agent")
+        && let Some(call) = attr("tool_use_id")
+    {
+        return OtlpSays::Answered(call);
+    }
+    match (attr("agent_id"), attr("event.name").as_deref() == Some("subagent_completed")) {
+        (Some(agent), true) => OtlpSays::Completed(agent),
+        (Some(agent), false) => OtlpSays::Works(agent),
+        (None, _) => OtlpSays::Nothing,
+    }
+}
+
+/// Claude Code's telemetry (2.1.332) never exports a sub-agent's prompt, only its work: each
+/// sub-agent is at work from the first record that names it (a response or tool span, a tool or
+/// request log) until it ended: its `subagent_completed` log, or the span of the `Agent` call
+/// that started it (the call ends with its answer; the log may come a batch later). It shows so
+/// after every record, whatever order the export batches came in (issue 19: the children read
+/// `○ pending` until their first tool log came, the grandchild for all of its life but its last
+/// half second).
+#[test]
+fn otlp_sub_agents_run_from_their_first_record() {
+    use std::collections::HashSet;
+    let path = fixtures().join("claude-2.1.332-otlp/parallel.ndjson");
+    let inputs = files::expand(&[path]).expect("inputs");
+    let mut merged = Merged::open(inputs.as_slice(), Timing { order: Order::Time, until: None }).expect("open");
+    let mut pipeline = Pipeline::default();
+    let (mut named, mut ended) = (Vec::<String>::new(), HashSet::<String>::new());
+    let mut cards = HashMap::<String, String>::new();
+    let (mut broken, mut at_work, mut n) = (Vec::new(), 0, 0);
+    while let Some((record, origin)) = merged.next_record().expect("read") {
+        n += 1;
+        if let files::Record::Line(bytes) = record {
+            match otlp_says(bytes) {
+                OtlpSays::Works(agent) if !named.contains(&agent) => named.push(agent),
+                OtlpSays::Completed(agent) => _ = ended.insert(agent),
+                OtlpSays::Link { child, card } => _ = cards.insert(card, child),
+                OtlpSays::Answered(call) => ended.extend(cards.get(&call).cloned()),
+                _ => {}
+            }
+        }
+        pipeline.feed(record, origin, &mut |_: &Event<'_, '_>| {});
+        let model = &pipeline.model;
+        for agent in &named {
+            let Some(th) = model.threads.iter().find(|th| &*th.id == agent) else {
+                broken.push(format!("record {n}: {agent} named and absent"));
+                continue;
+            };
+            let done = ended.contains(agent);
+            if done && th.status != Status::Idle {
+                broken.push(format!("record {n}: {agent} {} after it answered", th.status.as_str()));
+            } else if !done && !th.status.is_active() {
+                broken.push(format!("record {n}: {agent} {} while it works", th.status.as_str()));
+            } else if !done {
+                at_work += 1;
+            }
+        }
+    }
+    assert_eq!(named.len(), 3, "two children and a grandchild: {named:?}");
+    assert!(broken.is_empty(), "{} rules broken:\n{}", broken.len(), broken.join("\n"));
+    eprintln!("{n} records, {at_work} (agent, record) pairs at work");
 }

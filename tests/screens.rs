@@ -1668,3 +1668,57 @@ fn diagnostics_show_files_reopened_past_the_open_file_bound() {
     assert!(screen.contains("files reopened 6"), "{screen}");
     insta::assert_snapshot!("diagnostics_files_reopened_120x40", screen);
 }
+
+/// The real Claude Code 2.1.332 `badtype` capture (`tests/fixtures/README.md`: an `Agent` call
+/// refused, then a healthy helper) with the refusal's reason made long and hostile: hundreds of
+/// columns, newlines, a CR, escape sequences, a bell and a bidi override, as a CLI's error text
+/// may come.
+fn with_long_failure_reason() -> Pipeline {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332/badtype.ndjson");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let real = "Agent type 'no-such-agent' not found. Available agents: claude, Explore, general-purpose, Plan, statusline-setup";
+    let mut long = String::from("Agent type 'no-such-agent' not found.\r\n\u{1b}[31mAvailable agents:\u{1b}[0m\n");
+    for k in 0..24 {
+        write!(long, "agent-{k:02}-with-a-long-name\u{7}, ").expect("write");
+    }
+    long.push_str("\u{202e}reversed\u{202c}\tand then the END-OF-REASON");
+    let escaped = serde_json::to_string(&long).expect("json");
+    let escaped = &escaped[1..escaped.len() - 1];
+    let mut p = Pipeline::default();
+    for line in text.lines() {
+        p.push(line.replace(real, escaped).as_bytes());
+    }
+    p.finish();
+    p
+}
+
+/// A failed spawn's reason (issue 19, `Item::why`) is the CLI's own text, which can be long: on
+/// the lanes it takes at most two rows, cut with `…`, so the cards under it stay on screen; the
+/// lane opened alone (Enter) shows all of it. Nothing of its control characters reaches the screen.
+#[test]
+fn a_long_failure_reason_is_cut_on_the_lanes_and_whole_in_the_open_lane() {
+    let p = with_long_failure_reason();
+    let f = Feed { source: swarmtop::wire::sanitize_line("badtype"), now_ms: p.model.stream_ms, ..Feed::default() };
+    for size in [(80, 24), (200, 60)] {
+        let mut v = View::with_theme(Theme::no_color());
+        let screen = render(&p, &f, &mut v, size);
+        for bad in ['\u{1b}', '\u{7}', '\u{202e}', '\r'] {
+            assert!(!screen.contains(bad), "{bad:?} on the screen:\n{screen}");
+        }
+        assert!(
+            screen.contains("✗ Agent failed") && screen.contains("Agent type 'no-such-agent' not found."),
+            "{screen}"
+        );
+        assert!(screen.contains('…') && !screen.contains("END-OF-REASON"), "the reason is cut:\n{screen}");
+        // The rows under the failed call: the helper's call and the answer after it.
+        assert!(screen.contains("⑂ Agent"), "the helper's card pushed off:\n{screen}");
+        insta::assert_snapshot!(format!("long_failure_reason_{}x{}", size.0, size.1), screen);
+    }
+    let mut v = View::with_theme(Theme::no_color());
+    render(&p, &f, &mut v, (200, 60));
+    press(&mut v, &p, &[key(KeyCode::Enter)]);
+    assert!(v.selection.expanded.is_some(), "Enter opens the lane");
+    let screen = render(&p, &f, &mut v, (200, 60));
+    assert!(screen.contains("END-OF-REASON"), "the open lane shows the whole reason:\n{screen}");
+    insta::assert_snapshot!("long_failure_reason_open_lane_200x60", screen);
+}

@@ -870,6 +870,7 @@ const TO_SCHEMA_3: &str = "ALTER TABLE items DROP COLUMN item_id;
     ALTER TABLE items DROP COLUMN op;
     ALTER TABLE items DROP COLUMN exit_code;
     ALTER TABLE items DROP COLUMN receivers;
+    ALTER TABLE items DROP COLUMN why;
     UPDATE sources SET fingerprint = 'swarmtop 0.1.0; prices builtin';
     UPDATE meta SET value = 'swarmtop 0.1.0; prices builtin' WHERE key = 'reader';
     PRAGMA user_version = 3;";
@@ -1008,6 +1009,56 @@ fn a_session_gone_before_schema_4_gets_what_its_rows_tell() {
     assert_eq!(v4_columns(&m.store()), upgraded);
 }
 
+/// Each stored reason of a failed call (schema 6), in text order (row ids follow the order the
+/// sync's readers finished in).
+fn whys(store: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    let mut st = conn.prepare("SELECT why FROM items WHERE why IS NOT NULL ORDER BY why").unwrap();
+    st.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+/// What schema 5 wrote: a store synced by this swarmtop, the items' reasons dropped, its version set
+/// back and its sources marked as read by that swarmtop (whose fingerprint named schema 5).
+const TO_SCHEMA_5: &str = "ALTER TABLE items DROP COLUMN why;
+    UPDATE sources SET fingerprint = replace(fingerprint, 'schema 6;', 'schema 5;');
+    UPDATE meta SET value = replace(value, 'schema 6;', 'schema 5;') WHERE key = 'reader';
+    PRAGMA user_version = 5;";
+
+/// Schema 6 (issue 19): a failed call's reason is stored with its item. The real Claude Code
+/// 2.1.332 and OpenCode 1.18.33 `badtype` sessions each keep their CLI's words. A store schema 5
+/// wrote opens upgraded in place (its sessions as they were, no reason made up); the next sync
+/// reads the sources again and the store is what a new store synced once holds; a store from a
+/// version past this swarmtop's is refused untouched.
+#[test]
+fn a_schema_5_store_is_upgraded_to_keep_why_calls_failed() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("badtype").with_opencode("badtype");
+    m.run(&["sync"]);
+    let clean = m.dump();
+    let kept = whys(&m.store());
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.iter().any(|w| w.starts_with("Agent type 'no-such-agent' not found.")), "{kept:?}");
+    assert!(kept.iter().any(|w| w.starts_with("Unknown agent type: no-such-agent")), "{kept:?}");
+    let listed = m.run(&["history", "--json", "--no-sync"]);
+    rusqlite::Connection::open(m.store()).unwrap().execute_batch(TO_SCHEMA_5).unwrap();
+    assert_eq!(user_version(&m.store()), 5);
+    assert_eq!(m.run(&["history", "--json", "--no-sync"]), listed, "opened and upgraded: every session as it was");
+    assert_eq!(user_version(&m.store()), i64::try_from(swarmtop::store::SCHEMA_VERSION).unwrap());
+    assert!(whys(&m.store()).is_empty(), "what schema 5 did not keep is not made up");
+    let synced = m.json(&["sync", "--json"]);
+    assert_eq!(synced["read"], 2, "both sources read again: {synced}");
+    assert_eq!(m.dump(), clean, "the store a clean sync fills");
+    assert_eq!(whys(&m.store()), kept);
+    // One version past this swarmtop's: refused, not a byte changed.
+    let next = i64::try_from(swarmtop::store::SCHEMA_VERSION + 1).unwrap();
+    rusqlite::Connection::open(m.store()).unwrap().pragma_update(None, "user_version", next).unwrap();
+    let bytes = std::fs::read(m.store()).unwrap();
+    let out = m.output(&["history", "--no-sync"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("schema version {next}")));
+    assert_eq!(std::fs::read(m.store()).unwrap(), bytes);
+}
+
 /// Synced again, a session's items are the same rows, not one more copy of each: whether nothing
 /// changed (nothing is read), or its files were touched and read again whole.
 #[test]
@@ -1027,4 +1078,31 @@ fn real_sessions_synced_twice_add_nothing() {
     rusqlite::Connection::open(m.store()).unwrap().execute("UPDATE sources SET fingerprint = 'another'", []).unwrap();
     assert_eq!(m.json(&["sync", "--json"])["read"], 2);
     assert_eq!(m.dump(), dump);
+}
+
+/// `history SESSION` prints the session's tree as the sync stored it: a spawn the CLI refused
+/// started no agent, so only its own line says it happened, with the CLI's reason (issue 19), also
+/// once the session's files are gone (the real Claude Code 2.1.332 and OpenCode 1.18.33 `badtype`).
+#[test]
+fn history_of_a_session_whose_files_went_says_why_its_call_failed() {
+    let m = Machine::new();
+    m.with_claude_2_1_332("badtype").with_opencode("badtype");
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(m.claude_fixture_project()).unwrap();
+    std::fs::remove_dir_all(m.opencode_dir()).unwrap();
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync"]);
+    let mut said = Vec::new();
+    for session in listed["sessions"].as_array().unwrap() {
+        assert_eq!(session["filesPresent"], false, "{session}");
+        let tree = m.run(&["history", session["id"].as_str().unwrap(), "--no-sync"]);
+        said.extend(tree.lines().filter(|l| l.contains(" failed: ")).map(str::to_owned));
+    }
+    said.sort();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(said[0].ends_with("✗ Agent failed: Agent type 'no-such-agent' not found. Available agents: claude, Explore, general-purpose, Plan, sta…"), "{said:?}");
+    assert!(
+        said[1].ends_with("✗ task failed: Unknown agent type: no-such-agent is not a valid agent type"),
+        "{said:?}"
+    );
 }

@@ -373,7 +373,7 @@ fn a_schema_3_team_store_is_upgraded_in_place_and_keeps_each_agents_own_words() 
     client
         .batch_execute(
             "ALTER TABLE items DROP COLUMN item_id, DROP COLUMN turn, DROP COLUMN tool, DROP COLUMN op,
-                               DROP COLUMN exit_code, DROP COLUMN receivers;
+                               DROP COLUMN exit_code, DROP COLUMN receivers, DROP COLUMN why;
              UPDATE swarmtop_schema SET version = 3;
              UPDATE sources SET fingerprint = 'swarmtop 0.1.0; prices builtin';
              UPDATE meta SET value = 'swarmtop 0.1.0; prices builtin' WHERE key = 'reader';",
@@ -406,4 +406,62 @@ fn a_schema_3_team_store_is_upgraded_in_place_and_keeps_each_agents_own_words() 
         tools.extend(root.iter().filter_map(|i| i.tool.as_ref()).map(ToString::to_string));
     }
     assert!(tools.iter().any(|t| t == "task") && tools.iter().any(|t| t == "Agent"), "{tools:?}");
+}
+
+/// Schema 6 on the team store (issue 19): a failed call's reason is kept with its item, as in
+/// SQLite. A database schema 5 wrote (the reasons dropped, the version set back, the sources
+/// marked as read by that swarmtop) is upgraded in place when a machine opens it, every session as
+/// it was and no reason made up; the next sync reads the sources again, and the real Claude Code
+/// 2.1.332 and OpenCode 1.18.33 `badtype` sessions, opened from the store with their files gone,
+/// say why their call failed as the file store does.
+#[test]
+fn a_schema_5_team_store_is_upgraded_to_keep_why_calls_failed() {
+    let pg = Postgres::start();
+    let url = pg.database("six");
+    let m = Machine::new();
+    m.with_opencode("badtype").with_claude_2_1_332("badtype");
+    ok(on(&m, "laptop", &url, &["sync"]));
+    let listed = || ok(on(&m, "laptop", &url, &["history", "--json", "--no-sync"]));
+    let before = listed();
+    let mut client = team::open(&url).unwrap();
+    let whys = |client: &mut postgres::Client| -> Vec<String> {
+        client
+            .query("SELECT why FROM items WHERE why IS NOT NULL ORDER BY why", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    assert_eq!(whys(&mut client).len(), 2);
+    client
+        .batch_execute(
+            "ALTER TABLE items DROP COLUMN why;
+             UPDATE swarmtop_schema SET version = 5;
+             UPDATE sources SET fingerprint = replace(fingerprint, 'schema 6;', 'schema 5;');
+             UPDATE meta SET value = replace(value, 'schema 6;', 'schema 5;') WHERE key = 'reader';",
+        )
+        .unwrap();
+    assert_eq!(team::version(&mut client).unwrap(), 5);
+    assert_eq!(listed(), before, "opened and upgraded: every session as it was");
+    assert_eq!(team::version(&mut client).unwrap(), LATEST);
+    assert!(whys(&mut client).is_empty(), "what schema 5 did not keep is not made up");
+    assert_eq!(json(on(&m, "laptop", &url, &["sync", "--json"]))["read"], 2);
+    let kept = whys(&mut client);
+    assert!(
+        kept[0].starts_with("Agent type 'no-such-agent' not found.") && kept[1].starts_with("Unknown agent type"),
+        "{kept:?}"
+    );
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(m.claude_fixture_project()).unwrap();
+    std::fs::remove_dir_all(m.opencode_dir()).unwrap();
+    ok(on(&m, "laptop", &url, &["sync"]));
+    m.run(&["sync"]);
+    let file = swarmtop::store::Store::open(&m.store()).unwrap();
+    let team_store = swarmtop::store::Store::open_at(&swarmtop::store::Location::Team(url.clone()), "laptop").unwrap();
+    for session in serde_json::from_str::<serde_json::Value>(&before).unwrap()["sessions"].as_array().unwrap() {
+        let id = session["id"].as_str().unwrap();
+        let stored = swarmtop::commands::stored(&team_store, id).unwrap();
+        assert_eq!(stored, swarmtop::commands::stored(&file, id).unwrap(), "{id}");
+        assert!(stored.runs[0].entries.iter().any(|i| i.why.is_some()), "{id}: its failed call says why");
+    }
 }

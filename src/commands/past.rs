@@ -311,6 +311,7 @@ fn run(store: &Store, session: &str, r: &RunInfo, names: &HashMap<&str, &Clean>)
             exit_code: i.exit_code,
             // Only the session's runs: the live lane names only threads it knows.
             receivers: i.receivers.iter().filter_map(|t| names.get(t.as_str()).map(|&n| n.clone())).collect(),
+            why: i.why.as_deref().map(sanitize),
         })
         .collect();
     Ok(PastRun {

@@ -2,10 +2,11 @@
 //! a tree for people.
 
 use std::fmt::Write as _;
+use std::io::Write as IoWrite;
 use std::process::ExitCode;
 
 use color_eyre::eyre::Result;
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::cli::StatsArgs;
@@ -26,8 +27,14 @@ pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     if error.is_none() && args.until.until.is_none() {
         super::traffic::required(&args.inputs, &pipeline)?;
     }
-    let out = if args.json { render_json(&pipeline) } else { render_text(&pipeline) };
-    super::print(out.as_bytes())?;
+    if args.json {
+        // Written as it is serialised: the whole text of 1M threads held at once, with the model,
+        // was most of `stats`' peak on a large OpenCode store (issue 22).
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        write_json(&pipeline, &mut out).and_then(|()| out.flush()).map_err(super::stdout_error)?;
+    } else {
+        super::print(render_text(&pipeline).as_bytes())?;
+    }
     error.map_or(Ok(ExitCode::SUCCESS), Err)
 }
 
@@ -36,11 +43,22 @@ pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
 struct StatsJson<'a> {
     input: InputJson,
     routing: RoutingJson,
-    threads: Vec<ThreadJson<'a>>,
+    threads: ThreadsJson<'a>,
     totals: TotalsJson,
     /// What the bounds dropped; only there when they dropped something.
     #[serde(skip_serializing_if = "Option::is_none")]
     dropped: Option<DroppedJson>,
+}
+
+/// Every thread, in first-seen order, each made as it is written: a list of them all took as much
+/// again as the model (issue 22).
+struct ThreadsJson<'a>(&'a Model);
+
+impl Serialize for ThreadsJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let model = self.0;
+        serializer.collect_seq((0..model.threads.len()).map(|i| thread_json(model, ThreadIdx(i as u32))))
+    }
 }
 
 #[derive(Serialize, PartialEq, Eq, Default)]
@@ -243,9 +261,15 @@ pub(super) fn money(cost: Option<Pico>) -> Option<Box<RawValue>> {
 
 /// What `stats --json` prints: one JSON object and a newline.
 pub fn render_json(pipeline: &Pipeline) -> String {
-    let mut out = serde_json::to_string(&stats_json(pipeline)).expect("stats serialise");
-    out.push('\n');
-    out
+    let mut out = Vec::new();
+    write_json(pipeline, &mut out).expect("stats serialise");
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// [`render_json`], written to `out` as it is made.
+pub fn write_json(pipeline: &Pipeline, out: &mut impl IoWrite) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, &stats_json(pipeline))?;
+    out.write_all(b"\n")
 }
 
 /// The same object, indented (for reading and for snapshots); numbers are as exact as above.
@@ -258,7 +282,7 @@ pub fn render_json_pretty(pipeline: &Pipeline) -> String {
 fn stats_json(pipeline: &Pipeline) -> StatsJson<'_> {
     let model = &pipeline.model;
     let counters = pipeline.counters();
-    let threads = model.threads.iter().enumerate().map(|(i, _)| thread_json(model, ThreadIdx(i as u32))).collect();
+    let threads = ThreadsJson(model);
     let totals = model.totals();
     StatsJson {
         input: InputJson {

@@ -13,7 +13,7 @@ use crate::pipeline::Config;
 use crate::router::{Role, ThreadIdx};
 use crate::ui::label;
 use crate::ui::status::Shown;
-use crate::ui::text::grouped;
+use crate::ui::text::{grouped, truncate};
 
 pub fn run(args: &TreeArgs, config: Config) -> Result<ExitCode> {
     // The tree and its names only: no item text is printed.
@@ -49,6 +49,25 @@ pub fn render_tree(model: &Model) -> String {
         out.push_str("(no threads)\n");
     }
     out
+}
+
+/// Columns of a refused call's reason on its line: its head says what went wrong (`Agent type
+/// '…' not found`); the rest is the CLI's list of what it has.
+const REASON_COLUMNS: usize = 100;
+
+/// A thread's spawn calls that failed and started no agent, each on a line under it with the
+/// agent's own reason (issue 19): no agent's line says they happened, and `history SESSION`
+/// prints this tree as the sync stored it.
+fn refused_calls(t: &crate::model::Thread, indent: &str, out: &mut String) {
+    let refused = t.items.iter().filter(|i| {
+        i.op == Some(crate::model::AgentOp::Spawn) && i.status == crate::model::ItemStatus::Failed && i.lanes.is_empty()
+    });
+    for call in refused {
+        let tool = call.tool.as_deref().unwrap_or("spawn");
+        let why = call.why.as_deref().map(|w| w.as_str().split_whitespace().collect::<Vec<_>>().join(" "));
+        let why = why.filter(|w| !w.is_empty()).map(|w| format!(": {}", truncate(&w, REASON_COLUMNS)));
+        let _ = writeln!(out, "{indent}✗ {tool} failed{}", why.unwrap_or_default());
+    }
 }
 
 /// Levels of indentation drawn; deeper threads are drawn at this indent with their depth written
@@ -111,6 +130,7 @@ fn node(model: &Model, idx: ThreadIdx, lead: &str, indent: &str, out: &mut Strin
         if unattributed {
             kids.push(Line::Unattributed(idx));
         }
+        refused_calls(t, &format!("{indent}{}", if kids.is_empty() { "   " } else { "│  " }), out);
         let n = kids.len();
         // Pushed last child first, so the first child is drawn next.
         for (i, kid) in kids.into_iter().enumerate().rev() {

@@ -202,14 +202,17 @@ impl Account {
         // further than its memory allows long before.
         let place = u32::try_from(i).unwrap_or(u32::MAX);
         self.index.insert_unique(hash(key), place, |&j| hash(&list[j as usize].key));
-        self.list.push(Response {
-            key: key.into(),
-            tokens: Tokens::default(),
-            price: None,
-            model: None,
-            first_ms: time,
-            last_ms: time,
-        });
+        super::kept::push_small(
+            &mut self.list,
+            Response {
+                key: key.into(),
+                tokens: Tokens::default(),
+                price: None,
+                model: None,
+                first_ms: time,
+                last_ms: time,
+            },
+        );
         i
     }
 
@@ -221,7 +224,7 @@ impl Account {
     /// which the price table cannot make.
     fn price_place(&mut self, price: Price) -> Option<u16> {
         let i = self.prices.iter().position(|p| *p == price).unwrap_or_else(|| {
-            self.prices.push(price);
+            super::kept::push_small(&mut self.prices, price);
             self.prices.len() - 1
         });
         u16::try_from(i).ok()

@@ -536,23 +536,7 @@ impl Model {
             }
             Fact::Answered(a) => {
                 if let Some(child) = r.registry.find(&a.child) {
-                    // Its answer is in: the turn it worked in is over now, not at some later line.
-                    let t = &self.threads[child.index()];
-                    let open =
-                        t.turns.len().checked_sub(1).filter(|&last| {
-                            t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress)
-                        });
-                    if let Some(turn) = open {
-                        let state = match a.status {
-                            Status::Failed => TurnStatus::Failed,
-                            Status::Interrupted => TurnStatus::Interrupted,
-                            _ => TurnStatus::Completed,
-                        };
-                        self.end_turn(child, turn, state, time);
-                    }
-                    let t = &mut self.threads[child.index()];
-                    t.status = a.status;
-                    t.answered = true;
+                    self.answered(child, a.status, time);
                 }
             }
             Fact::CostReported(c) => self.reported_cost(idx, c),
@@ -565,12 +549,55 @@ impl Model {
                 let t = &mut self.threads[idx.index()];
                 match t.reported_usage.iter_mut().find(|(m, _)| *m == model) {
                     Some((_, figure)) => *figure = tokens,
-                    None => t.reported_usage.push((model, tokens)),
+                    None => kept::push_small(&mut t.reported_usage, (model, tokens)),
                 }
             }
             Fact::SessionEnded(end) => self.session_ended(idx, end.interrupted),
             Fact::Copied => self.threads[idx.index()].forked = true,
             Fact::Acted(a) => self.acted(a, r.registry),
+        }
+    }
+
+    /// A child's answer is in (`status`: how it ended): the turn it worked in is over now, not at
+    /// some later line.
+    fn answered(&mut self, child: ThreadIdx, status: Status, time: Option<i64>) {
+        let t = &self.threads[child.index()];
+        let open = t
+            .turns
+            .len()
+            .checked_sub(1)
+            .filter(|&last| t.turns.get(last).is_some_and(|turn| turn.status == TurnStatus::InProgress));
+        if let Some(turn) = open {
+            let state = match status {
+                Status::Failed => TurnStatus::Failed,
+                Status::Interrupted => TurnStatus::Interrupted,
+                _ => TurnStatus::Completed,
+            };
+            self.end_turn(child, turn, state, time);
+        }
+        let t = &mut self.threads[child.index()];
+        t.status = status;
+        t.answered = true;
+    }
+
+    /// A call whose end hands back its agents' answers ([`ItemFact::answers`]) ended: each agent
+    /// it started that still works and began before that end has answered (its own last record
+    /// may come later: Claude Code exports logs and spans in batches of their own). One that
+    /// began after the end was launched in the background and works on.
+    fn call_answered(&mut self, idx: ThreadIdx, slot: usize) {
+        let Some(item) = self.threads[idx.index()].items.get(slot) else { return };
+        let status = match item.status {
+            ItemStatus::InProgress => return,
+            ItemStatus::Completed => Status::Idle,
+            ItemStatus::Failed => Status::Failed,
+            ItemStatus::Interrupted | ItemStatus::Declined => Status::Interrupted,
+        };
+        let Some(end) = item.completed_ms else { return };
+        for child in item.lanes.clone() {
+            let c = &self.threads[child.index()];
+            if c.status.is_active() && c.began_ms.or(c.first_ms).is_some_and(|began| began <= end) {
+                self.answered(child, status, Some(end));
+            }
         }
     }
 
@@ -631,9 +658,10 @@ impl Model {
             }
             StatusChange::Active if matches!(from, Status::Waiting | Status::Retrying) => Status::Running,
             StatusChange::Idle if matches!(from, Status::Running | Status::Waiting | Status::Retrying) => Status::Idle,
+            StatusChange::Began if from == Status::Pending => Status::Running,
             StatusChange::Set(_) if t.answered => from,
             StatusChange::Set(s) => s,
-            StatusChange::Active | StatusChange::Idle => from,
+            StatusChange::Active | StatusChange::Idle | StatusChange::Began => from,
         };
         if t.status != from {
             // The agent's own word on how it stands outweighs the source's guess.
@@ -702,7 +730,7 @@ impl Model {
         match t.reported_cost.iter_mut().find(|(m, _)| *m == model) {
             Some((_, figure)) if c.cumulative => *figure = usd,
             Some((_, figure)) => *figure += usd,
-            None => t.reported_cost.push((model, usd)),
+            None => kept::push_small(&mut t.reported_cost, (model, usd)),
         }
         self.reprice_session(idx);
     }
@@ -1089,6 +1117,9 @@ impl Model {
         }
         if f.card {
             self.attach_known_lanes(idx, slot);
+        }
+        if f.answers {
+            self.call_answered(idx, slot);
         }
     }
 

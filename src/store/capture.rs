@@ -258,6 +258,7 @@ fn item(model: &Model, i: &crate::model::Item) -> ItemRow {
             .take(text::RECEIVERS)
             .map(|&r| model.thread(r).id.to_string())
             .collect(),
+        why: i.why.as_deref().map(|w| text::cap(w.as_str(), text::ITEM)),
     }
 }
 

@@ -82,6 +82,7 @@ pub const SCHEMA_VERSION: usize = schema::LATEST;
 /// earlier one reads again every source whose files are still there (the sync's fingerprint).
 pub const READING: usize = 2;
 
-/// The schema whose columns a read fills, as the sync's fingerprint names it: 4. Version 5 only
-/// fills what older rows tell of them, so a store upgraded to it reads nothing again.
-pub const READ_SCHEMA: usize = 4;
+/// The schema whose columns a read fills, as the sync's fingerprint names it: 6 (a failed call's
+/// reason), so a store upgraded to it reads again every source whose files are still there.
+/// Version 5 only filled what older rows tell of 4's columns, and read nothing again.
+pub const READ_SCHEMA: usize = 6;

@@ -206,6 +206,9 @@ pub struct ItemRow {
     pub exit_code: Option<i64>,
     /// The threads it names (collab receivers), by id.
     pub receivers: Vec<String>,
+    /// Why a call failed, in the agent's own words, capped (schema 6: `Agent type '…' not
+    /// found`); none in a store older than that.
+    pub why: Option<String>,
 }
 
 impl ItemRow {

@@ -184,7 +184,13 @@ const V4: &str = "ALTER TABLE items ADD COLUMN item_id TEXT;
 /// ([`crate::source::agents::FILLED_BEFORE_SCHEMA_4`]).
 pub(super) const V5: &str = crate::source::agents::FILLED_BEFORE_SCHEMA_4;
 
-const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5)];
+/// Version 6: why a call failed, in the agent's own words (issue 19: a session opened from the
+/// store drew `✗ Agent failed` without the CLI's `Agent type '…' not found` its live lane showed).
+/// Items stored before keep null; their sources are read again by the next sync where their files
+/// are still there (the reader's fingerprint names the schema).
+pub(super) const V6: &str = "ALTER TABLE items ADD COLUMN why TEXT;";
+
+const STEPS: &[M<'static>] = &[M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5), M::up(V6)];
 
 /// Every version, in order: version N is after the N-th migration.
 pub const MIGRATIONS: Migrations<'static> = Migrations::from_slice(STEPS);

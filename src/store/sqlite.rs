@@ -486,8 +486,8 @@ impl Sqlite {
             let items = &entries[rows.clone()];
             let sql = format!(
                 "INSERT INTO items(run_id, ordinal, kind, status, title, text_id, at_ms, item_id, turn, tool, op,
-                                   exit_code, receivers) VALUES {}",
-                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
+                                   exit_code, receivers, why) VALUES {}",
+                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
             );
             let mut st = tx.prepare_cached(&sql)?;
             let extra: Vec<(Option<&str>, Option<&str>)> =
@@ -509,6 +509,7 @@ impl Sqlite {
                     &extra[k].1,
                     &item.exit_code,
                     &receivers[n],
+                    &item.why,
                 ]);
             }
             st.execute(values.as_slice())?;
@@ -753,7 +754,7 @@ impl Backend for Sqlite {
     fn items(&self, session: &str, thread: &str) -> Result<Vec<ItemRow>> {
         let mut st = self.conn.prepare_cached(
             "SELECT i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn, i.tool, i.op, i.exit_code,
-                    i.receivers
+                    i.receivers, i.why
              FROM items i JOIN runs r ON r.id = i.run_id JOIN sessions s ON s.id = r.session_id
              LEFT JOIN texts t ON t.id = i.text_id
              WHERE s.thread = ?1 AND r.thread = ?2 ORDER BY i.ordinal",
@@ -771,6 +772,7 @@ impl Backend for Sqlite {
                 op: r.get::<_, Option<String>>(8)?.as_deref().and_then(AgentOp::of),
                 exit_code: r.get(9)?,
                 receivers: ItemRow::receivers_of(r.get::<_, Option<String>>(10)?.as_deref()),
+                why: clean_opt(r, 11)?.map(|w| w.to_string()),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -975,7 +977,7 @@ impl Backend for Sqlite {
             "SELECT src.key, r.ordinal, u.* FROM usage u JOIN runs r ON r.id = u.run_id
              JOIN sources src ON src.id = r.source_id ORDER BY src.key, r.ordinal, u.at_ms, u.model",
             "SELECT src.key, r.ordinal, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn,
-                    i.tool, i.op, i.exit_code, i.receivers FROM items i
+                    i.tool, i.op, i.exit_code, i.receivers, i.why FROM items i
              JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id LEFT JOIN texts t ON t.id = i.text_id
              ORDER BY src.key, r.ordinal, i.ordinal",
             "SELECT body, refs FROM texts ORDER BY digest",
@@ -1062,7 +1064,7 @@ fn row_chunks(n: usize, most: usize) -> impl Iterator<Item = std::ops::Range<usi
 /// Item rows inserted by one statement ([`ITEM_VALUES`] each, well under SQLite's bound on values).
 const ITEM_ROWS: usize = 64;
 /// Values of one item row.
-const ITEM_VALUES: usize = 13;
+const ITEM_VALUES: usize = 14;
 /// Texts inserted by one statement (2 values each).
 const TEXT_ROWS: usize = 256;
 

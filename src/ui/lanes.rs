@@ -17,7 +17,7 @@ use super::paint::put_lines;
 use super::scene::Scene;
 use super::status::Shown;
 use super::text::{
-    duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_line, wrap_tail,
+    duration, elapsed, quiet, short_command, short_model, tokens, truncate, width, wrap_head, wrap_line, wrap_tail,
 };
 use super::theme::Theme;
 use super::view::{Jump, Matches, Pane, View};
@@ -27,6 +27,17 @@ use crate::wire::Clean;
 
 /// Tail lines sit under their lane's header, indented so the headers read as a column.
 const INDENT: usize = 2;
+
+/// Rows of a failed call's reason on a lane: the CLI's own text, which can run to hundreds of
+/// columns and many lines, would push the cards under it off the lane. The lane opened alone
+/// (Enter) shows all of it.
+const WHY_ROWS: usize = 2;
+
+/// The rows of a failure's reason in `lane`: all of them in the lane opened alone, else
+/// [`WHY_ROWS`].
+fn why_rows(view: &View, lane: ThreadIdx) -> Option<usize> {
+    (view.selection.expanded != Some(lane)).then_some(WHY_ROWS)
+}
 
 /// Columns of an agent's name in the pane's title.
 const TITLE_NAME: usize = 28;
@@ -117,9 +128,10 @@ fn highlight(frame: &mut Frame, area: Rect, query: &str, style: Style) -> usize 
 fn matches(s: &Scene<'_>, lane: ThreadIdx, tw: usize) -> Arc<Matches> {
     let (model, view) = (s.model, s.view);
     let query = &view.panes.search.query;
-    let key = (lane, tw, query.clone(), model.generation, model.threads.len());
+    let why = why_rows(view, lane);
+    let key = (lane, tw, why, query.clone(), model.generation, model.threads.len());
     view.derived.matches.get(key, || {
-        let (lines, _) = tail(model, model.thread(lane), tw, SEARCH_ROWS, &view.theme);
+        let (lines, _) = tail(model, model.thread(lane), tw, (SEARCH_ROWS, why), &view.theme);
         let q = query.to_lowercase();
         let n = lines.len();
         // Matches as distances from the newest row (0: the last row), newest first.
@@ -218,7 +230,7 @@ fn full(frame: &mut Frame, area: Rect, s: &Scene<'_>, lane: ThreadIdx, layout: &
     let matches = (!view.panes.search.query.is_empty()).then(|| matches(s, lane, tw));
     let found = view.panes.search.jump.zip(matches.as_deref()).map(|(dir, m)| jump(m, rows, view, dir));
     let wanted = found.as_ref().map_or(view.panes.scroll, |f| f.scroll);
-    let (mut lines, avail) = tail(model, t, tw, rows + wanted, theme);
+    let (mut lines, avail) = tail(model, t, tw, (rows + wanted, why_rows(view, lane)), theme);
     // Clamp the scroll to the history there is (Home asks for "as far as it goes").
     let scroll = wanted.min(avail.saturating_sub(rows));
     let keep = lines.len().saturating_sub(scroll);
@@ -263,7 +275,8 @@ fn stacked(frame: &mut Frame, area: Rect, s: &Scene<'_>, lanes: &[ThreadIdx], la
     });
     let rows_left = h.saturating_sub(shown.len());
     let open: Vec<usize> = (0..shown.len()).filter(|&k| !collapsed.contains(&lanes[shown[k]])).collect();
-    let render = |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, rows, theme).0;
+    let render =
+        |k: usize, rows: usize| tail(model, model.thread(lanes[shown[k]]), tw, (rows, Some(WHY_ROWS)), theme).0;
     let tails = share_rows(&open, shown.len(), rows_left, render);
     let focused = view.panes.focus == Pane::Lanes && view.panes.overlay.is_none();
     let mut out: Vec<Line<'static>> = Vec::with_capacity(h);
@@ -422,9 +435,16 @@ fn lane_header(s: &Scene<'_>, lane: ThreadIdx, w: usize, open: bool) -> Line<'st
     Line::from(left)
 }
 
-/// The last `rows` display rows of a thread's stream, and how many rows it has (up to `rows`).
-/// Items are walked from the newest back; each renders only its own tail.
-pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme) -> (Vec<Line<'static>>, usize) {
+/// The last `rows` display rows of a thread's stream, and how many rows it has (up to `rows`);
+/// a failed call's reason in `why_rows` rows at most (`None`: all of it). Items are walked from
+/// the newest back; each renders only its own tail.
+pub fn tail(
+    model: &Model,
+    t: &Thread,
+    width: usize,
+    (rows, why_rows): (usize, Option<usize>),
+    theme: &Theme,
+) -> (Vec<Line<'static>>, usize) {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
     // A stop by swarmtop ends the stream with who stopped it and why (a guard's limit).
@@ -485,7 +505,7 @@ pub fn tail(model: &Model, t: &Thread, width: usize, rows: usize, theme: &Theme)
                 chunks.push(vec![refusal(why, width, theme)]);
             }
         }
-        let lines = item_lines(&receiver_names(model, item), item, width, rows - have, theme);
+        let lines = item_lines(&receiver_names(model, item), item, width, (rows - have, why_rows), theme);
         have += lines.len();
         chunks.push(lines);
     }
@@ -511,6 +531,9 @@ struct Part<'a> {
     diff: bool,
     /// Agent prose: Markdown lists, emphasis and code are rendered, not shown raw.
     markdown: bool,
+    /// Shown from its head, in this many rows at most, as one paragraph cut with `…` (a
+    /// failure's reason), not from its tail.
+    head: Option<usize>,
 }
 
 fn part<'a>(
@@ -519,11 +542,12 @@ fn part<'a>(
     text: impl Into<std::borrow::Cow<'a, str>>,
     style: Style,
 ) -> Part<'a> {
-    Part { lead, lead_style, text: text.into(), style, diff: false, markdown: false }
+    Part { lead, lead_style, text: text.into(), style, diff: false, markdown: false, head: None }
 }
 
-/// `names`: what the agents the item names are called on screen.
-fn parts<'a>(names: &[String], item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
+/// `names`: what the agents the item names are called on screen; `why_rows`: the rows of a
+/// failed call's reason (`None`: all of it).
+fn parts<'a>(names: &[String], item: &'a Item, why_rows: Option<usize>, theme: &Theme) -> Vec<Part<'a>> {
     let text = item.text.as_str();
     let title = item.title.as_str();
     let mut out = Vec::new();
@@ -571,9 +595,11 @@ fn parts<'a>(names: &[String], item: &'a Item, theme: &Theme) -> Vec<Part<'a>> {
                 out.push(part("⑂ ", theme.tool, what, theme.tool));
             }
             out.push(part("", theme.dim, title, theme.dim));
-            // Why, in the agent's own words (`Agent type '…' not found`).
+            // Why, in the agent's own words (`Agent type '…' not found`), its start first.
             if let Some(why) = item.why.as_deref().filter(|_| item.status == ItemStatus::Failed) {
-                out.push(part("", theme.error, why.as_str(), theme.error));
+                let mut reason = part("", theme.error, why.as_str(), theme.error);
+                reason.head = why_rows;
+                out.push(reason);
             }
         }
         ItemKind::SubAgentActivity => {
@@ -613,20 +639,31 @@ const STORED_ROWS: usize = 256;
 /// run store, `history::stored`): the same glyphs, styles and wrapping as a live lane's, the
 /// agents it names called by `names` (the store's runs' names).
 pub fn stored_item_lines(item: &Item, names: &[String], width: usize, theme: &Theme) -> Vec<Line<'static>> {
-    item_lines(names, item, width, STORED_ROWS, theme)
+    item_lines(names, item, width, (STORED_ROWS, None), theme)
 }
 
-/// The last `max` rows of one item, the agents it names called by `names`.
-fn item_lines(names: &[String], item: &Item, width: usize, max: usize, theme: &Theme) -> Vec<Line<'static>> {
+/// The last `max` rows of one item, the agents it names called by `names`, a failed call's
+/// reason in `why_rows` rows at most.
+fn item_lines(
+    names: &[String],
+    item: &Item,
+    width: usize,
+    (max, why_rows): (usize, Option<usize>),
+    theme: &Theme,
+) -> Vec<Line<'static>> {
     let mut chunks: Vec<Vec<Line<'static>>> = Vec::new();
     let mut have = 0;
-    for p in parts(names, item, theme).iter().rev() {
+    for p in parts(names, item, why_rows, theme).iter().rev() {
         if have >= max {
             break;
         }
         let lead_w = super::text::width(p.lead);
         let wrap = if p.markdown { super::text::wrap_tail_markdown } else { wrap_tail };
-        let (rows, more) = wrap(&p.text, width.saturating_sub(lead_w).max(1), max - have);
+        let w = width.saturating_sub(lead_w).max(1);
+        let (rows, more) = match p.head {
+            Some(n) => (wrap_head(&p.text, w, n.min(max - have)), false),
+            None => wrap(&p.text, w, max - have),
+        };
         let n = rows.len();
         let mut lines = Vec::with_capacity(n);
         let mut marks = Marks::default();
@@ -760,7 +797,7 @@ mod tests {
         }
         let t = p.model.thread(p.find("root").expect("root"));
         assert!(t.stopped_by.is_none(), "a refusal stops nothing");
-        let (lines, _) = tail(&p.model, t, 60, 40, &Theme::no_color());
+        let (lines, _) = tail(&p.model, t, 60, (40, None), &Theme::no_color());
         let rows: Vec<String> = lines.iter().map(ToString::to_string).collect();
         let at = |text: &str| rows.iter().position(|r| r.contains(text)).unwrap_or_else(|| panic!("{text}: {rows:#?}"));
         let (card, refused, message) = (at("✗ spawnAgent failed"), at("⊘ refused by guard: depth 2 > 1"), at("myself"));

@@ -91,14 +91,19 @@ pub fn draw_empty(frame: &mut Frame, area: Rect, snapshot: &Snapshot, view: &Vie
             Span::styled("H", theme.bold),
         ]));
     }
-    lines.extend([
-        Line::from(vec![
-            Span::raw("Watch Codex live (deltas, every sub-agent):  "),
-            Span::styled("swarmtop tee -- codex app-server", theme.bold),
-        ]),
-        Line::from(vec![Span::raw("See swarmtop at work now:  "), Span::styled("swarmtop demo", theme.bold)]),
-    ]);
     let width = area.width.saturating_sub(4);
+    for (what, command) in [
+        ("Watch Codex live (deltas, every sub-agent):", "swarmtop tee -- codex app-server"),
+        ("See swarmtop at work now:", "swarmtop demo"),
+    ] {
+        // A command is typed whole: one that would wrap mid-words goes on a line of its own.
+        if what.len() + 2 + command.len() <= usize::from(width) {
+            lines.push(Line::from(vec![Span::raw(format!("{what}  ")), Span::styled(command, theme.bold)]));
+        } else {
+            lines.push(Line::from(what));
+            lines.push(Line::from(Span::styled(format!("  {command}"), theme.bold)));
+        }
+    }
     // Rows as the words wrap: counted as lines, a wrapped one pushed the last out of sight.
     let rows: usize = lines.iter().map(|l| super::dialog::wrapped_rows(l, width)).sum();
     let h = u16::try_from(rows).unwrap_or(u16::MAX).min(area.height);

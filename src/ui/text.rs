@@ -206,6 +206,46 @@ pub fn wrap_line(line: &str, width: usize, out: &mut Vec<String>) {
     }
 }
 
+/// The first `max_rows` rows of `text` wrapped to `width` as one paragraph (its line breaks and
+/// runs of blanks read as one space), the last ending in `…` when some was left out: for a text
+/// whose start says the most (a failure's reason) in a place of bounded height. Only the text that
+/// can show is read, whatever its length.
+pub fn wrap_head(text: &str, width: usize, max_rows: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut rows = Vec::new();
+    if max_rows == 0 {
+        return rows;
+    }
+    // Bytes enough for one row more than asked, at 4 bytes a column (the longest UTF-8 char):
+    // past it the text cannot show, and rows past `max_rows` say that it was cut.
+    let budget = (max_rows + 1) * width * 4;
+    let (mut flat, mut cut) = (String::new(), false);
+    for word in text.split_whitespace() {
+        let room = budget.saturating_sub(flat.len());
+        if room == 0 {
+            cut = true;
+            break;
+        }
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        let mut end = word.len().min(room);
+        while !word.is_char_boundary(end) {
+            end -= 1;
+        }
+        flat.push_str(&word[..end]);
+        cut |= end < word.len();
+    }
+    wrap_line(&flat, width, &mut rows);
+    if rows.len() > max_rows || cut {
+        rows.truncate(max_rows);
+        if let Some(last) = rows.last_mut() {
+            *last = truncate(&format!("{last}…"), width);
+        }
+    }
+    rows
+}
+
 /// The last `max_rows` rows of `text` wrapped to `width`, in reading order, and whether rows
 /// before them were left out. Walks logical lines from the end, so the cost is bounded by the
 /// rows asked for, whatever the length of `text`.
@@ -315,6 +355,18 @@ pub fn cost_text(cost: Option<Pico>, mark: &str, room: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_head_is_one_paragraph_cut_with_an_ellipsis() {
+        use super::wrap_head;
+        assert_eq!(wrap_head("short", 10, 2), vec!["short"]);
+        assert_eq!(wrap_head("one two\nthree\tfour", 9, 2), vec!["one two", "three…"]);
+        assert_eq!(wrap_head("one two\nthree\tfour", 20, 2), vec!["one two three four"]);
+        assert_eq!(wrap_head("anything", 10, 0), Vec::<String>::new());
+        // A word longer than all the rows shown is read only as far as it can show.
+        let rows = wrap_head(&"x".repeat(1_000_000), 8, 2);
+        assert_eq!(rows, vec!["x".repeat(8), format!("{}…", "x".repeat(7))]);
+    }
+
     use super::*;
 
     #[test]

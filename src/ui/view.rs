@@ -130,8 +130,9 @@ pub struct Matches {
     pub rows: usize,
 }
 
-/// What a search's matches depend on: the transcript, its wrapping width, the query, the model.
-type MatchKey = (ThreadIdx, usize, String, u64, usize);
+/// What a search's matches depend on: the transcript, its wrapping width and the rows of a
+/// failure's reason, the query, the model.
+type MatchKey = (ThreadIdx, usize, Option<usize>, String, u64, usize);
 
 /// What each pane shows and how.
 #[derive(Debug, Clone)]

@@ -573,6 +573,10 @@ pub struct ItemFact<'a> {
     /// call's text: a spawn that started no agent (Claude Code's `Agent type '…' not found`,
     /// OpenCode's `Unknown agent type`) or whose agent failed keeps its prompt as its text.
     pub why: Option<Clean>,
+    /// The call's end hands back the answers of the agents it started (a Claude Code `Agent`
+    /// call in the foreground, told by its telemetry's span, which names no agent): they end
+    /// with it, unless they began after it (launched in the background).
+    pub answers: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -708,6 +712,11 @@ pub enum StatusChange {
     Waiting(Wait),
     /// Idle: ends work, a wait or a retry; a thread already ended stays ended.
     Idle,
+    /// At work, said by a record of its work where no turn is told (a Claude Code sub-agent's
+    /// telemetry: its prompt is not exported): an agent not started yet is running; any other
+    /// status stays, since such records come late (a span is exported when it ends, after the
+    /// agent may have ended).
+    Began,
     /// This status, whatever came before; except that a child whose parent has its final answer
     /// ([`Fact::Answered`]) keeps that end.
     Set(Status),

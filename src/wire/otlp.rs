@@ -281,6 +281,11 @@ fn sub_agent<'l>(thread: &'l str, a: &Attrs<'l>, began: Option<i64>, out: &mut L
     fact.role = a.str("agent.name").or_else(|| a.str("agent_type")).or_else(from_source).map(sanitize);
     fact.began_ms = began;
     out.facts.push(Fact::Thread(Box::new(fact)));
+    // Each record naming it is of its work (a response, a tool call, their logs): its prompt
+    // is never exported, so the first such record is the first sign it started. Its tool logs
+    // come in the next log batch, after its spans (`claude-2.1.332-otlp/parallel.ndjson`: the
+    // grandchild was `○ pending` for all of its life but its last 0.5 s).
+    out.facts.push(status(StatusChange::Began));
 }
 
 fn lower_span<'l>(span: &'l SpanJson, a: &Attrs<'l>, out: &mut Lowered<'l>) {
@@ -435,6 +440,10 @@ fn tool<'l>(span: &'l SpanJson, a: &Attrs<'l>, start: Option<i64>, end: Option<i
         card: spawn,
         started_ms: start,
         completed_ms: end.filter(|_| item_status != ItemStatus::InProgress),
+        // Claude Code's `Agent` call ends when its agent answered, unless it launched it in the
+        // background; the span comes after the `link` that put the agent under it, while the
+        // agent's own `subagent_completed` log may come a log batch later.
+        answers: spawn && span.name == "claude_code.tool",
         ..ItemFact::default()
     })));
 }

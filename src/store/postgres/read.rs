@@ -207,7 +207,8 @@ fn runs_of(client: &mut Client, session: i64) -> Result<Vec<RunInfo>> {
 /// One run's items, of the session [`session`] finds by that id.
 pub(super) fn items(client: &mut Client, session: &str, thread: &str) -> Result<Vec<ItemRow>> {
     let rows = client.query(
-        "SELECT i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers
+        "SELECT i.kind, i.status, i.title, t.body, i.at_ms, i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers,
+                i.why
          FROM items i JOIN runs r ON r.id = i.run_id LEFT JOIN texts t ON t.id = i.text_id
          WHERE r.thread = $2 AND r.session_id = (SELECT id FROM sessions WHERE thread = $1
                                                  ORDER BY started_ms DESC NULLS LAST, machine COLLATE \"C\" LIMIT 1)
@@ -228,6 +229,7 @@ pub(super) fn items(client: &mut Client, session: &str, thread: &str) -> Result<
             op: r.get::<_, Option<&str>>(8).and_then(AgentOp::of),
             exit_code: r.get(9),
             receivers: ItemRow::receivers_of(r.get(10)),
+            why: clean_opt(r, 11).map(|w| w.to_string()),
         })
         .collect())
 }
@@ -350,7 +352,7 @@ pub(super) fn dump(client: &mut Client) -> Result<String> {
         "SELECT src.machine, src.key, r.ordinal AS run, u.* FROM usage u JOIN runs r ON r.id = u.run_id
          JOIN sources src ON src.id = r.source_id ORDER BY src.machine, src.key, r.ordinal, u.at_ms, u.model",
         "SELECT src.machine, src.key, r.ordinal AS run, i.ordinal, i.kind, i.status, i.title, t.body, i.at_ms,
-                i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers
+                i.item_id, i.turn, i.tool, i.op, i.exit_code, i.receivers, i.why
          FROM items i JOIN runs r ON r.id = i.run_id JOIN sources src ON src.id = r.source_id
          LEFT JOIN texts t ON t.id = i.text_id ORDER BY src.machine, src.key, r.ordinal, i.ordinal",
         "SELECT body, refs FROM texts ORDER BY digest",

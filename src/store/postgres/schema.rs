@@ -186,8 +186,11 @@ const V4: &str = "ALTER TABLE items
 /// columns, where they tell it exactly.
 const V5: &str = crate::store::schema::V5;
 
+/// Version 6, as SQLite's (the same statement): why a call failed, in the agent's own words.
+const V6: &str = crate::store::schema::V6;
+
 /// Every version, in order; the same numbering as the SQLite store's.
-pub const STEPS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const STEPS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The version this swarmtop writes.
 pub const LATEST: usize = STEPS.len();

@@ -384,6 +384,7 @@ fn insert_items(
             c.op.push(item.op.map(AgentOp::word));
             c.exit_code.push(item.exit_code);
             c.receivers.push((!item.receivers.is_empty()).then(|| item.receivers.join("\n")));
+            c.why.push(item.why.as_deref().map(Text));
         }
     }
     if c.run.is_empty() {
@@ -392,10 +393,10 @@ fn insert_items(
     let receivers: Vec<Option<Text<'_>>> = c.receivers.iter().map(|r| r.as_deref().map(Text)).collect();
     tx.execute(
         "INSERT INTO items (run_id, ordinal, kind, status, title, text_id, at_ms, item_id, turn, tool, op, exit_code,
-                            receivers)
+                            receivers, why)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[],
                               $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::text[], $12::bigint[],
-                              $13::text[])",
+                              $13::text[], $14::text[])",
         &[
             &c.run,
             &c.ordinal,
@@ -410,6 +411,7 @@ fn insert_items(
             &c.op,
             &c.exit_code,
             &receivers,
+            &c.why,
         ],
     )?;
     Ok(())
@@ -431,6 +433,7 @@ struct ItemColumns<'a> {
     op: Vec<Option<&'static str>>,
     exit_code: Vec<Option<i64>>,
     receivers: Vec<Option<String>>,
+    why: Vec<Option<Text<'a>>>,
 }
 
 pub(super) fn mark_missing(client: &mut Client, machine: &str, key: &str, missing: &[PathBuf]) -> Result<()> {

@@ -91,6 +91,8 @@ pub struct PastItem {
     pub exit_code: Option<i64>,
     /// The runs it names (a wait's agents, a spawn's new one), as the tree names them.
     pub receivers: Vec<Clean>,
+    /// Why a call failed, in the agent's own words (none in a store older than schema 6).
+    pub why: Option<Clean>,
 }
 
 impl PastItem {
@@ -106,6 +108,7 @@ impl PastItem {
         item.tool = self.tool.as_ref().map(|t| t.as_str().into());
         item.op = self.op;
         item.exit_code = self.exit_code;
+        item.why = self.why.clone().map(Box::new);
         item
     }
 }

@@ -201,6 +201,7 @@ fn block<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Scan<Block<'a>
         return None;
     }
     let mut b = Block::default();
+    let mut stepped_over = None;
     c.fields(|f, key| match key {
         b"type" => f.set(0, &mut b.kind),
         b"text" => f.set(1, &mut b.text),
@@ -209,10 +210,16 @@ fn block<'a>(c: &mut Cursor<'a>, depth: u32, reading: Reading) -> Scan<Block<'a>
         b"name" => f.set(4, &mut b.name),
         b"input" => tool_input(f.once(5)?).map(|i| b.input = i),
         b"tool_use_id" => f.set(6, &mut b.tool_use_id),
+        b"content" if reading == Reading::Figures => f.once(7)?.skip().map(|raw| stepped_over = Some(raw)),
         b"content" => result_content(f.once(7)?, depth + 1, reading).map(|t| b.content = t),
         b"is_error" => f.set(8, &mut b.is_error),
         _ => f.skip(),
     })?;
+    // A failed result's text is its reason, kept by the run store (`Item::why`: a refused spawn's
+    // `Agent type '…' not found` is all it shows): read even for figures, few results fail.
+    if let (Some(raw), Some(true)) = (stepped_over, b.is_error) {
+        b.content = result_content(&mut Cursor::new(raw), depth + 1, Reading::Whole)?;
+    }
     Some(b)
 }
 
@@ -373,12 +380,15 @@ mod tests {
     fn reading_figures_steps_over_tool_outputs_and_reads_the_rest_alike() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.39/");
         let text = std::fs::read_to_string(format!("{root}4d5611e5-241a-462a-8d15-5122611a9569.jsonl")).unwrap();
-        let mut outputs = 0;
+        let (mut outputs, mut failures) = (0, 0);
         for record in text.lines() {
             let mut whole = line(record, Reading::Whole).expect("plain");
             let figures = line(record, Reading::Figures).expect("plain");
             for block in whole.message.iter_mut().flat_map(|m| &mut m.content) {
-                if !block.content.is_empty() {
+                // A failed result's text, its reason, is read either way.
+                if block.is_error == Some(true) {
+                    failures += 1;
+                } else if !block.content.is_empty() {
                     outputs += 1;
                     block.content = Str::Borrowed("");
                 }
@@ -386,14 +396,23 @@ mod tests {
             assert_eq!(format!("{figures:?}"), format!("{whole:?}"), "{record}");
         }
         assert!(outputs > 50, "{outputs} tool outputs");
+        eprintln!("{failures} failed results read whole");
     }
 
     #[test]
     fn a_tool_output_is_stepped_over_as_one_value() {
-        let record = r#"{"type":"user","uuid":"u","sessionId":"s","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a \"quoted\" {brace"}],"is_error":true}]}}"#;
+        let record = r#"{"type":"user","uuid":"u","sessionId":"s","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a \"quoted\" {brace"}],"is_error":false}]}}"#;
         let figures = line(record, Reading::Figures).expect("plain");
         let block = &figures.message.as_ref().unwrap().content[0];
-        assert_eq!((block.tool_use_id.as_deref(), block.is_error, block.content.as_ref()), (Some("t"), Some(true), ""));
+        assert_eq!(
+            (block.tool_use_id.as_deref(), block.is_error, block.content.as_ref()),
+            (Some("t"), Some(false), "")
+        );
+        // A failed one is read: its text is why it failed (the run store keeps it).
+        let failed = record.replace(r#""is_error":false"#, r#""is_error":true"#);
+        let figures = line(&failed, Reading::Figures).expect("plain");
+        let block = &figures.message.as_ref().unwrap().content[0];
+        assert_eq!((block.is_error, block.content.as_ref()), (Some(true), "a \"quoted\" {brace"));
         // A tool output that is not closed is no line, read either way.
         let open = &record[..record.len() - 20];
         assert!(line(open, Reading::Figures).is_none() && line(open, Reading::Whole).is_none());

@@ -171,7 +171,10 @@ impl Machine {
             self.files.push(followed);
             self.by_path.insert(path.clone(), i);
             self.sessions[session].files.push(i);
-            self.watcher.watch(&path);
+            // Found by this scan below an agent's folder, watched already: nothing to add.
+            if !self.watcher.covers(&path) {
+                self.watcher.watch(&path);
+            }
             if !is_store {
                 fresh.push(i);
             }
