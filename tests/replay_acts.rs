@@ -133,7 +133,7 @@ fn a_followed_replay_of_a_stored_session_shows_its_stops_at_their_times() {
     assert!(said(&screen), "{screen}");
     assert!(screen.contains("SIGINT (pid 4121"), "the act's outcome and detail: {screen}");
     // At their times: the stop (2026-12) is the last record, after every line of the session (2026-02).
-    let times: Vec<i64> = r.times().iter().flatten().copied().collect();
+    let times: Vec<i64> = r.times().flatten().collect();
     assert_eq!(times.iter().max(), Some(&1_796_000_001_000));
     assert_eq!(times.last(), Some(&1_796_000_001_000), "the stop last, at its time");
 

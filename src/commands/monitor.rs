@@ -509,8 +509,10 @@ impl Follow {
     /// Reads what is there already, as the monitor does on start.
     pub fn start(paths: &[PathBuf], config: Config) -> Result<Self> {
         let inputs = files::expand(paths).wrap_err("listing inputs")?;
-        let recorded =
+        let mut recorded =
             Recorded::from_inputs(paths, &inputs, true, &ui::runtime::time_of).wrap_err("reading the inputs")?;
+        // Nothing here is paced: the times would only grow with what is followed.
+        recorded.forget_times();
         let mut pipeline = Pipeline::new(config);
         ui::runtime::apply(&recorded, &mut pipeline, 0..recorded.len());
         let (files, dirs) = recorded.watched();

@@ -284,9 +284,16 @@ pub fn read_records(reader: impl BufRead, max_line: usize, mut each: impl FnMut(
 
 /// [`read_records`], with each record's byte offset in the stream: a replay keeps offsets, not
 /// bytes, and reads records back from the file when it applies them.
-pub fn read_records_at(
+pub fn read_records_at(reader: impl BufRead, max_line: usize, each: impl FnMut(u64, Record<'_>)) -> io::Result<u64> {
+    read_records_from(reader, max_line, true, each)
+}
+
+/// [`read_records_at`] on a reader that starts `at_start` of its input or not: a byte order mark
+/// is only skipped at the start (a replay reads records back from the middle of a file).
+pub fn read_records_from(
     mut reader: impl BufRead,
     max_line: usize,
+    at_start: bool,
     mut each: impl FnMut(u64, Record<'_>),
 ) -> io::Result<u64> {
     let mut bytes = 0u64;
@@ -294,7 +301,7 @@ pub fn read_records_at(
     let mut overflow: Option<usize> = None;
     // Where the line in `partial` began.
     let mut partial_at = 0u64;
-    let mut first = true;
+    let mut first = at_start;
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,

@@ -27,6 +27,7 @@ pub mod acts;
 pub mod agents;
 pub mod attach;
 pub mod census;
+pub mod compact;
 pub mod files;
 pub mod follow;
 pub mod hub;

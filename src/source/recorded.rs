@@ -1,15 +1,21 @@
-//! A replay's records: where each one lies, not its bytes. Plain files are read back record by
-//! record when the replay applies them (issue 8: holding a 512 MB recording in memory cost
-//! 767 MB of RSS); what cannot be read back at an offset — stdin, `.gz`, the built-in demo — is
-//! kept in memory. With `--follow` the files are re-read as they grow, and new files in the
-//! followed directories join the replay.
+//! A replay's records: where they lie, not their bytes. Plain files are read back when the
+//! replay applies them (issue 8: holding a 512 MB recording in memory cost 767 MB of RSS); what
+//! cannot be read back at an offset — stdin, `.gz`, the built-in demo — is kept in memory. With
+//! `--follow` the files are re-read as they grow, and new files in the followed directories join
+//! the replay.
 //!
-//! Records of several files are applied in stream time ([`super::merge`]): the index is put in
-//! the merge's order once the files are read; what a followed file gains later comes as it comes.
+//! Nothing is kept per record (issue 22: 48 bytes a record grew the monitor ninefold from a 20 MB
+//! to a 2 GB recording): a source keeps the offset of every [`MARK_EVERY`]th record, and the
+//! replay's order is runs of consecutive records of one source. A record is read back from the
+//! mark before it, or from where the last read of its source stopped (playback reads on in order).
+//!
+//! Records of several files are applied in stream time ([`super::merge`]): the order is put in
+//! the merge's once the files are read; what a followed file gains later comes as it comes.
 //!
 //! Record times are needed up front (the position bar's duration, seeking by time), so the
-//! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing
-//! of what records mean.
+//! caller's `time_of` reads each record's time once, while it is loaded, kept in a byte or two a
+//! record ([`Times`]) until the replay's schedule is made of them; sources know nothing of what
+//! records mean.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -18,6 +24,7 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
+use super::compact::Times;
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
 use super::merge::{self, Order};
@@ -25,6 +32,12 @@ use crate::wire::{Clean, Origin};
 
 /// Reads a record's time (unix ms), if it has one.
 pub type TimeOf<'a> = &'a dyn Fn(&[u8]) -> Option<i64>;
+
+/// A source keeps the offset of every this many records: reading one record at random reads at
+/// most this many before it (a few hundred KB of a Codex session), for 16 bytes a mark.
+const MARK_EVERY: u64 = 1024;
+/// What one read of a file back brings at most.
+const READ_BLOCK: usize = 256 << 10;
 
 /// One record as the replay hands it out.
 pub enum Piece<'a> {
@@ -43,10 +56,12 @@ pub enum Piece<'a> {
 pub struct Recorded {
     pub name: Clean,
     sources: Vec<Source>,
-    records: Vec<Rec>,
-    times: Vec<Option<i64>>,
-    /// The heads of over-long records (the rest is gone: only its length is kept).
-    heads: Vec<u8>,
+    /// The replay's order: runs of consecutive records of one source, by where each starts.
+    order: Vec<Run>,
+    /// Records in the replay.
+    len: usize,
+    /// The records' times, in the replay's order, until [`Recorded::forget_times`].
+    times: Option<Times>,
     /// Keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
     pub follow: bool,
     dirs: Vec<PathBuf>,
@@ -64,6 +79,14 @@ pub struct Recorded {
     pub acts_since: Option<Box<dyn FnMut() -> Vec<u8> + Send>>,
 }
 
+/// Records `first..` of `source`, from position `start` of the replay to the next run's start.
+#[derive(Clone, Copy)]
+struct Run {
+    start: usize,
+    source: u32,
+    first: u64,
+}
+
 struct Source {
     path: Option<PathBuf>,
     origin: Origin,
@@ -73,6 +96,18 @@ struct Source {
     /// A sidecar is rewritten, not appended to: it is read whole again when it changes, and this
     /// is when it was read last.
     modified: Option<std::time::SystemTime>,
+    /// Records noted so far.
+    count: u64,
+    /// (record, byte offset) of every [`MARK_EVERY`]th record, and of the first after a restart.
+    marks: Vec<(u64, u64)>,
+    /// Where the last read stopped: the next record and its offset, when it was seen.
+    cursor: Cell<Option<(u64, u64)>>,
+}
+
+impl Source {
+    fn new(path: Option<PathBuf>, origin: Origin, data: Backing) -> Self {
+        Self { path, origin, read: 0, data, modified: None, count: 0, marks: Vec::new(), cursor: Cell::new(None) }
+    }
 }
 
 enum Backing {
@@ -86,16 +121,64 @@ enum Backing {
     Static(&'static [u8]),
 }
 
-#[derive(Clone, Copy)]
-enum Rec {
-    Line { at: u64, len: u32, source: u32 },
-    TooLong { len: usize, head: u32, head_len: u16, source: u32 },
+/// A source's bytes from an offset on, a block at a time, until `stop` is set: a read back stops
+/// once it has the records it wants, though the file goes on.
+struct ReadBack<'a> {
+    data: Bytes<'a>,
+    at: u64,
+    buf: Vec<u8>,
+    filled: Range<usize>,
+    stop: &'a Cell<bool>,
 }
 
-impl Rec {
-    fn source(self) -> u32 {
-        match self {
-            Self::Line { source, .. } | Self::TooLong { source, .. } => source,
+enum Bytes<'a> {
+    File(&'a File),
+    Slice(&'a [u8]),
+}
+
+impl Read for ReadBack<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = {
+            let have = self.fill_buf()?;
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for ReadBack<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.stop.get() {
+            return Ok(&[]);
+        }
+        match self.data {
+            Bytes::Slice(bytes) => {
+                let start = usize::try_from(self.at).unwrap_or(usize::MAX).min(bytes.len());
+                Ok(&bytes[start..bytes.len().min(start + READ_BLOCK)])
+            }
+            Bytes::File(file) => {
+                if self.filled.is_empty() {
+                    self.buf.resize(READ_BLOCK, 0);
+                    let n = loop {
+                        match file.read_at(&mut self.buf, self.at) {
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            other => break other?,
+                        }
+                    };
+                    self.filled = 0..n;
+                }
+                Ok(&self.buf[self.filled.clone()])
+            }
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.at += n as u64;
+        if let Bytes::File(_) = self.data {
+            self.filled.start = (self.filled.start + n).min(self.filled.end);
         }
     }
 }
@@ -104,13 +187,7 @@ impl Recorded {
     /// A recording compiled into the binary (the demo).
     pub fn from_static(name: &str, data: &'static [u8], time_of: TimeOf<'_>) -> Self {
         let mut r = Self::empty(crate::wire::sanitize_line(name), false);
-        r.sources.push(Source {
-            path: None,
-            origin: Origin::NONE,
-            read: 0,
-            data: Backing::Static(data),
-            modified: None,
-        });
+        r.sources.push(Source::new(None, Origin::NONE, Backing::Static(data)));
         let read = r.index(0, 0, data, time_of).expect("reading memory cannot fail");
         r.sources[0].read = read;
         r
@@ -120,9 +197,9 @@ impl Recorded {
         Self {
             name,
             sources: Vec::new(),
-            records: Vec::new(),
-            times: Vec::new(),
-            heads: Vec::new(),
+            order: Vec::new(),
+            len: 0,
+            times: Some(Times::default()),
             follow,
             dirs: Vec::new(),
             start_at_action: false,
@@ -187,58 +264,76 @@ impl Recorded {
         if streams.len() < 2 && streams.iter().all(|s| s.sidecar.is_none()) {
             return;
         }
-        // Each source was indexed whole in turn: its records are one run of the index.
-        let mut of_source: Vec<Vec<usize>> = vec![Vec::new(); self.sources.len()];
-        for (i, rec) in self.records.iter().enumerate() {
-            of_source[rec.source() as usize].push(i);
+        // Each source was indexed whole in turn: its records are one run, record `i` of the
+        // index being the run's start plus its place in the source. Records of the twins made
+        // below are numbered on from the end.
+        let mut start = vec![0usize; self.sources.len()];
+        for run in &self.order {
+            start[run.source as usize] = run.start;
         }
+        let mut times: Vec<Option<i64>> = self.times.take().map(|t| t.iter().collect()).unwrap_or_default();
         let mut lists = Vec::with_capacity(streams.len());
         for stream in &streams {
-            let main = &of_source[stream.main];
+            let of = |s: usize, count: u64| start[s]..start[s] + usize::try_from(count).unwrap_or(0);
+            let main = of(stream.main, self.sources[stream.main].count);
             let mut list: Vec<(usize, Option<i64>)> = Vec::with_capacity(main.len() + 2);
             if let Some(sidecar) = stream.sidecar {
                 // Applied ahead at the time of its transcript's first record.
-                let first = main.first().and_then(|&i| self.times[i]);
-                for &i in &of_source[sidecar] {
-                    let twin = self.twin(sidecar, i);
-                    list.push((twin, first));
+                let first = times.get(main.start).copied().flatten().filter(|_| !main.is_empty());
+                let own = of(sidecar, self.sources[sidecar].count);
+                let twin = self.twin(sidecar);
+                start.push(times.len());
+                for i in own.clone() {
+                    list.push((times.len(), first));
+                    times.push(times[i]);
                 }
-            }
-            list.extend(main.iter().map(|&i| (i, self.times[i])));
-            if let Some(sidecar) = stream.sidecar {
-                list.extend(of_source[sidecar].iter().map(|&i| (i, self.times[i])));
+                debug_assert_eq!(start.len(), twin + 1);
+                list.extend(main.clone().map(|i| (i, times[i])));
+                list.extend(own.map(|i| (i, times[i])));
+            } else {
+                list.extend(main.map(|i| (i, times[i])));
             }
             lists.push(list);
         }
         let order = merge::clock::order(&lists, order);
-        self.records = order.iter().map(|&i| self.records[i]).collect();
-        self.times = order.iter().map(|&i| self.times[i]).collect();
+        drop(lists);
+        self.reorder(&order, &start, &times);
     }
 
-    /// Record `i` of sidecar source `sidecar`, applied ahead of its transcript: a record of a
-    /// source of its own (its origin says so), appended to the index; returns its place.
-    fn twin(&mut self, sidecar: usize, i: usize) -> usize {
+    /// Sets the replay's order to `order` (records numbered as [`Recorded::merge`] numbers them,
+    /// source `s`'s from `start[s]`), with their times.
+    fn reorder(&mut self, order: &[usize], start: &[usize], times: &[Option<i64>]) {
+        // Sources by where their records start, to name the source of a record number.
+        let mut by_start: Vec<(usize, usize)> =
+            start.iter().enumerate().filter(|&(s, _)| self.sources[s].count > 0).map(|(s, &at)| (at, s)).collect();
+        by_start.sort_unstable();
+        self.order.clear();
+        self.len = 0;
+        let mut log = Times::default();
+        for &i in order {
+            let (at, s) = by_start[by_start.partition_point(|&(at, _)| at <= i) - 1];
+            self.place(s, (i - at) as u64);
+            log.push(times[i]);
+        }
+        self.times = Some(log);
+    }
+
+    /// A source of its own for sidecar `sidecar`'s records applied ahead of its transcript (its
+    /// origin says so): the same bytes, the same records; returns it.
+    fn twin(&mut self, sidecar: usize) -> usize {
         let ahead = merge::ahead(&self.sources[sidecar].origin);
-        let known = self.sources.iter().position(|s| s.path.is_none() && s.origin == ahead);
-        let source = known.unwrap_or_else(|| {
-            let data = match &self.sources[sidecar].data {
-                Backing::Memory(bytes) => Backing::Memory(bytes.clone()),
-                Backing::Static(bytes) => Backing::Static(bytes),
-                // A sidecar is read whole into memory.
-                Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
-                Backing::Closed => Backing::Memory(Vec::new()),
-            };
-            self.sources.push(Source { path: None, origin: ahead, read: 0, data, modified: None });
-            self.sources.len() - 1
-        });
-        let src = u32::try_from(source).unwrap_or(u32::MAX);
-        let rec = match self.records[i] {
-            Rec::Line { at, len, .. } => Rec::Line { at, len, source: src },
-            Rec::TooLong { len, head, head_len, .. } => Rec::TooLong { len, head, head_len, source: src },
+        let s = &self.sources[sidecar];
+        let data = match &s.data {
+            Backing::Memory(bytes) => Backing::Memory(bytes.clone()),
+            Backing::Static(bytes) => Backing::Static(bytes),
+            // A sidecar is read whole into memory.
+            Backing::File(f) => f.try_clone().map_or(Backing::Memory(Vec::new()), Backing::File),
+            Backing::Closed => Backing::Memory(Vec::new()),
         };
-        self.records.push(rec);
-        self.times.push(self.times[i]);
-        self.records.len() - 1
+        let mut twin = Source::new(None, ahead, data);
+        (twin.count, twin.marks) = (s.count, s.marks.clone());
+        self.sources.push(twin);
+        self.sources.len() - 1
     }
 
     fn add_source(&mut self, input: &Input, time_of: TimeOf<'_>) -> io::Result<()> {
@@ -266,7 +361,7 @@ impl Recorded {
         if let Some(file) = plain {
             let reader = BufReader::with_capacity(1 << 20, file.try_clone()?);
             let data = self.keep_open(file);
-            self.sources.push(Source { path, origin, read: 0, data, modified: None });
+            self.sources.push(Source::new(path, origin, data));
             let read = self.index(source, 0, reader, time_of)?;
             self.sources[source].read = read;
         } else {
@@ -279,7 +374,8 @@ impl Recorded {
                 let meta = std::fs::metadata(p)?;
                 (read, modified) = (meta.len(), meta.modified().ok());
             }
-            self.sources.push(Source { path, origin, read: 0, data: Backing::Memory(Vec::new()), modified });
+            self.sources.push(Source::new(path, origin, Backing::Memory(Vec::new())));
+            self.sources[source].modified = modified;
             self.index(source, 0, bytes.as_slice(), time_of)?;
             self.sources[source].data = Backing::Memory(bytes);
             self.sources[source].read = read;
@@ -289,32 +385,49 @@ impl Recorded {
 
     /// Notes the records of `reader`, which starts at byte `base` of the source; returns the bytes read.
     fn index(&mut self, source: usize, base: u64, reader: impl BufRead, time_of: TimeOf<'_>) -> io::Result<u64> {
-        let src = u32::try_from(source).unwrap_or(u32::MAX);
-        let (records, times, heads) = (&mut self.records, &mut self.times, &mut self.heads);
-        files::read_records_at(reader, MAX_LINE, |at, record| match record {
-            Record::Line(line) => {
-                records.push(Rec::Line {
-                    at: base + at,
-                    len: u32::try_from(line.len()).unwrap_or(u32::MAX),
-                    source: src,
-                });
-                times.push(time_of(line));
-            }
-            Record::TooLong { len, head } => {
-                let start = u32::try_from(heads.len()).unwrap_or(u32::MAX);
-                heads.extend_from_slice(head);
-                records.push(Rec::TooLong { len, head: start, head_len: head.len() as u16, source: src });
-                times.push(None);
-            }
+        files::read_records_from(reader, MAX_LINE, base == 0, |at, record| {
+            let time = match record {
+                Record::Line(line) => time_of(line),
+                Record::TooLong { .. } => None,
+            };
+            self.note(source, base + at, time);
         })
     }
 
+    /// Notes the next record of `source`, lying at byte `at`: a mark now and then, its place at
+    /// the end of the replay's order, its time.
+    fn note(&mut self, source: usize, at: u64, time: Option<i64>) {
+        let s = &mut self.sources[source];
+        if s.count % MARK_EVERY == 0 {
+            s.marks.push((s.count, at));
+        }
+        let record = s.count;
+        s.count += 1;
+        self.place(source, record);
+        if let Some(times) = &mut self.times {
+            times.push(time);
+        }
+    }
+
+    /// Puts record `record` of `source` next in the replay's order.
+    fn place(&mut self, source: usize, record: u64) {
+        let src = u32::try_from(source).unwrap_or(u32::MAX);
+        let follows = self
+            .order
+            .last()
+            .is_some_and(|run| run.source == src && run.first + (self.len - run.start) as u64 == record);
+        if !follows {
+            self.order.push(Run { start: self.len, source: src, first: record });
+        }
+        self.len += 1;
+    }
+
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.len == 0
     }
 
     /// How many times a file past the bound of files held open was opened again to be read.
@@ -322,77 +435,87 @@ impl Recorded {
         self.reopened.get()
     }
 
-    /// Every record's time (unix ms, `None` when it has none), in order.
-    pub fn times(&self) -> &[Option<i64>] {
-        &self.times
+    /// Every record's time (unix ms, `None` when it has none), in order; none once forgotten.
+    pub fn times(&self) -> impl Iterator<Item = Option<i64>> + '_ {
+        self.times.iter().flat_map(Times::iter)
+    }
+
+    /// The times are no longer needed (the replay's schedule was made of them): records noted
+    /// from now on keep none.
+    pub fn forget_times(&mut self) {
+        self.times = None;
     }
 
     /// Hands out the records of `range` in order, with a [`Piece::Source`] before the first and
     /// whenever the source changes (records of followed files can alternate). Consecutive records
-    /// of a file are read back with one read.
+    /// of a file are read back together.
     pub fn each(&self, range: Range<usize>, mut visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
-        let range = range.start.min(self.records.len())..range.end.min(self.records.len());
-        let mut buf: Vec<u8> = Vec::new();
-        let mut current = None;
+        let range = range.start.min(self.len)..range.end.min(self.len);
         let mut next = range.start;
+        let mut run = self.order.partition_point(|r| r.start <= next).saturating_sub(1);
+        let mut current = None;
         while next < range.end {
-            let rec = self.records[next];
-            let source = rec.source() as usize;
+            let Run { start, source, first } = self.order[run];
+            let end = self.order.get(run + 1).map_or(self.len, |r| r.start).min(range.end);
+            let source = source as usize;
             if current != Some(source) {
                 current = Some(source);
                 visit(Piece::Source { origin: &self.sources[source].origin });
             }
-            match rec {
-                Rec::TooLong { len, head, head_len, .. } => {
-                    let head = &self.heads[head as usize..head as usize + usize::from(head_len)];
-                    visit(Piece::TooLong { len, head });
-                    next += 1;
-                }
-                Rec::Line { at, len, .. } => match &self.sources[source].data {
-                    Backing::Memory(bytes) => {
-                        visit(Piece::Line(slice(bytes, at, len)));
-                        next += 1;
-                    }
-                    Backing::Static(bytes) => {
-                        visit(Piece::Line(slice(bytes, at, len)));
-                        next += 1;
-                    }
-                    data @ (Backing::File(_) | Backing::Closed) => {
-                        let reopened;
-                        let file = if let Backing::File(file) = data {
-                            file
-                        } else {
-                            let path = self.sources[source].path.as_ref();
-                            reopened = File::open(path.ok_or_else(|| io::Error::other("a closed input has no path"))?)?;
-                            self.reopened.set(self.reopened.get().saturating_add(1));
-                            &reopened
-                        };
-                        // The run of lines of this file that follow: one read for all of them.
-                        let mut end = next + 1;
-                        let mut last = (at, len);
-                        while end < range.end {
-                            match self.records[end] {
-                                Rec::Line { at: off, len: n, source: src }
-                                    if src as usize == source && off >= last.0 =>
-                                {
-                                    last = (off, n);
-                                    end += 1;
-                                }
-                                _ => break,
-                            }
-                        }
-                        let span = (last.0 + u64::from(last.1) - at) as usize;
-                        buf.resize(span, 0);
-                        file.read_exact_at(&mut buf, at)?;
-                        for rec in &self.records[next..end] {
-                            if let Rec::Line { at: off, len: n, .. } = *rec {
-                                visit(Piece::Line(slice(&buf, off - at, n)));
-                            }
-                        }
-                        next = end;
-                    }
-                },
+            self.read(source, first + (next - start) as u64, end - next, &mut visit)?;
+            next = end;
+            run += 1;
+        }
+        Ok(())
+    }
+
+    /// Hands out `n` records of `source` from its record `record` on, read from the mark before
+    /// it, or from where the last read of the source stopped when that is nearer.
+    fn read(&self, source: usize, record: u64, n: usize, visit: &mut impl FnMut(Piece<'_>)) -> io::Result<()> {
+        let s = &self.sources[source];
+        let Some(mark) = s.marks.partition_point(|&(r, _)| r <= record).checked_sub(1) else {
+            return Err(io::Error::other("a record before its source's first"));
+        };
+        let (mut from, mut at) = s.marks[mark];
+        if let Some((r, off)) = s.cursor.get()
+            && (from..=record).contains(&r)
+        {
+            (from, at) = (r, off);
+        }
+        let reopened;
+        let data = match &s.data {
+            Backing::File(file) => Bytes::File(file),
+            Backing::Closed => {
+                let path = s.path.as_ref().ok_or_else(|| io::Error::other("a closed input has no path"))?;
+                reopened = File::open(path)?;
+                self.reopened.set(self.reopened.get().saturating_add(1));
+                Bytes::File(&reopened)
             }
+            Backing::Memory(bytes) => Bytes::Slice(bytes),
+            Backing::Static(bytes) => Bytes::Slice(bytes),
+        };
+        let stop = Cell::new(false);
+        let reader = ReadBack { data, at, buf: Vec::new(), filled: 0..0, stop: &stop };
+        let (skip, want) = (record - from, record - from + n as u64);
+        let mut seen = 0u64;
+        files::read_records_from(reader, MAX_LINE, at == 0, |off, r| {
+            if seen >= want {
+                if seen == want {
+                    // The record after the last wanted: where the next read of the source starts.
+                    s.cursor.set(Some((record + n as u64, at + off)));
+                    stop.set(true);
+                }
+            } else if seen >= skip {
+                visit(match r {
+                    Record::Line(line) => Piece::Line(line),
+                    Record::TooLong { len, head } => Piece::TooLong { len, head },
+                });
+            }
+            seen += 1;
+        })?;
+        if seen < want {
+            s.cursor.set(None);
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the input is shorter than when it was read"));
         }
         Ok(())
     }
@@ -411,7 +534,7 @@ impl Recorded {
 
     /// Takes in a followed file's change; returns how many records it added (at the end).
     pub fn followed(&mut self, change: Change, time_of: TimeOf<'_>) -> usize {
-        let before = self.records.len();
+        let before = self.len;
         let find = |sources: &[Source], file: &PathBuf| sources.iter().position(|s| s.path.as_ref() == Some(file));
         match change {
             Change::Appeared { file } => {
@@ -424,7 +547,7 @@ impl Recorded {
                         File::open(&file).ok().map(|f| self.keep_open(f))
                     };
                     if let Some(data) = data {
-                        self.sources.push(Source { path: Some(file), origin, read: 0, data, modified: None });
+                        self.sources.push(Source::new(Some(file), origin, data));
                     }
                 }
             }
@@ -435,12 +558,16 @@ impl Recorded {
             }
             Change::Restarted { file } => {
                 if let Some(source) = find(&self.sources, &file) {
-                    // Records already applied stay; what the file holds now is read from its start.
-                    self.sources[source].read = 0;
-                    if matches!(self.sources[source].data, Backing::File(_))
+                    // Records already applied stay; what the file holds now is read from its
+                    // start, its next record read back from there.
+                    let s = &mut self.sources[source];
+                    s.read = 0;
+                    s.marks.push((s.count, 0));
+                    s.cursor.set(None);
+                    if matches!(s.data, Backing::File(_))
                         && let Ok(f) = File::open(&file)
                     {
-                        self.sources[source].data = Backing::File(f);
+                        s.data = Backing::File(f);
                     }
                 }
             }
@@ -453,19 +580,15 @@ impl Recorded {
             Change::Acts { records } => {
                 let _ = self.more_acts(records, time_of);
             }
-            Change::TooLong { file, at, len, head } => {
+            Change::TooLong { file, at, len, .. } => {
                 if let Some(source) = find(&self.sources, &file) {
+                    // Read back from the file like any other record: its head is there.
                     self.sources[source].read = at + len as u64 + 1;
-                    let head = &head[..head.len().min(files::HEAD)];
-                    let start = u32::try_from(self.heads.len()).unwrap_or(u32::MAX);
-                    self.heads.extend_from_slice(head);
-                    let src = u32::try_from(source).unwrap_or(u32::MAX);
-                    self.records.push(Rec::TooLong { len, head: start, head_len: head.len() as u16, source: src });
-                    self.times.push(None);
+                    self.note(source, at, None);
                 }
             }
         }
-        self.records.len() - before
+        self.len - before
     }
 }
 
@@ -473,13 +596,7 @@ impl Recorded {
     /// Act records beside the files (`source::acts`): appended to a memory source of their own.
     fn more_acts(&mut self, records: Vec<u8>, time_of: TimeOf<'_>) -> io::Result<()> {
         let source = *self.acts.get_or_insert_with(|| {
-            self.sources.push(Source {
-                path: None,
-                origin: Origin::NONE,
-                read: 0,
-                data: Backing::Memory(Vec::new()),
-                modified: None,
-            });
+            self.sources.push(Source::new(None, Origin::NONE, Backing::Memory(Vec::new())));
             self.sources.len() - 1
         });
         let Backing::Memory(bytes) = &self.sources[source].data else { return Ok(()) };
@@ -513,12 +630,6 @@ impl Recorded {
         self.sources[source].modified = modified;
         let _ = self.index(source, base, text.as_slice(), time_of);
     }
-}
-
-fn slice(bytes: &[u8], at: u64, len: u32) -> &[u8] {
-    let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
-    let end = start.saturating_add(len as usize).min(bytes.len());
-    &bytes[start..end]
 }
 
 #[cfg(test)]
@@ -570,7 +681,7 @@ mod tests {
         let mut r = Recorded::from_inputs(std::slice::from_ref(&path), &[Input::File(path.clone())], true, &time)
             .expect("load");
         assert!(matches!(r.sources[0].data, Backing::File(_)), "a plain file is not held in memory");
-        assert_eq!(r.times(), [Some(3), Some(3), Some(5)]);
+        assert_eq!(r.times().collect::<Vec<_>>(), [Some(3), Some(3), Some(5)]);
         assert_eq!(lines_of(&r, 0..3), ["|", "one", "two", "three"]);
         assert_eq!(lines_of(&r, 1..2), ["|", "two"]);
         let grew = |at: u64, b: &[u8]| Change::Grew { file: path.clone(), at, bytes: b.to_vec() };
@@ -626,7 +737,7 @@ mod tests {
             lines_of(&r, 0..r.len()),
             ["|", "1", "|", sidecar, "|", "2", "|", "3", "|", "4", "|", sidecar, "|", "6"]
         );
-        assert_eq!(r.times(), [Some(1), None, Some(2), Some(3), Some(4), None, Some(6)]);
+        assert_eq!(r.times().collect::<Vec<_>>(), [Some(1), None, Some(2), Some(3), Some(4), None, Some(6)]);
         let mut ahead = Vec::new();
         r.each(0..r.len(), |p| {
             if let Piece::Source { origin } = p {

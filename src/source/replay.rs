@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use super::compact::Steps;
+
 /// Replay speed: a multiple of recorded time, or as fast as ingest allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pace {
@@ -36,10 +38,12 @@ impl Pace {
     }
 }
 
-/// The schedule of a recording: line `i` is due `offset_ms[i]` after the first, in replay time.
+/// The schedule of a recording: line `i` is due `offset_ms.get(i)` after the first, in replay
+/// time. The offsets are held as steps of a byte or so a line ([`Steps`]): a long recording's
+/// schedule would otherwise grow the monitor's memory by eight bytes a line.
 #[derive(Debug)]
 pub struct Replay {
-    offset_ms: Vec<u64>,
+    offset_ms: Steps,
     /// Lines applied so far (the next line to apply is `position`).
     position: usize,
     pace: Pace,
@@ -54,17 +58,17 @@ pub struct Replay {
 impl Replay {
     /// `times` are the lines' recorded times (unix ms; `None` when a line has none); a gap between
     /// two known times longer than `max_gap_ms` is shortened to it.
-    pub fn new(times: &[Option<i64>], max_gap_ms: u64, pace: Pace, now: Instant) -> Self {
-        let mut offset_ms = Vec::with_capacity(times.len());
+    pub fn new(times: impl IntoIterator<Item = Option<i64>>, max_gap_ms: u64, pace: Pace, now: Instant) -> Self {
+        let mut offset_ms = Steps::default();
         let (mut offset, mut last): (u64, Option<i64>) = (0, None);
         for t in times {
-            if let (Some(t), Some(prev)) = (*t, last) {
+            if let (Some(t), Some(prev)) = (t, last) {
                 // Time can go backwards between interleaved sources: never pace backwards.
                 let gap = u64::try_from(t - prev).unwrap_or(0);
                 offset += gap.min(max_gap_ms);
             }
             if t.is_some() {
-                last = last.max(*t);
+                last = last.max(t);
             }
             offset_ms.push(offset);
         }
@@ -97,12 +101,12 @@ impl Replay {
 
     /// Total replay time (ms at 1×), gaps capped.
     pub fn duration_ms(&self) -> u64 {
-        self.offset_ms.last().copied().unwrap_or(0)
+        self.offset_ms.last()
     }
 
     /// Replay time reached (ms at 1×).
     pub fn elapsed_ms(&self) -> u64 {
-        self.position.checked_sub(1).map_or(0, |i| self.offset_ms[i])
+        self.position.checked_sub(1).map_or(0, |i| self.offset_ms.get(i))
     }
 
     fn clock_ms(&self, now: Instant) -> u64 {
@@ -119,7 +123,7 @@ impl Replay {
     /// Replay time now, held between the last applied line and the next one, so a pause or a
     /// speed change keeps the progress made towards the next line.
     fn current_ms(&self, now: Instant) -> u64 {
-        let next = self.offset_ms.get(self.position).copied().unwrap_or_else(|| self.duration_ms());
+        let next = self.offset_ms.get(self.position);
         self.clock_ms(now).min(next).max(self.elapsed_ms())
     }
 
@@ -142,7 +146,8 @@ impl Replay {
             return 0;
         }
         let clock = self.clock_ms(now);
-        self.offset_ms[self.position..].partition_point(|&o| o <= clock)
+        // Offsets never go back: the lines due from here are those due at all, less those applied.
+        self.offset_ms.partition(|o| o <= clock).saturating_sub(self.position)
     }
 
     /// Marks `n` lines as applied.
@@ -161,7 +166,7 @@ impl Replay {
             return;
         }
         self.seek = Some(target);
-        self.anchor = (self.offset_ms[target - 1], now);
+        self.anchor = (self.offset_ms.get(target - 1), now);
     }
 
     /// Whether a seek is still being applied.
@@ -171,12 +176,12 @@ impl Replay {
 
     /// Replay time of line `i` (ms at 1×, gaps capped).
     pub fn offset_of(&self, i: usize) -> u64 {
-        self.offset_ms.get(i).or(self.offset_ms.last()).copied().unwrap_or(0)
+        self.offset_ms.get(i)
     }
 
     /// The first line at or after a replay time.
     pub fn position_at(&self, ms: u64) -> usize {
-        self.offset_ms.partition_point(|&o| o < ms)
+        self.offset_ms.partition(|o| o < ms)
     }
 
     /// When the next line falls due, if it is not due already (none while paused, done or at max).
@@ -190,7 +195,7 @@ impl Replay {
         match self.pace {
             Pace::Max => None,
             Pace::Times(n) => {
-                let wait = self.offset_ms[self.position].saturating_sub(self.anchor.0) / u64::from(n);
+                let wait = self.offset_ms.get(self.position).saturating_sub(self.anchor.0) / u64::from(n);
                 Some(self.anchor.1 + Duration::from_millis(wait))
             }
         }
@@ -213,16 +218,18 @@ impl Replay {
         let target = if delta_ms < 0 { here.saturating_sub(delta_ms.unsigned_abs()) } else { here + delta_ms as u64 };
         if delta_ms < 0 {
             // Land on the first line at or after the target time, but always move back.
-            self.offset_ms.partition_point(|&o| o < target).min(self.position.saturating_sub(1))
+            self.offset_ms.partition(|o| o < target).min(self.position.saturating_sub(1))
         } else {
-            self.offset_ms.partition_point(|&o| o <= target).max((self.position + 1).min(self.len()))
+            self.offset_ms.partition(|o| o <= target).max((self.position + 1).min(self.len()))
         }
     }
 
     /// Lines appended to a followed file and applied at once: they are due the moment they exist.
     pub fn append_applied(&mut self, n: usize, now: Instant) {
         let end = self.duration_ms();
-        self.offset_ms.extend(std::iter::repeat_n(end, n));
+        for _ in 0..n {
+            self.offset_ms.push(end);
+        }
         self.position = self.offset_ms.len();
         self.anchor = (end, now);
     }
@@ -246,7 +253,7 @@ mod tests {
     #[test]
     fn lines_fall_due_at_their_recorded_offsets() {
         let t0 = Instant::now();
-        let r = Replay::new(&[Some(1000), Some(1000), Some(1500), None, Some(3000)], 60_000, Pace::Times(1), t0);
+        let r = Replay::new([Some(1000), Some(1000), Some(1500), None, Some(3000)], 60_000, Pace::Times(1), t0);
         assert_eq!(r.due(t0), 2);
         assert_eq!(r.due(t0 + ms(499)), 2);
         assert_eq!(r.due(t0 + ms(500)), 4, "a line without time follows the one before");
@@ -256,14 +263,14 @@ mod tests {
     #[test]
     fn idle_gaps_are_capped() {
         let t0 = Instant::now();
-        let r = Replay::new(&[Some(0), Some(3_600_000), Some(3_600_100)], 2000, Pace::Times(1), t0);
+        let r = Replay::new([Some(0), Some(3_600_000), Some(3_600_100)], 2000, Pace::Times(1), t0);
         assert_eq!(r.duration_ms(), 2100);
     }
 
     #[test]
     fn speed_divides_waiting() {
         let t0 = Instant::now();
-        let mut r = Replay::new(&[Some(0), Some(10_000)], 60_000, Pace::Times(10), t0);
+        let mut r = Replay::new([Some(0), Some(10_000)], 60_000, Pace::Times(10), t0);
         r.advance(r.due(t0));
         assert_eq!(r.next_deadline(), Some(t0 + ms(1000)));
         assert_eq!(r.due(t0 + ms(1000)), 1);
@@ -275,7 +282,7 @@ mod tests {
     #[test]
     fn pause_stops_the_clock() {
         let t0 = Instant::now();
-        let mut r = Replay::new(&[Some(0), Some(1000)], 60_000, Pace::Times(1), t0);
+        let mut r = Replay::new([Some(0), Some(1000)], 60_000, Pace::Times(1), t0);
         r.advance(r.due(t0));
         r.toggle_pause(t0 + ms(500));
         assert_eq!(r.due(t0 + ms(5000)), 0);
@@ -290,7 +297,7 @@ mod tests {
     fn seeking_moves_by_replay_time() {
         let t0 = Instant::now();
         let times: Vec<Option<i64>> = (0..100).map(|i| Some(i * 1000)).collect();
-        let mut r = Replay::new(&times, 60_000, Pace::Times(1), t0);
+        let mut r = Replay::new(times.iter().copied(), 60_000, Pace::Times(1), t0);
         r.jump(50, t0);
         assert_eq!(r.elapsed_ms(), 49_000);
         assert_eq!(r.seek_target(10_000), 60);
@@ -303,7 +310,7 @@ mod tests {
     #[test]
     fn followed_lines_are_applied_as_they_come() {
         let t0 = Instant::now();
-        let mut r = Replay::new(&[Some(0), Some(500)], 60_000, Pace::Times(1), t0);
+        let mut r = Replay::new([Some(0), Some(500)], 60_000, Pace::Times(1), t0);
         r.advance(r.due(t0 + ms(500)));
         r.append_applied(3, t0 + ms(900));
         assert_eq!((r.position(), r.len(), r.is_done()), (5, 5, true));
@@ -314,7 +321,7 @@ mod tests {
     fn a_seek_is_due_at_once_even_paused_then_playback_resumes() {
         let t0 = Instant::now();
         let times: Vec<Option<i64>> = (0..100).map(|i| Some(i * 1000)).collect();
-        let mut r = Replay::new(&times, 60_000, Pace::Times(1), t0);
+        let mut r = Replay::new(times.iter().copied(), 60_000, Pace::Times(1), t0);
         r.toggle_pause(t0);
         r.seek_to(40, t0);
         assert_eq!(r.due(t0), 40, "paused, the seek's lines are due anyway");

@@ -162,11 +162,14 @@ impl Runtime {
     }
 
     /// A replay of `recorded`, paced from its records' times.
-    pub fn replay(recorded: Recorded, view: View, settings: &Settings, config: Config, now: Instant) -> Self {
+    pub fn replay(mut recorded: Recorded, view: View, settings: &Settings, config: Config, now: Instant) -> Self {
         let mut rt = Self::new(view, settings, config, now);
         rt.feed.source.clone_from(&recorded.name);
         tracing::info!(source = %recorded.name, records = recorded.len(), "replaying");
         let mut pace = Replay::new(recorded.times(), settings.max_gap_ms, settings.pace, now);
+        // The schedule holds what pacing needs of the times: kept twice, they would be a byte or
+        // two a record more.
+        recorded.forget_times();
         if recorded.start_at_action {
             let start = action_start(&recorded, &pace, &rt.config);
             apply(&recorded, &mut rt.pipeline, 0..start);
