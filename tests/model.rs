@@ -720,6 +720,34 @@ fn the_oldest_items_past_the_bound_are_dropped_counted_and_still_counted_in_the_
 }
 
 #[test]
+fn the_oldest_responses_past_the_bound_settle_into_their_spend_and_the_figures_stay() {
+    let limits = model::Limits { responses_per_thread: 8, ..model::Limits::default() };
+    let mut bounded = World { model: Model::new(Prices::builtin(), limits), ..World::new() };
+    let mut whole = World::new();
+    let models = ["claude-sonnet-4-5", "claude-opus-4-6", "no-such-model"];
+    for w in [&mut bounded, &mut whole] {
+        w.root("r");
+        for i in 0..1000i64 {
+            let (id, on, at) = (format!("m{i}"), models[(i % 3) as usize], Some(i * 60_000));
+            let input = 10 + i.unsigned_abs();
+            w.say("r", at, vec![response(&id, on, input, 1)]);
+            // Stated again on the next line, as Claude Code does: counted once.
+            w.say("r", at, vec![response(&id, on, input, 2)]);
+        }
+    }
+    let (b, w) = (bounded.get("r"), whole.get("r"));
+    assert!(b.responses().len() <= 10, "the newest are held, not all: {}", b.responses().len());
+    assert_eq!(w.responses().len(), 1000);
+    assert_eq!((b.responses_stated(), b.tokens, b.cost), (1000, w.tokens, w.cost), "every response counts once");
+    let mut settled = model::Tokens::default();
+    b.settled_spend().iter().for_each(|s| settled.add(&s.tokens));
+    b.responses().iter().for_each(|r| settled.add(&r.tokens));
+    assert_eq!(settled, w.tokens, "what settled and what is held add up to the thread");
+    // 1000 minutes: 67 quarter hours, each on up to 3 models.
+    assert!(b.settled_spend().len() <= 67 * 3, "{}", b.settled_spend().len());
+}
+
+#[test]
 fn the_first_turns_prompt_outlives_the_items_bound() {
     let limits = model::Limits { items_per_thread: 2, ..model::Limits::default() };
     let mut w = World { model: Model::new(Prices::builtin(), limits), ..World::new() };

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use swarmtop::commands::stats::render_json;
 use swarmtop::commands::tree::render_tree;
 use swarmtop::feed;
-use swarmtop::model::ItemKind;
+use swarmtop::model::{ItemKind, ItemStatus};
 use swarmtop::pipeline::{Config, Pipeline};
 use swarmtop::router::Event;
 use swarmtop::source::files::{self, Input};
@@ -39,10 +39,12 @@ fn on_every_core(inputs: &[Input], config: Config) -> Pipeline {
     pipeline
 }
 
-/// Bytes of text the model keeps for tool calls' outputs.
+/// Bytes of text the model keeps for the outputs of tool calls that did not fail (a failed one's
+/// text is its reason, read for figures too: the run store keeps it).
 fn tool_output_bytes(pipeline: &Pipeline) -> usize {
     let tools = [ItemKind::Command, ItemKind::DynamicTool, ItemKind::McpTool, ItemKind::FileChange];
-    pipeline.model.threads.iter().flat_map(|t| &t.items).filter(|i| tools.contains(&i.kind)).map(|i| i.text.len()).sum()
+    let items = pipeline.model.threads.iter().flat_map(|t| &t.items);
+    items.filter(|i| tools.contains(&i.kind) && i.status != ItemStatus::Failed).map(|i| i.text.len()).sum()
 }
 
 /// The figures and the tree of both readings agree; returns the two pipelines.

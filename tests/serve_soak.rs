@@ -139,10 +139,10 @@ fn under_steady_traffic_memory_and_descriptors_stay_flat_and_every_event_is_told
 
 /// Memory rises and falls with each sync (it writes the busy session's rows again, reading only
 /// its new lines: `store::carry`) and each feed (a machine source of its own, which reads the busy
-/// session from its start): flat means the last third's floor is the middle third's (the first is
-/// warming up), within a few MiB. The peaks are not held to it: they grow with the busy session
-/// (18,000 lines by the end), which is the feed's and the store's passing work, not what the
-/// daemon keeps. Descriptors and threads come back to
+/// session from its start, a few chunks ahead of its client): flat means the last third's floor is
+/// the middle third's (the first is warming up), within a few MiB. The peaks are not held to it:
+/// the store's rewrite of the busy session (18,000 lines by the end) is passing work, not what
+/// the daemon keeps. Descriptors and threads come back to
 /// what they were once the passing clients are gone (a closed stream is noticed at its next write,
 /// a keepalive at most 15 s on).
 fn flat(samples: &[Sample], pid: u32) {

@@ -19,6 +19,7 @@ use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
 use super::terminal::QuitSignals;
 use crate::pipeline::Config;
 use crate::serve::Api;
+use crate::serve::http::FEED_EVENTS;
 use crate::source::agents::Env;
 use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
@@ -214,7 +215,9 @@ pub fn run(args: &ServeArgs, config: Config, global: &GlobalOpts) -> Result<Exit
         keep_events: usize::try_from(args.keep_events).unwrap_or(usize::MAX),
         export: super::export::start_live(export_request(args))?,
         feed: Some(crate::serve::http::Feed {
-            spawn: Arc::new(|w: remote::Window| census::machine::spawn(Options::machine(window(w.since_ms, w.all)))),
+            spawn: Arc::new(|w: remote::Window| {
+                census::machine::spawn_holding(Options::machine(window(w.since_ms, w.all)), FEED_EVENTS)
+            }),
             window: remote::Window { since_ms: args.window.since, all: args.window.all },
         }),
     };

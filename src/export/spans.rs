@@ -9,7 +9,7 @@ use rustc_hash::FxHashSet;
 
 use super::ids::{SpanId, agent_span_id, item_span_id, trace_id};
 use crate::model::prices::Pico;
-use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Status, Thread, Tokens};
+use crate::model::{AgentOp, Item, ItemKind, ItemStatus, Model, Response, Status, Thread, Tokens};
 use crate::router::{Role, ThreadIdx};
 use crate::source::agents::{self, Tools};
 
@@ -115,7 +115,8 @@ impl Tracker {
                 }
             }
             // A response is complete once the next one began (a thread makes one call at a time).
-            let complete = t.responses().len().saturating_sub(1);
+            // Ordinals: responses that settled before they were handed out send none.
+            let complete = t.responses_stated().saturating_sub(1);
             for r in now.chats..complete {
                 if let Some(span) = self.take_chat(model, idx, r) {
                     out.push(span);
@@ -123,7 +124,7 @@ impl Tracker {
             }
             let ended = matches!(t.status, Status::Closed | Status::Failed | Status::Interrupted);
             if ended {
-                for r in complete..t.responses().len() {
+                for r in complete..t.responses_stated() {
                     if let Some(span) = self.take_chat(model, idx, r) {
                         out.push(span);
                     }
@@ -132,7 +133,7 @@ impl Tracker {
                     out.push(span);
                 }
             }
-            let chats = if ended { t.responses().len() } else { complete.max(now.chats) };
+            let chats = if ended { t.responses_stated() } else { complete.max(now.chats) };
             self.marks[i] = Mark { open_from, chats, ..now };
         }
     }
@@ -147,7 +148,7 @@ impl Tracker {
                     out.push(span);
                 }
             }
-            for r in 0..t.responses().len() {
+            for r in 0..t.responses_stated() {
                 if let Some(span) = self.take_chat(model, idx, r) {
                     out.push(span);
                 }
@@ -171,11 +172,11 @@ impl Tracker {
 
     fn take_chat(&mut self, model: &Model, idx: ThreadIdx, r: usize) -> Option<Span> {
         let t = model.thread(idx);
-        let response = t.responses().get(r)?;
+        let response = t.response(r)?;
         if !self.sent.insert(chat_span_id(&t.id, &response.key)) {
             return None;
         }
-        Some(chat_span(model, idx, r, self.fallback))
+        Some(chat_span(model, idx, response, self.fallback))
     }
 
     fn take_agent(&mut self, model: &Model, idx: ThreadIdx, unfinished: bool) -> Option<Span> {
@@ -280,7 +281,7 @@ fn agent_span(model: &Model, idx: ThreadIdx, unfinished: bool, fallback: Option<
     a.usage("gen_ai.usage", &t.tokens);
     a.int("swarmtop.usage.total_tokens", t.tokens.total);
     // The usage is also in the agent's `chat` spans: a receiver must not count it twice.
-    if !t.responses().is_empty() {
+    if t.responses_stated() > 0 {
         a.bool("swarmtop.usage.per_response", true);
     }
     a.cost("swarmtop.cost_usd", t.cost);
@@ -416,9 +417,8 @@ fn chat_span_id(thread: &str, key: &str) -> SpanId {
 }
 
 /// One model response whose usage the agent stated by itself (Claude Code): `chat {model}`.
-fn chat_span(model: &Model, idx: ThreadIdx, r: usize, fallback: Option<Provider>) -> Span {
+fn chat_span(model: &Model, idx: ThreadIdx, response: &Response, fallback: Option<Provider>) -> Span {
     let t = model.thread(idx);
-    let response = &t.responses()[r];
     let model_name = response.model().or(t.model.as_ref()).map_or("", |m| m.as_str());
     let mut a = Attrs::default();
     a.str("gen_ai.operation.name", "chat");

@@ -2,6 +2,14 @@
 //! may be stated several times (Claude Code writes one line per content block, repeating it, and
 //! `output_tokens` can stay at its stream-start value on early lines), so figures are merged by max
 //! per response key, then summed. Each response is priced by its own model.
+//!
+//! A thread holds its newest responses ([`super::Limits::responses_per_thread`]), as it holds its
+//! newest items: one that falls out of them is *settled*, its figures added to the spend of its
+//! quarter hour and model ([`Settled`]), which is all the store reads of it. A thread that states
+//! 200 responses a second for an hour held 720,000 of them (some 130 MB), and a daemon holds such
+//! a thread once for its live view and once for the store (`serve_soak`: its memory's floor
+//! climbed all along). A response stated again after it settled is counted as a new one: Claude
+//! Code repeats a response on the lines right after its first, thousands of responses sooner.
 
 use std::hash::BuildHasher as _;
 use std::sync::Arc;
@@ -9,14 +17,14 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
 
-use super::prices::{Pico, Price};
+use super::prices::{Pico, Price, Prices};
 use super::tokens::Tokens;
 use crate::wire::Clean;
 
 /// The responses of one thread, for deduplicating and pricing them.
 ///
-/// Held for the thread's whole life (the store's spend by quarter hour and `export`'s `chat`
-/// spans read every one), so each is kept small: its key once (the index holds positions, not a
+/// The newest responses are held (the store's spend by quarter hour and `export`'s `chat` spans
+/// read them), so each is kept small: its key once (the index holds positions, not a
 /// second copy), its model shared with the responses before it, its price by its place in the
 /// few the thread was billed at. A response held 370 bytes this way took some 180: a daemon
 /// following a session that states 200 responses a second grew by half as much (`serve_soak`).
@@ -24,8 +32,13 @@ use crate::wire::Clean;
 pub struct Account {
     /// Positions in `list`, by the hash of their response's key.
     index: HashTable<u32>,
-    /// The responses in the order they were first stated (what `export` sends as `chat` spans).
+    /// The newest responses in the order they were first stated (what `export` sends as `chat`
+    /// spans); those before them settled.
     list: Vec<Response>,
+    /// Responses settled so far: the ordinal of `list`'s first.
+    settled: usize,
+    /// The settled responses' spend by quarter hour and model, in the order each was begun.
+    spend: Vec<Settled>,
     /// The prices responses were billed at, each once.
     prices: Vec<Price>,
     /// The model last stated, which the next response most likely shares.
@@ -46,7 +59,37 @@ pub struct Response {
     pub last_ms: Option<i64>,
 }
 
+/// The spend of the settled responses first stated in one quarter hour on one model, each priced
+/// as [`Response::share`] prices it.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// The quarter hour ([`quarter`]) its responses were first stated in.
+    pub at_ms: Option<i64>,
+    pub model: Option<Arc<Clean>>,
+    pub tokens: Tokens,
+    /// The priced responses' shares.
+    pub cost: Pico,
+    /// Some response in it had no price.
+    pub unpriced: bool,
+    /// The ordinal of the last response settled into it (what comes last in time order).
+    pub last: usize,
+}
+
+/// A quarter hour, in ms: every time zone's offset is a whole number of them.
+pub const QUARTER_MS: i64 = 15 * 60 * 1000;
+
+/// The start of the quarter hour `ms` falls in.
+pub fn quarter(ms: i64) -> i64 {
+    ms.div_euclid(QUARTER_MS).saturating_mul(QUARTER_MS)
+}
+
 impl Response {
+    /// Its cost at the table's price for its model and prompt; `None` when the table has none.
+    pub fn share(&self, prices: &Prices) -> Option<Pico> {
+        let price = self.model.as_ref().and_then(|m| prices.lookup_for_prompt(m.as_str(), self.tokens.input));
+        price.map(|p| self.tokens.cost(&p))
+    }
+
     pub fn model(&self) -> Option<&Clean> {
         self.model.as_deref()
     }
@@ -62,9 +105,52 @@ impl Account {
         (self.unpriced == 0 && !self.list.is_empty()).then_some(self.cost)
     }
 
-    /// The responses, in the order they were first stated.
+    /// The responses held (the newest), in the order they were first stated.
     pub fn responses(&self) -> &[Response] {
         &self.list
+    }
+
+    /// Responses settled: the ordinal of the first held.
+    pub fn settled(&self) -> usize {
+        self.settled
+    }
+
+    /// The settled responses' spend, by quarter hour and model.
+    pub fn settled_spend(&self) -> &[Settled] {
+        &self.spend
+    }
+
+    /// Settles the oldest responses once more than `most` are held, a quarter of `most` at a time
+    /// (the index is rebuilt for each such step, not for each response).
+    pub fn bound(&mut self, most: usize, prices: &Prices) {
+        let most = most.max(1);
+        let step = (most / 4).max(1);
+        if self.list.len() < most + step {
+            return;
+        }
+        for (i, r) in self.list.drain(..step).enumerate() {
+            let ordinal = self.settled + i;
+            let at_ms = r.first_ms.map(quarter);
+            let share = r.share(prices);
+            let found = self.spend.iter().rposition(|s| s.at_ms == at_ms && s.model == r.model);
+            let at = found.unwrap_or_else(|| {
+                let (model, tokens) = (r.model.clone(), Tokens::default());
+                self.spend.push(Settled { at_ms, model, tokens, cost: Pico::default(), unpriced: false, last: 0 });
+                self.spend.len() - 1
+            });
+            let s = &mut self.spend[at];
+            s.tokens.add(&r.tokens);
+            s.cost += share.unwrap_or_default();
+            s.unpriced |= share.is_none();
+            s.last = ordinal;
+        }
+        self.settled += step;
+        self.index.clear();
+        let list = &self.list;
+        for (i, r) in list.iter().enumerate() {
+            let place = u32::try_from(i).unwrap_or(u32::MAX);
+            self.index.insert_unique(hash(&r.key), place, |&j| hash(&list[j as usize].key));
+        }
     }
 
     /// Adds one statement of a response's usage (its model, the statement's time); returns what the

@@ -3,7 +3,7 @@
 //! each line states, whatever the format the line was in; pure, like the router.
 
 mod account;
-pub use self::account::Response;
+pub use self::account::{QUARTER_MS, Response, Settled, quarter};
 mod diagnostics;
 mod item;
 mod kept;
@@ -45,6 +45,11 @@ pub struct Limits {
     /// dropped, counted (`dropped_turns`), and still counted in the thread's turns. A session
     /// runs for days: 53,338 turns of one thread held 514 MB (issue 22).
     pub turns_per_thread: usize,
+    /// API responses held per thread, the newest: an older one is settled, its figures kept only
+    /// in its quarter hour's spend on its model (what the store reports), and `export` sends no
+    /// `chat` span for it once it has settled. A session written at 200 responses a second held
+    /// every one: a daemon's memory climbed with it (`serve_soak`).
+    pub responses_per_thread: usize,
     /// Receivers named before their thread appeared, kept until it does; past it they are counted
     /// (`dropped_receivers`) and the item shows fewer names.
     pub awaited_receivers: usize,
@@ -57,6 +62,7 @@ impl Default for Limits {
             thread_text: 1 << 20,
             items_per_thread: ITEMS_PER_THREAD,
             turns_per_thread: TURNS_PER_THREAD,
+            responses_per_thread: RESPONSES_PER_THREAD,
             awaited_receivers: 65_536,
         }
     }
@@ -64,6 +70,8 @@ impl Default for Limits {
 
 /// Default of [`Limits::items_per_thread`].
 pub const ITEMS_PER_THREAD: usize = 2_048;
+/// Default of [`Limits::responses_per_thread`]: as many as items are held.
+pub const RESPONSES_PER_THREAD: usize = ITEMS_PER_THREAD;
 /// Default of [`Limits::turns_per_thread`].
 pub const TURNS_PER_THREAD: usize = 256;
 /// Refusals kept per thread (a guard refusing a spawn loop refuses it again and again: the lane
@@ -696,6 +704,7 @@ impl Model {
                 // growing from its stream-start value); an older one stated again is not the
                 // context now.
                 let newest = account.responses().last().filter(|r| *r.key == *key).map(|r| r.tokens.total);
+                account.bound(self.limits.responses_per_thread, &self.prices);
                 t.tokens.add(&gained);
                 if let (Some(c), Some(merged)) = (response.context, newest) {
                     // A window said once (the session's report) holds for the thread's later fills.

@@ -183,13 +183,30 @@ impl Thread {
         self.wait.filter(|_| self.status == Status::Waiting)
     }
 
-    /// The best label known (routing.md §8): nickname, else the last segment of the agent path,
-    /// else the last 8 hex digits of the id (UUIDv7 ids of one session share their first digits).
-    /// The API responses whose usage was stated one by one (Claude Code), first stated first.
+    /// The API responses whose usage was stated one by one (Claude Code) that are held (the
+    /// newest, [`super::Limits::responses_per_thread`]), first stated first.
     pub fn responses(&self) -> &[super::Response] {
         self.account.as_ref().map_or(&[], |a| a.responses())
     }
 
+    /// Responses stated, settled ones included: one past the newest's ordinal.
+    pub fn responses_stated(&self) -> usize {
+        self.account.as_ref().map_or(0, |a| a.settled() + a.responses().len())
+    }
+
+    /// The response of ordinal `r` (the `r`-th first stated), while it is held.
+    pub fn response(&self, r: usize) -> Option<&super::Response> {
+        let a = self.account.as_ref()?;
+        a.responses().get(r.checked_sub(a.settled())?)
+    }
+
+    /// The spend of the responses no longer held, by quarter hour and model.
+    pub fn settled_spend(&self) -> &[super::Settled] {
+        self.account.as_ref().map_or(&[], |a| a.settled_spend())
+    }
+
+    /// The best label known (routing.md §8): nickname, else the last segment of the agent path,
+    /// else the last 8 hex digits of the id (UUIDv7 ids of one session share their first digits).
     pub fn name(&self) -> String {
         if let Some(n) = self.nickname.as_ref().filter(|n| !n.is_empty()) {
             return n.to_string();

@@ -47,6 +47,11 @@ pub const KEEPALIVE: Duration = Duration::from_secs(15);
 /// Machine feeds (`/api/feed`) open at once: each runs a machine source of its own (its files
 /// followed, a walk of `/proc` a tick), so they are few.
 pub const MAX_FEEDS: usize = 16;
+/// Events a feed's source reads ahead of its client ([`crate::source::census::machine::spawn_holding`]):
+/// a few. A feed reads its sessions from their start and a client takes them at the network's
+/// pace: with the machine view's 64, a feed held up to 64 chunks of a MiB of a long session
+/// (`serve_soak`: its peaks grew with the busy session, and the daemon's memory with them).
+pub const FEED_EVENTS: usize = 4;
 /// Bytes of a feed's events gathered into one write, when more than one is waiting.
 const FEED_WRITE: usize = 256 << 10;
 /// Bytes of an event stream's waiting events gathered into one write.

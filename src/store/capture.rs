@@ -139,8 +139,10 @@ fn run(
     };
     let entries: Vec<ItemRow> = t.items.iter().map(|i| item(model, i)).collect();
     let mut models: Vec<String> = t.model.iter().map(ToString::to_string).collect();
-    for r in t.responses() {
-        if let Some(m) = r.model.as_ref().filter(|m| !models.iter().any(|k| k == m.as_str())) {
+    // The settled responses' models first: they were stated first.
+    let settled = t.settled_spend().iter().map(|s| &s.model);
+    for m in settled.chain(t.responses().iter().map(|r| &r.model)) {
+        if let Some(m) = m.as_ref().filter(|m| !models.iter().any(|k| k == m.as_str())) {
             models.push(m.to_string());
         }
     }

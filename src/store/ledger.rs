@@ -21,13 +21,9 @@ use crate::wire::fact::{Fact, Usage};
 
 use super::rows::UsageRow;
 
-/// A quarter hour, in ms.
-const QUARTER_MS: i64 = 15 * 60 * 1000;
-
-/// The start of the quarter hour `ms` falls in.
-pub fn quarter(ms: i64) -> i64 {
-    ms.div_euclid(QUARTER_MS).saturating_mul(QUARTER_MS)
-}
+#[cfg(test)]
+use crate::model::QUARTER_MS;
+pub use crate::model::quarter;
 
 /// The running totals of every thread, by quarter hour; a sink of the pipeline.
 #[derive(Debug, Default)]
@@ -169,7 +165,7 @@ impl Ledger {
     /// The spend of thread `index` (as the model ended it) by quarter hour and model, adding up to
     /// its tokens and cost exactly.
     pub fn usage(&self, index: usize, t: &Thread, prices: &Prices) -> Vec<UsageRow> {
-        let rows = if t.responses().is_empty() {
+        let rows = if t.responses_stated() == 0 {
             self.threads.get(index).and_then(|m| running(m, t, prices))
         } else {
             by_response(t, prices)
@@ -206,17 +202,28 @@ fn running(m: &Marks, t: &Thread, prices: &Prices) -> Option<Vec<UsageRow>> {
     Some(rows)
 }
 
-/// Spend response by response, each priced by its own model as the model priced it. `None` when
-/// the responses do not add up to the thread's tokens.
+/// Spend response by response, each priced by its own model as the model priced it (the settled
+/// ones by quarter hour and model, priced so as they settled). `None` when the responses do not
+/// add up to the thread's tokens.
 fn by_response(t: &Thread, prices: &Prices) -> Option<Vec<UsageRow>> {
     let mut tokens = Tokens::default();
     let mut cost = Pico::default();
     let mut all_priced = true;
-    let mut rows = Vec::with_capacity(t.responses().len());
+    let mut rows = Vec::with_capacity(t.settled_spend().len() + t.responses().len());
+    // In the order of their last response: the row the cost goes on when it is not the table's
+    // is the last of the latest quarter hour, as if each response were a row.
+    let mut settled: Vec<_> = t.settled_spend().iter().collect();
+    settled.sort_by_key(|s| s.last);
+    for s in settled {
+        tokens.add(&s.tokens);
+        cost += s.cost;
+        all_priced &= !s.unpriced;
+        let model = s.model.as_ref().map(ToString::to_string);
+        rows.push(UsageRow { at_ms: s.at_ms, model, tokens: s.tokens, cost: s.cost });
+    }
     for r in t.responses() {
         tokens.add(&r.tokens);
-        let price = r.model.as_ref().and_then(|m| prices.lookup_for_prompt(m.as_str(), r.tokens.input));
-        let share = price.map(|p| r.tokens.cost(&p));
+        let share = r.share(prices);
         all_priced &= share.is_some();
         cost += share.unwrap_or_default();
         rows.push(UsageRow {
@@ -272,6 +279,53 @@ pub fn merged(mut rows: Vec<UsageRow>) -> Vec<UsageRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::{Config, Pipeline};
+
+    /// A Claude Code transcript: `n` responses a minute apart on three models (one the table does
+    /// not price when `unknown`), each stated on two lines.
+    fn transcript(n: u64, unknown: bool) -> Vec<String> {
+        let models =
+            ["claude-sonnet-4-5", "claude-opus-4-6", if unknown { "no-such-model" } else { "claude-haiku-4-5" }];
+        let mut lines = Vec::new();
+        for i in 0..n {
+            let minute = i64::try_from(i).unwrap() * 60_000;
+            let at = jiff::Timestamp::from_millisecond(1_700_000_000_000 + minute).unwrap();
+            for output in [1, 2 + i] {
+                lines.push(format!(
+                    r#"{{"parentUuid":null,"isSidechain":false,"type":"assistant","sessionId":"s","uuid":"u{i}-{output}","timestamp":"{at}","requestId":"req{i}","message":{{"model":"{}","id":"msg{i}","type":"message","role":"assistant","content":[{{"type":"text","text":"x"}}],"usage":{{"input_tokens":{},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":{output}}}}}}}"#,
+                    models[(i % 3) as usize],
+                    10 + i
+                ));
+            }
+        }
+        lines
+    }
+
+    /// The spend rows of every thread of `lines`, read with `config`, and the responses held.
+    fn spend(lines: &[String], config: Config) -> (Vec<Vec<UsageRow>>, usize) {
+        let prices = config.prices.clone();
+        let (mut pipeline, mut ledger) = (Pipeline::new(config), Ledger::default());
+        for l in lines {
+            pipeline.push_with(l.as_bytes(), &mut ledger);
+        }
+        pipeline.finish_with(&mut ledger);
+        let threads = &pipeline.model.threads;
+        let held = threads.iter().map(|t| t.responses().len()).sum();
+        (threads.iter().enumerate().map(|(i, t)| ledger.usage(i, t, &prices)).collect(), held)
+    }
+
+    #[test]
+    fn a_thread_whose_oldest_responses_settled_has_the_spend_rows_of_one_that_holds_them_all() {
+        for unknown in [false, true] {
+            let lines = transcript(500, unknown);
+            let mut bounded = Config::default();
+            bounded.model.responses_per_thread = 4;
+            let ((settled, held), (all, _)) = (spend(&lines, bounded), spend(&lines, Config::default()));
+            assert!(held <= 5, "the oldest settled: {held} held");
+            assert!(all.iter().flatten().count() > 30, "several quarter hours and models: {all:?}");
+            assert_eq!(settled, all, "unknown model: {unknown}");
+        }
+    }
 
     #[test]
     fn quarters_hold_every_time_zone_s_midnight() {

@@ -52,7 +52,14 @@ const RESCAN_SETTLE: Duration = Duration::from_millis(20);
 
 /// The machine view's events; the source runs on a thread of its own until the receiver goes.
 pub fn spawn(opts: Options) -> mpsc::Receiver<Event> {
-    let (tx, rx) = mpsc::channel(CHANNEL_EVENTS);
+    spawn_holding(opts, CHANNEL_EVENTS)
+}
+
+/// [`spawn`], with at most `events` read ahead of the receiver. An event holds up to a chunk of
+/// a file (a MiB): a consumer that reads a long history slower than the source reads it holds
+/// that many of them.
+pub fn spawn_holding(opts: Options, events: usize) -> mpsc::Receiver<Event> {
+    let (tx, rx) = mpsc::channel(events.max(1));
     let started = std::thread::Builder::new().name("source-machine".into()).spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
         runtime.block_on(async move {
