@@ -341,6 +341,31 @@ fn a_replay_opened_from_the_history_returns_there_on_esc() {
     assert_eq!(key(&mut first, &p, KeyCode::Esc), Some(Effect::None), "the first screen never leaves on Esc");
 }
 
+/// A real session (`agent`'s fixture `scenario`) synced, its files then deleted (the session is the
+/// store's alone), read back as the history view reads it; and a view opening it.
+fn stored_without_its_files(agent: &str, scenario: &str) -> (Stored, View) {
+    let m = store_support::Machine::new();
+    let files = if agent == "opencode" {
+        m.with_opencode(scenario);
+        m.opencode_dir()
+    } else {
+        m.with_claude_2_1_332(scenario);
+        m.claude_fixture_project()
+    };
+    m.run(&["sync"]);
+    std::fs::remove_dir_all(files).expect("its files go");
+    m.run(&["sync"]);
+    let listed = m.json(&["history", "--json", "--no-sync", "--agent", agent]);
+    let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
+    assert_eq!(listed["sessions"][0]["filesPresent"], false, "{agent}");
+    let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
+    let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+    let mut v = View::with_theme(Theme::dark());
+    v.history.open = true;
+    v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
+    (stored, v)
+}
+
 /// A session opened from the store draws its lanes in its agent's own words, as its live lanes
 /// did (schema 4): an OpenCode session's spawn cards read `⑂ task`, a Claude Code one's
 /// `⑂ Agent`, never a generic `⑂ agent`; each turn is headed where its items begin. Real
@@ -350,29 +375,11 @@ fn a_replay_opened_from_the_history_returns_there_on_esc() {
 fn a_stored_session_shows_each_agent_s_own_tool_names_and_its_turns() {
     let (p, feed) = monitor();
     for (agent, tool) in [("opencode", "task"), ("claude", "Agent")] {
-        let m = store_support::Machine::new();
-        let files = if agent == "opencode" {
-            m.with_opencode("tree");
-            m.opencode_dir()
-        } else {
-            m.with_claude_2_1_332("parallel");
-            m.claude_fixture_project()
-        };
-        m.run(&["sync"]);
-        std::fs::remove_dir_all(files).expect("its files go");
-        m.run(&["sync"]);
-        let listed = m.json(&["history", "--json", "--no-sync", "--agent", agent]);
-        let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
-        assert_eq!(listed["sessions"][0]["filesPresent"], false, "{agent}");
-        let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
-        let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+        let (stored, mut v) = stored_without_its_files(agent, if agent == "opencode" { "tree" } else { "parallel" });
         let spawns: Vec<&PastItem> =
             stored.runs[0].entries.iter().filter(|i| i.tool.as_ref().is_some_and(|t| t.as_str() == tool)).collect();
         assert!(!spawns.is_empty(), "{agent}: the root's spawn cards keep {tool}");
         assert!(spawns.iter().all(|i| !i.id.is_empty() && i.turn.is_some()), "{agent}: with their ids and turns");
-        let mut v = View::with_theme(Theme::dark());
-        v.history.open = true;
-        v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
         v.history.take(Loaded::Stored(Ok(Box::new(stored))));
         let screen = draw(&p, &feed, &mut v, (120, 32));
         assert!(screen.contains(&format!("⑂ {tool}")), "{agent}: {screen}");
@@ -475,29 +482,11 @@ fn a_stored_session_says_why_its_call_failed() {
         ("claude", "Agent", "Agent type 'no-such-agent' not found."),
         ("opencode", "task", "Unknown agent type: no-such-agent"),
     ] {
-        let m = store_support::Machine::new();
-        let files = if agent == "opencode" {
-            m.with_opencode("badtype");
-            m.opencode_dir()
-        } else {
-            m.with_claude_2_1_332("badtype");
-            m.claude_fixture_project()
-        };
-        m.run(&["sync"]);
-        std::fs::remove_dir_all(files).expect("its files go");
-        m.run(&["sync"]);
-        let listed = m.json(&["history", "--json", "--no-sync", "--agent", agent]);
-        let id = listed["sessions"][0]["id"].as_str().expect("a session").to_owned();
-        assert_eq!(listed["sessions"][0]["filesPresent"], false, "{agent}");
-        let store = swarmtop::store::Store::open(&m.store()).expect("the store opens");
-        let stored = swarmtop::commands::stored(&store, &id).expect("the session is read back");
+        let (stored, mut v) = stored_without_its_files(agent, "badtype");
         let failed: Vec<&PastItem> =
             stored.runs[0].entries.iter().filter(|i| i.status == ItemStatus::Failed && i.why.is_some()).collect();
         assert_eq!(failed.len(), 1, "{agent}: the failed call keeps its reason");
         assert!(failed[0].why.as_ref().is_some_and(|w| w.as_str().starts_with(why)), "{agent}: {:?}", failed[0].why);
-        let mut v = View::with_theme(Theme::dark());
-        v.history.open = true;
-        v.history.opened = Some(Opened::Opening(sanitize_line(&id)));
         v.history.take(Loaded::Stored(Ok(Box::new(stored))));
         for size in [(80, 24), (200, 60)] {
             let screen = draw(&p, &feed, &mut v, size);
