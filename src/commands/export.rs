@@ -88,6 +88,7 @@ pub(super) fn feed_of(live: &Live) -> ExportFeed {
         rejected: s.rejected,
         failing: s.failing,
         cause: s.cause,
+        forgotten: s.forgotten,
     }
 }
 

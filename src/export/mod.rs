@@ -7,6 +7,7 @@ pub mod ids;
 pub mod sender;
 pub mod spans;
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 pub use self::config::{Request, Settings, Target};
@@ -48,7 +49,7 @@ impl Live {
     }
 
     pub fn summary(&self) -> Summary {
-        self.exporter.counters().summary()
+        Summary { forgotten: self.tracker.forgotten(), ..self.exporter.counters().summary() }
     }
 
     pub fn target(&self) -> &str {
@@ -62,7 +63,8 @@ impl Live {
         for span in self.scratch.drain(..) {
             self.exporter.offer(span);
         }
-        self.exporter.finish(EXIT_GRACE)
+        let forgotten = self.tracker.forgotten();
+        Summary { forgotten, ..self.exporter.finish(EXIT_GRACE) }
     }
 }
 
@@ -73,6 +75,9 @@ pub fn describe(summary: &Summary, target: &str) -> String {
         "{} spans to {target}: {} sent, {} retried, {} dropped, {} rejected",
         summary.queued, summary.sent, summary.retried, summary.dropped, summary.rejected
     );
+    if summary.forgotten > 0 {
+        let _ = write!(line, ", {} ids forgotten", summary.forgotten);
+    }
     if let Some(cause) = &summary.cause {
         line.push_str("; last failure: ");
         line.push_str(cause.as_str());

@@ -65,6 +65,8 @@ pub struct Summary {
     pub rejected: u64,
     pub failing: bool,
     pub cause: Option<Clean>,
+    /// Span ids no longer remembered as sent (`spans::SENT_GENERATION`); set by the live export.
+    pub forgotten: u64,
 }
 
 impl Counters {
@@ -77,6 +79,7 @@ impl Counters {
             rejected: self.rejected.load(Ordering::Relaxed),
             failing: self.failing.load(Ordering::Relaxed),
             cause: self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone(),
+            forgotten: 0,
         }
     }
 

@@ -50,11 +50,51 @@ impl Provider {
 /// Hands out each span once: finished spans as they finish, the rest (marked unfinished) at the end.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    /// Every span id handed out, across model resets (a live source's history rebuilds the model).
-    sent: FxHashSet<SpanId>,
+    /// Span ids handed out, across model resets (a live source's history rebuilds the model).
+    sent: Sent,
     marks: Vec<Mark>,
     /// The provider of threads whose model does not say.
     pub fallback: Option<Provider>,
+}
+
+/// Span ids handed out per generation of [`Sent`]: some 16 MiB at most for both, whatever the
+/// hours of a `serve --otlp`.
+pub const SENT_GENERATION: usize = 1 << 19;
+
+/// Span ids handed out, in two generations. A reset rebuilds a model that holds only what its own
+/// bounds keep, the newest items and responses, handed out lately; so an id older than both
+/// generations is not asked for again in practice, and forgetting it keeps memory flat. If one
+/// is, its span goes again (a collector keys spans by id); how many were forgotten is counted.
+#[derive(Debug)]
+struct Sent {
+    current: FxHashSet<SpanId>,
+    previous: FxHashSet<SpanId>,
+    generation: usize,
+    forgotten: u64,
+}
+
+impl Default for Sent {
+    fn default() -> Self {
+        Self::with_generation(SENT_GENERATION)
+    }
+}
+
+impl Sent {
+    fn with_generation(generation: usize) -> Self {
+        Self { current: FxHashSet::default(), previous: FxHashSet::default(), generation, forgotten: 0 }
+    }
+
+    /// True the first time `id` is handed out (within two generations).
+    fn first_time(&mut self, id: SpanId) -> bool {
+        if self.previous.contains(&id) || !self.current.insert(id) {
+            return false;
+        }
+        if self.current.len() >= self.generation {
+            self.forgotten = self.forgotten.saturating_add(self.previous.len() as u64);
+            self.previous = std::mem::take(&mut self.current);
+        }
+        true
+    }
 }
 
 /// What a thread looked like at the last scan, so unchanged threads are skipped.
@@ -74,6 +114,11 @@ struct Mark {
 impl Tracker {
     pub fn new(fallback: Option<Provider>) -> Self {
         Self { fallback, ..Self::default() }
+    }
+
+    /// Span ids forgotten by the bound on what is remembered ([`SENT_GENERATION`]).
+    pub fn forgotten(&self) -> u64 {
+        self.sent.forgotten
     }
 
     /// The model was rebuilt from scratch: thread handles may name other threads now.
@@ -164,7 +209,7 @@ impl Tracker {
         let t = model.thread(idx);
         let item = t.items.get(slot)?;
         tool_name(t, item, self.fallback)?;
-        if !self.sent.insert(item_span_id(&t.id, &item.id)) {
+        if !self.sent.first_time(item_span_id(&t.id, &item.id)) {
             return None;
         }
         Some(tool_span(model, idx, item, unfinished, self.fallback))
@@ -173,7 +218,7 @@ impl Tracker {
     fn take_chat(&mut self, model: &Model, idx: ThreadIdx, r: usize) -> Option<Span> {
         let t = model.thread(idx);
         let response = t.response(r)?;
-        if !self.sent.insert(chat_span_id(&t.id, &response.key)) {
+        if !self.sent.first_time(chat_span_id(&t.id, &response.key)) {
             return None;
         }
         Some(chat_span(model, idx, response, self.fallback))
@@ -181,7 +226,7 @@ impl Tracker {
 
     fn take_agent(&mut self, model: &Model, idx: ThreadIdx, unfinished: bool) -> Option<Span> {
         let t = model.thread(idx);
-        if !self.sent.insert(agent_span_id(&t.id)) {
+        if !self.sent.first_time(agent_span_id(&t.id)) {
             return None;
         }
         Some(agent_span(model, idx, unfinished, self.fallback))
@@ -522,6 +567,19 @@ mod tests {
         assert_eq!(snake_case("spawnAgent"), "spawn_agent");
         assert_eq!(snake_case("wait"), "wait");
         assert_eq!(snake_case("closeAgent"), "close_agent");
+    }
+
+    #[test]
+    fn sent_ids_are_remembered_for_two_generations_and_then_forgotten_and_counted() {
+        let id = |n: u8| [n; 8];
+        let mut sent = Sent::with_generation(4);
+        assert!((1..=4).all(|n| sent.first_time(id(n))), "each the first time");
+        assert!(!sent.first_time(id(1)), "the last generation's ids are remembered");
+        assert!((5..=8).all(|n| sent.first_time(id(n))));
+        assert!(!sent.first_time(id(8)) && !sent.first_time(id(5)));
+        assert_eq!(sent.forgotten, 4, "ids 1 to 4 went with the older generation");
+        assert!(sent.first_time(id(1)), "a forgotten id is handed out again");
+        assert!(sent.current.len() + sent.previous.len() <= 2 * 4, "memory stays within two generations");
     }
 
     #[test]

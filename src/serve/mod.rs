@@ -168,6 +168,7 @@ fn export_json(x: &Export) -> serde_json::Value {
         "rejected": s.rejected,
         "failing": s.failing,
         "cause": s.cause.as_ref().map(Clean::as_str),
+        "forgotten": s.forgotten,
     })
 }
 

@@ -260,6 +260,7 @@ fn export_lines(x: &ExportFeed, f: &Figures<'_>, text_w: usize) -> Vec<Line<'sta
         ]),
         f.row(&[("spans", x.queued, false), ("sent", x.sent, false), ("waiting", waiting, false)]),
         f.row(&[("retried", x.retried, false), ("dropped", x.dropped, true), ("rejected", x.rejected, true)]),
+        f.row(&[("ids forgotten", x.forgotten, true)]),
         Line::from(Span::styled(state, if x.failing { theme.warn } else { theme.dim })),
         Line::default(),
     ]

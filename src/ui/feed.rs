@@ -92,6 +92,8 @@ pub struct ExportFeed {
     pub failing: bool,
     /// Why the last attempt that failed did (`connection refused`).
     pub cause: Option<Clean>,
+    /// Span ids no longer remembered as sent (the export's bound on what it remembers).
+    pub forgotten: u64,
 }
 
 impl Default for Feed {
