@@ -57,7 +57,7 @@ pub struct Tracker {
     pub fallback: Option<Provider>,
 }
 
-/// Span ids handed out per generation of [`Sent`]: some 16 MiB at most for both, whatever the
+/// Span ids handed out per generation of [`Sent`]: about 20 MiB at most for both, whatever the
 /// hours of a `serve --otlp`.
 pub const SENT_GENERATION: usize = 1 << 19;
 
