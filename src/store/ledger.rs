@@ -21,8 +21,6 @@ use crate::wire::fact::{Fact, Usage};
 
 use super::rows::UsageRow;
 
-#[cfg(test)]
-use crate::model::QUARTER_MS;
 pub use crate::model::quarter;
 
 /// The running totals of every thread, by quarter hour; a sink of the pipeline.
@@ -279,6 +277,7 @@ pub fn merged(mut rows: Vec<UsageRow>) -> Vec<UsageRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::QUARTER_MS;
     use crate::pipeline::{Config, Pipeline};
 
     /// A Claude Code transcript: `n` responses a minute apart on three models (one the table does

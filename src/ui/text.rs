@@ -355,9 +355,10 @@ pub fn cost_text(cost: Option<Pico>, mark: &str, room: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_head_is_one_paragraph_cut_with_an_ellipsis() {
-        use super::wrap_head;
         assert_eq!(wrap_head("short", 10, 2), vec!["short"]);
         assert_eq!(wrap_head("one two\nthree\tfour", 9, 2), vec!["one two", "three…"]);
         assert_eq!(wrap_head("one two\nthree\tfour", 20, 2), vec!["one two three four"]);
@@ -366,8 +367,6 @@ mod tests {
         let rows = wrap_head(&"x".repeat(1_000_000), 8, 2);
         assert_eq!(rows, vec!["x".repeat(8), format!("{}…", "x".repeat(7))]);
     }
-
-    use super::*;
 
     #[test]
     fn figures_read_like_htop() {
