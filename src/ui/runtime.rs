@@ -29,7 +29,7 @@ use crate::source::files::{self, MAX_LINE, Record};
 use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
-use crate::source::replay::{Pace, Replay};
+use crate::source::replay::{LineTimes, Pace, Replay};
 use crate::wire::{Clean, Origin, sanitize_line};
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
@@ -85,6 +85,24 @@ pub fn apply(r: &Recorded, pipeline: &mut Pipeline, range: std::ops::Range<usize
     if let Err(e) = read {
         // The file changed under the replay (truncated, removed): what was read stands.
         tracing::warn!(error = %e, source = %r.name, "reading the recording back");
+    }
+}
+
+/// A replay's record times, read back for its schedule as [`time_of`] read them while the
+/// recording was loaded.
+struct TimesOf<'a>(&'a Recorded);
+
+impl LineTimes for TimesOf<'_> {
+    fn each_time(&self, lines: std::ops::Range<usize>, visit: &mut dyn FnMut(Option<i64>)) {
+        let read = self.0.each(lines, |piece| match piece {
+            Piece::Line(line) => visit(time_of(line)),
+            Piece::TooLong { .. } => visit(None),
+            Piece::Source { .. } => {}
+        });
+        if let Err(e) = read {
+            // The schedule makes do with what was read: later lines fall due with the last.
+            tracing::warn!(error = %e, source = %self.0.name, "reading the recording's times back");
+        }
     }
 }
 
@@ -167,13 +185,13 @@ impl Runtime {
         rt.feed.source.clone_from(&recorded.name);
         tracing::info!(source = %recorded.name, records = recorded.len(), "replaying");
         let mut pace = Replay::new(recorded.times(), settings.max_gap_ms, settings.pace, now);
-        // The schedule holds what pacing needs of the times: kept twice, they would be a byte or
-        // two a record more.
+        // The schedule keeps a mark a block of records and reads their times back as it needs
+        // them: kept here too, they would be a byte or two a record.
         recorded.forget_times();
         if recorded.start_at_action {
             let start = action_start(&recorded, &pace, &rt.config);
             apply(&recorded, &mut rt.pipeline, 0..start);
-            pace.jump(start, now);
+            pace.jump(start, now, &TimesOf(&recorded));
         }
         rt.replay = Some(Replayed { recorded, pace, growth: VecDeque::new() });
         rt
@@ -254,7 +272,7 @@ impl Runtime {
     pub fn advance(&mut self, now: Instant, wall_ms: Option<i64>) {
         self.wall_ms = wall_ms.or(self.wall_ms);
         if let Some(rp) = self.replay.as_mut() {
-            let due = rp.pace.due(now);
+            let due = rp.pace.due(now, &TimesOf(&rp.recorded));
             if due > 0 {
                 let slice = Slice { clock: self.slice_clock, due };
                 let applied = ingest(&mut self.pipeline, &mut self.view, &rp.recorded, &mut rp.pace, slice);
@@ -338,7 +356,7 @@ impl Runtime {
             self.feed.live = rp.recorded.follow && rep.is_done();
             // A replay's clock is its stream's, moving on between lines as it did when they were
             // written (a running agent's time ticks while it is quiet, as `--follow` showed it).
-            let since = i64::try_from(rep.since_last_ms(now)).unwrap_or(i64::MAX);
+            let since = i64::try_from(rep.since_last_ms(now, &TimesOf(&rp.recorded))).unwrap_or(i64::MAX);
             let replayed = self.pipeline.model.stream_ms.map(|s| s.saturating_add(since));
             self.feed.now_ms = if self.feed.live { wall_if_current(newest) } else { replayed };
         } else if self.feed.machine.is_some() && !self.feed.paused {
@@ -367,10 +385,11 @@ impl Runtime {
     pub fn wake(&self, now: Instant) -> Instant {
         let mut deadline = None;
         if let Some(rp) = &self.replay {
-            deadline = if rp.pace.due(now) > 0 || (rp.pace.is_done() && !rp.growth.is_empty()) {
+            let times = TimesOf(&rp.recorded);
+            deadline = if rp.pace.due(now, &times) > 0 || (rp.pace.is_done() && !rp.growth.is_empty()) {
                 Some(now)
             } else {
-                rp.pace.next_deadline()
+                rp.pace.next_deadline(&times)
             };
         }
         if !self.feed.paused && !self.held.is_empty() {
@@ -534,18 +553,18 @@ impl Runtime {
         self.dirty = true;
         let effect = update(&mut self.view, &self.pipeline.model, action);
         match (effect, self.replay.as_mut()) {
-            (Effect::TogglePause, Some(rp)) => rp.pace.toggle_pause(now),
+            (Effect::TogglePause, Some(rp)) => rp.pace.toggle_pause(now, &TimesOf(&rp.recorded)),
             (Effect::TogglePause, None) => {
                 // A live view: freeze what is shown; the source keeps being read and held.
                 self.feed.paused = !self.feed.paused;
             }
             (Effect::Speed(step), Some(rp)) => {
                 let pace = if step > 0 { rp.pace.pace().faster() } else { rp.pace.pace().slower() };
-                rp.pace.set_pace(pace, now);
+                rp.pace.set_pace(pace, now, &TimesOf(&rp.recorded));
             }
             (Effect::Step, Some(rp)) => {
                 if !rp.pace.paused() {
-                    rp.pace.toggle_pause(now);
+                    rp.pace.toggle_pause(now, &TimesOf(&rp.recorded));
                 }
                 if !rp.pace.is_done() {
                     let slice = Slice { clock: self.slice_clock, due: 1 };
@@ -553,7 +572,7 @@ impl Runtime {
                 }
             }
             (Effect::Seek(delta), Some(rp)) => {
-                let target = rp.pace.seek_target(delta);
+                let target = rp.pace.seek_target(delta, &TimesOf(&rp.recorded));
                 tracing::debug!(delta, from = rp.pace.position(), to = target, "seek");
                 if target < rp.pace.position() {
                     // Back in time: the reducer is deterministic, so replaying from the start
@@ -561,11 +580,11 @@ impl Runtime {
                     self.pipeline = Pipeline::new(self.config.clone());
                     self.finished = false;
                     self.view.derived.burn.clear();
-                    rp.pace.jump(0, now);
+                    rp.pace.jump(0, now, &TimesOf(&rp.recorded));
                 }
                 // Through the same bounded slices as playback: a long seek is applied over
                 // several turns of the loop, keys still answered between them.
-                rp.pace.seek_to(target, now);
+                rp.pace.seek_to(target, now, &TimesOf(&rp.recorded));
             }
             (
                 effect @ (Effect::Quit
@@ -626,7 +645,8 @@ fn action_start(r: &Recorded, rep: &Replay, config: &Config) -> usize {
         apply(r, &mut scratch, i..i + 1);
         scratch.model.threads.len() >= 2
     });
-    first_child.map_or(0, |i| rep.position_at(rep.offset_of(i).saturating_sub(LEAD_MS)))
+    let times = TimesOf(r);
+    first_child.map_or(0, |i| rep.position_at(rep.offset_of(i, &times).saturating_sub(LEAD_MS), &times))
 }
 
 #[cfg(test)]
