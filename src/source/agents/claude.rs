@@ -273,9 +273,19 @@ fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
     for project in projects.flatten() {
         let project_dir = project.path();
         let Ok(entries) = fs::read_dir(&project_dir) else { continue };
-        for entry in entries.flatten() {
+        let entries: Vec<fs::DirEntry> = entries.flatten().collect();
+        // A session's folder (its sub-agents) is looked into only when the listing has one: most
+        // sessions have none, and two failed lookups for each held up the machine view's first
+        // screen. A link may lead to a folder: looked into as before.
+        let folders: HashSet<std::ffi::OsString> = entries
+            .iter()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
+            .map(fs::DirEntry::file_name)
+            .collect();
+        for entry in entries {
             let path = entry.path();
             let Some(stem) = session_stem(&path) else { continue };
+            let has_folder = folders.contains(stem);
             let modified = match regular::stat(&path) {
                 Ok(Some(meta)) => meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
                 Ok(None) => continue,
@@ -287,7 +297,7 @@ fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
             if stem.to_str().is_none() {
                 trouble.name_not_utf8();
             }
-            if let Some(c) = candidate(&project_dir, &path, modified, window, trouble) {
+            if let Some(c) = candidate(&project_dir, &path, modified, has_folder, window, trouble) {
                 out.push(c);
             }
         }
@@ -297,24 +307,26 @@ fn scan(root: &Path, window: &Window, trouble: &mut Trouble) -> Vec<Candidate> {
 
 /// The session of `path` (`<project_dir>/<id>.jsonl`, last written at `written`), if it or a
 /// sub-agent changed within the window. A name that is not UTF-8 is listed all the same, its id
-/// written with U+FFFD.
+/// written with U+FFFD. `has_folder`: the project's listing may hold the session's folder.
 fn candidate(
     project_dir: &Path,
     path: &Path,
     written: SystemTime,
+    has_folder: bool,
     window: &Window,
     trouble: &mut Trouble,
 ) -> Option<Candidate> {
     let stem = session_stem(path)?;
     let session_dir = project_dir.join(stem);
-    let (sub_agents_written, refused) = sub_agent_files(&session_dir);
+    let (sub_agents_written, refused) =
+        if has_folder { sub_agent_files(&session_dir) } else { (SystemTime::UNIX_EPOCH, Vec::new()) };
     let newest = sub_agents_written.max(written);
     let newest = Some(newest).filter(|m| window.contains(*m))?;
     for why in &refused {
         trouble.not_regular(why);
     }
     let mut files = vec![path.to_owned()];
-    if session_dir.is_dir() {
+    if has_folder && session_dir.is_dir() {
         // What `stats` reads from the session's folder, in its order.
         let inputs = files::expand(std::slice::from_ref(&session_dir)).unwrap_or_default();
         let found: Vec<PathBuf> = inputs
@@ -364,7 +376,7 @@ fn running_sessions(env: &Env, sight: &Sight<'_>, trouble: &mut Trouble) -> Vec<
             let path = project_dir.join(format!("{id}.jsonl"));
             if let (Some(_), Ok(Some(meta))) = (session_stem(&path), regular::stat(&path)) {
                 let written = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                out.extend(candidate(&project_dir, &path, written, &Window::all(), trouble));
+                out.extend(candidate(&project_dir, &path, written, true, &Window::all(), trouble));
             }
         }
     }
@@ -559,8 +571,8 @@ mod tests {
             let path = project_dir.join("s1.jsonl");
             fs::write(&path, text).unwrap();
             let written = super::super::modified(&path);
-            let c =
-                candidate(&project_dir, &path, written, &Window::all(), &mut Trouble::default()).expect("a candidate");
+            let c = candidate(&project_dir, &path, written, true, &Window::all(), &mut Trouble::default())
+                .expect("a candidate");
             (c.project, c.project_guessed)
         };
         let on_disk = folder_name(&work.display().to_string());

@@ -65,13 +65,35 @@ impl Found {
 }
 
 /// Lists the sessions of every agent's place active within the window, newest first.
+///
+/// Each place is scanned on a thread of its own: a scan is mostly waiting on the disk (a
+/// directory read, a stat and a file's head for each session), and one place after another
+/// made the machine view's first screen wait for the sum of them (50,000 sessions: 1.9 s).
 pub fn scan(env: &Env, window: &Window) -> Found {
+    let places: Vec<_> = AGENTS
+        .iter()
+        .filter_map(|agent| {
+            let place = agent.place.as_ref()?;
+            Some((agent.name, place, (place.root)(env)?))
+        })
+        .collect();
+    let scanned: Vec<(Vec<Candidate>, Trouble)> = std::thread::scope(|scope| {
+        let running: Vec<_> = places
+            .iter()
+            .map(|(_, place, root)| {
+                scope.spawn(move || {
+                    let mut trouble = Trouble::default();
+                    ((place.scan)(root, window, &mut trouble), trouble)
+                })
+            })
+            .collect();
+        running.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
     let mut found = Found::default();
-    for agent in AGENTS {
-        let Some(place) = &agent.place else { continue };
-        let Some(root) = (place.root)(env) else { continue };
-        found.candidates.extend((place.scan)(&root, window, &mut found.trouble));
-        found.looked_in.push((agent.name, root));
+    for ((name, _, root), (candidates, trouble)) in places.into_iter().zip(scanned) {
+        found.candidates.extend(candidates);
+        found.trouble.add(&trouble);
+        found.looked_in.push((name, root));
     }
     found.sort();
     found

@@ -50,6 +50,7 @@ impl Followed {
         path: PathBuf,
         canonical: PathBuf,
         session: usize,
+        written: SystemTime,
         before: Option<Before>,
         store: Option<Box<dyn Poll + Send>>,
     ) -> Self {
@@ -57,7 +58,7 @@ impl Followed {
         Self {
             canonical,
             origin: files::origin(&input),
-            written: crate::source::agents::modified(&path),
+            written,
             path,
             session,
             read: 0,

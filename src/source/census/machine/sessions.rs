@@ -161,7 +161,10 @@ impl Machine {
             }
             let is_store = store.is_some();
             let canonical = self.canonical.take(&path);
-            let followed = Followed::new(path.clone(), canonical, session, before, store.map(|(_, f)| f));
+            // Discovery's time for the session (its newest file's) stands for each file's until
+            // the file is first read: a stat of every file of 50,000 sessions held up the first
+            // screen, and the row shows the newest anyway.
+            let followed = Followed::new(path.clone(), canonical, session, c.modified, before, store.map(|(_, f)| f));
             if is_store {
                 self.wanted.store(followed.canonical.clone(), c.agent);
             } else {
