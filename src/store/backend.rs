@@ -38,8 +38,9 @@ pub trait Backend {
     /// the acts older than `before_ms` on no session it keeps (an act on a kept session stays with
     /// it: its audit trail is whole or gone, never an act on a session that is not there).
     fn prune(&mut self, before_ms: i64) -> Result<Pruned>;
-    /// After a sync: what it wrote is folded into the store proper (SQLite's write-ahead log).
-    fn settle(&mut self) -> Result<()>;
+    /// After every sync: what it wrote, if it `wrote`, is folded into the store proper (SQLite's
+    /// write-ahead log), and a new store is synced to disk from then on.
+    fn settle(&mut self, wrote: bool) -> Result<()>;
     /// Bytes the store takes on disk.
     fn size(&self) -> Result<u64>;
     /// What the store holds: sessions, runs, and the bytes of the agents' files it indexed.

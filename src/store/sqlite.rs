@@ -55,6 +55,9 @@ impl std::error::Error for FutureSchema {}
 pub struct Sqlite {
     conn: Connection,
     path: PathBuf,
+    /// Created by this process and not synced to disk yet (`synchronous=OFF`) until its first
+    /// sync ends.
+    fresh: bool,
 }
 
 impl Sqlite {
@@ -85,9 +88,15 @@ impl Sqlite {
         if version > schema::LATEST {
             return Err(FutureSchema { path: path.to_owned(), found: version, known: schema::LATEST }.into());
         }
+        // A new store holds nothing to lose: it is not synced to disk until its first sync is over
+        // (`settle`). A process killed midway leaves it as consistent as ever (what it wrote is the
+        // kernel's); only a power cut in those seconds could spoil it, and everything in it is still
+        // in the agents' files. The waits for the disk were a tenth of a first `report daily`'s wall
+        // time (six syncs to disk creating the store, three folding the log in at the end: perf trace).
+        let fresh = version == 0;
+        conn.pragma_update(None, "synchronous", if fresh { "OFF" } else { "NORMAL" })?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        if version == 0 {
+        if fresh {
             // Lets a prune give pages back to the file system. Set on the empty store before the log:
             // each was a transaction of its own through a rollback journal (four syncs to disk, some
             // 15 to 25 ms of a first `report`'s wall time, strace); in the log, a vacuum of the empty
@@ -100,6 +109,9 @@ impl Sqlite {
         // statement journals in memory too, and the log folded into the store once per sync
         // (`settle`), not every thousand pages.
         conn.pragma_update(None, "cache_size", -32_768)?;
+        // Room for every statement a sync's writer uses, each length of a many-row insert included:
+        // past rusqlite's 16, they pushed each other out and were prepared again (perf).
+        conn.set_prepared_statement_cache_capacity(64);
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
         if version < schema::LATEST {
@@ -110,7 +122,7 @@ impl Sqlite {
                 .map_err(|(_, e)| eyre!("locking the run store for an update: {e}"))?;
             schema::MIGRATIONS.to_latest(&mut conn).wrap_err_with(|| format!("updating the run store {}", shown()))?;
         }
-        Ok(Self { conn, path: path.to_owned() })
+        Ok(Self { conn, path: path.to_owned(), fresh })
     }
 }
 
@@ -270,26 +282,29 @@ impl Sqlite {
 
     fn insert_source(tx: &Transaction<'_>, rows: &SourceRows) -> Result<i64> {
         let s = &rows.source;
-        let id = tx.query_row(
-            "INSERT INTO sources(key, place, agent, project, fingerprint, synced_ms, lines, bytes, format, error,
+        let id = tx
+            .prepare_cached(
+                "INSERT INTO sources(key, place, agent, project, fingerprint, synced_ms, lines, bytes, format, error,
                                  stats_json, tree_text)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
-            params![
-                s.key,
-                s.place,
-                s.agent,
-                s.project,
-                s.fingerprint,
-                rows.synced_ms,
-                int(rows.lines),
-                int(rows.bytes),
-                rows.format,
-                rows.error,
-                rows.stats_json,
-                rows.tree_text
-            ],
-            |r| r.get(0),
-        )?;
+            )?
+            .query_row(
+                params![
+                    s.key,
+                    s.place,
+                    s.agent,
+                    s.project,
+                    s.fingerprint,
+                    rows.synced_ms,
+                    int(rows.lines),
+                    int(rows.bytes),
+                    rows.format,
+                    rows.error,
+                    rows.stats_json,
+                    rows.tree_text
+                ],
+                |r| r.get(0),
+            )?;
         let mut st = tx.prepare_cached(
             "INSERT INTO files(source_id, path, dev, ino, size, mtime_ns, head) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
@@ -317,46 +332,44 @@ impl Sqlite {
         s: &SessionRow,
     ) -> Result<Option<i64>> {
         let held: Option<i64> = tx
-            .query_row(
-                "SELECT source_id FROM sessions WHERE agent = ?1 AND thread = ?2",
-                params![agent, s.thread],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT source_id FROM sessions WHERE agent = ?1 AND thread = ?2")?
+            .query_row(params![agent, s.thread], |r| r.get(0))
             .optional()?;
         if held.is_some() {
             return Ok(None);
         }
         let t = tokens_params(&s.figures.tokens);
-        let id = tx.query_row(
-            &format!(
+        let id = tx
+            .prepare_cached(&format!(
                 "INSERT INTO sessions(source_id, agent, thread, name, project, started_ms, ended_ms, status, agents,
                                       depth, {TOKENS}, cost_pico, priced)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
                  RETURNING id"
-            ),
-            params![
-                source,
-                agent,
-                s.thread,
-                s.name,
-                project,
-                s.started_ms,
-                s.ended_ms,
-                s.status,
-                s.agents,
-                s.depth,
-                t[0],
-                t[1],
-                t[2],
-                t[3],
-                t[4],
-                t[5],
-                t[6],
-                pico(s.figures.cost),
-                s.figures.priced
-            ],
-            |r| r.get(0),
-        )?;
+            ))?
+            .query_row(
+                params![
+                    source,
+                    agent,
+                    s.thread,
+                    s.name,
+                    project,
+                    s.started_ms,
+                    s.ended_ms,
+                    s.status,
+                    s.agents,
+                    s.depth,
+                    t[0],
+                    t[1],
+                    t[2],
+                    t[3],
+                    t[4],
+                    t[5],
+                    t[6],
+                    pico(s.figures.cost),
+                    s.figures.priced
+                ],
+                |r| r.get(0),
+            )?;
         Ok(Some(id))
     }
 
@@ -512,8 +525,10 @@ impl Sqlite {
         texts: &mut Texts,
         items: &mut Vec<RunItems<'r>>,
     ) -> Result<Written> {
-        let old: Option<i64> =
-            tx.query_row("SELECT id FROM sources WHERE key = ?1", [&rows.source.key], |r| r.get(0)).optional()?;
+        let old: Option<i64> = tx
+            .prepare_cached("SELECT id FROM sources WHERE key = ?1")?
+            .query_row([&rows.source.key], |r| r.get(0))
+            .optional()?;
         if let Some(old) = old {
             // The references counted so far go in first: no text this batch holds is freed.
             texts.settle(tx)?;
@@ -908,9 +923,14 @@ impl Backend for Sqlite {
         Ok(Pruned { sessions, runs, acts })
     }
 
-    fn settle(&mut self) -> Result<()> {
-        // A reader still in the log makes this a partial checkpoint: harmless, the next one ends it.
-        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    fn settle(&mut self, wrote: bool) -> Result<()> {
+        if wrote {
+            // A reader still in the log makes this a partial checkpoint: harmless, the next one ends it.
+            self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+        if std::mem::take(&mut self.fresh) {
+            self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        }
         Ok(())
     }
 
@@ -1121,7 +1141,8 @@ impl Texts {
     fn add<'b>(&mut self, tx: &Transaction<'_>, bodies: impl Iterator<Item = (Digest32, &'b str)>) -> Result<()> {
         let mut seen = std::collections::HashSet::new();
         let new: Vec<(Digest32, &str)> = bodies.filter(|(d, _)| !self.ids.contains_key(d) && seen.insert(*d)).collect();
-        for chunk in new.chunks(TEXT_ROWS) {
+        for rows in row_chunks(new.len(), TEXT_ROWS) {
+            let chunk = &new[rows];
             let sql = format!(
                 "INSERT INTO texts(digest, body, refs) VALUES {}
                  ON CONFLICT(digest) DO UPDATE SET refs = refs RETURNING digest, id",

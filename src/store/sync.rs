@@ -189,9 +189,7 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     // After the last write: the log is folded in once. Written after it, the look's time stayed
     // in the log, and closing the store folded it in again (two more syncs of the log and the
     // store to disk at the end of a first `report`, strace: some 30 ms of its wall time).
-    if synced.read > 0 {
-        store.backend_mut().settle()?;
-    }
+    store.backend_mut().settle(synced.read > 0)?;
     Ok(synced)
 }
 

@@ -188,7 +188,7 @@ impl Backend for Postgres {
         write::prune(self.client.get_mut(), &self.machine, before_ms)
     }
 
-    fn settle(&mut self) -> Result<()> {
+    fn settle(&mut self, _wrote: bool) -> Result<()> {
         // The server folds its own log.
         Ok(())
     }
