@@ -141,7 +141,9 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
     let (todo, stored) = plan(backend, found, &fingerprint, &mut synced)?;
     vanished(backend, &listed, since, &mut synced)?;
     let bytes: u64 = todo.iter().flat_map(|(_, s)| s.iter().map(|f| f.size)).sum();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let mut writer = Writer {
+        readers: cores,
         store,
         batch: Vec::new(),
         batch_bytes: 0,
@@ -169,7 +171,6 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
         }
         None => places,
     };
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     read_all(&places, cores, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
     read_all(&recordings, 1, reader, &fingerprint, began, &mut |f, size, rows| writer.take(f, size, rows))?;
     writer.flush()?;
@@ -297,6 +298,8 @@ const BATCH_BYTES: usize = 16 << 20;
 /// of the text index it touches, and one per source rewrote most of it for each.
 struct Writer<'a, 'p> {
     store: &'a mut Store,
+    /// Sources read at once.
+    readers: usize,
     batch: Vec<SourceRows>,
     batch_bytes: usize,
     synced: &'a mut Synced,
@@ -311,7 +314,11 @@ impl Writer<'_, '_> {
                 self.batch_bytes += rows.weight();
                 self.batch.push(rows);
                 self.synced.bytes_read += size;
-                if self.batch.len() >= BATCH_SOURCES || self.batch_bytes >= BATCH_BYTES {
+                // Once what is left is only what the readers hold, the batch waits for nothing
+                // more that is coming soon: written while they finish their last, not after (a
+                // first sync's last batch was written with the readers done and a core idle).
+                let last = self.progress.sources - self.progress.sources_done == self.readers + 1;
+                if self.batch.len() >= BATCH_SOURCES || self.batch_bytes >= BATCH_BYTES || last {
                     self.flush()?;
                 }
             }
