@@ -22,6 +22,15 @@ pub fn open(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// [`open`] of a file a stat of this look just found regular: only the descriptor is checked.
+/// The open is non-blocking, so a FIFO put there since cannot hold it up; the look before the
+/// open was a second stat of every session file on the machine view's first screen.
+pub fn open_listed(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY).open(path)?;
+    check(path, &file.metadata()?)?;
+    Ok(file)
+}
+
 /// Whether `path` is a regular file (or a link to one).
 pub fn is_regular(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file())
@@ -76,8 +85,10 @@ mod tests {
         let e = open(&fifo).expect_err("a FIFO is no regular file");
         assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
         assert!(!is_regular(&fifo) && refusal(&fifo).is_some());
+        assert!(open_listed(&fifo).unwrap_err().to_string().contains("a FIFO"), "checked on the descriptor");
         let file = dir.path().join("real.jsonl");
         fs::write(&file, b"{}\n").unwrap();
+        assert!(open_listed(&file).is_ok());
         assert!(open(&file).is_ok() && is_regular(&file) && refusal(&file).is_none());
         assert!(refusal(&dir.path().join("missing")).is_none(), "what is not there is no refusal");
         let dev = Path::new("/dev/null");

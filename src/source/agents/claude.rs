@@ -411,9 +411,10 @@ struct WithCwd {
     cwd: Option<String>,
 }
 
-/// The session's working directory: the first `cwd` in its first lines.
+/// The session's working directory: the first `cwd` in its first lines (its transcript, which
+/// discovery found regular).
 fn working_dir(path: &Path) -> Option<String> {
-    let file = regular::open(path).ok()?;
+    let file = regular::open_listed(path).ok()?;
     let reader = BufReader::new(file.take(CWD_SEARCH));
     reader.split(b'\n').map_while(Result::ok).find_map(|line| cwd_of(&line))
 }

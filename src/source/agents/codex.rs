@@ -123,7 +123,8 @@ const META_HEAD: usize = 4 << 10;
 /// ([`meta_in_head`]), else from the whole line.
 fn open_meta(rollout: &Rollout) -> Opened {
     let mut head = Vec::with_capacity(META_HEAD);
-    let read = regular::open(&rollout.path)
+    // `list` found it regular.
+    let read = regular::open_listed(&rollout.path)
         .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, META_HEAD as u64), &mut head));
     if read.is_ok() {
         if let Some(end) = memchr::memchr(b'\n', &head) {
