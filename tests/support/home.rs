@@ -200,12 +200,14 @@ impl Home {
         file
     }
 
-    /// `swarmtop tee -- sh -c 'cat FILE; exec sleep 600'`: a server that says FILE's lines and stays.
+    /// `swarmtop tee -- sh -c 'cat FILE; exec cat >/dev/null'`: a server that says FILE's lines and
+    /// stays until its input closes, as it does when the tee goes (a `sleep` outlived the test,
+    /// holding the harness's output open).
     pub fn tee_serving(&self, server_lines: &Path) -> Child {
         self.cmd()
             .arg("tee")
             .arg("--")
-            .args(["sh", "-c", "cat \"$0\"; exec sleep 600"])
+            .args(["sh", "-c", "cat \"$0\"; exec cat >/dev/null"])
             .arg(server_lines)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
