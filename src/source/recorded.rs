@@ -449,7 +449,18 @@ impl Recorded {
     /// Hands out the records of `range` in order, with a [`Piece::Source`] before the first and
     /// whenever the source changes (records of followed files can alternate). Consecutive records
     /// of a file are read back together.
-    pub fn each(&self, range: Range<usize>, mut visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
+    pub fn each(&self, range: Range<usize>, visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
+        self.each_counted(range, true, visit)
+    }
+
+    /// [`Recorded::each`] for the replay's schedule, reading its records' times again: a file
+    /// opened again for it is not counted in [`Recorded::reopened`], which says what applying the
+    /// records took, as `stats --json` counts it (`input.reopened`).
+    pub fn each_for_times(&self, range: Range<usize>, visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
+        self.each_counted(range, false, visit)
+    }
+
+    fn each_counted(&self, range: Range<usize>, count: bool, mut visit: impl FnMut(Piece<'_>)) -> io::Result<()> {
         let range = range.start.min(self.len)..range.end.min(self.len);
         let mut next = range.start;
         let mut run = self.order.partition_point(|r| r.start <= next).saturating_sub(1);
@@ -462,7 +473,7 @@ impl Recorded {
                 current = Some(source);
                 visit(Piece::Source { origin: &self.sources[source].origin });
             }
-            self.read(source, first + (next - start) as u64, end - next, &mut visit)?;
+            self.read(source, first + (next - start) as u64, end - next, count, &mut visit)?;
             next = end;
             run += 1;
         }
@@ -471,7 +482,14 @@ impl Recorded {
 
     /// Hands out `n` records of `source` from its record `record` on, read from the mark before
     /// it, or from where the last read of the source stopped when that is nearer.
-    fn read(&self, source: usize, record: u64, n: usize, visit: &mut impl FnMut(Piece<'_>)) -> io::Result<()> {
+    fn read(
+        &self,
+        source: usize,
+        record: u64,
+        n: usize,
+        count: bool,
+        visit: &mut impl FnMut(Piece<'_>),
+    ) -> io::Result<()> {
         let s = &self.sources[source];
         let Some(mark) = s.marks.partition_point(|&(r, _)| r <= record).checked_sub(1) else {
             return Err(io::Error::other("a record before its source's first"));
@@ -488,7 +506,9 @@ impl Recorded {
             Backing::Closed => {
                 let path = s.path.as_ref().ok_or_else(|| io::Error::other("a closed input has no path"))?;
                 reopened = File::open(path)?;
-                self.reopened.set(self.reopened.get().saturating_add(1));
+                if count {
+                    self.reopened.set(self.reopened.get().saturating_add(1));
+                }
                 Bytes::File(&reopened)
             }
             Backing::Memory(bytes) => Bytes::Slice(bytes),

@@ -94,7 +94,7 @@ struct TimesOf<'a>(&'a Recorded);
 
 impl LineTimes for TimesOf<'_> {
     fn each_time(&self, lines: std::ops::Range<usize>, visit: &mut dyn FnMut(Option<i64>)) {
-        let read = self.0.each(lines, |piece| match piece {
+        let read = self.0.each_for_times(lines, |piece| match piece {
             Piece::Line(line) => visit(time_of(line)),
             Piece::TooLong { .. } => visit(None),
             Piece::Source { .. } => {}
