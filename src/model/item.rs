@@ -25,14 +25,13 @@ pub struct Item {
     /// The agent's own name for that call, for display only (`spawnAgent`, `Agent`, `task`), or a
     /// sub-agent activity's kind (`started`, …).
     pub tool: Option<Box<str>>,
-    /// The kind of agent a Claude Code `Task` spawns (`Explore`, `general-purpose`, …): its lanes' role.
-    pub agent_type: Option<Clean>,
-    /// What the agents this card spawns are called (a Claude `Task`'s description).
-    pub lane_nickname: Option<Clean>,
+    /// What a card says of the agents it spawns; few items say anything ([`Item::agent_type`],
+    /// [`Item::lane_nickname`]).
+    lane_names: Option<Box<LaneNames>>,
     /// Threads the item names (collab receivers, the activity's agent).
-    pub receivers: Vec<ThreadIdx>,
+    pub receivers: Handles,
     /// Children registered with this item as their card: its lanes, in registration order.
-    pub lanes: Vec<ThreadIdx>,
+    pub lanes: Handles,
     pub started_ms: Option<i64>,
     pub completed_ms: Option<i64>,
     /// Why a card's call failed, in the agent's own words (its text stays the prompt). Boxed: few
@@ -63,10 +62,9 @@ impl Item {
             exit_code: None,
             op: None,
             tool: None,
-            agent_type: None,
-            lane_nickname: None,
-            receivers: Vec::new(),
-            lanes: Vec::new(),
+            lane_names: None,
+            receivers: Handles::default(),
+            lanes: Handles::default(),
             started_ms: None,
             completed_ms: None,
             why: None,
@@ -74,6 +72,20 @@ impl Item {
             cut_short: false,
             last_summary_index: None,
         }
+    }
+
+    /// The kind of agent a Claude Code `Task` spawns (`Explore`, `general-purpose`, …): its lanes' role.
+    pub fn agent_type(&self) -> Option<&Clean> {
+        self.lane_names.as_ref()?.role.as_ref()
+    }
+
+    /// What the agents this card spawns are called (a Claude `Task`'s description).
+    pub fn lane_nickname(&self) -> Option<&Clean> {
+        self.lane_names.as_ref()?.nickname.as_ref()
+    }
+
+    pub(super) fn lane_names_mut(&mut self) -> &mut LaneNames {
+        self.lane_names.get_or_insert_with(Box::default)
     }
 
     /// Appends a streamed delta; a new reasoning summary part starts a new paragraph.
@@ -96,5 +108,79 @@ impl Item {
         let dropped = self.text.keep_tail(max);
         self.dropped_bytes += dropped as u64;
         dropped
+    }
+}
+
+/// What a card says of the agents it spawns.
+#[derive(Debug, Clone, Default)]
+pub(super) struct LaneNames {
+    pub(super) nickname: Option<Clean>,
+    pub(super) role: Option<Clean>,
+}
+
+/// Threads an item names (its receivers, its lanes), in order. Most items name none: an empty
+/// list is one word, not a `Vec`'s three, and the items of a long session are held by the
+/// thousand in every thread (issue 22).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+// Boxed whole, so that the list an item rarely has takes one word: a boxed slice takes two.
+#[allow(clippy::box_collection)]
+pub struct Handles(Option<Box<Vec<ThreadIdx>>>);
+
+impl Handles {
+    pub fn push(&mut self, idx: ThreadIdx) {
+        self.0.get_or_insert_with(Box::default).push(idx);
+    }
+
+    pub fn retain(&mut self, keep: impl FnMut(&ThreadIdx) -> bool) {
+        if let Some(list) = &mut self.0 {
+            list.retain(keep);
+            if list.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for Handles {
+    type Target = [ThreadIdx];
+
+    fn deref(&self) -> &[ThreadIdx] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl PartialEq<Vec<ThreadIdx>> for Handles {
+    fn eq(&self, other: &Vec<ThreadIdx>) -> bool {
+        **self == **other
+    }
+}
+
+impl<'a> IntoIterator for &'a Handles {
+    type Item = &'a ThreadIdx;
+    type IntoIter = std::slice::Iter<'a, ThreadIdx>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl IntoIterator for Handles {
+    type Item = ThreadIdx;
+    type IntoIter = std::vec::IntoIter<ThreadIdx>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.map(|list| *list).unwrap_or_default().into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_naming_no_agents_carries_no_room_for_them() {
+        // A full window of a thread's items is 2,049 of them, in every thread of a long session.
+        let size = std::mem::size_of::<Item>();
+        assert!(size <= 232, "an item takes {size} bytes");
     }
 }

@@ -15,7 +15,7 @@ mod tokens;
 use std::sync::Arc;
 
 pub use self::diagnostics::{Diagnostics, LogEntry, MalformedSample};
-pub use self::item::{AgentOp, Item, ItemKind, ItemStatus};
+pub use self::item::{AgentOp, Handles, Item, ItemKind, ItemStatus};
 pub use self::kept::Kept;
 use self::prices::Pico;
 pub use self::prices::{Price, Prices};
@@ -323,7 +323,7 @@ impl Model {
     /// A card that says what its agents are called names the children it spawns.
     fn name_from_card(&mut self, parent: ThreadIdx, card: &str, child: ThreadIdx) {
         let Some(item) = self.threads[parent.index()].item(card) else { return };
-        let (nickname, role) = (item.lane_nickname.clone(), item.agent_type.clone());
+        let (nickname, role) = (item.lane_nickname().cloned(), item.agent_type().cloned());
         let t = &mut self.threads[child.index()];
         if t.nickname.is_none() {
             t.nickname = nickname;
@@ -1098,10 +1098,10 @@ impl Model {
                 item.why = Some(Box::new(why.clone()));
             }
             if f.lane_nickname.is_some() {
-                item.lane_nickname.clone_from(&f.lane_nickname);
+                item.lane_names_mut().nickname.clone_from(&f.lane_nickname);
             }
             if f.lane_role.is_some() {
-                item.agent_type.clone_from(&f.lane_role);
+                item.lane_names_mut().role.clone_from(&f.lane_role);
             }
             item.started_ms = item.started_ms.or(f.started_ms);
             item.completed_ms = item.completed_ms.or(f.completed_ms);

@@ -131,7 +131,7 @@ fn run(
         Role::Pending => ("pending", 0, None),
     };
     let card = t.parent.zip(t.card.as_deref()).and_then(|(p, card)| model.thread(p).item(card));
-    let agent_type = t.agent_role.as_ref().or_else(|| card.and_then(|c| c.agent_type.as_ref()));
+    let agent_type = t.agent_role.as_ref().or_else(|| card.and_then(|c| c.agent_type()));
     let brief = match card {
         Some(c) if !c.text.is_empty() => Some(c.text.as_str()),
         Some(c) => Some(c.title.as_str()).filter(|s| !s.is_empty()),

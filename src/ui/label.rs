@@ -78,7 +78,7 @@ fn spawned_as(model: &Model, t: &Thread) -> Option<String> {
         return Some(role.to_string());
     }
     let card = card_of(model, t)?;
-    if let Some(kind) = card.agent_type.as_ref().filter(|k| !k.is_empty()) {
+    if let Some(kind) = card.agent_type().filter(|k| !k.is_empty()) {
         return Some(kind.to_string());
     }
     first_line(card.title.as_str()).map(task_name)
