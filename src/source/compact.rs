@@ -28,11 +28,18 @@ fn take(bytes: &[u8], at: &mut usize) -> u128 {
     v
 }
 
+/// Bytes of one chunk of a [`Times`]: the log grows a chunk at a time. Grown as one buffer, it
+/// was copied into one twice its size now and then, both held at once, and the allocator kept the
+/// room given back after (the 2 GB long session's load peaked at twice its times' size).
+const CHUNK: usize = 64 << 10;
+/// The longest varint [`put`] writes (a `u128`'s): a value is never split between chunks.
+const LONGEST: usize = 19;
+
 /// Record times (unix ms, or none) in order, read back in order: zig-zag steps from the last
 /// known time, 0 for none.
 #[derive(Debug, Default, Clone)]
 pub struct Times {
-    bytes: Vec<u8>,
+    chunks: Vec<Vec<u8>>,
     len: usize,
     last: i64,
 }
@@ -40,15 +47,19 @@ pub struct Times {
 impl Times {
     pub fn push(&mut self, t: Option<i64>) {
         self.len += 1;
+        if self.chunks.last().is_none_or(|c| c.len() + LONGEST > CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let Some(bytes) = self.chunks.last_mut() else { return };
         let Some(t) = t else {
-            self.bytes.push(0);
+            bytes.push(0);
             return;
         };
         let step = t.wrapping_sub(self.last);
         // Zig-zag: small steps either way take few bytes; 0 is kept for "none" (so the step is
         // widened: every `u64` is some step).
         let zigzag = u64::from_ne_bytes(((step << 1) ^ (step >> 63)).to_ne_bytes());
-        put(&mut self.bytes, u128::from(zigzag) + 1);
+        put(bytes, u128::from(zigzag) + 1);
         self.last = t;
     }
 
@@ -61,10 +72,13 @@ impl Times {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Option<i64>> + '_ {
-        let mut at = 0;
+        let (mut chunk, mut at) = (0, 0);
         let mut last = 0i64;
         (0..self.len).map(move |_| {
-            let v = take(&self.bytes, &mut at);
+            while self.chunks.get(chunk).is_some_and(|c| at >= c.len()) {
+                (chunk, at) = (chunk + 1, 0);
+            }
+            let v = self.chunks.get(chunk).map_or(0, |c| take(c, &mut at));
             let zigzag = u64::try_from(v.checked_sub(1)?).unwrap_or(u64::MAX);
             let step = i64::try_from(zigzag >> 1).unwrap_or(0) ^ -i64::from(zigzag & 1 == 1);
             last = last.wrapping_add(step);
@@ -87,6 +101,17 @@ mod tests {
                 log.push(t);
             }
             prop_assert_eq!(log.len(), times.len());
+            prop_assert_eq!(log.iter().collect::<Vec<_>>(), times);
+        }
+
+        #[test]
+        fn times_read_back_across_chunks(steps in proptest::collection::vec(proptest::option::of(-40i64..100_000), 0..40_000)) {
+            let mut now = 0i64;
+            let times: Vec<Option<i64>> = steps.iter().map(|s| s.map(|s| { now += s; now })).collect();
+            let mut log = Times::default();
+            for &t in &times {
+                log.push(t);
+            }
             prop_assert_eq!(log.iter().collect::<Vec<_>>(), times);
         }
     }
