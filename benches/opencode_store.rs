@@ -4,8 +4,11 @@
 //! What is built (in a temp dir, with the real 1.18.33 schema, `tests/support/opencode_schema.sql`):
 //! root sessions each with the rows a short `opencode run` writes, in the shapes the real CLI
 //! writes them (taken from a real store): a session row, a user and an assistant message, and four
-//! parts (the prompt, a step start, the answer, a step finish). No event log: reading a store does
-//! not read it. The same is built at ~30 MB and ~300 MB.
+//! parts (the prompt, a step start, the answer, a step finish). Every row has the times the real
+//! CLI gives it (milliseconds; a session a minute after the one before, each ~23 s long): with 1
+//! in every message and part row, the reader, which orders rows by time, gave every message of
+//! the store before its first session. No event log: reading a store does not read it. The same
+//! is built at ~30 MB and ~300 MB.
 //!
 //! Measured on each, every figure in a process of its own (its peak RSS, `VmHWM`, and wall time):
 //! - `pages`: the source alone, the records drained from `snapshot_reader` (what `stats` reads);
@@ -46,27 +49,29 @@ fn build(dir: &Path, sessions: usize) -> PathBuf {
            SELECT printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 'global', 'silent-squid', '/home/dev/work',
              'home/dev/work', printf('Session number %d', i), '1.18.33', 0, 0, 0, 0.003204, 997, 12, 0, 110, 0,
              '{permission}', 'build', '{{\"id\":\"mock-large\",\"providerID\":\"mock\",\"variant\":\"default\"}}',
-             1796187329965 + i * 1000, 1796187352796 + i * 1000
+             1796187329965 + i * 60000, 1796187352796 + i * 60000
            FROM n;
          INSERT INTO message (id, session_id, time_created, time_updated, data)
-           SELECT printf('msg_%012x1QIhz06CMGK33Ef', 2 * i), printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 1, 1,
-             printf('{{\"role\":\"user\",\"time\":{{\"created\":%d}},\"agent\":\"build\",\"model\":{{\"providerID\":\"mock\",\"modelID\":\"mock-large\"}},\"summary\":{{\"diffs\":[]}}}}', 1796187330566 + i * 1000)
+           SELECT printf('msg_%012x1QIhz06CMGK33Ef', 2 * i), printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i),
+             1796187330566 + i * 60000, 1796187330566 + i * 60000,
+             printf('{{\"role\":\"user\",\"time\":{{\"created\":%d}},\"agent\":\"build\",\"model\":{{\"providerID\":\"mock\",\"modelID\":\"mock-large\"}},\"summary\":{{\"diffs\":[]}}}}', 1796187330566 + i * 60000)
            FROM n;
          INSERT INTO message (id, session_id, time_created, time_updated, data)
-           SELECT printf('msg_%012x1kLq7FYA39x6Qp', 2 * i + 1), printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 1, 1,
-             printf('{{\"parentID\":\"msg_%012x1QIhz06CMGK33Ef\",\"role\":\"assistant\",\"mode\":\"build\",\"agent\":\"build\",\"path\":{{\"cwd\":\"/home/dev/work\",\"root\":\"/\"}},\"cost\":0.003204,\"tokens\":{{\"total\":1119,\"input\":997,\"output\":12,\"reasoning\":0,\"cache\":{{\"write\":0,\"read\":110}}}},\"modelID\":\"mock-large\",\"providerID\":\"mock\",\"time\":{{\"created\":%d,\"completed\":%d}},\"finish\":\"stop\"}}', 2 * i, 1796187338280 + i * 1000, 1796187351944 + i * 1000)
+           SELECT printf('msg_%012x1kLq7FYA39x6Qp', 2 * i + 1), printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i),
+             1796187338280 + i * 60000, 1796187351944 + i * 60000,
+             printf('{{\"parentID\":\"msg_%012x1QIhz06CMGK33Ef\",\"role\":\"assistant\",\"mode\":\"build\",\"agent\":\"build\",\"path\":{{\"cwd\":\"/home/dev/work\",\"root\":\"/\"}},\"cost\":0.003204,\"tokens\":{{\"total\":1119,\"input\":997,\"output\":12,\"reasoning\":0,\"cache\":{{\"write\":0,\"read\":110}}}},\"modelID\":\"mock-large\",\"providerID\":\"mock\",\"time\":{{\"created\":%d,\"completed\":%d}},\"finish\":\"stop\"}}', 2 * i, 1796187338280 + i * 60000, 1796187351944 + i * 60000)
            FROM n;
          INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
            SELECT printf('prt_%012x1W01uId31hfO6FW', 4 * i), printf('msg_%012x1QIhz06CMGK33Ef', 2 * i),
-             printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 1, 1,
+             printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 1796187330570 + i * 60000, 1796187330570 + i * 60000,
              '{{\"type\":\"text\",\"text\":\"Delegate the listing of the files in this directory, then report.\"}}'
            FROM n;
          INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)
            SELECT printf('prt_%012x%s', 4 * i + k, suffix), printf('msg_%012x1kLq7FYA39x6Qp', 2 * i + 1),
-             printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), 1, 1, data
-           FROM n, (SELECT 1 AS k, 'l0Ox9n6FbHIxxF' AS suffix, '{{\"type\":\"step-start\"}}' AS data
-                    UNION ALL SELECT 2, 'Ymaw8f5ra0qdRz', '{{\"type\":\"text\",\"text\":\"All sub-agents reported. The files are listed above.\",\"time\":{{\"start\":1796187340641,\"end\":1796187341317}}}}'
-                    UNION ALL SELECT 3, 'gChkt4PKyqZ5tE', '{{\"reason\":\"stop\",\"type\":\"step-finish\",\"tokens\":{{\"total\":1119,\"input\":997,\"output\":12,\"reasoning\":0,\"cache\":{{\"write\":0,\"read\":110}}}},\"cost\":0.003204}}');
+             printf('ses_%012xffeJkdkVwEPC5XYKY', 1000000000 - i), at + i * 60000, at + i * 60000, data
+           FROM n, (SELECT 1 AS k, 'l0Ox9n6FbHIxxF' AS suffix, 1796187338290 AS at, '{{\"type\":\"step-start\"}}' AS data
+                    UNION ALL SELECT 2, 'Ymaw8f5ra0qdRz', 1796187340641, '{{\"type\":\"text\",\"text\":\"All sub-agents reported. The files are listed above.\",\"time\":{{\"start\":1796187340641,\"end\":1796187341317}}}}'
+                    UNION ALL SELECT 3, 'gChkt4PKyqZ5tE', 1796187351944, '{{\"reason\":\"stop\",\"type\":\"step-finish\",\"tokens\":{{\"total\":1119,\"input\":997,\"output\":12,\"reasoning\":0,\"cache\":{{\"write\":0,\"read\":110}}}},\"cost\":0.003204}}');
          COMMIT;
          PRAGMA wal_checkpoint(TRUNCATE);"
     ))
