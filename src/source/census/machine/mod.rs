@@ -185,6 +185,17 @@ enum Run {
     Resumed,
 }
 
+impl Run {
+    /// What the consumer is told of session `id`; a guess is dated `now_ms`.
+    fn event(self, id: String, now_ms: i64) -> Event {
+        match self {
+            Run::Stopped => Event::Stopped { id, guessed_at_ms: None },
+            Run::Guessed => Event::Stopped { id, guessed_at_ms: Some(now_ms) },
+            Run::Resumed => Event::Resumed(id),
+        }
+    }
+}
+
 struct Machine {
     opts: Options,
     tx: mpsc::Sender<Event>,
@@ -228,6 +239,9 @@ struct Machine {
     server_rx: mpsc::Receiver<(String, Vec<u8>)>,
     /// The folders a rescan resolved, for the canonical paths of the files it finds.
     canonical: crate::source::proc::Canonical,
+    /// What was on disk at start is being read: each session to its end before the next (see
+    /// [`Machine::read_session`]).
+    history: bool,
 }
 
 impl Machine {
@@ -262,6 +276,7 @@ impl Machine {
             server_tx,
             server_rx,
             canonical: crate::source::proc::Canonical::keeping(),
+            history: true,
         }
     }
 
@@ -284,6 +299,7 @@ impl Machine {
         while !self.pending.is_empty() {
             self.read_pending().await?;
         }
+        self.history = false;
         self.snapshot(false).await?;
         // What was on disk at start is in: from here on, what arrives is new (the burn rate
         // counts from this point).
@@ -428,12 +444,7 @@ impl Machine {
         self.send_rows().await?;
         let now_ms = crate::source::recording::unix_ms();
         for (id, change) in changes {
-            self.send(match change {
-                Run::Stopped => Event::Stopped { id, guessed_at_ms: None },
-                Run::Guessed => Event::Stopped { id, guessed_at_ms: Some(now_ms) },
-                Run::Resumed => Event::Resumed(id),
-            })
-            .await?;
+            self.send(change.event(id, now_ms)).await?;
         }
         Ok(())
     }
@@ -473,6 +484,20 @@ impl Machine {
     }
 
     /// What `snapshot` says of each session's run since the last one ([`RunState::look`]).
+    /// While history is read: a session the start's census found ended is told stopped as soon
+    /// as its files are read, as the first snapshot would tell it (its look is that one). Told
+    /// once every session was read, the agents its files leave mid-work showed running until
+    /// then: 18,902 at once on the 50k HOME, with none live.
+    async fn stopped_once_read(&mut self, session: usize) -> Result<(), Gone> {
+        let Some(Some((seen, _))) = self.rows.get(session) else { return Ok(()) };
+        if seen.state != State::Ended {
+            return Ok(());
+        }
+        let seen = seen.clone();
+        let Some(change) = self.sessions[session].run.look(&seen, true) else { return Ok(()) };
+        self.send(change.event(seen.id, crate::source::recording::unix_ms())).await
+    }
+
     fn stopped(&mut self, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
         for (s, row) in self.sessions.iter_mut().zip(&self.rows) {
@@ -529,6 +554,50 @@ mod tests {
             }
         }
         assert_eq!(order, ["p1", "c1", "p2"]);
+    }
+
+    /// History on disk at start: each ended session is told stopped once its own files are read,
+    /// before the next session's lines (told once every session was read, the agents its files
+    /// left mid-work showed running on a machine where nothing ran, for most of a minute).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_ended_session_is_stopped_as_soon_as_its_history_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join(".claude/projects/-home-dev-p");
+        std::fs::create_dir_all(&project).unwrap();
+        let two_days_ago = SystemTime::now() - Duration::from_secs(2 * 86_400);
+        for (n, id) in ["s1", "s2", "s3"].iter().enumerate() {
+            let line = format!(
+                r#"{{"type":"user","uuid":"u-{id}","sessionId":"{id}","isSidechain":false,"cwd":"/home/dev/p","timestamp":"2026-12-01T10:00:0{n}.000Z","message":{{"role":"user","content":"go"}}}}"#
+            ) + "\n";
+            let file = project.join(format!("{id}.jsonl"));
+            std::fs::write(&file, line).unwrap();
+            let written = two_days_ago + Duration::from_secs(60 * n as u64);
+            std::fs::File::options().write(true).open(&file).unwrap().set_modified(written).unwrap();
+        }
+        let mut events = spawn(home_opts(dir.path()));
+        let mut seen: Vec<String> = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let label = match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Some(Event::Records(r))) => {
+                    let v: serde_json::Value = serde_json::from_slice(r.iter().next().unwrap()).unwrap();
+                    format!("lines {}", v["sessionId"].as_str().unwrap())
+                }
+                Ok(Some(Event::Stopped { id, guessed_at_ms })) => {
+                    assert!(guessed_at_ms.is_some(), "no process was seen: a guess");
+                    format!("stopped {id}")
+                }
+                Ok(Some(Event::Live)) => break,
+                Ok(Some(_)) => continue,
+                _ => panic!("the history never ended: {seen:?}"),
+            };
+            if seen.last() != Some(&label) {
+                seen.push(label);
+            }
+        }
+        // Newest first.
+        let want = ["lines s3", "stopped s3", "lines s2", "stopped s2", "lines s1", "stopped s1"];
+        assert_eq!(seen, want);
     }
 
     /// The source's events until `until` (or `secs` seconds pass): whether a stop came, and when.

@@ -52,7 +52,7 @@ impl Machine {
         }
         for w in work {
             match w {
-                Work::Files(files) => self.read_files(&files).await?,
+                Work::Files(files) => self.read_session(&files).await?,
                 Work::Within(session, c) => {
                     let cursor = self.read_within(&c).await?;
                     self.follow_files(session, c, cursor);
