@@ -483,7 +483,6 @@ impl Machine {
         self.send(Event::Sessions(Box::new(snapshot))).await
     }
 
-    /// What `snapshot` says of each session's run since the last one ([`RunState::look`]).
     /// While history is read: a session the start's census found ended is told stopped as soon
     /// as its files are read, as the first snapshot would tell it (its look is that one). Told
     /// once every session was read, the agents its files leave mid-work showed running until
@@ -498,6 +497,7 @@ impl Machine {
         self.send(change.event(seen.id, crate::source::recording::unix_ms())).await
     }
 
+    /// What `snapshot` says of each session's run since the last one ([`RunState::look`]).
     fn stopped(&mut self, looked: bool) -> Vec<(String, Run)> {
         let mut out = Vec::new();
         for (s, row) in self.sessions.iter_mut().zip(&self.rows) {
