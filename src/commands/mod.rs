@@ -70,6 +70,11 @@ pub fn main() -> ExitCode {
 /// subcommand's name is an input, and nothing moves.
 pub fn subcommand_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     use clap::CommandFactory as _;
+    // A first word that is no option is where clap looks for a subcommand already: nothing moves,
+    // and the command is not built for nothing (building it was a tenth of a repeated `report`).
+    if args.get(1).and_then(|w| w.to_str()).is_none_or(|w| !w.starts_with('-') || w == "-") {
+        return args;
+    }
     let mut cmd = Cli::command();
     cmd.build();
     let mut i = 1;

@@ -48,18 +48,18 @@ pub fn expand(paths: &[PathBuf]) -> io::Result<Vec<Input>> {
     for p in paths {
         if p.as_os_str() == "-" {
             out.push(Input::Stdin);
+        } else if !p.is_dir() {
+            out.push(Input::File(p.clone()));
         } else if let Some(store) = holds_store(p).then(|| super::opencode::store_at(p)).flatten() {
             // An OpenCode data directory: its store is the input.
             out.push(Input::File(store));
-        } else if p.is_dir() {
+        } else {
             let mut files = collect_dir(p)?;
             // By the path as text, not component by component: `s.jsonl` then `s/subagents/…`, so a
             // Claude Code session's own file comes before its sub-agents' ('.' sorts before '/'),
             // and a sub-agent's sidecar right before its transcript (it links the agent).
             files.sort_by_cached_key(|p| sort_key(p));
             out.extend(files.into_iter().map(Input::File));
-        } else {
-            out.push(Input::File(p.clone()));
         }
     }
     Ok(out)
@@ -73,9 +73,16 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
     use std::collections::{HashMap, HashSet};
     let mut entered: HashSet<PathBuf> = HashSet::new();
     let mut files: HashMap<PathBuf, PathBuf> = HashMap::new();
-    let mut stack = vec![root.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let canonical = std::fs::canonicalize(&dir).map_err(|e| with_path(&e, &dir))?;
+    // Each directory with its canonical path when it is known without asking: a directory that is
+    // no link, listed in one whose canonical path is known, is there under its own name. Asked for
+    // each, the walk's look for the links on the way was most of a repeated `report`'s look at a
+    // Claude Code folder (a call per component of the path, per directory).
+    let mut stack: Vec<(PathBuf, Option<PathBuf>)> = vec![(root.to_owned(), None)];
+    while let Some((dir, known)) = stack.pop() {
+        let canonical = match known {
+            Some(c) => c,
+            None => std::fs::canonicalize(&dir).map_err(|e| with_path(&e, &dir))?,
+        };
         if !entered.insert(canonical.clone()) {
             continue;
         }
@@ -93,7 +100,8 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
                 entry.file_type().is_ok_and(|t| !t.is_file())
             };
             if is_dir {
-                stack.push(path);
+                let known = (!link).then(|| canonical.join(entry.file_name()));
+                stack.push((path, known));
             } else if is_recording_name(&path) && !special {
                 // A file that is no link is where its directory is; a link is followed. A dangling
                 // link is kept as it is: opening it reports the error with its name.
@@ -118,9 +126,9 @@ fn collect_dir(root: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files.into_values().collect())
 }
 
-/// A directory with a regular file where OpenCode keeps its store.
+/// A directory (so `expand` found it) with a regular file where OpenCode keeps its store.
 fn holds_store(dir: &Path) -> bool {
-    dir.is_dir() && super::regular::is_regular(&dir.join(super::opencode::STORE_NAME))
+    super::regular::is_regular(&dir.join(super::opencode::STORE_NAME))
 }
 
 /// A name that is not UTF-8 is judged by its readable part.

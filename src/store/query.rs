@@ -32,6 +32,9 @@ pub fn zone_name(tz: &TimeZone) -> String {
 pub fn zone(name: Option<&str>) -> Result<TimeZone, String> {
     match name {
         None | Some("local") => Ok(TimeZone::system()),
+        // The same zone, without the look through the whole zone database a lookup by name begins
+        // with (a tenth of a repeated `report --tz UTC`, perf).
+        Some("UTC") => Ok(TimeZone::UTC),
         Some(n) => TimeZone::get(n).map_err(|e| format!("unknown time zone {n:?}: {e}")),
     }
 }

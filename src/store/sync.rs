@@ -360,7 +360,12 @@ fn read_all(
     began: i64,
     take: &mut Take<'_>,
 ) -> Result<()> {
-    let workers = workers.clamp(1, todo.len().max(1));
+    if todo.is_empty() {
+        // Nothing changed: no reader is started (under load, a thread started and waited for was
+        // the longest wait of a repeated `report`).
+        return Ok(());
+    }
+    let workers = workers.clamp(1, todo.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         // Bounded: a worker waits while its rows wait to be written (memory stays flat). Room for
