@@ -187,6 +187,8 @@ struct SyncedJson<'a> {
     sessions: usize,
     runs: usize,
     duplicates: usize,
+    /// Rows of sessions, runs, usage and items written (a file store's).
+    rows: u64,
     failed: &'a [String],
     store_bytes: u64,
 }
@@ -214,6 +216,7 @@ pub fn run(args: &SyncArgs, config: Config, global: &GlobalOpts) -> Result<ExitC
             sessions: synced.sessions,
             runs: synced.runs,
             duplicates: synced.duplicates,
+            rows: synced.rows,
             failed: &synced.failed,
             store_bytes: size,
         };
@@ -265,14 +268,28 @@ mod tests {
 
     /// One sync of the store at `db` from the home `home`, with `carry` if given.
     fn sync_once(home: &Path, db: &Path, carry: Option<&mut Carry>) -> Synced {
+        sync_with(&reader(), home, db, carry)
+    }
+
+    fn sync_with(reader: &Commands, home: &Path, db: &Path, carry: Option<&mut Carry>) -> Synced {
         let mut store = Store::open(db).unwrap();
         let env = Env::default().with("HOME", home);
         let opts = Options { env, full: false, wait: true, progress: None, carry };
-        sync::sync(&mut store, &reader(), opts).unwrap()
+        sync::sync(&mut store, reader, opts).unwrap()
     }
 
     fn dump(db: &Path) -> String {
         Store::open(db).unwrap().backend().dump().unwrap()
+    }
+
+    /// Both text indexes hold exactly what their tables hold (FTS5's own check against its
+    /// content table): a run's brief and answer rewritten in place left the index as a fresh
+    /// write does.
+    fn indexes_agree(db: &Path) {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        for index in ["runs_fts", "texts_fts"] {
+            conn.execute(&format!("INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)"), []).unwrap();
+        }
     }
 
     /// The daemon's syncs of a session written as they run (each read on from where the last one
@@ -306,8 +323,54 @@ mod tests {
             let fresh = sync_once(&home, &clean, None);
             assert_eq!(fresh.continued, 0);
             assert_eq!(dump(&db), dump(&clean), "after step {step} ({cut} of {} bytes)", whole.len());
+            indexes_agree(&db);
         }
         assert!(continued >= 3, "most steps were read on, not whole: {continued}");
         assert_eq!(carry.len(), 1, "the session is kept for the next sync");
+    }
+
+    /// A session read again after more lines writes what they changed, not the session: with
+    /// the daemon's carry and without it, the rows written are a few, however many its runs and
+    /// items hold, and a thread past its items bound (here 16) writes its new items and deletes
+    /// the ones it dropped, not its whole window again; the store is a clean sync's all along.
+    #[test]
+    fn a_grown_session_writes_only_what_changed() {
+        let mut bounded = reader();
+        bounded.config.model.items_per_thread = 16;
+        for reader in [reader(), bounded] {
+            let bound = reader.config.model.items_per_thread;
+            let dir = tempfile::tempdir().unwrap();
+            let home = dir.path().join("home");
+            let project = home.join(".claude/projects/-work-demo");
+            std::fs::create_dir_all(&project).unwrap();
+            let fixture =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
+            let whole = std::fs::read(fixture).unwrap();
+            let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+            let transcript = project.join(format!("{SESSION}.jsonl"));
+            let mut written = ends[ends.len() - 4];
+            std::fs::write(&transcript, &whole[..written]).unwrap();
+            let (db, plain, mut carry) = (dir.path().join("daemon.db"), dir.path().join("plain.db"), Carry::default());
+            let first = sync_with(&reader, &home, &db, Some(&mut carry));
+            assert_eq!(sync_with(&reader, &home, &plain, None).rows, first.rows);
+            for (step, &end) in ends[ends.len() - 3..].iter().enumerate() {
+                let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+                file.write_all(&whole[written..end]).unwrap();
+                drop(file);
+                written = end;
+                let daemon = sync_with(&reader, &home, &db, Some(&mut carry));
+                let again = sync_with(&reader, &home, &plain, None);
+                let case = format!("bound {bound}, step {step}");
+                assert_eq!((daemon.read, again.read), (1, 1), "{case}");
+                assert!(daemon.rows * 10 < first.rows, "{case}: {} rows of {} written again", daemon.rows, first.rows);
+                assert_eq!(again.rows, daemon.rows, "{case}");
+                let clean = dir.path().join(format!("clean{step}.db"));
+                sync_with(&reader, &home, &clean, None);
+                assert_eq!(dump(&db), dump(&clean), "{case}");
+                assert_eq!(dump(&plain), dump(&clean), "{case}");
+                indexes_agree(&db);
+                indexes_agree(&plain);
+            }
+        }
     }
 }

@@ -137,7 +137,8 @@ fn run(
         Some(c) => Some(c.title.as_str()).filter(|s| !s.is_empty()),
         None => first_prompt(t),
     };
-    let entries: Vec<ItemRow> = t.items.iter().map(|i| item(model, i)).collect();
+    let (ordinals, entries): (Vec<u64>, Vec<ItemRow>) =
+        t.items.entries().map(|(n, i)| (u64::try_from(n).unwrap_or(u64::MAX), item(model, i))).unzip();
     let mut models: Vec<String> = t.model.iter().map(ToString::to_string).collect();
     // The settled responses' models first: they were stated first.
     let settled = t.settled_spend().iter().map(|s| &s.model);
@@ -183,6 +184,7 @@ fn run(
         file: file_of(&t.id, source),
         usage: ledger.usage(idx.index(), t, prices),
         digests: entries.iter().map(|i| digest(&i.text)).collect(),
+        item_ordinals: ordinals,
         entries,
     }
 }

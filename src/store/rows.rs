@@ -165,6 +165,11 @@ pub struct RunRow {
     /// figured where the source is read: on a reader's core, not on the one writer's, whose time is
     /// most of a first sync's (perf of `report daily` on an empty store: 3 % of the writer's).
     pub digests: Vec<Option<[u8; 32]>>,
+    /// Each entry's ordinal in its thread: its place among every item the thread ever had, the
+    /// ones its bound dropped counted (`model::Limits::items_per_thread`). Stored as the item's
+    /// `ordinal`, so that an item keeps its row as older ones are dropped and a sync of a thread
+    /// past its bound writes only its new items, not the whole window shifted by one.
+    pub item_ordinals: Vec<u64>,
 }
 
 impl RunRow {

@@ -1,7 +1,9 @@
 //! The embedded backend: one SQLite file (WAL), owned by the user and by no one else.
 //!
-//! Every write is one transaction: a source is replaced whole or not at all, so a sync killed at
-//! any point leaves the store as it was before that source, and the next sync reads it again.
+//! Every write is one transaction: a source is written whole or not at all, so a sync killed at
+//! any point leaves the store as it was before that source, and the next sync reads it again. A
+//! source stored before is written as what changed (`update`): a busy session's sync costs its new
+//! lines, not its size.
 //! Item text is kept once per distinct text (by its SHA-256), counted by reference, behind an
 //! FTS5 index kept by triggers.
 
@@ -13,15 +15,18 @@ use std::time::Duration;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use nix::fcntl::{Flock, FlockArg};
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
 
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
 use super::rows::{
-    ActRow, Figures, FileState, Hit, ItemRow, Known, RunInfo, SessionInfo, SessionRow, SessionView, SourceRows,
-    UsageFact,
+    ActRow, Figures, FileState, Hit, ItemRow, Known, RunInfo, RunRow, SessionInfo, SessionRow, SessionView, SourceRows,
+    UsageFact, UsageRow,
 };
 use super::schema;
+
+mod update;
 use crate::model::prices::Pico;
 use crate::model::{AgentOp, Tokens};
 use crate::wire::{Clean, sanitize, sanitize_line};
@@ -254,16 +259,22 @@ impl Sqlite {
     /// Gives back the text the items of the runs matched by `runs_where` (over `runs r`) hold;
     /// [`Self::collect`] deletes what no item holds any more once those items are gone.
     fn release(tx: &Transaction<'_>, runs_where: &str, arg: i64) -> Result<()> {
-        tx.execute_batch(
-            "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
-             CREATE INDEX IF NOT EXISTS temp.released_id ON released(id);",
-        )?;
+        Self::released(tx)?;
         tx.execute(
             &format!(
                 "INSERT INTO released SELECT i.text_id FROM items i JOIN runs r ON r.id = i.run_id \
                  WHERE {runs_where} AND i.text_id IS NOT NULL"
             ),
             [arg],
+        )?;
+        Ok(())
+    }
+
+    /// The table of text ids given back, until [`Self::collect`].
+    fn released(tx: &Transaction<'_>) -> Result<()> {
+        tx.execute_batch(
+            "CREATE TEMP TABLE IF NOT EXISTS released(id INTEGER NOT NULL);
+             CREATE INDEX IF NOT EXISTS temp.released_id ON released(id);",
         )?;
         Ok(())
     }
@@ -305,10 +316,15 @@ impl Sqlite {
                 ],
                 |r| r.get(0),
             )?;
+        Self::insert_files(tx, id, &s.files)?;
+        Ok(id)
+    }
+
+    fn insert_files(tx: &Transaction<'_>, id: i64, files: &[FileState]) -> Result<()> {
         let mut st = tx.prepare_cached(
             "INSERT INTO files(source_id, path, dev, ino, size, mtime_ns, head) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
-        for f in &s.files {
+        for f in files {
             st.execute(params![
                 id,
                 f.path.to_string_lossy(),
@@ -319,7 +335,7 @@ impl Sqlite {
                 &f.head[..]
             ])?;
         }
-        Ok(id)
+        Ok(())
     }
 
     /// The session's row id; `None` when another source already holds a session of that agent
@@ -382,17 +398,6 @@ impl Sqlite {
         items: &mut Vec<RunItems<'r>>,
     ) -> Result<usize> {
         let mut ids: Vec<Option<i64>> = vec![None; rows.runs.len()];
-        let mut run_st = tx.prepare_cached(&format!(
-            "INSERT INTO runs(source_id, session_id, ordinal, thread, depth, role, via, card, agent_type, name,
-                              nickname, brief, model, models, status, started_ms, ended_ms, turns, items, tool_calls,
-                              {TOKENS}, cost_pico, priced, cost_source, reported_cost_pico, answer, files_changed, file)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-                     ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)
-             RETURNING id"
-        ))?;
-        let mut usage_st = tx.prepare_cached(&format!(
-            "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
-        ))?;
         // The texts this source's stored items hold, in the order they hold them (a run whose
         // session is another source's holds none here).
         let held =
@@ -404,68 +409,12 @@ impl Sqlite {
         for (ordinal, run) in rows.runs.iter().enumerate() {
             // A run whose session is another source's is that source's.
             let Some(session) = run.session_id(sessions) else { continue };
-            let t = tokens_params(&run.figures.tokens);
-            let id: i64 = run_st.query_row(
-                params![
-                    source,
-                    session,
-                    ordinal,
-                    run.thread,
-                    run.depth,
-                    run.role,
-                    run.via,
-                    run.card,
-                    run.agent_type,
-                    run.name,
-                    run.nickname,
-                    run.brief,
-                    run.model,
-                    run.models.join("\n"),
-                    run.status,
-                    run.started_ms,
-                    run.ended_ms,
-                    run.turns,
-                    run.items,
-                    run.tool_calls,
-                    t[0],
-                    t[1],
-                    t[2],
-                    t[3],
-                    t[4],
-                    t[5],
-                    t[6],
-                    pico(run.figures.cost),
-                    run.figures.priced,
-                    run.cost_source,
-                    run.reported_cost.map(pico),
-                    run.answer,
-                    run.files_changed.join("\n"),
-                    run.file
-                ],
-                |r| r.get(0),
-            )?;
+            let id = Self::insert_run(tx, source, session, ordinal, run)?;
             ids[ordinal] = Some(id);
             written += 1;
-            for u in &run.usage {
-                let t = tokens_params(&u.tokens);
-                usage_st.execute(params![
-                    id,
-                    u.at_ms,
-                    u.model,
-                    t[0],
-                    t[1],
-                    t[2],
-                    t[3],
-                    t[4],
-                    t[5],
-                    t[6],
-                    pico(u.cost)
-                ])?;
-            }
             // Their text's ids now: a later source's replacement may forget the ids known.
             let text_ids = texts.ids(tx, &run.entries, &run.digests)?;
-            let (brief, answer) = (run.brief.as_deref(), run.answer.as_deref());
-            items.push(RunItems { run: id, entries: &run.entries, text_ids, brief, answer });
+            items.push(RunItems::all(id, run, text_ids));
         }
         // Parents after every run is in: a child can be seen before its parent.
         let mut parent_st = tx.prepare_cached("UPDATE runs SET parent_id = ?2 WHERE id = ?1")?;
@@ -477,10 +426,45 @@ impl Sqlite {
         Ok(written)
     }
 
+    /// One run's row and its usage rows; its id.
+    fn insert_run(
+        tx: &Transaction<'_>,
+        source: i64,
+        session: Option<i64>,
+        ordinal: usize,
+        run: &RunRow,
+    ) -> Result<i64> {
+        let mut run_st = tx.prepare_cached(&format!(
+            "INSERT INTO runs(source_id, session_id, ordinal, {RUN_COLUMNS})
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)
+             RETURNING id"
+        ))?;
+        let mut values = vec![Value::Integer(source), session.into(), ordinal_value(ordinal)];
+        values.extend(run_values(run)?);
+        let id: i64 = run_st.query_row(rusqlite::params_from_iter(&values), |r| r.get(0))?;
+        Self::insert_usage(tx, id, &run.usage)?;
+        Ok(id)
+    }
+
+    fn insert_usage(tx: &Transaction<'_>, run: i64, usage: &[UsageRow]) -> Result<()> {
+        let mut usage_st = tx.prepare_cached(&format!(
+            "INSERT INTO usage(run_id, at_ms, model, {TOKENS}, cost_pico) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        ))?;
+        for u in usage {
+            let mut values = vec![Value::Integer(run)];
+            values.extend(usage_values(u));
+            usage_st.execute(rusqlite::params_from_iter(&values))?;
+        }
+        Ok(())
+    }
+
     /// A run's items, many rows to a statement (a session has hundreds).
     fn insert_items(tx: &Transaction<'_>, items: &RunItems<'_>) -> Result<()> {
-        let (run, entries, text_ids) = (items.run, items.entries, &items.text_ids);
-        let ordinals: Vec<i64> = (0..entries.len()).map(|n| i64::try_from(n).unwrap_or(i64::MAX)).collect();
+        let (run, text_ids) = (items.run, &items.text_ids);
+        let entries: Vec<&ItemRow> = items.picked.iter().map(|&k| &items.row.entries[k]).collect();
+        let ordinals: Vec<i64> =
+            items.picked.iter().map(|&k| int(items.row.item_ordinals.get(k).copied().unwrap_or(u64::MAX))).collect();
         let receivers: Vec<Option<String>> =
             entries.iter().map(|i| (!i.receivers.is_empty()).then(|| i.receivers.join("\n"))).collect();
         for rows in row_chunks(entries.len(), ITEM_ROWS) {
@@ -491,8 +475,7 @@ impl Sqlite {
                 vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; items.len()].join(", ")
             );
             let mut st = tx.prepare_cached(&sql)?;
-            let extra: Vec<(Option<&str>, Option<&str>)> =
-                items.iter().map(|i| ((!i.id.is_empty()).then_some(i.id.as_str()), i.op.map(AgentOp::word))).collect();
+            let extra: Vec<(Option<&str>, Option<&str>)> = items.iter().map(|i| item_extra(i)).collect();
             let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(items.len() * ITEM_VALUES);
             for (k, item) in items.iter().enumerate() {
                 let n = rows.start + k;
@@ -529,7 +512,20 @@ impl Sqlite {
             .prepare_cached("SELECT id FROM sources WHERE key = ?1")?
             .query_row([&rows.source.key], |r| r.get(0))
             .optional()?;
+        let mut gone = 0;
         if let Some(old) = old {
+            // Read again as it grew (the daemon's busy session): only what changed is written.
+            if let Some(written) = update::update(tx, rows, old, texts, items)? {
+                return Ok(written);
+            }
+            // The rows it held, for what this write cost.
+            gone = tx.query_row(
+                "SELECT (SELECT count(*) FROM sessions WHERE source_id = ?1) + (SELECT count(*) FROM runs WHERE source_id = ?1)
+                      + (SELECT count(*) FROM usage u JOIN runs r ON r.id = u.run_id WHERE r.source_id = ?1)
+                      + (SELECT count(*) FROM items i JOIN runs r ON r.id = i.run_id WHERE r.source_id = ?1)",
+                [old],
+                |r| r.get::<_, i64>(0),
+            )?;
             // The references counted so far go in first: no text this batch holds is freed.
             texts.settle(tx)?;
             Self::release(tx, "r.source_id = ?1", old)?;
@@ -544,7 +540,14 @@ impl Sqlite {
         }
         let runs = Self::insert_runs(tx, source, rows, &sessions, texts, items)?;
         let stored = sessions.iter().filter(|s| s.is_some()).count();
-        Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
+        let added: usize = rows
+            .runs
+            .iter()
+            .filter(|run| run.session_id(&sessions).is_some())
+            .map(|run| 1 + run.usage.len() + run.entries.len())
+            .sum();
+        let rows = uint(gone) + u64::try_from(stored + added).unwrap_or(u64::MAX);
+        Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs, rows })
     }
 
     /// [`Self::SESSION_COLUMNS`] from column `at` on.
@@ -644,6 +647,7 @@ impl Backend for Sqlite {
             written.sessions += w.sessions;
             written.duplicates += w.duplicates;
             written.runs += w.runs;
+            written.rows += w.rows;
         }
         // The runs' briefs and answers to their index, then items, after every run and text of the
         // batch. Why: a statement that may write many rows (an items statement, an insert with
@@ -654,7 +658,9 @@ impl Backend for Sqlite {
         // savepoint, so here the batch's text goes to the index in one flush (schema 7).
         let mut index = tx.prepare_cached("INSERT INTO runs_fts(rowid, brief, answer) VALUES (?1, ?2, ?3)")?;
         for run in &items {
-            index.execute(params![run.run, run.brief, run.answer])?;
+            if let Some((brief, answer)) = run.index {
+                index.execute(params![run.run, brief, answer])?;
+            }
         }
         drop(index);
         for run in &items {
@@ -1076,6 +1082,85 @@ fn row_chunks(n: usize, most: usize) -> impl Iterator<Item = std::ops::Range<usi
     })
 }
 
+/// A run's columns after its source, session and ordinal, in [`run_values`] order.
+const RUN_COLUMNS: &str = "thread, depth, role, via, card, agent_type, name, nickname, brief, model, models, status, \
+     started_ms, ended_ms, turns, items, tool_calls, t_input, t_cached, t_cache_write, t_cache_write_1h, t_output, \
+     t_reasoning, t_total, cost_pico, priced, cost_source, reported_cost_pico, answer, files_changed, file";
+
+/// Where a run's brief and answer are among [`run_values`].
+const RUN_BRIEF: usize = 8;
+const RUN_ANSWER: usize = 28;
+
+/// Values as SQLite keeps them: what is written is compared with what was stored, value for value.
+fn values(params: &[&dyn rusqlite::ToSql]) -> rusqlite::Result<Vec<Value>> {
+    params
+        .iter()
+        .map(|p| {
+            Ok(match p.to_sql()? {
+                rusqlite::types::ToSqlOutput::Borrowed(v) => v.into(),
+                rusqlite::types::ToSqlOutput::Owned(v) => v,
+                #[allow(unreachable_patterns)]
+                _ => Value::Null,
+            })
+        })
+        .collect()
+}
+
+fn ordinal_value(n: usize) -> Value {
+    Value::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// A run's [`RUN_COLUMNS`].
+fn run_values(run: &RunRow) -> rusqlite::Result<Vec<Value>> {
+    let t = tokens_params(&run.figures.tokens);
+    values(params![
+        run.thread,
+        run.depth,
+        run.role,
+        run.via,
+        run.card,
+        run.agent_type,
+        run.name,
+        run.nickname,
+        run.brief,
+        run.model,
+        run.models.join("\n"),
+        run.status,
+        run.started_ms,
+        run.ended_ms,
+        run.turns,
+        run.items,
+        run.tool_calls,
+        t[0],
+        t[1],
+        t[2],
+        t[3],
+        t[4],
+        t[5],
+        t[6],
+        pico(run.figures.cost),
+        run.figures.priced,
+        run.cost_source,
+        run.reported_cost.map(pico),
+        run.answer,
+        run.files_changed.join("\n"),
+        run.file
+    ])
+}
+
+/// A usage row's columns after its run: `at_ms, model`, tokens, `cost_pico`.
+fn usage_values(u: &UsageRow) -> Vec<Value> {
+    let mut v = vec![u.at_ms.into(), u.model.clone().into()];
+    v.extend(tokens_params(&u.tokens).map(Value::Integer));
+    v.push(Value::Text(pico(u.cost)));
+    v
+}
+
+/// An item's own id and what it does to agents, as their columns hold them.
+fn item_extra(i: &ItemRow) -> (Option<&str>, Option<&str>) {
+    ((!i.id.is_empty()).then_some(i.id.as_str()), i.op.map(AgentOp::word))
+}
+
 /// Item rows inserted by one statement ([`ITEM_VALUES`] each, well under SQLite's bound on values).
 const ITEM_ROWS: usize = 64;
 /// Values of one item row.
@@ -1087,10 +1172,22 @@ const TEXT_ROWS: usize = 256;
 /// waiting for the text index.
 struct RunItems<'r> {
     run: i64,
-    entries: &'r [ItemRow],
+    row: &'r RunRow,
+    /// Which of its entries are written (all of a new run's; of a stored run's, those not stored
+    /// as they are now).
+    picked: Vec<usize>,
+    /// Their text's ids.
     text_ids: Vec<Option<i64>>,
-    brief: Option<&'r str>,
-    answer: Option<&'r str>,
+    /// Its brief and answer, when they go to the text index (a new run, or one whose changed).
+    index: Option<(Option<&'r str>, Option<&'r str>)>,
+}
+
+impl<'r> RunItems<'r> {
+    /// A new run: all its items, its brief and answer indexed.
+    fn all(run: i64, row: &'r RunRow, text_ids: Vec<Option<i64>>) -> Self {
+        let index = Some((row.brief.as_deref(), row.answer.as_deref()));
+        Self { run, row, picked: (0..row.entries.len()).collect(), text_ids, index }
+    }
 }
 
 /// A text's SHA-256, which keys it.

@@ -4,7 +4,8 @@
 //! by device, inode, size, modification time and a digest of its first bytes, so an unchanged
 //! source costs a `stat` and one small read per file, and a grown, truncated, rotated or
 //! rewritten file is noticed. A changed source is read **whole**, through the same pipeline as
-//! `stats`, and replaces its rows in one transaction. Whole, not from its last offset: a
+//! `stats`, and its rows take the stored ones' place in one transaction (only those that changed
+//! are written). Whole, not from its last offset: a
 //! session's state (pending children, responses merged across lines, who registered whom) lives
 //! in the router and the model, which are rebuilt from the start of the session's files far more
 //! cheaply than they could be saved and restored; and a store equal to a clean sync follows by
@@ -106,6 +107,8 @@ pub struct Synced {
     pub failed: Vec<String>,
     /// Sources read on from where the last sync stopped ([`Options::carry`]).
     pub continued: u64,
+    /// Rows of sessions, runs, usage and items written ([`super::Written::rows`]).
+    pub rows: u64,
 }
 
 /// Meta key: wall clock (unix ms) when the last sync that finished began listing.
@@ -340,6 +343,7 @@ impl Writer<'_, '_> {
         self.synced.read += self.batch.len();
         self.synced.sessions += written.sessions;
         self.synced.runs += written.runs;
+        self.synced.rows += written.rows;
         self.synced.duplicates += written.duplicates;
         self.batch.clear();
         self.batch_bytes = 0;

@@ -84,7 +84,7 @@ fn replace(tx: &mut Transaction<'_>, machine: &str, rows: &SourceRows) -> Result
     }
     let runs = insert_runs(tx, source, rows, &sessions, &texts)?;
     let stored = sessions.iter().filter(|s| s.is_some()).count();
-    Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs })
+    Ok(Written { sessions: stored, duplicates: sessions.len() - stored, runs, rows: 0 })
 }
 
 /// The source's item texts, each distinct one added once with the references its items make;
@@ -368,7 +368,7 @@ fn insert_items(
     let mut c = ItemColumns::default();
     for (r, id) in rows.runs.iter().zip(ids) {
         let Some(id) = *id else { continue };
-        for (n, item) in r.entries.iter().enumerate() {
+        for (&n, item) in r.item_ordinals.iter().zip(&r.entries) {
             c.run.push(id);
             c.ordinal.push(i64::try_from(n).unwrap_or(i64::MAX));
             c.kind.push(Text(&item.kind));
