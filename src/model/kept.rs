@@ -185,11 +185,28 @@ impl Ids {
         let same = |&o: &usize| kept.get(o).is_some_and(|e| e.name() == id);
         // Every ordinal filed is held in `kept` (a dropped entry is forgotten as it goes).
         let rehash = |&o: &usize| kept.get(o).map_or(0, |e| hash(e.name()));
+        if self.table.len() == self.table.capacity() && self.table.find(hash(id), same).is_none() {
+            self.refile(rehash);
+        }
         match self.table.entry(hash(id), same, rehash) {
             Entry::Occupied(mut e) => *e.get_mut() = ordinal,
             Entry::Vacant(e) => {
                 e.insert(ordinal);
             }
+        }
+    }
+
+    /// Files the ordinals again in a table of the room they need, one more than held. A bounded
+    /// list drops an entry for each it takes, and each id forgotten leaves a tombstone: once they
+    /// fill the table's room, hashbrown doubles a table more than half full rather than sweep it,
+    /// and a thread's 1,025 item ids took 4,096 slots for good where 2,048 hold them (issue 22:
+    /// the item and turn tables of a long session's 15 threads grew by 0.3 MB from 200 MB of it
+    /// to 2 GB).
+    fn refile(&mut self, rehash: impl Fn(&usize) -> u64) {
+        let old = std::mem::take(&mut self.table);
+        self.table = HashTable::with_capacity(old.len() + 1);
+        for o in old {
+            self.table.insert_unique(rehash(&o), o, &rehash);
         }
     }
 
@@ -248,6 +265,8 @@ mod tests {
         assert_eq!(ids.get("item-3999", &k), None, "dropped");
         assert_eq!(ids.get("item-5000", &k), None);
         assert_eq!(ids.table.len(), k.kept());
+        // 1,002 ids (the window, one more, the pinned one) need 2,048 slots (7/8 of them usable).
+        assert!(ids.table.capacity() < 2_048, "the table grew past its need: {}", ids.table.capacity());
     }
 
     fn filled(n: usize) -> Kept<usize> {

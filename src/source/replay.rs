@@ -134,6 +134,8 @@ impl Replay {
             }
             len += 1;
         }
+        // Pushed one by one, they would be held at up to twice their room for the whole replay.
+        marks.shrink_to_fit();
         Self {
             marks,
             timed: len,
