@@ -105,7 +105,19 @@ impl PageSql {
         let limit_first = first_param;
         let limit_next = first_param + q.keys.len();
         let query = |key: &str, limit: usize| {
-            format!("{cte}{} WHERE {key}{filter}{scope} ORDER BY {order} LIMIT ?{limit}", q.select)
+            if !scoped {
+                return format!("{cte}{} WHERE {key}{filter}{scope} ORDER BY {order} LIMIT ?{limit}", q.select);
+            }
+            // SQLite finds a scope's rows through the scope column's index and sorts them all for
+            // every page: the keys alone are sorted here, and only the page's rows read whole
+            // (a part's `data` is most of the store).
+            let (_, table) = q.select.rsplit_once(" FROM ").expect("a query selects from a table");
+            let keys = q.keys.join(", ");
+            format!(
+                "{cte}{} WHERE ({keys}) IN (SELECT {keys} FROM {table} WHERE {key}{filter}{scope} \
+                 ORDER BY {order} LIMIT ?{limit}) ORDER BY {order}",
+                q.select
+            )
         };
         Self { first: query(&not_null, limit_first), next: query(&after, limit_next), keys: q.keys.len() }
     }
