@@ -13,8 +13,9 @@
 //! Measured on each, every figure in a process of its own (its peak RSS, `VmHWM`, and wall time):
 //! - `pages`: the source alone, the records drained from `snapshot_reader` (what `stats` reads);
 //! - `whole`: the same records from `snapshot`, held at once (what `stats` read before);
-//! - `stats`: `swarmtop stats --json` on the data directory, the whole pipeline (its model holds a
-//!   thread per session, which grows with the store whatever the source does).
+//! - `stats`: `swarmtop stats --json` on the data directory, the whole pipeline. It reads the store a
+//!   batch of root sessions at a time, each batch through a pipeline of its own: read whole, its
+//!   model held a thread per session, which grew with the store whatever the source did.
 //!
 //! Run: `cargo bench --bench opencode_store`. Prints each figure and the ratio large / small.
 //! SWARMTOP_BENCH_BASELINE=BIN also measures `stats` with another `swarmtop` binary on the same

@@ -690,3 +690,211 @@ fn a_store_is_read_in_pages_not_whole() {
     // The message is read as it was made and as it ended (issue 19).
     assert_eq!(lines, 5 * 160, "a session, a message twice, a part and a `dead` record each");
 }
+
+// `stats --json` of a store, a batch of root sessions at a time (issue 22: memory flat in the
+// store's size).
+
+/// A store of `roots` root sessions in the real CLI's shapes, one in every three handing a task
+/// to a child session; a root begins every `step_ms` and runs ~30 s (less than `step_ms`: one
+/// after another; more: side by side). Every id sorts by time, as OpenCode's do (wire.md §9).
+fn tree_store(dir: &Path, roots: u64, step_ms: i64) -> PathBuf {
+    let (data, conn) = store(dir, false);
+    conn.execute_batch("BEGIN").unwrap();
+    let session = |id: &str, parent: Option<&str>, title: &str, (made, updated): (i64, i64)| {
+        conn.prepare_cached(
+            "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, cost, tokens_input, \
+               tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, time_created, \
+               time_updated) VALUES (?1, 'global', ?2, 's', '/w', ?3, '1.18.33', 0, 0, 0, 0, 0, 0, 'build', \
+               '{\"id\":\"mock-large\",\"providerID\":\"mock\"}', ?4, ?5)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![id, parent, title, made, updated])
+        .unwrap();
+    };
+    let message = |session: &str, at: i64, done: Option<i64>, data: String| {
+        let id = format!("msg_{at:012x}{}", &session[4..12]);
+        conn.prepare_cached(
+            "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![id, session, at, done.unwrap_or(at), data])
+        .unwrap();
+        id
+    };
+    let part = |message: &str, session: &str, (at, done): (i64, i64), data: String| {
+        conn.prepare_cached(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .unwrap()
+        .execute(rusqlite::params![format!("prt_{at:012x}{}", &session[4..12]), message, session, at, done, data])
+        .unwrap();
+    };
+    let answer = |session: &str, at: i64, done: i64, tokens: u64| {
+        let data = format!(
+            r#"{{"role":"assistant","mode":"build","agent":"build","cost":0.001,"tokens":{{"total":{},"input":{tokens},"output":7,"reasoning":0,"cache":{{"write":0,"read":3}}}},"modelID":"mock-large","providerID":"mock","time":{{"created":{at},"completed":{done}}},"finish":"stop"}}"#,
+            tokens + 7
+        );
+        message(session, at, Some(done), data)
+    };
+    for i in 0..roots {
+        let t = 1_796_000_000_000 + i64::try_from(i).unwrap() * step_ms;
+        let root = format!("ses_{:012x}rootSessionAbc", 1_000_000_000 - 10 * i);
+        let child = format!("ses_{:012x}childSessionA", 1_000_000_000 - 10 * i - 5);
+        let spawns = i % 3 == 0;
+        session(&root, None, &format!("Root number {i}"), (t, t + 30_000));
+        let prompt = message(
+            &root,
+            t + 100,
+            None,
+            format!(r#"{{"role":"user","time":{{"created":{}}},"agent":"build"}}"#, t + 100),
+        );
+        part(&prompt, &root, (t + 101, t + 101), r#"{"type":"text","text":"Do the work."}"#.to_owned());
+        let reply = answer(&root, t + 200, t + 30_000, 1000 + i);
+        if spawns {
+            let task = format!(
+                r#"{{"type":"tool","tool":"task","callID":"call_{i}","state":{{"status":"completed","input":{{"description":"Help {i}","prompt":"Help with {i}.","subagent_type":"general"}},"output":"done","metadata":{{"sessionId":"{child}"}},"title":"Help {i}","time":{{"start":{},"end":{}}}}}}}"#,
+                t + 300,
+                t + 25_000
+            );
+            part(&reply, &root, (t + 300, t + 25_000), task);
+            session(&child, Some(&root), &format!("Help {i} (@general subagent)"), (t + 5_000, t + 20_000));
+            let asked = message(
+                &child,
+                t + 5_100,
+                None,
+                format!(r#"{{"role":"user","time":{{"created":{}}},"agent":"general"}}"#, t + 5_100),
+            );
+            part(&asked, &child, (t + 5_101, t + 5_101), format!(r#"{{"type":"text","text":"Help with {i}."}}"#));
+            answer(&child, t + 5_200, t + 19_000, 500 + i);
+        }
+        part(&reply, &root, (t + 29_000, t + 29_500), r#"{"type":"text","text":"All done."}"#.to_owned());
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    data
+}
+
+/// `stats --json` of the store read whole, a record at a time, as every other input is.
+fn whole_stats(data: &Path) -> String {
+    let config = swarmtop::pipeline::Config::default().figures();
+    let mut pipeline = swarmtop::pipeline::Pipeline::new(config);
+    let inputs = [swarmtop::source::files::Input::File(data.join("opencode.db"))];
+    let timing = swarmtop::source::merge::Timing::default();
+    swarmtop::feed::feed(
+        &inputs[..],
+        timing,
+        1,
+        swarmtop::feed::CHUNK_BYTES,
+        &mut pipeline,
+        &mut |_: &swarmtop::router::Event<'_, '_>| {},
+    )
+    .unwrap();
+    pipeline.finish();
+    swarmtop::commands::stats::render_json(&pipeline)
+}
+
+fn batched_stats(data: &Path, per_batch: usize) -> Option<String> {
+    let config = swarmtop::pipeline::Config::default().figures();
+    swarmtop::commands::stats::batched::store_json(&data.join("opencode.db"), &config, per_batch).unwrap()
+}
+
+/// The object without its threads' order: sessions side by side come in another order.
+fn unordered(json: &str) -> Value {
+    let mut v: Value = serde_json::from_str(json).unwrap();
+    v["threads"].as_array_mut().unwrap().sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    v
+}
+
+#[test]
+fn a_store_read_in_batches_gives_the_figures_of_a_whole_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = tree_store(dir.path(), 20, 60_000);
+    let whole = whole_stats(&data);
+    let v: Value = serde_json::from_str(&whole).unwrap();
+    assert_eq!(v["threads"].as_array().unwrap().len(), 27, "20 roots and 7 children: {whole}");
+    assert!(v["threads"].as_array().unwrap().iter().any(|t| t["depth"] == 1 && t["via"].is_string()), "{whole}");
+    // One session after another: the same text, every batch size (a batch of one root, of a
+    // few, a last batch short, every root in one).
+    for per_batch in [1, 3, 7, 20, 256] {
+        assert_eq!(batched_stats(&data, per_batch).as_deref(), Some(whole.as_str()), "batches of {per_batch}");
+    }
+}
+
+#[test]
+fn sessions_side_by_side_read_in_batches_keep_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    // A root begins every 20 s and runs 30 s: each batch's last runs while the next's first begins.
+    let data = tree_store(dir.path(), 20, 20_000);
+    let whole = whole_stats(&data);
+    for per_batch in [1, 4, 256] {
+        let batched = batched_stats(&data, per_batch).expect("every row reached");
+        assert_eq!(unordered(&batched), unordered(&whole), "batches of {per_batch}");
+    }
+}
+
+#[test]
+fn a_row_no_root_reaches_sends_the_store_to_a_whole_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = tree_store(dir.path(), 6, 60_000);
+    let conn = rusqlite::Connection::open(data.join("opencode.db")).unwrap();
+    conn.pragma_update(None, "foreign_keys", false).unwrap();
+    // A message of a session the store does not hold, and a session whose parent it does not.
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES ('msg_zzz', 'ses_gone', 1, 2, \
+         '{\"role\":\"assistant\",\"tokens\":{\"input\":5,\"output\":1},\"time\":{\"created\":1,\"completed\":2}}')",
+        [],
+    )
+    .unwrap();
+    session_row(&conn, "ses_000000000001lostParentAb", Some("ses_missing"), "Lost");
+    drop(conn);
+    assert_eq!(batched_stats(&data, 2), None, "batches would leave the two rows out");
+    // `stats --json` then reads it whole: both are there.
+    let (out, v) = stats_json(&data);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(unordered(&String::from_utf8(out.stdout).unwrap()), unordered(&whole_stats(&data)));
+    assert!(thread(&v, "ses_000000000001lostParentAb").is_some(), "{v}");
+}
+
+/// `swarmtop stats --json` on `data`: its peak RSS in MiB (polled from `/proc` until it exits),
+/// and the bytes it printed.
+fn stats_peak_mib(data: &Path) -> (u64, usize) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_swarmtop"))
+        .args(["stats", "--json"])
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let printed = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()).unwrap());
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0u64;
+    let status = loop {
+        let kb = std::fs::read_to_string(&status_file)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        peak_kb = peak_kb.max(kb.unwrap_or(0));
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "{err}");
+    (peak_kb / 1024, usize::try_from(printed.join().unwrap()).unwrap())
+}
+
+#[test]
+fn stats_of_a_large_store_holds_a_batch_not_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40,000 sessions. Read whole, the model took ~2.5 KB a session: 130 MiB here (and 295 MiB
+    // for the 100,000 of `benches/opencode_store`).
+    let data = tree_store(dir.path(), 30_000, 60_000);
+    let (peak, printed) = stats_peak_mib(&data);
+    eprintln!("stats --json of 40,000 sessions: peak RSS {peak} MiB, {printed} bytes printed");
+    assert!(printed > 40_000 * 500, "every thread printed: {printed} bytes");
+    assert!(peak < 64, "peak RSS {peak} MiB");
+}

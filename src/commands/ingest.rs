@@ -82,10 +82,21 @@ pub fn ingest_timed(
     cores: usize,
 ) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let inputs = files::expand(paths).wrap_err("listing inputs")?;
+    ingest_inputs(inputs.as_slice(), config, timing, also, cores)
+}
+
+/// [`ingest_timed`] of inputs already listed (a batch of an OpenCode store's sessions).
+pub fn ingest_inputs(
+    inputs: &(impl feed::Inputs + ?Sized),
+    config: Config,
+    timing: Timing,
+    also: &mut (impl Sink + ?Sized),
+    cores: usize,
+) -> Result<(Pipeline, Option<color_eyre::Report>)> {
     let mut pipeline = Pipeline::new(config);
     let mut error = None;
     // What was read before a failure has been routed: the figures so far stand.
-    if let Err(f) = feed::feed(inputs.as_slice(), timing, cores.max(1), feed::CHUNK_BYTES, &mut pipeline, also) {
+    if let Err(f) = feed::feed(inputs, timing, cores.max(1), feed::CHUNK_BYTES, &mut pipeline, also) {
         let e = color_eyre::Report::new(f.error).wrap_err(format!("{} {}", f.doing, f.input));
         if f.doing == "opening" {
             return Err(e);

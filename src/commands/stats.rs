@@ -16,12 +16,28 @@ use crate::model::prices::Pico;
 use crate::model::{Model, Reconciled, Tokens, format_shown, format_usd};
 use crate::pipeline::{Config, Pipeline};
 use crate::router::{Counters, Role, ThreadIdx};
+use crate::source::batches::{SESSIONS_PER_BATCH, store_in};
 use crate::ui::label;
 use crate::ui::text::grouped;
+
+pub mod batched;
 
 pub fn run(args: &StatsArgs, config: Config) -> Result<ExitCode> {
     // Figures, the tree and names only: no item text is printed.
     super::traffic::folders_hold_recordings(&args.inputs)?;
+    if args.json
+        && let Some(db) = store_in(&args.inputs)
+        && let Some(mut read) = batched::read(&db, &config.clone().figures(), args.until.until, SESSIONS_PER_BATCH)?
+    {
+        if read.error.is_none() && args.until.until.is_none() {
+            read.required(&args.inputs)?;
+        }
+        // The figures of what was read are printed, then why reading stopped.
+        let error = read.error.take();
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        read.write(&mut out).and_then(|()| out.flush()).map_err(super::stdout_error)?;
+        return error.map_or(Ok(ExitCode::SUCCESS), Err);
+    }
     let (pipeline, error) = ingest_until(&args.inputs, config.figures(), args.until.until, &mut nothing())?;
     // Cut at a time, the stream may hold nothing yet: that is an answer, not bad input.
     if error.is_none() && args.until.until.is_none() {
@@ -81,9 +97,14 @@ struct DroppedJson {
 
 impl DroppedJson {
     fn of(pipeline: &Pipeline) -> Option<Self> {
+        Some(Self::counted(pipeline)).filter(|d| *d != Self::default())
+    }
+
+    /// What the bounds dropped, nothing included.
+    fn counted(pipeline: &Pipeline) -> Self {
         let d = &pipeline.model.diagnostics;
         let c = pipeline.counters();
-        let dropped = Self {
+        Self {
             lines_over_thread_limit: c.over_thread_limit,
             item_lines: d.dropped_items,
             turns: d.dropped_turns,
@@ -91,8 +112,20 @@ impl DroppedJson {
             open_responses: c.forgotten.responses,
             spawning_tasks: c.forgotten.tasks,
             unnamed_receivers: d.dropped_receivers,
-        };
-        (dropped != Self::default()).then_some(dropped)
+        }
+    }
+
+    fn plus(&self, o: &Self) -> Self {
+        let add = u64::saturating_add;
+        Self {
+            lines_over_thread_limit: add(self.lines_over_thread_limit, o.lines_over_thread_limit),
+            item_lines: add(self.item_lines, o.item_lines),
+            turns: add(self.turns, o.turns),
+            text_bytes: add(self.text_bytes, o.text_bytes),
+            open_responses: add(self.open_responses, o.open_responses),
+            spawning_tasks: add(self.spawning_tasks, o.spawning_tasks),
+            unnamed_receivers: add(self.unnamed_receivers, o.unnamed_receivers),
+        }
     }
 }
 

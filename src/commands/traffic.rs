@@ -28,14 +28,25 @@ pub fn folders_hold_recordings(paths: &[PathBuf]) -> Result<()> {
 /// After a headless read: the inputs held at least one line of an agent's traffic.
 pub fn required(paths: &[PathBuf], pipeline: &Pipeline) -> Result<()> {
     let c = pipeline.counters();
-    if c.lines == 0 {
+    let first = || pipeline.model.diagnostics.malformed.front().map(|m| (m.line_no, m.reason.clone()));
+    required_of(paths, (c.lines, c.malformed), !pipeline.model.threads.is_empty(), first)
+}
+
+/// [`required`] of a stream read in parts: its `(lines, malformed)`, whether any thread was
+/// made, and its first malformed line (its number and why).
+pub fn required_of(
+    paths: &[PathBuf],
+    (lines, malformed): (u64, u64),
+    threads: bool,
+    first: impl FnOnce() -> Option<(u64, String)>,
+) -> Result<()> {
+    if lines == 0 {
         return Err(eyre!("{}: empty, nothing to read", named(paths)));
     }
-    if c.malformed < c.lines || !pipeline.model.threads.is_empty() {
+    if malformed < lines || threads {
         return Ok(());
     }
-    let first = pipeline.model.diagnostics.malformed.front().map(|m| (m.line_no, m.reason.clone()));
-    Err(no_traffic(paths, c.lines, first))
+    Err(no_traffic(paths, lines, first()))
 }
 
 /// Before a replay: the recording is not empty, and holds at least one line of an agent's

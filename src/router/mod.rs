@@ -124,6 +124,32 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Field by field: the figures of a stream read in parts, one after another.
+    #[must_use]
+    pub fn plus(&self, o: &Self) -> Self {
+        let add = u64::saturating_add;
+        Self {
+            lines: add(self.lines, o.lines),
+            root: add(self.root, o.root),
+            rehomed: add(self.rehomed, o.rehomed),
+            suppressed: add(self.suppressed, o.suppressed),
+            global: add(self.global, o.global),
+            control: add(self.control, o.control),
+            malformed: add(self.malformed, o.malformed),
+            early: add(self.early, o.early),
+            replayed: add(self.replayed, o.replayed),
+            evicted: add(self.evicted, o.evicted),
+            pending_at_end: add(self.pending_at_end, o.pending_at_end),
+            orphan_threads: add(self.orphan_threads, o.orphan_threads),
+            depth_limited: add(self.depth_limited, o.depth_limited),
+            over_thread_limit: add(self.over_thread_limit, o.over_thread_limit),
+            forgotten: wire::Forgotten {
+                responses: add(self.forgotten.responses, o.forgotten.responses),
+                tasks: add(self.forgotten.tasks, o.forgotten.tasks),
+            },
+        }
+    }
+
     /// routing.md §5: every line is in exactly one class, or evicted, or still pending (or dropped
     /// by the thread bound).
     pub fn conserved(&self) -> bool {

@@ -12,7 +12,8 @@
 //! - [`attach`]: a monitor's connection to a tee, as [`live::Event`]s.
 //! - [`inbound`]: one-way live sources (`listen` producers, a piped stdin).
 //! - [`socket`]: where the live sockets are, and which of them are running.
-//! - [`opencode`]: OpenCode's SQLite store, read and followed as records.
+//! - [`opencode`]: OpenCode's SQLite store, read and followed as records; [`batches`]: a store of
+//!   many sessions read a batch of sessions at a time.
 //! - [`acts`]: swarmtop's own log of the acts it did outside a tee, handed on beside a server's records.
 //! - [`agents`]: the agent registry: where each agent's sessions live, how its files are laid
 //!   out, how its processes are recognised, how its sessions are followed and its spend reported.
@@ -26,6 +27,7 @@
 pub mod acts;
 pub mod agents;
 pub mod attach;
+pub mod batches;
 pub mod census;
 pub mod compact;
 pub mod files;

@@ -2,11 +2,12 @@
 //! on as records, one JSON line each, for `wire::opencode` to lower ([`records`]).
 //!
 //! One job per module: the store file ([`store`]), its values read tolerantly ([`cells`]), tables
-//! read in pages ([`pages`]), the store as it is now ([`snapshot`]) and its root sessions for
+//! read in pages ([`pages`]), the store as it is now ([`snapshot`]), a batch of root sessions at a time ([`batches`]) and its root sessions for
 //! discovery ([`roots`]), the event log followed ([`follower`]), whether a process still writes the
 //! store ([`writer`]); the server's HTTP ([`http`]), its event stream ([`serve`], read by [`crate::source::sse`]) and what
 //! it holds ([`resync`]). Records cross threads through a queue bounded in bytes ([`channel`]).
 
+mod batches;
 mod cells;
 mod channel;
 mod follower;
@@ -20,6 +21,7 @@ mod snapshot;
 mod store;
 mod writer;
 
+pub use batches::{BATCH_ROOTS, ReadAhead};
 pub use cells::MAX_VALUE;
 pub use channel::{ChannelReader, MAX_QUEUED};
 pub use follower::{Follower, MAX_POLL_BYTES, POLL, follow, follow_reader};

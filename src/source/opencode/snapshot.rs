@@ -10,6 +10,7 @@
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::{Connection, Row};
 use serde_json::{Value, json};
@@ -46,7 +47,7 @@ pub fn snapshot_reader(db: &Path) -> io::Result<SnapshotReader> {
 
 /// [`snapshot_reader`] with pages of another size: the same records.
 pub fn snapshot_reader_with(db: &Path, bounds: PageBounds) -> io::Result<SnapshotReader> {
-    Ok(SnapshotReader { pages: Pages::new(db, None, bounds)?, buf: Vec::new(), pos: 0, more: true })
+    Ok(SnapshotReader::new(Pages::new(db, None, bounds)?))
 }
 
 fn collect(mut pages: Pages) -> io::Result<Snapshot> {
@@ -61,6 +62,12 @@ pub struct SnapshotReader {
     buf: Vec<u8>,
     pos: usize,
     more: bool,
+}
+
+impl SnapshotReader {
+    fn new(pages: Pages) -> Self {
+        Self { pages, buf: Vec::new(), pos: 0, more: true }
+    }
 }
 
 impl io::Read for SnapshotReader {
@@ -80,11 +87,23 @@ impl io::Read for SnapshotReader {
     }
 }
 
+/// What a read does once its rows are read, decided by the read itself unless a read in batches
+/// ([`super::batches`]) decided it once for all of them.
+#[derive(Clone, Default)]
+pub(super) struct Ending {
+    /// Whether no process writes the store any more (a `dead` record for each root).
+    pub writer_dead: Option<bool>,
+    /// swarmtop's log of acts (`source::acts`).
+    pub acts: Option<Arc<[crate::source::acts::Logged]>>,
+    /// A read in batches shares one read transaction: the batches end it, not each batch.
+    pub shared_transaction: bool,
+}
+
 /// The session columns read, `time_created` and `time_updated` among them (columns 11 and 12).
 const SESSION_COLUMNS: &str = "SELECT id, parent_id, title, agent, model, cost, tokens_input, tokens_output, \
      tokens_reasoning, tokens_cache_read, tokens_cache_write, time_created, time_updated, directory FROM session";
 /// A parent of an odd type is read as none: that session is a root too.
-const ROOTS: Query<'_> = Query {
+pub(super) const ROOTS: Query<'_> = Query {
     select: "SELECT id FROM session",
     keys: &["id"],
     descending: false,
@@ -169,7 +188,7 @@ enum Kind {
 /// its first message (issue 19); read so, it shows each moment as the live stream did.
 pub(super) struct Pages {
     db: PathBuf,
-    conn: Connection,
+    pub(super) conn: Connection,
     /// The roots a scoped read covers, as a JSON array.
     scope: Option<String>,
     bounds: PageBounds,
@@ -183,6 +202,12 @@ pub(super) struct Pages {
     /// Last states handed on ahead of their time ([`HELD_BYTES`]).
     early: u64,
     tally: Tally,
+    ending: Ending,
+    /// Rows handed to the read (odd ones and ones without an id too): a read in batches tells
+    /// from them whether its roots reached every row.
+    pub(super) rows_seen: u64,
+    /// A notice of odd rows was handed on: a read in batches would give one per batch.
+    pub(super) noticed: bool,
     /// The `event` table's last rowid when the read began.
     pub cursor: i64,
 }
@@ -196,9 +221,20 @@ fn column_or_null(conn: &Connection, table: &str, column: &str) -> String {
 impl Pages {
     pub fn new(db: &Path, roots: Option<&[String]>, bounds: PageBounds) -> io::Result<Self> {
         let conn = open(db)?;
-        let err = |e: rusqlite::Error| sql_error(db, &e);
         // One read transaction for every page: one snapshot of the store.
-        conn.execute_batch("BEGIN").map_err(err)?;
+        conn.execute_batch("BEGIN").map_err(|e| sql_error(db, &e))?;
+        Self::on(conn, db, roots, bounds, Ending::default())
+    }
+
+    /// A read on `conn`, already in its read transaction.
+    pub(super) fn on(
+        conn: Connection,
+        db: &Path,
+        roots: Option<&[String]>,
+        bounds: PageBounds,
+        ending: Ending,
+    ) -> io::Result<Self> {
+        let err = |e: rusqlite::Error| sql_error(db, &e);
         let scope = roots.map(|r| Value::from(r).to_string());
         let scoped = scope.is_some();
         // A store without an event log is still read; following it then says why it cannot.
@@ -240,6 +276,9 @@ impl Pages {
             made: 0,
             early: 0,
             tally: Tally::default(),
+            ending,
+            rows_seen: 0,
+            noticed: false,
             cursor,
         };
         pages.count_unreachable().map_err(err)?;
@@ -248,7 +287,7 @@ impl Pages {
 
     /// Rows whose key is NULL: no page reaches them.
     fn count_unreachable(&mut self) -> rusqlite::Result<()> {
-        let Self { conn, scope, tally, .. } = self;
+        let Self { conn, scope, tally, rows_seen, .. } = self;
         let in_scope = if scope.is_some() { " AND session_id IN tree" } else { "" };
         let mut queries = vec![
             ("message", format!("SELECT COUNT(*) FROM message WHERE id IS NULL{in_scope}")),
@@ -263,6 +302,7 @@ impl Pages {
                 None => conn.query_row(&query, [], |r| r.get(0))?,
             };
             tally.skip_rows(n.unsigned_abs(), table, "without an id");
+            *rows_seen = rows_seen.saturating_add(n.unsigned_abs());
         }
         Ok(())
     }
@@ -338,13 +378,14 @@ impl Pages {
 
     /// Reads the next page of `kind`'s table if none of its rows is left.
     fn fill(&mut self, kind: Kind) -> rusqlite::Result<()> {
-        let Self { conn, scope, bounds, tables, tally, .. } = self;
+        let Self { conn, scope, bounds, tables, tally, rows_seen, .. } = self;
         let table = &mut tables[kind as usize];
         if !table.rows.is_empty() || !table.more {
             return Ok(());
         }
         let rows = &mut table.rows;
         table.more = table.sql.page(conn, (scope.as_deref(), *bounds), &mut table.after, |r| {
+            *rows_seen += 1;
             let row = match kind {
                 Kind::Session => session(r, tally),
                 Kind::Message => message(r, tally),
@@ -363,7 +404,7 @@ impl Pages {
     /// records: the tree then says why they stopped, as it does for a tee's acts.
     fn acts_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
         self.stage = Stage::Dead;
-        let acts = crate::source::acts::read();
+        let acts = self.ending.acts.clone().unwrap_or_else(|| crate::source::acts::read().into());
         if !acts.is_empty() {
             let known = stored(&self.conn, &acts, self.scope.as_deref())?;
             out.extend_from_slice(&crate::source::acts::records(&acts, |a| known.contains(&a.target)));
@@ -373,7 +414,9 @@ impl Pages {
 
     /// The roots a dead writer left, then the end of the read.
     fn dead_page(&mut self, out: &mut Vec<u8>) -> rusqlite::Result<()> {
-        if self.roots.after.is_none() && writer(&self.db) != Writer::Dead {
+        if self.roots.after.is_none()
+            && !*self.ending.writer_dead.get_or_insert_with(|| writer(&self.db) == Writer::Dead)
+        {
             self.roots.more = false;
         }
         if self.roots.more {
@@ -392,8 +435,10 @@ impl Pages {
         }
         if let Some(message) = self.tally.take_notice() {
             records::notice(out, "store", &message);
+            self.noticed = true;
         }
         if self.early > 0 {
+            self.noticed = true;
             let message = format!(
                 "{} row(s) handed on ahead of their last write: more than {} MiB of rows were open at once",
                 self.early,
@@ -401,7 +446,9 @@ impl Pages {
             );
             records::notice(out, "store", &message);
         }
-        self.conn.execute_batch("COMMIT")?;
+        if !self.ending.shared_transaction {
+            self.conn.execute_batch("COMMIT")?;
+        }
         self.stage = Stage::Done;
         Ok(())
     }
