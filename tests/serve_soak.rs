@@ -137,12 +137,12 @@ fn under_steady_traffic_memory_and_descriptors_stay_flat_and_every_event_is_told
     flat(&samples, pid);
 }
 
-/// Memory rises and falls with each sync (it writes the busy session's rows again, reading only
-/// its new lines: `store::carry`) and each feed (a machine source of its own, which reads the busy
-/// session from its start, a few chunks ahead of its client): flat means the last third's floor is
-/// the middle third's (the first is warming up), within a few MiB. The peaks are not held to it:
-/// the store's rewrite of the busy session (18,000 lines by the end) is passing work, not what
-/// the daemon keeps. Descriptors and threads come back to
+/// Memory rises and falls with each sync (it reads only the busy session's new lines,
+/// `store::carry`, and writes what changed) and each feed (a machine source of its own, which
+/// reads the busy session's history from its start once, then follows it, a few chunks ahead of
+/// its client): flat means the last third's floor is the middle third's (the first is warming
+/// up), within a few MiB. The peaks are not held to it: a sync's model of the busy session (18,000
+/// lines by the end) is passing work, not what the daemon keeps. Descriptors and threads come back to
 /// what they were once the passing clients are gone (a closed stream is noticed at its next write,
 /// a keepalive at most 15 s on).
 fn flat(samples: &[Sample], pid: u32) {
