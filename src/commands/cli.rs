@@ -99,7 +99,7 @@ pub struct ReplayOpts {
 
 impl Default for ReplayOpts {
     fn default() -> Self {
-        Self { speed: Speed::Times(1), max_gap: 2_000 }
+        Self { speed: Speed::Times(1), max_gap: crate::source::replay::DEFAULT_MAX_GAP_MS }
     }
 }
 

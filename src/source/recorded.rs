@@ -13,9 +13,12 @@
 //! the merge's once the files are read; what a followed file gains later comes as it comes.
 //!
 //! Record times are needed up front (the position bar's duration, seeking by time), so the
-//! caller's `time_of` reads each record's time once, while it is loaded, kept in a byte or two a
-//! record ([`Times`]) until the replay's schedule is made of them; sources know nothing of what
-//! records mean.
+//! caller's `time_of` reads each record's time once, while it is loaded; sources know nothing of
+//! what records mean. One input is replayed in its own order: its times go straight into the
+//! replay's schedule ([`Schedule`], a mark a block of records, at the default gap cap). Several
+//! are put in time order once all are read, so their times are kept until then, in a byte or two
+//! a record ([`Times`]) (issue 22: held through loading at 2 GB, that log's 5 MiB grew the
+//! monitor's peak with the recording).
 
 use std::cell::Cell;
 use std::fs::File;
@@ -28,6 +31,7 @@ use super::compact::Times;
 use super::files::{self, Input, MAX_LINE, Record};
 use super::follow::{Change, Watched};
 use super::merge::{self, Order};
+use super::replay::{self, Schedule};
 use crate::wire::{Clean, Origin};
 
 /// Reads a record's time (unix ms), if it has one.
@@ -60,8 +64,11 @@ pub struct Recorded {
     order: Vec<Run>,
     /// Records in the replay.
     len: usize,
-    /// The records' times, in the replay's order, until [`Recorded::forget_times`].
+    /// The records' times, in the replay's order, until [`Recorded::forget_times`]: kept when
+    /// the records may be put in another order once read (several inputs).
     times: Option<Times>,
+    /// Else the replay's schedule, made as the records are read.
+    schedule: Option<Schedule>,
     /// Keep reading files as they grow, and new files appearing in `dirs` (`--follow`).
     pub follow: bool,
     dirs: Vec<PathBuf>,
@@ -199,7 +206,8 @@ impl Recorded {
             sources: Vec::new(),
             order: Vec::new(),
             len: 0,
-            times: Some(Times::default()),
+            times: None,
+            schedule: Some(Schedule::new(replay::DEFAULT_MAX_GAP_MS)),
             follow,
             dirs: Vec::new(),
             start_at_action: false,
@@ -245,6 +253,12 @@ impl Recorded {
             ([], []) => String::new(),
         };
         let mut r = Self::empty(crate::wire::sanitize_line(&name), follow);
+        // Records put in time order once read (several inputs, a sidecar applied ahead, acts)
+        // need their times then.
+        let sidecar = inputs.iter().any(|i| matches!(i, Input::File(p) if files::is_sidecar(p)));
+        if inputs.len() > 1 || sidecar || !acts.is_empty() {
+            (r.times, r.schedule) = (Some(Times::default()), None);
+        }
         r.dirs = paths.iter().filter(|p| p.is_dir()).cloned().collect();
         for input in inputs {
             r.add_source(input, time_of).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", input.name())))?;
@@ -411,6 +425,8 @@ impl Recorded {
         self.place(source, record);
         if let Some(times) = &mut self.times {
             times.push(time);
+        } else if let Some(schedule) = &mut self.schedule {
+            schedule.push(time);
         }
     }
 
@@ -445,10 +461,25 @@ impl Recorded {
         self.times.iter().flat_map(Times::iter)
     }
 
-    /// The times are no longer needed (the replay's schedule was made of them): records noted
-    /// from now on keep none.
+    /// The times are no longer needed: records noted from now on keep none.
     pub fn forget_times(&mut self) {
-        self.times = None;
+        (self.times, self.schedule) = (None, None);
+    }
+
+    /// The replay's schedule of the records so far with gaps capped at `max_gap_ms`, made as they
+    /// were read or of their times; `None` when neither fits (another cap than the one the
+    /// schedule was made with): the caller reads the times again. The times are forgotten.
+    pub fn take_schedule(&mut self, max_gap_ms: u64) -> Option<Schedule> {
+        let times = self.times.take();
+        let made = self.schedule.take().filter(|s| s.max_gap_ms() == max_gap_ms);
+        made.or_else(|| {
+            let times = times?;
+            let mut schedule = Schedule::new(max_gap_ms);
+            for t in times.iter() {
+                schedule.push(t);
+            }
+            Some(schedule)
+        })
     }
 
     /// Hands out the records of `range` in order, with a [`Piece::Source`] before the first and
@@ -706,7 +737,10 @@ mod tests {
         let mut r = Recorded::from_inputs(std::slice::from_ref(&path), &[Input::File(path.clone())], true, &time)
             .expect("load");
         assert!(matches!(r.sources[0].data, Backing::File(_)), "a plain file is not held in memory");
-        assert_eq!(r.times().collect::<Vec<_>>(), [Some(3), Some(3), Some(5)]);
+        assert_eq!(r.times().count(), 0, "one input keeps no times, only the schedule made of them");
+        let schedule = r.take_schedule(replay::DEFAULT_MAX_GAP_MS).expect("made while loading");
+        let pace = replay::Replay::from_schedule(schedule, replay::Pace::Max, std::time::Instant::now());
+        assert_eq!((pace.len(), pace.duration_ms()), (3, 2), "times 3, 3, 5");
         assert_eq!(lines_of(&r, 0..3), ["|", "one", "two", "three"]);
         assert_eq!(lines_of(&r, 1..2), ["|", "two"]);
         let grew = |at: u64, b: &[u8]| Change::Grew { file: path.clone(), at, bytes: b.to_vec() };

@@ -39,6 +39,9 @@ impl Pace {
     }
 }
 
+/// The longest idle gap replayed as it was, unless told otherwise (`--max-gap`).
+pub const DEFAULT_MAX_GAP_MS: u64 = 2_000;
+
 /// Lines of one block of the schedule: a mark a block is kept, and the offsets of a block are
 /// worked out again from its lines' times when pacing reaches it (a recording's own marks,
 /// [`super::recorded`], are as far apart: reading a block back starts at one).
@@ -120,20 +123,54 @@ fn step(offset: u64, last: &mut Option<i64>, t: Option<i64>, max_gap_ms: u64) ->
     offset
 }
 
+/// A replay's schedule as its lines' times come, one at a time: a mark a [`BLOCK`] of lines, and
+/// where the last line falls. A recording builds it while it loads (issue 22: a times log of a
+/// byte a record, held until the schedule was made of it, grew the monitor with the recording).
+#[derive(Debug)]
+pub struct Schedule {
+    marks: Vec<Mark>,
+    offset: u64,
+    last: Option<i64>,
+    len: usize,
+    max_gap_ms: u64,
+}
+
+impl Schedule {
+    /// A gap between two known times longer than `max_gap_ms` is shortened to it.
+    pub fn new(max_gap_ms: u64) -> Self {
+        Self { marks: Vec::new(), offset: 0, last: None, len: 0, max_gap_ms }
+    }
+
+    /// The next line, at `t` (unix ms; `None` when it has none).
+    pub fn push(&mut self, t: Option<i64>) {
+        self.offset = step(self.offset, &mut self.last, t, self.max_gap_ms);
+        if self.len % BLOCK == 0 {
+            self.marks.push(Mark { offset: self.offset, last: self.last });
+        }
+        self.len += 1;
+    }
+
+    pub fn max_gap_ms(&self) -> u64 {
+        self.max_gap_ms
+    }
+}
+
 impl Replay {
     /// `times` are the lines' recorded times (unix ms; `None` when a line has none), the same as
     /// `LineTimes` reads back later; a gap between two known times longer than `max_gap_ms` is
     /// shortened to it.
     pub fn new(times: impl IntoIterator<Item = Option<i64>>, max_gap_ms: u64, pace: Pace, now: Instant) -> Self {
-        let mut marks = Vec::new();
-        let (mut offset, mut last, mut len): (u64, Option<i64>, usize) = (0, None, 0);
+        let mut schedule = Schedule::new(max_gap_ms);
         for t in times {
-            offset = step(offset, &mut last, t, max_gap_ms);
-            if len % BLOCK == 0 {
-                marks.push(Mark { offset, last });
-            }
-            len += 1;
+            schedule.push(t);
         }
+        Self::from_schedule(schedule, pace, now)
+    }
+
+    /// The replay of the lines `schedule` was given, their times read back as the same
+    /// `LineTimes` later.
+    pub fn from_schedule(schedule: Schedule, pace: Pace, now: Instant) -> Self {
+        let Schedule { mut marks, offset, len, max_gap_ms, .. } = schedule;
         // Pushed one by one, they would be held at up to twice their room for the whole replay.
         marks.shrink_to_fit();
         Self {

@@ -29,7 +29,7 @@ use crate::source::files::{self, MAX_LINE, Record};
 use crate::source::follow::Change;
 use crate::source::live::{self, End, ResetReason};
 use crate::source::recorded::{Piece, Recorded};
-use crate::source::replay::{LineTimes, Pace, Replay};
+use crate::source::replay::{LineTimes, Pace, Replay, Schedule};
 use crate::wire::{Clean, Origin, sanitize_line};
 
 /// A stream whose newest line is at most this old is taken to be written right now: its quiet
@@ -184,10 +184,15 @@ impl Runtime {
         let mut rt = Self::new(view, settings, config, now);
         rt.feed.source.clone_from(&recorded.name);
         tracing::info!(source = %recorded.name, records = recorded.len(), "replaying");
-        let mut pace = Replay::new(recorded.times(), settings.max_gap_ms, settings.pace, now);
         // The schedule keeps a mark a block of records and reads their times back as it needs
-        // them: kept here too, they would be a byte or two a record.
-        recorded.forget_times();
+        // them: the recording keeps none once it is taken.
+        let schedule = recorded.take_schedule(settings.max_gap_ms).unwrap_or_else(|| {
+            // Another gap cap than the one the schedule was made with while loading.
+            let mut schedule = Schedule::new(settings.max_gap_ms);
+            TimesOf(&recorded).each_time(0..recorded.len(), &mut |t| schedule.push(t));
+            schedule
+        });
+        let mut pace = Replay::from_schedule(schedule, settings.pace, now);
         if recorded.start_at_action {
             let start = action_start(&recorded, &pace, &rt.config);
             apply(&recorded, &mut rt.pipeline, 0..start);
@@ -683,6 +688,29 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_schedule_made_while_loading_or_read_again_is_the_one_made_of_the_times() {
+        let r = Recorded::from_static("demo", DEMO, &time_of);
+        let mut times = Vec::new();
+        TimesOf(&r).each_time(0..r.len(), &mut |t| times.push(t));
+        for gap in [2_000, 60_000] {
+            let want = Replay::new(times.iter().copied(), gap, Pace::Max, Instant::now());
+            let loaded = Recorded::from_static("demo", DEMO, &time_of);
+            let settings = Settings { max_gap_ms: gap, ..settings(Pace::Max) };
+            let rt = Runtime::replay(
+                loaded,
+                View::with_theme(Theme::no_color()),
+                &settings,
+                Config::default(),
+                Instant::now(),
+            );
+            let got = &rt.replay.as_ref().expect("a replay").pace;
+            assert_eq!((got.len(), got.duration_ms()), (want.len(), want.duration_ms()), "gap {gap}");
+            let offsets = |p: &Replay| (0..p.len()).map(|i| p.offset_of(i, &TimesOf(&r))).collect::<Vec<_>>();
+            assert_eq!(offsets(got), offsets(&want), "gap {gap}");
+        }
     }
 
     #[test]
