@@ -16,7 +16,7 @@ use std::time::Duration;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use nix::fcntl::{Flock, FlockArg};
 use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, params, params_from_iter};
 
 use super::backend::{Backend, Lookup, Pruned, SyncLock, Totals, Written};
 use super::query::Filter;
@@ -354,7 +354,6 @@ impl Sqlite {
         if held.is_some() {
             return Ok(None);
         }
-        let t = tokens_params(&s.figures.tokens);
         let id = tx
             .prepare_cached(&format!(
                 "INSERT INTO sessions(source_id, agent, thread, name, project, started_ms, ended_ms, status, agents,
@@ -363,27 +362,11 @@ impl Sqlite {
                  RETURNING id"
             ))?
             .query_row(
-                params![
-                    source,
-                    agent,
-                    s.thread,
-                    s.name,
-                    project,
-                    s.started_ms,
-                    s.ended_ms,
-                    s.status,
-                    s.agents,
-                    s.depth,
-                    t[0],
-                    t[1],
-                    t[2],
-                    t[3],
-                    t[4],
-                    t[5],
-                    t[6],
-                    pico(s.figures.cost),
-                    s.figures.priced
-                ],
+                params_from_iter(
+                    [Value::from(source), Value::from(agent.to_owned()), Value::from(s.thread.clone())]
+                        .into_iter()
+                        .chain(session_values(s, project)?),
+                ),
                 |r| r.get(0),
             )?;
         Ok(Some(id))
@@ -1111,6 +1094,30 @@ fn ordinal_value(n: usize) -> Value {
 }
 
 /// A run's [`RUN_COLUMNS`].
+/// A session's columns after its source, agent and thread, as the insert and an update in place
+/// write them (`update::SESSION_COLUMNS`, in that order).
+fn session_values(s: &SessionRow, project: Option<&str>) -> rusqlite::Result<Vec<Value>> {
+    let t = tokens_params(&s.figures.tokens);
+    values(params![
+        s.name,
+        project,
+        s.started_ms,
+        s.ended_ms,
+        s.status,
+        s.agents,
+        s.depth,
+        t[0],
+        t[1],
+        t[2],
+        t[3],
+        t[4],
+        t[5],
+        t[6],
+        pico(s.figures.cost),
+        s.figures.priced
+    ])
+}
+
 fn run_values(run: &RunRow) -> rusqlite::Result<Vec<Value>> {
     let t = tokens_params(&run.figures.tokens);
     values(params![

@@ -314,25 +314,7 @@ fn session_row(tx: &Transaction<'_>, source: i64, rows: &SourceRows, s: &Session
         }
         Slot::Stored(id, was) => (*id, was),
     };
-    let t = super::tokens_params(&s.figures.tokens);
-    let new = values(params![
-        s.name,
-        project,
-        s.started_ms,
-        s.ended_ms,
-        s.status,
-        s.agents,
-        s.depth,
-        t[0],
-        t[1],
-        t[2],
-        t[3],
-        t[4],
-        t[5],
-        t[6],
-        super::pico(s.figures.cost),
-        s.figures.priced
-    ])?;
+    let new = super::session_values(s, project)?;
     if *was.1 == new {
         return Ok(0);
     }
