@@ -465,3 +465,29 @@ fn a_schema_5_team_store_is_upgraded_to_keep_why_calls_failed() {
         assert!(stored.runs[0].entries.iter().any(|i| i.why.is_some()), "{id}: its failed call says why");
     }
 }
+
+/// A recording of a session whose rollouts are stored first is a duplicate: its runs are the
+/// rollouts' source's, and so are the references to their texts (main counted the recording's items
+/// too: 13 of 16 texts over-counted, never collected). Rows written are counted as the file store
+/// counts them.
+#[test]
+fn a_duplicate_session_holds_no_text_reference() {
+    let pg = Postgres::start();
+    let url = pg.database("dup");
+    let m = Machine::new();
+    m.with_codex("collab_v1").with_recording("codex-0.171.0/collab_v1.server.ndjson");
+    let team = json(on(&m, "laptop", &url, &["sync", "--json"]));
+    assert_eq!(team["duplicates"], 1, "{team}");
+    assert_eq!(team["rows"], m.json(&["sync", "--json"])["rows"], "{team}");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let (wrong, texts): (i64, i64) = client
+        .query_one(
+            "SELECT count(*) FILTER (WHERE refs <> (SELECT count(*) FROM items i WHERE i.text_id = t.id)), count(*)
+             FROM texts t",
+            &[],
+        )
+        .map(|r| (r.get(0), r.get(1)))
+        .unwrap();
+    assert!(texts > 0);
+    assert_eq!(wrong, 0, "every text counts the items that hold it");
+}

@@ -187,7 +187,7 @@ struct SyncedJson<'a> {
     sessions: usize,
     runs: usize,
     duplicates: usize,
-    /// Rows of sessions, runs, usage and items written (a file store's).
+    /// Rows of sessions, runs, usage and items written (either store's, counted alike).
     rows: u64,
     failed: &'a [String],
     store_bytes: u64,
@@ -253,6 +253,11 @@ fn summary(s: &Synced, store: &str, size: u64) -> String {
     )
 }
 
+/// The PostgreSQL server the team-store tests start (the integration tests' own).
+#[cfg(test)]
+#[path = "../../tests/postgres_support/mod.rs"]
+mod postgres_support;
+
 #[cfg(test)]
 mod tests {
     use std::io::Write as _;
@@ -272,7 +277,18 @@ mod tests {
     }
 
     fn sync_with(reader: &Commands, home: &Path, db: &Path, carry: Option<&mut Carry>) -> Synced {
-        let mut store = Store::open(db).unwrap();
+        sync_at(reader, home, &location::Location::File(db.to_owned()), "", carry)
+    }
+
+    /// One sync of the store at `at`, as the machine `machine` (a team store's).
+    fn sync_at(
+        reader: &Commands,
+        home: &Path,
+        at: &location::Location,
+        machine: &str,
+        carry: Option<&mut Carry>,
+    ) -> Synced {
+        let mut store = Store::open_at(at, machine).unwrap();
         let env = Env::default().with("HOME", home);
         let opts = Options { env, full: false, wait: true, progress: None, carry };
         sync::sync(&mut store, reader, opts).unwrap()
@@ -370,6 +386,97 @@ mod tests {
                 assert_eq!(dump(&plain), dump(&clean), "{case}");
                 indexes_agree(&db);
                 indexes_agree(&plain);
+            }
+        }
+    }
+
+    /// What a team store holds (`dump`), and that every text counts exactly the items that hold
+    /// it, none at zero.
+    fn team_dump(url: &str) -> String {
+        let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+        let wrong: i64 = client
+            .query_one(
+                "SELECT count(*) FROM texts t WHERE t.refs <> (SELECT count(*) FROM items i WHERE i.text_id = t.id)
+                    OR t.refs <= 0",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(wrong, 0, "texts whose references are not their items'");
+        let at = location::Location::Team(url.to_owned());
+        Store::open_at(&at, "any").unwrap().backend().dump().unwrap()
+    }
+
+    /// The team store writes a session read again as what changed too, and leaves what a replace
+    /// leaves: a Claude session grown a line at a time (its first 60 lines, then its last 4,
+    /// within its items bound and past a bound of 16, where dropped items are deleted), synced by
+    /// the daemon (its carry), by a plain sync, and by two machines into one database (a text
+    /// both hold counted twice, given back by one while the other keeps it); at every step each
+    /// database is the one a clean sync of the same lines fills, row for row, every text counting
+    /// the items that hold it, and the rows written are what the file store counts for the same
+    /// sync.
+    #[test]
+    fn a_grown_session_writes_only_what_changed_in_a_team_store() {
+        let pg = super::postgres_support::Postgres::start();
+        let mut bounded = reader();
+        bounded.config.model.items_per_thread = 16;
+        for (case, reader) in [reader(), bounded].iter().enumerate() {
+            let bound = reader.config.model.items_per_thread;
+            let dir = tempfile::tempdir().unwrap();
+            let home = dir.path().join("home");
+            let project = home.join(".claude/projects/-work-demo");
+            std::fs::create_dir_all(&project).unwrap();
+            let fixture =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
+            let whole = std::fs::read(fixture).unwrap();
+            let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+            let transcript = project.join(format!("{SESSION}.jsonl"));
+            let mut written = ends[6];
+            std::fs::write(&transcript, &whole[..written]).unwrap();
+            let team = |name: &str| pg.database(&format!("{name}{case}"));
+            let (daemon_db, plain_db, fleet_db, clean_db) =
+                (team("daemon"), team("plain"), team("fleet"), team("clean"));
+            // Its schema made, for the truncate that empties it before each clean sync.
+            crate::store::postgres::open(&clean_db).unwrap();
+            let file = location::Location::File(dir.path().join("file.db"));
+            let at = |url: &str| location::Location::Team(url.to_owned());
+            let (daemon_at, plain_at, fleet_at) = (at(&daemon_db), at(&plain_db), at(&fleet_db));
+            let (mut carry, mut fleet_carry) = (Carry::default(), Carry::default());
+            let mut sync_all = |step: &str| {
+                let daemon = sync_at(reader, &home, &daemon_at, "alpha", Some(&mut carry));
+                let plain = sync_at(reader, &home, &plain_at, "alpha", None);
+                let local = sync_at(reader, &home, &file, "", None);
+                sync_at(reader, &home, &fleet_at, "alpha", Some(&mut fleet_carry));
+                sync_at(reader, &home, &fleet_at, "beta", None);
+                assert_eq!((daemon.read, plain.read), (1, 1), "{step}");
+                assert_eq!((daemon.rows, plain.rows), (local.rows, local.rows), "{step}");
+                daemon.rows
+            };
+            sync_all(&format!("bound {bound}, first"));
+            let steps = ends[7..60].iter().chain(&ends[ends.len() - 4..]);
+            for (step, &end) in steps.enumerate() {
+                let mut f = std::fs::OpenOptions::new().append(true).open(&transcript).unwrap();
+                f.write_all(&whole[written..end]).unwrap();
+                drop(f);
+                let one_line = whole[written..end].iter().filter(|&&b| b == b'\n').count() == 1;
+                written = end;
+                let case = format!(
+                    "bound {bound}, step {step} (line {})",
+                    whole[..end].iter().filter(|&&b| b == b'\n').count()
+                );
+                let rows = sync_all(&case);
+                let mut client = postgres::Client::connect(&clean_db, postgres::NoTls).unwrap();
+                client.batch_execute("TRUNCATE meta, acts, sources, texts CASCADE").unwrap();
+                let clean_at = at(&clean_db);
+                let whole_rows = sync_at(reader, &home, &clean_at, "alpha", None).rows;
+                let clean = team_dump(&clean_db);
+                assert_eq!(team_dump(&daemon_db), clean, "{case}");
+                assert_eq!(team_dump(&plain_db), clean, "{case}");
+                sync_at(reader, &home, &clean_at, "beta", None);
+                assert_eq!(team_dump(&fleet_db), team_dump(&clean_db), "{case}");
+                if one_line && end > ends[100] {
+                    assert!(rows * 10 < whole_rows, "{case}: {rows} rows of {whole_rows} written again");
+                }
             }
         }
     }

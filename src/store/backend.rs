@@ -67,8 +67,8 @@ pub struct Written {
     /// Sessions another source already held (a recording of a session indexed from its rollouts).
     pub duplicates: usize,
     pub runs: usize,
-    /// Rows of sessions, runs, usage and items it inserted, changed or deleted (SQLite's: what a
-    /// write cost; a source read again writes only what changed).
+    /// Rows of sessions, runs, usage and items it inserted, changed or deleted (what a write cost,
+    /// counted alike by both backends; a source read again writes only what changed).
     pub rows: u64,
 }
 

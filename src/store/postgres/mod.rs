@@ -8,7 +8,9 @@
 //! through an SSH tunnel or a private network).
 //!
 //! - [`schema`]: the tables and their versions, migrated by many machines at once;
-//! - `write`: a batch of sources replaced whole in one transaction;
+//! - `write`: a source replaced whole, and the rows both ways write;
+//! - `update`: a source stored before written as what changed (a busy session's sync costs its new
+//!   lines, not its size);
 //! - `read`: what `history`, `report` and `search` ask;
 //! - `text`: text parameters as PostgreSQL takes them.
 //!
@@ -22,6 +24,7 @@
 mod read;
 pub mod schema;
 mod text;
+mod update;
 mod write;
 
 use std::cell::RefCell;
@@ -92,7 +95,29 @@ impl Backend for Postgres {
     }
 
     fn write(&mut self, batch: &[SourceRows]) -> Result<Written> {
-        write::write(self.client.get_mut(), &self.machine, batch)
+        let mut tx = self.client.get_mut().transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&write::WRITE_LOCK])?;
+        let mut written = Written::default();
+        for rows in batch {
+            let old = write::stored(&mut tx, &self.machine, &rows.source.key)?;
+            // Read again as it grew (the daemon's busy session): only what changed is written. A
+            // pruned source kept its files only: it is written whole again, as is what `update`
+            // cannot write as changes.
+            let changed = match old {
+                Some((id, false)) => update::update(&mut tx, &self.machine, rows, id)?,
+                _ => None,
+            };
+            let w = match changed {
+                Some(w) => w,
+                None => write::replace(&mut tx, &self.machine, rows, old.map(|(id, _)| id))?,
+            };
+            written.sessions += w.sessions;
+            written.duplicates += w.duplicates;
+            written.runs += w.runs;
+            written.rows += w.rows;
+        }
+        tx.commit()?;
+        Ok(written)
     }
 
     fn mark_missing(&mut self, key: &str, missing: &[PathBuf]) -> Result<()> {
