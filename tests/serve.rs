@@ -36,7 +36,18 @@ fn the_api_answers_as_the_commands_do() {
     let m = Machine::new();
     m.with_claude().with_codex("collab_v1");
     let d = Daemon::start(&m.home(), &[]);
-    d.wait_status("the first sync", |s| s["syncs"].as_u64() >= Some(1));
+    let status = d.wait_status("the first sync", |s| s["syncs"].as_u64() >= Some(1));
+    // What the last sync took, read and wrote; the first one is the full look, which reads both.
+    let last = &status["lastSync"];
+    assert!(last["ms"].as_f64().is_some() && status["syncMs"].as_u64().is_some(), "{status}");
+    if status["syncs"] == 1 {
+        assert_eq!(
+            (&last["full"], &last["read"], &last["continued"]),
+            (&serde_json::json!(true), &serde_json::json!(2), &serde_json::json!(0)),
+            "{status}"
+        );
+        assert!(last["rows"].as_u64() > Some(0) && last["bytesRead"].as_u64() > Some(0), "{status}");
+    }
     // The store answers after the first sync; the live state once the follower has read the files
     // (its figures the store's), which may be a moment later on a loaded machine: a live state
     // read half-way through the transcript costs less.

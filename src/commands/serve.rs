@@ -18,13 +18,13 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use super::cli::{FilterOpts, GlobalOpts, ServeArgs, StoreOpts};
 use super::terminal::QuitSignals;
 use crate::pipeline::Config;
-use crate::serve::Api;
 use crate::serve::http::FEED_EVENTS;
+use crate::serve::{Api, SyncFigures};
 use crate::source::agents::Env;
 use crate::source::census::{self, Options, window};
 use crate::source::otlp::trust::Token;
 use crate::source::remote;
-use crate::store::{Carry, Location, Store, location};
+use crate::store::{Carry, Location, Store, Synced, location};
 use crate::store::{Lookup, report};
 
 /// Where the daemon keeps runs: this machine's file, and the team's database if there is one.
@@ -130,22 +130,32 @@ impl Api for Commands {
         Ok(super::search::render_json(&store.backend().search(&words, &filter, limit)?, &tz))
     }
 
-    fn sync(&self, full: bool) -> Result<()> {
+    fn sync(&self, full: bool) -> Result<SyncFigures> {
         let mut carry = self.carry.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut up_to_date =
             |s: &mut Store| super::sync::bring_up_to_date(s, self.config.clone(), &self.global, full, &mut carry);
         let local = Store::open(&self.stores.local).and_then(|mut s| up_to_date(&mut s));
-        let Some((team, machine)) = &self.stores.team else { return local };
+        let Some((team, machine)) = &self.stores.team else { return local.map(|s| figures(&[&s])) };
         // The team's part is tried whatever the file's did: each catches up on its own.
         let shared = Store::open_at(team, machine)
             .and_then(|mut s| up_to_date(&mut s))
             .map_err(|e| e.wrap_err("the team store"));
         match (local, shared) {
-            (Ok(()), Ok(())) => Ok(()),
-            (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+            (Ok(a), Ok(b)) => Ok(figures(&[&a, &b])),
+            (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
             (Err(a), Err(b)) => Err(a.wrap_err(format!("{b:#}"))),
         }
     }
+}
+
+/// What the syncs of one turn (the file's, and the team's) read and wrote, together.
+fn figures(synced: &[&Synced]) -> SyncFigures {
+    synced.iter().fold(SyncFigures::default(), |f, s| SyncFigures {
+        read: f.read + s.read,
+        continued: f.continued + s.continued,
+        bytes_read: f.bytes_read + s.bytes_read,
+        rows: f.rows + s.rows,
+    })
 }
 
 /// `$XDG_DATA_HOME/swarmtop/serve-token`, else `~/.local/share/swarmtop/serve-token`.

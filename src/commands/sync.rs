@@ -165,12 +165,12 @@ pub(super) fn bring_up_to_date(
     global: &GlobalOpts,
     full: bool,
     carry: &mut Carry,
-) -> Result<()> {
+) -> Result<Synced> {
     let reader = Commands { config: config.figures(), fingerprint: fingerprint(global)? };
     let opts = Options { env: Env::from_process(), full, wait: false, progress: None, carry: Some(carry) };
     let synced = sync::sync(store, &reader, opts)?;
     match synced.failed.as_slice() {
-        [] => Ok(()),
+        [] => Ok(synced),
         [first, ..] => Err(color_eyre::eyre::eyre!("{} sources not read: {first}", synced.failed.len())),
     }
 }
@@ -343,6 +343,32 @@ mod tests {
         }
         assert!(continued >= 3, "most steps were read on, not whole: {continued}");
         assert_eq!(carry.len(), 1, "the session is kept for the next sync");
+    }
+
+    /// A session being written that the store does not hold yet is kept by the sync that finds
+    /// it, so that the next sync reads on from there: taken only once stored, it was read whole
+    /// a second time by the next sync. The store is a clean sync's all along.
+    #[test]
+    fn a_new_session_being_written_is_kept_by_the_sync_that_finds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = home.join(".claude/projects/-work-demo");
+        std::fs::create_dir_all(&project).unwrap();
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
+        let whole = std::fs::read(fixture).unwrap();
+        let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+        let transcript = project.join(format!("{SESSION}.jsonl"));
+        std::fs::write(&transcript, &whole[..ends[ends.len() / 2]]).unwrap();
+        let (db, mut carry) = (dir.path().join("daemon.db"), Carry::default());
+        let first = sync_once(&home, &db, Some(&mut carry));
+        assert_eq!((first.read, first.continued, carry.len()), (1, 0, 1), "read whole, and kept");
+        std::fs::write(&transcript, &whole).unwrap();
+        let next = sync_once(&home, &db, Some(&mut carry));
+        assert_eq!((next.read, next.continued), (1, 1), "read on from where the first stopped");
+        let clean = dir.path().join("clean.db");
+        sync_once(&home, &clean, None);
+        assert_eq!(dump(&db), dump(&clean));
     }
 
     /// A session read again after more lines writes what they changed, not the session: with

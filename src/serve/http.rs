@@ -80,6 +80,8 @@ pub struct Shared {
     sync_error: Mutex<Option<String>>,
     /// The exporter's counters, when there is one.
     export: Mutex<Option<Value>>,
+    /// What the last sync that finished took, read and wrote.
+    last_sync: Mutex<Option<Value>>,
     stop: watch::Receiver<bool>,
 }
 
@@ -104,6 +106,7 @@ impl Shared {
             feeds: AtomicUsize::new(0),
             sync_error: Mutex::new(None),
             export: Mutex::new(None),
+            last_sync: Mutex::new(None),
             stop,
         }
     }
@@ -114,6 +117,10 @@ impl Shared {
 
     pub fn set_export(&self, export: Option<Value>) {
         *self.export.lock().unwrap_or_else(PoisonError::into_inner) = export;
+    }
+
+    pub fn set_last_sync(&self, figures: Value) {
+        *self.last_sync.lock().unwrap_or_else(PoisonError::into_inner) = Some(figures);
     }
 
     pub fn last_sync_failed(&self) -> bool {
@@ -220,8 +227,14 @@ async fn handle(
         ["api", "status"] => {
             let error = shared.sync_error.lock().unwrap_or_else(PoisonError::into_inner).clone();
             let export = shared.export.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let mut status =
-                shared.counters.json(shared.bus.clients(), shared.bus.last_id(), error.as_deref(), export.as_ref());
+            let last_sync = shared.last_sync.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let mut status = shared.counters.json(
+                shared.bus.clients(),
+                shared.bus.last_id(),
+                error.as_deref(),
+                export.as_ref(),
+                last_sync.as_ref(),
+            );
             status["feeds"] = json!(shared.feeds.load(Ordering::Relaxed));
             let (events, bytes) = shared.bus.kept();
             status["kept"] = json!({"events": events, "bytes": bytes});

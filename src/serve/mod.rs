@@ -46,8 +46,22 @@ pub trait Api: Send + Sync + 'static {
     fn report(&self, kind: &str, query: &[(String, String)]) -> Result<Option<String>>;
     /// `search --json` for `q` and the filters.
     fn search(&self, query: &[(String, String)]) -> Result<String>;
-    /// Brings the store up to date (`full`: every session, else those changed lately).
-    fn sync(&self, full: bool) -> Result<()>;
+    /// Brings the store up to date (`full`: every session, else those changed lately); what it
+    /// read and wrote.
+    fn sync(&self, full: bool) -> Result<SyncFigures>;
+}
+
+/// What one sync read and wrote, for `/api/status` (`lastSync`): a daemon's owner sees what
+/// keeping the store up to date costs as the sessions grow, without a profiler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SyncFigures {
+    /// Sources read (whole, or on from where the last sync stopped).
+    pub read: usize,
+    /// Of them, read on from where the last sync stopped.
+    pub continued: u64,
+    pub bytes_read: u64,
+    /// Rows of sessions, runs, usage and items written.
+    pub rows: u64,
 }
 
 pub struct Options {
@@ -83,6 +97,8 @@ pub struct Counters {
     /// Syncs that failed (the store unavailable, the disk full): each is retried at the next turn.
     pub sync_failures: AtomicU64,
     pub records: AtomicU64,
+    /// Microseconds spent in syncs, all told.
+    pub sync_micros: AtomicU64,
 }
 
 impl Counters {
@@ -92,6 +108,7 @@ impl Counters {
         last_event: u64,
         last_error: Option<&str>,
         export: Option<&serde_json::Value>,
+        last_sync: Option<&serde_json::Value>,
     ) -> serde_json::Value {
         let n = |c: &AtomicU64| c.load(Ordering::Relaxed);
         serde_json::json!({
@@ -104,6 +121,8 @@ impl Counters {
             "syncs": n(&self.syncs),
             "syncFailures": n(&self.sync_failures),
             "records": n(&self.records),
+            "syncMs": n(&self.sync_micros) / 1000,
+            "lastSync": last_sync,
             "lastSyncError": last_error,
             "export": export,
         })
@@ -244,12 +263,19 @@ async fn sync_now(shared: &Arc<http::Shared>, full: bool) {
     let number = shared.syncs.started.fetch_add(1, Ordering::SeqCst) + 1;
     shared.unsynced.swap(0, Ordering::SeqCst);
     let api = shared.api.clone();
+    let began = std::time::Instant::now();
     let done = tokio::task::spawn_blocking(move || api.sync(full)).await;
+    let took = began.elapsed();
     let error = match done {
-        Ok(Ok(())) => None,
+        Ok(Ok(figures)) => {
+            shared.set_last_sync(last_sync_json(full, took, figures));
+            None
+        }
         Ok(Err(e)) => Some(format!("{e:#}")),
         Err(e) => Some(format!("the sync stopped: {e}")),
     };
+    let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    shared.counters.sync_micros.fetch_add(micros, Ordering::Relaxed);
     shared.counters.syncs.fetch_add(1, Ordering::Relaxed);
     if let Some(e) = &error {
         shared.counters.sync_failures.fetch_add(1, Ordering::Relaxed);
@@ -257,6 +283,19 @@ async fn sync_now(shared: &Arc<http::Shared>, full: bool) {
     }
     shared.set_sync_error(error);
     shared.syncs.finished.send_replace(number);
+}
+
+/// The last sync that finished, for `/api/status`: its wall time (in ms, to the tenth: a
+/// continued sync of a growing session takes a few) and what it read and wrote.
+fn last_sync_json(full: bool, took: Duration, f: SyncFigures) -> serde_json::Value {
+    serde_json::json!({
+        "ms": (took.as_secs_f64() * 10_000.0).round() / 10.0,
+        "full": full,
+        "read": f.read,
+        "continued": f.continued,
+        "bytesRead": f.bytes_read,
+        "rows": f.rows,
+    })
 }
 
 /// The store's syncs, for a request that wants the store as of now.

@@ -163,11 +163,20 @@ pub fn sync(store: &mut Store, reader: &dyn Reader, mut opts: Options<'_>) -> Re
         Some(carry) => {
             carry.begin();
             let before = carry.continued();
-            let (own, rest) = carry.take(places, &stored);
+            let (own, rest) = carry.take(places, &stored, began);
             for (f, states) in own {
                 let size = states.iter().map(|s| s.size).sum();
+                let (fed, went_on) = (carry.fed(), carry.continued());
                 let rows = carried(carry, &f, &states, reader, &fingerprint, began);
+                // A source the carry read counts the bytes it read, not its size: what a sync
+                // costs (`serve`'s `lastSync`).
+                let by_carry = carry.fed() > fed || carry.continued() > went_on;
+                let read = if by_carry { carry.fed() - fed } else { size };
+                let stored = rows.is_ok();
                 writer.take(&f, size, rows)?;
+                if stored {
+                    writer.synced.bytes_read = writer.synced.bytes_read - size + read;
+                }
             }
             writer.synced.continued = carry.continued() - before;
             rest
