@@ -125,9 +125,26 @@ impl Account {
     pub fn bound(&mut self, most: usize, prices: &Prices) {
         let most = most.max(1);
         let step = (most / 4).max(1);
-        if self.list.len() < most + step {
-            return;
+        if self.list.len() >= most + step {
+            self.settle(step, prices);
         }
+    }
+
+    /// Settles every response held but the newest `keep`, and gives back their room: a thread
+    /// of a session that stopped states no more (one that goes on counts a response stated
+    /// again as a new one, as past the bound).
+    pub fn settle_all_but(&mut self, keep: usize, prices: &Prices) {
+        let n = self.list.len().saturating_sub(keep);
+        if n > 0 {
+            self.settle(n, prices);
+        }
+        self.list.shrink_to_fit();
+        let list = &self.list;
+        self.index.shrink_to_fit(|&j| hash(&list[j as usize].key));
+    }
+
+    /// Settles the oldest `step` responses held and files the rest again.
+    fn settle(&mut self, step: usize, prices: &Prices) {
         for (i, r) in self.list.drain(..step).enumerate() {
             let ordinal = self.settled + i;
             let at_ms = r.first_ms.map(quarter);

@@ -102,6 +102,15 @@ impl<T> Kept<T> {
         self.pinned.iter_mut().map(|(_, e)| e).chain(&mut self.window)
     }
 
+    /// The entries held with their ordinals, oldest first, to change.
+    pub(super) fn iter_mut_entries(&mut self) -> impl Iterator<Item = (usize, &mut T)> + '_ {
+        let start = self.start;
+        self.pinned
+            .iter_mut()
+            .map(|(o, e)| (*o, e))
+            .chain(self.window.iter_mut().enumerate().map(move |(i, e)| (start + i, e)))
+    }
+
     /// The entries held with their ordinals, oldest first.
     pub fn entries(&self) -> impl DoubleEndedIterator<Item = (usize, &T)> + '_ {
         let start = self.start;
@@ -143,6 +152,13 @@ impl<T> Kept<T> {
             }
         }
         None
+    }
+
+    /// Gives back the room of the entries dropped: a list that takes no more for a while (a
+    /// session that stopped) keeps what it holds, not the room its window once had.
+    pub(super) fn fit(&mut self) {
+        self.window.shrink_to_fit();
+        self.pinned.shrink_to_fit();
     }
 }
 
@@ -208,6 +224,12 @@ impl Ids {
         for o in old {
             self.table.insert_unique(rehash(&o), o, &rehash);
         }
+    }
+
+    /// Files the ordinals of `kept` again in a table of the room they need (after many were
+    /// dropped at once).
+    pub(super) fn fit<T: Named>(&mut self, kept: &Kept<T>) {
+        self.refile(|&o| kept.get(o).map_or(0, |e| hash(e.name())));
     }
 
     /// Forgets `entry`, dropped from its kept at `ordinal`.

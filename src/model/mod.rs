@@ -819,6 +819,71 @@ impl Model {
         self.generation += 1;
     }
 
+    /// Drops what a session that stopped no longer needs held, for a daemon that follows every
+    /// session of a machine for days (`serve`): of each of its threads, the items and turns that
+    /// can no longer change (those still at work, or cut short by the stop, stay, and so do the
+    /// newest, the opening ones and the cards with lanes), and its responses but the newest
+    /// (settled: its figures stay). Counted as the items and turns bounds count what they drop.
+    /// A 20-line session held 18 KB in `serve`'s model, some 6.5 once compacted (heaptrack, `serve_soak`).
+    pub fn compact(&mut self, root: ThreadIdx) {
+        let mut stack = vec![root];
+        while let Some(idx) = stack.pop() {
+            let Some(t) = self.threads.get(idx.index()) else { continue };
+            stack.extend_from_slice(&t.children);
+            self.compact_thread(idx);
+        }
+    }
+
+    fn compact_thread(&mut self, idx: ThreadIdx) {
+        let Thread { turns, items, item_index, turn_index, last_item, text_bytes, account, .. } =
+            &mut self.threads[idx.index()];
+        let newest = items.len().checked_sub(1);
+        let opening = turns.get(0).map_or(&[][..], |first| &first.items[..first.items.len().min(OPENING_ITEMS)]);
+        let keep = |ordinal: usize, item: &Item| {
+            Some(ordinal) == newest
+                || item.status == ItemStatus::InProgress
+                || item.cut_short
+                || !item.lanes.is_empty()
+                || opening.contains(&ordinal)
+        };
+        while let Some((ordinal, item)) = items.drop_oldest(keep) {
+            item_index.remove(ordinal, &item);
+            *text_bytes = text_bytes.saturating_sub(item.text.len());
+            if *last_item == Some(ordinal) {
+                *last_item = None;
+            }
+            self.diagnostics.dropped_items += 1;
+        }
+        items.fit();
+        item_index.fit(items);
+        let newest = turns.len().checked_sub(1);
+        let keep = |ordinal: usize, turn: &Turn| {
+            ordinal == 0
+                || Some(ordinal) == newest
+                || turn.status == TurnStatus::InProgress
+                || turn.cut_short
+                || turn.items.iter().any(|&i| items.get(i).is_some_and(|item| !item.lanes.is_empty()))
+        };
+        while let Some((ordinal, turn)) = turns.drop_oldest(keep) {
+            turn_index.remove(ordinal, &turn);
+            self.diagnostics.dropped_turns += 1;
+        }
+        // What the turns held list only the items still held (the first turn's opening ones stay).
+        for (ordinal, turn) in turns.iter_mut_entries() {
+            let mut at = 0;
+            turn.items.retain(|&i| {
+                at += 1;
+                (ordinal == 0 && at <= OPENING_ITEMS) || items.get(i).is_some()
+            });
+            turn.items.shrink_to_fit();
+        }
+        turns.fit();
+        turn_index.fit(turns);
+        if let Some(account) = account {
+            account.settle_all_but(1, &self.prices);
+        }
+    }
+
     /// The source finds the session rooted at `root` running after all (its process judged gone
     /// a moment too soon, or another process took it up): what [`Model::stopped`] cut short and
     /// nothing has told of since is as it was.

@@ -99,6 +99,9 @@ pub struct Counters {
     pub records: AtomicU64,
     /// Microseconds spent in syncs, all told.
     pub sync_micros: AtomicU64,
+    /// Sessions that stopped whose held items, turns and responses were let go
+    /// ([`live::Live::compact`]).
+    pub compacted: AtomicU64,
 }
 
 impl Counters {
@@ -123,6 +126,7 @@ impl Counters {
             "records": n(&self.records),
             "syncMs": n(&self.sync_micros) / 1000,
             "lastSync": last_sync,
+            "compacted": n(&self.compacted),
             "lastSyncError": last_error,
             "export": export,
         })
@@ -205,6 +209,7 @@ fn spawn_ingest(
     let runtime = tokio::runtime::Handle::current();
     std::thread::spawn(move || {
         let mut live = live::Live::new(config, shared.sessions.clone());
+        live.compact = export.is_none();
         while let Some(event) = runtime.block_on(async {
             tokio::select! {
                 event = events.recv() => event,
@@ -219,6 +224,7 @@ fn spawn_ingest(
                 shared.bus.publish_all(changes.iter().zip(&data).map(|(c, d)| (c.kind, d.as_str())));
                 shared.counters.events.fetch_add(changes.len() as u64, Ordering::Relaxed);
             }
+            shared.counters.compacted.store(live.compacted, Ordering::Relaxed);
             let n = std::mem::take(&mut live.unsynced);
             if n > 0 {
                 shared.counters.records.fetch_add(n, Ordering::Relaxed);
