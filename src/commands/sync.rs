@@ -276,6 +276,28 @@ mod tests {
         sync_with(&reader(), home, db, carry)
     }
 
+    /// A home whose one Claude session is the fixture, to be written into it a few lines at a time.
+    struct Growing {
+        home: std::path::PathBuf,
+        transcript: std::path::PathBuf,
+        whole: Vec<u8>,
+        /// Where each of the fixture's lines ends.
+        ends: Vec<usize>,
+    }
+
+    impl Growing {
+        fn in_dir(dir: &Path) -> Self {
+            let home = dir.join("home");
+            let project = home.join(".claude/projects/-work-demo");
+            std::fs::create_dir_all(&project).unwrap();
+            let fixture =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
+            let whole = std::fs::read(fixture).unwrap();
+            let ends = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
+            Self { home, transcript: project.join(format!("{SESSION}.jsonl")), whole, ends }
+        }
+    }
+
     fn sync_with(reader: &Commands, home: &Path, db: &Path, carry: Option<&mut Carry>) -> Synced {
         sync_at(reader, home, &location::Location::File(db.to_owned()), "", carry)
     }
@@ -382,14 +404,7 @@ mod tests {
         for reader in [reader(), bounded] {
             let bound = reader.config.model.items_per_thread;
             let dir = tempfile::tempdir().unwrap();
-            let home = dir.path().join("home");
-            let project = home.join(".claude/projects/-work-demo");
-            std::fs::create_dir_all(&project).unwrap();
-            let fixture =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
-            let whole = std::fs::read(fixture).unwrap();
-            let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
-            let transcript = project.join(format!("{SESSION}.jsonl"));
+            let Growing { home, transcript, whole, ends } = Growing::in_dir(dir.path());
             let mut written = ends[ends.len() - 4];
             std::fs::write(&transcript, &whole[..written]).unwrap();
             let (db, plain, mut carry) = (dir.path().join("daemon.db"), dir.path().join("plain.db"), Carry::default());
@@ -449,14 +464,7 @@ mod tests {
         for (case, reader) in [reader(), bounded].iter().enumerate() {
             let bound = reader.config.model.items_per_thread;
             let dir = tempfile::tempdir().unwrap();
-            let home = dir.path().join("home");
-            let project = home.join(".claude/projects/-work-demo");
-            std::fs::create_dir_all(&project).unwrap();
-            let fixture =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/claude-2.1.39/{SESSION}.jsonl"));
-            let whole = std::fs::read(fixture).unwrap();
-            let ends: Vec<usize> = whole.iter().enumerate().filter(|&(_, &b)| b == b'\n').map(|(i, _)| i + 1).collect();
-            let transcript = project.join(format!("{SESSION}.jsonl"));
+            let Growing { home, transcript, whole, ends } = Growing::in_dir(dir.path());
             let mut written = ends[6];
             std::fs::write(&transcript, &whole[..written]).unwrap();
             let team = |name: &str| pg.database(&format!("{name}{case}"));
